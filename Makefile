@@ -1,0 +1,31 @@
+# Terrace: `make help` lists the targets.
+GO        ?= go
+FUZZTIME  ?= 20s
+BIN       := bin/terrace
+
+.PHONY: help build run test test-short vet fuzz conformance bench
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## build bin/terrace
+	$(GO) build -o $(BIN) ./cmd/terrace
+
+run: build ## build and start Terrace with the embedded defaults (data in ./.terrace)
+	./$(BIN) server
+
+test: vet ## the whole test suite: both stores, real terraform, real HTTPS
+	$(GO) test -count=1 -timeout 40m ./...
+
+test-short: ## the fast inner loop (skips the slow end-to-end tests)
+	$(GO) test -short -count=1 ./...
+
+vet: ## go vet and a gofmt check
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l cmd internal)" || { echo "gofmt would change:"; gofmt -l cmd internal; exit 1; }
+
+fuzz: ## fuzz the request decoders for $(FUZZTIME)
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBytes$$' -fuzztime $(FUZZTIME) ./internal/tfeapi
+
+bench: ## benchmarks (figures printed; compare runs with benchstat)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...

@@ -1,0 +1,28 @@
+// Command terrace is the Terrace binary: `terrace server` runs the platform.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := &cobra.Command{
+		Use:           "terrace",
+		Short:         "Terrace: a self-hosted platform for Terraform and OpenTofu",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serverCmd())
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "terrace:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/terracehq/terrace/internal/server"
+)
+
+func serverCmd() *cobra.Command {
+	var cfg server.Config
+	var logLevel string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the Terrace server (API, scheduler and an in-process runner)",
+		Long: `Run the Terrace server.
+
+Every flag can also be set with an environment variable: --data-dir is
+TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret) may instead be
+read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := envTwins(cmd.Flags()); err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(cfg.Logger)
+			s, err := server.New(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			printWelcome(s)
+			cfg.Logger.Info("terrace listening", "addr", cfg.Addr, "url", s.BaseURL)
+			err = s.ListenAndServe(cmd.Context())
+			cfg.Logger.Info("terrace stopped")
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", ".terrace", "folder for the SQLite database, blobs, TLS files and secrets")
+	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8443", "listen address")
+	f.StringVar(&cfg.Hostname, "hostname", "", "public host:port put into URLs (default: the listen address; a loopback IP becomes localhost)")
+	f.StringVar(&cfg.Database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
+	f.StringVar(&cfg.Blobs, "blobs", "", "blob folder, or s3://bucket?endpoint=…&region=…&use_path_style=true (default <data-dir>/blobs)")
+	f.StringVar(&cfg.SiteToken, "site-token", "", "site-admin user token (generated on first start into <data-dir>/site-token when unset)")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate PEM file (default: a generated local CA and certificate)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key PEM file")
+	f.StringVar(&cfg.Secret, "secret", "", "secret that signs capability URLs; replicas must share it (default: generated into <data-dir>/secret)")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// envTwins sets every flag not given on the command line from its
+// TERRACE_* environment variable, or for secrets from TERRACE_*_FILE.
+func envTwins(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || err != nil {
+			return
+		}
+		name := "TERRACE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			err = fs.Set(f.Name, v)
+			return
+		}
+		if path, ok := os.LookupEnv(name + "_FILE"); ok {
+			b, rerr := os.ReadFile(path)
+			if rerr != nil {
+				err = fmt.Errorf("%s_FILE: %w", name, rerr)
+				return
+			}
+			err = fs.Set(f.Name, strings.TrimSpace(string(b)))
+		}
+	})
+	return err
+}
+
+func printWelcome(s *server.Server) {
+	w := os.Stdout
+	fmt.Fprintf(w, "\nTerrace %s is starting at %s\n\n", server.Version, s.BaseURL)
+	if s.NewSiteToken {
+		fmt.Fprintf(w, "A site-admin token was generated (shown once; also in the data dir's site-token file):\n\n    %s\n\n", s.SiteToken)
+	}
+	fmt.Fprintf(w, "To point terraform at Terrace, put this in your CLI config (~/.terraformrc):\n\n")
+	fmt.Fprintf(w, "    credentials %q {\n      token = \"<your token>\"\n    }\n\n", s.Hostname)
+	if s.CAFile != "" {
+		fmt.Fprintf(w, "and trust Terrace's local CA:\n\n    export SSL_CERT_FILE=%s\n\n", s.CAFile)
+	}
+	fmt.Fprintf(w, "then use a cloud block:\n\n    terraform {\n      cloud {\n        hostname     = %q\n        organization = \"<org>\"\n        workspaces { name = \"<workspace>\" }\n      }\n    }\n\n", s.Hostname)
+}

@@ -1,0 +1,116 @@
+package auth
+
+import (
+	"context"
+	"slices"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// Kind is the kind of token a caller presented.
+type Kind string
+
+// Token kinds.
+const (
+	KindUser         Kind = "user"
+	KindTeam         Kind = "team"
+	KindOrganization Kind = "organization"
+	KindRun          Kind = "run"
+	KindAgent        Kind = "agent"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	Kind    Kind
+	TokenID string
+
+	// User tokens.
+	UserID    string
+	Username  string
+	SiteAdmin bool
+	// Orgs are the organizations a user belongs to (through teams), and
+	// Owns those where the user is in the owners team.
+	Orgs []string
+	Owns []string
+
+	// Team tokens.
+	TeamID string
+
+	// Organization is the organization of a team, organization, run or
+	// agent token.
+	Organization string
+
+	// Run tokens: the run and its workspace.
+	RunID       string
+	WorkspaceID string
+}
+
+// CanAccessOrganization reports whether the principal may see anything in
+// the named organization. Resources elsewhere must be answered with 404.
+func (p *Principal) CanAccessOrganization(name string) bool {
+	if p == nil {
+		return false
+	}
+	if p.SiteAdmin {
+		return true
+	}
+	if p.Kind == KindUser {
+		return slices.Contains(p.Orgs, name)
+	}
+	return p.Organization == name
+}
+
+// IsOwner reports whether the principal has owner rights in the organization:
+// a site admin, a member of its owners team, or its organization token.
+func (p *Principal) IsOwner(name string) bool {
+	if p == nil {
+		return false
+	}
+	if p.SiteAdmin {
+		return true
+	}
+	switch p.Kind {
+	case KindUser:
+		return slices.Contains(p.Owns, name)
+	case KindOrganization:
+		return p.Organization == name
+	}
+	return false
+}
+
+// IsUser reports whether the caller presented a user token.
+func (p *Principal) IsUser() bool { return p != nil && p.Kind == KindUser }
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the caller, or nil.
+func FromContext(ctx context.Context) *Principal {
+	p, _ := ctx.Value(ctxKey{}).(*Principal)
+	return p
+}
+
+// Organization returns core.ErrNotFound unless the caller in ctx may access
+// the organization: the check every service makes before touching one.
+func CheckOrganization(ctx context.Context, org string) error {
+	if !FromContext(ctx).CanAccessOrganization(org) {
+		return core.NotFound("organization %q not found", org)
+	}
+	return nil
+}
+
+// RequireKind refuses callers whose token is not of one of the kinds.
+func RequireKind(ctx context.Context, kinds ...Kind) error {
+	p := FromContext(ctx)
+	if p == nil {
+		return core.Unauthorized("no token given")
+	}
+	if p.SiteAdmin || slices.Contains(kinds, p.Kind) {
+		return nil
+	}
+	return core.Forbidden("a %s token cannot be used for this request", p.Kind)
+}

@@ -1,0 +1,277 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Memberships tells which organizations users and teams belong to; the team
+// package provides it.
+type Memberships interface {
+	// UserOrganizations returns the organizations the user is a member of
+	// and those where the user is in the owners team.
+	UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error)
+	// TeamOrganization returns the organization of a team.
+	TeamOrganization(ctx context.Context, teamID string) (string, error)
+}
+
+// Organizations resolves organization IDs (organization tokens name their
+// organization by ID so that a rename keeps them valid).
+type Organizations interface {
+	NameByID(ctx context.Context, id string) (string, error)
+}
+
+// RunResolver resolves the workspace and organization of a run for run tokens.
+type RunResolver interface {
+	RunWorkspace(ctx context.Context, runID string) (workspaceID, org string, err error)
+}
+
+// Service keeps users and tokens and authenticates requests.
+type Service struct {
+	db          *store.DB
+	memberships Memberships
+	orgs        Organizations
+	runs        RunResolver
+}
+
+// NewService returns an auth service. runs may be nil until runs exist.
+func NewService(db *store.DB, m Memberships, o Organizations, runs RunResolver) *Service {
+	return &Service{db: db, memberships: m, orgs: o, runs: runs}
+}
+
+// SetRunResolver wires the run domain in once it exists.
+func (s *Service) SetRunResolver(r RunResolver) { s.runs = r }
+
+// Token is a stored token (never its secret).
+type Token struct {
+	ID          string
+	Kind        Kind
+	Subject     string
+	Description string
+	CreatedBy   string
+	CreatedAt   time.Time
+	LastUsedAt  *time.Time
+	ExpiredAt   *time.Time
+}
+
+// NewToken describes a token to create.
+type NewToken struct {
+	Kind        Kind
+	Subject     string
+	Description string
+	CreatedBy   string
+	ExpiredAt   *time.Time
+}
+
+// HashToken is how tokens are stored.
+func HashToken(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateToken stores a new token and returns it with its secret, which is
+// shown once and never again.
+func (s *Service) CreateToken(ctx context.Context, q store.Q, n NewToken) (*Token, string, error) {
+	t := &Token{
+		ID:          core.NewID(core.PrefixToken),
+		Kind:        n.Kind,
+		Subject:     n.Subject,
+		Description: n.Description,
+		CreatedBy:   n.CreatedBy,
+		CreatedAt:   core.Now(),
+		ExpiredAt:   n.ExpiredAt,
+	}
+	secret := core.RandomString(14) + ".atlasv1." + core.RandomString(60)
+	var exp *int64
+	if n.ExpiredAt != nil {
+		v := core.Micros(*n.ExpiredAt)
+		exp = &v
+	}
+	_, err := q.Exec(ctx, `INSERT INTO tokens (id, kind, subject, hash, description, created_by, created_at, expired_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, string(t.Kind), t.Subject, HashToken(secret), t.Description, t.CreatedBy, core.Micros(t.CreatedAt), exp)
+	if err != nil {
+		return nil, "", fmt.Errorf("creating %s token: %w", n.Kind, err)
+	}
+	return t, secret, nil
+}
+
+// ImportToken stores a token whose secret was chosen elsewhere (the site
+// token given with --site-token). An existing token with that secret is kept.
+func (s *Service) ImportToken(ctx context.Context, n NewToken, secret string) error {
+	var id string
+	err := s.db.QueryRow(ctx, `SELECT id FROM tokens WHERE hash = ?`, HashToken(secret)).Scan(&id)
+	if err == nil {
+		return nil
+	}
+	if !store.IsNoRows(err) {
+		return err
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO tokens (id, kind, subject, hash, description, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		core.NewID(core.PrefixToken), string(n.Kind), n.Subject, HashToken(secret), n.Description, n.CreatedBy, core.Micros(core.Now()))
+	return err
+}
+
+const tokenCols = `id, kind, subject, description, created_by, created_at, last_used_at, expired_at`
+
+func scanToken(sc interface{ Scan(...any) error }) (*Token, error) {
+	var t Token
+	var kind string
+	var created int64
+	var used, exp sql.NullInt64
+	if err := sc.Scan(&t.ID, &kind, &t.Subject, &t.Description, &t.CreatedBy, &created, &used, &exp); err != nil {
+		return nil, err
+	}
+	t.Kind = Kind(kind)
+	t.CreatedAt = core.FromMicros(created)
+	if used.Valid {
+		v := core.FromMicros(used.Int64)
+		t.LastUsedAt = &v
+	}
+	if exp.Valid {
+		v := core.FromMicros(exp.Int64)
+		t.ExpiredAt = &v
+	}
+	return &t, nil
+}
+
+// GetToken returns a token by ID.
+func (s *Service) GetToken(ctx context.Context, id string) (*Token, error) {
+	t, err := scanToken(s.db.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("token %s not found", id)
+	}
+	return t, err
+}
+
+// ListTokens returns the tokens of a subject, oldest first.
+func (s *Service) ListTokens(ctx context.Context, kind Kind, subject string) ([]*Token, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject = ? ORDER BY created_at, id`, string(kind), subject)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Token
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// DeleteToken removes a token.
+func (s *Service) DeleteToken(ctx context.Context, q store.Q, id string) error {
+	res, err := q.Exec(ctx, `DELETE FROM tokens WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return core.NotFound("token %s not found", id)
+	}
+	return nil
+}
+
+// DeleteTokens removes every token of a subject and kind, optionally only
+// those with the given description ("" matches all).
+func (s *Service) DeleteTokens(ctx context.Context, q store.Q, kind Kind, subject string) error {
+	_, err := q.Exec(ctx, `DELETE FROM tokens WHERE kind = ? AND subject = ?`, string(kind), subject)
+	return err
+}
+
+// Authenticate turns a bearer token into a principal.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, error) {
+	var (
+		id, kind, subject string
+		used, exp         sql.NullInt64
+	)
+	err := s.db.QueryRow(ctx, `SELECT id, kind, subject, last_used_at, expired_at FROM tokens WHERE hash = ?`, HashToken(secret)).
+		Scan(&id, &kind, &subject, &used, &exp)
+	if store.IsNoRows(err) {
+		return nil, core.Unauthorized("invalid token")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up token: %w", err)
+	}
+	now := core.Now()
+	if exp.Valid && core.FromMicros(exp.Int64).Before(now) {
+		return nil, core.Unauthorized("token has expired")
+	}
+	// Record use at most once a minute so that reads stay reads.
+	if !used.Valid || now.Sub(core.FromMicros(used.Int64)) > time.Minute {
+		if _, err := s.db.Exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, core.Micros(now), id); err != nil {
+			return nil, fmt.Errorf("recording token use: %w", err)
+		}
+	}
+	p := &Principal{Kind: Kind(kind), TokenID: id}
+	switch p.Kind {
+	case KindUser:
+		u, err := s.GetUser(ctx, subject)
+		if err != nil {
+			return nil, core.Unauthorized("the token's user no longer exists")
+		}
+		p.UserID, p.Username, p.SiteAdmin = u.ID, u.Username, u.SiteAdmin
+		p.Orgs, p.Owns, err = s.memberships.UserOrganizations(ctx, u.ID)
+		if err != nil {
+			return nil, err
+		}
+	case KindTeam:
+		p.TeamID = subject
+		p.Organization, err = s.memberships.TeamOrganization(ctx, subject)
+		if err != nil {
+			return nil, core.Unauthorized("the token's team no longer exists")
+		}
+	case KindOrganization, KindAgent:
+		p.Organization, err = s.orgs.NameByID(ctx, subject)
+		if err != nil {
+			return nil, core.Unauthorized("the token's organization no longer exists")
+		}
+	case KindRun:
+		if s.runs == nil {
+			return nil, core.Unauthorized("run tokens are not accepted")
+		}
+		p.RunID = subject
+		p.WorkspaceID, p.Organization, err = s.runs.RunWorkspace(ctx, subject)
+		if err != nil {
+			return nil, core.Unauthorized("the token's run no longer exists")
+		}
+	default:
+		return nil, core.Unauthorized("unknown token kind")
+	}
+	return p, nil
+}
+
+// Middleware requires a valid bearer token and puts the principal in the
+// request context. Failures are JSON:API 401s written by onError.
+func (s *Service) Middleware(onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := r.Header.Get("Authorization")
+			secret, ok := strings.CutPrefix(h, "Bearer ")
+			if !ok {
+				secret, ok = strings.CutPrefix(h, "bearer ")
+			}
+			secret = strings.TrimSpace(secret)
+			if !ok || secret == "" {
+				onError(w, r, core.Unauthorized("this request needs an API token in the Authorization header"))
+				return
+			}
+			p, err := s.Authenticate(r.Context(), secret)
+			if err != nil {
+				onError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		})
+	}
+}

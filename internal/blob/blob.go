@@ -1,0 +1,139 @@
+// Package blob keeps large opaque objects (state files, configuration
+// archives, logs) behind one interface: a folder on disk by default or an
+// S3-compatible bucket, both through gocloud.dev/blob. Writes are atomic:
+// a reader sees the whole object or none of it.
+//
+// It also signs capability URLs: expiring, HMAC-signed paths that let a
+// client upload or download one object without an Authorization header.
+package blob
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/s3blob" // registers s3://
+	"gocloud.dev/gcerrors"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// Store holds blobs.
+type Store struct {
+	b *blob.Bucket
+}
+
+// Open opens the store named by spec: "" or a folder path for local disk,
+// or s3://bucket?endpoint=…&region=…&use_path_style=true for S3-compatible
+// storage (credentials from the usual AWS environment variables).
+func Open(ctx context.Context, spec string) (*Store, error) {
+	if strings.HasPrefix(spec, "s3://") {
+		bucket, err := blob.OpenBucket(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("opening S3 bucket %s: %w", redact(spec), err)
+		}
+		return &Store{b: bucket}, nil
+	}
+	spec = strings.TrimPrefix(spec, "file://")
+	if err := os.MkdirAll(spec, 0o700); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(spec)
+	if err != nil {
+		return nil, err
+	}
+	bucket, err := fileblob.OpenBucket(abs, &fileblob.Options{NoTempDir: true})
+	if err != nil {
+		return nil, fmt.Errorf("opening blob folder %s: %w", abs, err)
+	}
+	return &Store{b: bucket}, nil
+}
+
+func redact(spec string) string {
+	u, err := url.Parse(spec)
+	if err != nil {
+		return "s3://…"
+	}
+	u.RawQuery = ""
+	return u.String()
+}
+
+// Close releases the store.
+func (s *Store) Close() error { return s.b.Close() }
+
+// Put writes data under key, replacing any object there.
+func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if err := s.b.WriteAll(ctx, key, data, nil); err != nil {
+		return fmt.Errorf("writing blob %s: %w", key, err)
+	}
+	return nil
+}
+
+// PutReader streams r under key. More than limit bytes is an error and
+// leaves nothing behind (the write is abandoned, not committed).
+func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit int64) (int64, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := s.b.NewWriter(wctx, key, nil)
+	if err != nil {
+		return 0, fmt.Errorf("writing blob %s: %w", key, err)
+	}
+	n, err := io.Copy(w, io.LimitReader(r, limit+1))
+	if err == nil && n > limit {
+		err = &core.Error{Kind: core.KindTooLarge, Detail: fmt.Sprintf("upload is larger than the limit of %d bytes", limit)}
+	}
+	if err != nil {
+		cancel() // abandons the write: gocloud discards a writer whose context ended
+		_ = w.Close()
+		return 0, err
+	}
+	if err := w.Close(); err != nil {
+		return 0, fmt.Errorf("writing blob %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// Get reads the whole object at key; a missing object is core.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := s.b.ReadAll(ctx, key)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, core.NotFound("blob %s not found", key)
+		}
+		return nil, fmt.Errorf("reading blob %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// Reader opens the object at key for streaming.
+func (s *Store) Reader(ctx context.Context, key string) (io.ReadCloser, int64, error) {
+	r, err := s.b.NewReader(ctx, key, nil)
+	if err != nil {
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return nil, 0, core.NotFound("blob %s not found", key)
+		}
+		return nil, 0, fmt.Errorf("reading blob %s: %w", key, err)
+	}
+	return r, r.Size(), nil
+}
+
+// Exists reports whether an object is stored at key.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	return s.b.Exists(ctx, key)
+}
+
+// Delete removes the object at key; a missing object is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	err := s.b.Delete(ctx, key)
+	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("deleting blob %s: %w", key, err)
+	}
+	return nil
+}
+

@@ -1,0 +1,266 @@
+package organization
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// DefaultProjects tells the API the ID of an organization's default project.
+type DefaultProjects interface {
+	DefaultID(ctx context.Context, org string) (string, error)
+}
+
+// Capacity counts an organization's pending and running runs; the run
+// domain provides it (nil means no runs yet).
+type Capacity interface {
+	Capacity(ctx context.Context, org string) (pending, running int, err error)
+}
+
+// API serves the organization endpoints of the TFE API v2.
+type API struct {
+	Service  *Service
+	Projects DefaultProjects
+	Capacity Capacity
+}
+
+// Register adds the routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v2/organizations", a.list)
+	mux.HandleFunc("POST /api/v2/organizations", a.create)
+	mux.HandleFunc("GET /api/v2/organizations/{org}", a.get)
+	mux.HandleFunc("PATCH /api/v2/organizations/{org}", a.update)
+	mux.HandleFunc("DELETE /api/v2/organizations/{org}", a.delete)
+	mux.HandleFunc("GET /api/v2/organizations/{org}/entitlement-set", a.entitlements)
+	mux.HandleFunc("GET /api/v2/organizations/{org}/capacity", a.capacity)
+}
+
+// jsonOrganization is the wire form (go-tfe's Organization).
+type jsonOrganization struct {
+	Name                       string           `jsonapi:"primary,organizations"`
+	ExternalID                 string           `jsonapi:"attr,external-id"`
+	AssessmentsEnforced        bool             `jsonapi:"attr,assessments-enforced"`
+	CollaboratorAuthPolicy     string           `jsonapi:"attr,collaborator-auth-policy"`
+	CostEstimationEnabled      bool             `jsonapi:"attr,cost-estimation-enabled"`
+	CreatedAt                  time.Time        `jsonapi:"attr,created-at,iso8601"`
+	DefaultExecutionMode       string           `jsonapi:"attr,default-execution-mode"`
+	Email                      string           `jsonapi:"attr,email"`
+	IsUnified                  bool             `jsonapi:"attr,is-unified"`
+	OwnersTeamSAMLRoleID       string           `jsonapi:"attr,owners-team-saml-role-id"`
+	Permissions                *jsonPermissions `jsonapi:"attr,permissions"`
+	SAMLEnabled                bool             `jsonapi:"attr,saml-enabled"`
+	StacksEnabled              bool             `jsonapi:"attr,stacks-enabled"`
+	SessionRemember            int              `jsonapi:"attr,session-remember"`
+	SessionTimeout             int              `jsonapi:"attr,session-timeout"`
+	TwoFactorConformant        bool             `jsonapi:"attr,two-factor-conformant"`
+	SendPassingStatuses        bool             `jsonapi:"attr,send-passing-statuses-for-untriggered-speculative-plans"`
+	RemainingTestableCount     int              `jsonapi:"attr,remaining-testable-count"`
+	SpeculativePlanManagement  bool             `jsonapi:"attr,speculative-plan-management-enabled"`
+	UserTokensEnabled          *bool            `jsonapi:"attr,user-tokens-enabled"`
+	AggregatedCommitStatus     bool             `jsonapi:"attr,aggregated-commit-status-enabled"`
+	AllowForceDeleteWorkspaces bool             `jsonapi:"attr,allow-force-delete-workspaces"`
+	DefaultProject             *jsonProjectRef  `jsonapi:"relation,default-project"`
+}
+
+type jsonProjectRef struct {
+	ID string `jsonapi:"primary,projects"`
+}
+
+type jsonPermissions struct {
+	CanCreateTeam          bool `json:"can-create-team"`
+	CanCreateWorkspace     bool `json:"can-create-workspace"`
+	CanCreateProject       bool `json:"can-create-project"`
+	CanDestroy             bool `json:"can-destroy"`
+	CanTraverse            bool `json:"can-traverse"`
+	CanUpdate              bool `json:"can-update"`
+	CanUpdateAPIToken      bool `json:"can-update-api-token"`
+	CanManageRunTasks      bool `json:"can-manage-run-tasks"`
+	CanDeployNoCodeModules bool `json:"can-deploy-no-code-modules"`
+	CanManageNoCodeModules bool `json:"can-manage-no-code-modules"`
+	CanEnableStacks        bool `json:"can-enable-stacks"`
+}
+
+func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
+	p := auth.FromContext(r.Context())
+	owner := p.IsOwner(o.Name)
+	j := &jsonOrganization{
+		Name:                       o.Name,
+		ExternalID:                 o.ID,
+		AssessmentsEnforced:        o.Settings.AssessmentsEnforced,
+		CollaboratorAuthPolicy:     o.Settings.CollaboratorAuthPolicy,
+		CostEstimationEnabled:      o.Settings.CostEstimationEnabled,
+		CreatedAt:                  o.CreatedAt,
+		DefaultExecutionMode:       o.Settings.DefaultExecutionMode,
+		Email:                      o.Email,
+		OwnersTeamSAMLRoleID:       o.Settings.OwnersTeamSAMLRoleID,
+		StacksEnabled:              o.Settings.StacksEnabled,
+		SessionRemember:            o.Settings.SessionRemember,
+		SessionTimeout:             o.Settings.SessionTimeout,
+		TwoFactorConformant:        true,
+		SendPassingStatuses:        o.Settings.SendPassingStatuses,
+		RemainingTestableCount:     5,
+		SpeculativePlanManagement:  o.Settings.SpeculativePlanManagement,
+		UserTokensEnabled:          o.Settings.UserTokensEnabled,
+		AggregatedCommitStatus:     o.Settings.AggregatedCommitStatus,
+		AllowForceDeleteWorkspaces: o.Settings.AllowForceDeleteWorkspaces,
+		Permissions: &jsonPermissions{
+			CanCreateTeam: owner, CanCreateWorkspace: true, CanCreateProject: owner, CanDestroy: owner,
+			CanTraverse: true, CanUpdate: owner, CanUpdateAPIToken: owner, CanManageRunTasks: owner,
+			CanDeployNoCodeModules: true, CanManageNoCodeModules: owner, CanEnableStacks: owner,
+		},
+	}
+	if id, err := a.Projects.DefaultID(r.Context(), o.Name); err == nil {
+		j.DefaultProject = &jsonProjectRef{ID: id}
+	}
+	return j
+}
+
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var body UpdateOptions
+	if err := doc.Attrs(&body); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	opts := CreateOptions{Update: body}
+	if body.Name != nil {
+		opts.Name = *body.Name
+	}
+	if body.Email != nil {
+		opts.Email = *body.Email
+	}
+	org, err := a.Service.Create(r.Context(), opts)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	// The creator's principal predates the owners team: refresh it so the
+	// permissions shown match what a read will show.
+	p := *auth.FromContext(r.Context())
+	p.Orgs = append(p.Orgs, org.Name)
+	p.Owns = append(p.Owns, org.Name)
+	r = r.WithContext(auth.WithPrincipal(r.Context(), &p))
+	tfeapi.Respond(w, r, http.StatusCreated, a.toJSON(r, org))
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.toJSON(r, org))
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	query := q.Get("q")
+	if query == "" {
+		query = q.Get("q[name]")
+	}
+	if query == "" {
+		query = q.Get("q[email]")
+	}
+	orgs, err := a.Service.List(r.Context(), query)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(orgs, page)
+	out := make([]*jsonOrganization, len(items))
+	for i, o := range items {
+		out[i] = a.toJSON(r, o)
+	}
+	tfeapi.RespondList(w, r, out, pg)
+}
+
+func (a *API) update(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var opts UpdateOptions
+	if err := doc.Attrs(&opts); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	org, err := a.Service.Update(r.Context(), r.PathValue("org"), opts)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.toJSON(r, org))
+}
+
+func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+	if err := a.Service.Delete(r.Context(), r.PathValue("org")); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type jsonEntitlements struct {
+	ID                    string `jsonapi:"primary,entitlement-sets"`
+	Agents                bool   `jsonapi:"attr,agents"`
+	AuditLogging          bool   `jsonapi:"attr,audit-logging"`
+	CostEstimation        bool   `jsonapi:"attr,cost-estimation"`
+	GlobalRunTasks        bool   `jsonapi:"attr,global-run-tasks"`
+	Operations            bool   `jsonapi:"attr,operations"`
+	PrivateModuleRegistry bool   `jsonapi:"attr,private-module-registry"`
+	PrivateRunTasks       bool   `jsonapi:"attr,private-run-tasks"`
+	RunTasks              bool   `jsonapi:"attr,run-tasks"`
+	SSO                   bool   `jsonapi:"attr,sso"`
+	Sentinel              bool   `jsonapi:"attr,sentinel"`
+	StateStorage          bool   `jsonapi:"attr,state-storage"`
+	Teams                 bool   `jsonapi:"attr,teams"`
+	VCSIntegrations       bool   `jsonapi:"attr,vcs-integrations"`
+}
+
+func (a *API) entitlements(w http.ResponseWriter, r *http.Request) {
+	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, &jsonEntitlements{
+		ID: org.ID, Agents: true, AuditLogging: false, CostEstimation: false, GlobalRunTasks: true,
+		Operations: true, PrivateModuleRegistry: true, PrivateRunTasks: true, RunTasks: true,
+		StateStorage: true, Teams: true,
+	})
+}
+
+type jsonCapacity struct {
+	ID      string `jsonapi:"primary,organization-capacity"`
+	Pending int    `jsonapi:"attr,pending"`
+	Running int    `jsonapi:"attr,running"`
+}
+
+func (a *API) capacity(w http.ResponseWriter, r *http.Request) {
+	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	c := &jsonCapacity{ID: org.Name}
+	if a.Capacity != nil {
+		if c.Pending, c.Running, err = a.Capacity.Capacity(r.Context(), org.Name); err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+	}
+	tfeapi.Respond(w, r, http.StatusOK, c)
+}

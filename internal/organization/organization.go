@@ -1,0 +1,64 @@
+// Package organization keeps organizations: the top of Terrace's tenancy.
+// Everything else belongs to exactly one organization, and a caller who is
+// not a member sees a 404 for all of it.
+package organization
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// Organization is a tenant.
+type Organization struct {
+	ID        string
+	Name      string
+	Email     string
+	Settings  Settings
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Settings are the organization's options, stored as one JSON document.
+type Settings struct {
+	CollaboratorAuthPolicy      string `json:"collaborator-auth-policy"`
+	CostEstimationEnabled       bool   `json:"cost-estimation-enabled"`
+	DefaultExecutionMode        string `json:"default-execution-mode"`
+	SessionRemember             int    `json:"session-remember"`
+	SessionTimeout              int    `json:"session-timeout"`
+	AssessmentsEnforced         bool   `json:"assessments-enforced"`
+	StacksEnabled               bool   `json:"stacks-enabled"`
+	AllowForceDeleteWorkspaces  bool   `json:"allow-force-delete-workspaces"`
+	SendPassingStatuses         bool   `json:"send-passing-statuses-for-untriggered-speculative-plans"`
+	AggregatedCommitStatus      bool   `json:"aggregated-commit-status-enabled"`
+	SpeculativePlanManagement   bool   `json:"speculative-plan-management-enabled"`
+	OwnersTeamSAMLRoleID        string `json:"owners-team-saml-role-id"`
+	UserTokensEnabled           *bool  `json:"user-tokens-enabled,omitempty"`
+	DefaultAgentPoolID          string `json:"default-agent-pool-id,omitempty"`
+}
+
+func defaultSettings() Settings {
+	t := true
+	return Settings{
+		CollaboratorAuthPolicy:    "password",
+		DefaultExecutionMode:      "remote",
+		SessionRemember:           20160,
+		SessionTimeout:            20160,
+		SpeculativePlanManagement: true,
+		UserTokensEnabled:         &t,
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$`)
+
+// ValidateName checks an organization name: letters, digits, '-' and '_'.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return core.Invalid("organization name %q is invalid: use 1 to 40 letters, digits, '-' and '_', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// ValidExecutionMode reports whether m is an execution mode.
+func ValidExecutionMode(m string) bool { return m == "remote" || m == "local" || m == "agent" }

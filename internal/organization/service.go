@@ -1,0 +1,282 @@
+package organization
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// CreateHook runs inside the transaction that creates an organization (the
+// default project, the owners team).
+type CreateHook func(ctx context.Context, q store.Q, org *Organization, creator *auth.Principal) error
+
+// Service manages organizations.
+type Service struct {
+	db    *store.DB
+	hooks []CreateHook
+}
+
+// NewService returns an organization service; hooks run on every create.
+func NewService(db *store.DB, hooks ...CreateHook) *Service {
+	return &Service{db: db, hooks: hooks}
+}
+
+// CreateOptions are the attributes of a new organization.
+type CreateOptions struct {
+	Name  string
+	Email string
+	// Update carries any settings given at creation.
+	Update UpdateOptions
+}
+
+// UpdateOptions are changes to an organization; nil fields are unchanged.
+type UpdateOptions struct {
+	Name                       *string `json:"name"`
+	Email                      *string `json:"email"`
+	CollaboratorAuthPolicy     *string `json:"collaborator-auth-policy"`
+	CostEstimationEnabled      *bool   `json:"cost-estimation-enabled"`
+	DefaultExecutionMode       *string `json:"default-execution-mode"`
+	SessionRemember            *int    `json:"session-remember"`
+	SessionTimeout             *int    `json:"session-timeout"`
+	AssessmentsEnforced        *bool   `json:"assessments-enforced"`
+	StacksEnabled              *bool   `json:"stacks-enabled"`
+	AllowForceDeleteWorkspaces *bool   `json:"allow-force-delete-workspaces"`
+	SendPassingStatuses        *bool   `json:"send-passing-statuses-for-untriggered-speculative-plans"`
+	AggregatedCommitStatus     *bool   `json:"aggregated-commit-status-enabled"`
+	SpeculativePlanManagement  *bool   `json:"speculative-plan-management-enabled"`
+	OwnersTeamSAMLRoleID       *string `json:"owners-team-saml-role-id"`
+	UserTokensEnabled          *bool   `json:"user-tokens-enabled"`
+}
+
+func (o UpdateOptions) apply(org *Organization) error {
+	if o.Name != nil {
+		if err := ValidateName(*o.Name); err != nil {
+			return err
+		}
+		org.Name = *o.Name
+	}
+	if o.Email != nil {
+		if _, err := mail.ParseAddress(*o.Email); err != nil {
+			return core.Invalid("email %q is not a valid address", *o.Email)
+		}
+		org.Email = *o.Email
+	}
+	s := &org.Settings
+	if o.CollaboratorAuthPolicy != nil {
+		if *o.CollaboratorAuthPolicy != "password" && *o.CollaboratorAuthPolicy != "two_factor_mandatory" {
+			return core.Invalid("collaborator-auth-policy must be \"password\" or \"two_factor_mandatory\"")
+		}
+		s.CollaboratorAuthPolicy = *o.CollaboratorAuthPolicy
+	}
+	if o.DefaultExecutionMode != nil {
+		if !ValidExecutionMode(*o.DefaultExecutionMode) {
+			return core.Invalid("default-execution-mode must be one of remote, local, agent")
+		}
+		s.DefaultExecutionMode = *o.DefaultExecutionMode
+	}
+	setb := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setb(&s.CostEstimationEnabled, o.CostEstimationEnabled)
+	setb(&s.AssessmentsEnforced, o.AssessmentsEnforced)
+	setb(&s.StacksEnabled, o.StacksEnabled)
+	setb(&s.AllowForceDeleteWorkspaces, o.AllowForceDeleteWorkspaces)
+	setb(&s.SendPassingStatuses, o.SendPassingStatuses)
+	setb(&s.AggregatedCommitStatus, o.AggregatedCommitStatus)
+	setb(&s.SpeculativePlanManagement, o.SpeculativePlanManagement)
+	if s.SendPassingStatuses && s.AggregatedCommitStatus {
+		return core.Invalid("send-passing-statuses-for-untriggered-speculative-plans and aggregated-commit-status-enabled cannot both be true")
+	}
+	if o.SessionRemember != nil {
+		s.SessionRemember = *o.SessionRemember
+	}
+	if o.SessionTimeout != nil {
+		s.SessionTimeout = *o.SessionTimeout
+	}
+	if o.OwnersTeamSAMLRoleID != nil {
+		s.OwnersTeamSAMLRoleID = *o.OwnersTeamSAMLRoleID
+	}
+	if o.UserTokensEnabled != nil {
+		v := *o.UserTokensEnabled
+		s.UserTokensEnabled = &v
+	}
+	return nil
+}
+
+// Create makes an organization. Only user tokens may create one; the
+// creating user becomes an owner.
+func (s *Service) Create(ctx context.Context, opts CreateOptions) (*Organization, error) {
+	p := auth.FromContext(ctx)
+	if err := auth.RequireKind(ctx, auth.KindUser); err != nil {
+		return nil, err
+	}
+	if opts.Name == "" {
+		return nil, core.Invalid("name is required")
+	}
+	if opts.Email == "" {
+		return nil, core.Invalid("email is required")
+	}
+	now := core.Now()
+	org := &Organization{ID: core.NewID(core.PrefixOrganization), Settings: defaultSettings(), CreatedAt: now, UpdatedAt: now}
+	opts.Update.Name, opts.Update.Email = &opts.Name, &opts.Email
+	if err := opts.Update.apply(org); err != nil {
+		return nil, err
+	}
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		settings, _ := json.Marshal(org.Settings)
+		_, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, email, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			org.ID, org.Name, org.Email, string(settings), core.Micros(now), core.Micros(now))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", org.Name)
+		}
+		if err != nil {
+			return err
+		}
+		for _, h := range s.hooks {
+			if err := h(ctx, tx, org, p); err != nil {
+				return fmt.Errorf("setting up organization %s: %w", org.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return org, nil
+}
+
+const cols = `id, name, email, attrs, created_at, updated_at`
+
+func scan(sc interface{ Scan(...any) error }) (*Organization, error) {
+	var o Organization
+	var attrs string
+	var created, updated int64
+	if err := sc.Scan(&o.ID, &o.Name, &o.Email, &attrs, &created, &updated); err != nil {
+		return nil, err
+	}
+	o.Settings = defaultSettings()
+	if err := json.Unmarshal([]byte(attrs), &o.Settings); err != nil {
+		return nil, fmt.Errorf("decoding settings of organization %s: %w", o.Name, err)
+	}
+	o.CreatedAt, o.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &o, nil
+}
+
+func (s *Service) get(ctx context.Context, q store.Q, name string, lock bool) (*Organization, error) {
+	query := `SELECT ` + cols + ` FROM organizations WHERE name = ?`
+	if lock {
+		query += store.ForUpdate(q)
+	}
+	o, err := scan(q.QueryRow(ctx, query, name))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("organization %q not found", name)
+	}
+	return o, err
+}
+
+// Get returns an organization the caller may see.
+func (s *Service) Get(ctx context.Context, name string) (*Organization, error) {
+	if err := auth.CheckOrganization(ctx, name); err != nil {
+		return nil, err
+	}
+	return s.get(ctx, s.db, name, false)
+}
+
+// NameByID returns an organization's name (for organization tokens).
+func (s *Service) NameByID(ctx context.Context, id string) (string, error) {
+	var name string
+	err := s.db.QueryRow(ctx, `SELECT name FROM organizations WHERE id = ?`, id).Scan(&name)
+	if store.IsNoRows(err) {
+		return "", core.NotFound("organization %s not found", id)
+	}
+	return name, err
+}
+
+// List returns the organizations the caller may see, ordered by name,
+// optionally only those whose name or email contains query.
+func (s *Service) List(ctx context.Context, query string) ([]*Organization, error) {
+	p := auth.FromContext(ctx)
+	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM organizations ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Organization
+	for rows.Next() {
+		o, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		if !p.CanAccessOrganization(o.Name) {
+			continue
+		}
+		if query != "" && !containsFold(o.Name, query) && !containsFold(o.Email, query) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// Update changes an organization; only owners may.
+func (s *Service) Update(ctx context.Context, name string, opts UpdateOptions) (*Organization, error) {
+	if err := auth.CheckOrganization(ctx, name); err != nil {
+		return nil, err
+	}
+	if !auth.FromContext(ctx).IsOwner(name) {
+		return nil, core.Forbidden("only owners may change organization %q", name)
+	}
+	var org *Organization
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		org, err = s.get(ctx, tx, name, true)
+		if err != nil {
+			return err
+		}
+		if err := opts.apply(org); err != nil {
+			return err
+		}
+		org.UpdatedAt = core.Now()
+		settings, _ := json.Marshal(org.Settings)
+		_, err = tx.Exec(ctx, `UPDATE organizations SET name = ?, email = ?, attrs = ?, updated_at = ? WHERE id = ?`,
+			org.Name, org.Email, string(settings), core.Micros(org.UpdatedAt), org.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", org.Name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return org, nil
+}
+
+// Delete removes an organization and everything in it; only owners may.
+func (s *Service) Delete(ctx context.Context, name string) error {
+	if err := auth.CheckOrganization(ctx, name); err != nil {
+		return err
+	}
+	if !auth.FromContext(ctx).IsOwner(name) || auth.FromContext(ctx).Kind == auth.KindOrganization {
+		return core.Forbidden("only owners may delete organization %q", name)
+	}
+	res, err := s.db.Exec(ctx, `DELETE FROM organizations WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("deleting organization %s: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return core.NotFound("organization %q not found", name)
+	}
+	return nil
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

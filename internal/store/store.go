@@ -1,0 +1,158 @@
+// Package store is Terrace's database layer: one DB type over two drivers
+// (SQLite, the embedded default, and PostgreSQL), embedded migrations applied
+// at start, and explicit transactions.
+//
+// Domain packages write portable SQL with '?' placeholders against the Q
+// interface; the driver rewrites placeholders and classifies its errors.
+// Timestamps are stored as BIGINT Unix microseconds and JSON as TEXT so the
+// same schema and queries serve both databases.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/store/postgres"
+	"github.com/terracehq/terrace/internal/store/sqlite"
+)
+
+// Driver is what differs between the databases Terrace supports.
+type Driver interface {
+	// Name is "sqlite" or "postgres".
+	Name() string
+	// Rebind rewrites '?' placeholders into the driver's own form.
+	Rebind(query string) string
+	// IsUniqueViolation reports whether err is a unique-constraint violation.
+	IsUniqueViolation(err error) bool
+	// Open returns a pool for writes and a pool for reads (possibly the same).
+	Open(ctx context.Context, dsn string) (writer, reader *sql.DB, err error)
+}
+
+// Q runs queries; *DB and *Tx both satisfy it, so store functions take a Q
+// and work inside or outside a transaction.
+type Q interface {
+	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
+	Query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	// Driver returns the driver behind the connection.
+	Driver() Driver
+}
+
+// DB is an open database.
+type DB struct {
+	driver Driver
+	w, r   *sql.DB
+}
+
+// Open opens the database named by dsn: a postgres:// or postgresql:// URL
+// selects PostgreSQL, anything else is a SQLite file path. Migrations are
+// applied before Open returns.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	var d Driver
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		d = postgres.Driver{}
+	} else {
+		d = sqlite.Driver{}
+	}
+	w, r, err := d.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s database: %w", d.Name(), err)
+	}
+	db := &DB{driver: d, w: w, r: r}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrating %s database: %w", d.Name(), err)
+	}
+	return db, nil
+}
+
+// Close closes the pools.
+func (db *DB) Close() error {
+	err := db.w.Close()
+	if db.r != db.w {
+		err = errors.Join(err, db.r.Close())
+	}
+	return err
+}
+
+// Driver returns the database driver.
+func (db *DB) Driver() Driver { return db.driver }
+
+// Exec runs a statement on the writer pool.
+func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return db.w.ExecContext(ctx, db.driver.Rebind(query), args...)
+}
+
+// Query runs a query on the reader pool.
+func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return db.r.QueryContext(ctx, db.driver.Rebind(query), args...)
+}
+
+// QueryRow runs a single-row query on the reader pool.
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...)
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.r.PingContext(ctx) }
+
+// Tx runs fn in a write transaction, committing when fn returns nil and
+// rolling back otherwise.
+func (db *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	stx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	tx := &Tx{tx: stx, driver: db.driver}
+	if err := fn(tx); err != nil {
+		_ = stx.Rollback()
+		return err
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("committing transaction: %w", err)
+	}
+	return nil
+}
+
+// Tx is a write transaction.
+type Tx struct {
+	tx     *sql.Tx
+	driver Driver
+}
+
+// Driver returns the database driver.
+func (tx *Tx) Driver() Driver { return tx.driver }
+
+// Exec runs a statement in the transaction.
+func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, tx.driver.Rebind(query), args...)
+}
+
+// Query runs a query in the transaction.
+func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, tx.driver.Rebind(query), args...)
+}
+
+// QueryRow runs a single-row query in the transaction.
+func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, tx.driver.Rebind(query), args...)
+}
+
+// IsUniqueViolation reports whether err came from a unique constraint.
+func IsUniqueViolation(q Q, err error) bool { return err != nil && q.Driver().IsUniqueViolation(err) }
+
+// IsNoRows reports whether err means a single-row query found nothing.
+func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// ForUpdate is the row-locking suffix for a SELECT inside a transaction:
+// " FOR UPDATE" on PostgreSQL, nothing on SQLite (whose write transactions
+// already hold the database lock).
+func ForUpdate(q Q) string {
+	if q.Driver().Name() == "postgres" {
+		return " FOR UPDATE"
+	}
+	return ""
+}

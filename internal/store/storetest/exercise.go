@@ -1,0 +1,154 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// SQLiteDSN returns the path of a new SQLite database file for the test.
+func SQLiteDSN(t testing.TB) string { return filepath.Join(t.TempDir(), "terrace.db") }
+
+// Exercise is the conformance suite every store driver passes: migrations,
+// placeholders, types, constraint errors, transactions and concurrent
+// writers. newDSN returns a fresh, empty database.
+func Exercise(t *testing.T, newDSN func(testing.TB) string) {
+	ctx := context.Background()
+	open := func(t *testing.T, dsn string) *store.DB {
+		db, err := store.Open(ctx, dsn)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	seedOrg := func(t *testing.T, q store.Q, name string) {
+		if _, err := q.Exec(ctx, `INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-"+name, name, "x@example.com", 1, 1); err != nil {
+			t.Fatalf("insert organization: %v", err)
+		}
+	}
+
+	t.Run("MigrationsAreIdempotent", func(t *testing.T) {
+		dsn := newDSN(t)
+		db := open(t, dsn)
+		db.Close()
+		db2 := open(t, dsn)
+		var n int
+		if err := db2.QueryRow(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Fatal("no migrations recorded")
+		}
+	})
+
+	t.Run("TypesRoundTrip", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		big := int64(1) << 53
+		if _, err := db.Exec(ctx, `INSERT INTO users (id, username, email, is_site_admin, created_at) VALUES (?, ?, ?, ?, ?)`, "user-1", "ünïcode 名前", "", true, big); err != nil {
+			t.Fatal(err)
+		}
+		var name string
+		var admin bool
+		var at int64
+		if err := db.QueryRow(ctx, `SELECT username, is_site_admin, created_at FROM users WHERE id = ? AND is_site_admin = ?`, "user-1", true).Scan(&name, &admin, &at); err != nil {
+			t.Fatal(err)
+		}
+		if name != "ünïcode 名前" || !admin || at != big {
+			t.Fatalf("round trip gave %q %v %d", name, admin, at)
+		}
+	})
+
+	t.Run("UniqueViolationIsClassified", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		seedOrg(t, db, "acme")
+		_, err := db.Exec(ctx, `INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-other", "acme", "y@example.com", 1, 1)
+		if !store.IsUniqueViolation(db, err) {
+			t.Fatalf("duplicate name: got %v, want a unique violation", err)
+		}
+		if store.IsUniqueViolation(db, errors.New("other")) {
+			t.Fatal("an unrelated error was classified as a unique violation")
+		}
+	})
+
+	t.Run("TxRollsBackOnError", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		boom := errors.New("boom")
+		err := db.Tx(ctx, func(tx *store.Tx) error {
+			seedOrg(t, tx, "rolled")
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Tx returned %v, want boom", err)
+		}
+		var n int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE name = ?`, "rolled").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatal("a rolled-back insert is visible")
+		}
+	})
+
+	t.Run("ForeignKeysCascade", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		seedOrg(t, db, "cascade")
+		if _, err := db.Exec(ctx, `INSERT INTO teams (id, organization_name, name, created_at) VALUES (?, ?, ?, ?)`, "team-1", "cascade", "owners", 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(ctx, `UPDATE organizations SET name = ? WHERE name = ?`, "renamed", "cascade"); err != nil {
+			t.Fatal(err)
+		}
+		var org string
+		if err := db.QueryRow(ctx, `SELECT organization_name FROM teams WHERE id = ?`, "team-1").Scan(&org); err != nil || org != "renamed" {
+			t.Fatalf("rename did not cascade: %q %v", org, err)
+		}
+		if _, err := db.Exec(ctx, `DELETE FROM organizations WHERE name = ?`, "renamed"); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		_ = db.QueryRow(ctx, `SELECT COUNT(*) FROM teams`).Scan(&n)
+		if n != 0 {
+			t.Fatal("delete did not cascade")
+		}
+	})
+
+	t.Run("ConcurrentWritersAllSucceed", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		seedOrg(t, db, "busy")
+		const writers = 32
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- db.Tx(ctx, func(tx *store.Tx) error {
+					var name string
+					if err := tx.QueryRow(ctx, `SELECT name FROM organizations WHERE name = ?`+store.ForUpdate(tx), "busy").Scan(&name); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, `INSERT INTO teams (id, organization_name, name, created_at) VALUES (?, ?, ?, ?)`, fmt.Sprintf("team-%d", i), "busy", fmt.Sprintf("t%d", i), 1)
+					return err
+				})
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("concurrent write failed: %v", err)
+			}
+		}
+		var n int
+		_ = db.QueryRow(ctx, `SELECT COUNT(*) FROM teams`).Scan(&n)
+		if n != writers {
+			t.Fatalf("got %d rows, want %d", n, writers)
+		}
+	})
+}

@@ -1,0 +1,266 @@
+package tfeapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/jsonapi"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// ContentType is the JSON:API media type.
+const ContentType = "application/vnd.api+json"
+
+// Respond writes v (a pointer to a struct with jsonapi tags) as a JSON:API
+// document. Only the objects passed as included appear in "included":
+// relationships otherwise carry linkage alone, as HCP Terraform does when no
+// include is asked for.
+func Respond(w http.ResponseWriter, r *http.Request, status int, v any, included ...any) {
+	p, err := jsonapi.Marshal(v)
+	if err != nil {
+		Error(w, r, fmt.Errorf("encoding response: %w", err))
+		return
+	}
+	one, ok := p.(*jsonapi.OnePayload)
+	if !ok {
+		Error(w, r, fmt.Errorf("encoding response: %T is not a single resource", v))
+		return
+	}
+	inc, err := nodes(included)
+	if err != nil {
+		Error(w, r, err)
+		return
+	}
+	one.Included = inc
+	write(w, status, one)
+}
+
+// Pagination is the page a list response holds.
+type Pagination struct {
+	Page, Size, Total int
+}
+
+// RespondList writes items (a slice of pointers to jsonapi structs) with
+// meta.pagination.
+func RespondList(w http.ResponseWriter, r *http.Request, items any, pg Pagination, included ...any) {
+	many, err := marshalMany(items)
+	if err != nil {
+		Error(w, r, err)
+		return
+	}
+	inc, err := nodes(included)
+	if err != nil {
+		Error(w, r, err)
+		return
+	}
+	many.Included = inc
+	many.Meta = &jsonapi.Meta{"pagination": pg.meta()}
+	write(w, http.StatusOK, many)
+}
+
+func (pg Pagination) meta() map[string]any {
+	size := max(pg.Size, 1)
+	pages := max((pg.Total+size-1)/size, 1)
+	m := map[string]any{
+		"current-page": pg.Page,
+		"page-size":    size,
+		"total-pages":  pages,
+		"total-count":  pg.Total,
+		"prev-page":    nil,
+		"next-page":    nil,
+	}
+	if pg.Page > 1 {
+		m["prev-page"] = min(pg.Page-1, pages)
+	}
+	if pg.Page < pages {
+		m["next-page"] = pg.Page + 1
+	}
+	return m
+}
+
+func marshalMany(items any) (*jsonapi.ManyPayload, error) {
+	rv := reflect.ValueOf(items)
+	if rv.Kind() != reflect.Slice {
+		return nil, fmt.Errorf("encoding list: %T is not a slice", items)
+	}
+	out := &jsonapi.ManyPayload{Data: []*jsonapi.Node{}}
+	for i := 0; i < rv.Len(); i++ {
+		n, err := node(rv.Index(i).Interface())
+		if err != nil {
+			return nil, err
+		}
+		out.Data = append(out.Data, n)
+	}
+	return out, nil
+}
+
+func node(v any) (*jsonapi.Node, error) {
+	p, err := jsonapi.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", v, err)
+	}
+	one, ok := p.(*jsonapi.OnePayload)
+	if !ok || one.Data == nil {
+		return nil, fmt.Errorf("encoding %T: not a single resource", v)
+	}
+	return one.Data, nil
+}
+
+// nodes encodes included objects; a slice argument contributes each element.
+// Duplicates (same type and id) are dropped.
+func nodes(included []any) ([]*jsonapi.Node, error) {
+	var out []*jsonapi.Node
+	seen := map[string]bool{}
+	add := func(v any) error {
+		if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
+			return nil
+		}
+		n, err := node(v)
+		if err != nil {
+			return err
+		}
+		if k := n.Type + "/" + n.ID; !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+		return nil
+	}
+	for _, v := range included {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() == reflect.Slice {
+			for i := 0; i < rv.Len(); i++ {
+				if err := add(rv.Index(i).Interface()); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if err := add(v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func write(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		http.Error(w, "encoding response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// WriteJSON writes v as plain JSON with the given content type.
+func WriteJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encoding response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// ErrorObject is one entry of a JSON:API errors array.
+type ErrorObject struct {
+	Status string `json:"status"`
+	Title  string `json:"title"`
+	Detail string `json:"detail,omitempty"`
+}
+
+var kindStatus = map[core.Kind]int{
+	core.KindInternal:     http.StatusInternalServerError,
+	core.KindNotFound:     http.StatusNotFound,
+	core.KindConflict:     http.StatusConflict,
+	core.KindInvalid:      http.StatusUnprocessableEntity,
+	core.KindBadRequest:   http.StatusBadRequest,
+	core.KindUnauthorized: http.StatusUnauthorized,
+	core.KindForbidden:    http.StatusForbidden,
+	core.KindTooLarge:     http.StatusRequestEntityTooLarge,
+}
+
+var kindTitle = map[core.Kind]string{
+	core.KindInternal:     "internal server error",
+	core.KindNotFound:     "not found",
+	core.KindConflict:     "conflict",
+	core.KindInvalid:      "invalid attribute",
+	core.KindBadRequest:   "bad request",
+	core.KindUnauthorized: "unauthorized",
+	core.KindForbidden:    "forbidden",
+	core.KindTooLarge:     "request entity too large",
+}
+
+// Error writes err as a JSON:API error document. The status comes from the
+// error's kind; internal errors are logged here (and only here) and their
+// text is not shown to the caller.
+func Error(w http.ResponseWriter, r *http.Request, err error) {
+	kind := core.KindOf(err)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		kind = core.KindTooLarge
+		err = &core.Error{Kind: kind, Detail: fmt.Sprintf("request body is larger than the limit of %d bytes", mbe.Limit)}
+	}
+	status := kindStatus[kind]
+	obj := ErrorObject{Status: strconv.Itoa(status), Title: kindTitle[kind]}
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Title != "" {
+		obj.Title = ce.Title
+	}
+	if kind == core.KindInternal {
+		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	} else if ce != nil {
+		obj.Detail = ce.Detail
+		if obj.Detail == "" {
+			obj.Detail = err.Error()
+		}
+	} else {
+		obj.Detail = err.Error()
+	}
+	WriteJSON(w, status, ContentType, map[string]any{"errors": []ErrorObject{obj}})
+}
+
+// NotFound answers any unknown API route.
+func NotFound(w http.ResponseWriter, r *http.Request) {
+	Error(w, r, core.NotFound("no such route: %s %s", r.Method, r.URL.Path))
+}
+
+// Includes parses the include query parameter (comma-separated; hyphens and
+// underscores are interchangeable) and refuses names outside allowed with
+// the 400 "Invalid include parameter" that go-tfe recognises.
+func Includes(r *http.Request, allowed ...string) (map[string]bool, error) {
+	raw := r.URL.Query().Get("include")
+	out := map[string]bool{}
+	if raw == "" {
+		return out, nil
+	}
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[normInclude(a)] = true
+	}
+	for _, part := range strings.Split(raw, ",") {
+		name := normInclude(strings.TrimSpace(part))
+		if name == "" {
+			continue
+		}
+		if !ok[name] {
+			return nil, &core.Error{Kind: core.KindBadRequest, Title: "Invalid include parameter", Detail: fmt.Sprintf("Invalid include parameter: %q is not one of %s", part, strings.Join(allowed, ", "))}
+		}
+		out[name] = true
+	}
+	return out, nil
+}
+
+func normInclude(s string) string { return strings.ReplaceAll(s, "-", "_") }
