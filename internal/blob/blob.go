@@ -136,4 +136,3 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
-

@@ -22,20 +22,20 @@ type Organization struct {
 
 // Settings are the organization's options, stored as one JSON document.
 type Settings struct {
-	CollaboratorAuthPolicy      string `json:"collaborator-auth-policy"`
-	CostEstimationEnabled       bool   `json:"cost-estimation-enabled"`
-	DefaultExecutionMode        string `json:"default-execution-mode"`
-	SessionRemember             int    `json:"session-remember"`
-	SessionTimeout              int    `json:"session-timeout"`
-	AssessmentsEnforced         bool   `json:"assessments-enforced"`
-	StacksEnabled               bool   `json:"stacks-enabled"`
-	AllowForceDeleteWorkspaces  bool   `json:"allow-force-delete-workspaces"`
-	SendPassingStatuses         bool   `json:"send-passing-statuses-for-untriggered-speculative-plans"`
-	AggregatedCommitStatus      bool   `json:"aggregated-commit-status-enabled"`
-	SpeculativePlanManagement   bool   `json:"speculative-plan-management-enabled"`
-	OwnersTeamSAMLRoleID        string `json:"owners-team-saml-role-id"`
-	UserTokensEnabled           *bool  `json:"user-tokens-enabled,omitempty"`
-	DefaultAgentPoolID          string `json:"default-agent-pool-id,omitempty"`
+	CollaboratorAuthPolicy     string `json:"collaborator-auth-policy"`
+	CostEstimationEnabled      bool   `json:"cost-estimation-enabled"`
+	DefaultExecutionMode       string `json:"default-execution-mode"`
+	SessionRemember            int    `json:"session-remember"`
+	SessionTimeout             int    `json:"session-timeout"`
+	AssessmentsEnforced        bool   `json:"assessments-enforced"`
+	StacksEnabled              bool   `json:"stacks-enabled"`
+	AllowForceDeleteWorkspaces bool   `json:"allow-force-delete-workspaces"`
+	SendPassingStatuses        bool   `json:"send-passing-statuses-for-untriggered-speculative-plans"`
+	AggregatedCommitStatus     bool   `json:"aggregated-commit-status-enabled"`
+	SpeculativePlanManagement  bool   `json:"speculative-plan-management-enabled"`
+	OwnersTeamSAMLRoleID       string `json:"owners-team-saml-role-id"`
+	UserTokensEnabled          *bool  `json:"user-tokens-enabled,omitempty"`
+	DefaultAgentPoolID         string `json:"default-agent-pool-id,omitempty"`
 }
 
 func defaultSettings() Settings {

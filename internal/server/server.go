@@ -32,17 +32,17 @@ var Version = "0.1.0"
 
 // Server is a configured Terrace server.
 type Server struct {
-	cfg       Config
-	logger    *slog.Logger
-	DB        *store.DB
-	Blobs     *blob.Store
-	Signer    *blob.Signer
-	Auth      *auth.Service
-	Orgs      *organization.Service
-	Teams     *team.Service
-	Projects  *project.Service
-	handler   http.Handler
-	cert      tls.Certificate
+	cfg      Config
+	logger   *slog.Logger
+	DB       *store.DB
+	Blobs    *blob.Store
+	Signer   *blob.Signer
+	Auth     *auth.Service
+	Orgs     *organization.Service
+	Teams    *team.Service
+	Projects *project.Service
+	handler  http.Handler
+	cert     tls.Certificate
 	// Hostname is the public host:port.
 	Hostname string
 	// BaseURL is https://Hostname.

@@ -128,7 +128,9 @@ func StartPostgres() (dsn string, stop func(), err error) {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			return "", nil, err
 		}
-		wrap = func(args ...string) *exec.Cmd { return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...) }
+		wrap = func(args ...string) *exec.Cmd {
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		}
 	} else {
 		wrap = func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
 	}
