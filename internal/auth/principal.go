@@ -17,6 +17,9 @@ const (
 	KindOrganization Kind = "organization"
 	KindRun          Kind = "run"
 	KindAgent        Kind = "agent"
+	// KindAuditTrails tokens may only read an organization's audit trail;
+	// Authenticate refuses them until that endpoint exists.
+	KindAuditTrails Kind = "audit-trails"
 )
 
 // Principal is an authenticated caller.
