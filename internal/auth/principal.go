@@ -36,8 +36,10 @@ type Principal struct {
 	Orgs []string
 	Owns []string
 
-	// Team tokens.
-	TeamID string
+	// Team tokens; OwnersTeam when the team is its organization's owners
+	// team, whose token has owner rights as in HCP Terraform.
+	TeamID     string
+	OwnersTeam bool
 
 	// Organization is the organization of a team, organization, run or
 	// agent token.
@@ -64,7 +66,8 @@ func (p *Principal) CanAccessOrganization(name string) bool {
 }
 
 // IsOwner reports whether the principal has owner rights in the organization:
-// a site admin, a member of its owners team, or its organization token.
+// a site admin, a member of its owners team, the owners team's token, or its
+// organization token.
 func (p *Principal) IsOwner(name string) bool {
 	if p == nil {
 		return false
@@ -77,6 +80,8 @@ func (p *Principal) IsOwner(name string) bool {
 		return slices.Contains(p.Owns, name)
 	case KindOrganization:
 		return p.Organization == name
+	case KindTeam:
+		return p.OwnersTeam && p.Organization == name
 	}
 	return false
 }

@@ -22,6 +22,8 @@ type Memberships interface {
 	UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error)
 	// TeamOrganization returns the organization of a team.
 	TeamOrganization(ctx context.Context, teamID string) (string, error)
+	// IsOwnersTeam reports whether a team is its organization's owners team.
+	IsOwnersTeam(ctx context.Context, teamID string) (bool, error)
 }
 
 // Organizations resolves organization IDs (organization tokens name their
@@ -254,6 +256,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 		p.Organization, err = s.memberships.TeamOrganization(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's team no longer exists")
+		}
+		if p.OwnersTeam, err = s.memberships.IsOwnersTeam(ctx, subject); err != nil {
+			return nil, err
 		}
 	case KindOrganization, KindAgent:
 		p.Organization, err = s.orgs.NameByID(ctx, subject)

@@ -116,6 +116,16 @@ func (s *Service) TeamOrganization(ctx context.Context, teamID string) (string, 
 	return org, err
 }
 
+// IsOwnersTeam reports whether a team is its organization's owners team.
+func (s *Service) IsOwnersTeam(ctx context.Context, teamID string) (bool, error) {
+	var name string
+	err := s.db.QueryRow(ctx, `SELECT name FROM teams WHERE id = ?`, teamID).Scan(&name)
+	if store.IsNoRows(err) {
+		return false, core.NotFound("team %s not found", teamID)
+	}
+	return name == OwnersTeam, err
+}
+
 // --- access checks
 
 // checkOrg returns 404 unless the caller may see the organization and it

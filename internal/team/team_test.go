@@ -381,6 +381,22 @@ func TestTeamTokens(t *testing.T) {
 		_, err = e.NewClient(t, tok5.Token).Organizations.Read(ctx, "acme")
 		wantErr(t, "token of a deleted team", err, tfe.ErrUnauthorized)
 
+		// The owners team's token has owner rights in its organization only.
+		owners, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("owners team: %+v %v", owners, err)
+		}
+		ot, err := c.TeamTokens.Create(ctx, owners.Items[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oc := e.NewClient(t, ot.Token)
+		if _, err := oc.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("by-owners-token")}); err != nil {
+			t.Fatalf("owners team token creating a team: %v", err)
+		}
+		_, err = oc.Teams.Create(ctx, "other", tfe.TeamCreateOptions{Name: tfe.String("x")})
+		wantErr(t, "owners team token in another organization", err, tfe.ErrResourceNotFound)
+
 		// Members manage their team's tokens only when the team allows it.
 		ops, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops"), AllowMemberTokenManagement: tfe.Bool(false)})
 		if err != nil {
