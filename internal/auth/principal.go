@@ -17,6 +17,9 @@ const (
 	KindOrganization Kind = "organization"
 	KindRun          Kind = "run"
 	KindAgent        Kind = "agent"
+	// KindAuditTrails tokens may only read an organization's audit trail;
+	// Authenticate refuses them until that endpoint exists.
+	KindAuditTrails Kind = "audit-trails"
 )
 
 // Principal is an authenticated caller.
@@ -33,8 +36,10 @@ type Principal struct {
 	Orgs []string
 	Owns []string
 
-	// Team tokens.
-	TeamID string
+	// Team tokens; OwnersTeam when the team is its organization's owners
+	// team, whose token has owner rights as in HCP Terraform.
+	TeamID     string
+	OwnersTeam bool
 
 	// Organization is the organization of a team, organization, run or
 	// agent token.
@@ -61,7 +66,8 @@ func (p *Principal) CanAccessOrganization(name string) bool {
 }
 
 // IsOwner reports whether the principal has owner rights in the organization:
-// a site admin, a member of its owners team, or its organization token.
+// a site admin, a member of its owners team, the owners team's token, or its
+// organization token.
 func (p *Principal) IsOwner(name string) bool {
 	if p == nil {
 		return false
@@ -74,6 +80,8 @@ func (p *Principal) IsOwner(name string) bool {
 		return slices.Contains(p.Owns, name)
 	case KindOrganization:
 		return p.Organization == name
+	case KindTeam:
+		return p.OwnersTeam && p.Organization == name
 	}
 	return false
 }

@@ -22,6 +22,8 @@ type Memberships interface {
 	UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error)
 	// TeamOrganization returns the organization of a team.
 	TeamOrganization(ctx context.Context, teamID string) (string, error)
+	// IsOwnersTeam reports whether a team is its organization's owners team.
+	IsOwnersTeam(ctx context.Context, teamID string) (bool, error)
 }
 
 // Organizations resolves organization IDs (organization tokens name their
@@ -61,6 +63,8 @@ type Token struct {
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	ExpiredAt   *time.Time
+	// Legacy marks the one regenerable token of a team or organization.
+	Legacy bool
 }
 
 // NewToken describes a token to create.
@@ -70,6 +74,7 @@ type NewToken struct {
 	Description string
 	CreatedBy   string
 	ExpiredAt   *time.Time
+	Legacy      bool
 }
 
 // HashToken is how tokens are stored.
@@ -89,6 +94,7 @@ func (s *Service) CreateToken(ctx context.Context, q store.Q, n NewToken) (*Toke
 		CreatedBy:   n.CreatedBy,
 		CreatedAt:   core.Now(),
 		ExpiredAt:   n.ExpiredAt,
+		Legacy:      n.Legacy,
 	}
 	secret := core.RandomString(14) + ".atlasv1." + core.RandomString(60)
 	var exp *int64
@@ -96,10 +102,30 @@ func (s *Service) CreateToken(ctx context.Context, q store.Q, n NewToken) (*Toke
 		v := core.Micros(*n.ExpiredAt)
 		exp = &v
 	}
-	_, err := q.Exec(ctx, `INSERT INTO tokens (id, kind, subject, hash, description, created_by, created_at, expired_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, string(t.Kind), t.Subject, HashToken(secret), t.Description, t.CreatedBy, core.Micros(t.CreatedAt), exp)
+	_, err := q.Exec(ctx, `INSERT INTO tokens (id, kind, subject, hash, description, created_by, created_at, expired_at, legacy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, string(t.Kind), t.Subject, HashToken(secret), t.Description, t.CreatedBy, core.Micros(t.CreatedAt), exp, t.Legacy)
 	if err != nil {
 		return nil, "", fmt.Errorf("creating %s token: %w", n.Kind, err)
+	}
+	return t, secret, nil
+}
+
+// RegenerateToken replaces the subject's legacy token of n.Kind (if any)
+// with a new one, in one transaction: the old secret stops working.
+func (s *Service) RegenerateToken(ctx context.Context, n NewToken) (*Token, string, error) {
+	n.Legacy = true
+	var t *Token
+	var secret string
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM tokens WHERE kind = ? AND subject = ? AND legacy = ?`, string(n.Kind), n.Subject, true); err != nil {
+			return err
+		}
+		var err error
+		t, secret, err = s.CreateToken(ctx, tx, n)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
 	}
 	return t, secret, nil
 }
@@ -120,14 +146,14 @@ func (s *Service) ImportToken(ctx context.Context, n NewToken, secret string) er
 	return err
 }
 
-const tokenCols = `id, kind, subject, description, created_by, created_at, last_used_at, expired_at`
+const tokenCols = `id, kind, subject, description, created_by, created_at, last_used_at, expired_at, legacy`
 
 func scanToken(sc interface{ Scan(...any) error }) (*Token, error) {
 	var t Token
 	var kind string
 	var created int64
 	var used, exp sql.NullInt64
-	if err := sc.Scan(&t.ID, &kind, &t.Subject, &t.Description, &t.CreatedBy, &created, &used, &exp); err != nil {
+	if err := sc.Scan(&t.ID, &kind, &t.Subject, &t.Description, &t.CreatedBy, &created, &used, &exp, &t.Legacy); err != nil {
 		return nil, err
 	}
 	t.Kind = Kind(kind)
@@ -230,6 +256,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 		p.Organization, err = s.memberships.TeamOrganization(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's team no longer exists")
+		}
+		if p.OwnersTeam, err = s.memberships.IsOwnersTeam(ctx, subject); err != nil {
+			return nil, err
 		}
 	case KindOrganization, KindAgent:
 		p.Organization, err = s.orgs.NameByID(ctx, subject)

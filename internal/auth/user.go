@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -48,6 +50,49 @@ func (s *Service) GetUser(ctx context.Context, id string) (*User, error) {
 		return nil, core.NotFound("user %s not found", id)
 	}
 	return u, err
+}
+
+// GetUsers returns the users with the given IDs, keyed by ID; unknown IDs
+// are left out.
+func (s *Service) GetUsers(ctx context.Context, ids []string) (map[string]*User, error) {
+	out := make(map[string]*User, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	marks := make([]string, len(ids))
+	for i, id := range ids {
+		args[i], marks[i] = id, "?"
+	}
+	rows, err := s.db.Query(ctx, `SELECT id, username, email, is_site_admin, created_at FROM users WHERE id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[u.ID] = u
+	}
+	return out, rows.Err()
+}
+
+// UpdateUser changes a user's username and email; a taken username is
+// invalid.
+func (s *Service) UpdateUser(ctx context.Context, id, username, email string) (*User, error) {
+	res, err := s.db.Exec(ctx, `UPDATE users SET username = ?, email = ? WHERE id = ?`, username, email, id)
+	if store.IsUniqueViolation(s.db, err) {
+		return nil, core.Invalid("username %q has already been taken", username)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("updating user %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, core.NotFound("user %s not found", id)
+	}
+	return s.GetUser(ctx, id)
 }
 
 // UserByName returns a user by username.

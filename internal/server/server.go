@@ -25,6 +25,7 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/user"
 )
 
 // Version is Terrace's release, reported in ping headers.
@@ -41,6 +42,7 @@ type Server struct {
 	Orgs     *organization.Service
 	Teams    *team.Service
 	Projects *project.Service
+	Users    *user.Service
 	handler  http.Handler
 	cert     tls.Certificate
 	// Hostname is the public host:port.
@@ -100,6 +102,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 	)
 	s.Auth = auth.NewService(s.DB, s.Teams, s.Orgs, nil)
+	s.Teams.SetAuth(s.Auth, s.Auth)
+	s.Users = user.NewService(s.DB, s.Auth, s.Orgs, s.Teams)
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -117,6 +121,9 @@ func (s *Server) routes() http.Handler {
 	capability.HandleFunc("/", http.NotFound)
 
 	(&organization.API{Service: s.Orgs, Projects: s.Projects}).Register(api)
+	teamAPI := &team.API{Service: s.Teams}
+	teamAPI.Register(api)
+	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)

@@ -1,72 +1,181 @@
-// Package team keeps teams and their members. Every organization has an
-// "owners" team; its members own the organization.
+// Package team keeps teams, their members, organization memberships and
+// team tokens. Every organization has an "owners" team; its members own the
+// organization. A user belongs to an organization through a membership,
+// which inviting an email address, creating the organization or joining
+// one of its teams creates.
 package team
 
 import (
-	"context"
+	"strings"
+	"time"
 
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/store"
 )
 
 // OwnersTeam is the name of the team whose members own an organization.
 const OwnersTeam = "owners"
 
-// Service manages teams.
-type Service struct {
-	db *store.DB
+// prefixMembership is the ID prefix of organization memberships (HCP
+// Terraform's "ou-").
+const prefixMembership = "ou"
+
+// Team is a group of users in one organization.
+type Team struct {
+	ID           string
+	Organization string
+	Name         string
+	Settings     Settings
+	CreatedAt    time.Time
+	// UserIDs are the members, filled in by the service.
+	UserIDs []string
 }
 
-// NewService returns a team service.
-func NewService(db *store.DB) *Service { return &Service{db: db} }
+// Settings are a team's options, stored as one JSON document.
+type Settings struct {
+	Visibility                 string `json:"visibility"`
+	SSOTeamID                  string `json:"sso-team-id,omitempty"`
+	AllowMemberTokenManagement *bool  `json:"allow-member-token-management,omitempty"`
+	Access                     Access `json:"organization-access"`
+}
 
-// CreateOwners creates the owners team of a new organization, with the
-// creating user (if any) as its member. It runs inside the organization's
-// creation transaction.
-func (s *Service) CreateOwners(ctx context.Context, q store.Q, org, userID string) error {
-	id := core.NewID(core.PrefixTeam)
-	if _, err := q.Exec(ctx, `INSERT INTO teams (id, organization_name, name, attrs, created_at) VALUES (?, ?, ?, ?, ?)`,
-		id, org, OwnersTeam, `{"visibility":"secret"}`, core.Micros(core.Now())); err != nil {
-		return err
-	}
-	if userID == "" {
+// Access is what a team's members may do across the organization (go-tfe's
+// OrganizationAccess). Terrace stores and shows it; authorization is by
+// owners team membership.
+type Access struct {
+	ManagePolicies           bool `json:"manage-policies"`
+	ManagePolicyOverrides    bool `json:"manage-policy-overrides"`
+	DelegatePolicyOverrides  bool `json:"delegate-policy-overrides"`
+	ManageWorkspaces         bool `json:"manage-workspaces"`
+	ManageVCSSettings        bool `json:"manage-vcs-settings"`
+	ManageProviders          bool `json:"manage-providers"`
+	ManageModules            bool `json:"manage-modules"`
+	ManageRunTasks           bool `json:"manage-run-tasks"`
+	ManageProjects           bool `json:"manage-projects"`
+	ReadWorkspaces           bool `json:"read-workspaces"`
+	ReadProjects             bool `json:"read-projects"`
+	ManageMembership         bool `json:"manage-membership"`
+	ManageTeams              bool `json:"manage-teams"`
+	ManageOrganizationAccess bool `json:"manage-organization-access"`
+	AccessSecretTeams        bool `json:"access-secret-teams"`
+	ManageAgentPools         bool `json:"manage-agent-pools"`
+}
+
+// AccessOptions change a team's organization access; nil is unchanged.
+type AccessOptions struct {
+	ManagePolicies           *bool `json:"manage-policies"`
+	ManagePolicyOverrides    *bool `json:"manage-policy-overrides"`
+	DelegatePolicyOverrides  *bool `json:"delegate-policy-overrides"`
+	ManageWorkspaces         *bool `json:"manage-workspaces"`
+	ManageVCSSettings        *bool `json:"manage-vcs-settings"`
+	ManageProviders          *bool `json:"manage-providers"`
+	ManageModules            *bool `json:"manage-modules"`
+	ManageRunTasks           *bool `json:"manage-run-tasks"`
+	ManageProjects           *bool `json:"manage-projects"`
+	ReadWorkspaces           *bool `json:"read-workspaces"`
+	ReadProjects             *bool `json:"read-projects"`
+	ManageMembership         *bool `json:"manage-membership"`
+	ManageTeams              *bool `json:"manage-teams"`
+	ManageOrganizationAccess *bool `json:"manage-organization-access"`
+	AccessSecretTeams        *bool `json:"access-secret-teams"`
+	ManageAgentPools         *bool `json:"manage-agent-pools"`
+}
+
+func (o *AccessOptions) apply(a *Access) error {
+	if o == nil {
 		return nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO team_members (team_id, user_id) VALUES (?, ?)`, id, userID)
-	return err
+	set := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&a.ManagePolicies, o.ManagePolicies)
+	set(&a.ManagePolicyOverrides, o.ManagePolicyOverrides)
+	set(&a.DelegatePolicyOverrides, o.DelegatePolicyOverrides)
+	set(&a.ManageWorkspaces, o.ManageWorkspaces)
+	set(&a.ManageVCSSettings, o.ManageVCSSettings)
+	set(&a.ManageProviders, o.ManageProviders)
+	set(&a.ManageModules, o.ManageModules)
+	set(&a.ManageRunTasks, o.ManageRunTasks)
+	set(&a.ManageProjects, o.ManageProjects)
+	set(&a.ReadWorkspaces, o.ReadWorkspaces)
+	set(&a.ReadProjects, o.ReadProjects)
+	set(&a.ManageMembership, o.ManageMembership)
+	set(&a.ManageTeams, o.ManageTeams)
+	set(&a.ManageOrganizationAccess, o.ManageOrganizationAccess)
+	set(&a.AccessSecretTeams, o.AccessSecretTeams)
+	set(&a.ManageAgentPools, o.ManageAgentPools)
+	if a.ManageTeams && !a.ManageMembership {
+		return core.Invalid("organization-access manage-teams requires manage-membership")
+	}
+	if a.ManageOrganizationAccess && !a.ManageTeams {
+		return core.Invalid("organization-access manage-organization-access requires manage-teams")
+	}
+	return nil
 }
 
-// UserOrganizations returns the organizations a user belongs to and those
-// where the user is an owner.
-func (s *Service) UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error) {
-	rows, err := s.db.Query(ctx, `SELECT DISTINCT t.organization_name, t.name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ?`, userID)
-	if err != nil {
-		return nil, nil, err
+func allAccess() Access {
+	return Access{
+		ManagePolicies: true, ManagePolicyOverrides: true, DelegatePolicyOverrides: true, ManageWorkspaces: true,
+		ManageVCSSettings: true, ManageProviders: true, ManageModules: true, ManageRunTasks: true, ManageProjects: true,
+		ReadWorkspaces: true, ReadProjects: true, ManageMembership: true, ManageTeams: true,
+		ManageOrganizationAccess: true, AccessSecretTeams: true, ManageAgentPools: true,
 	}
-	defer rows.Close()
-	seen := map[string]bool{}
-	for rows.Next() {
-		var org, name string
-		if err := rows.Scan(&org, &name); err != nil {
-			return nil, nil, err
-		}
-		if !seen[org] {
-			seen[org] = true
-			member = append(member, org)
-		}
-		if name == OwnersTeam {
-			owner = append(owner, org)
-		}
-	}
-	return member, owner, rows.Err()
 }
 
-// TeamOrganization returns the organization a team belongs to.
-func (s *Service) TeamOrganization(ctx context.Context, teamID string) (string, error) {
-	var org string
-	err := s.db.QueryRow(ctx, `SELECT organization_name FROM teams WHERE id = ?`, teamID).Scan(&org)
-	if store.IsNoRows(err) {
-		return "", core.NotFound("team %s not found", teamID)
+// IsOwners reports whether t is its organization's owners team.
+func (t *Team) IsOwners() bool { return t.Name == OwnersTeam }
+
+// OrganizationAccess is the team's effective access: everything for owners.
+func (t *Team) OrganizationAccess() Access {
+	if t.IsOwners() {
+		return allAccess()
 	}
-	return org, err
+	return t.Settings.Access
 }
+
+// MembersManageTokens reports whether the team's members may manage its
+// tokens (true unless turned off).
+func (t *Team) MembersManageTokens() bool {
+	return t.Settings.AllowMemberTokenManagement == nil || *t.Settings.AllowMemberTokenManagement
+}
+
+// HasMember reports whether the user is in the team.
+func (t *Team) HasMember(userID string) bool {
+	for _, id := range t.UserIDs {
+		if id == userID {
+			return true
+		}
+	}
+	return false
+}
+
+func validateName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return core.Invalid("name is required")
+	}
+	if len(name) > 255 || strings.ContainsAny(name, "\x00\r\n\t/") {
+		return core.Invalid("name %q is invalid: use at most 255 characters, without slashes or control characters", name)
+	}
+	return nil
+}
+
+func validVisibility(v string) bool { return v == "secret" || v == "organization" }
+
+// Membership is a user's membership of an organization.
+type Membership struct {
+	ID           string
+	Organization string
+	UserID       string
+	Status       string // invited | active
+	CreatedAt    time.Time
+	// TeamIDs are the organization's teams the user is in, filled in by
+	// the service.
+	TeamIDs []string
+}
+
+// Membership statuses.
+const (
+	StatusInvited = "invited"
+	StatusActive  = "active"
+)

@@ -1,0 +1,650 @@
+package team
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/user"
+)
+
+// API serves teams, team members, organization memberships and team tokens
+// of the TFE API v2.
+type API struct {
+	Service *Service
+}
+
+// Register adds the routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v2/organizations/{org}/teams", a.list)
+	mux.HandleFunc("POST /api/v2/organizations/{org}/teams", a.create)
+	mux.HandleFunc("GET /api/v2/teams/{id}", a.get)
+	mux.HandleFunc("PATCH /api/v2/teams/{id}", a.update)
+	mux.HandleFunc("DELETE /api/v2/teams/{id}", a.delete)
+
+	mux.HandleFunc("GET /api/v2/teams/{id}/relationships/users", a.listUsers)
+	mux.HandleFunc("POST /api/v2/teams/{id}/relationships/users", a.changeMembers(true, false))
+	mux.HandleFunc("DELETE /api/v2/teams/{id}/relationships/users", a.changeMembers(false, false))
+	mux.HandleFunc("GET /api/v2/teams/{id}/relationships/organization-memberships", a.listTeamMemberships)
+	mux.HandleFunc("POST /api/v2/teams/{id}/relationships/organization-memberships", a.changeMembers(true, true))
+	mux.HandleFunc("DELETE /api/v2/teams/{id}/relationships/organization-memberships", a.changeMembers(false, true))
+
+	mux.HandleFunc("GET /api/v2/organizations/{org}/organization-memberships", a.listMemberships)
+	mux.HandleFunc("POST /api/v2/organizations/{org}/organization-memberships", a.createMembership)
+	mux.HandleFunc("GET /api/v2/organization-memberships", a.listOwnMemberships)
+	mux.HandleFunc("GET /api/v2/organization-memberships/{id}", a.getMembership)
+	mux.HandleFunc("DELETE /api/v2/organization-memberships/{id}", a.deleteMembership)
+
+	mux.HandleFunc("POST /api/v2/teams/{id}/authentication-token", a.createToken(false))
+	mux.HandleFunc("GET /api/v2/teams/{id}/authentication-token", a.getLegacyToken)
+	mux.HandleFunc("DELETE /api/v2/teams/{id}/authentication-token", a.deleteLegacyToken)
+	mux.HandleFunc("POST /api/v2/teams/{id}/authentication-tokens", a.createToken(true))
+	mux.HandleFunc("GET /api/v2/teams/{id}/authentication-tokens", a.listTeamTokens)
+	mux.HandleFunc("GET /api/v2/organizations/{org}/team-tokens", a.listOrgTokens)
+}
+
+// --- wire forms
+
+type jsonTeam struct {
+	ID                         string                `jsonapi:"primary,teams"`
+	IsUnified                  bool                  `jsonapi:"attr,is-unified"`
+	Name                       string                `jsonapi:"attr,name"`
+	OrganizationAccess         *Access               `jsonapi:"attr,organization-access"`
+	Visibility                 string                `jsonapi:"attr,visibility"`
+	Permissions                *jsonTeamPermissions  `jsonapi:"attr,permissions"`
+	UserCount                  int                   `jsonapi:"attr,users-count"`
+	SSOTeamID                  string                `jsonapi:"attr,sso-team-id"`
+	AllowMemberTokenManagement bool                  `jsonapi:"attr,allow-member-token-management"`
+	Organization               *user.OrganizationRef `jsonapi:"relation,organization"`
+	Users                      []*user.UserRef       `jsonapi:"relation,users"`
+	OrganizationMemberships    []*membershipRef      `jsonapi:"relation,organization-memberships"`
+}
+
+type jsonTeamPermissions struct {
+	CanUpdateMembership            bool `json:"can-update-membership"`
+	CanDestroy                     bool `json:"can-destroy"`
+	CanUpdateOrganizationAccess    bool `json:"can-update-organization-access"`
+	CanUpdateAPIToken              bool `json:"can-update-api-token"`
+	CanUpdateVisibility            bool `json:"can-update-visibility"`
+	CanUpdateName                  bool `json:"can-update-name"`
+	CanUpdateSSOTeamID             bool `json:"can-update-sso-team-id"`
+	CanUpdateMemberTokenManagement bool `json:"can-update-member-token-management"`
+	CanViewAPIToken                bool `json:"can-view-api-token"`
+}
+
+type membershipRef struct {
+	ID string `jsonapi:"primary,organization-memberships"`
+}
+
+type jsonMembership struct {
+	ID           string                `jsonapi:"primary,organization-memberships"`
+	Status       string                `jsonapi:"attr,status"`
+	Email        string                `jsonapi:"attr,email"`
+	CreatedAt    time.Time             `jsonapi:"attr,created-at,iso8601"`
+	Organization *user.OrganizationRef `jsonapi:"relation,organization"`
+	User         *user.UserRef         `jsonapi:"relation,user"`
+	Teams        []*user.TeamRef       `jsonapi:"relation,teams"`
+}
+
+func teamJSON(p *auth.Principal, t *Team, memberships map[string]string) *jsonTeam {
+	owner := p.IsOwner(t.Organization)
+	tokens := canManageTokens(p, t)
+	access := t.OrganizationAccess()
+	j := &jsonTeam{
+		ID:                         t.ID,
+		Name:                       t.Name,
+		OrganizationAccess:         &access,
+		Visibility:                 t.Settings.Visibility,
+		UserCount:                  len(t.UserIDs),
+		SSOTeamID:                  t.Settings.SSOTeamID,
+		AllowMemberTokenManagement: t.MembersManageTokens(),
+		Organization:               &user.OrganizationRef{Name: t.Organization},
+		Users:                      []*user.UserRef{},
+		OrganizationMemberships:    []*membershipRef{},
+		Permissions: &jsonTeamPermissions{
+			CanUpdateMembership:            owner,
+			CanDestroy:                     owner && !t.IsOwners(),
+			CanUpdateOrganizationAccess:    owner && !t.IsOwners(),
+			CanUpdateAPIToken:              tokens,
+			CanUpdateVisibility:            owner,
+			CanUpdateName:                  owner && !t.IsOwners(),
+			CanUpdateSSOTeamID:             owner,
+			CanUpdateMemberTokenManagement: owner,
+			CanViewAPIToken:                tokens,
+		},
+	}
+	for _, id := range t.UserIDs {
+		j.Users = append(j.Users, &user.UserRef{ID: id})
+		if mid := memberships[id]; mid != "" {
+			j.OrganizationMemberships = append(j.OrganizationMemberships, &membershipRef{ID: mid})
+		}
+	}
+	return j
+}
+
+func membershipJSON(m *Membership, u *auth.User) *jsonMembership {
+	j := &jsonMembership{
+		ID: m.ID, Status: m.Status, CreatedAt: m.CreatedAt,
+		Organization: &user.OrganizationRef{Name: m.Organization},
+		User:         &user.UserRef{ID: m.UserID},
+		Teams:        []*user.TeamRef{},
+	}
+	if u != nil {
+		j.Email = u.Email
+	}
+	for _, id := range m.TeamIDs {
+		j.Teams = append(j.Teams, &user.TeamRef{ID: id})
+	}
+	return j
+}
+
+func userJSON(p *auth.Principal, u *auth.User) *user.JSON {
+	return user.ToJSON(u, p.IsUser() && p.UserID == u.ID)
+}
+
+// --- teams
+
+// teamMemberships maps the user IDs of an organization's members to their
+// membership IDs (empty on error: the linkage is best effort).
+func (a *API) teamMemberships(r *http.Request, org string) map[string]string {
+	m, err := a.Service.MembershipIDs(r.Context(), org)
+	if err != nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	inc, err := tfeapi.Includes(r, "users", "organization-memberships", "organization-memberships.user")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	org := r.PathValue("org")
+	teams, err := a.Service.List(r.Context(), org, ListOptions{Names: splitList(q.Get("filter[names]")), Query: q.Get("q")})
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(teams, page)
+	p := auth.FromContext(r.Context())
+	ms := a.teamMemberships(r, org)
+	out := make([]*jsonTeam, len(items))
+	var included []any
+	for i, t := range items {
+		out[i] = teamJSON(p, t, ms)
+		extra, err := a.teamIncludes(r, t, inc)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		included = append(included, extra...)
+	}
+	tfeapi.RespondList(w, r, out, pg, included...)
+}
+
+func (a *API) teamIncludes(r *http.Request, t *Team, inc map[string]bool) ([]any, error) {
+	if !inc["users"] && !inc["organization_memberships"] && !inc["organization_memberships.user"] {
+		return nil, nil
+	}
+	ctx := r.Context()
+	p := auth.FromContext(ctx)
+	users, err := a.Service.Users(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var out []any
+	if inc["users"] || inc["organization_memberships.user"] {
+		for _, u := range users {
+			out = append(out, userJSON(p, u))
+		}
+	}
+	if inc["organization_memberships"] || inc["organization_memberships.user"] {
+		ms := a.teamMemberships(r, t.Organization)
+		for _, u := range users {
+			if mid := ms[u.ID]; mid != "" {
+				m, err := a.Service.Membership(ctx, mid)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, membershipJSON(m, u))
+			}
+		}
+	}
+	return out, nil
+}
+
+func (a *API) respondTeam(w http.ResponseWriter, r *http.Request, status int, t *Team) {
+	inc, err := tfeapi.Includes(r, "users", "organization-memberships", "organization-memberships.user")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	included, err := a.teamIncludes(r, t, inc)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, status, teamJSON(auth.FromContext(r.Context()), t, a.teamMemberships(r, t.Organization)), included...)
+}
+
+func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
+	var opts Options
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		return opts, err
+	}
+	return opts, doc.Attrs(&opts)
+}
+
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	opts, err := decodeOptions(w, r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	t, err := a.Service.Create(r.Context(), r.PathValue("org"), opts)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondTeam(w, r, http.StatusCreated, t)
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	t, err := a.Service.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondTeam(w, r, http.StatusOK, t)
+}
+
+func (a *API) update(w http.ResponseWriter, r *http.Request) {
+	opts, err := decodeOptions(w, r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	t, err := a.Service.Update(r.Context(), r.PathValue("id"), opts)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondTeam(w, r, http.StatusOK, t)
+}
+
+func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// --- members
+
+func (a *API) listUsers(w http.ResponseWriter, r *http.Request) {
+	t, err := a.Service.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	users, err := a.Service.Users(r.Context(), t)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	out := make([]*user.JSON, len(users))
+	for i, u := range users {
+		out[i] = userJSON(p, u)
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 1), Total: len(out)})
+}
+
+func (a *API) listTeamMemberships(w http.ResponseWriter, r *http.Request) {
+	t, err := a.Service.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	users, err := a.Service.Users(r.Context(), t)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	ms := a.teamMemberships(r, t.Organization)
+	var out []*jsonMembership
+	for _, u := range users {
+		if mid := ms[u.ID]; mid != "" {
+			m, err := a.Service.Membership(r.Context(), mid)
+			if err != nil {
+				tfeapi.Error(w, r, err)
+				return
+			}
+			out = append(out, membershipJSON(m, u))
+		}
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 1), Total: len(out)})
+}
+
+// changeMembers adds or removes team members given as users (data ids are
+// usernames, as go-tfe sends them) or organization memberships.
+func (a *API) changeMembers(add, memberships bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		res, err := tfeapi.DecodeResources(w, r)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		var ids []string
+		for _, x := range res {
+			if x.ID == "" {
+				tfeapi.Error(w, r, core.Invalid("every element of data needs an id"))
+				return
+			}
+			ids = append(ids, x.ID)
+		}
+		ctx, id := r.Context(), r.PathValue("id")
+		switch {
+		case add && memberships:
+			err = a.Service.AddMemberships(ctx, id, ids)
+		case add:
+			err = a.Service.AddUsers(ctx, id, ids)
+		case memberships:
+			err = a.Service.RemoveMemberships(ctx, id, ids)
+		default:
+			err = a.Service.RemoveUsers(ctx, id, ids)
+		}
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// --- organization memberships
+
+func (a *API) membershipIncluded(r *http.Request, ms []*Membership, users map[string]*auth.User, inc map[string]bool) []any {
+	p := auth.FromContext(r.Context())
+	var out []any
+	if inc["user"] {
+		for _, m := range ms {
+			if u := users[m.UserID]; u != nil {
+				out = append(out, userJSON(p, u))
+			}
+		}
+	}
+	if inc["teams"] {
+		for _, m := range ms {
+			for _, tid := range m.TeamIDs {
+				if t, err := a.Service.Get(r.Context(), tid); err == nil {
+					out = append(out, teamJSON(p, t, nil))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (a *API) listMemberships(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	inc, err := tfeapi.Includes(r, "user", "teams")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	status := q.Get("filter[status]")
+	if status != "" && status != StatusInvited && status != StatusActive {
+		tfeapi.Error(w, r, core.BadRequest("filter[status] must be invited or active, not %q", status))
+		return
+	}
+	ms, users, err := a.Service.ListMemberships(r.Context(), r.PathValue("org"), MembershipFilter{
+		Emails: splitList(q.Get("filter[email]")), Status: status, Query: q.Get("q"),
+	})
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(ms, page)
+	out := make([]*jsonMembership, len(items))
+	for i, m := range items {
+		out[i] = membershipJSON(m, users[m.UserID])
+	}
+	tfeapi.RespondList(w, r, out, pg, a.membershipIncluded(r, items, users, inc)...)
+}
+
+func (a *API) listOwnMemberships(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	inc, err := tfeapi.Includes(r, "user", "teams")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	ms, err := a.Service.ListOwnMemberships(r.Context())
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	p := auth.FromContext(r.Context())
+	u, err := a.Service.User(r.Context(), p.UserID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	users := map[string]*auth.User{u.ID: u}
+	items, pg := tfeapi.Paginate(ms, page)
+	out := make([]*jsonMembership, len(items))
+	for i, m := range items {
+		out[i] = membershipJSON(m, u)
+	}
+	tfeapi.RespondList(w, r, out, pg, a.membershipIncluded(r, items, users, inc)...)
+}
+
+func (a *API) respondMembership(w http.ResponseWriter, r *http.Request, status int, m *Membership, inc map[string]bool) {
+	u, err := a.Service.User(r.Context(), m.UserID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	users := map[string]*auth.User{u.ID: u}
+	tfeapi.Respond(w, r, status, membershipJSON(m, u), a.membershipIncluded(r, []*Membership{m}, users, inc)...)
+}
+
+func (a *API) createMembership(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var attrs struct {
+		Email *string `json:"email"`
+	}
+	if err := doc.Attrs(&attrs); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if attrs.Email == nil || *attrs.Email == "" {
+		tfeapi.Error(w, r, core.Invalid("email is required"))
+		return
+	}
+	teams, err := doc.RelResources("teams")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var teamIDs []string
+	for _, t := range teams {
+		teamIDs = append(teamIDs, t.ID)
+	}
+	m, err := a.Service.CreateMembership(r.Context(), r.PathValue("org"), *attrs.Email, teamIDs)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	// As HCP Terraform does, the response includes the user.
+	a.respondMembership(w, r, http.StatusCreated, m, map[string]bool{"user": true})
+}
+
+func (a *API) getMembership(w http.ResponseWriter, r *http.Request) {
+	inc, err := tfeapi.Includes(r, "user", "teams")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	m, err := a.Service.GetMembership(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondMembership(w, r, http.StatusOK, m, inc)
+}
+
+func (a *API) deleteMembership(w http.ResponseWriter, r *http.Request) {
+	if err := a.Service.DeleteMembership(r.Context(), r.PathValue("id")); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// --- team tokens
+
+func (a *API) tokenJSON(ctx context.Context, tok *auth.Token, secret string) *user.TokenJSON {
+	// A team token's organization creator can only be the team's own
+	// organization.
+	return user.TokenToJSON(ctx, tok, secret, func(ctx context.Context, _ string) (string, error) {
+		return a.Service.TeamOrganization(ctx, tok.Subject)
+	})
+}
+
+func (a *API) createToken(described bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		doc, err := tfeapi.Decode(w, r, 0)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		var attrs struct {
+			Description *string    `json:"description"`
+			ExpiredAt   *time.Time `json:"expired-at"`
+		}
+		if err := doc.Attrs(&attrs); err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		opts := TokenOptions{ExpiredAt: attrs.ExpiredAt}
+		if described {
+			d := ""
+			if attrs.Description != nil {
+				d = *attrs.Description
+			}
+			opts.Description = &d
+		}
+		tok, secret, err := a.Service.CreateToken(r.Context(), r.PathValue("id"), opts)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		tfeapi.Respond(w, r, http.StatusCreated, a.tokenJSON(r.Context(), tok, secret))
+	}
+}
+
+func (a *API) getLegacyToken(w http.ResponseWriter, r *http.Request) {
+	tok, err := a.Service.LegacyToken(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r.Context(), tok, ""))
+}
+
+func (a *API) deleteLegacyToken(w http.ResponseWriter, r *http.Request) {
+	if err := a.Service.DeleteLegacyToken(r.Context(), r.PathValue("id")); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) respondTokens(w http.ResponseWriter, r *http.Request, toks []*auth.Token) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(toks, page)
+	out := make([]*user.TokenJSON, len(items))
+	for i, t := range items {
+		out[i] = a.tokenJSON(r.Context(), t, "")
+	}
+	tfeapi.RespondList(w, r, out, pg)
+}
+
+func (a *API) listTeamTokens(w http.ResponseWriter, r *http.Request) {
+	toks, err := a.Service.Tokens(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondTokens(w, r, toks)
+}
+
+func (a *API) listOrgTokens(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	toks, err := a.Service.OrganizationTokens(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("sort"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondTokens(w, r, toks)
+}
+
+// ReadToken serves GET authentication-tokens/{id} for team tokens.
+func (a *API) ReadToken(w http.ResponseWriter, r *http.Request, tok *auth.Token) {
+	if err := a.Service.CheckToken(r.Context(), tok); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r.Context(), tok, ""))
+}
+
+// DeleteToken serves DELETE authentication-tokens/{id} for team tokens.
+func (a *API) DeleteToken(w http.ResponseWriter, r *http.Request, tok *auth.Token) {
+	if err := a.Service.DeleteToken(r.Context(), tok); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

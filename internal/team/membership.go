@@ -1,0 +1,301 @@
+package team
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// ensureMembership makes the user a member of the organization unless it
+// already is.
+func ensureMembership(ctx context.Context, q store.Q, org, userID, status string) error {
+	_, err := q.Exec(ctx, `INSERT INTO organization_memberships (id, organization_name, user_id, status, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		core.NewID(prefixMembership), org, userID, status, core.Micros(core.Now()))
+	if err != nil {
+		return fmt.Errorf("adding user %s to organization %s: %w", userID, org, err)
+	}
+	return nil
+}
+
+const membershipCols = `id, organization_name, user_id, status, created_at`
+
+func scanMembership(sc interface{ Scan(...any) error }) (*Membership, error) {
+	var m Membership
+	var created int64
+	if err := sc.Scan(&m.ID, &m.Organization, &m.UserID, &m.Status, &created); err != nil {
+		return nil, err
+	}
+	m.CreatedAt = core.FromMicros(created)
+	return &m, nil
+}
+
+func (s *Service) loadMembership(ctx context.Context, q store.Q, id string) (*Membership, error) {
+	if !core.HasPrefix(id, prefixMembership) {
+		return nil, core.NotFound("organization membership %q not found", id)
+	}
+	m, err := scanMembership(q.QueryRow(ctx, `SELECT `+membershipCols+` FROM organization_memberships WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("organization membership %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, `SELECT t.id FROM teams t JOIN team_members m ON m.team_id = t.id WHERE t.organization_name = ? AND m.user_id = ? ORDER BY t.name, t.id`, m.Organization, m.UserID)
+	if err != nil {
+		return nil, err
+	}
+	if m.TeamIDs, err = scanStrings(rows); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// GetMembership returns an organization membership the caller may see.
+func (s *Service) GetMembership(ctx context.Context, id string) (*Membership, error) {
+	m, err := s.loadMembership(ctx, s.db, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := auth.CheckOrganization(ctx, m.Organization); err != nil {
+		return nil, core.NotFound("organization membership %q not found", id)
+	}
+	return m, nil
+}
+
+// MembershipFilter narrows a membership list.
+type MembershipFilter struct {
+	Emails []string // exact addresses, case-insensitive
+	Status string   // invited | active
+	Query  string   // substring of the email or username
+}
+
+// ListMemberships returns an organization's memberships, oldest first,
+// with their users.
+func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipFilter) ([]*Membership, map[string]*auth.User, error) {
+	if err := s.checkOrg(ctx, s.db, org); err != nil {
+		return nil, nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+membershipCols+` FROM organization_memberships WHERE organization_name = ? ORDER BY created_at, id`, org)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var all []*Membership
+	var ids []string
+	for rows.Next() {
+		m, err := scanMembership(rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, m)
+		ids = append(ids, m.UserID)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows.Close()
+	users, err := s.users.GetUsers(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	teams, err := s.orgTeams(ctx, org)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*Membership
+	for _, m := range all {
+		u := users[m.UserID]
+		if u == nil {
+			continue
+		}
+		if len(f.Emails) > 0 && !slices.ContainsFunc(f.Emails, func(e string) bool { return strings.EqualFold(e, u.Email) }) {
+			continue
+		}
+		if f.Status != "" && f.Status != m.Status {
+			continue
+		}
+		if q := strings.ToLower(f.Query); q != "" && !strings.Contains(strings.ToLower(u.Email), q) && !strings.Contains(strings.ToLower(u.Username), q) {
+			continue
+		}
+		for _, t := range teams {
+			if t.HasMember(m.UserID) {
+				m.TeamIDs = append(m.TeamIDs, t.ID)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, users, nil
+}
+
+// ListOwnMemberships returns the caller's memberships in every organization.
+func (s *Service) ListOwnMemberships(ctx context.Context) ([]*Membership, error) {
+	p := auth.FromContext(ctx)
+	if !p.IsUser() {
+		return nil, core.NotFound("organization memberships are only listed for users")
+	}
+	rows, err := s.db.Query(ctx, `SELECT id FROM organization_memberships WHERE user_id = ? ORDER BY created_at, id`, p.UserID)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := scanStrings(rows)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Membership
+	for _, id := range ids {
+		m, err := s.loadMembership(ctx, s.db, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+var unsafeUsername = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// usernameFor picks a free username for a user invited by email.
+func (s *Service) usernameFor(ctx context.Context, email string) (string, error) {
+	base, _, _ := strings.Cut(email, "@")
+	base = strings.Trim(unsafeUsername.ReplaceAllString(base, "-"), "-")
+	if base == "" {
+		base = "user"
+	}
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	name := base
+	for range 10 {
+		_, err := s.users.UserByName(ctx, name)
+		if core.KindOf(err) == core.KindNotFound {
+			return name, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		name = base + "-" + strings.ToLower(core.RandomString(6))
+	}
+	return "", fmt.Errorf("no free username for %s", email)
+}
+
+// CreateMembership invites an email address into an organization (and
+// optionally into some of its teams); only owners may. A user with that
+// address is created when none exists: Terrace has no invitation step, so
+// the membership is usable at once while it shows as "invited".
+func (s *Service) CreateMembership(ctx context.Context, org, email string, teamIDs []string) (*Membership, error) {
+	if err := s.checkOrg(ctx, s.db, org); err != nil {
+		return nil, err
+	}
+	if err := requireOwner(ctx, org, "invite users"); err != nil {
+		return nil, err
+	}
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != strings.TrimSpace(email) || addr.Name != "" {
+		return nil, core.Invalid("email %q is not a valid address", email)
+	}
+	email = addr.Address
+	var teams []*Team
+	for _, id := range teamIDs {
+		t, err := s.load(ctx, s.db, id)
+		if err != nil || t.Organization != org {
+			return nil, core.NotFound("team %q not found", id)
+		}
+		teams = append(teams, t)
+	}
+	u, err := s.users.UserByEmail(ctx, email)
+	var username string
+	if core.KindOf(err) == core.KindNotFound {
+		u = nil
+		if username, err = s.usernameFor(ctx, email); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	id := core.NewID(prefixMembership)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if u == nil {
+			var err error
+			if u, err = s.users.CreateUser(ctx, tx, username, email, false); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO organization_memberships (id, organization_name, user_id, status, created_at) VALUES (?, ?, ?, ?, ?)`,
+			id, org, u.ID, StatusInvited, core.Micros(core.Now()))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("%s is already a member of organization %q", email, org)
+		}
+		if err != nil {
+			return err
+		}
+		for _, t := range teams {
+			if _, err := tx.Exec(ctx, `INSERT INTO team_members (team_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.ID, u.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.loadMembership(ctx, s.db, id)
+}
+
+// DeleteMembership removes a user from an organization and all its teams.
+// Owners may remove anyone, users themselves; the last owner stays.
+func (s *Service) DeleteMembership(ctx context.Context, id string) error {
+	m, err := s.GetMembership(ctx, id)
+	if err != nil {
+		return err
+	}
+	p := auth.FromContext(ctx)
+	if !p.IsOwner(m.Organization) && !(p.IsUser() && p.UserID == m.UserID) {
+		return core.Forbidden("only owners of organization %q may remove members", m.Organization)
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM team_members WHERE user_id = ? AND team_id IN (SELECT id FROM teams WHERE organization_name = ?)`, m.UserID, m.Organization); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM organization_memberships WHERE id = ?`, m.ID); err != nil {
+			return err
+		}
+		for _, tid := range m.TeamIDs {
+			if t, err := s.load(ctx, tx, tid); err == nil && t.IsOwners() {
+				return checkOwnersLeft(ctx, tx, m.Organization)
+			}
+		}
+		return nil
+	})
+}
+
+// MembershipIDs maps the user IDs of an organization's members to their
+// membership IDs.
+func (s *Service) MembershipIDs(ctx context.Context, org string) (map[string]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT user_id, id FROM organization_memberships WHERE organization_name = ?`, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var uid, id string
+		if err := rows.Scan(&uid, &id); err != nil {
+			return nil, err
+		}
+		out[uid] = id
+	}
+	return out, rows.Err()
+}
+
+// Membership returns a membership by ID without access checks, for
+// rendering relationships of objects the caller already may see.
+func (s *Service) Membership(ctx context.Context, id string) (*Membership, error) {
+	return s.loadMembership(ctx, s.db, id)
+}

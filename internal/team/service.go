@@ -1,0 +1,590 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Users is what the team domain needs from the user store (package auth).
+type Users interface {
+	GetUser(ctx context.Context, id string) (*auth.User, error)
+	GetUsers(ctx context.Context, ids []string) (map[string]*auth.User, error)
+	UserByName(ctx context.Context, username string) (*auth.User, error)
+	UserByEmail(ctx context.Context, email string) (*auth.User, error)
+	CreateUser(ctx context.Context, q store.Q, username, email string, siteAdmin bool) (*auth.User, error)
+}
+
+// Tokens is what the team domain needs from the token store (package auth).
+type Tokens interface {
+	CreateToken(ctx context.Context, q store.Q, n auth.NewToken) (*auth.Token, string, error)
+	RegenerateToken(ctx context.Context, n auth.NewToken) (*auth.Token, string, error)
+	GetToken(ctx context.Context, id string) (*auth.Token, error)
+	ListTokens(ctx context.Context, kind auth.Kind, subject string) ([]*auth.Token, error)
+	DeleteToken(ctx context.Context, q store.Q, id string) error
+	DeleteTokens(ctx context.Context, q store.Q, kind auth.Kind, subject string) error
+}
+
+// Service manages teams, members, organization memberships and team tokens.
+type Service struct {
+	db     *store.DB
+	users  Users
+	tokens Tokens
+}
+
+// NewService returns a team service. SetAuth must be called before the
+// API is served (the auth service itself depends on this one).
+func NewService(db *store.DB) *Service { return &Service{db: db} }
+
+// SetAuth wires in the user and token stores.
+func (s *Service) SetAuth(users Users, tokens Tokens) { s.users, s.tokens = users, tokens }
+
+// CreateOwners creates the owners team of a new organization, with the
+// creating user (if any) as its member and an active member of the
+// organization. It runs inside the organization's creation transaction.
+func (s *Service) CreateOwners(ctx context.Context, q store.Q, org, userID string) error {
+	id := core.NewID(core.PrefixTeam)
+	if _, err := q.Exec(ctx, `INSERT INTO teams (id, organization_name, name, attrs, created_at) VALUES (?, ?, ?, ?, ?)`,
+		id, org, OwnersTeam, `{"visibility":"secret"}`, core.Micros(core.Now())); err != nil {
+		return err
+	}
+	if userID == "" {
+		return nil
+	}
+	if err := ensureMembership(ctx, q, org, userID, StatusActive); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, `INSERT INTO team_members (team_id, user_id) VALUES (?, ?)`, id, userID)
+	return err
+}
+
+// UserOrganizations returns the organizations a user belongs to (through a
+// membership or a team) and those where the user is an owner.
+func (s *Service) UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error) {
+	rows, err := s.db.Query(ctx, `SELECT organization_name FROM organization_memberships WHERE user_id = ?
+		UNION SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ?`, userID, userID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if member, err = scanStrings(rows); err != nil {
+		return nil, nil, err
+	}
+	rows, err = s.db.Query(ctx, `SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.name = ?`, userID, OwnersTeam)
+	if err != nil {
+		return nil, nil, err
+	}
+	if owner, err = scanStrings(rows); err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(member)
+	sort.Strings(owner)
+	return member, owner, nil
+}
+
+func scanStrings(rows interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+	Close() error
+}) ([]string, error) {
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// TeamOrganization returns the organization a team belongs to.
+func (s *Service) TeamOrganization(ctx context.Context, teamID string) (string, error) {
+	var org string
+	err := s.db.QueryRow(ctx, `SELECT organization_name FROM teams WHERE id = ?`, teamID).Scan(&org)
+	if store.IsNoRows(err) {
+		return "", core.NotFound("team %s not found", teamID)
+	}
+	return org, err
+}
+
+// IsOwnersTeam reports whether a team is its organization's owners team.
+func (s *Service) IsOwnersTeam(ctx context.Context, teamID string) (bool, error) {
+	var name string
+	err := s.db.QueryRow(ctx, `SELECT name FROM teams WHERE id = ?`, teamID).Scan(&name)
+	if store.IsNoRows(err) {
+		return false, core.NotFound("team %s not found", teamID)
+	}
+	return name == OwnersTeam, err
+}
+
+// --- access checks
+
+// checkOrg returns 404 unless the caller may see the organization and it
+// exists (every organization has an owners team).
+func (s *Service) checkOrg(ctx context.Context, q store.Q, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return err
+	}
+	var n int
+	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM teams WHERE organization_name = ? AND name = ?`, org, OwnersTeam).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return core.NotFound("organization %q not found", org)
+	}
+	return nil
+}
+
+func requireOwner(ctx context.Context, org, action string) error {
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only owners of organization %q may %s", org, action)
+	}
+	return nil
+}
+
+// canSee reports whether the caller may see a team: owners see all, others
+// see organization-visible teams and their own.
+func canSee(p *auth.Principal, t *Team) bool {
+	switch {
+	case p.IsOwner(t.Organization), t.Settings.Visibility == "organization":
+		return true
+	case p.Kind == auth.KindUser:
+		return t.HasMember(p.UserID)
+	case p.Kind == auth.KindTeam:
+		return p.TeamID == t.ID
+	}
+	return false
+}
+
+// canManageTokens reports whether the caller may manage a team's tokens:
+// owners, and the team's own members when the team allows it.
+func canManageTokens(p *auth.Principal, t *Team) bool {
+	if p.IsOwner(t.Organization) {
+		return true
+	}
+	return p.Kind == auth.KindUser && t.MembersManageTokens() && t.HasMember(p.UserID)
+}
+
+// --- teams
+
+const teamCols = `id, organization_name, name, attrs, created_at`
+
+func scanTeam(sc interface{ Scan(...any) error }) (*Team, error) {
+	var t Team
+	var attrs string
+	var created int64
+	if err := sc.Scan(&t.ID, &t.Organization, &t.Name, &attrs, &created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(attrs), &t.Settings); err != nil {
+		return nil, fmt.Errorf("decoding settings of team %s: %w", t.ID, err)
+	}
+	if t.Settings.Visibility == "" {
+		t.Settings.Visibility = "secret"
+	}
+	t.CreatedAt = core.FromMicros(created)
+	return &t, nil
+}
+
+func (s *Service) load(ctx context.Context, q store.Q, id string) (*Team, error) {
+	if !core.HasPrefix(id, core.PrefixTeam) {
+		return nil, core.NotFound("team %q not found", id)
+	}
+	t, err := scanTeam(q.QueryRow(ctx, `SELECT `+teamCols+` FROM teams WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("team %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, `SELECT user_id FROM team_members WHERE team_id = ? ORDER BY user_id`, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.UserIDs, err = scanStrings(rows); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Get returns a team the caller may see.
+func (s *Service) Get(ctx context.Context, id string) (*Team, error) {
+	t, err := s.load(ctx, s.db, id)
+	if err != nil {
+		return nil, err
+	}
+	if !auth.FromContext(ctx).CanAccessOrganization(t.Organization) || !canSee(auth.FromContext(ctx), t) {
+		return nil, core.NotFound("team %q not found", id)
+	}
+	return t, nil
+}
+
+// orgTeams returns every team of an organization with its members, by name.
+func (s *Service) orgTeams(ctx context.Context, org string) ([]*Team, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+teamCols+` FROM teams WHERE organization_name = ? ORDER BY name, id`, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var teams []*Team
+	byID := map[string]*Team{}
+	for rows.Next() {
+		t, err := scanTeam(rows)
+		if err != nil {
+			return nil, err
+		}
+		teams = append(teams, t)
+		byID[t.ID] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	mrows, err := s.db.Query(ctx, `SELECT m.team_id, m.user_id FROM team_members m JOIN teams t ON t.id = m.team_id WHERE t.organization_name = ? ORDER BY m.user_id`, org)
+	if err != nil {
+		return nil, err
+	}
+	defer mrows.Close()
+	for mrows.Next() {
+		var tid, uid string
+		if err := mrows.Scan(&tid, &uid); err != nil {
+			return nil, err
+		}
+		if t := byID[tid]; t != nil {
+			t.UserIDs = append(t.UserIDs, uid)
+		}
+	}
+	return teams, mrows.Err()
+}
+
+// ListOptions filter a team list.
+type ListOptions struct {
+	Names []string // exact names
+	Query string   // substring of the name, case-insensitive
+}
+
+// List returns the teams of an organization the caller may see.
+func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Team, error) {
+	if err := s.checkOrg(ctx, s.db, org); err != nil {
+		return nil, err
+	}
+	teams, err := s.orgTeams(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	p := auth.FromContext(ctx)
+	var out []*Team
+	for _, t := range teams {
+		if !canSee(p, t) {
+			continue
+		}
+		if len(opts.Names) > 0 && !slices.Contains(opts.Names, t.Name) {
+			continue
+		}
+		if opts.Query != "" && !strings.Contains(strings.ToLower(t.Name), strings.ToLower(opts.Query)) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Options are a team's attributes on create and update; nil is unchanged
+// (or the default on create).
+type Options struct {
+	Name                       *string        `json:"name"`
+	SSOTeamID                  *string        `json:"sso-team-id"`
+	Visibility                 *string        `json:"visibility"`
+	AllowMemberTokenManagement *bool          `json:"allow-member-token-management"`
+	OrganizationAccess         *AccessOptions `json:"organization-access"`
+}
+
+func (o Options) apply(t *Team) error {
+	if o.Name != nil {
+		if t.IsOwners() && *o.Name != OwnersTeam {
+			return core.Invalid("the owners team cannot be renamed")
+		}
+		if err := validateName(*o.Name); err != nil {
+			return err
+		}
+		t.Name = *o.Name
+	}
+	if o.SSOTeamID != nil {
+		t.Settings.SSOTeamID = *o.SSOTeamID
+	}
+	if o.Visibility != nil {
+		if !validVisibility(*o.Visibility) {
+			return core.Invalid("visibility must be \"secret\" or \"organization\", not %q", *o.Visibility)
+		}
+		t.Settings.Visibility = *o.Visibility
+	}
+	if o.AllowMemberTokenManagement != nil {
+		v := *o.AllowMemberTokenManagement
+		t.Settings.AllowMemberTokenManagement = &v
+	}
+	if o.OrganizationAccess != nil {
+		if t.IsOwners() {
+			before := t.OrganizationAccess()
+			after := before
+			if err := o.OrganizationAccess.apply(&after); err != nil || after != before {
+				return core.Invalid("the owners team's organization access cannot be changed")
+			}
+			return nil
+		}
+		if err := o.OrganizationAccess.apply(&t.Settings.Access); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Create makes a team; only owners may.
+func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, error) {
+	if err := s.checkOrg(ctx, s.db, org); err != nil {
+		return nil, err
+	}
+	if err := requireOwner(ctx, org, "create teams"); err != nil {
+		return nil, err
+	}
+	if opts.Name == nil {
+		return nil, core.Invalid("name is required")
+	}
+	t := &Team{ID: core.NewID(core.PrefixTeam), Organization: org, Settings: Settings{Visibility: "secret"}, CreatedAt: core.Now()}
+	if err := opts.apply(t); err != nil {
+		return nil, err
+	}
+	attrs, _ := json.Marshal(t.Settings)
+	_, err := s.db.Exec(ctx, `INSERT INTO teams (id, organization_name, name, attrs, created_at) VALUES (?, ?, ?, ?, ?)`,
+		t.ID, org, t.Name, string(attrs), core.Micros(t.CreatedAt))
+	if store.IsUniqueViolation(s.db, err) {
+		return nil, core.Invalid("name %q has already been taken", t.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating team %s: %w", t.Name, err)
+	}
+	return t, nil
+}
+
+// Update changes a team; only owners may. The owners team keeps its name
+// and its organization access.
+func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	var t *Team
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if t, err = s.load(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := requireOwner(ctx, t.Organization, "change teams"); err != nil {
+			return err
+		}
+		if err := opts.apply(t); err != nil {
+			return err
+		}
+		attrs, _ := json.Marshal(t.Settings)
+		_, err = tx.Exec(ctx, `UPDATE teams SET name = ?, attrs = ? WHERE id = ?`, t.Name, string(attrs), t.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", t.Name)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Delete removes a team, its memberships and its tokens; only owners may,
+// and never the owners team.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	t, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := requireOwner(ctx, t.Organization, "delete teams"); err != nil {
+		return err
+	}
+	if t.IsOwners() {
+		return core.Invalid("the owners team cannot be deleted")
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.tokens.DeleteTokens(ctx, tx, auth.KindTeam, t.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM teams WHERE id = ?`, t.ID)
+		return err
+	})
+}
+
+// --- members
+
+// Users returns the members of a team the caller may see.
+func (s *Service) Users(ctx context.Context, t *Team) ([]*auth.User, error) {
+	m, err := s.users.GetUsers(ctx, t.UserIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*auth.User, 0, len(m))
+	for _, id := range t.UserIDs {
+		if u := m[id]; u != nil {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// User returns a user by ID (for rendering memberships).
+func (s *Service) User(ctx context.Context, id string) (*auth.User, error) {
+	return s.users.GetUser(ctx, id)
+}
+
+// manageMembers loads a team whose members the caller may change.
+func (s *Service) manageMembers(ctx context.Context, teamID string) (*Team, error) {
+	t, err := s.Get(ctx, teamID)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireOwner(ctx, t.Organization, "change team membership"); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (s *Service) usersByName(ctx context.Context, usernames []string) ([]string, error) {
+	if len(usernames) == 0 {
+		return nil, core.Invalid("at least one user is required")
+	}
+	var ids []string
+	for _, name := range usernames {
+		u, err := s.users.UserByName(ctx, name)
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("user %q not found", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, u.ID)
+	}
+	return ids, nil
+}
+
+func (s *Service) membershipUsers(ctx context.Context, org string, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, core.Invalid("at least one organization membership is required")
+	}
+	var users []string
+	for _, id := range ids {
+		m, err := s.loadMembership(ctx, s.db, id)
+		if err != nil || m.Organization != org {
+			return nil, core.NotFound("organization membership %q not found", id)
+		}
+		users = append(users, m.UserID)
+	}
+	return users, nil
+}
+
+// AddUsers adds users (by username) to a team, making them members of its
+// organization if they were not.
+func (s *Service) AddUsers(ctx context.Context, teamID string, usernames []string) error {
+	t, err := s.manageMembers(ctx, teamID)
+	if err != nil {
+		return err
+	}
+	ids, err := s.usersByName(ctx, usernames)
+	if err != nil {
+		return err
+	}
+	return s.addMembers(ctx, t, ids)
+}
+
+// AddMemberships adds the users of organization memberships to a team.
+func (s *Service) AddMemberships(ctx context.Context, teamID string, membershipIDs []string) error {
+	t, err := s.manageMembers(ctx, teamID)
+	if err != nil {
+		return err
+	}
+	ids, err := s.membershipUsers(ctx, t.Organization, membershipIDs)
+	if err != nil {
+		return err
+	}
+	return s.addMembers(ctx, t, ids)
+}
+
+func (s *Service) addMembers(ctx context.Context, t *Team, userIDs []string) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		for _, uid := range userIDs {
+			if err := ensureMembership(ctx, tx, t.Organization, uid, StatusActive); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO team_members (team_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.ID, uid); err != nil {
+				return fmt.Errorf("adding user %s to team %s: %w", uid, t.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// RemoveUsers removes users (by username) from a team.
+func (s *Service) RemoveUsers(ctx context.Context, teamID string, usernames []string) error {
+	t, err := s.manageMembers(ctx, teamID)
+	if err != nil {
+		return err
+	}
+	ids, err := s.usersByName(ctx, usernames)
+	if err != nil {
+		return err
+	}
+	return s.removeMembers(ctx, t, ids)
+}
+
+// RemoveMemberships removes the users of organization memberships from a team.
+func (s *Service) RemoveMemberships(ctx context.Context, teamID string, membershipIDs []string) error {
+	t, err := s.manageMembers(ctx, teamID)
+	if err != nil {
+		return err
+	}
+	ids, err := s.membershipUsers(ctx, t.Organization, membershipIDs)
+	if err != nil {
+		return err
+	}
+	return s.removeMembers(ctx, t, ids)
+}
+
+func (s *Service) removeMembers(ctx context.Context, t *Team, userIDs []string) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		for _, uid := range userIDs {
+			if _, err := tx.Exec(ctx, `DELETE FROM team_members WHERE team_id = ? AND user_id = ?`, t.ID, uid); err != nil {
+				return err
+			}
+		}
+		if !t.IsOwners() {
+			return nil
+		}
+		return checkOwnersLeft(ctx, tx, t.Organization)
+	})
+}
+
+// checkOwnersLeft refuses a change that would leave an organization
+// without owners.
+func checkOwnersLeft(ctx context.Context, q store.Q, org string) error {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM team_members m JOIN teams t ON t.id = m.team_id WHERE t.organization_name = ? AND t.name = ?`, org, OwnersTeam).Scan(&n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return core.Conflict("organization %q must keep at least one owner", org)
+	}
+	return nil
+}

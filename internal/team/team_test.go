@@ -1,0 +1,415 @@
+package team_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/store/storetest"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+func newOrg(t *testing.T, c *tfe.Client, name string) *tfe.Organization {
+	t.Helper()
+	org, err := c.Organizations.Create(context.Background(), tfe.OrganizationCreateOptions{Name: tfe.String(name), Email: tfe.String("ops@" + name + ".test")})
+	if err != nil {
+		t.Fatalf("creating organization %s: %v", name, err)
+	}
+	return org
+}
+
+func wantErr(t *testing.T, what string, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("%s: got error %v, want %v", what, err, want)
+	}
+}
+
+// wantStatus checks that err is a JSON:API error go-tfe reports with the
+// given status text (go-tfe only names 401 and 404).
+func wantStatus(t *testing.T, what string, err error, text string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), text) {
+		t.Fatalf("%s: got error %v, want one containing %q", what, err, text)
+	}
+}
+
+// userClient invites email into org (as the site admin) and returns a
+// client authenticated as the new user, with the user and membership.
+func userClient(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Team) (*tfe.Client, *tfe.OrganizationMembership) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := e.Client.OrganizationMemberships.Create(ctx, org, tfe.OrganizationMembershipCreateOptions{Email: tfe.String(email), Teams: teams})
+	if err != nil {
+		t.Fatalf("inviting %s: %v", email, err)
+	}
+	_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.NewClient(t, secret), m
+}
+
+func TestTeams(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		newOrg(t, c, "acme")
+
+		list, err := c.Teams.List(ctx, "acme", nil)
+		if err != nil || len(list.Items) != 1 || list.Items[0].Name != "owners" {
+			t.Fatalf("a new organization should have only the owners team: %+v %v", list, err)
+		}
+		owners := list.Items[0]
+		if owners.UserCount != 1 || owners.Permissions.CanDestroy || !owners.OrganizationAccess.ManageTeams {
+			t.Fatalf("owners team: %+v %+v %+v", owners, owners.Permissions, owners.OrganizationAccess)
+		}
+
+		dev, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{
+			Name:               tfe.String("dev"),
+			OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(true)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dev.Visibility != "secret" || !dev.AllowMemberTokenManagement || !dev.OrganizationAccess.ManageWorkspaces || dev.OrganizationAccess.ManagePolicies || !dev.Permissions.CanDestroy {
+			t.Fatalf("defaults: %+v access %+v", dev, dev.OrganizationAccess)
+		}
+		if _, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("dev")}); err == nil {
+			t.Fatal("a second team named dev was created")
+		}
+		_, err = c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("x"), Visibility: tfe.String("public")})
+		wantStatus(t, "bad visibility", err, "visibility")
+		_, err = c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("x"), OrganizationAccess: &tfe.OrganizationAccessOptions{ManageTeams: tfe.Bool(true)}})
+		wantStatus(t, "manage-teams without manage-membership", err, "manage-membership")
+		_, err = c.Teams.Create(ctx, "nope", tfe.TeamCreateOptions{Name: tfe.String("x")})
+		wantErr(t, "team in a missing organization", err, tfe.ErrResourceNotFound)
+
+		// Filters.
+		if _, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops")}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"dev", "ops"}})
+		if err != nil || len(got.Items) != 2 {
+			t.Fatalf("filter[names]: %+v %v", got, err)
+		}
+		got, err = c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Query: "DE"})
+		if err != nil || len(got.Items) != 1 || got.Items[0].ID != dev.ID {
+			t.Fatalf("q: %+v %v", got, err)
+		}
+
+		// Update keeps what is not given.
+		up, err := c.Teams.Update(ctx, dev.ID, tfe.TeamUpdateOptions{Name: tfe.String("developers"), Visibility: tfe.String("organization")})
+		if err != nil || up.Name != "developers" || up.Visibility != "organization" || !up.OrganizationAccess.ManageWorkspaces {
+			t.Fatalf("update: %+v %v", up, err)
+		}
+
+		// The owners team stays.
+		_, err = c.Teams.Update(ctx, owners.ID, tfe.TeamUpdateOptions{Name: tfe.String("bosses")})
+		wantStatus(t, "renaming owners", err, "cannot be renamed")
+		err = c.Teams.Delete(ctx, owners.ID)
+		wantStatus(t, "deleting owners", err, "cannot be deleted")
+		me, err := c.Users.ReadCurrent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.TeamMembers.Remove(ctx, owners.ID, tfe.TeamMemberRemoveOptions{Usernames: []string{me.Username}})
+		wantStatus(t, "removing the last owner", err, "at least one owner")
+
+		// Malformed and unknown IDs are 404s.
+		_, err = c.Teams.Read(ctx, "nonexisting")
+		wantErr(t, "malformed team id", err, tfe.ErrResourceNotFound)
+		_, err = c.Teams.Read(ctx, "team-doesnotexist123")
+		wantErr(t, "unknown team id", err, tfe.ErrResourceNotFound)
+
+		if err := c.Teams.Delete(ctx, dev.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Teams.Read(ctx, dev.ID)
+		wantErr(t, "deleted team", err, tfe.ErrResourceNotFound)
+
+		// Everything survives a restart.
+		e = e.Restart(t)
+		got, err = e.Client.Teams.List(ctx, "acme", nil)
+		if err != nil || len(got.Items) != 2 {
+			t.Fatalf("after restart: %+v %v", got, err)
+		}
+	})
+}
+
+func TestMembersAndMemberships(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		newOrg(t, c, "acme")
+		newOrg(t, c, "other")
+		dev, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("dev")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("secret-squad")})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		bob, bobMem := userClient(t, e, "acme", "bob@example.test", dev)
+		if bobMem.Status != tfe.OrganizationMembershipInvited || bobMem.Email != "bob@example.test" || bobMem.User.Username != "bob" || len(bobMem.Teams) != 1 {
+			t.Fatalf("membership: %+v user %+v", bobMem, bobMem.User)
+		}
+
+		// A member sees the organization and its own teams, not secret ones,
+		// and may not manage teams.
+		if _, err := bob.Organizations.Read(ctx, "acme"); err != nil {
+			t.Fatalf("member reading its organization: %v", err)
+		}
+		_, err = bob.Organizations.Read(ctx, "other")
+		wantErr(t, "member reading another organization", err, tfe.ErrResourceNotFound)
+		teams, err := bob.Teams.List(ctx, "acme", nil)
+		if err != nil || len(teams.Items) != 1 || teams.Items[0].ID != dev.ID {
+			t.Fatalf("member's team list: %+v %v", teams, err)
+		}
+		_, err = bob.Teams.Read(ctx, secret.ID)
+		wantErr(t, "member reading a secret team", err, tfe.ErrResourceNotFound)
+		_, err = bob.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("mine")})
+		wantStatus(t, "member creating a team", err, "forbidden")
+		err = bob.TeamMembers.Add(ctx, dev.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}})
+		wantStatus(t, "member changing membership", err, "forbidden")
+
+		// Members by username and by membership.
+		if err := c.TeamMembers.Add(ctx, secret.ID, tfe.TeamMemberAddOptions{OrganizationMembershipIDs: []string{bobMem.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bob.Teams.Read(ctx, secret.ID); err != nil {
+			t.Fatalf("member reading its secret team: %v", err)
+		}
+		users, err := c.TeamMembers.ListUsers(ctx, secret.ID)
+		if err != nil || len(users) != 1 || users[0].Username != "bob" {
+			t.Fatalf("team users: %+v %v", users, err)
+		}
+		ms, err := c.TeamMembers.ListOrganizationMemberships(ctx, secret.ID)
+		if err != nil || len(ms) != 1 || ms[0].ID != bobMem.ID {
+			t.Fatalf("team memberships: %+v %v", ms, err)
+		}
+		if err := c.TeamMembers.Remove(ctx, secret.ID, tfe.TeamMemberRemoveOptions{Usernames: []string{"bob"}}); err != nil {
+			t.Fatal(err)
+		}
+		err = c.TeamMembers.Add(ctx, secret.ID, tfe.TeamMemberAddOptions{Usernames: []string{"nobody"}})
+		wantErr(t, "adding an unknown user", err, tfe.ErrResourceNotFound)
+
+		// A membership of another organization cannot join this team.
+		_, carolMem := userClient(t, e, "other", "carol@example.test")
+		err = c.TeamMembers.Add(ctx, dev.ID, tfe.TeamMemberAddOptions{OrganizationMembershipIDs: []string{carolMem.ID}})
+		wantErr(t, "foreign membership", err, tfe.ErrResourceNotFound)
+		_, err = bob.OrganizationMemberships.Read(ctx, carolMem.ID)
+		wantErr(t, "reading a membership of another organization", err, tfe.ErrResourceNotFound)
+
+		// Listing and filters; the creator is an active member.
+		list, err := c.OrganizationMemberships.List(ctx, "acme", nil)
+		if err != nil || list.TotalCount != 2 {
+			t.Fatalf("memberships: %+v %v", list, err)
+		}
+		list, err = c.OrganizationMemberships.List(ctx, "acme", &tfe.OrganizationMembershipListOptions{Status: tfe.OrganizationMembershipActive})
+		if err != nil || len(list.Items) != 1 || list.Items[0].ID == bobMem.ID {
+			t.Fatalf("active memberships: %+v %v", list, err)
+		}
+		list, err = c.OrganizationMemberships.List(ctx, "acme", &tfe.OrganizationMembershipListOptions{Query: "BOB"})
+		if err != nil || len(list.Items) != 1 || list.Items[0].ID != bobMem.ID {
+			t.Fatalf("q: %+v %v", list, err)
+		}
+		_, err = c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@example.test")})
+		wantStatus(t, "inviting a member twice", err, "already a member")
+
+		// Inviting an existing user's email reuses the user.
+		m2, err := c.OrganizationMemberships.Create(ctx, "other", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@example.test")})
+		if err != nil || m2.User.ID != bobMem.User.ID {
+			t.Fatalf("inviting bob elsewhere: %+v %v", m2, err)
+		}
+
+		// Removing the membership removes access and team membership.
+		if err := c.OrganizationMemberships.Delete(ctx, bobMem.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = bob.Organizations.Read(ctx, "acme")
+		wantErr(t, "former member reading the organization", err, tfe.ErrResourceNotFound)
+		team, err := c.Teams.Read(ctx, dev.ID)
+		if err != nil || team.UserCount != 0 {
+			t.Fatalf("team after membership removal: %+v %v", team, err)
+		}
+	})
+}
+
+func TestTeamTokens(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		newOrg(t, c, "acme")
+		newOrg(t, c, "other")
+		dev, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("dev")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherTeam, err := c.Teams.Create(ctx, "other", tfe.TeamCreateOptions{Name: tfe.String("dev")})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		tok, err := c.TeamTokens.Create(ctx, dev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.Token == "" || tok.Team == nil || tok.Team.ID != dev.ID || tok.CreatedBy == nil || tok.CreatedBy.User == nil || tok.Description != nil {
+			t.Fatalf("created token: %+v", tok)
+		}
+		if d := tok.ExpiredAt.Sub(tok.CreatedAt); d < 729*24*time.Hour || d > 732*24*time.Hour {
+			t.Fatalf("default expiry is %v after creation, want two years", d)
+		}
+		read, err := c.TeamTokens.Read(ctx, dev.ID)
+		if err != nil || read.ID != tok.ID || read.Token != "" {
+			t.Fatalf("reading the token shows %+v %v (the secret must not be shown again)", read, err)
+		}
+
+		// The token authenticates as the team: its organization only, and
+		// no team management.
+		tc := e.NewClient(t, tok.Token)
+		if _, err := tc.Organizations.Read(ctx, "acme"); err != nil {
+			t.Fatalf("team token reading its organization: %v", err)
+		}
+		_, err = tc.Organizations.Read(ctx, "other")
+		wantErr(t, "team token reading another organization", err, tfe.ErrResourceNotFound)
+		_, err = tc.Teams.Read(ctx, otherTeam.ID)
+		wantErr(t, "team token reading another organization's team", err, tfe.ErrResourceNotFound)
+		if _, err := tc.Teams.Read(ctx, dev.ID); err != nil {
+			t.Fatalf("team token reading its own team: %v", err)
+		}
+		_, err = tc.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("x")})
+		wantStatus(t, "team token creating a team", err, "forbidden")
+		_, err = tc.TeamTokens.Create(ctx, dev.ID)
+		wantStatus(t, "team token regenerating itself", err, "forbidden")
+		_, err = tc.Users.ReadCurrent(ctx)
+		wantErr(t, "team token reading account details", err, tfe.ErrResourceNotFound)
+
+		// Regenerating revokes the old secret.
+		tok2, err := c.TeamTokens.Create(ctx, dev.ID)
+		if err != nil || tok2.Token == tok.Token {
+			t.Fatalf("regenerating: %+v %v", tok2, err)
+		}
+		_, err = tc.Organizations.Read(ctx, "acme")
+		wantErr(t, "regenerated token", err, tfe.ErrUnauthorized)
+		tc2 := e.NewClient(t, tok2.Token)
+		if _, err := tc2.Organizations.Read(ctx, "acme"); err != nil {
+			t.Fatalf("new token: %v", err)
+		}
+
+		// Described tokens live side by side; descriptions are unique.
+		desc := "ci"
+		d1, err := c.TeamTokens.CreateWithOptions(ctx, dev.ID, tfe.TeamTokenCreateOptions{Description: &desc})
+		if err != nil || d1.Description == nil || *d1.Description != "ci" {
+			t.Fatalf("described token: %+v %v", d1, err)
+		}
+		_, err = c.TeamTokens.CreateWithOptions(ctx, dev.ID, tfe.TeamTokenCreateOptions{Description: &desc})
+		if err == nil || err.Error() != tfe.ErrInvalidDescriptionConflict.Error() {
+			t.Fatalf("duplicate description: got %v, want go-tfe's ErrInvalidDescriptionConflict", err)
+		}
+		if _, err := tc2.Organizations.Read(ctx, "acme"); err != nil {
+			t.Fatalf("a described token must not revoke the legacy one: %v", err)
+		}
+		list, err := c.TeamTokens.List(ctx, "acme", nil)
+		if err != nil || len(list.Items) != 2 {
+			t.Fatalf("team tokens of acme: %+v %v", list, err)
+		}
+		for _, it := range list.Items {
+			if it.Token != "" {
+				t.Fatal("a token list shows a secret")
+			}
+		}
+		byID, err := c.TeamTokens.ReadByID(ctx, d1.ID)
+		if err != nil || byID.Team.ID != dev.ID || byID.Token != "" {
+			t.Fatalf("read by id: %+v %v", byID, err)
+		}
+		if err := c.TeamTokens.DeleteByID(ctx, d1.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.NewClient(t, d1.Token).Organizations.Read(ctx, "acme")
+		wantErr(t, "deleted described token", err, tfe.ErrUnauthorized)
+
+		// Expiry: in the past is refused; an expired token is a 401.
+		past := time.Now().Add(-time.Hour)
+		_, err = c.TeamTokens.CreateWithOptions(ctx, dev.ID, tfe.TeamTokenCreateOptions{ExpiredAt: &past})
+		wantStatus(t, "expiry in the past", err, "future")
+		soon := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+		tok3, err := c.TeamTokens.CreateWithOptions(ctx, dev.ID, tfe.TeamTokenCreateOptions{ExpiredAt: &soon})
+		if err != nil || !tok3.ExpiredAt.Equal(soon) {
+			t.Fatalf("token with expiry: %+v %v", tok3, err)
+		}
+		tc3 := e.NewClient(t, tok3.Token)
+		if _, err := tc3.Organizations.Read(ctx, "acme"); err != nil {
+			t.Fatalf("unexpired token: %v", err)
+		}
+		if _, err := e.Server.DB.Exec(ctx, `UPDATE tokens SET expired_at = ? WHERE id = ?`, time.Now().Add(-time.Minute).UnixMicro(), tok3.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tc3.Organizations.Read(ctx, "acme")
+		wantErr(t, "expired token", err, tfe.ErrUnauthorized)
+
+		// Deleting the legacy token revokes it; a second delete is a 404.
+		tok4, err := c.TeamTokens.Create(ctx, dev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.TeamTokens.Delete(ctx, dev.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.NewClient(t, tok4.Token).Organizations.Read(ctx, "acme")
+		wantErr(t, "deleted token", err, tfe.ErrUnauthorized)
+		wantErr(t, "deleting twice", c.TeamTokens.Delete(ctx, dev.ID), tfe.ErrResourceNotFound)
+
+		// Deleting the team revokes its tokens.
+		tok5, err := c.TeamTokens.Create(ctx, dev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Teams.Delete(ctx, dev.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.NewClient(t, tok5.Token).Organizations.Read(ctx, "acme")
+		wantErr(t, "token of a deleted team", err, tfe.ErrUnauthorized)
+
+		// The owners team's token has owner rights in its organization only.
+		owners, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("owners team: %+v %v", owners, err)
+		}
+		ot, err := c.TeamTokens.Create(ctx, owners.Items[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oc := e.NewClient(t, ot.Token)
+		if _, err := oc.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("by-owners-token")}); err != nil {
+			t.Fatalf("owners team token creating a team: %v", err)
+		}
+		_, err = oc.Teams.Create(ctx, "other", tfe.TeamCreateOptions{Name: tfe.String("x")})
+		wantErr(t, "owners team token in another organization", err, tfe.ErrResourceNotFound)
+
+		// Members manage their team's tokens only when the team allows it.
+		ops, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops"), AllowMemberTokenManagement: tfe.Bool(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bob, _ := userClient(t, e, "acme", "bob@example.test", ops)
+		_, err = bob.TeamTokens.Create(ctx, ops.ID)
+		wantStatus(t, "member of a team without member token management", err, "forbidden")
+		if _, err := c.Teams.Update(ctx, ops.ID, tfe.TeamUpdateOptions{AllowMemberTokenManagement: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bob.TeamTokens.Create(ctx, ops.ID); err != nil {
+			t.Fatalf("member managing its team's token: %v", err)
+		}
+	})
+}
