@@ -25,6 +25,7 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // Version is Terrace's release, reported in ping headers.
@@ -41,6 +42,9 @@ type Server struct {
 	Orgs     *organization.Service
 	Teams    *team.Service
 	Projects *project.Service
+	// Workspaces: the lead wires Workspaces.State (state domain) and
+	// Workspaces.Runs (run domain) once they exist.
+	Workspaces *workspace.Service
 	handler  http.Handler
 	cert     tls.Certificate
 	// Hostname is the public host:port.
@@ -100,6 +104,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 	)
 	s.Auth = auth.NewService(s.DB, s.Teams, s.Orgs, nil)
+	s.Workspaces = workspace.NewService(s.DB, workspaceProjects{s.Projects})
+	s.Projects.Orgs = orgDefaults{s.Orgs}
+	s.Projects.Workspaces = s.Workspaces
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -117,6 +124,8 @@ func (s *Server) routes() http.Handler {
 	capability.HandleFunc("/", http.NotFound)
 
 	(&organization.API{Service: s.Orgs, Projects: s.Projects}).Register(api)
+	(&project.API{Service: s.Projects}).Register(api)
+	(&workspace.API{Service: s.Workspaces}).Register(api)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)
