@@ -45,8 +45,8 @@ type Server struct {
 	// Workspaces: the lead wires Workspaces.State (state domain) and
 	// Workspaces.Runs (run domain) once they exist.
 	Workspaces *workspace.Service
-	handler  http.Handler
-	cert     tls.Certificate
+	handler    http.Handler
+	cert       tls.Certificate
 	// Hostname is the public host:port.
 	Hostname string
 	// BaseURL is https://Hostname.

@@ -117,14 +117,14 @@ type jsonWorkspace struct {
 	TagNames                    []string                        `jsonapi:"attr,tag-names"`
 	SettingOverwrites           *jsonSettingOverwrites          `jsonapi:"attr,setting-overwrites"`
 
-	AgentPool            *jsonRef                 `jsonapi:"relation,agent-pool"`
-	CurrentRun           *jsonRunRef              `jsonapi:"relation,current-run"`
-	CurrentStateVersion  *jsonStateVersionRef     `jsonapi:"relation,current-state-version"`
-	Organization         *jsonOrgRef              `jsonapi:"relation,organization"`
-	Project              *jsonProjectRef          `jsonapi:"relation,project"`
-	LockedBy             *jsonLockedBy            `jsonapi:"polyrelation,locked-by"`
-	Outputs              []*jsonOutput            `jsonapi:"relation,outputs"`
-	EffectiveTagBindings []*jsonEffectiveBinding  `jsonapi:"relation,effective-tag-bindings,omitempty"`
+	AgentPool            *jsonRef                `jsonapi:"relation,agent-pool"`
+	CurrentRun           *jsonRunRef             `jsonapi:"relation,current-run"`
+	CurrentStateVersion  *jsonStateVersionRef    `jsonapi:"relation,current-state-version"`
+	Organization         *jsonOrgRef             `jsonapi:"relation,organization"`
+	Project              *jsonProjectRef         `jsonapi:"relation,project"`
+	LockedBy             *jsonLockedBy           `jsonapi:"polyrelation,locked-by"`
+	Outputs              []*jsonOutput           `jsonapi:"relation,outputs"`
+	EffectiveTagBindings []*jsonEffectiveBinding `jsonapi:"relation,effective-tag-bindings,omitempty"`
 
 	links *jsonapi.Links
 }
