@@ -747,7 +747,7 @@ type jsonEffectiveBindingLinks struct {
 
 func (j *jsonEffectiveBindingLinks) JSONAPILinks() *jsonapi.Links {
 	if j.from == "" {
-		return nil
+		return &jsonapi.Links{}
 	}
 	return &jsonapi.Links{"inherited-from": "/api/v2/projects/" + j.from}
 }
