@@ -23,6 +23,22 @@ type Workspaces interface {
 	CountInProject(ctx context.Context, projectID string) (int, error)
 }
 
+// AgentPools resolves agent pools; the agent domain provides it (nil
+// accepts any default-agent-pool-id).
+type AgentPools interface {
+	PoolOrganization(ctx context.Context, id string) (string, error)
+}
+
+func (s *Service) checkPool(ctx context.Context, org string, o Options) error {
+	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
+		return nil
+	}
+	if po, err := s.Pools.PoolOrganization(ctx, *o.AgentPoolID); err != nil || po != org {
+		return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
+	}
+	return nil
+}
+
 // MaxTagBindings is the most tag bindings one project may carry.
 const MaxTagBindings = 10
 
@@ -32,6 +48,7 @@ type Service struct {
 	// Orgs and Workspaces are wired by the composition root; both may be nil.
 	Orgs       OrgDefaults
 	Workspaces Workspaces
+	Pools      AgentPools
 }
 
 // NewService returns a project service.
@@ -281,6 +298,9 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Project, 
 	if err := s.apply(p, o); err != nil {
 		return nil, err
 	}
+	if err := s.checkPool(ctx, org, o); err != nil {
+		return nil, err
+	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		attrs, _ := json.Marshal(p.Settings)
 		_, err := tx.Exec(ctx, `INSERT INTO projects (id, organization_name, name, description, is_default, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -348,6 +368,9 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, e
 			return err
 		}
 		if err := s.apply(p, o); err != nil {
+			return err
+		}
+		if err := s.checkPool(ctx, p.Organization, o); err != nil {
 			return err
 		}
 		p.UpdatedAt = core.Now()

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
@@ -58,6 +59,7 @@ type Server struct {
 	// Workspaces: the lead wires Workspaces.State (state domain) and
 	// Workspaces.Runs (run domain) once they exist.
 	Workspaces *workspace.Service
+	AgentPools *agent.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -108,6 +110,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces = workspace.NewService(s.DB, workspaceProjects{s.Projects})
 	s.Projects.Orgs = orgDefaults{s.Orgs}
 	s.Projects.Workspaces = s.Workspaces
+	s.AgentPools = agent.NewService(s.DB)
+	s.Workspaces.Pools = s.AgentPools
+	s.Projects.Pools = s.AgentPools
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -127,6 +132,7 @@ func (s *Server) routes() http.Handler {
 	(&organization.API{Service: s.Orgs, Projects: s.Projects}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
 	(&workspace.API{Service: s.Workspaces}).Register(api)
+	(&agent.API{Service: s.AgentPools}).Register(api)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)

@@ -63,13 +63,31 @@ type CurrentRuns interface {
 	CurrentRunID(ctx context.Context, workspaceID string) (string, error)
 }
 
+// AgentPools resolves agent pools; the agent domain provides it (nil
+// accepts any agent-pool-id).
+type AgentPools interface {
+	PoolOrganization(ctx context.Context, id string) (string, error)
+}
+
 // Service manages workspaces.
 type Service struct {
 	db       *store.DB
 	projects Projects
-	// State and Runs are wired by the composition root; both may be nil.
+	// State, Runs and Pools are wired by the composition root; all may be nil.
 	State StateInfo
 	Runs  CurrentRuns
+	Pools AgentPools
+}
+
+// checkPool refuses an agent pool outside the workspace's organization.
+func (s *Service) checkPool(ctx context.Context, org string, o Options) error {
+	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
+		return nil
+	}
+	if po, err := s.Pools.PoolOrganization(ctx, *o.AgentPoolID); err != nil || po != org {
+		return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
+	}
+	return nil
 }
 
 // NewService returns a workspace service.
@@ -182,14 +200,21 @@ func (o Options) apply(w *Workspace) error {
 		}
 		s.AutoDestroyActivityDuration = d
 	}
+	if o.TriggerPrefixes != nil && o.TriggerPatterns != nil && len(*o.TriggerPrefixes) > 0 && len(*o.TriggerPatterns) > 0 {
+		return core.Invalid("trigger-prefixes and trigger-patterns cannot both be set")
+	}
+	// Setting one kind of trigger replaces the other.
 	if o.TriggerPrefixes != nil {
 		s.TriggerPrefixes = append([]string{}, (*o.TriggerPrefixes)...)
+		if len(s.TriggerPrefixes) > 0 {
+			s.TriggerPatterns = []string{}
+		}
 	}
 	if o.TriggerPatterns != nil {
 		s.TriggerPatterns = append([]string{}, (*o.TriggerPatterns)...)
-	}
-	if len(s.TriggerPrefixes) > 0 && len(s.TriggerPatterns) > 0 {
-		return core.Invalid("trigger-prefixes and trigger-patterns cannot both be set")
+		if len(s.TriggerPatterns) > 0 {
+			s.TriggerPrefixes = []string{}
+		}
 	}
 	// Execution mode.
 	if o.ExecutionMode != nil && o.Operations != nil {
@@ -371,6 +396,9 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 		return nil, err
 	}
 	if err := s.setProject(ctx, w, o.ProjectID); err != nil {
+		return nil, err
+	}
+	if err := s.checkPool(ctx, org, o); err != nil {
 		return nil, err
 	}
 	if o.TagBindings != nil {
@@ -608,6 +636,9 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			return err
 		}
 		if err := o.apply(w); err != nil {
+			return err
+		}
+		if err := s.checkPool(ctx, w.Organization, o); err != nil {
 			return err
 		}
 		if o.ProjectID != nil && *o.ProjectID != "" {

@@ -58,3 +58,14 @@ CREATE TABLE remote_state_consumers (
     PRIMARY KEY (workspace_id, consumer_id)
 );
 CREATE INDEX remote_state_consumers_consumer ON remote_state_consumers (consumer_id);
+
+-- Agent pools (minimal: no agents or agent tokens yet), so that workspaces
+-- and projects can use the "agent" execution mode.
+CREATE TABLE agent_pools (
+    id TEXT PRIMARY KEY,
+    organization_name TEXT NOT NULL REFERENCES organizations (name) ON UPDATE CASCADE ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    organization_scoped BOOLEAN NOT NULL DEFAULT TRUE,
+    created_at BIGINT NOT NULL,
+    UNIQUE (organization_name, name)
+);
