@@ -36,7 +36,8 @@ func (a workspaceProjects) ProjectInfo(ctx context.Context, id string) (*workspa
 	if err != nil {
 		return nil, err
 	}
-	info := &workspace.ProjectInfo{ID: p.ID, Organization: p.Organization, Name: p.Name, Description: p.Description, ExecutionMode: mode, AgentPoolID: pool}
+	info := &workspace.ProjectInfo{ID: p.ID, Organization: p.Organization, Name: p.Name, Description: p.Description, ExecutionMode: mode, AgentPoolID: pool,
+		AutoDestroyActivityDuration: p.Settings.AutoDestroyActivityDuration}
 	for _, b := range p.TagBindings {
 		info.TagBindings = append(info.TagBindings, workspace.TagBinding{ID: b.ID, Key: b.Key, Value: b.Value})
 	}

@@ -286,8 +286,8 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if s.AutoDestroyAt != nil {
 		j.AutoDestroyAt = jsonapi.NewNullableAttrWithValue(s.AutoDestroyAt.UTC())
 	}
-	if s.AutoDestroyActivityDuration != "" {
-		j.AutoDestroyActivityDuration = jsonapi.NewNullableAttrWithValue(s.AutoDestroyActivityDuration)
+	if d := a.Service.autoDestroyDuration(ctx, w); d != "" {
+		j.AutoDestroyActivityDuration = jsonapi.NewNullableAttrWithValue(d)
 	}
 	if pool != "" {
 		j.AgentPool = &jsonRef{ID: pool}
@@ -738,18 +738,17 @@ func (a *API) addTagBindings(w http.ResponseWriter, r *http.Request, ws *Workspa
 	bindingsList(w, r, bs)
 }
 
-type jsonEffectiveBindingLinks struct {
+// jsonInheritedBinding is an effective binding inherited from the project:
+// it carries an inherited-from link; the workspace's own bindings carry none.
+type jsonInheritedBinding struct {
 	ID    string `jsonapi:"primary,effective-tag-bindings"`
 	Key   string `jsonapi:"attr,key"`
 	Value string `jsonapi:"attr,value"`
 	from  string
 }
 
-func (j *jsonEffectiveBindingLinks) JSONAPILinks() *jsonapi.Links {
-	if j.from == "" {
-		return &jsonapi.Links{}
-	}
-	return &jsonapi.Links{"inherited-from": "/api/v2/projects/" + j.from}
+func (j *jsonInheritedBinding) JSONAPILinks() *jsonapi.Links {
+	return &jsonapi.Links{"inherited-from": "/api/v2/projects/" + url.PathEscape(j.from)}
 }
 
 func (a *API) listEffectiveTagBindings(w http.ResponseWriter, r *http.Request, ws *Workspace) {
@@ -758,9 +757,13 @@ func (a *API) listEffectiveTagBindings(w http.ResponseWriter, r *http.Request, w
 		tfeapi.Error(w, r, err)
 		return
 	}
-	out := make([]*jsonEffectiveBindingLinks, len(eff))
+	out := make([]any, len(eff))
 	for i, b := range eff {
-		out[i] = &jsonEffectiveBindingLinks{ID: b.ID, Key: b.Key, Value: b.Value, from: b.InheritedFrom}
+		if b.InheritedFrom != "" {
+			out[i] = &jsonInheritedBinding{ID: b.ID, Key: b.Key, Value: b.Value, from: b.InheritedFrom}
+		} else {
+			out[i] = &jsonEffectiveBinding{ID: b.ID, Key: b.Key, Value: b.Value}
+		}
 	}
 	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 1), Total: len(out)})
 }

@@ -24,6 +24,9 @@ type ProjectInfo struct {
 	ExecutionMode string
 	AgentPoolID   string
 	TagBindings   []TagBinding
+	// AutoDestroyActivityDuration is inherited by workspaces that do not
+	// set their own ("" for none).
+	AutoDestroyActivityDuration string
 }
 
 // Projects resolves projects; the project domain provides it.
@@ -853,4 +856,16 @@ func (s *Service) EffectiveExecution(ctx context.Context, w *Workspace) (mode, a
 		agentPoolID = ""
 	}
 	return mode, agentPoolID
+}
+
+// autoDestroyDuration returns w's auto-destroy activity duration: its own,
+// else its project's when it inherits it.
+func (s *Service) autoDestroyDuration(ctx context.Context, w *Workspace) string {
+	if w.Settings.AutoDestroyActivityDuration != "" || !w.Settings.InheritsProjectAutoDestroy {
+		return w.Settings.AutoDestroyActivityDuration
+	}
+	if p, err := s.projects.ProjectInfo(ctx, w.ProjectID); err == nil {
+		return p.AutoDestroyActivityDuration
+	}
+	return ""
 }

@@ -530,6 +530,9 @@ func TestWorkspaceTags(t *testing.T) {
 		m := map[string]string{}
 		for _, b := range eff {
 			m[b.Key] = b.Value
+			if inherited := b.Key == "team"; inherited != (b.Links["inherited-from"] != nil) || (!inherited && b.Links != nil) {
+				t.Errorf("binding %s: links %v", b.Key, b.Links)
+			}
 		}
 		if len(m) != 3 || m["env"] != "prod" || m["team"] != "core" || m["cost"] != "42" {
 			t.Fatalf("effective bindings: %v", m)
