@@ -329,7 +329,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	if inc["project"] {
-		if pi, err := a.Service.projects.ProjectInfo(ctx, w.ProjectID); err == nil {
+		if pi, err := a.Service.projectInfo(ctx, w.ProjectID); err == nil {
 			included = append(included, &jsonProjectRef{ID: pi.ID, Name: pi.Name, Description: pi.Description})
 		}
 	}
@@ -486,6 +486,7 @@ func parseBindings(res []tfeapi.Resource) ([]TagBinding, error) {
 }
 
 func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, ws *Workspace) {
+	r = r.WithContext(WithProjectCache(r.Context()))
 	inc, err := tfeapi.Includes(r, includeNames...)
 	if err != nil {
 		tfeapi.Error(w, r, err)
@@ -544,6 +545,7 @@ func (a *API) safeDelete(w http.ResponseWriter, r *http.Request, ws *Workspace) 
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(WithProjectCache(r.Context()))
 	page, err := tfeapi.ParsePage(r)
 	if err != nil {
 		tfeapi.Error(w, r, err)
@@ -769,6 +771,7 @@ func (a *API) listEffectiveTagBindings(w http.ResponseWriter, r *http.Request, w
 }
 
 func (a *API) listConsumers(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	r = r.WithContext(WithProjectCache(r.Context()))
 	page, err := tfeapi.ParsePage(r)
 	if err != nil {
 		tfeapi.Error(w, r, err)

@@ -471,6 +471,9 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Wo
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
+	if _, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo); !ok {
+		ctx = WithProjectCache(ctx)
+	}
 	query := `SELECT ` + cols + ` FROM workspaces WHERE organization_name = ?`
 	args := []any{org}
 	if opts.ProjectID != "" {
@@ -521,7 +524,7 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Wo
 		}
 		if len(opts.Tagged) > 0 {
 			eff := bindings[w.ID]
-			if p, err := s.projects.ProjectInfo(ctx, w.ProjectID); err == nil {
+			if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
 				eff = mergeBindings(p.TagBindings, eff)
 			}
 			if !matchBindings(eff, opts.Tagged) {
@@ -840,7 +843,7 @@ func (s *Service) LockedByCaller(ctx context.Context, id string) (bool, error) {
 // to w: its own when overwritten, else its project's.
 func (s *Service) EffectiveExecution(ctx context.Context, w *Workspace) (mode, agentPoolID string) {
 	mode, agentPoolID = "remote", ""
-	if p, err := s.projects.ProjectInfo(ctx, w.ProjectID); err == nil {
+	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
 		mode, agentPoolID = p.ExecutionMode, p.AgentPoolID
 	}
 	if w.Settings.ExecutionModeOverwrite {
@@ -864,8 +867,32 @@ func (s *Service) autoDestroyDuration(ctx context.Context, w *Workspace) string 
 	if w.Settings.AutoDestroyActivityDuration != "" || !w.Settings.InheritsProjectAutoDestroy {
 		return w.Settings.AutoDestroyActivityDuration
 	}
-	if p, err := s.projects.ProjectInfo(ctx, w.ProjectID); err == nil {
+	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
 		return p.AutoDestroyActivityDuration
 	}
 	return ""
+}
+
+type projectCacheKey struct{}
+
+// WithProjectCache returns ctx carrying a cache of project lookups, for
+// requests that render many workspaces. The cache is not safe for
+// concurrent use.
+func WithProjectCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, projectCacheKey{}, map[string]*ProjectInfo{})
+}
+
+func (s *Service) projectInfo(ctx context.Context, id string) (*ProjectInfo, error) {
+	m, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo)
+	if !ok {
+		return s.projects.ProjectInfo(ctx, id)
+	}
+	if p := m[id]; p != nil {
+		return p, nil
+	}
+	p, err := s.projects.ProjectInfo(ctx, id)
+	if err == nil {
+		m[id] = p
+	}
+	return p, err
 }

@@ -288,7 +288,7 @@ func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]Effect
 	for _, b := range own {
 		ownKeys[b.Key] = true
 	}
-	if p, err := s.projects.ProjectInfo(ctx, w.ProjectID); err == nil {
+	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
 		for _, b := range p.TagBindings {
 			if !ownKeys[b.Key] {
 				out = append(out, EffectiveBinding{TagBinding: b, InheritedFrom: p.ID})
