@@ -581,8 +581,8 @@ func hasAll(have, want []string) bool {
 	return true
 }
 
-func hasAny(have, any []string) bool {
-	for _, t := range any {
+func hasAny(have, some []string) bool {
+	for _, t := range some {
 		t = strings.ToLower(strings.TrimSpace(t))
 		if t == "" {
 			continue

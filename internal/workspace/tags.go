@@ -427,32 +427,27 @@ func (s *Service) CanReadStateOf(ctx context.Context, readerWorkspaceID, targetW
 	if readerWorkspaceID == targetWorkspaceID {
 		return true, nil
 	}
-	var rOrg, rProject, tOrg, tProject, tAttrs string
-	err := s.db.QueryRow(ctx, `SELECT organization_name, project_id FROM workspaces WHERE id = ?`, readerWorkspaceID).Scan(&rOrg, &rProject)
+	reader, err := scan(s.db.QueryRow(ctx, `SELECT `+cols+` FROM workspaces WHERE id = ?`, readerWorkspaceID))
 	if store.IsNoRows(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	err = s.db.QueryRow(ctx, `SELECT organization_name, project_id, attrs FROM workspaces WHERE id = ?`, targetWorkspaceID).Scan(&tOrg, &tProject, &tAttrs)
+	target, err := scan(s.db.QueryRow(ctx, `SELECT `+cols+` FROM workspaces WHERE id = ?`, targetWorkspaceID))
 	if store.IsNoRows(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if rOrg != tOrg {
+	if reader.Organization != target.Organization {
 		return false, nil
 	}
-	w, err := scan(s.db.QueryRow(ctx, `SELECT `+cols+` FROM workspaces WHERE id = ?`, targetWorkspaceID))
-	if err != nil {
-		return false, err
-	}
-	if w.Settings.GlobalRemoteState {
+	if target.Settings.GlobalRemoteState {
 		return true, nil
 	}
-	if w.Settings.ProjectRemoteState && rProject == tProject {
+	if target.Settings.ProjectRemoteState && reader.ProjectID == target.ProjectID {
 		return true, nil
 	}
 	var n int

@@ -662,3 +662,37 @@ func TestProjects(t *testing.T) {
 		}
 	})
 }
+
+func TestAgentExecutionMode(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		newOrg(t, c, "acme")
+		newOrg(t, c, "other")
+		pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("pool-1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		foreign, err := c.AgentPools.Create(ctx, "other", tfe.AgentPoolCreateOptions{Name: tfe.String("pool-2")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("agent-ws"), ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
+		if err != nil || w.ExecutionMode != "agent" || w.AgentPool == nil || w.AgentPool.ID != pool.ID {
+			t.Fatalf("agent workspace: %+v %v", w, err)
+		}
+		_, err = c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("agent-ws2"), ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(foreign.ID)})
+		if err == nil || !strings.Contains(err.Error(), "not found in organization") {
+			t.Fatalf("pool of another organization accepted: %v", err)
+		}
+		w, err = c.Workspaces.UpdateByID(ctx, w.ID, tfe.WorkspaceUpdateOptions{ExecutionMode: tfe.String("remote")})
+		if err != nil || w.ExecutionMode != "remote" || w.AgentPool != nil {
+			t.Fatalf("back to remote: %+v %v", w, err)
+		}
+		if err := c.AgentPools.Delete(ctx, pool.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AgentPools.Read(ctx, pool.ID); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("deleted pool: %v", err)
+		}
+	})
+}
