@@ -245,6 +245,14 @@ func TestWorkspaceList(t *testing.T) {
 		if code, out := raw(t, e, "GET", "/api/v2/organizations/acme/workspaces?include=bogus", ""); code != 400 || !strings.Contains(out, "include parameter") {
 			t.Fatalf("bogus include: %d %s", code, out)
 		}
+		// Deleting the organization takes its projects, workspaces and tags along.
+		if err := c.Organizations.Delete(ctx, "acme"); err != nil {
+			t.Fatalf("deleting an organization with workspaces: %v", err)
+		}
+		newOrg(t, c, "acme")
+		if l, err := c.Workspaces.List(ctx, "acme", nil); err != nil || len(l.Items) != 0 {
+			t.Fatalf("workspaces survived their organization: %+v %v", l, err)
+		}
 	})
 }
 
