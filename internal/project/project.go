@@ -4,6 +4,8 @@ package project
 
 import (
 	"context"
+	"regexp"
+	"time"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -12,13 +14,55 @@ import (
 // DefaultName is the name of the project every organization starts with.
 const DefaultName = "Default Project"
 
-// Service manages projects.
-type Service struct {
-	db *store.DB
+// Project is a folder of workspaces.
+type Project struct {
+	ID           string
+	Organization string
+	Name         string
+	Description  string
+	IsDefault    bool
+	Settings     Settings
+	TagBindings  []TagBinding
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
-// NewService returns a project service.
-func NewService(db *store.DB) *Service { return &Service{db: db} }
+// Settings are a project's options, stored as one JSON document. When a
+// setting is not overwritten the organization's value applies.
+type Settings struct {
+	ExecutionMode               string `json:"default-execution-mode,omitempty"`
+	ExecutionModeOverwrite      bool   `json:"execution-mode-overwrite,omitempty"`
+	AgentPoolID                 string `json:"default-agent-pool-id,omitempty"`
+	AgentPoolOverwrite          bool   `json:"agent-pool-overwrite,omitempty"`
+	AutoDestroyActivityDuration string `json:"auto-destroy-activity-duration,omitempty"`
+}
+
+// TagBinding is a key/value tag on a project.
+type TagBinding struct {
+	ID    string
+	Key   string
+	Value string
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9 _-]{1,90}$`)
+
+// ValidateName checks a project name.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return core.Invalid("Name may only contain letters, numbers, spaces, hyphens and underscores, and must be 1 to 90 characters long (got %q)", name)
+	}
+	return nil
+}
+
+var durationRE = regexp.MustCompile(`^[0-9]{1,4}[dh]$`)
+
+// ValidateAutoDestroyDuration checks an auto-destroy activity duration.
+func ValidateAutoDestroyDuration(d string) error {
+	if !durationRE.MatchString(d) {
+		return core.Invalid("Auto destroy activity duration has an incorrect format, we expect up to 4 numeric digits and 1 unit ('d' or 'h')")
+	}
+	return nil
+}
 
 // CreateDefault creates an organization's default project inside the
 // organization's creation transaction.

@@ -1,0 +1,166 @@
+// Package agent keeps agent pools. This is a minimal version: pools can be
+// created, read, listed, renamed and deleted so that workspaces and
+// projects can select the "agent" execution mode; agents themselves and
+// agent tokens are not implemented yet.
+package agent
+
+import (
+	"context"
+	"regexp"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// PrefixPool is the ID prefix of agent pools.
+const PrefixPool = "apool"
+
+// Pool is an agent pool.
+type Pool struct {
+	ID                 string
+	Organization       string
+	Name               string
+	OrganizationScoped bool
+	CreatedAt          time.Time
+}
+
+// Service manages agent pools.
+type Service struct {
+	db *store.DB
+}
+
+// NewService returns an agent pool service.
+func NewService(db *store.DB) *Service { return &Service{db: db} }
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9 ._-]{1,90}$`)
+
+const cols = `id, organization_name, name, organization_scoped, created_at`
+
+func scan(sc interface{ Scan(...any) error }) (*Pool, error) {
+	var p Pool
+	var created int64
+	if err := sc.Scan(&p.ID, &p.Organization, &p.Name, &p.OrganizationScoped, &created); err != nil {
+		return nil, err
+	}
+	p.CreatedAt = core.FromMicros(created)
+	return &p, nil
+}
+
+// Get returns a pool the caller may see.
+func (s *Service) Get(ctx context.Context, id string) (*Pool, error) {
+	if !core.HasPrefix(id, PrefixPool) {
+		return nil, core.NotFound("agent pool %q not found", id)
+	}
+	p, err := scan(s.db.QueryRow(ctx, `SELECT `+cols+` FROM agent_pools WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("agent pool %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !auth.FromContext(ctx).CanAccessOrganization(p.Organization) {
+		return nil, core.NotFound("agent pool %q not found", id)
+	}
+	return p, nil
+}
+
+// List returns an organization's pools, optionally filtered by a name substring.
+func (s *Service) List(ctx context.Context, org string) ([]*Pool, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM agent_pools WHERE organization_name = ? ORDER BY name`, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Pool
+	for rows.Next() {
+		p, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func requireOwner(ctx context.Context, org string) error {
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only owners of organization %q may manage agent pools", org)
+	}
+	return nil
+}
+
+// Create adds a pool.
+func (s *Service) Create(ctx context.Context, org, name string, scoped *bool) (*Pool, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	if err := requireOwner(ctx, org); err != nil {
+		return nil, err
+	}
+	if !nameRE.MatchString(name) {
+		return nil, core.Invalid("name %q is invalid: use 1 to 90 letters, digits, spaces, '.', '-' and '_'", name)
+	}
+	p := &Pool{ID: core.NewID(PrefixPool), Organization: org, Name: name, OrganizationScoped: scoped == nil || *scoped, CreatedAt: core.Now()}
+	_, err := s.db.Exec(ctx, `INSERT INTO agent_pools (id, organization_name, name, organization_scoped, created_at) VALUES (?, ?, ?, ?, ?)`,
+		p.ID, org, p.Name, p.OrganizationScoped, core.Micros(p.CreatedAt))
+	if store.IsUniqueViolation(s.db, err) {
+		return nil, core.Invalid("name %q has already been taken", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Update renames a pool or changes its scope.
+func (s *Service) Update(ctx context.Context, id string, name *string, scoped *bool) (*Pool, error) {
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireOwner(ctx, p.Organization); err != nil {
+		return nil, err
+	}
+	if name != nil {
+		if !nameRE.MatchString(*name) {
+			return nil, core.Invalid("name %q is invalid: use 1 to 90 letters, digits, spaces, '.', '-' and '_'", *name)
+		}
+		p.Name = *name
+	}
+	if scoped != nil {
+		p.OrganizationScoped = *scoped
+	}
+	_, err = s.db.Exec(ctx, `UPDATE agent_pools SET name = ?, organization_scoped = ? WHERE id = ?`, p.Name, p.OrganizationScoped, p.ID)
+	if store.IsUniqueViolation(s.db, err) {
+		return nil, core.Invalid("name %q has already been taken", p.Name)
+	}
+	return p, err
+}
+
+// Delete removes a pool.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := requireOwner(ctx, p.Organization); err != nil {
+		return err
+	}
+	_, err = s.db.Exec(ctx, `DELETE FROM agent_pools WHERE id = ?`, p.ID)
+	return err
+}
+
+// PoolOrganization returns the organization of a pool the caller may see;
+// workspaces and projects use it to check an agent-pool-id.
+func (s *Service) PoolOrganization(ctx context.Context, id string) (string, error) {
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return p.Organization, nil
+}

@@ -1,0 +1,470 @@
+package project
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// OrgDefaults tells an organization's default execution mode and agent
+// pool; the organization domain provides it (nil means "remote").
+type OrgDefaults interface {
+	OrgDefaults(ctx context.Context, org string) (executionMode, agentPoolID string, err error)
+}
+
+// Workspaces counts the workspaces in a project; the workspace domain
+// provides it so that a project holding workspaces is not deleted.
+type Workspaces interface {
+	CountInProject(ctx context.Context, projectID string) (int, error)
+}
+
+// AgentPools resolves agent pools; the agent domain provides it (nil
+// accepts any default-agent-pool-id).
+type AgentPools interface {
+	PoolOrganization(ctx context.Context, id string) (string, error)
+}
+
+func (s *Service) checkPool(ctx context.Context, org string, o Options) error {
+	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
+		return nil
+	}
+	if po, err := s.Pools.PoolOrganization(ctx, *o.AgentPoolID); err != nil || po != org {
+		return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
+	}
+	return nil
+}
+
+// MaxTagBindings is the most tag bindings one project may carry.
+const MaxTagBindings = 10
+
+// Service manages projects.
+type Service struct {
+	db *store.DB
+	// Orgs and Workspaces are wired by the composition root; both may be nil.
+	Orgs       OrgDefaults
+	Workspaces Workspaces
+	Pools      AgentPools
+}
+
+// NewService returns a project service.
+func NewService(db *store.DB) *Service { return &Service{db: db} }
+
+// Options are the attributes of a new or changed project; nil fields are
+// unchanged (or defaulted on create).
+type Options struct {
+	Name                        *string
+	Description                 *string
+	ExecutionMode               *string
+	AgentPoolID                 *string
+	ExecutionModeOverwrite      *bool
+	AgentPoolOverwrite          *bool
+	AutoDestroyActivityDuration *string // "" clears
+	// TagBindings replaces the project's bindings when non-nil.
+	TagBindings *[]TagBinding
+}
+
+const cols = `id, organization_name, name, description, is_default, attrs, created_at, updated_at`
+
+func scan(sc interface{ Scan(...any) error }) (*Project, error) {
+	var p Project
+	var attrs string
+	var created, updated int64
+	if err := sc.Scan(&p.ID, &p.Organization, &p.Name, &p.Description, &p.IsDefault, &attrs, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(attrs), &p.Settings); err != nil {
+		return nil, fmt.Errorf("decoding settings of project %s: %w", p.ID, err)
+	}
+	p.CreatedAt, p.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &p, nil
+}
+
+func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Project, error) {
+	if !core.HasPrefix(id, core.PrefixProject) {
+		return nil, core.NotFound("project %q not found", id)
+	}
+	query := `SELECT ` + cols + ` FROM projects WHERE id = ?`
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	p, err := scan(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("project %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := auth.CheckOrganization(ctx, p.Organization); err != nil {
+		return nil, core.NotFound("project %q not found", id)
+	}
+	if p.TagBindings, err = s.bindings(ctx, q, p.ID); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (s *Service) bindings(ctx context.Context, q store.Q, projectID string) ([]TagBinding, error) {
+	rows, err := q.Query(ctx, `SELECT id, tag_key, tag_value FROM project_tag_bindings WHERE project_id = ? ORDER BY created_at, tag_key`, projectID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TagBinding
+	for rows.Next() {
+		var b TagBinding
+		if err := rows.Scan(&b.ID, &b.Key, &b.Value); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// Get returns a project the caller may see.
+func (s *Service) Get(ctx context.Context, id string) (*Project, error) {
+	return s.load(ctx, s.db, id, false)
+}
+
+// ListOptions filter a project list.
+type ListOptions struct {
+	Names  []string // exact names (filter[names])
+	Query  string   // substring of the name (q)
+	Tagged []TagBinding
+}
+
+// List returns an organization's projects ordered by name.
+func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Project, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM projects WHERE organization_name = ? ORDER BY name, id`, org)
+	if err != nil {
+		return nil, err
+	}
+	var all []*Project
+	for rows.Next() {
+		p, err := scan(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		all = append(all, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []*Project
+	for _, p := range all {
+		if len(opts.Names) > 0 && !containsString(opts.Names, p.Name) {
+			continue
+		}
+		if opts.Query != "" && !strings.Contains(strings.ToLower(p.Name), strings.ToLower(opts.Query)) {
+			continue
+		}
+		if p.TagBindings, err = s.bindings(ctx, s.db, p.ID); err != nil {
+			return nil, err
+		}
+		if !matchesTags(p.TagBindings, opts.Tagged) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func matchesTags(have, want []TagBinding) bool {
+	for _, w := range want {
+		ok := false
+		for _, h := range have {
+			if h.Key == w.Key && (w.Value == "" || h.Value == w.Value) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Service) requireOwner(ctx context.Context, org string) error {
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only owners of organization %q may manage projects", org)
+	}
+	return nil
+}
+
+// apply validates opts and applies them to p.
+func (s *Service) apply(p *Project, o Options) error {
+	if o.Name != nil {
+		if err := ValidateName(*o.Name); err != nil {
+			return err
+		}
+		p.Name = *o.Name
+	}
+	if o.Description != nil {
+		p.Description = *o.Description
+	}
+	st := &p.Settings
+	if o.AutoDestroyActivityDuration != nil {
+		if *o.AutoDestroyActivityDuration != "" {
+			if err := ValidateAutoDestroyDuration(*o.AutoDestroyActivityDuration); err != nil {
+				return err
+			}
+		}
+		st.AutoDestroyActivityDuration = *o.AutoDestroyActivityDuration
+	}
+	if o.ExecutionModeOverwrite != nil && o.AgentPoolOverwrite != nil && *o.ExecutionModeOverwrite != *o.AgentPoolOverwrite {
+		return core.Invalid("If agent-pool and execution-mode are both included in setting-overwrites, their values must be the same.")
+	}
+	if o.ExecutionMode != nil {
+		m := *o.ExecutionMode
+		if m != "remote" && m != "local" && m != "agent" {
+			return core.Invalid("default-execution-mode must be one of remote, local or agent, not %q", m)
+		}
+		st.ExecutionMode, st.ExecutionModeOverwrite, st.AgentPoolOverwrite = m, true, true
+		if m != "agent" {
+			st.AgentPoolID = ""
+		}
+	}
+	if o.AgentPoolID != nil {
+		mode := st.ExecutionMode
+		if !st.ExecutionModeOverwrite || mode != "agent" {
+			return core.Invalid("default-agent-pool-id must not be specified unless using 'agent' execution mode")
+		}
+		st.AgentPoolID = *o.AgentPoolID
+	}
+	if o.ExecutionMode != nil && *o.ExecutionMode == "agent" && st.AgentPoolID == "" {
+		return core.Invalid("default-agent-pool-id must be specified when using 'agent' execution mode")
+	}
+	if o.ExecutionModeOverwrite != nil && !*o.ExecutionModeOverwrite {
+		st.ExecutionModeOverwrite, st.ExecutionMode = false, ""
+	}
+	if o.AgentPoolOverwrite != nil && !*o.AgentPoolOverwrite {
+		st.AgentPoolOverwrite, st.AgentPoolID = false, ""
+	}
+	if o.TagBindings != nil {
+		if len(*o.TagBindings) > MaxTagBindings {
+			return core.Invalid("tag bindings cannot exceed %d bindings per resource", MaxTagBindings)
+		}
+		for _, b := range *o.TagBindings {
+			if err := validateTagBinding(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func validateTagBinding(b TagBinding) error {
+	if b.Key == "" || len(b.Key) > 128 {
+		return core.Invalid("tag binding key must be 1 to 128 characters")
+	}
+	if len(b.Value) > 256 {
+		return core.Invalid("tag binding value must be at most 256 characters")
+	}
+	return nil
+}
+
+// Create adds a project to an organization; only owners may.
+func (s *Service) Create(ctx context.Context, org string, o Options) (*Project, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	if err := s.requireOwner(ctx, org); err != nil {
+		return nil, err
+	}
+	if o.Name == nil || *o.Name == "" {
+		return nil, core.Invalid("name is required")
+	}
+	now := core.Now()
+	p := &Project{ID: core.NewID(core.PrefixProject), Organization: org, CreatedAt: now, UpdatedAt: now}
+	if err := s.apply(p, o); err != nil {
+		return nil, err
+	}
+	if err := s.checkPool(ctx, org, o); err != nil {
+		return nil, err
+	}
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		attrs, _ := json.Marshal(p.Settings)
+		_, err := tx.Exec(ctx, `INSERT INTO projects (id, organization_name, name, description, is_default, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.ID, org, p.Name, p.Description, false, string(attrs), core.Micros(now), core.Micros(now))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", p.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if o.TagBindings != nil {
+			return s.replaceBindings(ctx, tx, p, *o.TagBindings)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, p.ID)
+}
+
+func (s *Service) replaceBindings(ctx context.Context, q store.Q, p *Project, bs []TagBinding) error {
+	if _, err := q.Exec(ctx, `DELETE FROM project_tag_bindings WHERE project_id = ?`, p.ID); err != nil {
+		return err
+	}
+	return s.addBindings(ctx, q, p, bs)
+}
+
+func (s *Service) addBindings(ctx context.Context, q store.Q, p *Project, bs []TagBinding) error {
+	now := core.Micros(core.Now())
+	for i, b := range bs {
+		if err := validateTagBinding(b); err != nil {
+			return err
+		}
+		res, err := q.Exec(ctx, `UPDATE project_tag_bindings SET tag_value = ? WHERE project_id = ? AND tag_key = ?`, b.Value, p.ID, b.Key)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			continue
+		}
+		if _, err := q.Exec(ctx, `INSERT INTO project_tag_bindings (id, project_id, tag_key, tag_value, created_at) VALUES (?, ?, ?, ?, ?)`,
+			core.NewID(core.PrefixTagBinding), p.ID, b.Key, b.Value, now+int64(i)); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM project_tag_bindings WHERE project_id = ?`, p.ID).Scan(&n); err != nil {
+		return err
+	}
+	if n > MaxTagBindings {
+		return core.Invalid("tag bindings cannot exceed %d bindings per resource", MaxTagBindings)
+	}
+	return nil
+}
+
+// Update changes a project; only owners may.
+func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, error) {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		p, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := s.requireOwner(ctx, p.Organization); err != nil {
+			return err
+		}
+		if err := s.apply(p, o); err != nil {
+			return err
+		}
+		if err := s.checkPool(ctx, p.Organization, o); err != nil {
+			return err
+		}
+		p.UpdatedAt = core.Now()
+		attrs, _ := json.Marshal(p.Settings)
+		_, err = tx.Exec(ctx, `UPDATE projects SET name = ?, description = ?, attrs = ?, updated_at = ? WHERE id = ?`,
+			p.Name, p.Description, string(attrs), core.Micros(p.UpdatedAt), p.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", p.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if o.TagBindings != nil {
+			return s.replaceBindings(ctx, tx, p, *o.TagBindings)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
+// AddTagBindings adds bindings or changes the values of existing keys.
+func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding) ([]TagBinding, error) {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		p, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := s.requireOwner(ctx, p.Organization); err != nil {
+			return err
+		}
+		return s.addBindings(ctx, tx, p, bs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return p.TagBindings, nil
+}
+
+// Delete removes a project. The default project and projects that still
+// hold workspaces cannot be deleted.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		p, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := s.requireOwner(ctx, p.Organization); err != nil {
+			return err
+		}
+		if p.IsDefault {
+			return core.Conflict("the default project of an organization cannot be deleted")
+		}
+		if s.Workspaces != nil {
+			n, err := s.Workspaces.CountInProject(ctx, p.ID)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				return core.Conflict("project %q still contains %d workspace(s): move or delete them first", p.Name, n)
+			}
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM projects WHERE id = ?`, p.ID)
+		return err
+	})
+}
+
+// Effective returns the execution mode and agent pool that apply to p,
+// falling back to the organization's defaults when not overwritten.
+func (s *Service) Effective(ctx context.Context, p *Project) (mode, agentPoolID string, err error) {
+	mode, agentPoolID = "remote", ""
+	if s.Orgs != nil {
+		if mode, agentPoolID, err = s.Orgs.OrgDefaults(ctx, p.Organization); err != nil {
+			return "", "", err
+		}
+		if mode == "" {
+			mode = "remote"
+		}
+	}
+	if p.Settings.ExecutionModeOverwrite {
+		mode = p.Settings.ExecutionMode
+		agentPoolID = ""
+	}
+	if p.Settings.AgentPoolOverwrite && p.Settings.AgentPoolID != "" {
+		agentPoolID = p.Settings.AgentPoolID
+	}
+	if mode != "agent" {
+		agentPoolID = ""
+	}
+	return mode, agentPoolID, nil
+}

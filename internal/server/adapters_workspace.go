@@ -1,0 +1,45 @@
+package server
+
+import (
+	"context"
+
+	"github.com/terracehq/terrace/internal/organization"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// orgDefaults gives the project domain an organization's default
+// execution mode and agent pool.
+type orgDefaults struct{ orgs *organization.Service }
+
+func (a orgDefaults) OrgDefaults(ctx context.Context, org string) (string, string, error) {
+	o, err := a.orgs.Get(ctx, org)
+	if err != nil {
+		return "", "", err
+	}
+	return o.Settings.DefaultExecutionMode, o.Settings.DefaultAgentPoolID, nil
+}
+
+// workspaceProjects gives the workspace domain what it needs of projects.
+type workspaceProjects struct{ projects *project.Service }
+
+func (a workspaceProjects) DefaultID(ctx context.Context, org string) (string, error) {
+	return a.projects.DefaultID(ctx, org)
+}
+
+func (a workspaceProjects) ProjectInfo(ctx context.Context, id string) (*workspace.ProjectInfo, error) {
+	p, err := a.projects.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	mode, pool, err := a.projects.Effective(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	info := &workspace.ProjectInfo{ID: p.ID, Organization: p.Organization, Name: p.Name, Description: p.Description, ExecutionMode: mode, AgentPoolID: pool,
+		AutoDestroyActivityDuration: p.Settings.AutoDestroyActivityDuration}
+	for _, b := range p.TagBindings {
+		info.TagBindings = append(info.TagBindings, workspace.TagBinding{ID: b.ID, Key: b.Key, Value: b.Value})
+	}
+	return info, nil
+}

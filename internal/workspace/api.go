@@ -1,0 +1,810 @@
+package workspace
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/jsonapi"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// API serves the workspace endpoints of the TFE API v2.
+type API struct {
+	Service *Service
+}
+
+// Register adds the routes to mux.
+func (a *API) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v2/organizations/{org}/workspaces", a.list)
+	mux.HandleFunc("POST /api/v2/organizations/{org}/workspaces", a.create)
+	mux.HandleFunc("GET /api/v2/organizations/{org}/workspaces/{name}", a.byName(a.get))
+	mux.HandleFunc("PATCH /api/v2/organizations/{org}/workspaces/{name}", a.byName(a.update))
+	mux.HandleFunc("DELETE /api/v2/organizations/{org}/workspaces/{name}", a.byName(a.delete))
+	mux.HandleFunc("POST /api/v2/organizations/{org}/workspaces/{name}/actions/safe-delete", a.byName(a.safeDelete))
+	mux.HandleFunc("GET /api/v2/organizations/{org}/tags", a.orgTags)
+	mux.HandleFunc("GET /api/v2/workspaces/{id}", a.byID(a.get))
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}", a.byID(a.update))
+	mux.HandleFunc("DELETE /api/v2/workspaces/{id}", a.byID(a.delete))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/actions/safe-delete", a.byID(a.safeDelete))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/actions/lock", a.byID(a.lock))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/actions/unlock", a.byID(a.unlock(false)))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/actions/force-unlock", a.byID(a.unlock(true)))
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/relationships/tags", a.byID(a.listTags))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/tags", a.byID(a.changeTags(true)))
+	mux.HandleFunc("DELETE /api/v2/workspaces/{id}/relationships/tags", a.byID(a.changeTags(false)))
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/tag-bindings", a.byID(a.listTagBindings))
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/tag-bindings", a.byID(a.addTagBindings))
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/effective-tag-bindings", a.byID(a.listEffectiveTagBindings))
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.listConsumers))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("add")))
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("replace")))
+	mux.HandleFunc("DELETE /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("remove")))
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, ws *Workspace)
+
+func (a *API) byName(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, err := a.Service.GetByName(r.Context(), r.PathValue("org"), r.PathValue("name"))
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		h(w, r, ws)
+	}
+}
+
+func (a *API) byID(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, err := a.Service.Get(r.Context(), r.PathValue("id"))
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		h(w, r, ws)
+	}
+}
+
+// jsonWorkspace is the wire form (go-tfe's Workspace).
+type jsonWorkspace struct {
+	ID                          string                          `jsonapi:"primary,workspaces"`
+	Actions                     *jsonActions                    `jsonapi:"attr,actions"`
+	AllowDestroyPlan            bool                            `jsonapi:"attr,allow-destroy-plan"`
+	AssessmentsEnabled          bool                            `jsonapi:"attr,assessments-enabled"`
+	AutoApply                   bool                            `jsonapi:"attr,auto-apply"`
+	AutoApplyRunTrigger         bool                            `jsonapi:"attr,auto-apply-run-trigger"`
+	AutoDestroyAt               jsonapi.NullableAttr[time.Time] `jsonapi:"attr,auto-destroy-at,iso8601,omitempty"`
+	AutoDestroyActivityDuration jsonapi.NullableAttr[string]    `jsonapi:"attr,auto-destroy-activity-duration,omitempty"`
+	CanQueueDestroyPlan         bool                            `jsonapi:"attr,can-queue-destroy-plan"`
+	CreatedAt                   time.Time                       `jsonapi:"attr,created-at,iso8601"`
+	Description                 string                          `jsonapi:"attr,description"`
+	Environment                 string                          `jsonapi:"attr,environment"`
+	ExecutionMode               string                          `jsonapi:"attr,execution-mode"`
+	FileTriggersEnabled         bool                            `jsonapi:"attr,file-triggers-enabled"`
+	GlobalRemoteState           bool                            `jsonapi:"attr,global-remote-state"`
+	ProjectRemoteState          bool                            `jsonapi:"attr,project-remote-state"`
+	InheritsProjectAutoDestroy  bool                            `jsonapi:"attr,inherits-project-auto-destroy"`
+	Locked                      bool                            `jsonapi:"attr,locked"`
+	MigrationEnvironment        string                          `jsonapi:"attr,migration-environment"`
+	Name                        string                          `jsonapi:"attr,name"`
+	NoCodeUpgradeAvailable      bool                            `jsonapi:"attr,no-code-upgrade-available"`
+	Operations                  bool                            `jsonapi:"attr,operations"`
+	Permissions                 *jsonPermissions                `jsonapi:"attr,permissions"`
+	QueueAllRuns                bool                            `jsonapi:"attr,queue-all-runs"`
+	SpeculativeEnabled          bool                            `jsonapi:"attr,speculative-enabled"`
+	Source                      string                          `jsonapi:"attr,source"`
+	SourceName                  string                          `jsonapi:"attr,source-name"`
+	SourceURL                   string                          `jsonapi:"attr,source-url"`
+	SourceModuleID              string                          `jsonapi:"attr,source-module-id"`
+	StructuredRunOutputEnabled  bool                            `jsonapi:"attr,structured-run-output-enabled"`
+	TerraformVersion            string                          `jsonapi:"attr,terraform-version"`
+	TriggerPrefixes             []string                        `jsonapi:"attr,trigger-prefixes"`
+	TriggerPatterns             []string                        `jsonapi:"attr,trigger-patterns"`
+	WorkingDirectory            string                          `jsonapi:"attr,working-directory"`
+	UpdatedAt                   time.Time                       `jsonapi:"attr,updated-at,iso8601"`
+	ResourceCount               int                             `jsonapi:"attr,resource-count"`
+	ApplyDurationAverage        int64                           `jsonapi:"attr,apply-duration-average"`
+	PlanDurationAverage         int64                           `jsonapi:"attr,plan-duration-average"`
+	PolicyCheckFailures         int                             `jsonapi:"attr,policy-check-failures"`
+	RunFailures                 int                             `jsonapi:"attr,run-failures"`
+	RunsCount                   int                             `jsonapi:"attr,workspace-kpis-runs-count"`
+	TagNames                    []string                        `jsonapi:"attr,tag-names"`
+	SettingOverwrites           *jsonSettingOverwrites          `jsonapi:"attr,setting-overwrites"`
+
+	AgentPool            *jsonRef                `jsonapi:"relation,agent-pool"`
+	CurrentRun           *jsonRunRef             `jsonapi:"relation,current-run"`
+	CurrentStateVersion  *jsonStateVersionRef    `jsonapi:"relation,current-state-version"`
+	Organization         *jsonOrgRef             `jsonapi:"relation,organization"`
+	Project              *jsonProjectRef         `jsonapi:"relation,project"`
+	LockedBy             *jsonLockedBy           `jsonapi:"polyrelation,locked-by"`
+	Outputs              []*jsonOutput           `jsonapi:"relation,outputs"`
+	EffectiveTagBindings []*jsonEffectiveBinding `jsonapi:"relation,effective-tag-bindings,omitempty"`
+
+	links *jsonapi.Links
+}
+
+func (j *jsonWorkspace) JSONAPILinks() *jsonapi.Links { return j.links }
+
+type jsonActions struct {
+	IsDestroyable bool `json:"is-destroyable"`
+}
+
+type jsonSettingOverwrites struct {
+	ExecutionMode bool `json:"execution-mode"`
+	AgentPool     bool `json:"agent-pool"`
+}
+
+type jsonPermissions struct {
+	CanDestroy           bool `json:"can-destroy"`
+	CanForceUnlock       bool `json:"can-force-unlock"`
+	CanLock              bool `json:"can-lock"`
+	CanManageRunTasks    bool `json:"can-manage-run-tasks"`
+	CanManageHYOK        bool `json:"can-manage-hyok"`
+	CanQueueApply        bool `json:"can-queue-apply"`
+	CanQueueDestroy      bool `json:"can-queue-destroy"`
+	CanQueueRun          bool `json:"can-queue-run"`
+	CanReadSettings      bool `json:"can-read-settings"`
+	CanReadStateVersions bool `json:"can-read-state-versions"`
+	CanReadVariable      bool `json:"can-read-variable"`
+	CanUnlock            bool `json:"can-unlock"`
+	CanUpdate            bool `json:"can-update"`
+	CanUpdateVariable    bool `json:"can-update-variable"`
+	CanForceDelete       bool `json:"can-force-delete"`
+}
+
+type jsonRef struct {
+	ID string `jsonapi:"primary,agent-pools"`
+}
+
+type jsonRunRef struct {
+	ID string `jsonapi:"primary,runs"`
+}
+
+type jsonStateVersionRef struct {
+	ID string `jsonapi:"primary,state-versions"`
+}
+
+type jsonOrgRef struct {
+	Name string `jsonapi:"primary,organizations"`
+}
+
+type jsonProjectRef struct {
+	ID          string `jsonapi:"primary,projects"`
+	Name        string `jsonapi:"attr,name,omitempty"`
+	Description string `jsonapi:"attr,description,omitempty"`
+}
+
+type jsonUserRef struct {
+	ID string `jsonapi:"primary,users"`
+}
+
+type jsonTeamRef struct {
+	ID string `jsonapi:"primary,teams"`
+}
+
+type jsonLockedBy struct {
+	Run  *jsonRunRef
+	User *jsonUserRef
+	Team *jsonTeamRef
+}
+
+type jsonOutput struct {
+	ID        string `jsonapi:"primary,workspace-outputs"`
+	Name      string `jsonapi:"attr,name"`
+	Sensitive bool   `jsonapi:"attr,sensitive"`
+	Type      string `jsonapi:"attr,output-type"`
+	Value     any    `jsonapi:"attr,value"`
+}
+
+type jsonEffectiveBinding struct {
+	ID    string `jsonapi:"primary,effective-tag-bindings"`
+	Key   string `jsonapi:"attr,key"`
+	Value string `jsonapi:"attr,value"`
+}
+
+type jsonTagBinding struct {
+	ID    string `jsonapi:"primary,tag-bindings"`
+	Key   string `jsonapi:"attr,key"`
+	Value string `jsonapi:"attr,value"`
+}
+
+type jsonTag struct {
+	ID            string `jsonapi:"primary,tags"`
+	Name          string `jsonapi:"attr,name"`
+	InstanceCount int    `jsonapi:"attr,instance-count"`
+}
+
+var includeNames = []string{"organization", "project", "locked_by", "current_run", "current_run.plan",
+	"current_run.configuration_version", "current_configuration_version", "current_state_version",
+	"current-state-version", "outputs", "readme", "effective_tag_bindings"}
+
+// toJSON renders a workspace; inc names the includes asked for and the
+// returned slice holds the included objects.
+func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonWorkspace, []any) {
+	ctx := r.Context()
+	s := w.Settings
+	mode, pool := a.Service.EffectiveExecution(ctx, w)
+	owner := canManage(ctx, w.Organization)
+	p := auth.FromContext(ctx)
+	member := p.CanAccessOrganization(w.Organization)
+	j := &jsonWorkspace{
+		ID:                         w.ID,
+		Actions:                    &jsonActions{IsDestroyable: owner},
+		AllowDestroyPlan:           s.AllowDestroyPlan,
+		AssessmentsEnabled:         s.AssessmentsEnabled,
+		AutoApply:                  s.AutoApply,
+		AutoApplyRunTrigger:        s.AutoApplyRunTrigger,
+		CanQueueDestroyPlan:        s.AllowDestroyPlan,
+		CreatedAt:                  w.CreatedAt,
+		Description:                s.Description,
+		Environment:                "default",
+		ExecutionMode:              mode,
+		FileTriggersEnabled:        s.FileTriggersEnabled,
+		GlobalRemoteState:          s.GlobalRemoteState,
+		ProjectRemoteState:         s.ProjectRemoteState,
+		InheritsProjectAutoDestroy: s.InheritsProjectAutoDestroy,
+		Locked:                     w.Locked(),
+		MigrationEnvironment:       s.MigrationEnvironment,
+		Name:                       w.Name,
+		Operations:                 mode != "local",
+		QueueAllRuns:               s.QueueAllRuns,
+		SpeculativeEnabled:         s.SpeculativeEnabled,
+		Source:                     s.Source,
+		SourceName:                 s.SourceName,
+		SourceURL:                  s.SourceURL,
+		StructuredRunOutputEnabled: s.StructuredRunOutputEnabled,
+		TerraformVersion:           s.TerraformVersion,
+		TriggerPrefixes:            s.TriggerPrefixes,
+		TriggerPatterns:            s.TriggerPatterns,
+		WorkingDirectory:           s.WorkingDirectory,
+		UpdatedAt:                  w.UpdatedAt,
+		TagNames:                   w.TagNames,
+		SettingOverwrites:          &jsonSettingOverwrites{ExecutionMode: s.ExecutionModeOverwrite, AgentPool: s.AgentPoolOverwrite},
+		Permissions: &jsonPermissions{
+			CanDestroy: owner, CanForceUnlock: owner, CanLock: member, CanManageRunTasks: owner, CanManageHYOK: owner,
+			CanQueueApply: owner, CanQueueDestroy: owner, CanQueueRun: owner, CanReadSettings: member,
+			CanReadStateVersions: member, CanReadVariable: member, CanUnlock: member, CanUpdate: owner,
+			CanUpdateVariable: owner, CanForceDelete: owner,
+		},
+		Organization: &jsonOrgRef{Name: w.Organization},
+		Project:      &jsonProjectRef{ID: w.ProjectID},
+		Outputs:      []*jsonOutput{},
+		links: &jsonapi.Links{
+			"self":      "/api/v2/organizations/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
+			"self-html": "/app/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
+		},
+	}
+	if j.TagNames == nil {
+		j.TagNames = []string{}
+	}
+	if s.AutoDestroyAt != nil {
+		j.AutoDestroyAt = jsonapi.NewNullableAttrWithValue(s.AutoDestroyAt.UTC())
+	}
+	if d := a.Service.autoDestroyDuration(ctx, w); d != "" {
+		j.AutoDestroyActivityDuration = jsonapi.NewNullableAttrWithValue(d)
+	}
+	if pool != "" {
+		j.AgentPool = &jsonRef{ID: pool}
+	}
+	switch w.LockKind {
+	case LockUser:
+		j.LockedBy = &jsonLockedBy{User: &jsonUserRef{ID: w.LockID}}
+	case LockTeam:
+		j.LockedBy = &jsonLockedBy{Team: &jsonTeamRef{ID: w.LockID}}
+	case LockRun:
+		j.LockedBy = &jsonLockedBy{Run: &jsonRunRef{ID: w.LockID}}
+	}
+	var included []any
+	if st := a.Service.State; st != nil {
+		if id, err := st.CurrentStateVersionID(ctx, w.ID); err == nil && id != "" {
+			j.CurrentStateVersion = &jsonStateVersionRef{ID: id}
+		}
+		if n, err := st.ResourceCount(ctx, w.ID); err == nil {
+			j.ResourceCount = n
+		}
+		if ol, ok := st.(OutputLister); ok {
+			if outs, err := ol.CurrentOutputs(ctx, w.ID); err == nil {
+				for _, o := range outs {
+					jo := &jsonOutput{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
+					if !o.Sensitive {
+						jo.Value = o.Value
+					}
+					j.Outputs = append(j.Outputs, jo)
+				}
+				if inc["outputs"] {
+					included = append(included, j.Outputs)
+				}
+			}
+		}
+	}
+	if a.Service.Runs != nil {
+		if id, err := a.Service.Runs.CurrentRunID(ctx, w.ID); err == nil && id != "" {
+			j.CurrentRun = &jsonRunRef{ID: id}
+		}
+	}
+	if inc["project"] {
+		if pi, err := a.Service.projectInfo(ctx, w.ProjectID); err == nil {
+			included = append(included, &jsonProjectRef{ID: pi.ID, Name: pi.Name, Description: pi.Description})
+		}
+	}
+	if inc["effective_tag_bindings"] {
+		if eff, err := a.Service.EffectiveTagBindings(ctx, w.ID); err == nil {
+			j.EffectiveTagBindings = []*jsonEffectiveBinding{}
+			for _, b := range eff {
+				e := &jsonEffectiveBinding{ID: b.ID, Key: b.Key, Value: b.Value}
+				j.EffectiveTagBindings = append(j.EffectiveTagBindings, e)
+				included = append(included, e)
+			}
+		}
+	}
+	return j, included
+}
+
+// body is a workspace's attributes as sent.
+type body struct {
+	Name                        *string         `json:"name"`
+	Description                 *string         `json:"description"`
+	ExecutionMode               *string         `json:"execution-mode"`
+	AgentPoolID                 *string         `json:"agent-pool-id"`
+	Operations                  *bool           `json:"operations"`
+	AllowDestroyPlan            *bool           `json:"allow-destroy-plan"`
+	AssessmentsEnabled          *bool           `json:"assessments-enabled"`
+	AutoApply                   *bool           `json:"auto-apply"`
+	AutoApplyRunTrigger         *bool           `json:"auto-apply-run-trigger"`
+	FileTriggersEnabled         *bool           `json:"file-triggers-enabled"`
+	GlobalRemoteState           *bool           `json:"global-remote-state"`
+	ProjectRemoteState          *bool           `json:"project-remote-state"`
+	QueueAllRuns                *bool           `json:"queue-all-runs"`
+	SpeculativeEnabled          *bool           `json:"speculative-enabled"`
+	StructuredRunOutputEnabled  *bool           `json:"structured-run-output-enabled"`
+	InheritsProjectAutoDestroy  *bool           `json:"inherits-project-auto-destroy"`
+	AutoDestroyAt               json.RawMessage `json:"auto-destroy-at"`
+	AutoDestroyActivityDuration json.RawMessage `json:"auto-destroy-activity-duration"`
+	SourceName                  *string         `json:"source-name"`
+	SourceURL                   *string         `json:"source-url"`
+	TerraformVersion            *string         `json:"terraform-version"`
+	WorkingDirectory            *string         `json:"working-directory"`
+	MigrationEnvironment        *string         `json:"migration-environment"`
+	TriggerPrefixes             *[]string       `json:"trigger-prefixes"`
+	TriggerPatterns             *[]string       `json:"trigger-patterns"`
+	VCSRepo                     json.RawMessage `json:"vcs-repo"`
+	SettingOverwrites           *struct {
+		ExecutionMode *bool `json:"execution-mode"`
+		AgentPool     *bool `json:"agent-pool"`
+	} `json:"setting-overwrites"`
+}
+
+func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
+	var o Options
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		return o, err
+	}
+	var b body
+	if err := doc.Attrs(&b); err != nil {
+		return o, err
+	}
+	if len(b.VCSRepo) > 0 && string(b.VCSRepo) != "null" {
+		return o, core.Invalid("VCS connections are not supported by this server")
+	}
+	o = Options{
+		Name: b.Name, Description: b.Description, ExecutionMode: b.ExecutionMode, AgentPoolID: b.AgentPoolID,
+		Operations: b.Operations, AllowDestroyPlan: b.AllowDestroyPlan, AssessmentsEnabled: b.AssessmentsEnabled,
+		AutoApply: b.AutoApply, AutoApplyRunTrigger: b.AutoApplyRunTrigger, FileTriggersEnabled: b.FileTriggersEnabled,
+		GlobalRemoteState: b.GlobalRemoteState, ProjectRemoteState: b.ProjectRemoteState, QueueAllRuns: b.QueueAllRuns,
+		SpeculativeEnabled: b.SpeculativeEnabled, StructuredRunOutputEnabled: b.StructuredRunOutputEnabled,
+		InheritsProjectAutoDestroy: b.InheritsProjectAutoDestroy, SourceName: b.SourceName, SourceURL: b.SourceURL,
+		TerraformVersion: b.TerraformVersion, WorkingDirectory: b.WorkingDirectory, MigrationEnvironment: b.MigrationEnvironment,
+		TriggerPrefixes: b.TriggerPrefixes, TriggerPatterns: b.TriggerPatterns,
+	}
+	if b.SettingOverwrites != nil {
+		o.ExecutionModeOverwrite, o.AgentPoolOverwrite = b.SettingOverwrites.ExecutionMode, b.SettingOverwrites.AgentPool
+	}
+	if len(b.AutoDestroyAt) > 0 {
+		o.AutoDestroyAtSet = true
+		if string(b.AutoDestroyAt) != "null" {
+			var t time.Time
+			if err := json.Unmarshal(b.AutoDestroyAt, &t); err != nil {
+				return o, core.Invalid("attribute \"auto-destroy-at\" must be an RFC 3339 time")
+			}
+			t = t.UTC()
+			o.AutoDestroyAt = &t
+		}
+	}
+	if len(b.AutoDestroyActivityDuration) > 0 {
+		d := ""
+		if string(b.AutoDestroyActivityDuration) != "null" {
+			if err := json.Unmarshal(b.AutoDestroyActivityDuration, &d); err != nil {
+				return o, core.Invalid("attribute \"auto-destroy-activity-duration\" must be a string")
+			}
+		}
+		o.AutoDestroyActivityDuration = &d
+	}
+	if id, err := doc.RelID("project"); err != nil {
+		return o, err
+	} else if id != "" {
+		o.ProjectID = &id
+	}
+	tags, err := doc.RelResources("tags")
+	if err != nil {
+		return o, err
+	}
+	if o.Tags, err = tagRefs(tags); err != nil {
+		return o, err
+	}
+	if _, ok := doc.Relationships["tag-bindings"]; ok {
+		res, err := doc.RelResources("tag-bindings")
+		if err != nil {
+			return o, err
+		}
+		bs, err := parseBindings(res)
+		if err != nil {
+			return o, err
+		}
+		o.TagBindings = &bs
+	}
+	return o, nil
+}
+
+func tagRefs(res []tfeapi.Resource) ([]TagRef, error) {
+	var out []TagRef
+	for _, r := range res {
+		var attrs struct {
+			Name string `json:"name"`
+		}
+		if len(r.Attributes) > 0 {
+			if err := json.Unmarshal(r.Attributes, &attrs); err != nil {
+				return nil, core.Invalid("tag attributes must hold a string name")
+			}
+		}
+		out = append(out, TagRef{ID: r.ID, Name: attrs.Name})
+	}
+	return out, nil
+}
+
+func parseBindings(res []tfeapi.Resource) ([]TagBinding, error) {
+	out := make([]TagBinding, 0, len(res))
+	for _, r := range res {
+		var kv struct {
+			Key   string `json:"key"`
+			Value string `json:"value"`
+		}
+		if len(r.Attributes) > 0 {
+			if err := json.Unmarshal(r.Attributes, &kv); err != nil {
+				return nil, core.Invalid("tag binding attributes must hold string key and value")
+			}
+		}
+		out = append(out, TagBinding{Key: kv.Key, Value: kv.Value})
+	}
+	return out, nil
+}
+
+func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, ws *Workspace) {
+	r = r.WithContext(WithProjectCache(r.Context()))
+	inc, err := tfeapi.Includes(r, includeNames...)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	j, included := a.toJSON(r, ws, inc)
+	tfeapi.Respond(w, r, status, j, included...)
+}
+
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	o, err := decodeOptions(w, r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	ws, err := a.Service.Create(r.Context(), r.PathValue("org"), o)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respond(w, r, http.StatusCreated, ws)
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	a.respond(w, r, http.StatusOK, ws)
+}
+
+func (a *API) update(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	o, err := decodeOptions(w, r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	ws, err = a.Service.Update(r.Context(), ws.ID, o)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respond(w, r, http.StatusOK, ws)
+}
+
+func (a *API) delete(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	if err := a.Service.Delete(r.Context(), ws.ID); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) safeDelete(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	if err := a.Service.SafeDelete(r.Context(), ws.ID); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	r = r.WithContext(WithProjectCache(r.Context()))
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	inc, err := tfeapi.Includes(r, includeNames...)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	opts := ListOptions{
+		Search:       q.Get("search[name]"),
+		WildcardName: q.Get("search[wildcard-name]"),
+		ProjectID:    q.Get("filter[project][id]"),
+		Sort:         q.Get("sort"),
+		Tagged:       parseTagFilters(q),
+	}
+	if v := q.Get("search[tags]"); v != "" {
+		opts.Tags = strings.Split(v, ",")
+	}
+	if v := q.Get("search[exclude-tags]"); v != "" {
+		opts.ExcludeTags = strings.Split(v, ",")
+	}
+	wss, err := a.Service.List(r.Context(), r.PathValue("org"), opts)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(wss, page)
+	out := make([]*jsonWorkspace, len(items))
+	var included []any
+	for i, ws := range items {
+		var inc1 []any
+		out[i], inc1 = a.toJSON(r, ws, inc)
+		included = append(included, inc1...)
+	}
+	tfeapi.RespondList(w, r, out, pg, included...)
+}
+
+func parseTagFilters(q url.Values) []TagBinding {
+	var out []TagBinding
+	for i := 0; ; i++ {
+		k := q.Get("filter[tagged][" + itoa(i) + "][key]")
+		if k == "" {
+			return out
+		}
+		out = append(out, TagBinding{Key: k, Value: q.Get("filter[tagged][" + itoa(i) + "][value]")})
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
+
+func (a *API) lock(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var b struct {
+		Reason string `json:"reason"`
+	}
+	if err := doc.Attrs(&b); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	ws, err = a.Service.Lock(r.Context(), ws.ID, b.Reason)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respond(w, r, http.StatusOK, ws)
+}
+
+func (a *API) unlock(force bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+		ws, err := a.Service.Unlock(r.Context(), ws.ID, force)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		a.respond(w, r, http.StatusOK, ws)
+	}
+}
+
+func (a *API) listTags(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tags, err := a.Service.Tags(r.Context(), ws.ID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(tags, page)
+	out := make([]*jsonTag, len(items))
+	for i, t := range items {
+		out[i] = &jsonTag{ID: t.ID, Name: t.Name}
+	}
+	tfeapi.RespondList(w, r, out, pg)
+}
+
+func (a *API) changeTags(add bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+		res, err := tfeapi.DecodeResources(w, r)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		refs, err := tagRefs(res)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		if add {
+			err = a.Service.AddTags(r.Context(), ws.ID, refs)
+		} else {
+			err = a.Service.RemoveTags(r.Context(), ws.ID, refs)
+		}
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (a *API) orgTags(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	tags, err := a.Service.OrganizationTags(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("filter[exclude][taggable][id]"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(tags, page)
+	out := make([]*jsonTag, len(items))
+	for i, t := range items {
+		out[i] = &jsonTag{ID: t.ID, Name: t.Name, InstanceCount: t.InstanceCount}
+	}
+	tfeapi.RespondList(w, r, out, pg)
+}
+
+func bindingsList(w http.ResponseWriter, r *http.Request, bs []TagBinding) {
+	out := make([]*jsonTagBinding, len(bs))
+	for i, b := range bs {
+		out[i] = &jsonTagBinding{ID: b.ID, Key: b.Key, Value: b.Value}
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 1), Total: len(out)})
+}
+
+func (a *API) listTagBindings(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	bs, err := a.Service.TagBindings(r.Context(), ws.ID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	bindingsList(w, r, bs)
+}
+
+func (a *API) addTagBindings(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	res, err := tfeapi.DecodeResources(w, r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	in, err := parseBindings(res)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	bs, err := a.Service.AddTagBindings(r.Context(), ws.ID, in)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	bindingsList(w, r, bs)
+}
+
+// jsonInheritedBinding is an effective binding inherited from the project:
+// it carries an inherited-from link; the workspace's own bindings carry none.
+type jsonInheritedBinding struct {
+	ID    string `jsonapi:"primary,effective-tag-bindings"`
+	Key   string `jsonapi:"attr,key"`
+	Value string `jsonapi:"attr,value"`
+	from  string
+}
+
+func (j *jsonInheritedBinding) JSONAPILinks() *jsonapi.Links {
+	return &jsonapi.Links{"inherited-from": "/api/v2/projects/" + url.PathEscape(j.from)}
+}
+
+func (a *API) listEffectiveTagBindings(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	eff, err := a.Service.EffectiveTagBindings(r.Context(), ws.ID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	out := make([]any, len(eff))
+	for i, b := range eff {
+		if b.InheritedFrom != "" {
+			out[i] = &jsonInheritedBinding{ID: b.ID, Key: b.Key, Value: b.Value, from: b.InheritedFrom}
+		} else {
+			out[i] = &jsonEffectiveBinding{ID: b.ID, Key: b.Key, Value: b.Value}
+		}
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 1), Total: len(out)})
+}
+
+func (a *API) listConsumers(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	r = r.WithContext(WithProjectCache(r.Context()))
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	cs, err := a.Service.Consumers(r.Context(), ws.ID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(cs, page)
+	out := make([]*jsonWorkspace, len(items))
+	for i, c := range items {
+		out[i], _ = a.toJSON(r, c, nil)
+	}
+	tfeapi.RespondList(w, r, out, pg)
+}
+
+func (a *API) changeConsumers(op string) handler {
+	return func(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+		res, err := tfeapi.DecodeResources(w, r)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		ids := make([]string, 0, len(res))
+		for _, x := range res {
+			ids = append(ids, x.ID)
+		}
+		if err := a.Service.ChangeConsumers(r.Context(), ws.ID, op, ids); err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}

@@ -1,0 +1,898 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// ProjectInfo is what the workspace domain needs to know about a project.
+type ProjectInfo struct {
+	ID           string
+	Organization string
+	Name         string
+	Description  string
+	// ExecutionMode and AgentPoolID are the project's effective defaults
+	// (already resolved against the organization's).
+	ExecutionMode string
+	AgentPoolID   string
+	TagBindings   []TagBinding
+	// AutoDestroyActivityDuration is inherited by workspaces that do not
+	// set their own ("" for none).
+	AutoDestroyActivityDuration string
+}
+
+// Projects resolves projects; the project domain provides it.
+type Projects interface {
+	// DefaultID returns the ID of an organization's default project.
+	DefaultID(ctx context.Context, org string) (string, error)
+	// ProjectInfo returns a project the caller may see (404 otherwise).
+	ProjectInfo(ctx context.Context, id string) (*ProjectInfo, error)
+}
+
+// StateInfo tells what the state domain knows about a workspace; nil until
+// state exists (then there is no current state and no resources).
+type StateInfo interface {
+	CurrentStateVersionID(ctx context.Context, workspaceID string) (string, error)
+	ResourceCount(ctx context.Context, workspaceID string) (int, error)
+}
+
+// Output is a current state output as shown in the workspace's outputs
+// relationship (never a sensitive value).
+type Output struct {
+	ID        string
+	Name      string
+	Sensitive bool
+	Type      string
+	Value     any
+}
+
+// OutputLister may be implemented by the StateInfo given to the service to
+// fill the workspace's outputs relationship.
+type OutputLister interface {
+	CurrentOutputs(ctx context.Context, workspaceID string) ([]Output, error)
+}
+
+// CurrentRuns tells the current run of a workspace; the run domain
+// provides it (nil until runs exist).
+type CurrentRuns interface {
+	CurrentRunID(ctx context.Context, workspaceID string) (string, error)
+}
+
+// AgentPools resolves agent pools; the agent domain provides it (nil
+// accepts any agent-pool-id).
+type AgentPools interface {
+	PoolOrganization(ctx context.Context, id string) (string, error)
+}
+
+// Service manages workspaces.
+type Service struct {
+	db       *store.DB
+	projects Projects
+	// State, Runs and Pools are wired by the composition root; all may be nil.
+	State StateInfo
+	Runs  CurrentRuns
+	Pools AgentPools
+}
+
+// checkPool refuses an agent pool outside the workspace's organization.
+func (s *Service) checkPool(ctx context.Context, org string, o Options) error {
+	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
+		return nil
+	}
+	if po, err := s.Pools.PoolOrganization(ctx, *o.AgentPoolID); err != nil || po != org {
+		return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
+	}
+	return nil
+}
+
+// NewService returns a workspace service.
+func NewService(db *store.DB, projects Projects) *Service {
+	return &Service{db: db, projects: projects}
+}
+
+// Options are the attributes of a new or changed workspace; nil fields are
+// unchanged (or defaulted on create).
+type Options struct {
+	Name                        *string
+	Description                 *string
+	ExecutionMode               *string
+	AgentPoolID                 *string
+	Operations                  *bool
+	ExecutionModeOverwrite      *bool
+	AgentPoolOverwrite          *bool
+	AllowDestroyPlan            *bool
+	AssessmentsEnabled          *bool
+	AutoApply                   *bool
+	AutoApplyRunTrigger         *bool
+	FileTriggersEnabled         *bool
+	GlobalRemoteState           *bool
+	ProjectRemoteState          *bool
+	QueueAllRuns                *bool
+	SpeculativeEnabled          *bool
+	StructuredRunOutputEnabled  *bool
+	InheritsProjectAutoDestroy  *bool
+	AutoDestroyAtSet            bool
+	AutoDestroyAt               *time.Time
+	AutoDestroyActivityDuration *string
+	SourceName                  *string
+	SourceURL                   *string
+	TerraformVersion            *string
+	WorkingDirectory            *string
+	MigrationEnvironment        *string
+	TriggerPrefixes             *[]string
+	TriggerPatterns             *[]string
+	ProjectID                   *string
+	// Tags (create only) are tag names or IDs.
+	Tags []TagRef
+	// TagBindings are added (create) or replace the workspace's (update).
+	TagBindings *[]TagBinding
+}
+
+// TagRef names a tag by ID or by name.
+type TagRef struct {
+	ID   string
+	Name string
+}
+
+func (o Options) apply(w *Workspace) error {
+	s := &w.Settings
+	if o.Name != nil {
+		if err := ValidateName(*o.Name); err != nil {
+			return err
+		}
+		w.Name = *o.Name
+	}
+	setStr := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setBool := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setStr(&s.Description, o.Description)
+	setStr(&s.SourceName, o.SourceName)
+	setStr(&s.SourceURL, o.SourceURL)
+	setStr(&s.WorkingDirectory, o.WorkingDirectory)
+	setStr(&s.MigrationEnvironment, o.MigrationEnvironment)
+	setBool(&s.AllowDestroyPlan, o.AllowDestroyPlan)
+	setBool(&s.AssessmentsEnabled, o.AssessmentsEnabled)
+	setBool(&s.AutoApply, o.AutoApply)
+	setBool(&s.AutoApplyRunTrigger, o.AutoApplyRunTrigger)
+	setBool(&s.FileTriggersEnabled, o.FileTriggersEnabled)
+	setBool(&s.GlobalRemoteState, o.GlobalRemoteState)
+	setBool(&s.ProjectRemoteState, o.ProjectRemoteState)
+	setBool(&s.QueueAllRuns, o.QueueAllRuns)
+	setBool(&s.SpeculativeEnabled, o.SpeculativeEnabled)
+	setBool(&s.StructuredRunOutputEnabled, o.StructuredRunOutputEnabled)
+	setBool(&s.InheritsProjectAutoDestroy, o.InheritsProjectAutoDestroy)
+	if s.GlobalRemoteState && s.ProjectRemoteState && (o.GlobalRemoteState != nil || o.ProjectRemoteState != nil) {
+		if o.ProjectRemoteState != nil && *o.ProjectRemoteState && o.GlobalRemoteState != nil && *o.GlobalRemoteState {
+			return core.Invalid("Project remote state cannot be enabled when global remote state sharing is enabled")
+		}
+		// Turning one on turns the other off.
+		if o.GlobalRemoteState != nil && *o.GlobalRemoteState {
+			s.ProjectRemoteState = false
+		} else {
+			s.GlobalRemoteState = false
+		}
+	}
+	if o.TerraformVersion != nil {
+		if err := ValidateTerraformVersion(*o.TerraformVersion); err != nil {
+			return err
+		}
+		s.TerraformVersion = *o.TerraformVersion
+	}
+	if o.AutoDestroyAtSet {
+		s.AutoDestroyAt = o.AutoDestroyAt
+	}
+	if o.AutoDestroyActivityDuration != nil {
+		d := *o.AutoDestroyActivityDuration
+		if d != "" && !durationOK(d) {
+			return core.Invalid("Auto destroy activity duration has an incorrect format, we expect up to 4 numeric digits and 1 unit ('d' or 'h')")
+		}
+		s.AutoDestroyActivityDuration = d
+	}
+	if o.TriggerPrefixes != nil && o.TriggerPatterns != nil && len(*o.TriggerPrefixes) > 0 && len(*o.TriggerPatterns) > 0 {
+		return core.Invalid("trigger-prefixes and trigger-patterns cannot both be set")
+	}
+	// Setting one kind of trigger replaces the other.
+	if o.TriggerPrefixes != nil {
+		s.TriggerPrefixes = append([]string{}, (*o.TriggerPrefixes)...)
+		if len(s.TriggerPrefixes) > 0 {
+			s.TriggerPatterns = []string{}
+		}
+	}
+	if o.TriggerPatterns != nil {
+		s.TriggerPatterns = append([]string{}, (*o.TriggerPatterns)...)
+		if len(s.TriggerPatterns) > 0 {
+			s.TriggerPrefixes = []string{}
+		}
+	}
+	// Execution mode.
+	if o.ExecutionMode != nil && o.Operations != nil {
+		return core.Invalid("operations is deprecated and cannot be used together with execution-mode")
+	}
+	if o.ExecutionModeOverwrite != nil && o.AgentPoolOverwrite != nil && *o.ExecutionModeOverwrite != *o.AgentPoolOverwrite {
+		return core.Invalid("If agent-pool and execution-mode are both included in setting-overwrites, their values must be the same.")
+	}
+	mode := o.ExecutionMode
+	if mode == nil && o.Operations != nil {
+		m := "local"
+		if *o.Operations {
+			m = "remote"
+		}
+		mode = &m
+	}
+	if mode != nil {
+		if *mode != "remote" && *mode != "local" && *mode != "agent" {
+			return core.Invalid("execution-mode must be one of remote, local or agent, not %q", *mode)
+		}
+		s.ExecutionMode, s.ExecutionModeOverwrite, s.AgentPoolOverwrite = *mode, true, true
+		if *mode != "agent" {
+			s.AgentPoolID = ""
+		}
+	}
+	if o.AgentPoolID != nil && *o.AgentPoolID != "" {
+		if !s.ExecutionModeOverwrite || s.ExecutionMode != "agent" {
+			return core.Invalid("agent-pool-id must not be specified unless using 'agent' execution mode")
+		}
+		s.AgentPoolID, s.AgentPoolOverwrite = *o.AgentPoolID, true
+	}
+	if s.ExecutionModeOverwrite && s.ExecutionMode == "agent" && s.AgentPoolID == "" {
+		return core.Invalid("agent-pool-id must be specified when using 'agent' execution mode")
+	}
+	if o.ExecutionModeOverwrite != nil && !*o.ExecutionModeOverwrite {
+		s.ExecutionModeOverwrite, s.ExecutionMode = false, ""
+	}
+	if o.AgentPoolOverwrite != nil && !*o.AgentPoolOverwrite {
+		s.AgentPoolOverwrite, s.AgentPoolID = false, ""
+	}
+	return nil
+}
+
+func durationOK(d string) bool {
+	if len(d) < 2 || len(d) > 5 {
+		return false
+	}
+	for _, c := range d[:len(d)-1] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	u := d[len(d)-1]
+	return u == 'd' || u == 'h'
+}
+
+const cols = `id, organization_name, project_id, name, locked_by_kind, locked_by_id, lock_reason, attrs, created_at, updated_at`
+
+func scan(sc interface{ Scan(...any) error }) (*Workspace, error) {
+	var w Workspace
+	var attrs string
+	var created, updated int64
+	if err := sc.Scan(&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated); err != nil {
+		return nil, err
+	}
+	w.Settings = defaultSettings()
+	if err := json.Unmarshal([]byte(attrs), &w.Settings); err != nil {
+		return nil, fmt.Errorf("decoding settings of workspace %s: %w", w.ID, err)
+	}
+	if w.Settings.TriggerPrefixes == nil {
+		w.Settings.TriggerPrefixes = []string{}
+	}
+	if w.Settings.TriggerPatterns == nil {
+		w.Settings.TriggerPatterns = []string{}
+	}
+	w.CreatedAt, w.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &w, nil
+}
+
+// load reads a workspace by ID, visible to the caller, optionally locking
+// the row for the rest of the transaction.
+func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Workspace, error) {
+	if !core.HasPrefix(id, core.PrefixWorkspace) {
+		return nil, core.NotFound("workspace %q not found", id)
+	}
+	query := `SELECT ` + cols + ` FROM workspaces WHERE id = ?`
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	w, err := scan(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("workspace %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !auth.FromContext(ctx).CanAccessOrganization(w.Organization) {
+		return nil, core.NotFound("workspace %q not found", id)
+	}
+	if w.TagNames, err = s.tagNames(ctx, q, w.ID); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (s *Service) tagNames(ctx context.Context, q store.Q, id string) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT t.name FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE wt.workspace_id = ? ORDER BY wt.created_at, t.name`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// Get returns a workspace by ID; 404 when the caller cannot access its
+// organization.
+func (s *Service) Get(ctx context.Context, id string) (*Workspace, error) {
+	return s.load(ctx, s.db, id, false)
+}
+
+// GetByName returns a workspace by organization and name; 404 when the
+// caller cannot access the organization.
+func (s *Service) GetByName(ctx context.Context, org, name string) (*Workspace, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	var id string
+	err := s.db.QueryRow(ctx, `SELECT id FROM workspaces WHERE organization_name = ? AND name = ?`, org, name).Scan(&id)
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("workspace %q not found in organization %q", name, org)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
+// CountInProject counts the workspaces in a project.
+func (s *Service) CountInProject(ctx context.Context, projectID string) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces WHERE project_id = ?`, projectID).Scan(&n)
+	return n, err
+}
+
+// canManage reports whether the caller may change workspaces in org.
+func canManage(ctx context.Context, org string) bool {
+	return auth.FromContext(ctx).IsOwner(org)
+}
+
+func requireManage(ctx context.Context, org string) error {
+	if !canManage(ctx, org) {
+		return core.Forbidden("only owners of organization %q may manage its workspaces", org)
+	}
+	return nil
+}
+
+// Create adds a workspace to an organization.
+func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	if err := requireManage(ctx, org); err != nil {
+		return nil, err
+	}
+	if o.Name == nil || *o.Name == "" {
+		return nil, core.Invalid("name is required")
+	}
+	now := core.Now()
+	w := &Workspace{ID: core.NewID(core.PrefixWorkspace), Organization: org, Settings: defaultSettings(), CreatedAt: now, UpdatedAt: now}
+	if err := o.apply(w); err != nil {
+		return nil, err
+	}
+	if err := s.setProject(ctx, w, o.ProjectID); err != nil {
+		return nil, err
+	}
+	if err := s.checkPool(ctx, org, o); err != nil {
+		return nil, err
+	}
+	if o.TagBindings != nil {
+		if err := validateBindings(*o.TagBindings); err != nil {
+			return nil, err
+		}
+	}
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		attrs, _ := json.Marshal(w.Settings)
+		_, err := tx.Exec(ctx, `INSERT INTO workspaces (id, organization_name, project_id, name, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, org, w.ProjectID, w.Name, string(attrs), core.Micros(now), core.Micros(now))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", w.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if len(o.Tags) > 0 {
+			if err := s.addTags(ctx, tx, w, o.Tags); err != nil {
+				return err
+			}
+		}
+		if o.TagBindings != nil {
+			return s.addBindings(ctx, tx, w.ID, *o.TagBindings)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, w.ID)
+}
+
+func (s *Service) setProject(ctx context.Context, w *Workspace, projectID *string) error {
+	if projectID == nil || *projectID == "" {
+		if w.ProjectID != "" {
+			return nil
+		}
+		id, err := s.projects.DefaultID(ctx, w.Organization)
+		if err != nil {
+			return err
+		}
+		w.ProjectID = id
+		return nil
+	}
+	p, err := s.projects.ProjectInfo(ctx, *projectID)
+	if err != nil || p.Organization != w.Organization {
+		return core.NotFound("project %q not found in organization %q", *projectID, w.Organization)
+	}
+	w.ProjectID = p.ID
+	return nil
+}
+
+// ListOptions filter a workspace list.
+type ListOptions struct {
+	Search       string // substring of the name
+	WildcardName string // "*foo", "foo*", "*foo*" or an exact name
+	Tags         []string
+	ExcludeTags  []string
+	ProjectID    string
+	Tagged       []TagBinding
+	Sort         string // name, -name, created-at, -created-at, updated-at, -updated-at
+}
+
+// List returns an organization's workspaces that match opts.
+func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Workspace, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo); !ok {
+		ctx = WithProjectCache(ctx)
+	}
+	query := `SELECT ` + cols + ` FROM workspaces WHERE organization_name = ?`
+	args := []any{org}
+	if opts.ProjectID != "" {
+		query += ` AND project_id = ?`
+		args = append(args, opts.ProjectID)
+	}
+	rows, err := s.db.Query(ctx, query+` ORDER BY name, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var all []*Workspace
+	for rows.Next() {
+		w, err := scan(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		all = append(all, w)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	tags, err := s.orgWorkspaceTags(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	var bindings map[string][]TagBinding
+	if len(opts.Tagged) > 0 {
+		if bindings, err = s.orgBindings(ctx, org); err != nil {
+			return nil, err
+		}
+	}
+	out := []*Workspace{}
+	for _, w := range all {
+		w.TagNames = tags[w.ID]
+		if w.TagNames == nil {
+			w.TagNames = []string{}
+		}
+		if opts.Search != "" && !strings.Contains(strings.ToLower(w.Name), strings.ToLower(opts.Search)) {
+			continue
+		}
+		if opts.WildcardName != "" && !wildcardMatch(opts.WildcardName, w.Name) {
+			continue
+		}
+		if !hasAll(w.TagNames, opts.Tags) || hasAny(w.TagNames, opts.ExcludeTags) {
+			continue
+		}
+		if len(opts.Tagged) > 0 {
+			eff := bindings[w.ID]
+			if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
+				eff = mergeBindings(p.TagBindings, eff)
+			}
+			if !matchBindings(eff, opts.Tagged) {
+				continue
+			}
+		}
+		out = append(out, w)
+	}
+	sortWorkspaces(out, opts.Sort)
+	return out, nil
+}
+
+func sortWorkspaces(ws []*Workspace, by string) {
+	desc := strings.HasPrefix(by, "-")
+	key := strings.TrimPrefix(by, "-")
+	less := func(a, b *Workspace) bool {
+		switch key {
+		case "created-at", "current-run.created-at":
+			return a.CreatedAt.Before(b.CreatedAt)
+		case "updated-at":
+			return a.UpdatedAt.Before(b.UpdatedAt)
+		}
+		return a.Name < b.Name
+	}
+	sort.SliceStable(ws, func(i, j int) bool {
+		if desc {
+			return less(ws[j], ws[i])
+		}
+		return less(ws[i], ws[j])
+	})
+}
+
+func wildcardMatch(pattern, name string) bool {
+	p, n := strings.ToLower(pattern), strings.ToLower(name)
+	pre, suf := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
+	core := strings.Trim(p, "*")
+	switch {
+	case pre && suf:
+		return strings.Contains(n, core)
+	case pre:
+		return strings.HasSuffix(n, core)
+	case suf:
+		return strings.HasPrefix(n, core)
+	}
+	return n == p
+}
+
+func hasAll(have, want []string) bool {
+	for _, t := range want {
+		if !hasAny(have, []string{t}) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasAny(have, some []string) bool {
+	for _, t := range some {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t == "" {
+			continue
+		}
+		for _, h := range have {
+			if h == t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Service) orgWorkspaceTags(ctx context.Context, org string) (map[string][]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT wt.workspace_id, t.name FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE t.organization_name = ? ORDER BY wt.created_at, t.name`, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var id, n string
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = append(out[id], n)
+	}
+	return out, rows.Err()
+}
+
+func (s *Service) orgBindings(ctx context.Context, org string) (map[string][]TagBinding, error) {
+	rows, err := s.db.Query(ctx, `SELECT b.workspace_id, b.id, b.tag_key, b.tag_value FROM workspace_tag_bindings b JOIN workspaces w ON w.id = b.workspace_id WHERE w.organization_name = ? ORDER BY b.created_at, b.tag_key`, org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]TagBinding{}
+	for rows.Next() {
+		var id string
+		var b TagBinding
+		if err := rows.Scan(&id, &b.ID, &b.Key, &b.Value); err != nil {
+			return nil, err
+		}
+		out[id] = append(out[id], b)
+	}
+	return out, rows.Err()
+}
+
+// Update changes a workspace.
+func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace, error) {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := requireManage(ctx, w.Organization); err != nil {
+			return err
+		}
+		if err := o.apply(w); err != nil {
+			return err
+		}
+		if err := s.checkPool(ctx, w.Organization, o); err != nil {
+			return err
+		}
+		if o.ProjectID != nil && *o.ProjectID != "" {
+			if err := s.setProject(ctx, w, o.ProjectID); err != nil {
+				return err
+			}
+		}
+		w.UpdatedAt = core.Now()
+		attrs, _ := json.Marshal(w.Settings)
+		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, project_id = ?, attrs = ?, updated_at = ? WHERE id = ?`,
+			w.Name, w.ProjectID, string(attrs), core.Micros(w.UpdatedAt), w.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", w.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if o.TagBindings != nil {
+			if err := validateBindings(*o.TagBindings); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM workspace_tag_bindings WHERE workspace_id = ?`, w.ID); err != nil {
+				return err
+			}
+			return s.addBindings(ctx, tx, w.ID, *o.TagBindings)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
+// Delete removes a workspace, whatever its state.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := requireManage(ctx, w.Organization); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, w.ID)
+		return err
+	})
+}
+
+// SafeDelete removes a workspace only when it is unlocked and manages no
+// resources.
+func (s *Service) SafeDelete(ctx context.Context, id string) error {
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := requireManage(ctx, w.Organization); err != nil {
+		return err
+	}
+	if s.State != nil {
+		n, err := s.State.ResourceCount(ctx, w.ID)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return core.Conflict("workspace cannot be safely deleted because it is still managing resources")
+		}
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if w.Locked() {
+			return core.Conflict("Workspace is currently locked. Workspace must be unlocked before it can be safely deleted")
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, w.ID)
+		return err
+	})
+}
+
+// holder returns the lock holder the caller would be.
+func holder(ctx context.Context) (kind, id string, err error) {
+	p := auth.FromContext(ctx)
+	if p == nil {
+		return "", "", core.Unauthorized("no token given")
+	}
+	switch p.Kind {
+	case auth.KindUser:
+		return LockUser, p.UserID, nil
+	case auth.KindTeam:
+		return LockTeam, p.TeamID, nil
+	case auth.KindRun:
+		return LockRun, p.RunID, nil
+	}
+	return "", "", core.Forbidden("a %s token cannot lock or unlock workspaces", p.Kind)
+}
+
+func holderName(kind string) string {
+	switch kind {
+	case LockRun:
+		return "Run"
+	case LockTeam:
+		return "Team"
+	}
+	return "User"
+}
+
+// Lock locks the workspace for the caller. Two concurrent locks cannot
+// both succeed: the check and the update happen under a row lock.
+func (s *Service) Lock(ctx context.Context, id, reason string) (*Workspace, error) {
+	kind, hid, err := holder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if w.Locked() {
+			return core.Conflict("workspace already locked")
+		}
+		res, err := tx.Exec(ctx, `UPDATE workspaces SET locked_by_kind = ?, locked_by_id = ?, lock_reason = ? WHERE id = ? AND locked_by_kind = ''`,
+			kind, hid, reason, w.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return core.Conflict("workspace already locked")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
+// Unlock releases the caller's lock. With force, an owner releases anyone's.
+func (s *Service) Unlock(ctx context.Context, id string, force bool) (*Workspace, error) {
+	var kind, hid string
+	if !force {
+		var err error
+		if kind, hid, err = holder(ctx); err != nil {
+			return nil, err
+		}
+	}
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if force && !canManage(ctx, w.Organization) {
+			return core.Forbidden("only owners may force-unlock workspaces")
+		}
+		if !w.Locked() {
+			return core.Conflict("workspace already unlocked")
+		}
+		if !force && (w.LockKind != kind || w.LockID != hid) {
+			return core.Conflict("workspace %s is locked by %s %s", w.Name, holderName(w.LockKind), w.LockID)
+		}
+		_, err = tx.Exec(ctx, `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = '' WHERE id = ?`, w.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
+// LockHolder returns who holds the workspace's lock: kind is "" when the
+// workspace is unlocked, else "users", "teams" or "runs" with the holder's ID.
+func (s *Service) LockHolder(ctx context.Context, id string) (kind, holderID string, err error) {
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	return w.LockKind, w.LockID, nil
+}
+
+// LockedByCaller reports whether the workspace is locked by the caller.
+func (s *Service) LockedByCaller(ctx context.Context, id string) (bool, error) {
+	kind, hid, err := s.LockHolder(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	ck, cid, err := holder(ctx)
+	if err != nil {
+		return false, nil
+	}
+	return kind != "" && kind == ck && hid == cid, nil
+}
+
+// EffectiveExecution returns the execution mode and agent pool that apply
+// to w: its own when overwritten, else its project's.
+func (s *Service) EffectiveExecution(ctx context.Context, w *Workspace) (mode, agentPoolID string) {
+	mode, agentPoolID = "remote", ""
+	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
+		mode, agentPoolID = p.ExecutionMode, p.AgentPoolID
+	}
+	if w.Settings.ExecutionModeOverwrite {
+		mode, agentPoolID = w.Settings.ExecutionMode, ""
+	}
+	if w.Settings.AgentPoolOverwrite && w.Settings.AgentPoolID != "" {
+		agentPoolID = w.Settings.AgentPoolID
+	}
+	if mode == "" {
+		mode = "remote"
+	}
+	if mode != "agent" {
+		agentPoolID = ""
+	}
+	return mode, agentPoolID
+}
+
+// autoDestroyDuration returns w's auto-destroy activity duration: its own,
+// else its project's when it inherits it.
+func (s *Service) autoDestroyDuration(ctx context.Context, w *Workspace) string {
+	if w.Settings.AutoDestroyActivityDuration != "" || !w.Settings.InheritsProjectAutoDestroy {
+		return w.Settings.AutoDestroyActivityDuration
+	}
+	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
+		return p.AutoDestroyActivityDuration
+	}
+	return ""
+}
+
+type projectCacheKey struct{}
+
+// WithProjectCache returns ctx carrying a cache of project lookups, for
+// requests that render many workspaces. The cache is not safe for
+// concurrent use.
+func WithProjectCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, projectCacheKey{}, map[string]*ProjectInfo{})
+}
+
+func (s *Service) projectInfo(ctx context.Context, id string) (*ProjectInfo, error) {
+	m, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo)
+	if !ok {
+		return s.projects.ProjectInfo(ctx, id)
+	}
+	if p := m[id]; p != nil {
+		return p, nil
+	}
+	p, err := s.projects.ProjectInfo(ctx, id)
+	if err == nil {
+		m[id] = p
+	}
+	return p, err
+}

@@ -1,0 +1,458 @@
+package workspace
+
+import (
+	"context"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// MaxTagBindings is the most tag bindings one workspace may carry.
+const MaxTagBindings = 10
+
+// addTags attaches tags (found or created by name, or found by ID in the
+// workspace's organization) to w.
+func (s *Service) addTags(ctx context.Context, q store.Q, w *Workspace, refs []TagRef) error {
+	now := core.Micros(core.Now())
+	for i, ref := range refs {
+		var tagID string
+		switch {
+		case ref.ID != "":
+			err := q.QueryRow(ctx, `SELECT id FROM tags WHERE id = ? AND organization_name = ?`, ref.ID, w.Organization).Scan(&tagID)
+			if store.IsNoRows(err) {
+				return core.NotFound("tag %q not found", ref.ID)
+			}
+			if err != nil {
+				return err
+			}
+		case ref.Name != "":
+			name, err := NormalizeTag(ref.Name)
+			if err != nil {
+				return err
+			}
+			err = q.QueryRow(ctx, `SELECT id FROM tags WHERE organization_name = ? AND name = ?`, w.Organization, name).Scan(&tagID)
+			if store.IsNoRows(err) {
+				tagID = core.NewID(core.PrefixTag)
+				if _, err := q.Exec(ctx, `INSERT INTO tags (id, organization_name, name, created_at) VALUES (?, ?, ?, ?)`, tagID, w.Organization, name, now); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err
+			}
+		default:
+			return core.Invalid("a tag must have a name or an id")
+		}
+		var n int
+		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM workspace_tags WHERE workspace_id = ? AND tag_id = ?`, w.ID, tagID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := q.Exec(ctx, `INSERT INTO workspace_tags (workspace_id, tag_id, created_at) VALUES (?, ?, ?)`, w.ID, tagID, now+int64(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tags returns a workspace's tags.
+func (s *Service) Tags(ctx context.Context, id string) ([]Tag, error) {
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT t.id, t.name FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE wt.workspace_id = ? ORDER BY wt.created_at, t.name`, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Tag{}
+	for rows.Next() {
+		var t Tag
+		if err := rows.Scan(&t.ID, &t.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// AddTags attaches tags to a workspace.
+func (s *Service) AddTags(ctx context.Context, id string, refs []TagRef) error {
+	if len(refs) == 0 {
+		return core.Invalid("at least one tag is required")
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := requireManage(ctx, w.Organization); err != nil {
+			return err
+		}
+		return s.addTags(ctx, tx, w, refs)
+	})
+}
+
+// RemoveTags detaches tags from a workspace; unknown tags are ignored.
+func (s *Service) RemoveTags(ctx context.Context, id string, refs []TagRef) error {
+	if len(refs) == 0 {
+		return core.Invalid("at least one tag is required")
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := requireManage(ctx, w.Organization); err != nil {
+			return err
+		}
+		for _, ref := range refs {
+			tagID := ref.ID
+			if tagID == "" {
+				err := tx.QueryRow(ctx, `SELECT id FROM tags WHERE organization_name = ? AND name = ?`, w.Organization, strings.ToLower(strings.TrimSpace(ref.Name))).Scan(&tagID)
+				if store.IsNoRows(err) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM workspace_tags WHERE workspace_id = ? AND tag_id = ?`, w.ID, tagID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// OrgTag is an organization tag with the number of workspaces carrying it.
+type OrgTag struct {
+	Tag
+	InstanceCount int
+}
+
+// OrganizationTags lists an organization's tags, optionally filtered by a
+// name substring (q) and excluding those on one workspace.
+func (s *Service) OrganizationTags(ctx context.Context, org, query, excludeWorkspace string) ([]OrgTag, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT t.id, t.name, (SELECT COUNT(*) FROM workspace_tags wt WHERE wt.tag_id = t.id) FROM tags t WHERE t.organization_name = ? ORDER BY t.name`, org)
+	if err != nil {
+		return nil, err
+	}
+	var out []OrgTag
+	for rows.Next() {
+		var t OrgTag
+		if err := rows.Scan(&t.ID, &t.Name, &t.InstanceCount); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if query != "" && !strings.Contains(t.Name, strings.ToLower(query)) {
+			continue
+		}
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if excludeWorkspace != "" {
+		names, err := s.tagNames(ctx, s.db, excludeWorkspace)
+		if err != nil {
+			return nil, err
+		}
+		kept := out[:0]
+		for _, t := range out {
+			if !hasAny(names, []string{t.Name}) {
+				kept = append(kept, t)
+			}
+		}
+		out = kept
+	}
+	return out, nil
+}
+
+func validateBindings(bs []TagBinding) error {
+	if len(bs) > MaxTagBindings {
+		return core.Invalid("tag bindings cannot exceed %d bindings per resource", MaxTagBindings)
+	}
+	for _, b := range bs {
+		if b.Key == "" || len(b.Key) > 128 {
+			return core.Invalid("tag binding key must be 1 to 128 characters")
+		}
+		if len(b.Value) > 256 {
+			return core.Invalid("tag binding value must be at most 256 characters")
+		}
+	}
+	return nil
+}
+
+// addBindings adds bindings or changes the values of existing keys.
+func (s *Service) addBindings(ctx context.Context, q store.Q, workspaceID string, bs []TagBinding) error {
+	if err := validateBindings(bs); err != nil {
+		return err
+	}
+	now := core.Micros(core.Now())
+	for i, b := range bs {
+		res, err := q.Exec(ctx, `UPDATE workspace_tag_bindings SET tag_value = ? WHERE workspace_id = ? AND tag_key = ?`, b.Value, workspaceID, b.Key)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			continue
+		}
+		if _, err := q.Exec(ctx, `INSERT INTO workspace_tag_bindings (id, workspace_id, tag_key, tag_value, created_at) VALUES (?, ?, ?, ?, ?)`,
+			core.NewID(core.PrefixTagBinding), workspaceID, b.Key, b.Value, now+int64(i)); err != nil {
+			return err
+		}
+	}
+	var n int
+	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM workspace_tag_bindings WHERE workspace_id = ?`, workspaceID).Scan(&n); err != nil {
+		return err
+	}
+	if n > MaxTagBindings {
+		return core.Invalid("tag bindings cannot exceed %d bindings per resource", MaxTagBindings)
+	}
+	return nil
+}
+
+func (s *Service) bindings(ctx context.Context, q store.Q, workspaceID string) ([]TagBinding, error) {
+	rows, err := q.Query(ctx, `SELECT id, tag_key, tag_value FROM workspace_tag_bindings WHERE workspace_id = ? ORDER BY created_at, tag_key`, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []TagBinding{}
+	for rows.Next() {
+		var b TagBinding
+		if err := rows.Scan(&b.ID, &b.Key, &b.Value); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// TagBindings returns a workspace's own tag bindings.
+func (s *Service) TagBindings(ctx context.Context, id string) ([]TagBinding, error) {
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.bindings(ctx, s.db, w.ID)
+}
+
+// AddTagBindings adds bindings to a workspace (or changes values of
+// existing keys) and returns all its bindings.
+func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding) ([]TagBinding, error) {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := requireManage(ctx, w.Organization); err != nil {
+			return err
+		}
+		return s.addBindings(ctx, tx, w.ID, bs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.TagBindings(ctx, id)
+}
+
+// EffectiveBinding is a binding with where it comes from.
+type EffectiveBinding struct {
+	TagBinding
+	InheritedFrom string // project ID, "" for the workspace's own
+}
+
+// EffectiveTagBindings returns the project's bindings overridden by the
+// workspace's own.
+func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]EffectiveBinding, error) {
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	own, err := s.bindings(ctx, s.db, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	var out []EffectiveBinding
+	ownKeys := map[string]bool{}
+	for _, b := range own {
+		ownKeys[b.Key] = true
+	}
+	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
+		for _, b := range p.TagBindings {
+			if !ownKeys[b.Key] {
+				out = append(out, EffectiveBinding{TagBinding: b, InheritedFrom: p.ID})
+			}
+		}
+	}
+	for _, b := range own {
+		out = append(out, EffectiveBinding{TagBinding: b})
+	}
+	return out, nil
+}
+
+func mergeBindings(project, own []TagBinding) []TagBinding {
+	out := append([]TagBinding{}, own...)
+	for _, b := range project {
+		found := false
+		for _, o := range own {
+			if o.Key == b.Key {
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func matchBindings(have, want []TagBinding) bool {
+	for _, w := range want {
+		ok := false
+		for _, h := range have {
+			if h.Key == w.Key && (w.Value == "" || h.Value == w.Value) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Consumers returns the workspaces allowed to read w's state. With
+// project-remote-state, only those in w's project are listed.
+func (s *Service) Consumers(ctx context.Context, id string) ([]*Workspace, error) {
+	w, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT consumer_id FROM remote_state_consumers c JOIN workspaces w ON w.id = c.consumer_id WHERE c.workspace_id = ? ORDER BY w.name`, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for rows.Next() {
+		var cid string
+		if err := rows.Scan(&cid); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, cid)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := []*Workspace{}
+	for _, cid := range ids {
+		c, err := s.Get(ctx, cid)
+		if err != nil {
+			continue
+		}
+		if w.Settings.ProjectRemoteState && c.ProjectID != w.ProjectID {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ChangeConsumers adds (op "add"), removes ("remove") or replaces
+// ("replace") the consumers of w's state. Consumers must be workspaces of
+// the same organization.
+func (s *Service) ChangeConsumers(ctx context.Context, id, op string, consumerIDs []string) error {
+	if len(consumerIDs) == 0 && op != "replace" {
+		return core.Invalid("at least one workspace is required")
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := requireManage(ctx, w.Organization); err != nil {
+			return err
+		}
+		for _, cid := range consumerIDs {
+			if cid == w.ID && op != "remove" {
+				return core.Invalid("a workspace cannot be its own remote state consumer")
+			}
+			var org string
+			err := tx.QueryRow(ctx, `SELECT organization_name FROM workspaces WHERE id = ?`, cid).Scan(&org)
+			if store.IsNoRows(err) || (err == nil && org != w.Organization) {
+				return core.NotFound("workspace %q not found", cid)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if op == "replace" {
+			if _, err := tx.Exec(ctx, `DELETE FROM remote_state_consumers WHERE workspace_id = ?`, w.ID); err != nil {
+				return err
+			}
+		}
+		for _, cid := range consumerIDs {
+			if _, err := tx.Exec(ctx, `DELETE FROM remote_state_consumers WHERE workspace_id = ? AND consumer_id = ?`, w.ID, cid); err != nil {
+				return err
+			}
+			if op == "remove" {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO remote_state_consumers (workspace_id, consumer_id) VALUES (?, ?)`, w.ID, cid); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CanReadStateOf reports whether workspace reader may read the state of
+// workspace target: the same workspace, a target sharing globally or
+// with its project (when reader is in it), or reader listed as a consumer.
+// Both must be in the same organization. It does not check the caller.
+func (s *Service) CanReadStateOf(ctx context.Context, readerWorkspaceID, targetWorkspaceID string) (bool, error) {
+	if readerWorkspaceID == targetWorkspaceID {
+		return true, nil
+	}
+	reader, err := scan(s.db.QueryRow(ctx, `SELECT `+cols+` FROM workspaces WHERE id = ?`, readerWorkspaceID))
+	if store.IsNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	target, err := scan(s.db.QueryRow(ctx, `SELECT `+cols+` FROM workspaces WHERE id = ?`, targetWorkspaceID))
+	if store.IsNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if reader.Organization != target.Organization {
+		return false, nil
+	}
+	if target.Settings.GlobalRemoteState {
+		return true, nil
+	}
+	if target.Settings.ProjectRemoteState && reader.ProjectID == target.ProjectID {
+		return true, nil
+	}
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM remote_state_consumers WHERE workspace_id = ? AND consumer_id = ?`, targetWorkspaceID, readerWorkspaceID).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}

@@ -1,0 +1,126 @@
+// Package workspace keeps workspaces: the unit that owns state, runs,
+// variables and a lock. It also keeps workspace tags, tag bindings and
+// remote-state sharing.
+package workspace
+
+import (
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// Lock holder kinds, named as the JSON:API types of the locked-by relation.
+const (
+	LockUser = "users"
+	LockTeam = "teams"
+	LockRun  = "runs"
+)
+
+// Workspace is a workspace as stored.
+type Workspace struct {
+	ID           string
+	Organization string
+	ProjectID    string
+	Name         string
+	// Lock: LockKind is "" when unlocked.
+	LockKind   string
+	LockID     string
+	LockReason string
+	Settings   Settings
+	TagNames   []string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Locked reports whether the workspace is locked.
+func (w *Workspace) Locked() bool { return w.LockKind != "" }
+
+// Settings are a workspace's options, kept as one JSON document.
+type Settings struct {
+	Description                 string     `json:"description"`
+	ExecutionMode               string     `json:"execution-mode,omitempty"` // own value when overwritten
+	ExecutionModeOverwrite      bool       `json:"execution-mode-overwrite"`
+	AgentPoolID                 string     `json:"agent-pool-id,omitempty"`
+	AgentPoolOverwrite          bool       `json:"agent-pool-overwrite"`
+	AllowDestroyPlan            bool       `json:"allow-destroy-plan"`
+	AssessmentsEnabled          bool       `json:"assessments-enabled"`
+	AutoApply                   bool       `json:"auto-apply"`
+	AutoApplyRunTrigger         bool       `json:"auto-apply-run-trigger"`
+	AutoDestroyAt               *time.Time `json:"auto-destroy-at,omitempty"`
+	AutoDestroyActivityDuration string     `json:"auto-destroy-activity-duration,omitempty"`
+	InheritsProjectAutoDestroy  bool       `json:"inherits-project-auto-destroy"`
+	FileTriggersEnabled         bool       `json:"file-triggers-enabled"`
+	GlobalRemoteState           bool       `json:"global-remote-state"`
+	ProjectRemoteState          bool       `json:"project-remote-state"`
+	QueueAllRuns                bool       `json:"queue-all-runs"`
+	SpeculativeEnabled          bool       `json:"speculative-enabled"`
+	StructuredRunOutputEnabled  bool       `json:"structured-run-output-enabled"`
+	Source                      string     `json:"source"`
+	SourceName                  string     `json:"source-name,omitempty"`
+	SourceURL                   string     `json:"source-url,omitempty"`
+	TerraformVersion            string     `json:"terraform-version"`
+	TriggerPrefixes             []string   `json:"trigger-prefixes"`
+	TriggerPatterns             []string   `json:"trigger-patterns"`
+	WorkingDirectory            string     `json:"working-directory"`
+	MigrationEnvironment        string     `json:"migration-environment,omitempty"`
+}
+
+func defaultSettings() Settings {
+	return Settings{
+		AllowDestroyPlan:           true,
+		FileTriggersEnabled:        true,
+		SpeculativeEnabled:         true,
+		StructuredRunOutputEnabled: true,
+		InheritsProjectAutoDestroy: true,
+		Source:                     "tfe-api",
+		TerraformVersion:           "latest",
+		TriggerPrefixes:            []string{},
+		TriggerPatterns:            []string{},
+	}
+}
+
+// TagBinding is a key/value tag on a workspace or (inherited) its project.
+type TagBinding struct {
+	ID    string
+	Key   string
+	Value string
+}
+
+// Tag is an organization's flat tag.
+type Tag struct {
+	ID   string
+	Name string
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,90}$`)
+
+// ValidateName checks a workspace name: letters, digits, '-' and '_', at most 90.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return core.Invalid("name %q is invalid: use 1 to 90 letters, digits, '-' and '_'", name)
+	}
+	return nil
+}
+
+var tagRE = regexp.MustCompile(`^[a-z0-9][a-z0-9:_-]{0,254}$`)
+
+// NormalizeTag lowercases a tag name and checks it.
+func NormalizeTag(name string) (string, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if !tagRE.MatchString(n) {
+		return "", core.Invalid("tag %q is invalid: tags start with a letter or digit and hold letters, digits, ':', '-' and '_'", name)
+	}
+	return n, nil
+}
+
+var versionRE = regexp.MustCompile(`^(latest|v?[0-9]+(\.[0-9]+){0,2}(-[0-9A-Za-z.]+)?|[~><=!][=>]?\s*[0-9][0-9A-Za-z.,<>=~!\s-]*)$`)
+
+// ValidateTerraformVersion accepts "latest", a version or a version constraint.
+func ValidateTerraformVersion(v string) error {
+	if !versionRE.MatchString(v) {
+		return core.Invalid("terraform-version %q is not a valid version or constraint", v)
+	}
+	return nil
+}
