@@ -49,7 +49,7 @@ func (f *fakeProjects) Get(ctx context.Context, id string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	org, ok := f.m[id]
-	if !ok {
+	if !ok || auth.CheckOrganization(ctx, org) != nil {
 		return "", core.NotFound("project %q not found", id)
 	}
 	return org, nil

@@ -380,7 +380,10 @@ func (s *Service) EffectiveVariables(ctx context.Context, workspaceID, projectID
 	if s.projects == nil {
 		return nil, core.NotFound("project %q not found", projectID)
 	}
-	org, err := s.projects.Get(ctx, projectID)
+	// The runner may call without a principal, and the project lookup is
+	// access-checked: look the organization up as the system.
+	sys := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true, Username: "terrace-system"})
+	org, err := s.projects.Get(sys, projectID)
 	if err != nil {
 		return nil, err
 	}

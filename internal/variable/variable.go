@@ -89,9 +89,9 @@ type Workspaces interface {
 	Get(ctx context.Context, id string) (*Workspace, error)
 }
 
-// Projects looks up a project's organization. It is not access-checked
-// (the variable service checks the organization itself); a missing project
-// is core.NotFound.
+// Projects looks up a project's organization; a missing project (or one
+// the caller in ctx cannot see) is core.NotFound. The variable service
+// checks the organization itself as well.
 type Projects interface {
 	Get(ctx context.Context, id string) (org string, err error)
 }
