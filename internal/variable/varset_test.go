@@ -210,3 +210,38 @@ func TestVariableSetVariables(t *testing.T) {
 		}
 	})
 }
+
+// A deleted organization takes its variable sets and variables with it, so
+// a new organization of the same name starts empty.
+func TestOrganizationDeleteRemovesVariables(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ws := h.newWorkspace(h.orgName, "")
+		if _, err := h.Client.Variables.Create(h.ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("k"), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
+			t.Fatal(err)
+		}
+		vs, err := h.Client.VariableSets.Create(h.ctx, h.orgName, &tfe.VariableSetCreateOptions{Name: tfe.String("s"), Global: tfe.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Client.VariableSetVariables.Create(h.ctx, vs.ID, &tfe.VariableSetVariableCreateOptions{Key: tfe.String("k"), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.env.Client.Organizations.Delete(h.ctx, h.orgName); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.env.Client.Organizations.Create(h.ctx, tfe.OrganizationCreateOptions{Name: tfe.String(h.orgName), Email: tfe.String("a@example.com")}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := h.Client.VariableSets.List(h.ctx, h.orgName, nil)
+		if err != nil || l.TotalCount != 0 {
+			t.Fatalf("varsets after recreate: %+v %v", l, err)
+		}
+		if _, err := h.Client.VariableSets.Read(h.ctx, vs.ID, nil); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("old set: %v", err)
+		}
+		var n int
+		if err := h.env.Server.DB.QueryRow(h.ctx, `SELECT COUNT(*) FROM variables WHERE organization_name = ?`, h.orgName).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d variables left, %v", n, err)
+		}
+	})
+}
