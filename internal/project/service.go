@@ -49,6 +49,8 @@ type Service struct {
 	Orgs       OrgDefaults
 	Workspaces Workspaces
 	Pools      AgentPools
+	// OnDelete runs inside the transaction that deletes a project.
+	OnDelete []func(ctx context.Context, q store.Q, projectID string) error
 }
 
 // NewService returns a project service.
@@ -437,6 +439,11 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 			}
 			if n > 0 {
 				return core.Conflict("project %q still contains %d workspace(s): move or delete them first", p.Name, n)
+			}
+		}
+		for _, fn := range s.OnDelete {
+			if err := fn(ctx, tx, p.ID); err != nil {
+				return fmt.Errorf("deleting project %s: %w", p.ID, err)
 			}
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM projects WHERE id = ?`, p.ID)

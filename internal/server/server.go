@@ -27,6 +27,7 @@ import (
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/user"
+	"github.com/terracehq/terrace/internal/variable"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -62,6 +63,8 @@ type Server struct {
 	// Workspaces.Runs (run domain) once they exist.
 	Workspaces *workspace.Service
 	AgentPools *agent.Service
+	// Variables keeps workspace variables and variable sets.
+	Variables *variable.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -117,6 +120,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.AgentPools = agent.NewService(s.DB)
 	s.Workspaces.Pools = s.AgentPools
 	s.Projects.Pools = s.AgentPools
+	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
+	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -138,8 +144,9 @@ func (s *Server) routes() http.Handler {
 	teamAPI.Register(api)
 	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
-	(&workspace.API{Service: s.Workspaces}).Register(api)
+	(&workspace.API{Service: s.Workspaces, Vars: s.Variables}).Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
+	(&variable.API{Service: s.Variables}).Register(api)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -17,6 +18,10 @@ import (
 // API serves the workspace endpoints of the TFE API v2.
 type API struct {
 	Service *Service
+	// Vars lists a workspace's variable IDs for the vars relationship (nil: none).
+	Vars interface {
+		WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error)
+	}
 }
 
 // Register adds the routes to mux.
@@ -124,6 +129,7 @@ type jsonWorkspace struct {
 	Project              *jsonProjectRef         `jsonapi:"relation,project"`
 	LockedBy             *jsonLockedBy           `jsonapi:"polyrelation,locked-by"`
 	Outputs              []*jsonOutput           `jsonapi:"relation,outputs"`
+	Vars                 []*jsonVarRef           `jsonapi:"relation,vars"`
 	EffectiveTagBindings []*jsonEffectiveBinding `jsonapi:"relation,effective-tag-bindings,omitempty"`
 
 	links *jsonapi.Links
@@ -275,6 +281,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		Organization: &jsonOrgRef{Name: w.Organization},
 		Project:      &jsonProjectRef{ID: w.ProjectID},
 		Outputs:      []*jsonOutput{},
+		Vars:         []*jsonVarRef{},
 		links: &jsonapi.Links{
 			"self":      "/api/v2/organizations/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
 			"self-html": "/app/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
@@ -299,6 +306,13 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		j.LockedBy = &jsonLockedBy{Team: &jsonTeamRef{ID: w.LockID}}
 	case LockRun:
 		j.LockedBy = &jsonLockedBy{Run: &jsonRunRef{ID: w.LockID}}
+	}
+	if a.Vars != nil {
+		if ids, err := a.Vars.WorkspaceVariableIDs(ctx, w.ID); err == nil {
+			for _, id := range ids {
+				j.Vars = append(j.Vars, &jsonVarRef{ID: id})
+			}
+		}
 	}
 	var included []any
 	if st := a.Service.State; st != nil {
@@ -807,4 +821,8 @@ func (a *API) changeConsumers(op string) handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+type jsonVarRef struct {
+	ID string `jsonapi:"primary,vars"`
 }

@@ -80,6 +80,21 @@ type Service struct {
 	State StateInfo
 	Runs  CurrentRuns
 	Pools AgentPools
+	// OnDelete runs inside the transaction that deletes a workspace, so
+	// other domains drop what they keep for it (variables, state, …).
+	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
+}
+
+// remove deletes a workspace row and, in the same transaction, everything
+// other domains keep for it.
+func (s *Service) remove(ctx context.Context, tx *store.Tx, id string) error {
+	for _, fn := range s.OnDelete {
+		if err := fn(ctx, tx, id); err != nil {
+			return fmt.Errorf("deleting workspace %s: %w", id, err)
+		}
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, id)
+	return err
 }
 
 // checkPool refuses an agent pool outside the workspace's organization.
@@ -689,8 +704,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		if err := requireManage(ctx, w.Organization); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, w.ID)
-		return err
+		return s.remove(ctx, tx, w.ID)
 	})
 }
 
@@ -721,8 +735,7 @@ func (s *Service) SafeDelete(ctx context.Context, id string) error {
 		if w.Locked() {
 			return core.Conflict("Workspace is currently locked. Workspace must be unlocked before it can be safely deleted")
 		}
-		_, err = tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, w.ID)
-		return err
+		return s.remove(ctx, tx, w.ID)
 	})
 }
 

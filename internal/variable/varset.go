@@ -1,0 +1,453 @@
+package variable
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+const varsetCols = `id, organization_name, name, description, is_global, is_priority, parent_project_id, created_at, updated_at`
+
+func scanVarset(sc interface{ Scan(...any) error }) (*VariableSet, error) {
+	var vs VariableSet
+	var created, updated int64
+	if err := sc.Scan(&vs.ID, &vs.Organization, &vs.Name, &vs.Description, &vs.Global, &vs.Priority, &vs.ParentProjectID, &created, &updated); err != nil {
+		return nil, err
+	}
+	vs.CreatedAt, vs.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &vs, nil
+}
+
+func ids(ctx context.Context, q store.Q, query string, args ...any) ([]string, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// loadRelations fills the workspace, project and variable IDs of vs.
+func loadRelations(ctx context.Context, q store.Q, vs *VariableSet) error {
+	var err error
+	if vs.WorkspaceIDs, err = ids(ctx, q, `SELECT workspace_id FROM variable_set_workspaces WHERE varset_id = ? ORDER BY workspace_id`, vs.ID); err != nil {
+		return err
+	}
+	if vs.ProjectIDs, err = ids(ctx, q, `SELECT project_id FROM variable_set_projects WHERE varset_id = ? ORDER BY project_id`, vs.ID); err != nil {
+		return err
+	}
+	vs.VarIDs, err = ids(ctx, q, `SELECT id FROM variables WHERE varset_id = ? ORDER BY created_at, id`, vs.ID)
+	return err
+}
+
+func getVarset(ctx context.Context, q store.Q, id string, lock bool) (*VariableSet, error) {
+	if !core.HasPrefix(id, core.PrefixVariableSet) {
+		return nil, core.NotFound("variable set %q not found", id)
+	}
+	query := `SELECT ` + varsetCols + ` FROM variable_sets WHERE id = ?`
+	if lock {
+		query += store.ForUpdate(q)
+	}
+	vs, err := scanVarset(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("variable set %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// varset returns a variable set the caller may see, with its relations.
+func (s *Service) varset(ctx context.Context, id string) (*VariableSet, error) {
+	vs, err := getVarset(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := auth.CheckOrganization(ctx, vs.Organization); err != nil {
+		return nil, core.NotFound("variable set %q not found", id)
+	}
+	return vs, loadRelations(ctx, s.db, vs)
+}
+
+func (s *Service) queryVarsets(ctx context.Context, search, where string, args ...any) ([]*VariableSet, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+varsetCols+` FROM variable_sets WHERE `+where+` ORDER BY name, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []*VariableSet
+	for rows.Next() {
+		vs, err := scanVarset(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if search != "" && !strings.Contains(strings.ToLower(vs.Name), strings.ToLower(search)) {
+			continue
+		}
+		out = append(out, vs)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, vs := range out {
+		if err := loadRelations(ctx, s.db, vs); err != nil {
+			return nil, err
+		}
+	}
+	if out == nil {
+		out = []*VariableSet{}
+	}
+	return out, nil
+}
+
+// ListVarsets returns an organization's variable sets whose name contains
+// search (all when empty), ordered by name.
+func (s *Service) ListVarsets(ctx context.Context, org, search string) ([]*VariableSet, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	return s.queryVarsets(ctx, search, `organization_name = ?`, org)
+}
+
+// ListWorkspaceVarsets returns the variable sets that apply to a workspace:
+// global sets, sets applied to it and sets applied to its project.
+func (s *Service) ListWorkspaceVarsets(ctx context.Context, workspaceID, search string) ([]*VariableSet, error) {
+	ws, err := s.workspace(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return s.queryVarsets(ctx, search, `organization_name = ? AND (is_global = ?
+ OR id IN (SELECT varset_id FROM variable_set_workspaces WHERE workspace_id = ?)
+ OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, ws.Organization, true, ws.ID, ws.ProjectID)
+}
+
+// ListProjectVarsets returns the variable sets applied to or owned by a
+// project.
+func (s *Service) ListProjectVarsets(ctx context.Context, projectID, search string) ([]*VariableSet, error) {
+	org, err := s.projectOrg(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	return s.queryVarsets(ctx, search, `organization_name = ? AND (parent_project_id = ?
+ OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, org, projectID, projectID)
+}
+
+// CreateVarsetOptions are a new variable set's attributes and relations.
+type CreateVarsetOptions struct {
+	VarsetOptions
+	// ParentProjectID makes a project-owned set.
+	ParentProjectID string
+	// WorkspaceIDs and ProjectIDs apply the new set at once.
+	WorkspaceIDs []string
+	ProjectIDs   []string
+}
+
+// CreateVarset makes a variable set in an organization.
+func (s *Service) CreateVarset(ctx context.Context, org string, opts CreateVarsetOptions) (*VariableSet, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	if err := canManageVarsets(ctx, org); err != nil {
+		return nil, err
+	}
+	now := core.Now()
+	vs := &VariableSet{ID: core.NewID(core.PrefixVariableSet), Organization: org, CreatedAt: now, UpdatedAt: now}
+	if err := opts.apply(vs, true); err != nil {
+		return nil, err
+	}
+	if opts.ParentProjectID != "" {
+		porg, err := s.projectOrg(ctx, opts.ParentProjectID)
+		if err != nil {
+			return nil, err
+		}
+		if porg != org {
+			return nil, core.NotFound("project %q not found", opts.ParentProjectID)
+		}
+		vs.ParentProjectID = opts.ParentProjectID
+	}
+	if err := s.checkWorkspaces(ctx, org, opts.WorkspaceIDs); err != nil {
+		return nil, err
+	}
+	if err := s.checkProjects(ctx, org, opts.ProjectIDs); err != nil {
+		return nil, err
+	}
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO variable_sets (id, organization_name, name, description, is_global, is_priority, parent_project_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			vs.ID, vs.Organization, vs.Name, vs.Description, vs.Global, vs.Priority, vs.ParentProjectID, core.Micros(now), core.Micros(now))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", vs.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if err := addLinks(ctx, tx, "variable_set_workspaces", "workspace_id", vs.ID, opts.WorkspaceIDs); err != nil {
+			return err
+		}
+		if err := addLinks(ctx, tx, "variable_set_projects", "project_id", vs.ID, opts.ProjectIDs); err != nil {
+			return err
+		}
+		return loadRelations(ctx, tx, vs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// GetVarset returns a variable set the caller may see.
+func (s *Service) GetVarset(ctx context.Context, id string) (*VariableSet, error) {
+	return s.varset(ctx, id)
+}
+
+// UpdateVarset changes a variable set's attributes; a non-nil workspaceIDs
+// replaces the set of workspaces it is applied to.
+func (s *Service) UpdateVarset(ctx context.Context, id string, opts VarsetOptions, workspaceIDs []string) (*VariableSet, error) {
+	vs, err := s.varset(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := canManageVarsets(ctx, vs.Organization); err != nil {
+		return nil, err
+	}
+	if err := s.checkWorkspaces(ctx, vs.Organization, workspaceIDs); err != nil {
+		return nil, err
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if vs, err = getVarset(ctx, tx, id, true); err != nil {
+			return err
+		}
+		if err := opts.apply(vs, false); err != nil {
+			return err
+		}
+		vs.UpdatedAt = core.Now()
+		_, err = tx.Exec(ctx, `UPDATE variable_sets SET name = ?, description = ?, is_global = ?, is_priority = ?, updated_at = ? WHERE id = ?`,
+			vs.Name, vs.Description, vs.Global, vs.Priority, core.Micros(vs.UpdatedAt), vs.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("name %q has already been taken", vs.Name)
+		}
+		if err != nil {
+			return err
+		}
+		if workspaceIDs != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM variable_set_workspaces WHERE varset_id = ?`, vs.ID); err != nil {
+				return err
+			}
+			if err := addLinks(ctx, tx, "variable_set_workspaces", "workspace_id", vs.ID, workspaceIDs); err != nil {
+				return err
+			}
+		}
+		return loadRelations(ctx, tx, vs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+// DeleteVarset removes a variable set and its variables.
+func (s *Service) DeleteVarset(ctx context.Context, id string) error {
+	vs, err := s.varset(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := canManageVarsets(ctx, vs.Organization); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		// Delete explicitly rather than rely on SQLite enforcing cascades.
+		for _, q := range []string{
+			`DELETE FROM variables WHERE varset_id = ?`,
+			`DELETE FROM variable_set_workspaces WHERE varset_id = ?`,
+			`DELETE FROM variable_set_projects WHERE varset_id = ?`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return fmt.Errorf("deleting variable set %s: %w", id, err)
+			}
+		}
+		res, err := tx.Exec(ctx, `DELETE FROM variable_sets WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("deleting variable set %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return core.NotFound("variable set %q not found", id)
+		}
+		return nil
+	})
+}
+
+// checkWorkspaces makes sure every workspace exists, is visible and belongs
+// to org (anything else is a 404, as if it did not exist).
+func (s *Service) checkWorkspaces(ctx context.Context, org string, wsIDs []string) error {
+	for _, id := range wsIDs {
+		ws, err := s.workspace(ctx, id)
+		if err != nil {
+			return err
+		}
+		if ws.Organization != org {
+			return core.NotFound("workspace %q not found", id)
+		}
+	}
+	return nil
+}
+
+func (s *Service) checkProjects(ctx context.Context, org string, prjIDs []string) error {
+	for _, id := range prjIDs {
+		porg, err := s.projectOrg(ctx, id)
+		if err != nil {
+			return err
+		}
+		if porg != org {
+			return core.NotFound("project %q not found", id)
+		}
+	}
+	return nil
+}
+
+func addLinks(ctx context.Context, q store.Q, table, col, varsetID string, targets []string) error {
+	for _, t := range targets {
+		if _, err := q.Exec(ctx, `INSERT INTO `+table+` (varset_id, `+col+`) VALUES (?, ?) ON CONFLICT DO NOTHING`, varsetID, t); err != nil {
+			return fmt.Errorf("applying variable set %s: %w", varsetID, err)
+		}
+	}
+	return nil
+}
+
+func removeLinks(ctx context.Context, q store.Q, table, col, varsetID string, targets []string) error {
+	for _, t := range targets {
+		if _, err := q.Exec(ctx, `DELETE FROM `+table+` WHERE varset_id = ? AND `+col+` = ?`, varsetID, t); err != nil {
+			return fmt.Errorf("removing variable set %s: %w", varsetID, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) changeLinks(ctx context.Context, id string, add bool, workspaces, projects []string) error {
+	vs, err := s.varset(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := canManageVarsets(ctx, vs.Organization); err != nil {
+		return err
+	}
+	if err := s.checkWorkspaces(ctx, vs.Organization, workspaces); err != nil {
+		return err
+	}
+	if err := s.checkProjects(ctx, vs.Organization, projects); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := getVarset(ctx, tx, id, true); err != nil {
+			return err
+		}
+		change := removeLinks
+		if add {
+			change = addLinks
+		}
+		if err := change(ctx, tx, "variable_set_workspaces", "workspace_id", id, workspaces); err != nil {
+			return err
+		}
+		if err := change(ctx, tx, "variable_set_projects", "project_id", id, projects); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE variable_sets SET updated_at = ? WHERE id = ?`, core.Micros(core.Now()), id)
+		return err
+	})
+}
+
+// ApplyToWorkspaces applies a variable set to more workspaces.
+func (s *Service) ApplyToWorkspaces(ctx context.Context, id string, workspaceIDs []string) error {
+	return s.changeLinks(ctx, id, true, workspaceIDs, nil)
+}
+
+// RemoveFromWorkspaces stops applying a variable set to workspaces.
+func (s *Service) RemoveFromWorkspaces(ctx context.Context, id string, workspaceIDs []string) error {
+	return s.changeLinks(ctx, id, false, workspaceIDs, nil)
+}
+
+// ApplyToProjects applies a variable set to more projects.
+func (s *Service) ApplyToProjects(ctx context.Context, id string, projectIDs []string) error {
+	return s.changeLinks(ctx, id, true, nil, projectIDs)
+}
+
+// RemoveFromProjects stops applying a variable set to projects.
+func (s *Service) RemoveFromProjects(ctx context.Context, id string, projectIDs []string) error {
+	return s.changeLinks(ctx, id, false, nil, projectIDs)
+}
+
+// --- variable set variables ---
+
+func (s *Service) varsetOwner(ctx context.Context, id string, write bool) (owner, error) {
+	vs, err := getVarset(ctx, s.db, id, false)
+	if err != nil {
+		return owner{}, err
+	}
+	if err := auth.CheckOrganization(ctx, vs.Organization); err != nil {
+		return owner{}, core.NotFound("variable set %q not found", id)
+	}
+	if write {
+		if err := canManageVarsets(ctx, vs.Organization); err != nil {
+			return owner{}, err
+		}
+	}
+	return owner{org: vs.Organization, varsetID: vs.ID}, nil
+}
+
+// ListVarsetVariables returns a variable set's variables (callers redact).
+func (s *Service) ListVarsetVariables(ctx context.Context, varsetID string) ([]*Variable, error) {
+	o, err := s.varsetOwner(ctx, varsetID, false)
+	if err != nil {
+		return nil, err
+	}
+	return s.listVars(ctx, o)
+}
+
+// CreateVarsetVariable adds a variable to a variable set.
+func (s *Service) CreateVarsetVariable(ctx context.Context, varsetID string, opts VarOptions) (*Variable, error) {
+	o, err := s.varsetOwner(ctx, varsetID, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.createVar(ctx, o, opts)
+}
+
+// GetVarsetVariable returns one variable of a variable set.
+func (s *Service) GetVarsetVariable(ctx context.Context, varsetID, id string) (*Variable, error) {
+	o, err := s.varsetOwner(ctx, varsetID, false)
+	if err != nil {
+		return nil, err
+	}
+	return getVar(ctx, s.db, o, id, false)
+}
+
+// UpdateVarsetVariable changes a variable of a variable set.
+func (s *Service) UpdateVarsetVariable(ctx context.Context, varsetID, id string, opts VarOptions) (*Variable, error) {
+	o, err := s.varsetOwner(ctx, varsetID, true)
+	if err != nil {
+		return nil, err
+	}
+	return s.updateVar(ctx, o, id, opts)
+}
+
+// DeleteVarsetVariable removes a variable from a variable set.
+func (s *Service) DeleteVarsetVariable(ctx context.Context, varsetID, id string) error {
+	o, err := s.varsetOwner(ctx, varsetID, true)
+	if err != nil {
+		return err
+	}
+	return s.deleteVar(ctx, o, id)
+}
