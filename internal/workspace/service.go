@@ -83,6 +83,9 @@ type Service struct {
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
+	// OnUnlock runs after a user or team releases a workspace's lock, so
+	// that runs waiting for it start.
+	OnUnlock []func(ctx context.Context, workspaceID string)
 }
 
 // remove deletes a workspace row and, in the same transaction, everything
@@ -826,7 +829,41 @@ func (s *Service) Unlock(ctx context.Context, id string, force bool) (*Workspace
 	if err != nil {
 		return nil, err
 	}
+	for _, fn := range s.OnUnlock {
+		fn(ctx, id)
+	}
 	return s.Get(ctx, id)
+}
+
+// LockForRun makes runID the holder of the workspace's lock inside q's
+// transaction. It reports false when someone else holds the lock; taking a
+// lock the run already holds succeeds. The conditional update makes
+// concurrent callers safe on both stores.
+func (s *Service) LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error) {
+	res, err := q.Exec(ctx, `UPDATE workspaces SET locked_by_kind = ?, locked_by_id = ?, lock_reason = ?
+		WHERE id = ? AND (locked_by_kind = '' OR (locked_by_kind = ? AND locked_by_id = ?))`,
+		LockRun, runID, "Locked by run "+runID, workspaceID, LockRun, runID)
+	if err != nil {
+		return false, fmt.Errorf("locking workspace %s for run %s: %w", workspaceID, runID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// UnlockForRun releases the lock if runID holds it (no-op otherwise).
+func (s *Service) UnlockForRun(ctx context.Context, q store.Q, workspaceID, runID string) error {
+	_, err := q.Exec(ctx, `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = ''
+		WHERE id = ? AND locked_by_kind = ? AND locked_by_id = ?`, workspaceID, LockRun, runID)
+	if err != nil {
+		return fmt.Errorf("unlocking workspace %s for run %s: %w", workspaceID, runID, err)
+	}
+	return nil
+}
+
+// System returns a workspace without checking the caller's access, for
+// background work (schedulers, runners) that acts for the system.
+func (s *Service) System(ctx context.Context, id string) (*Workspace, error) {
+	return s.load(ctx, s.db, id, false)
 }
 
 // LockHolder returns who holds the workspace's lock: kind is "" when the
