@@ -288,7 +288,7 @@ func printPlan(p *Plan, selected []Entry, stores []string) {
 	for _, e := range selected {
 		note := strings.Join(e.Env, " ")
 		if e.Excluded {
-			note = "(excluded: does not count)"
+			note = "(excluded, does not count: " + e.Reason + ")"
 		}
 		fmt.Printf("  %s %s\n", e.Name, note)
 	}

@@ -16,8 +16,10 @@ type Entry struct {
 	Name string
 	Env  []string
 	Line int
-	// Excluded marks a test of excluded.txt run on request (-excluded).
+	// Excluded marks a test of excluded.txt run on request (-excluded),
+	// and Reason is why it is excluded.
 	Excluded bool
+	Reason   string
 }
 
 // Exclusion is a test of a covered group that is not run, and why.
@@ -198,7 +200,7 @@ func (p *Plan) Select(re *regexp.Regexp, withExcluded bool) []Entry {
 	if withExcluded {
 		for _, x := range p.Excluded {
 			if re == nil || re.MatchString(x.Name) {
-				out = append(out, Entry{Name: x.Name, Line: x.Line, Excluded: true})
+				out = append(out, Entry{Name: x.Name, Line: x.Line, Excluded: true, Reason: x.Reason})
 			}
 		}
 	}

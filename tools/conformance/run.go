@@ -126,7 +126,7 @@ func tail(s string, n int) string {
 
 // saveOutput writes a test's whole output under dir, for reading later.
 func saveOutput(dir string, r Result) string {
-	path := filepath.Join(dir, r.Store, r.Name+".log")
+	path := filepath.Join(dir, r.Store, "tests", r.Name+".log")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return ""
 	}

@@ -41,9 +41,10 @@ func buildTerrace(ctx context.Context, repo, dir string) (string, error) {
 }
 
 // startTerrace starts the server on a free loopback port with a fresh data
-// dir and waits until /healthz answers over HTTPS. database is "" for the
-// embedded SQLite store.
-func startTerrace(ctx context.Context, bin, dataDir, database string) (*Terrace, error) {
+// dir (dir/data, its log in dir/server.log) and waits until /healthz
+// answers over HTTPS. database is "" for the embedded SQLite store.
+func startTerrace(ctx context.Context, bin, dir, database string) (*Terrace, error) {
+	dataDir := filepath.Join(dir, "data")
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the server binds it
 		if err := os.RemoveAll(dataDir); err != nil {
@@ -72,7 +73,7 @@ func startOnce(ctx context.Context, bin, dataDir, database string, port int) (*T
 	t := &Terrace{
 		URL:     fmt.Sprintf("https://localhost:%d", port),
 		CAFile:  filepath.Join(dataDir, "tls", "ca.pem"),
-		LogFile: dataDir + ".log",
+		LogFile: filepath.Join(filepath.Dir(dataDir), "server.log"),
 		done:    make(chan error, 1),
 	}
 	log, err := os.Create(t.LogFile)
