@@ -70,6 +70,9 @@ func obtainGoTFE(ctx context.Context, repo, cacheDir string, logf func(string, .
 	if err := os.WriteFile(filepath.Join(tmp, "stamp"), []byte(stamp), 0o644); err != nil {
 		return nil, err
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, "stamp")); err == nil && string(b) == stamp {
+		return g, nil // another run finished the same build first; keep its copy, which may be in use
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}

@@ -36,6 +36,14 @@ type Plan struct {
 	Excluded []Exclusion
 }
 
+// reasonKinds are how every reason in excluded.txt starts.
+var reasonKinds = []string{
+	"needs VCS/OAuth",
+	"needs a run executor (_RunDependent)",
+	"needs paid admin endpoint",
+	"not implemented yet: ",
+}
+
 var (
 	testNameRE = regexp.MustCompile(`^Test[A-Za-z0-9_]*$`)
 	envWordRE  = regexp.MustCompile(`^[A-Z][A-Z0-9_]*=\S*$`)
@@ -114,6 +122,10 @@ func LoadPlan(dir string) (*Plan, error) {
 		}
 		if x.Reason == "" {
 			errs = append(errs, fmt.Sprintf("excluded.txt:%d: %s has no reason", x.Line, x.Name))
+			continue
+		}
+		if !slices.ContainsFunc(reasonKinds, func(k string) bool { return strings.HasPrefix(x.Reason, k) }) {
+			errs = append(errs, fmt.Sprintf("excluded.txt:%d: the reason for %s must start with one of %q", x.Line, x.Name, reasonKinds))
 			continue
 		}
 		p.Excluded = append(p.Excluded, x)

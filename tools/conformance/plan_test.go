@@ -46,6 +46,7 @@ func TestLoadPlan(t *testing.T) {
 func TestLoadPlanRefusesMalformedLines(t *testing.T) {
 	for name, c := range map[string]struct{ groups, allow, excluded, want string }{
 		"no reason":      {"TestX\n", "", "TestXOne\n", "has no reason"},
+		"unknown reason": {"TestX\n", "", "TestXOne  flaky\n", "must start with one of"},
 		"bad env word":   {"TestX\n", "TestXOne lowercase=1\n", "", "KEY=VALUE"},
 		"not a test":     {"TestX\n", "Example\n", "", "not a top-level test name"},
 		"bad group line": {"TestX TestY\n", "", "", "one test-name prefix"},
