@@ -3,7 +3,9 @@ GO        ?= go
 FUZZTIME  ?= 20s
 BIN       := bin/terrace
 
-.PHONY: help build run test test-short vet fuzz conformance bench
+CONFORMANCE_FLAGS ?=
+
+.PHONY: help build run test test-short vet fuzz conformance bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,10 +24,16 @@ test-short: ## the fast inner loop (skips the slow end-to-end tests)
 
 vet: ## go vet and a gofmt check
 	$(GO) vet ./...
-	@test -z "$$(gofmt -l cmd internal)" || { echo "gofmt would change:"; gofmt -l cmd internal; exit 1; }
+	@test -z "$$(gofmt -l cmd internal tools)" || { echo "gofmt would change:"; gofmt -l cmd internal tools; exit 1; }
 
 fuzz: ## fuzz the request decoders for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBytes$$' -fuzztime $(FUZZTIME) ./internal/tfeapi
 
+conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server; flags in CONFORMANCE_FLAGS
+	$(GO) run ./tools/conformance $(CONFORMANCE_FLAGS)
+
 bench: ## benchmarks (figures printed; compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+clean: ## remove bin/ and .cache/ (the go-tfe test binary is rebuilt on the next `make conformance`)
+	rm -rf bin .cache

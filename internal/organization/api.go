@@ -36,6 +36,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v2/organizations/{org}", a.delete)
 	mux.HandleFunc("GET /api/v2/organizations/{org}/entitlement-set", a.entitlements)
 	mux.HandleFunc("GET /api/v2/organizations/{org}/capacity", a.capacity)
+	a.registerAdmin(mux)
 }
 
 // jsonOrganization is the wire form (go-tfe's Organization).
