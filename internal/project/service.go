@@ -144,7 +144,7 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Pr
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM projects WHERE organization_name = ? ORDER BY name, id`, org)
+	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM projects WHERE organization_name = ? ORDER BY created_at DESC, id DESC`, org)
 	if err != nil {
 		return nil, err
 	}
