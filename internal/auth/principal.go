@@ -35,6 +35,9 @@ type Principal struct {
 	// Owns those where the user is in the owners team.
 	Orgs []string
 	Owns []string
+	// UserTokensBlocked are organizations (among Orgs) that refuse user
+	// tokens (user-tokens-enabled=false).
+	UserTokensBlocked []string
 
 	// Team tokens; OwnersTeam when the team is its organization's owners
 	// team, whose token has owner rights as in HCP Terraform.
@@ -105,7 +108,11 @@ func FromContext(ctx context.Context) *Principal {
 // Organization returns core.ErrNotFound unless the caller in ctx may access
 // the organization: the check every service makes before touching one.
 func CheckOrganization(ctx context.Context, org string) error {
-	if !FromContext(ctx).CanAccessOrganization(org) {
+	p := FromContext(ctx)
+	if p != nil && p.Kind == KindUser && slices.Contains(p.UserTokensBlocked, org) {
+		return core.Unauthorized("organization %q does not accept user tokens: use a team or organization token", org)
+	}
+	if !p.CanAccessOrganization(org) {
 		return core.NotFound("organization %q not found", org)
 	}
 	return nil

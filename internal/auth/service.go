@@ -30,6 +30,9 @@ type Memberships interface {
 // organization by ID so that a rename keeps them valid).
 type Organizations interface {
 	NameByID(ctx context.Context, id string) (string, error)
+	// UserTokensDisabled returns those of the named organizations that
+	// refuse user tokens.
+	UserTokensDisabled(ctx context.Context, names []string) ([]string, error)
 }
 
 // RunResolver resolves the workspace and organization of a run for run tokens.
@@ -250,6 +253,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 		p.Orgs, p.Owns, err = s.memberships.UserOrganizations(ctx, u.ID)
 		if err != nil {
 			return nil, err
+		}
+		if len(p.Orgs) > 0 {
+			if p.UserTokensBlocked, err = s.orgs.UserTokensDisabled(ctx, p.Orgs); err != nil {
+				return nil, err
+			}
 		}
 	case KindTeam:
 		p.TeamID = subject

@@ -64,6 +64,11 @@ type jsonOrganization struct {
 	AggregatedCommitStatus     bool             `jsonapi:"attr,aggregated-commit-status-enabled"`
 	AllowForceDeleteWorkspaces bool             `jsonapi:"attr,allow-force-delete-workspaces"`
 	DefaultProject             *jsonProjectRef  `jsonapi:"relation,default-project"`
+	DefaultAgentPool           *jsonPoolRef     `jsonapi:"relation,default-agent-pool"`
+}
+
+type jsonPoolRef struct {
+	ID string `jsonapi:"primary,agent-pools"`
 }
 
 type jsonProjectRef struct {
@@ -112,6 +117,9 @@ func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
 			CanTraverse: true, CanUpdate: owner, CanUpdateAPIToken: owner, CanManageRunTasks: owner,
 			CanDeployNoCodeModules: true, CanManageNoCodeModules: owner, CanEnableStacks: owner,
 		},
+	}
+	if o.Settings.DefaultAgentPoolID != "" {
+		j.DefaultAgentPool = &jsonPoolRef{ID: o.Settings.DefaultAgentPoolID}
 	}
 	if id, err := a.Projects.DefaultID(r.Context(), o.Name); err == nil {
 		j.DefaultProject = &jsonProjectRef{ID: id}
@@ -197,6 +205,14 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	if err := doc.Attrs(&opts); err != nil {
 		tfeapi.Error(w, r, err)
 		return
+	}
+	if _, ok := doc.Relationships["default-agent-pool"]; ok {
+		id, err := doc.RelID("default-agent-pool")
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		opts.DefaultAgentPoolID = &id
 	}
 	org, err := a.Service.Update(r.Context(), r.PathValue("org"), opts)
 	if err != nil {

@@ -62,3 +62,5 @@ func ValidateName(name string) error {
 
 // ValidExecutionMode reports whether m is an execution mode.
 func ValidExecutionMode(m string) bool { return m == "remote" || m == "local" || m == "agent" }
+
+func (s Settings) userTokens() bool { return s.UserTokensEnabled == nil || *s.UserTokensEnabled }

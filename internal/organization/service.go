@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -20,6 +21,36 @@ type CreateHook func(ctx context.Context, q store.Q, org *Organization, creator 
 type Service struct {
 	db    *store.DB
 	hooks []CreateHook
+	// Pools tells the organization of an agent pool (nil: no agent pools).
+	Pools interface {
+		PoolOrganization(ctx context.Context, id string) (string, error)
+	}
+}
+
+// applyPool validates and applies the default agent pool after the other
+// settings: a pool belongs to the organization and goes with agent
+// execution only; leaving agent mode drops it.
+func (s *Service) applyPool(ctx context.Context, org *Organization, o UpdateOptions) error {
+	st := &org.Settings
+	if o.DefaultAgentPoolID != nil {
+		id := *o.DefaultAgentPoolID
+		if id != "" {
+			if s.Pools == nil {
+				return core.Invalid("agent pool %q not found", id)
+			}
+			if po, err := s.Pools.PoolOrganization(ctx, id); err != nil || po != org.Name {
+				return core.Invalid("agent pool %q not found in organization %q", id, org.Name)
+			}
+			if st.DefaultExecutionMode != "agent" {
+				return core.Invalid("default agent pool must not be specified unless using 'agent' execution mode")
+			}
+		}
+		st.DefaultAgentPoolID = id
+	}
+	if st.DefaultExecutionMode != "agent" {
+		st.DefaultAgentPoolID = ""
+	}
+	return nil
 }
 
 // NewService returns an organization service; hooks run on every create.
@@ -52,6 +83,9 @@ type UpdateOptions struct {
 	SpeculativePlanManagement  *bool   `json:"speculative-plan-management-enabled"`
 	OwnersTeamSAMLRoleID       *string `json:"owners-team-saml-role-id"`
 	UserTokensEnabled          *bool   `json:"user-tokens-enabled"`
+	// DefaultAgentPoolID comes from the default-agent-pool relationship
+	// ("" clears it).
+	DefaultAgentPoolID *string `json:"-"`
 }
 
 func (o UpdateOptions) apply(org *Organization) error {
@@ -130,10 +164,13 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (*Organization
 	if err := opts.Update.apply(org); err != nil {
 		return nil, err
 	}
+	if opts.Update.DefaultAgentPoolID != nil && *opts.Update.DefaultAgentPoolID != "" {
+		return nil, core.Invalid("a new organization has no agent pools yet: set the default agent pool with an update")
+	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		settings, _ := json.Marshal(org.Settings)
-		_, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, email, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			org.ID, org.Name, org.Email, string(settings), core.Micros(now), core.Micros(now))
+		_, err := tx.Exec(ctx, `INSERT INTO organizations (id, name, email, attrs, user_tokens_enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			org.ID, org.Name, org.Email, string(settings), org.Settings.userTokens(), core.Micros(now), core.Micros(now))
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", org.Name)
 		}
@@ -244,10 +281,13 @@ func (s *Service) Update(ctx context.Context, name string, opts UpdateOptions) (
 		if err := opts.apply(org); err != nil {
 			return err
 		}
+		if err := s.applyPool(ctx, org, opts); err != nil {
+			return err
+		}
 		org.UpdatedAt = core.Now()
 		settings, _ := json.Marshal(org.Settings)
-		_, err = tx.Exec(ctx, `UPDATE organizations SET name = ?, email = ?, attrs = ?, updated_at = ? WHERE id = ?`,
-			org.Name, org.Email, string(settings), core.Micros(org.UpdatedAt), org.ID)
+		_, err = tx.Exec(ctx, `UPDATE organizations SET name = ?, email = ?, attrs = ?, user_tokens_enabled = ?, updated_at = ? WHERE id = ?`,
+			org.Name, org.Email, string(settings), org.Settings.userTokens(), core.Micros(org.UpdatedAt), org.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", org.Name)
 		}
@@ -279,4 +319,25 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+// UserTokensDisabled returns those of the named organizations whose
+// user-tokens-enabled setting is false.
+func (s *Service) UserTokensDisabled(ctx context.Context, names []string) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT name FROM organizations WHERE user_tokens_enabled = ?`, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		if slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	return out, rows.Err()
 }

@@ -118,6 +118,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Projects.Orgs = orgDefaults{s.Orgs}
 	s.Projects.Workspaces = s.Workspaces
 	s.AgentPools = agent.NewService(s.DB)
+	s.Orgs.Pools = s.AgentPools
 	s.Workspaces.Pools = s.AgentPools
 	s.Projects.Pools = s.AgentPools
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
