@@ -397,4 +397,3 @@ func (a *API) uploadJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 }
-

@@ -3,8 +3,8 @@ package state
 import (
 	"context"
 	"crypto/md5"
-	"encoding/hex"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
