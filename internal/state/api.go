@@ -33,6 +33,7 @@ func (a *API) Register(api, capability *http.ServeMux) {
 	api.HandleFunc("GET /api/v2/state-versions/{id}/outputs", a.outputs)
 	api.HandleFunc("GET /api/v2/state-versions/{id}/download", a.download)
 	api.HandleFunc("GET /api/v2/state-version-outputs/{id}", a.output)
+	api.HandleFunc("GET /api/v2/workspaces/{id}/resources", a.resources)
 
 	capability.HandleFunc("PUT /state-versions/{id}/content", a.upload)
 	capability.HandleFunc("PUT /state-versions/{id}/json-content", a.uploadJSON)
@@ -396,4 +397,46 @@ func (a *API) uploadJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+type jsonResourceInstance struct {
+	ID                       string  `jsonapi:"primary,resources"`
+	Address                  string  `jsonapi:"attr,address"`
+	Name                     string  `jsonapi:"attr,name"`
+	CreatedAt                string  `jsonapi:"attr,created-at"`
+	UpdatedAt                string  `jsonapi:"attr,updated-at"`
+	Module                   string  `jsonapi:"attr,module"`
+	Provider                 string  `jsonapi:"attr,provider"`
+	ProviderType             string  `jsonapi:"attr,provider-type"`
+	ModifiedByStateVersionID string  `jsonapi:"attr,modified-by-state-version-id"`
+	NameIndex                *string `jsonapi:"attr,name-index"`
+}
+
+// resources lists the managed resource instances of the current state
+// (GET workspaces/:id/resources). Created and updated times are those of
+// the current version: Terrace does not diff state history.
+func (a *API) resources(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	rs, v, err := a.Service.CurrentResources(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(rs, page)
+	out := make([]*jsonResourceInstance, len(items))
+	for i, res := range items {
+		at := v.CreatedAt.UTC().Format(time.RFC3339)
+		j := &jsonResourceInstance{ID: res.ID, Address: res.Address, Name: res.Name, CreatedAt: at, UpdatedAt: at,
+			Module: res.Module, Provider: res.Provider, ProviderType: res.Type, ModifiedByStateVersionID: v.ID}
+		if res.HasIndex {
+			idx := res.NameIndex
+			j.NameIndex = &idx
+		}
+		out[i] = j
+	}
+	tfeapi.RespondList(w, r, out, pg)
 }

@@ -147,6 +147,14 @@ func TestUploadReadDownloadOutputs(t *testing.T) {
 			t.Fatalf("list without an organization filter: %d, want 400", status)
 		}
 
+		rs, err := e.Client.WorkspaceResources.List(ctx, ws, nil)
+		if err != nil || rs.TotalCount != 4 {
+			t.Fatalf("workspace resources: %v %+v", err, rs)
+		}
+		if r := rs.Items[0]; r.Address != "aws_instance.web[0]" || r.Module != "root" || r.Provider != "hashicorp/aws" || r.NameIndex == nil || *r.NameIndex != "0" || r.ModifiedByStateVersionID != sv.ID {
+			t.Fatalf("first resource: %+v", r)
+		}
+
 		// Exports for other domains.
 		if n, err := e.Server.States.ResourceCount(ctx, ws); err != nil || n != 4 {
 			t.Fatalf("ResourceCount = %d, %v; want 4 managed instances", n, err)

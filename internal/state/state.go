@@ -333,3 +333,77 @@ func typeOf(x any) any {
 	}
 	return "dynamic"
 }
+
+// Resource is one managed resource instance of a workspace's current state
+// (the workspace resources API).
+type Resource struct {
+	ID string
+	// Address is HCP Terraform's form: module names without "module."
+	// prefixes, then type.name and the instance key, e.g. "net.aws_vpc.main[0]".
+	Address  string
+	Name     string
+	Module   string // "root" for the root module
+	Provider string // e.g. "hashicorp/aws"
+	Type     string
+	// NameIndex is the instance key ("" when the resource has none).
+	NameIndex string
+	HasIndex  bool
+}
+
+type rawInstances struct {
+	Resources []struct {
+		Module    string `json:"module"`
+		Mode      string `json:"mode"`
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		Provider  string `json:"provider"`
+		Instances []struct {
+			IndexKey json.RawMessage `json:"index_key"`
+		} `json:"instances"`
+	} `json:"resources"`
+}
+
+// parseResources lists the managed resource instances of a state file.
+func parseResources(workspaceID string, data []byte) ([]*Resource, error) {
+	var raw rawInstances
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("parsing stored state: %w", err)
+	}
+	var out []*Resource
+	for _, r := range raw.Resources {
+		if r.Mode != "managed" {
+			continue
+		}
+		module := strings.ReplaceAll(strings.TrimPrefix(r.Module, "module."), ".module.", ".")
+		prefix := ""
+		if module == "" {
+			module = "root"
+		} else {
+			prefix = module + "."
+		}
+		provider := r.Provider
+		if i := strings.Index(provider, `["`); i >= 0 {
+			provider = strings.TrimSuffix(provider[i+2:], `"]`)
+		}
+		provider = strings.TrimPrefix(provider, "registry.terraform.io/")
+		for _, in := range r.Instances {
+			res := &Resource{Name: r.Name, Module: module, Provider: provider, Type: r.Type}
+			res.Address = prefix + r.Type + "." + r.Name
+			if len(in.IndexKey) > 0 && string(in.IndexKey) != "null" {
+				res.HasIndex = true
+				var s string
+				if json.Unmarshal(in.IndexKey, &s) == nil {
+					res.NameIndex = s
+					res.Address += "[" + string(in.IndexKey) + "]"
+				} else {
+					res.NameIndex = string(in.IndexKey)
+					res.Address += "[" + res.NameIndex + "]"
+				}
+			}
+			sum := md5.Sum([]byte(workspaceID + "\x00" + res.Address))
+			res.ID = "wsr-" + hex.EncodeToString(sum[:8])
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
