@@ -91,7 +91,9 @@ type jsonOutput struct {
 	DetailedType any    `jsonapi:"attr,detailed-type"`
 }
 
-func (a *API) toJSON(v *Version, outputs []*Output) *jsonStateVersion {
+// toJSON renders a version. Upload URLs are write capabilities: they are
+// shown only when upload is true (to the creator and the lock holder).
+func (a *API) toJSON(v *Version, outputs []*Output, upload bool) *jsonStateVersion {
 	sg := a.Service.signer
 	j := &jsonStateVersion{
 		ID: v.ID, CreatedAt: v.CreatedAt, Status: string(v.Status), Serial: v.Serial, Size: v.Size,
@@ -105,13 +107,16 @@ func (a *API) toJSON(v *Version, outputs []*Output) *jsonStateVersion {
 	}
 	switch v.Status {
 	case StatusPending:
+		if !upload {
+			break
+		}
 		j.UploadURL = sg.URL(http.MethodPut, "/state-versions/"+v.ID+"/content", UploadURLTTL)
 		j.JSONUploadURL = sg.URL(http.MethodPut, "/state-versions/"+v.ID+"/json-content", UploadURLTTL)
 	case StatusFinalized:
 		j.DownloadURL = sg.URL(http.MethodGet, "/state-versions/"+v.ID+"/content", DownloadURLTTL)
 		if v.JSONStateKey != "" {
 			j.JSONDownloadURL = sg.URL(http.MethodGet, "/state-versions/"+v.ID+"/json-content", DownloadURLTTL)
-		} else {
+		} else if upload {
 			// The JSON state may still be on its way (it is uploaded in
 			// parallel with the raw state).
 			j.JSONUploadURL = sg.URL(http.MethodPut, "/state-versions/"+v.ID+"/json-content", UploadURLTTL)
@@ -166,7 +171,14 @@ func (a *API) respondVersion(w http.ResponseWriter, r *http.Request, status int,
 		}
 	}
 	snapshotHeader(w)
-	tfeapi.Respond(w, r, status, a.toJSON(v, outputs), included...)
+	upload := status == http.StatusCreated
+	if !upload && v.Status != StatusDiscarded {
+		if upload, err = a.Service.CallerHoldsLock(r.Context(), v.WorkspaceID); err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+	}
+	tfeapi.Respond(w, r, status, a.toJSON(v, outputs, upload), included...)
 }
 
 type createAttrs struct {
@@ -271,7 +283,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		out = append(out, a.toJSON(v, outputs))
+		out = append(out, a.toJSON(v, outputs, false))
 	}
 	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total})
 }

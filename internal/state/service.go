@@ -118,6 +118,16 @@ func HoldsLock(p *auth.Principal, lockedBy string) bool {
 	return false
 }
 
+// CallerHoldsLock reports whether the caller in ctx holds the lock of a
+// workspace it may see.
+func (s *Service) CallerHoldsLock(ctx context.Context, workspaceID string) (bool, error) {
+	ws, err := s.workspace(ctx, workspaceID)
+	if err != nil {
+		return false, err
+	}
+	return HoldsLock(auth.FromContext(ctx), ws.LockedBy), nil
+}
+
 // CreateOptions are the attributes of a new state version.
 type CreateOptions struct {
 	Serial  *int64
