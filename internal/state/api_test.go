@@ -600,3 +600,53 @@ func TestDeleteWorkspaceStates(t *testing.T) {
 		}
 	})
 }
+
+func TestConcurrentUploadsOfOneVersion(t *testing.T) {
+	forEachStore(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		e.org(t, "acme")
+		ws := e.workspace(t, "acme", "app")
+		raw := testState{serial: 1}.bytes()
+		p, err := e.Client.StateVersions.Create(ctx, ws, tfe.StateVersionCreateOptions{Serial: tfe.Int64(1), MD5: tfe.String(md5hex(raw))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		statuses := make(chan int, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				req, _ := http.NewRequest(http.MethodPut, p.UploadURL, bytes.NewReader(raw))
+				resp, err := e.HTTP.Do(req)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}()
+		}
+		for i := 0; i < n; i++ {
+			if s := <-statuses; s != 200 {
+				t.Errorf("concurrent identical upload: %d", s)
+			}
+		}
+		if e.currentID(t, ws) != p.ID {
+			t.Fatal("not current after concurrent uploads")
+		}
+		var orphans int
+		if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM state_blob_orphans`).Scan(&orphans); err != nil {
+			t.Fatal(err)
+		}
+		if orphans != 0 {
+			t.Fatalf("%d orphan blob records left after concurrent uploads", orphans)
+		}
+		sv, err := e.Client.StateVersions.Read(ctx, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Client.StateVersions.Download(ctx, sv.DownloadURL)
+		if err != nil || !bytes.Equal(got, raw) {
+			t.Fatalf("download: %v", err)
+		}
+	})
+}

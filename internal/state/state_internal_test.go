@@ -3,6 +3,8 @@ package state
 import (
 	"strings"
 	"testing"
+
+	"github.com/terracehq/terrace/internal/auth"
 )
 
 func TestParseStateOutputsAndSummary(t *testing.T) {
@@ -85,5 +87,29 @@ func TestParseResources(t *testing.T) {
 	}
 	if rs[0].ID == rs[1].ID || !strings.HasPrefix(rs[0].ID, "wsr-") {
 		t.Fatal("resource ids")
+	}
+}
+
+func TestHoldsLock(t *testing.T) {
+	user := &auth.Principal{Kind: auth.KindUser, UserID: "user-a", TokenID: "at-1"}
+	admin := &auth.Principal{Kind: auth.KindUser, UserID: "user-admin", SiteAdmin: true, TokenID: "at-2"}
+	team := &auth.Principal{Kind: auth.KindTeam, TeamID: "team-t", TokenID: "at-3"}
+	run := &auth.Principal{Kind: auth.KindRun, RunID: "run-r", WorkspaceID: "ws-1", TokenID: "at-4"}
+	org := &auth.Principal{Kind: auth.KindOrganization, Organization: "acme", TokenID: "at-5"}
+	for _, c := range []struct {
+		p      *auth.Principal
+		holder string
+		want   bool
+	}{
+		{user, "user-a", true}, {user, "user-b", false}, {user, "", false},
+		{admin, "user-a", false}, {admin, "user-admin", true},
+		{team, "team-t", true}, {team, "user-a", false},
+		{run, "run-r", true}, {run, "run-other", false},
+		{org, "at-5", true}, {org, "user-a", false},
+		{nil, "user-a", false},
+	} {
+		if got := HoldsLock(c.p, c.holder); got != c.want {
+			t.Errorf("HoldsLock(%+v, %q) = %v", c.p, c.holder, got)
+		}
 	}
 }
