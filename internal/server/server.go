@@ -125,8 +125,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
-	// TODO(lead): pass the workspace domain's adapter (state.Workspaces).
-	s.States = state.NewService(s.DB, s.Blobs, s.Signer, nil)
+	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
+	s.Workspaces.State = workspaceState{s.States}
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err

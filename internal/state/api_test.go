@@ -14,6 +14,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/testenv"
 )
 
 func TestUploadReadDownloadOutputs(t *testing.T) {
@@ -671,6 +672,63 @@ func TestConcurrentUploadsOfOneVersion(t *testing.T) {
 		got, err := e.Client.StateVersions.Download(ctx, sv.DownloadURL)
 		if err != nil || !bytes.Equal(got, raw) {
 			t.Fatalf("download: %v", err)
+		}
+	})
+}
+
+// TestWithRealWorkspaces runs the terraform flow against the workspace
+// domain as the server wires it: lock, upload, unlock, read back through
+// the workspace, then delete the workspace and its states with it.
+func TestWithRealWorkspaces(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("net")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := testState{serial: 1, resources: 2}.bytes()
+		opts := tfe.StateVersionUploadOptions{StateVersionCreateOptions: tfe.StateVersionCreateOptions{Serial: tfe.Int64(1), MD5: tfe.String(md5hex(raw)), Lineage: tfe.String(lineageA)}, RawState: raw}
+		if _, err := c.StateVersions.Upload(ctx, w.ID, opts); err == nil || !strings.Contains(err.Error(), "must be locked") {
+			t.Fatalf("upload without the lock: %v", err)
+		}
+		if _, err := c.Workspaces.Lock(ctx, w.ID, tfe.WorkspaceLockOptions{Reason: tfe.String("terraform")}); err != nil {
+			t.Fatal(err)
+		}
+		sv, err := c.StateVersions.Upload(ctx, w.ID, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Workspaces.Unlock(ctx, w.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Workspaces.ReadWithOptions(ctx, "acme", "net", &tfe.WorkspaceReadOptions{Include: []tfe.WSIncludeOpt{tfe.WSOutputs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CurrentStateVersion == nil || got.CurrentStateVersion.ID != sv.ID || got.ResourceCount != 3 {
+			t.Fatalf("workspace after upload: current %+v, resource-count %d", got.CurrentStateVersion, got.ResourceCount)
+		}
+		var pw *tfe.WorkspaceOutputs
+		for _, o := range got.Outputs {
+			if o.Name == "password" {
+				pw = o
+			}
+		}
+		if len(got.Outputs) != 5 || pw == nil || !pw.Sensitive || pw.Value != nil {
+			t.Fatalf("workspace outputs: %d, password %+v", len(got.Outputs), pw)
+		}
+		if err := c.Workspaces.DeleteByID(ctx, w.ID); err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := e.Server.States.CurrentStateVersionID(ctx, w.ID); id != "" {
+			t.Fatal("deleting the workspace kept its current state version")
+		}
+		if _, err := c.StateVersions.Read(ctx, sv.ID); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("state version after workspace deletion: %v", err)
 		}
 	})
 }
