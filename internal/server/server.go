@@ -23,6 +23,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -46,6 +47,7 @@ type Server struct {
 	Teams    *team.Service
 	Projects *project.Service
 	Users    *user.Service
+	States   *state.Service
 	handler  http.Handler
 	cert     tls.Certificate
 	// Hostname is the public host:port.
@@ -124,6 +126,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
+	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
+	s.Workspaces.State = workspaceState{s.States}
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -148,6 +153,7 @@ func (s *Server) routes() http.Handler {
 	(&workspace.API{Service: s.Workspaces, Vars: s.Variables}).Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
+	(&state.API{Service: s.States}).Register(api, capability)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)

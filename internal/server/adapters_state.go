@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/state"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// stateWorkspaces gives the state domain what it needs of workspaces.
+type stateWorkspaces struct{ ws *workspace.Service }
+
+func toStateWorkspace(w *workspace.Workspace) *state.Workspace {
+	return &state.Workspace{ID: w.ID, Name: w.Name, Organization: w.Organization, LockedBy: w.LockID}
+}
+
+// check applies the remote-state rule to run tokens: a run sees its own
+// workspace's state and that of workspaces sharing state with it.
+func (a stateWorkspaces) check(ctx context.Context, w *workspace.Workspace) (*state.Workspace, error) {
+	if p := auth.FromContext(ctx); p != nil && p.Kind == auth.KindRun && p.WorkspaceID != w.ID {
+		ok, err := a.ws.CanReadStateOf(ctx, p.WorkspaceID, w.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, core.NotFound("workspace %q not found", w.ID)
+		}
+	}
+	return toStateWorkspace(w), nil
+}
+
+func (a stateWorkspaces) Get(ctx context.Context, id string) (*state.Workspace, error) {
+	w, err := a.ws.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.check(ctx, w)
+}
+
+func (a stateWorkspaces) GetByName(ctx context.Context, org, name string) (*state.Workspace, error) {
+	w, err := a.ws.GetByName(ctx, org, name)
+	if err != nil {
+		return nil, err
+	}
+	return a.check(ctx, w)
+}
+
+// Exists reports which workspace ids still exist, for
+// state.Service.SweepDeletedWorkspaces (run it after deleting an
+// organization, whose workspaces go by cascade).
+func (a stateWorkspaces) Exists(ctx context.Context, ids []string) (map[string]bool, error) {
+	sys := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+	out := map[string]bool{}
+	for _, id := range ids {
+		_, err := a.ws.Get(sys, id)
+		if err == nil {
+			out[id] = true
+		} else if core.KindOf(err) != core.KindNotFound {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// workspaceState gives the workspace domain what it needs of state.
+type workspaceState struct{ states *state.Service }
+
+func (a workspaceState) CurrentStateVersionID(ctx context.Context, workspaceID string) (string, error) {
+	return a.states.CurrentStateVersionID(ctx, workspaceID)
+}
+
+func (a workspaceState) ResourceCount(ctx context.Context, workspaceID string) (int, error) {
+	return a.states.ResourceCount(ctx, workspaceID)
+}
+
+// CurrentOutputs lists the current outputs with sensitive values removed.
+func (a workspaceState) CurrentOutputs(ctx context.Context, workspaceID string) ([]workspace.Output, error) {
+	outs, err := a.states.CurrentOutputs(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]workspace.Output, 0, len(outs))
+	for _, o := range outs {
+		w := workspace.Output{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
+		if !o.Sensitive {
+			w.Value = o.Value
+		}
+		res = append(res, w)
+	}
+	return res, nil
+}
