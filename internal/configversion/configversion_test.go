@@ -94,6 +94,15 @@ func TestCreateUploadDownload(t *testing.T) {
 		if err != nil || !bytes.Equal(raw, archive) {
 			t.Fatalf("Service.Archive: %v (equal=%v)", err, bytes.Equal(raw, archive))
 		}
+		// Without a caller only the unchecked variant (for the executor) answers.
+		if _, err := e.svc.Archive(context.Background(), cv.ID); core.KindOf(err) != core.KindNotFound {
+			t.Fatalf("Archive without a principal: %v", err)
+		}
+		rc, size, err := e.svc.OpenArchiveUnchecked(context.Background(), cv.ID)
+		if err != nil || size != int64(len(archive)) {
+			t.Fatalf("OpenArchiveUnchecked: %v, size %d", err, size)
+		}
+		rc.Close()
 		// Survives a fresh service on the same store (nothing kept in memory).
 		again := NewService(e.db, e.blobs, nil, e.svc.ws, Options{})
 		if raw, err := again.Archive(acmeCtx(), cv.ID); err != nil || !bytes.Equal(raw, archive) {
@@ -571,4 +580,34 @@ func TestCrashBetweenBlobAndStatus(t *testing.T) {
 			t.Fatal("abandoned blob survived")
 		}
 	})
+}
+
+type brokenReader struct{ n int }
+
+func (b *brokenReader) Read(p []byte) (int, error) {
+	if b.n > 0 {
+		b.n--
+		return copy(p, "\x1f\x8b"), nil
+	}
+	return 0, errors.New("connection reset by peer")
+}
+
+// A body that breaks off is the client's problem (400), not an errored version.
+func TestBrokenUploadBody(t *testing.T) {
+	e := newEnv(t, "sqlite", Options{})
+	cv, err := e.svc.Create(acmeCtx(), e.ws.ID, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Upload(context.Background(), cv.ID, &brokenReader{n: 3}); core.KindOf(err) != core.KindBadRequest {
+		t.Fatalf("broken body: %v", err)
+	}
+	got, err := e.svc.Get(acmeCtx(), cv.ID)
+	if err != nil || got.Status != StatusPending {
+		t.Fatalf("after a broken body: %v %+v", err, got)
+	}
+	var n int
+	if err := e.db.QueryRow(context.Background(), `SELECT COUNT(*) FROM configuration_version_garbage`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("garbage rows %d %v", n, err)
+	}
 }

@@ -267,12 +267,28 @@ func (s *Service) Archive(ctx context.Context, id string) ([]byte, error) {
 	return io.ReadAll(rc)
 }
 
-// OpenArchive streams the version's archive and gives its size.
+// OpenArchive streams the archive of a version the caller may see and
+// gives its size.
 func (s *Service) OpenArchive(ctx context.Context, id string) (io.ReadCloser, int64, error) {
 	cv, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, 0, err
 	}
+	return s.openArchive(ctx, cv)
+}
+
+// OpenArchiveUnchecked is OpenArchive without the access check, for server
+// components that act without a caller (the run executor).
+func (s *Service) OpenArchiveUnchecked(ctx context.Context, id string) (io.ReadCloser, int64, error) {
+	cv, err := Lookup(ctx, s.db, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.openArchive(ctx, cv)
+}
+
+func (s *Service) openArchive(ctx context.Context, cv *ConfigurationVersion) (io.ReadCloser, int64, error) {
+	id := cv.ID
 	if cv.Status != StatusUploaded || cv.blobKey == "" {
 		return nil, 0, core.NotFound("configuration version %q has no uploaded configuration (status %s)", id, cv.Status)
 	}
@@ -442,8 +458,13 @@ func (s *Service) Upload(ctx context.Context, id string, body io.Reader) (*Confi
 // it into a temporary folder. It returns the archive's SHA-256 and size.
 func (s *Service) stage(ctx context.Context, key string, body io.Reader) (string, int64, error) {
 	h := sha256.New()
-	size, err := s.blobs.PutReader(ctx, key, io.TeeReader(body, h), s.opts.MaxUploadBytes)
+	br := &bodyReader{r: body}
+	size, err := s.blobs.PutReader(ctx, key, io.TeeReader(br, h), s.opts.MaxUploadBytes)
 	if err != nil {
+		if br.err != nil {
+			// The client went away or sent a broken body: not our failure.
+			return "", 0, core.BadRequest("reading the upload: %v", br.err)
+		}
 		if core.KindOf(err) == core.KindTooLarge {
 			return "", 0, &core.Error{Kind: core.KindTooLarge,
 				Detail: fmt.Sprintf("configuration archive is larger than the limit of %d bytes", s.opts.MaxUploadBytes)}
@@ -470,6 +491,20 @@ func (s *Service) stage(ctx context.Context, key string, body io.Reader) (string
 	return hex.EncodeToString(h.Sum(nil)), size, nil
 }
 
+// bodyReader remembers a read error of the request body.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
 // markErrored records why an upload was refused, unless the version
 // already holds a good archive.
 func (s *Service) markErrored(ctx context.Context, id string, cause error) {
@@ -477,6 +512,7 @@ func (s *Service) markErrored(ctx context.Context, id string, cause error) {
 	if core.KindOf(cause) == core.KindTooLarge {
 		code = "archive-too-large"
 	}
+	ctx = context.WithoutCancel(ctx)
 	msg := cause.Error()
 	var ce *core.Error
 	if errors.As(cause, &ce) && ce.Detail != "" {
@@ -497,7 +533,7 @@ func (s *Service) markErrored(ctx context.Context, id string, cause error) {
 			string(StatusErrored), code, msg, string(ts), core.Micros(now), id)
 		return err
 	})
-	if err != nil {
+	if err != nil && core.KindOf(err) != core.KindNotFound {
 		s.opts.Logger.ErrorContext(ctx, "recording a refused configuration upload", "configuration_version", id, "error", err)
 	}
 }
