@@ -74,6 +74,14 @@ type Workspaces interface {
 	Get(ctx context.Context, id string) (*Workspace, error)
 }
 
+// QueueRunChecker may be implemented by the Workspaces adapter to refuse
+// creating and archiving versions to callers who can see a workspace but
+// may not queue runs on it (core.Forbidden). Without it, seeing the
+// workspace is enough.
+type QueueRunChecker interface {
+	CheckQueueRun(ctx context.Context, ws *Workspace) error
+}
+
 // UploadHook is called once a version with auto-queue-runs becomes
 // uploaded (the run domain queues a run). It runs after the upload has
 // been committed, with a context that outlives the request.

@@ -14,6 +14,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 )
 
@@ -609,5 +610,25 @@ func TestBrokenUploadBody(t *testing.T) {
 	var n int
 	if err := e.db.QueryRow(context.Background(), `SELECT COUNT(*) FROM configuration_version_garbage`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("garbage rows %d %v", n, err)
+	}
+}
+
+func TestQueueRunPermission(t *testing.T) {
+	e := newEnv(t, "sqlite", Options{})
+	ro := &Workspace{ID: core.NewID("ws"), Name: "readonly", Organization: "acme"}
+	e.svc.ws.(fakeWorkspaces)[ro.ID] = ro
+	reader := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, UserID: "user-r", Orgs: []string{"acme"}})
+	if _, err := e.svc.Create(reader, ro.ID, CreateOptions{}); core.KindOf(err) != core.KindForbidden {
+		t.Fatalf("create by a reader: %v", err)
+	}
+	cv, err := e.svc.Create(acmeCtx(), ro.ID, CreateOptions{})
+	if err != nil {
+		t.Fatalf("create by an owner: %v", err)
+	}
+	if _, err := e.svc.Get(reader, cv.ID); err != nil {
+		t.Fatalf("read by a reader: %v", err)
+	}
+	if err := e.svc.MarkArchived(reader, cv.ID); core.KindOf(err) != core.KindForbidden {
+		t.Fatalf("archive by a reader: %v", err)
 	}
 }

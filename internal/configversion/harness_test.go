@@ -37,6 +37,14 @@ func (f fakeWorkspaces) Get(ctx context.Context, id string) (*Workspace, error) 
 	return ws, nil
 }
 
+// CheckQueueRun lets only owners write in workspaces named "readonly".
+func (f fakeWorkspaces) CheckQueueRun(ctx context.Context, ws *Workspace) error {
+	if ws.Name == "readonly" && !auth.FromContext(ctx).IsOwner(ws.Organization) {
+		return core.Forbidden("you may not queue runs in workspace %s", ws.Name)
+	}
+	return nil
+}
+
 // env is a configversion API served over HTTPS the way server.go wires
 // it: token-authenticated /api/v2 and a capability mux behind the signer.
 type env struct {

@@ -115,10 +115,20 @@ func (s *Service) workspace(ctx context.Context, id string) (*Workspace, error) 
 	return ws, nil
 }
 
+func (s *Service) checkQueueRun(ctx context.Context, ws *Workspace) error {
+	if c, ok := s.ws.(QueueRunChecker); ok {
+		return c.CheckQueueRun(ctx, ws)
+	}
+	return nil
+}
+
 // Create makes a pending version in a workspace the caller may see.
 func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOptions) (*ConfigurationVersion, error) {
 	ws, err := s.workspace(ctx, workspaceID)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkQueueRun(ctx, ws); err != nil {
 		return nil, err
 	}
 	now := core.Now()
@@ -309,6 +319,13 @@ func (s *Service) MarkArchived(ctx context.Context, id string) error {
 	}
 	if cv.Status == StatusArchived {
 		return nil
+	}
+	ws, err := s.workspace(ctx, cv.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	if err := s.checkQueueRun(ctx, ws); err != nil {
+		return err
 	}
 	if s.archiveCheck != nil {
 		if err := s.archiveCheck(ctx, cv); err != nil {
@@ -558,10 +575,7 @@ func (s *Service) CreateFromArchive(ctx context.Context, workspaceID string, tar
 }
 
 func addGarbage(ctx context.Context, q store.Q, key string, notBefore time.Time) error {
-	_, err := q.Exec(ctx, `INSERT INTO configuration_version_garbage (blob_key, not_before) VALUES (?, ?)`, key, core.Micros(notBefore))
-	if store.IsUniqueViolation(q, err) {
-		_, err = q.Exec(ctx, `UPDATE configuration_version_garbage SET not_before = ? WHERE blob_key = ?`, core.Micros(notBefore), key)
-	}
+	_, err := q.Exec(ctx, `INSERT INTO configuration_version_garbage (blob_key, not_before) VALUES (?, ?) ON CONFLICT (blob_key) DO UPDATE SET not_before = excluded.not_before`, key, core.Micros(notBefore))
 	return err
 }
 
@@ -634,7 +648,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 // inside the workspace's deletion transaction. Their archives are left to
 // the next Sweep, so a rolled-back deletion loses nothing.
 func DeleteWorkspaceConfigurationVersions(ctx context.Context, q store.Q, workspaceID string) error {
-	if _, err := q.Exec(ctx, `INSERT INTO configuration_version_garbage (blob_key, not_before) SELECT blob_key, ? FROM configuration_versions WHERE workspace_id = ? AND blob_key <> ''`,
+	if _, err := q.Exec(ctx, `INSERT INTO configuration_version_garbage (blob_key, not_before) SELECT blob_key, ? FROM configuration_versions WHERE workspace_id = ? AND blob_key <> '' ON CONFLICT (blob_key) DO NOTHING`,
 		core.Micros(core.Now()), workspaceID); err != nil {
 		return fmt.Errorf("deleting configuration versions of workspace %s: %w", workspaceID, err)
 	}
