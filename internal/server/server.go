@@ -20,6 +20,7 @@ import (
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
+	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
@@ -65,6 +66,9 @@ type Server struct {
 	AgentPools *agent.Service
 	// Variables keeps workspace variables and variable sets.
 	Variables *variable.Service
+	// ConfigVersions keeps uploaded configurations; the run domain wires
+	// SetUploadHook, SetArchiveCheck and SetInUse.
+	ConfigVersions *configversion.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -123,6 +127,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
+	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
+	s.Workspaces.Configs = workspaceConfigs{s.DB}
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -147,6 +154,9 @@ func (s *Server) routes() http.Handler {
 	(&workspace.API{Service: s.Workspaces, Vars: s.Variables}).Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
+	cvAPI := &configversion.API{Service: s.ConfigVersions}
+	cvAPI.Register(api)
+	cvAPI.RegisterCapability(capability)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)
@@ -169,6 +179,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Sweep the archives of deleted workspaces' configuration versions.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
+	defer func() { stopSweep(); <-swept }()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {
