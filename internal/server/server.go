@@ -20,6 +20,7 @@ import (
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
+	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
@@ -67,6 +68,9 @@ type Server struct {
 	AgentPools *agent.Service
 	// Variables keeps workspace variables and variable sets.
 	Variables *variable.Service
+	// ConfigVersions keeps uploaded configurations; the run domain wires
+	// SetUploadHook, SetArchiveCheck and SetInUse.
+	ConfigVersions *configversion.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -129,6 +133,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
 	s.Workspaces.State = workspaceState{s.States}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
+	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
+	s.Workspaces.Configs = workspaceConfigs{s.DB}
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -154,6 +161,9 @@ func (s *Server) routes() http.Handler {
 	(&agent.API{Service: s.AgentPools}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
 	(&state.API{Service: s.States}).Register(api, capability)
+	cvAPI := &configversion.API{Service: s.ConfigVersions}
+	cvAPI.Register(api)
+	cvAPI.RegisterCapability(capability)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)
@@ -176,6 +186,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Sweep the archives of deleted workspaces' configuration versions.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
+	defer func() { stopSweep(); <-swept }()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {

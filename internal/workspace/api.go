@@ -124,6 +124,7 @@ type jsonWorkspace struct {
 
 	AgentPool            *jsonRef                `jsonapi:"relation,agent-pool"`
 	CurrentRun           *jsonRunRef             `jsonapi:"relation,current-run"`
+	CurrentConfigVersion *jsonCVRef              `jsonapi:"relation,current-configuration-version,omitempty"`
 	CurrentStateVersion  *jsonStateVersionRef    `jsonapi:"relation,current-state-version"`
 	Organization         *jsonOrgRef             `jsonapi:"relation,organization"`
 	Project              *jsonProjectRef         `jsonapi:"relation,project"`
@@ -170,6 +171,10 @@ type jsonRef struct {
 
 type jsonRunRef struct {
 	ID string `jsonapi:"primary,runs"`
+}
+
+type jsonCVRef struct {
+	ID string `jsonapi:"primary,configuration-versions"`
 }
 
 type jsonStateVersionRef struct {
@@ -340,6 +345,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if a.Service.Runs != nil {
 		if id, err := a.Service.Runs.CurrentRunID(ctx, w.ID); err == nil && id != "" {
 			j.CurrentRun = &jsonRunRef{ID: id}
+		}
+	}
+	if a.Service.Configs != nil {
+		if id, err := a.Service.Configs.CurrentConfigurationVersionID(ctx, w.ID); err == nil && id != "" {
+			j.CurrentConfigVersion = &jsonCVRef{ID: id}
 		}
 	}
 	if inc["project"] {

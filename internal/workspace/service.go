@@ -66,6 +66,12 @@ type CurrentRuns interface {
 	CurrentRunID(ctx context.Context, workspaceID string) (string, error)
 }
 
+// CurrentConfigs tells the current configuration version of a workspace;
+// the configuration version domain provides it (nil: none shown).
+type CurrentConfigs interface {
+	CurrentConfigurationVersionID(ctx context.Context, workspaceID string) (string, error)
+}
+
 // AgentPools resolves agent pools; the agent domain provides it (nil
 // accepts any agent-pool-id).
 type AgentPools interface {
@@ -80,6 +86,8 @@ type Service struct {
 	State StateInfo
 	Runs  CurrentRuns
 	Pools AgentPools
+	// Configs is wired by the composition root; may be nil.
+	Configs CurrentConfigs
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error

@@ -1,0 +1,179 @@
+package configversion
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/jsonapi"
+
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// API serves the configuration version endpoints of the TFE API v2.
+type API struct {
+	Service *Service
+}
+
+// Register adds the token-authenticated routes to the api mux.
+func (a *API) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/configuration-versions", a.create)
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/configuration-versions", a.list)
+	mux.HandleFunc("GET /api/v2/configuration-versions/{id}", a.get)
+	mux.HandleFunc("GET /api/v2/configuration-versions/{id}/download", a.download)
+	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/archive", a.archive)
+}
+
+// RegisterCapability adds the upload route to the capability mux (requests
+// there carry a verified capability URL and no token).
+func (a *API) RegisterCapability(mux *http.ServeMux) {
+	mux.HandleFunc("PUT "+UploadPath("{id}"), a.upload)
+}
+
+// jsonCV is the wire form (go-tfe's ConfigurationVersion).
+type jsonCV struct {
+	ID               string       `jsonapi:"primary,configuration-versions"`
+	AutoQueueRuns    bool         `jsonapi:"attr,auto-queue-runs"`
+	Error            *string      `jsonapi:"attr,error"`
+	ErrorMessage     *string      `jsonapi:"attr,error-message"`
+	Source           string       `jsonapi:"attr,source"`
+	Speculative      bool         `jsonapi:"attr,speculative"`
+	Provisional      bool         `jsonapi:"attr,provisional"`
+	Status           string       `jsonapi:"attr,status"`
+	StatusTimestamps *jsonTS      `jsonapi:"attr,status-timestamps"`
+	UploadURL        string       `jsonapi:"attr,upload-url,omitempty"`
+	IngressAttrs     *jsonIngress `jsonapi:"relation,ingress-attributes,omitempty"`
+	Workspace        *jsonWSRef   `jsonapi:"relation,workspace,omitempty"`
+	links            jsonapi.Links
+}
+
+// JSONAPILinks implements jsonapi.Linkable.
+func (j *jsonCV) JSONAPILinks() *jsonapi.Links { return &j.links }
+
+type jsonTS struct {
+	StartedAt  *time.Time `json:"started-at,omitempty"`
+	FinishedAt *time.Time `json:"finished-at,omitempty"`
+	ErroredAt  *time.Time `json:"errored-at,omitempty"`
+	ArchivedAt *time.Time `json:"archived-at,omitempty"`
+}
+
+type jsonIngress struct {
+	ID string `jsonapi:"primary,ingress-attributes"`
+}
+
+type jsonWSRef struct {
+	ID string `jsonapi:"primary,workspaces"`
+}
+
+func toJSON(cv *ConfigurationVersion) *jsonCV {
+	j := &jsonCV{
+		ID:            cv.ID,
+		AutoQueueRuns: cv.AutoQueueRuns,
+		Source:        cv.Source,
+		Speculative:   cv.Speculative,
+		Provisional:   cv.Provisional,
+		Status:        string(cv.Status),
+		StatusTimestamps: &jsonTS{
+			StartedAt:  cv.StatusTimestamps.StartedAt,
+			FinishedAt: cv.StatusTimestamps.FinishedAt,
+			ErroredAt:  cv.StatusTimestamps.ErroredAt,
+			ArchivedAt: cv.StatusTimestamps.ArchivedAt,
+		},
+		Workspace: &jsonWSRef{ID: cv.WorkspaceID},
+		links:     jsonapi.Links{"self": "/api/v2/configuration-versions/" + cv.ID},
+	}
+	if cv.Error != "" {
+		j.Error, j.ErrorMessage = &cv.Error, &cv.ErrorMessage
+	}
+	if cv.Status == StatusUploaded {
+		j.links["download"] = "/api/v2/configuration-versions/" + cv.ID + "/download"
+	}
+	return j
+}
+
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var opts CreateOptions
+	if err := doc.Attrs(&opts); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	opts.Source = ""
+	cv, err := a.Service.Create(r.Context(), r.PathValue("id"), opts)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	j := toJSON(cv)
+	j.UploadURL = a.Service.UploadURL(cv)
+	tfeapi.Respond(w, r, http.StatusCreated, j)
+}
+
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if _, err := tfeapi.Includes(r, "ingress_attributes", "run"); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, total, err := a.Service.List(r.Context(), r.PathValue("id"), page.Offset(), page.Size)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	out := make([]*jsonCV, len(items))
+	for i, cv := range items {
+		out[i] = toJSON(cv)
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total})
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	if _, err := tfeapi.Includes(r, "ingress_attributes", "run"); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	cv, err := a.Service.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, toJSON(cv))
+}
+
+func (a *API) download(w http.ResponseWriter, r *http.Request) {
+	rc, size, err := a.Service.OpenArchive(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, rc)
+}
+
+func (a *API) archive(w http.ResponseWriter, r *http.Request) {
+	if err := a.Service.MarkArchived(r.Context(), r.PathValue("id")); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (a *API) upload(w http.ResponseWriter, r *http.Request) {
+	if _, err := a.Service.Upload(r.Context(), r.PathValue("id"), r.Body); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
