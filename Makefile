@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 20s
 BIN       := bin/terrace
 
-.PHONY: help build run test test-short vet fuzz conformance bench
+.PHONY: help build run test test-short vet fuzz conformance bench mirror
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -29,3 +29,11 @@ fuzz: ## fuzz the request decoders for $(FUZZTIME)
 
 bench: ## benchmarks (figures printed; compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+MIRROR    ?= $(CURDIR)/.mirror
+NULL_V    := 3.2.4
+mirror: ## build the hashicorp/null stand-in into a filesystem mirror in $(MIRROR) (README: Offline providers)
+	@p=$$($(GO) env GOOS)_$$($(GO) env GOARCH); for host in registry.terraform.io registry.opentofu.org; do \
+	  d=$(MIRROR)/$$host/hashicorp/null/$(NULL_V)/$$p; mkdir -p $$d && \
+	  $(GO) build -o $$d/terraform-provider-null_v$(NULL_V) ./cmd/terraform-provider-null || exit 1; done
+	@echo "mirror in $(MIRROR); CLI config: see README, Offline providers"
