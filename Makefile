@@ -31,9 +31,8 @@ bench: ## benchmarks (figures printed; compare runs with benchstat)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 MIRROR    ?= $(CURDIR)/.mirror
-NULL_V    := 3.2.4
-mirror: ## build the hashicorp/null stand-in into a filesystem mirror in $(MIRROR) (README: Offline providers)
+mirror: ## build the null and time stand-ins into a filesystem mirror in $(MIRROR) (README: Offline providers)
 	@p=$$($(GO) env GOOS)_$$($(GO) env GOARCH); for host in registry.terraform.io registry.opentofu.org; do \
-	  d=$(MIRROR)/$$host/hashicorp/null/$(NULL_V)/$$p; mkdir -p $$d && \
-	  $(GO) build -o $$d/terraform-provider-null_v$(NULL_V) ./cmd/terraform-provider-null || exit 1; done
+	  for tv in null:3.2.4 time:0.13.1; do t=$${tv%%:*}; v=$${tv#*:}; d=$(MIRROR)/$$host/hashicorp/$$t/$$v/$$p; \
+	    mkdir -p $$d && $(GO) build -o $$d/terraform-provider-$${t}_v$$v ./cmd/terraform-provider-$$t || exit 1; done; done
 	@echo "mirror in $(MIRROR); CLI config: see README, Offline providers"

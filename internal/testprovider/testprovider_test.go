@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/terracehq/terrace/internal/testprovider"
 )
@@ -375,22 +376,74 @@ func TestStateFromRealProvider(t *testing.T) {
 	ws.noNetwork()
 }
 
+// TestTimeSleepAndTerraformTest runs a configuration shaped like go-tfe's
+// test-run fixture (null_resource, a time_sleep depending on it, another
+// null_resource after it) through apply, `terraform test` and destroy.
+func TestTimeSleepAndTerraformTest(t *testing.T) {
+	bin := terraformBinary(t)
+	ws := newWorkspace(t, bin, testprovider.Install(t), map[string]string{
+		"main.tf": `
+variable "wait" {
+  type    = string
+  default = "1s"
+}
+
+resource "null_resource" "first" {}
+
+resource "time_sleep" "pause" {
+  depends_on       = [null_resource.first]
+  create_duration  = var.wait
+  destroy_duration = "0s"
+}
+
+resource "null_resource" "second" {
+  depends_on = [time_sleep.pause]
+}
+
+output "slept_at" {
+  value = time_sleep.pause.id
+}
+`,
+		"main.tftest.hcl": "run \"test\" {}\n",
+	})
+	out := ws.must("init", "-no-color")
+	if !strings.Contains(out, "hashicorp/time v"+testprovider.Time.Versions[0]) {
+		t.Fatalf("init did not install hashicorp/time:\n%s", out)
+	}
+	start := time.Now()
+	ws.must("apply", "-no-color", "-auto-approve")
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("apply took %v; time_sleep with create_duration 1s should wait", d)
+	}
+	if at := strings.TrimSpace(ws.must("output", "-raw", "slept_at")); !strings.HasPrefix(at, "20") || !strings.HasSuffix(at, "Z") {
+		t.Errorf("time_sleep id = %q, want an RFC 3339 UTC time", at)
+	}
+	if out := ws.must("test", "-no-color", "-var", "wait=0s"); !strings.Contains(out, "1 passed, 0 failed") {
+		t.Fatalf("terraform test did not pass:\n%s", out)
+	}
+	if out, _ := ws.run([]int{1}, "plan", "-no-color", "-var", "wait=soon"); !strings.Contains(out, "Invalid duration") {
+		t.Fatalf("a bad duration is not rejected:\n%s", out)
+	}
+	ws.must("destroy", "-no-color", "-auto-approve")
+	ws.noNetwork()
+}
+
 // TestWriteMirrorLayout checks the paths terraform and tofu look up, for
-// another platform too (so the function is not tied to the host).
+// other platforms too (so the function is not tied to the host).
 func TestWriteMirrorLayout(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the provider (skipped with -short)")
+		t.Skip("builds the providers (skipped with -short)")
 	}
-	// A stand-in executable for the foreign platform: cross-compiling the
-	// provider would only test the Go toolchain, and costs minutes cold.
+	// A stand-in executable for foreign platforms: cross-compiling the
+	// providers would only test the Go toolchain, and costs minutes cold.
 	fake := filepath.Join(t.TempDir(), "fake-provider")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, opts := range []testprovider.Options{
 		{},
-		{GOOS: "darwin", GOARCH: "arm64", Versions: []string{"3.2.4", "3.1.1"}, Binary: fake},
-		{GOOS: "windows", GOARCH: "amd64", Binary: fake},
+		{GOOS: "darwin", GOARCH: "arm64", Providers: []testprovider.Provider{{Type: "null", Versions: []string{"3.2.4", "3.1.1"}, Binary: fake}}},
+		{GOOS: "windows", GOARCH: "amd64", Providers: []testprovider.Provider{{Type: "time", Versions: []string{"0.13.1"}, Binary: fake}}},
 	} {
 		dir := t.TempDir()
 		cfg, err := testprovider.WriteMirror(dir, opts)
@@ -401,28 +454,33 @@ func TestWriteMirrorLayout(t *testing.T) {
 		if goos == "" {
 			goos, goarch = runtime.GOOS, runtime.GOARCH
 		}
-		versions := opts.Versions
-		if versions == nil {
-			versions = []string{testprovider.Version}
+		providers := opts.Providers
+		if providers == nil {
+			providers = []testprovider.Provider{testprovider.Null, testprovider.Time}
 		}
 		for _, host := range []string{"registry.terraform.io", "registry.opentofu.org"} {
-			for _, v := range versions {
-				p := filepath.Join(dir, host, "hashicorp/null", v, goos+"_"+goarch, "terraform-provider-null_v"+v)
-				if goos == "windows" {
-					p += ".exe"
+			for _, p := range providers {
+				addr := `"` + host + "/hashicorp/" + p.Type + `"`
+				if !strings.Contains(cfg, addr) {
+					t.Errorf("CLI config lacks %s:\n%s", addr, cfg)
 				}
-				fi, err := os.Stat(p)
-				if err != nil {
-					t.Errorf("missing %s: %v", p, err)
-					continue
-				}
-				if fi.Mode()&0o111 == 0 || (opts.Binary == "" && fi.Size() < 1<<20) {
-					t.Errorf("%s: mode %v, size %d: want a built executable", p, fi.Mode(), fi.Size())
+				for _, v := range p.Versions {
+					f := filepath.Join(dir, host, "hashicorp", p.Type, v, goos+"_"+goarch, "terraform-provider-"+p.Type+"_v"+v)
+					if goos == "windows" {
+						f += ".exe"
+					}
+					fi, err := os.Stat(f)
+					if err != nil {
+						t.Errorf("missing %s: %v", f, err)
+						continue
+					}
+					if fi.Mode()&0o111 == 0 || (p.Binary == "" && fi.Size() < 1<<20) {
+						t.Errorf("%s: mode %v, size %d: want a built executable", f, fi.Mode(), fi.Size())
+					}
 				}
 			}
 		}
-		for _, want := range []string{"provider_installation", "filesystem_mirror", `"` + dir + `"`,
-			`"registry.terraform.io/hashicorp/null"`, `"registry.opentofu.org/hashicorp/null"`, "direct"} {
+		for _, want := range []string{"provider_installation", "filesystem_mirror", `"` + dir + `"`, "direct {"} {
 			if !strings.Contains(cfg, want) {
 				t.Errorf("CLI config lacks %s:\n%s", want, cfg)
 			}
