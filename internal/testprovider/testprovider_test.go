@@ -380,7 +380,14 @@ func TestStateFromRealProvider(t *testing.T) {
 // test-run fixture (null_resource, a time_sleep depending on it, another
 // null_resource after it) through apply, `terraform test` and destroy.
 func TestTimeSleepAndTerraformTest(t *testing.T) {
-	bin := terraformBinary(t)
+	timeSleep(t, terraformBinary(t))
+}
+
+func TestTofuTimeSleepAndTofuTest(t *testing.T) {
+	timeSleep(t, tofuBinary(t))
+}
+
+func timeSleep(t *testing.T, bin string) {
 	ws := newWorkspace(t, bin, testprovider.Install(t), map[string]string{
 		"main.tf": `
 variable "wait" {
