@@ -5,7 +5,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz conformance bench clean
+.PHONY: help build run test test-short vet fuzz conformance bench clean mirror
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -37,3 +37,10 @@ bench: ## benchmarks (figures printed; compare runs with benchstat)
 
 clean: ## remove bin/ and .cache/ (the go-tfe test binary is rebuilt on the next `make conformance`)
 	rm -rf bin .cache
+
+MIRROR    ?= $(CURDIR)/.mirror
+mirror: ## build the null and time stand-ins into a filesystem mirror in $(MIRROR) (README: Offline providers)
+	@p=$$($(GO) env GOOS)_$$($(GO) env GOARCH); for host in registry.terraform.io registry.opentofu.org; do \
+	  for tv in null:3.2.4 time:0.13.1; do t=$${tv%%:*}; v=$${tv#*:}; d=$(MIRROR)/$$host/hashicorp/$$t/$$v/$$p; \
+	    mkdir -p $$d && $(GO) build -o $$d/terraform-provider-$${t}_v$$v ./cmd/terraform-provider-$$t || exit 1; done; done
+	@echo "mirror in $(MIRROR); CLI config: see README, Offline providers"
