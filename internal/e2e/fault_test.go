@@ -24,7 +24,7 @@ func stateDoc(lineage string, serial int64, size int) []byte {
 	for i := 0; len(res) == 0 || i*120 < size; i++ {
 		res = append(res, map[string]any{
 			"mode": "managed", "type": "terraform_data", "name": fmt.Sprintf("r%d", i),
-			"provider": `provider["terraform.io/builtin/terraform"]`,
+			"provider":  `provider["terraform.io/builtin/terraform"]`,
 			"instances": []map[string]any{{"schema_version": 0, "attributes": map[string]any{"id": fmt.Sprintf("id-%d", i), "input": strings.Repeat("x", 40)}}},
 		})
 	}
