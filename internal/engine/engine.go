@@ -1,0 +1,106 @@
+// Package engine finds the terraform or tofu binary a workspace asks for:
+// first in the engines folder (<dir>/terraform/<version>/terraform,
+// <dir>/tofu/<version>/tofu), then on PATH.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Finder locates engine binaries and remembers their versions.
+type Finder struct {
+	// Dir is the engines folder ("" for none).
+	Dir string
+
+	mu       sync.Mutex
+	versions map[string]string // binary path -> version
+}
+
+// Find returns the path of a binary for version: "latest" or "" means the
+// terraform (else tofu) on PATH; "tofu" or "tofu:<v>" asks for OpenTofu.
+func (f *Finder) Find(ctx context.Context, version string) (string, error) {
+	name, want := "terraform", strings.TrimPrefix(strings.TrimSpace(version), "v")
+	if v, ok := strings.CutPrefix(want, "tofu"); ok {
+		name, want = "tofu", strings.TrimPrefix(strings.TrimPrefix(v, ":"), "-")
+	}
+	if want == "" || want == "latest" {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+		if name == "terraform" {
+			if p, err := exec.LookPath("tofu"); err == nil {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("no %s binary found: put one on the server's PATH or in the engines folder", name)
+	}
+	var candidates []string
+	if f.Dir != "" {
+		for _, n := range []string{name, "terraform", "tofu"} {
+			candidates = append(candidates, filepath.Join(f.Dir, n, want, n), filepath.Join(f.Dir, n+"_"+want), filepath.Join(f.Dir, n+"-"+want))
+		}
+	}
+	for _, n := range []string{name, "terraform", "tofu"} {
+		if p, err := exec.LookPath(n); err == nil {
+			candidates = append(candidates, p)
+		}
+	}
+	for _, c := range candidates {
+		if st, err := os.Stat(c); err != nil || st.IsDir() {
+			continue
+		}
+		if v, err := f.version(ctx, c); err == nil && v == want {
+			return c, nil
+		}
+	}
+	where := "on PATH"
+	if f.Dir != "" {
+		where = fmt.Sprintf("in %s (as %s/%s/%s) or on PATH", f.Dir, name, want, name)
+	}
+	return "", fmt.Errorf("%s %s is not installed on this server: put it %s, or set the workspace's terraform version to one that is", name, want, where)
+}
+
+func (f *Finder) version(ctx context.Context, bin string) (string, error) {
+	f.mu.Lock()
+	if v, ok := f.versions[bin]; ok {
+		f.mu.Unlock()
+		return v, nil
+	}
+	f.mu.Unlock()
+	cmd := exec.CommandContext(ctx, bin, "version", "-json")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE=/dev/null"}
+	out, err := cmd.Output()
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		Version         string `json:"terraform_version"`
+		OpenTofuVersion string `json:"opentofu_version"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return "", err
+	}
+	v := strings.TrimSuffix(doc.Version, "-dev")
+	if v == "" {
+		v = strings.TrimSuffix(doc.OpenTofuVersion, "-dev")
+	}
+	f.mu.Lock()
+	if f.versions == nil {
+		f.versions = map[string]string{}
+	}
+	f.versions[bin] = v
+	f.mu.Unlock()
+	return v, nil
+}
+
+// Version returns the version of the binary at path.
+func (f *Finder) Version(ctx context.Context, path string) (string, error) {
+	return f.version(ctx, path)
+}

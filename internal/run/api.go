@@ -1,0 +1,534 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// API serves runs, plans, applies and run events.
+type API struct {
+	Service *Service
+	// IncludeWorkspace and IncludeConfigVersion render related objects for
+	// ?include= (nil: the include is accepted but left out).
+	IncludeWorkspace     func(r *http.Request, id string) (any, error)
+	IncludeConfigVersion func(r *http.Request, id string) (any, error)
+	// LogTTL is how long a log-read-url stays valid. Defaults to 1h.
+	LogTTL time.Duration
+}
+
+// Register adds the token-authenticated routes to api and the log routes
+// to the capability mux.
+func (a *API) Register(api, capability *http.ServeMux) {
+	api.HandleFunc("POST /api/v2/runs", a.create)
+	api.HandleFunc("GET /api/v2/runs/{id}", a.get)
+	api.HandleFunc("GET /api/v2/workspaces/{id}/runs", a.list)
+	api.HandleFunc("GET /api/v2/organizations/{org}/runs", a.listOrg)
+	api.HandleFunc("GET /api/v2/organizations/{org}/runs/queue", a.queue)
+	api.HandleFunc("POST /api/v2/runs/{id}/actions/{action}", a.action)
+	api.HandleFunc("GET /api/v2/runs/{id}/run-events", a.events)
+	api.HandleFunc("GET /api/v2/runs/{id}/task-stages", a.taskStages)
+	api.HandleFunc("GET /api/v2/runs/{id}/plan", a.runPlan)
+	api.HandleFunc("GET /api/v2/runs/{id}/apply", a.runApply)
+	api.HandleFunc("GET /api/v2/plans/{id}", a.plan)
+	api.HandleFunc("GET /api/v2/applies/{id}", a.apply)
+	api.HandleFunc("GET /api/v2/plans/{id}/json-output", a.planJSON("json"))
+	api.HandleFunc("GET /api/v2/plans/{id}/json-output-redacted", a.planJSON("json-redacted"))
+	api.HandleFunc("GET /api/v2/runs/{id}/plan/json-output", a.runPlanJSON("json"))
+	api.HandleFunc("GET /api/v2/runs/{id}/plan/json-output-redacted", a.runPlanJSON("json-redacted"))
+	capability.HandleFunc("GET /logs/{id}", a.logs)
+}
+
+type jsonRun struct {
+	ID                     string              `jsonapi:"primary,runs"`
+	Actions                *jsonRunActions     `jsonapi:"attr,actions"`
+	AutoApply              bool                `jsonapi:"attr,auto-apply"`
+	AllowEmptyApply        bool                `jsonapi:"attr,allow-empty-apply"`
+	CanceledAt             *time.Time          `jsonapi:"attr,canceled-at,iso8601,omitempty"`
+	CreatedAt              time.Time           `jsonapi:"attr,created-at,iso8601"`
+	ForceCancelAvailableAt *time.Time          `jsonapi:"attr,force-cancel-available-at,iso8601,omitempty"`
+	HasChanges             bool                `jsonapi:"attr,has-changes"`
+	IsDestroy              bool                `jsonapi:"attr,is-destroy"`
+	Message                string              `jsonapi:"attr,message"`
+	Permissions            *jsonRunPermissions `jsonapi:"attr,permissions"`
+	PositionInQueue        int                 `jsonapi:"attr,position-in-queue"`
+	PlanOnly               bool                `jsonapi:"attr,plan-only"`
+	Refresh                bool                `jsonapi:"attr,refresh"`
+	RefreshOnly            bool                `jsonapi:"attr,refresh-only"`
+	ReplaceAddrs           []string            `jsonapi:"attr,replace-addrs,omitempty"`
+	SavePlan               bool                `jsonapi:"attr,save-plan"`
+	Source                 string              `jsonapi:"attr,source"`
+	Status                 string              `jsonapi:"attr,status"`
+	StatusTimestamps       map[string]string   `jsonapi:"attr,status-timestamps"`
+	TargetAddrs            []string            `jsonapi:"attr,target-addrs,omitempty"`
+	TerraformVersion       string              `jsonapi:"attr,terraform-version"`
+	TriggerReason          string              `jsonapi:"attr,trigger-reason"`
+	Variables              []RunVar            `jsonapi:"attr,variables"`
+
+	Workspace            *jsonRef        `jsonapi:"relation,workspace"`
+	ConfigurationVersion *jsonCVRef      `jsonapi:"relation,configuration-version"`
+	Plan                 *jsonPlan       `jsonapi:"relation,plan"`
+	Apply                *jsonApply      `jsonapi:"relation,apply"`
+	CreatedBy            *jsonUserRef    `jsonapi:"relation,created-by,omitempty"`
+	RunEvents            []*jsonRunEvent `jsonapi:"relation,run-events"`
+	TaskStages           []*jsonRef      `jsonapi:"relation,task-stages"`
+	PolicyChecks         []*jsonRef      `jsonapi:"relation,policy-checks"`
+	Comments             []*jsonRef      `jsonapi:"relation,comments"`
+}
+
+type jsonRef struct {
+	ID string `jsonapi:"primary,workspaces"`
+}
+type jsonCVRef struct {
+	ID string `jsonapi:"primary,configuration-versions"`
+}
+type jsonUserRef struct {
+	ID string `jsonapi:"primary,users"`
+}
+
+type jsonRunActions struct {
+	IsCancelable      bool `json:"is-cancelable"`
+	IsConfirmable     bool `json:"is-confirmable"`
+	IsDiscardable     bool `json:"is-discardable"`
+	IsForceCancelable bool `json:"is-force-cancelable"`
+}
+
+type jsonRunPermissions struct {
+	CanApply        bool `json:"can-apply"`
+	CanCancel       bool `json:"can-cancel"`
+	CanDiscard      bool `json:"can-discard"`
+	CanForceCancel  bool `json:"can-force-cancel"`
+	CanForceExecute bool `json:"can-force-execute"`
+}
+
+type jsonPlan struct {
+	ID                   string            `jsonapi:"primary,plans"`
+	HasChanges           bool              `jsonapi:"attr,has-changes"`
+	LogReadURL           string            `jsonapi:"attr,log-read-url"`
+	ResourceAdditions    int               `jsonapi:"attr,resource-additions"`
+	ResourceChanges      int               `jsonapi:"attr,resource-changes"`
+	ResourceDestructions int               `jsonapi:"attr,resource-destructions"`
+	ResourceImports      int               `jsonapi:"attr,resource-imports"`
+	Status               string            `jsonapi:"attr,status"`
+	StatusTimestamps     map[string]string `jsonapi:"attr,status-timestamps"`
+	GeneratedConfig      bool              `jsonapi:"attr,generated-configuration"`
+}
+
+type jsonApply struct {
+	ID                   string            `jsonapi:"primary,applies"`
+	LogReadURL           string            `jsonapi:"attr,log-read-url"`
+	ResourceAdditions    int               `jsonapi:"attr,resource-additions"`
+	ResourceChanges      int               `jsonapi:"attr,resource-changes"`
+	ResourceDestructions int               `jsonapi:"attr,resource-destructions"`
+	ResourceImports      int               `jsonapi:"attr,resource-imports"`
+	Status               string            `jsonapi:"attr,status"`
+	StatusTimestamps     map[string]string `jsonapi:"attr,status-timestamps"`
+}
+
+type jsonRunEvent struct {
+	ID          string    `jsonapi:"primary,run-events"`
+	Action      string    `jsonapi:"attr,action"`
+	CreatedAt   time.Time `jsonapi:"attr,created-at,iso8601"`
+	Description string    `jsonapi:"attr,description"`
+}
+
+func stamps(s Stamps) map[string]string {
+	out := make(map[string]string, len(s))
+	for k, t := range s {
+		out[strings.ReplaceAll(k, "_", "-")] = t.UTC().Format(time.RFC3339)
+	}
+	return out
+}
+
+func (a *API) logURL(id string) string {
+	ttl := a.LogTTL
+	if ttl == 0 {
+		ttl = time.Hour
+	}
+	return a.Service.Signer.URL(http.MethodGet, "/logs/"+id, ttl)
+}
+
+func (a *API) toPlan(r *Run) *jsonPlan {
+	p := r.Plan
+	return &jsonPlan{ID: p.ID, HasChanges: p.HasChanges, LogReadURL: a.logURL(p.ID), ResourceAdditions: p.Additions,
+		ResourceChanges: p.Changes, ResourceDestructions: p.Destructions, ResourceImports: p.Imports,
+		Status: string(p.Status), StatusTimestamps: stamps(p.Timestamps)}
+}
+
+func (a *API) toApply(r *Run) *jsonApply {
+	p := r.Apply
+	return &jsonApply{ID: p.ID, LogReadURL: a.logURL(p.ID), ResourceAdditions: p.Additions,
+		ResourceChanges: p.Changes, ResourceDestructions: p.Destructions, ResourceImports: p.Imports,
+		Status: string(p.Status), StatusTimestamps: stamps(p.Timestamps)}
+}
+
+func (a *API) toJSON(req *http.Request, r *Run) *jsonRun {
+	canForce := !r.CancelRequestedAt.IsZero() && !r.Status.Final()
+	j := &jsonRun{
+		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, CreatedAt: r.CreatedAt,
+		HasChanges: r.HasChanges, IsDestroy: r.IsDestroy, Message: r.Message, PlanOnly: r.PlanOnly,
+		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
+		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),
+		TargetAddrs: r.TargetAddrs, TerraformVersion: r.TerraformVersion, TriggerReason: r.TriggerReason,
+		Variables: r.Variables, PositionInQueue: a.Service.PositionInQueue(req.Context(), r),
+		Actions: &jsonRunActions{
+			IsCancelable: r.Status.Cancelable(), IsConfirmable: r.confirmable(),
+			IsDiscardable: r.Status.Discardable(), IsForceCancelable: canForce,
+		},
+		Permissions: &jsonRunPermissions{CanApply: true, CanCancel: true, CanDiscard: true, CanForceCancel: true, CanForceExecute: true},
+		Workspace:   &jsonRef{ID: r.WorkspaceID}, ConfigurationVersion: &jsonCVRef{ID: r.ConfigurationVersionID},
+		Plan: a.toPlan(r), Apply: a.toApply(r),
+		RunEvents: []*jsonRunEvent{}, TaskStages: []*jsonRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonRef{},
+	}
+	if j.Variables == nil {
+		j.Variables = []RunVar{}
+	}
+	if strings.HasPrefix(r.CreatedBy, core.PrefixUser+"-") {
+		j.CreatedBy = &jsonUserRef{ID: r.CreatedBy}
+	}
+	if t, ok := r.Timestamps["canceled-at"]; ok {
+		j.CanceledAt = &t
+	}
+	if canForce {
+		t := r.CancelRequestedAt.Add(a.Service.ForceCancelAfter)
+		j.ForceCancelAvailableAt = &t
+	}
+	return j
+}
+
+var runIncludes = []string{"plan", "apply", "created_by", "cost_estimate", "configuration_version",
+	"configuration_version.ingress_attributes", "workspace", "task_stages", "tf_policy_evaluations", "run_events"}
+
+func (a *API) respond(w http.ResponseWriter, req *http.Request, status int, r *Run) {
+	inc, err := tfeapi.Includes(req, runIncludes...)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	included, err := a.included(req, inc, r)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, status, a.toJSON(req, r), included...)
+}
+
+func (a *API) included(req *http.Request, inc map[string]bool, r *Run) ([]any, error) {
+	var out []any
+	if inc["plan"] {
+		out = append(out, a.toPlan(r))
+	}
+	if inc["apply"] {
+		out = append(out, a.toApply(r))
+	}
+	if inc["workspace"] && a.IncludeWorkspace != nil {
+		ws, err := a.IncludeWorkspace(req, r.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ws)
+	}
+	if (inc["configuration_version"] || inc["configuration_version.ingress_attributes"]) && a.IncludeConfigVersion != nil {
+		cv, err := a.IncludeConfigVersion(req, r.ConfigurationVersionID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cv)
+	}
+	return out, nil
+}
+
+type createAttrs struct {
+	Message          *string  `json:"message"`
+	IsDestroy        *bool    `json:"is-destroy"`
+	Refresh          *bool    `json:"refresh"`
+	RefreshOnly      *bool    `json:"refresh-only"`
+	PlanOnly         *bool    `json:"plan-only"`
+	SavePlan         *bool    `json:"save-plan"`
+	AutoApply        *bool    `json:"auto-apply"`
+	AllowEmptyApply  *bool    `json:"allow-empty-apply"`
+	TerraformVersion *string  `json:"terraform-version"`
+	TargetAddrs      []string `json:"target-addrs"`
+	ReplaceAddrs     []string `json:"replace-addrs"`
+	Variables        []RunVar `json:"variables"`
+}
+
+func (a *API) create(w http.ResponseWriter, req *http.Request) {
+	doc, err := tfeapi.Decode(w, req, 0)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	var at createAttrs
+	if err := doc.Attrs(&at); err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	wsID, err := doc.RelID("workspace")
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	cvID, err := doc.RelID("configuration-version")
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	r, err := a.Service.Create(req.Context(), CreateOptions{
+		WorkspaceID: wsID, ConfigurationVersionID: cvID, Message: at.Message, IsDestroy: at.IsDestroy,
+		Refresh: at.Refresh, RefreshOnly: at.RefreshOnly, PlanOnly: at.PlanOnly, SavePlan: at.SavePlan,
+		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, TerraformVersion: at.TerraformVersion,
+		TargetAddrs: at.TargetAddrs, ReplaceAddrs: at.ReplaceAddrs, Variables: at.Variables,
+	})
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	a.respond(w, req, http.StatusCreated, r)
+}
+
+func (a *API) get(w http.ResponseWriter, req *http.Request) {
+	r, err := a.Service.Get(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	a.respond(w, req, http.StatusOK, r)
+}
+
+func listOptions(req *http.Request) ListOptions {
+	q := req.URL.Query()
+	split := func(k string) []string {
+		if v := q.Get(k); v != "" {
+			return strings.Split(v, ",")
+		}
+		return nil
+	}
+	return ListOptions{Statuses: split("filter[status]"), Operations: split("filter[operation]"), Sources: split("filter[source]")}
+}
+
+func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run) {
+	page, err := tfeapi.ParsePage(req)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	inc, err := tfeapi.Includes(req, runIncludes...)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(runs, page)
+	out := make([]*jsonRun, len(items))
+	var included []any
+	for i, r := range items {
+		out[i] = a.toJSON(req, r)
+		more, err := a.included(req, inc, r)
+		if err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
+		included = append(included, more...)
+	}
+	tfeapi.RespondList(w, req, out, pg, included...)
+}
+
+func (a *API) list(w http.ResponseWriter, req *http.Request) {
+	runs, err := a.Service.List(req.Context(), req.PathValue("id"), listOptions(req))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	a.respondList(w, req, runs)
+}
+
+func (a *API) listOrg(w http.ResponseWriter, req *http.Request) {
+	runs, err := a.Service.ListOrganization(req.Context(), req.PathValue("org"), listOptions(req))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	a.respondList(w, req, runs)
+}
+
+func (a *API) queue(w http.ResponseWriter, req *http.Request) {
+	runs, err := a.Service.Queue(req.Context(), req.PathValue("org"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	a.respondList(w, req, runs)
+}
+
+func (a *API) action(w http.ResponseWriter, req *http.Request) {
+	doc, err := tfeapi.Decode(w, req, 0)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	var body struct {
+		Comment string `json:"comment"`
+	}
+	_ = json.Unmarshal(doc.Attributes, &body)
+	id, ctx := req.PathValue("id"), req.Context()
+	if p := auth.FromContext(ctx); p != nil && p.Kind == auth.KindRun {
+		tfeapi.Error(w, req, core.Forbidden("a run token cannot act on runs"))
+		return
+	}
+	switch req.PathValue("action") {
+	case "apply":
+		err = a.Service.Apply(ctx, id, body.Comment)
+	case "discard":
+		err = a.Service.Discard(ctx, id, body.Comment)
+	case "cancel":
+		err = a.Service.Cancel(ctx, id, body.Comment)
+	case "force-cancel":
+		err = a.Service.ForceCancel(ctx, id, body.Comment)
+	case "force-execute":
+		err = core.Conflict("force-execute is not needed: Terrace starts the next run as soon as the workspace is free")
+	default:
+		err = core.NotFound("unknown run action %q", req.PathValue("action"))
+	}
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (a *API) events(w http.ResponseWriter, req *http.Request) {
+	evs, err := a.Service.Events(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	out := make([]*jsonRunEvent, len(evs))
+	for i, e := range evs {
+		out[i] = &jsonRunEvent{ID: e.ID, Action: e.Action, Description: e.Description, CreatedAt: core.FromMicros(e.CreatedAt)}
+	}
+	page, _ := tfeapi.ParsePage(req)
+	items, pg := tfeapi.Paginate(out, page)
+	tfeapi.RespondList(w, req, items, pg)
+}
+
+func (a *API) taskStages(w http.ResponseWriter, req *http.Request) {
+	if _, err := a.Service.Get(req.Context(), req.PathValue("id")); err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.RespondList(w, req, []*jsonRef{}, tfeapi.Pagination{Page: 1, Size: 20})
+}
+
+func (a *API) runPlan(w http.ResponseWriter, req *http.Request) {
+	r, err := a.Service.Get(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusOK, a.toPlan(r))
+}
+
+func (a *API) runApply(w http.ResponseWriter, req *http.Request) {
+	r, err := a.Service.Get(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusOK, a.toApply(r))
+}
+
+func (a *API) plan(w http.ResponseWriter, req *http.Request) {
+	r, err := a.Service.GetByPhase(req.Context(), req.PathValue("id"))
+	if err != nil || r.Plan.ID != req.PathValue("id") {
+		tfeapi.Error(w, req, core.NotFound("plan %s not found", req.PathValue("id")))
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusOK, a.toPlan(r))
+}
+
+func (a *API) apply(w http.ResponseWriter, req *http.Request) {
+	r, err := a.Service.GetByPhase(req.Context(), req.PathValue("id"))
+	if err != nil || r.Apply.ID != req.PathValue("id") {
+		tfeapi.Error(w, req, core.NotFound("apply %s not found", req.PathValue("id")))
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusOK, a.toApply(r))
+}
+
+func (a *API) writePlanJSON(w http.ResponseWriter, req *http.Request, r *Run, name string) {
+	if name == "json" {
+		// The unredacted plan holds sensitive values: only for tokens that
+		// may administer the organization.
+		if p := auth.FromContext(req.Context()); !p.IsOwner(r.Organization) && p.Kind != auth.KindUser {
+			tfeapi.Error(w, req, core.Forbidden("the unredacted plan JSON needs an owner's token; use json-output-redacted"))
+			return
+		}
+	}
+	b, err := a.Service.PlanBlob(req.Context(), r.Plan.ID, name)
+	if core.KindOf(err) == core.KindNotFound {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+}
+
+func (a *API) planJSON(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		r, err := a.Service.GetByPhase(req.Context(), req.PathValue("id"))
+		if err != nil || r.Plan.ID != req.PathValue("id") {
+			tfeapi.Error(w, req, core.NotFound("plan %s not found", req.PathValue("id")))
+			return
+		}
+		a.writePlanJSON(w, req, r, name)
+	}
+}
+
+func (a *API) runPlanJSON(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		r, err := a.Service.Get(req.Context(), req.PathValue("id"))
+		if err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
+		a.writePlanJSON(w, req, r, name)
+	}
+}
+
+// logs serves a phase's log through a capability URL, honouring offset and
+// limit as terraform's and go-tfe's log readers expect.
+func (a *API) logs(w http.ResponseWriter, req *http.Request) {
+	q := req.URL.Query()
+	offset, _ := strconv.ParseInt(q.Get("offset"), 10, 64)
+	limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
+	if offset < 0 || limit < 0 {
+		http.Error(w, "offset and limit must not be negative", http.StatusBadRequest)
+		return
+	}
+	if limit == 0 || limit > 1<<20 {
+		limit = 1 << 20
+	}
+	data, err := a.Service.ReadLog(req.Context(), req.PathValue("id"), offset, limit)
+	if err != nil {
+		if errors.Is(err, core.ErrNotFound) {
+			http.NotFound(w, req)
+			return
+		}
+		http.Error(w, "reading log", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = w.Write(data)
+}

@@ -1,0 +1,428 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Job is a phase of a run claimed by a runner.
+type Job struct {
+	ID     string
+	RunID  string
+	Phase  string // plan | apply
+	Run    *Run
+	Signal <-chan string // in-process runners: "cancel" or "force"
+}
+
+// Claim gives the runner the oldest queued job, or nil when there is none.
+// The claim is a lease that Heartbeat must extend.
+func (s *Service) Claim(ctx context.Context, runnerID string) (*Job, error) {
+	var job *Job
+	var started *Run
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		q := `SELECT id, run_id, phase FROM jobs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1`
+		if tx.Driver().Name() == "postgres" {
+			q += ` FOR UPDATE SKIP LOCKED`
+		}
+		var j Job
+		if err := tx.QueryRow(ctx, q).Scan(&j.ID, &j.RunID, &j.Phase); err != nil {
+			if store.IsNoRows(err) {
+				return nil
+			}
+			return err
+		}
+		now := core.Now()
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?`,
+			runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), j.ID); err != nil {
+			return err
+		}
+		r, err := getRun(ctx, tx, "id", j.RunID, true)
+		if err != nil {
+			return err
+		}
+		if err := s.startPhase(ctx, tx, r, j.Phase); err != nil {
+			return err
+		}
+		j.Run, job, started = r, &j, r
+		return nil
+	})
+	if err != nil || job == nil {
+		return nil, err
+	}
+	ch := make(chan string, 2)
+	s.mu.Lock()
+	s.signals[job.RunID] = ch
+	s.mu.Unlock()
+	job.Signal = ch
+	s.changed(ctx, started)
+	return job, nil
+}
+
+func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase string) error {
+	if phase == "plan" {
+		if err := r.transition(Planning); err != nil {
+			return err
+		}
+		r.Plan.setPhase(PhaseRunning)
+		if err := s.startLog(ctx, tx, r.Plan.ID); err != nil {
+			return err
+		}
+	} else {
+		if err := r.transition(Applying); err != nil {
+			return err
+		}
+		r.Apply.setPhase(PhaseRunning)
+		if err := s.startLog(ctx, tx, r.Apply.ID); err != nil {
+			return err
+		}
+	}
+	return updateRun(ctx, tx, r)
+}
+
+// Heartbeat extends a job's lease and returns any signal for it ("cancel"
+// or "force"). A job that no longer exists answers "force".
+func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (string, error) {
+	now := core.Now()
+	res, err := s.DB.Exec(ctx, `UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'`,
+		core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), jobID, runnerID)
+	if err != nil {
+		return "", err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return "force", nil
+	}
+	var sig string
+	err = s.DB.QueryRow(ctx, `SELECT signal FROM jobs WHERE id = ?`, jobID).Scan(&sig)
+	return sig, err
+}
+
+// PlanResult is what a runner reports when a plan ends.
+type PlanResult struct {
+	Error                                     string // "" when the plan succeeded
+	Canceled                                  bool
+	HasChanges                                bool
+	Additions, Changes, Destructions, Imports int
+	PlanJSON                                  []byte // terraform show -json of the plan
+	RedactedJSON                              []byte // the same without sensitive values
+	PlanFile, LockFile                        []byte // kept when the run waits for confirmation
+}
+
+func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string) (string, string, error) {
+	var runID, phase, holder, status string
+	err := q.QueryRow(ctx, `SELECT run_id, phase, runner_id, status FROM jobs WHERE id = ?`+store.ForUpdate(q), jobID).Scan(&runID, &phase, &holder, &status)
+	if store.IsNoRows(err) {
+		return "", "", core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if holder != runnerID || status != "running" {
+		return "", "", core.Conflict("job %s is not held by runner %s", jobID, runnerID)
+	}
+	return runID, phase, nil
+}
+
+// FinishPlan records a plan's outcome. It returns true when the run goes
+// straight on to apply and the runner should apply the plan it holds in
+// the same job (auto-apply with nothing in between).
+func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res PlanResult) (bool, error) {
+	var runID string
+	if err := s.DB.QueryRow(ctx, `SELECT run_id FROM jobs WHERE id = ?`, jobID).Scan(&runID); err != nil {
+		if store.IsNoRows(err) {
+			return false, nil // force-canceled meanwhile: nothing to record
+		}
+		return false, err
+	}
+	r, err := s.get(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	// Blobs first: the run only says "planned" once they are stored.
+	tail := ""
+	if res.Error != "" && !res.Canceled {
+		tail = "\n" + res.Error + "\n"
+	}
+	if err := s.endLog(ctx, r.Plan.ID, tail); err != nil {
+		return false, err
+	}
+	puts := map[string][]byte{"json": res.PlanJSON, "json-redacted": res.RedactedJSON, "tfplan": res.PlanFile, "lock": res.LockFile}
+	for name, data := range puts {
+		if data != nil {
+			if err := s.Blobs.Put(ctx, planKey(r.Plan.ID, name), data); err != nil {
+				return false, err
+			}
+		}
+	}
+	cont := false
+	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
+			return nil, err
+		}
+		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
+		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
+		switch {
+		case res.Canceled:
+			r.Plan.setPhase(PhaseCanceled)
+			if err := r.transition(Canceled); err != nil {
+				return nil, err
+			}
+			return s.finishJob(ctx, tx, jobID, r)
+		case res.Error != "":
+			r.Plan.setPhase(PhaseErrored)
+			if err := r.transition(Errored); err != nil {
+				return nil, err
+			}
+			r.ErrorMessage = firstLine(res.Error)
+			return s.finishJob(ctx, tx, jobID, r)
+		}
+		r.Plan.setPhase(PhaseFinished)
+		if r.PlanOnly || (!res.HasChanges && !r.AllowEmptyApply) {
+			if err := r.transition(PlannedAndFinished); err != nil {
+				return nil, err
+			}
+			return s.finishJob(ctx, tx, jobID, r)
+		}
+		if err := r.transition(Planned); err != nil {
+			return nil, err
+		}
+		next, err := s.afterPlan(r)
+		if err != nil {
+			return nil, err
+		}
+		if next == ApplyQueued && !r.CancelRequestedAt.IsZero() {
+			next = Canceled
+		}
+		switch next {
+		case ApplyQueued:
+			// Continue in the same job: the runner applies the plan it holds.
+			if err := r.transition(ApplyQueued); err != nil {
+				return nil, err
+			}
+			r.Apply.setPhase(PhaseQueued)
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = 'apply', updated_at = ? WHERE id = ?`, core.Micros(core.Now()), jobID); err != nil {
+				return nil, err
+			}
+			if err := s.startPhase(ctx, tx, r, "apply"); err != nil {
+				return nil, err
+			}
+			cont = true
+			return nil, nil
+		case Canceled:
+			if err := r.transition(Canceled); err != nil {
+				return nil, err
+			}
+			cancelPhases(r)
+			return s.finishJob(ctx, tx, jobID, r)
+		default:
+			if next != Planned {
+				if err := r.transition(next); err != nil {
+					return nil, err
+				}
+			}
+			// The run rests, waiting for confirmation; the workspace stays held.
+			_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
+			s.dropSignal(r.ID)
+			return nil, err
+		}
+	})
+	return cont, err
+}
+
+// afterPlan decides where a planned run with changes goes next. Stages
+// that run between plan and apply (run tasks, policy checks) plug in here.
+func (s *Service) afterPlan(r *Run) (Status, error) {
+	switch {
+	case r.SavePlan:
+		return PlannedAndSaved, nil
+	case r.AutoApply:
+		return ApplyQueued, nil
+	}
+	return Planned, nil
+}
+
+// ApplyResult is what a runner reports when an apply ends.
+type ApplyResult struct {
+	Error                                     string
+	Canceled                                  bool
+	Additions, Changes, Destructions, Imports int
+	// State is the state terraform left (also after a failed or
+	// interrupted apply); nil when it did not change.
+	State []byte
+}
+
+// StateSink stores the state an apply produced as a new state version.
+type StateSink interface {
+	CreateFromRun(ctx context.Context, workspaceID, runID string, state []byte) error
+}
+
+// FinishApply records an apply's outcome; the state is stored first.
+func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res ApplyResult, states StateSink) error {
+	var runID string
+	if err := s.DB.QueryRow(ctx, `SELECT run_id FROM jobs WHERE id = ?`, jobID).Scan(&runID); err != nil {
+		if store.IsNoRows(err) {
+			runID = ""
+		} else {
+			return err
+		}
+	}
+	if runID == "" {
+		return nil
+	}
+	r, err := s.get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	stateErr := ""
+	if res.State != nil {
+		if err := states.CreateFromRun(ctx, r.WorkspaceID, r.ID, res.State); err != nil {
+			stateErr = fmt.Sprintf("storing the new state failed: %v", err)
+		}
+	}
+	tail := ""
+	if res.Error != "" && !res.Canceled {
+		tail = "\n" + res.Error + "\n"
+	}
+	if stateErr != "" {
+		tail += "\n" + stateErr + "\n"
+	}
+	if err := s.endLog(ctx, r.Apply.ID, tail); err != nil {
+		return err
+	}
+	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
+			return nil, err
+		}
+		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
+		switch {
+		case res.Canceled:
+			r.Apply.setPhase(PhaseCanceled)
+			if err := r.transition(Canceled); err != nil {
+				return nil, err
+			}
+		case res.Error != "" || stateErr != "":
+			r.Apply.setPhase(PhaseErrored)
+			if err := r.transition(Errored); err != nil {
+				return nil, err
+			}
+			r.ErrorMessage = firstLine(res.Error + stateErr)
+		default:
+			r.Apply.setPhase(PhaseFinished)
+			if err := r.transition(Applied); err != nil {
+				return nil, err
+			}
+		}
+		return s.finishJob(ctx, tx, jobID, r)
+	})
+	if err == nil {
+		for _, name := range []string{"tfplan", "lock"} {
+			_ = s.Blobs.Delete(ctx, planKey(r.Plan.ID, name))
+		}
+	}
+	return err
+}
+
+func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Run) ([]*Run, error) {
+	if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID); err != nil {
+		return nil, err
+	}
+	s.dropSignal(r.ID)
+	return s.release(ctx, tx, r)
+}
+
+func (s *Service) dropSignal(runID string) {
+	s.mu.Lock()
+	delete(s.signals, runID)
+	s.mu.Unlock()
+}
+
+// PlanBlob returns a stored artifact of a plan: "json", "json-redacted",
+// "tfplan" or "lock".
+func (s *Service) PlanBlob(ctx context.Context, planID, name string) ([]byte, error) {
+	return s.Blobs.Get(ctx, planKey(planID, name))
+}
+
+func planKey(planID, name string) string { return "plans/" + planID + "/" + name }
+
+// ReapExpired handles jobs whose runner stopped heartbeating. With
+// lostPrefix set it also takes every running job of runners whose ID has
+// that prefix, other than keep: in-process runners of an earlier server
+// process, gone for certain. A lost plan goes back to the queue (up to
+// three attempts); a lost apply errors the run with a message saying why.
+func (s *Service) ReapExpired(ctx context.Context, lostPrefix, keep string) (int, error) {
+	type lost struct{ id, runID, phase, runner string }
+	rows, err := s.DB.Query(ctx, `SELECT id, run_id, phase, runner_id, lease_expires_at FROM jobs WHERE status = 'running'`)
+	if err != nil {
+		return 0, err
+	}
+	var found []lost
+	now := core.Micros(core.Now())
+	for rows.Next() {
+		var l lost
+		var exp int64
+		if err := rows.Scan(&l.id, &l.runID, &l.phase, &l.runner, &exp); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		restarted := lostPrefix != "" && strings.HasPrefix(l.runner, lostPrefix) && l.runner != keep
+		if exp < now || restarted {
+			found = append(found, l)
+		}
+	}
+	rows.Close()
+	for _, l := range found {
+		why := "its runner stopped sending heartbeats"
+		if lostPrefix != "" && strings.HasPrefix(l.runner, lostPrefix) && l.runner != keep {
+			why = "the server restarted"
+		}
+		closeLog := ""
+		_, err := s.update(ctx, l.runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+			var attempts int
+			if err := tx.QueryRow(ctx, `SELECT attempts FROM jobs WHERE id = ?`, l.id).Scan(&attempts); err != nil {
+				return nil, err
+			}
+			if l.phase == "plan" && attempts < 3 && r.Status == Planning {
+				// Nothing was applied: plan again (the log restarts when it is claimed).
+				if _, err := tx.Exec(ctx, `UPDATE jobs SET status = 'queued', runner_id = '', lease_expires_at = 0, updated_at = ? WHERE id = ?`, now, l.id); err != nil {
+					return nil, err
+				}
+				if err := r.transition(PlanQueued); err != nil {
+					return nil, err
+				}
+				r.Plan.setPhase(PhaseQueued)
+				return nil, addEvent(ctx, tx, r.ID, "requeued", fmt.Sprintf("The plan was re-queued because %s before it finished.", why), "")
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, l.id); err != nil {
+				return nil, err
+			}
+			msg := fmt.Sprintf("The run errored because %s while it was %s.", why, map[string]string{"plan": "planning", "apply": "applying"}[l.phase])
+			if l.phase == "apply" {
+				msg += " Resources may have been changed; the workspace keeps the last state terraform saved."
+				closeLog = r.Apply.ID
+			} else {
+				closeLog = r.Plan.ID
+			}
+			return s.fail(ctx, tx, r, msg)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("recovering job %s: %w", l.id, err)
+		}
+		if closeLog != "" {
+			if err := s.endLog(ctx, closeLog, "\n"+why+"\n"); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(found), nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

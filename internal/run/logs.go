@@ -1,0 +1,109 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Logs are framed as terraform's cloud backend expects: STX, the output,
+// ETX when the phase has ended. While a phase runs its log lives in
+// log_chunks (so any replica can serve it); when it ends the chunks are
+// folded into one blob.
+const (
+	stx = "\x02"
+	etx = "\x03"
+)
+
+func logKey(id string) string { return "logs/" + id }
+
+func (s *Service) startLog(ctx context.Context, q store.Q, logID string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, logID, []byte(stx))
+	return err
+}
+
+// AppendLog adds output to a running phase's log.
+func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	return s.DB.Tx(ctx, func(tx *store.Tx) error {
+		var seq sql.NullInt64
+		if err := tx.QueryRow(ctx, `SELECT MAX(seq) FROM log_chunks WHERE log_id = ?`, logID).Scan(&seq); err != nil {
+			return err
+		}
+		if !seq.Valid {
+			return core.Conflict("log %s is not open", logID)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, ?, ?)`, logID, seq.Int64+1, data)
+		return err
+	})
+}
+
+func (s *Service) chunks(ctx context.Context, q store.Q, logID string) ([]byte, bool, error) {
+	rows, err := q.Query(ctx, `SELECT data FROM log_chunks WHERE log_id = ? ORDER BY seq`, logID)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var buf bytes.Buffer
+	found := false
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, false, err
+		}
+		buf.Write(b)
+		found = true
+	}
+	return buf.Bytes(), found, rows.Err()
+}
+
+// endLog closes a log: ETX, then the whole log moves to the blob store.
+func (s *Service) endLog(ctx context.Context, logID string, tail string) error {
+	data, found, err := s.chunks(ctx, s.DB, logID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		data = []byte(stx)
+	}
+	data = append(data, tail...)
+	data = append(data, etx...)
+	if err := s.Blobs.Put(ctx, logKey(logID), data); err != nil {
+		return err
+	}
+	_, err = s.DB.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
+	return err
+}
+
+// ReadLog returns up to limit bytes of a phase's log from offset.
+func (s *Service) ReadLog(ctx context.Context, logID string, offset, limit int64) ([]byte, error) {
+	data, found, err := s.chunks(ctx, s.DB, logID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		data, err = s.Blobs.Get(ctx, logKey(logID))
+		if core.KindOf(err) == core.KindNotFound {
+			data, err = nil, nil // not started yet
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if offset >= int64(len(data)) {
+		return nil, nil
+	}
+	end := int64(len(data))
+	if limit > 0 && offset+limit < end {
+		end = offset + limit
+	}
+	return data[offset:end], nil
+}

@@ -1,0 +1,100 @@
+// Package run is the run lifecycle: creating runs, the state machine
+// (status.go), the per-workspace queue, the job queue that runners claim
+// from, logs, and the HTTP API (runs, plans, applies, run events).
+package run
+
+import (
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// Run is one plan (and maybe apply) of a configuration version on a workspace.
+type Run struct {
+	ID                     string    `json:"id"`
+	WorkspaceID            string    `json:"workspace_id"`
+	Organization           string    `json:"organization"`
+	ConfigurationVersionID string    `json:"configuration_version_id"`
+	Status                 Status    `json:"status"`
+	Timestamps             Stamps    `json:"timestamps"`
+	Message                string    `json:"message"`
+	IsDestroy              bool      `json:"is_destroy"`
+	Refresh                bool      `json:"refresh"`
+	RefreshOnly            bool      `json:"refresh_only"`
+	PlanOnly               bool      `json:"plan_only"`
+	SavePlan               bool      `json:"save_plan"`
+	AutoApply              bool      `json:"auto_apply"`
+	AllowEmptyApply        bool      `json:"allow_empty_apply"`
+	TargetAddrs            []string  `json:"target_addrs,omitempty"`
+	ReplaceAddrs           []string  `json:"replace_addrs,omitempty"`
+	Variables              []RunVar  `json:"variables,omitempty"`
+	TerraformVersion       string    `json:"terraform_version"`
+	Source                 string    `json:"source"`
+	TriggerReason          string    `json:"trigger_reason"`
+	HasChanges             bool      `json:"has_changes"`
+	CreatedBy              string    `json:"created_by"`
+	ConfirmedBy            string    `json:"confirmed_by,omitempty"`
+	ErrorMessage           string    `json:"error_message,omitempty"`
+	CreatedAt              time.Time `json:"created_at"`
+	UpdatedAt              time.Time `json:"updated_at"`
+	CancelRequestedAt      time.Time `json:"cancel_requested_at,omitzero"`
+	Plan                   Phase     `json:"plan"`
+	Apply                  Phase     `json:"apply"`
+}
+
+// RunVar is a variable given with the run; Value is an HCL expression.
+type RunVar struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Phase is a run's plan or apply.
+type Phase struct {
+	ID           string      `json:"id"`
+	Status       PhaseStatus `json:"status"`
+	Timestamps   Stamps      `json:"timestamps"`
+	HasChanges   bool        `json:"has_changes"`
+	Additions    int         `json:"additions"`
+	Changes      int         `json:"changes"`
+	Destructions int         `json:"destructions"`
+	Imports      int         `json:"imports"`
+}
+
+// Stamps records when a status was entered: "planning-at", "queued-at", ….
+type Stamps map[string]time.Time
+
+func (s Stamps) set(key string, t time.Time) { s[key] = t }
+
+// Speculative reports whether the run is plan-only (it never holds the
+// workspace and never applies).
+func (r *Run) Speculative() bool { return r.PlanOnly }
+
+// transition moves the run to a new status, checking the state machine and
+// stamping the time.
+func (r *Run) transition(to Status) error {
+	if !allowed(r.Status, to) {
+		return &ErrBadTransition{From: r.Status, To: to}
+	}
+	now := core.Now()
+	r.Status = to
+	r.Timestamps.set(string(to)+"-at", now)
+	r.UpdatedAt = now
+	return nil
+}
+
+// setPhase moves a phase to a status and stamps it.
+func (p *Phase) setPhase(s PhaseStatus) {
+	p.Status = s
+	if p.Timestamps == nil {
+		p.Timestamps = Stamps{}
+	}
+	key := map[PhaseStatus]string{
+		PhaseQueued: "queued-at", PhaseRunning: "started-at", PhaseFinished: "finished-at",
+		PhaseErrored: "errored-at", PhaseCanceled: "canceled-at", PhaseUnreachable: "unreachable-at",
+		PhasePending: "pending-at",
+	}[s]
+	p.Timestamps.set(key, core.Now())
+}
+
+// Actions a caller may take on the run now.
+func (r *Run) confirmable() bool { return r.Status.Confirmable() && !r.PlanOnly }

@@ -1,0 +1,676 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/blob"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Workspace is what runs need to know about a workspace.
+type Workspace struct {
+	ID, Name, Organization, ProjectID string
+	TerraformVersion                  string
+	WorkingDirectory                  string
+	ExecutionMode                     string
+	AutoApply                         bool
+	StructuredRunOutput               bool
+}
+
+// Workspaces is the workspace domain as runs see it.
+type Workspaces interface {
+	// Get returns a workspace the caller in ctx may see (404 otherwise).
+	Get(ctx context.Context, id string) (*Workspace, error)
+	// System returns a workspace without an access check (scheduler, runners).
+	System(ctx context.Context, id string) (*Workspace, error)
+	// LockForRun makes runID the workspace's lock holder inside q's
+	// transaction; false when someone else holds the lock.
+	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)
+	// UnlockForRun releases a lock held by runID (no-op otherwise).
+	UnlockForRun(ctx context.Context, q store.Q, workspaceID, runID string) error
+}
+
+// ConfigVersion is what runs need to know about a configuration version.
+type ConfigVersion struct {
+	ID, WorkspaceID, Status string
+	Speculative             bool
+}
+
+// ConfigVersions is the configuration-version domain as runs see it.
+type ConfigVersions interface {
+	// Get returns a configuration version (no access check: the caller
+	// already saw its workspace).
+	Get(ctx context.Context, id string) (*ConfigVersion, error)
+	// Latest returns the workspace's newest uploaded configuration version.
+	Latest(ctx context.Context, workspaceID string) (*ConfigVersion, error)
+}
+
+// Options configure the service.
+type Options struct {
+	DB         *store.DB
+	Blobs      *blob.Store
+	Signer     *blob.Signer
+	Workspaces Workspaces
+	Configs    ConfigVersions
+	Logger     *slog.Logger
+	// LeaseTTL is how long a runner's claim lasts without a heartbeat.
+	// Defaults to 30s.
+	LeaseTTL time.Duration
+	// ForceCancelAfter is how long after a cancel a force-cancel becomes
+	// available. Defaults to 10s.
+	ForceCancelAfter time.Duration
+}
+
+// Service runs the run lifecycle.
+type Service struct {
+	Options
+	wake     chan struct{} // nudges in-process runners: a job was queued
+	mu       sync.Mutex
+	signals  map[string]chan string // job id -> cancel signals for in-process runners
+	onChange []func(ctx context.Context, r *Run)
+}
+
+// NewService returns a run service.
+func NewService(o Options) *Service {
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.ForceCancelAfter == 0 {
+		o.ForceCancelAfter = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Service{Options: o, wake: make(chan struct{}, 1), signals: map[string]chan string{}}
+}
+
+// OnChange registers a function called after every committed status
+// change (notifications and dependency triggers build on it).
+func (s *Service) OnChange(fn func(ctx context.Context, r *Run)) { s.onChange = append(s.onChange, fn) }
+
+func (s *Service) changed(ctx context.Context, runs ...*Run) {
+	for _, r := range runs {
+		for _, fn := range s.onChange {
+			fn(ctx, r)
+		}
+	}
+}
+
+// Wake returns the channel on which in-process runners are nudged.
+func (s *Service) Wake() <-chan struct{} { return s.wake }
+
+func (s *Service) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// CreateOptions are the attributes of a new run.
+type CreateOptions struct {
+	WorkspaceID            string
+	ConfigurationVersionID string
+	Message                *string
+	IsDestroy              *bool
+	Refresh                *bool
+	RefreshOnly            *bool
+	PlanOnly               *bool
+	SavePlan               *bool
+	AutoApply              *bool
+	AllowEmptyApply        *bool
+	TerraformVersion       *string
+	TargetAddrs            []string
+	ReplaceAddrs           []string
+	Variables              []RunVar
+	Source                 string
+	TriggerReason          string
+}
+
+func val[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func actorOf(ctx context.Context) string {
+	p := auth.FromContext(ctx)
+	switch {
+	case p == nil:
+		return ""
+	case p.UserID != "":
+		return p.UserID
+	case p.TeamID != "":
+		return p.TeamID
+	case p.RunID != "":
+		return p.RunID
+	}
+	return p.TokenID
+}
+
+// Create queues a run.
+func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
+	if o.WorkspaceID == "" {
+		return nil, core.Invalid("a run needs a workspace relationship")
+	}
+	ws, err := s.Workspaces.Get(ctx, o.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	if ws.ExecutionMode == "local" {
+		return nil, core.Conflict("workspace %q uses local execution: runs execute where terraform runs, not on Terrace", ws.Name)
+	}
+	var cv *ConfigVersion
+	if o.ConfigurationVersionID != "" {
+		cv, err = s.Configs.Get(ctx, o.ConfigurationVersionID)
+		if err != nil || cv.WorkspaceID != ws.ID {
+			return nil, core.NotFound("configuration version %s not found in workspace %s", o.ConfigurationVersionID, ws.ID)
+		}
+	} else if cv, err = s.Configs.Latest(ctx, ws.ID); err != nil {
+		return nil, core.Invalid("workspace %q has no uploaded configuration version to run", ws.Name)
+	}
+	if cv.Status != "uploaded" {
+		return nil, core.Invalid("configuration version %s is %s, not uploaded", cv.ID, cv.Status)
+	}
+	r := &Run{
+		ID:                     core.NewID(core.PrefixRun),
+		WorkspaceID:            ws.ID,
+		Organization:           ws.Organization,
+		ConfigurationVersionID: cv.ID,
+		Status:                 Pending,
+		Timestamps:             Stamps{},
+		Message:                val(o.Message, "Triggered via API"),
+		IsDestroy:              val(o.IsDestroy, false),
+		Refresh:                val(o.Refresh, true),
+		RefreshOnly:            val(o.RefreshOnly, false),
+		PlanOnly:               val(o.PlanOnly, false) || cv.Speculative,
+		SavePlan:               val(o.SavePlan, false),
+		AutoApply:              val(o.AutoApply, ws.AutoApply),
+		AllowEmptyApply:        val(o.AllowEmptyApply, false),
+		TargetAddrs:            o.TargetAddrs,
+		ReplaceAddrs:           o.ReplaceAddrs,
+		Variables:              o.Variables,
+		TerraformVersion:       val(o.TerraformVersion, ws.TerraformVersion),
+		Source:                 o.Source,
+		TriggerReason:          o.TriggerReason,
+		CreatedBy:              actorOf(ctx),
+		Plan:                   Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
+		Apply:                  Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},
+	}
+	if r.Source == "" {
+		r.Source = "tfe-api"
+	}
+	if r.TriggerReason == "" {
+		r.TriggerReason = "manual"
+	}
+	if r.IsDestroy && r.RefreshOnly {
+		return nil, core.Invalid("is-destroy and refresh-only cannot both be true")
+	}
+	if r.RefreshOnly && !r.Refresh {
+		return nil, core.Invalid("refresh-only needs refresh")
+	}
+	if o.TerraformVersion != nil && !r.PlanOnly && *o.TerraformVersion != ws.TerraformVersion {
+		return nil, core.Invalid("terraform-version can only be set for plan-only runs")
+	}
+	for _, v := range r.Variables {
+		if v.Key == "" {
+			return nil, core.Invalid("every run variable needs a key")
+		}
+	}
+	r.CreatedAt = core.Now()
+	r.UpdatedAt = r.CreatedAt
+	r.Timestamps.set("plan-queueable-at", r.CreatedAt)
+	var queued []*Run
+	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+		if err := insertRun(ctx, tx, r); err != nil {
+			return err
+		}
+		if err := addEvent(ctx, tx, r.ID, "created", "Run created", r.CreatedBy); err != nil {
+			return err
+		}
+		if r.PlanOnly {
+			// Speculative plans never wait for the workspace.
+			if err := s.queuePhase(ctx, tx, r, "plan"); err != nil {
+				return err
+			}
+			queued = append(queued, r)
+			return nil
+		}
+		var err error
+		queued, err = s.schedule(ctx, tx, r.WorkspaceID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.nudge()
+	s.changed(ctx, queued...)
+	return s.get(ctx, r.ID)
+}
+
+// queuePhase moves a run into plan_queued or apply_queued and adds its job.
+func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase string) error {
+	if phase == "plan" {
+		if err := r.transition(PlanQueued); err != nil {
+			return err
+		}
+		r.Plan.setPhase(PhaseQueued)
+	} else {
+		if err := r.transition(ApplyQueued); err != nil {
+			return err
+		}
+		r.Apply.setPhase(PhaseQueued)
+	}
+	if err := updateRun(ctx, q, r); err != nil {
+		return err
+	}
+	now := core.Micros(core.Now())
+	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
+		core.NewID("job"), r.ID, phase, now, now)
+	return err
+}
+
+// schedule starts the next pending run of a workspace when no other run
+// holds it: the workspace lock is taken for the run, which serializes
+// concurrent schedulers. It returns the runs it changed.
+func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) ([]*Run, error) {
+	active, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status NOT IN ('pending','applied','planned_and_finished','policy_soft_failed','discarded','errored','canceled','force_canceled') LIMIT 1`, workspaceID, false)
+	if err != nil || len(active) > 0 {
+		return nil, err
+	}
+	next, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status = 'pending' ORDER BY created_at, id LIMIT 1`, workspaceID, false)
+	if err != nil || len(next) == 0 {
+		return nil, err
+	}
+	r := next[0]
+	ok, err := s.Workspaces.LockForRun(ctx, tx, workspaceID, r.ID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if err := s.queuePhase(ctx, tx, r, "plan"); err != nil {
+		return nil, err
+	}
+	return []*Run{r}, nil
+}
+
+// Schedule starts the workspace's next pending run if it can (called when
+// the workspace is unlocked by a user).
+func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
+	var changed []*Run
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		changed, err = s.schedule(ctx, tx, workspaceID)
+		return err
+	})
+	if err == nil && len(changed) > 0 {
+		s.nudge()
+		s.changed(ctx, changed...)
+	}
+	return err
+}
+
+// finish ends a run's hold on its workspace and starts the next run.
+func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
+	if r.PlanOnly {
+		return nil, nil
+	}
+	if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
+		return nil, err
+	}
+	return s.schedule(ctx, tx, r.WorkspaceID)
+}
+
+func (s *Service) get(ctx context.Context, id string) (*Run, error) {
+	return getRun(ctx, s.DB, "id", id, false)
+}
+
+// Get returns a run the caller may see.
+func (s *Service) Get(ctx context.Context, id string) (*Run, error) {
+	if !core.HasPrefix(id, core.PrefixRun) {
+		return nil, core.NotFound("run %s not found", id)
+	}
+	r, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := auth.CheckOrganization(ctx, r.Organization); err != nil {
+		return nil, core.NotFound("run %s not found", id)
+	}
+	return r, nil
+}
+
+// GetByPhase returns the run owning a plan or apply ID.
+func (s *Service) GetByPhase(ctx context.Context, phaseID string) (*Run, error) {
+	col := "plan_id"
+	if core.HasPrefix(phaseID, core.PrefixApply) {
+		col = "apply_id"
+	} else if !core.HasPrefix(phaseID, core.PrefixPlan) {
+		return nil, core.NotFound("%s not found", phaseID)
+	}
+	r, err := getRun(ctx, s.DB, col, phaseID, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := auth.CheckOrganization(ctx, r.Organization); err != nil {
+		return nil, core.NotFound("%s not found", phaseID)
+	}
+	return r, nil
+}
+
+// ListOptions filter run lists.
+type ListOptions struct {
+	Statuses   []string
+	Operations []string // plan_only | plan_and_apply | destroy | refresh_only | save_plan
+	Sources    []string
+}
+
+func (o ListOptions) match(r *Run) bool {
+	if len(o.Statuses) > 0 && !contains(o.Statuses, string(r.Status)) {
+		return false
+	}
+	if len(o.Sources) > 0 && !contains(o.Sources, r.Source) {
+		return false
+	}
+	if len(o.Operations) > 0 {
+		op := "plan_and_apply"
+		switch {
+		case r.PlanOnly:
+			op = "plan_only"
+		case r.IsDestroy:
+			op = "destroy"
+		case r.RefreshOnly:
+			op = "refresh_only"
+		case r.SavePlan:
+			op = "save_plan"
+		}
+		if !contains(o.Operations, op) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if strings.TrimSpace(x) == v {
+			return true
+		}
+	}
+	return false
+}
+
+// List returns a workspace's runs, newest first.
+func (s *Service) List(ctx context.Context, workspaceID string, o ListOptions) ([]*Run, error) {
+	if _, err := s.Workspaces.Get(ctx, workspaceID); err != nil {
+		return nil, err
+	}
+	all, err := listRuns(ctx, s.DB, `workspace_id = ? ORDER BY created_at DESC, id DESC`, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, r := range all {
+		if o.match(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ListOrganization returns an organization's runs, newest first.
+func (s *Service) ListOrganization(ctx context.Context, org string, o ListOptions) ([]*Run, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	all, err := listRuns(ctx, s.DB, `organization_name = ? ORDER BY created_at DESC, id DESC`, org)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, r := range all {
+		if o.match(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Queue returns the organization's runs that wait for or hold a runner.
+func (s *Service) Queue(ctx context.Context, org string) ([]*Run, error) {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return nil, err
+	}
+	return listRuns(ctx, s.DB, `organization_name = ? AND status IN ('plan_queued','planning','apply_queued','applying') ORDER BY created_at, id`, org)
+}
+
+// Capacity counts an organization's queued and executing runs.
+func (s *Service) Capacity(ctx context.Context, org string) (pending, running int, err error) {
+	err = s.DB.QueryRow(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN status IN ('plan_queued','apply_queued') THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN status IN ('planning','applying') THEN 1 ELSE 0 END), 0)
+		FROM runs WHERE organization_name = ?`, org).Scan(&pending, &running)
+	return pending, running, err
+}
+
+// PositionInQueue is how many runs of the workspace go before a pending run.
+func (s *Service) PositionInQueue(ctx context.Context, r *Run) int {
+	if r.Status != Pending || r.PlanOnly {
+		return 0
+	}
+	var n int
+	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND plan_only = ? AND created_at < ? AND status NOT IN ('applied','planned_and_finished','policy_soft_failed','discarded','errored','canceled','force_canceled')`,
+		r.WorkspaceID, false, core.Micros(r.CreatedAt)).Scan(&n)
+	return n
+}
+
+// CurrentRunID returns the workspace's newest run ("" when none).
+func (s *Service) CurrentRunID(ctx context.Context, workspaceID string) (string, error) {
+	var id string
+	err := s.DB.QueryRow(ctx, `SELECT id FROM runs WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID).Scan(&id)
+	if store.IsNoRows(err) {
+		return "", nil
+	}
+	return id, err
+}
+
+// RunWorkspace resolves a run token's workspace and organization.
+func (s *Service) RunWorkspace(ctx context.Context, runID string) (string, string, error) {
+	var ws, org, status string
+	err := s.DB.QueryRow(ctx, `SELECT workspace_id, organization_name, status FROM runs WHERE id = ?`, runID).Scan(&ws, &org, &status)
+	if store.IsNoRows(err) {
+		return "", "", core.NotFound("run %s not found", runID)
+	}
+	if err == nil && Status(status).Final() {
+		return "", "", core.Unauthorized("run %s has finished", runID)
+	}
+	return ws, org, err
+}
+
+// Events returns a run's history.
+func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
+	if _, err := s.Get(ctx, runID); err != nil {
+		return nil, err
+	}
+	return listEvents(ctx, s.DB, runID)
+}
+
+// update runs fn on a locked run inside a transaction, saves it, and
+// notifies listeners.
+func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
+	var r *Run
+	var changed []*Run
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		r, err = getRun(ctx, tx, "id", id, true)
+		if err != nil {
+			return err
+		}
+		more, err := fn(tx, r)
+		if err != nil {
+			return err
+		}
+		if err := updateRun(ctx, tx, r); err != nil {
+			return err
+		}
+		changed = append([]*Run{r}, more...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.nudge()
+	s.changed(ctx, changed...)
+	return r, nil
+}
+
+// Apply confirms a run that waits for it.
+func (s *Service) Apply(ctx context.Context, id, comment string) error {
+	if _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	_, err := s.update(ctx, id, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if !r.confirmable() {
+			return nil, core.Conflict("run %s is %s and cannot be applied", r.ID, r.Status)
+		}
+		if err := r.transition(Confirmed); err != nil {
+			return nil, err
+		}
+		r.ConfirmedBy = actorOf(ctx)
+		if err := addEvent(ctx, tx, r.ID, "applied", comment, r.ConfirmedBy); err != nil {
+			return nil, err
+		}
+		return nil, s.queuePhase(ctx, tx, r, "apply")
+	})
+	return err
+}
+
+// Discard ends a run that waits for a decision, without applying it.
+func (s *Service) Discard(ctx context.Context, id, comment string) error {
+	if _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	_, err := s.update(ctx, id, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if !r.Status.Discardable() {
+			return nil, core.Conflict("run %s is %s and cannot be discarded", r.ID, r.Status)
+		}
+		if err := r.transition(Discarded); err != nil {
+			return nil, err
+		}
+		if err := addEvent(ctx, tx, r.ID, "discarded", comment, actorOf(ctx)); err != nil {
+			return nil, err
+		}
+		return s.release(ctx, tx, r)
+	})
+	return err
+}
+
+// Cancel interrupts a run. A run not yet picked up by a runner ends at
+// once; an executing one is interrupted by its runner (terraform gets
+// SIGINT, then SIGKILL after a grace period) and ends when the runner says so.
+func (s *Service) Cancel(ctx context.Context, id, comment string) error {
+	if _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	_, err := s.update(ctx, id, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if !r.Status.Cancelable() {
+			return nil, core.Conflict("run %s is %s and cannot be canceled", r.ID, r.Status)
+		}
+		if err := addEvent(ctx, tx, r.ID, "canceled", comment, actorOf(ctx)); err != nil {
+			return nil, err
+		}
+		if r.Status == Planning || r.Status == Applying {
+			if r.CancelRequestedAt.IsZero() {
+				r.CancelRequestedAt = core.Now()
+			}
+			_, err := tx.Exec(ctx, `UPDATE jobs SET signal = 'cancel', updated_at = ? WHERE run_id = ? AND status = 'running'`, core.Micros(core.Now()), r.ID)
+			s.signal(tx, r.ID, "cancel")
+			return nil, err
+		}
+		// Nothing executes yet: drop queued jobs and end the run.
+		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE run_id = ? AND status = 'queued'`, r.ID); err != nil {
+			return nil, err
+		}
+		if err := r.transition(Canceled); err != nil {
+			return nil, err
+		}
+		cancelPhases(r)
+		return s.release(ctx, tx, r)
+	})
+	return err
+}
+
+// ForceCancel ends a run at once (after a cancel's grace period): the
+// runner is told to kill terraform, and the workspace is released now.
+func (s *Service) ForceCancel(ctx context.Context, id, comment string) error {
+	if _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	_, err := s.update(ctx, id, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if r.Status.Final() {
+			return nil, core.Conflict("run %s is %s and cannot be force-canceled", r.ID, r.Status)
+		}
+		if r.CancelRequestedAt.IsZero() || core.Now().Before(r.CancelRequestedAt.Add(s.ForceCancelAfter)) {
+			return nil, core.Conflict("run %s can be force-canceled only %s after a cancel", r.ID, s.ForceCancelAfter)
+		}
+		if err := addEvent(ctx, tx, r.ID, "force_canceled", comment, actorOf(ctx)); err != nil {
+			return nil, err
+		}
+		s.signal(tx, r.ID, "force")
+		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE run_id = ?`, r.ID); err != nil {
+			return nil, err
+		}
+		r.Status = Canceled // force: skip the table, any state may end here
+		r.Timestamps.set("force-canceled-at", core.Now())
+		r.Timestamps.set("canceled-at", core.Now())
+		cancelPhases(r)
+		return s.release(ctx, tx, r)
+	})
+	return err
+}
+
+func cancelPhases(r *Run) {
+	for _, p := range []*Phase{&r.Plan, &r.Apply} {
+		if !p.Status.Done() {
+			p.setPhase(PhaseCanceled)
+		}
+	}
+}
+
+// signal tells an in-process runner working on the run to stop.
+func (s *Service) signal(_ store.Q, runID, sig string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch, ok := s.signals[runID]; ok {
+		select {
+		case ch <- sig:
+		default:
+		}
+	}
+}
+
+func (s *Service) fail(ctx context.Context, tx store.Q, r *Run, msg string) ([]*Run, error) {
+	r.ErrorMessage = msg
+	if !r.Status.Final() {
+		r.Status = Errored
+		r.Timestamps.set("errored-at", core.Now())
+	}
+	for _, p := range []*Phase{&r.Plan, &r.Apply} {
+		if p.Status == PhaseRunning || p.Status == PhaseQueued {
+			p.setPhase(PhaseErrored)
+		}
+	}
+	if err := addEvent(ctx, tx, r.ID, "errored", msg, ""); err != nil {
+		return nil, err
+	}
+	return s.release(ctx, tx, r)
+}
+
+// errorf formats a run error message.
+func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,140 @@
+package run
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Status is a run's status, spelled as HCP Terraform spells it.
+type Status string
+
+// Run statuses. The ones marked "stage" are entered only when a stage (run
+// tasks, policy checks) is configured for the run; the core pipeline skips
+// them.
+const (
+	Pending                  Status = "pending"
+	PrePlanRunning           Status = "pre_plan_running"   // stage
+	PrePlanCompleted         Status = "pre_plan_completed" // stage
+	PlanQueued               Status = "plan_queued"
+	Planning                 Status = "planning"
+	Planned                  Status = "planned"
+	PostPlanRunning          Status = "post_plan_running"           // stage
+	PostPlanAwaitingDecision Status = "post_plan_awaiting_decision" // stage
+	PostPlanCompleted        Status = "post_plan_completed"         // stage
+	PolicyChecking           Status = "policy_checking"             // stage
+	PolicyChecked            Status = "policy_checked"              // stage
+	PolicyOverride           Status = "policy_override"             // stage
+	PolicySoftFailed         Status = "policy_soft_failed"          // stage, final
+	PlannedAndFinished       Status = "planned_and_finished"
+	PlannedAndSaved          Status = "planned_and_saved"
+	Confirmed                Status = "confirmed"
+	PreApplyRunning          Status = "pre_apply_running"   // stage
+	PreApplyCompleted        Status = "pre_apply_completed" // stage
+	ApplyQueued              Status = "apply_queued"
+	Applying                 Status = "applying"
+	PostApplyRunning         Status = "post_apply_running"   // stage
+	PostApplyCompleted       Status = "post_apply_completed" // stage
+	Applied                  Status = "applied"
+	Discarded                Status = "discarded"
+	Errored                  Status = "errored"
+	Canceled                 Status = "canceled"
+	ForceCanceled            Status = "force_canceled"
+)
+
+// transitions is the whole run state machine: from each status, the
+// statuses a run may move to. Every status change goes through
+// (*Run).transition, which checks this table. docs/design/runs.md draws it.
+var transitions = map[Status][]Status{
+	Pending:                  {PrePlanRunning, PlanQueued, Discarded, Canceled, Errored},
+	PrePlanRunning:           {PrePlanCompleted, Errored, Canceled},
+	PrePlanCompleted:         {PlanQueued, Canceled, Errored},
+	PlanQueued:               {Planning, Canceled, Errored},
+	Planning:                 {Planned, PlannedAndFinished, PlanQueued, Errored, Canceled, ForceCanceled},
+	Planned:                  {PostPlanRunning, PolicyChecking, PlannedAndFinished, PlannedAndSaved, Confirmed, ApplyQueued, Discarded, Canceled, Errored},
+	PolicyChecking:           {PolicyChecked, PolicyOverride, PolicySoftFailed, Errored, Canceled},
+	PolicyChecked:            {PostPlanRunning, PlannedAndFinished, PlannedAndSaved, Confirmed, ApplyQueued, Discarded, Canceled},
+	PolicyOverride:           {PolicyChecked, Discarded, Canceled},
+	PostPlanRunning:          {PostPlanCompleted, PostPlanAwaitingDecision, Errored, Canceled},
+	PostPlanAwaitingDecision: {PostPlanCompleted, Discarded, Canceled, Errored},
+	PostPlanCompleted:        {PlannedAndFinished, PlannedAndSaved, Confirmed, ApplyQueued, Discarded, Canceled},
+	PlannedAndSaved:          {Confirmed, Discarded, Canceled, Errored},
+	Confirmed:                {PreApplyRunning, ApplyQueued, Canceled, Errored},
+	PreApplyRunning:          {PreApplyCompleted, Errored, Canceled},
+	PreApplyCompleted:        {ApplyQueued, Canceled, Errored},
+	ApplyQueued:              {Applying, Canceled, Errored},
+	Applying:                 {PostApplyRunning, Applied, Errored, Canceled, ForceCanceled},
+	PostApplyRunning:         {PostApplyCompleted, Errored},
+	PostApplyCompleted:       {Applied},
+}
+
+// Final reports whether no further transition is possible.
+func (s Status) Final() bool {
+	_, ok := transitions[s]
+	return !ok
+}
+
+// Confirmable reports whether the run waits for a user to apply it.
+func (s Status) Confirmable() bool {
+	switch s {
+	case Planned, PolicyChecked, PostPlanCompleted, PlannedAndSaved, PolicyOverride:
+		return true
+	}
+	return false
+}
+
+// Cancelable reports whether a run can be canceled: while something is
+// queued or executing.
+func (s Status) Cancelable() bool {
+	switch s {
+	case Pending, PrePlanRunning, PrePlanCompleted, PlanQueued, Planning, PolicyChecking,
+		PostPlanRunning, Confirmed, PreApplyRunning, PreApplyCompleted, ApplyQueued, Applying:
+		return true
+	}
+	return false
+}
+
+// Discardable reports whether a run can be discarded: while it waits for a
+// decision.
+func (s Status) Discardable() bool {
+	return s == Pending || s.Confirmable() || s == PostPlanAwaitingDecision
+}
+
+// HoldsWorkspace reports whether a (non-speculative) run in this status is
+// the workspace's active run: everything between leaving the queue and
+// reaching a final or resting-final state.
+func (s Status) HoldsWorkspace() bool {
+	return s != Pending && !s.Final()
+}
+
+// Executing reports whether a runner is (or is about to be) working on it.
+func (s Status) Executing() bool {
+	return s == PlanQueued || s == Planning || s == ApplyQueued || s == Applying
+}
+
+// ErrBadTransition is returned for a move the state machine forbids.
+type ErrBadTransition struct{ From, To Status }
+
+func (e *ErrBadTransition) Error() string {
+	return fmt.Sprintf("a run cannot go from %s to %s", e.From, e.To)
+}
+
+func allowed(from, to Status) bool { return slices.Contains(transitions[from], to) }
+
+// PhaseStatus is the status of a plan or an apply.
+type PhaseStatus string
+
+// Plan and apply statuses.
+const (
+	PhasePending     PhaseStatus = "pending"
+	PhaseQueued      PhaseStatus = "queued"
+	PhaseRunning     PhaseStatus = "running"
+	PhaseFinished    PhaseStatus = "finished"
+	PhaseErrored     PhaseStatus = "errored"
+	PhaseCanceled    PhaseStatus = "canceled"
+	PhaseUnreachable PhaseStatus = "unreachable"
+)
+
+// Done reports whether the phase will not change any more.
+func (s PhaseStatus) Done() bool {
+	return s == PhaseFinished || s == PhaseErrored || s == PhaseCanceled || s == PhaseUnreachable
+}

@@ -1,0 +1,109 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+func insertRun(ctx context.Context, q store.Q, r *Run) error {
+	doc, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, status, plan_only, plan_id, apply_id, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.WorkspaceID, r.Organization, string(r.Status), r.PlanOnly, r.Plan.ID, r.Apply.ID, core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt), string(doc))
+	return err
+}
+
+func updateRun(ctx context.Context, q store.Q, r *Run) error {
+	doc, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE runs SET status = ?, organization_name = ?, updated_at = ?, doc = ? WHERE id = ?`,
+		string(r.Status), r.Organization, core.Micros(r.UpdatedAt), string(doc), r.ID)
+	return err
+}
+
+func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
+	var doc string
+	if err := sc.Scan(&doc); err != nil {
+		return nil, err
+	}
+	r := &Run{}
+	if err := json.Unmarshal([]byte(doc), r); err != nil {
+		return nil, fmt.Errorf("decoding run: %w", err)
+	}
+	if r.Timestamps == nil {
+		r.Timestamps = Stamps{}
+	}
+	return r, nil
+}
+
+// getRun reads a run by a column (id, plan_id or apply_id), optionally
+// locking it for update inside a transaction.
+func getRun(ctx context.Context, q store.Q, col, id string, lock bool) (*Run, error) {
+	query := `SELECT doc FROM runs WHERE ` + col + ` = ?`
+	if lock {
+		query += store.ForUpdate(q)
+	}
+	r, err := scanRun(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("run %s not found", id)
+	}
+	return r, err
+}
+
+func listRuns(ctx context.Context, q store.Q, where string, args ...any) ([]*Run, error) {
+	rows, err := q.Query(ctx, `SELECT doc FROM runs WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Event is an entry of a run's history.
+type Event struct {
+	ID          string
+	RunID       string
+	Action      string
+	Description string
+	Actor       string
+	CreatedAt   int64
+}
+
+func addEvent(ctx context.Context, q store.Q, runID, action, description, actor string) error {
+	_, err := q.Exec(ctx, `INSERT INTO run_events (id, run_id, action, description, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		core.NewID("re"), runID, action, description, actor, core.Micros(core.Now()))
+	return err
+}
+
+func listEvents(ctx context.Context, q store.Q, runID string) ([]*Event, error) {
+	rows, err := q.Query(ctx, `SELECT id, run_id, action, description, actor, created_at FROM run_events WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Event
+	for rows.Next() {
+		var e Event
+		if err := rows.Scan(&e.ID, &e.RunID, &e.Action, &e.Description, &e.Actor, &e.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,447 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/slug"
+)
+
+// jobExec is one job's execution.
+type jobExec struct {
+	r   *Runner
+	job *run.Job
+	log *slog.Logger
+
+	bin    string
+	dir    string // scratch root
+	wd     string // terraform working directory
+	env    []string
+	out    *logWriter
+	cancel string // "", "cancel" or "force": the strongest signal seen
+	sig    chan string
+}
+
+func (j *jobExec) run(ctx context.Context) error {
+	// Heartbeats and cancel signals.
+	j.sig = make(chan string, 4)
+	hbCtx, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	go j.heartbeat(hbCtx)
+
+	r := j.job.Run
+	logID := r.Plan.ID
+	if j.job.Phase == "apply" {
+		logID = r.Apply.ID
+	}
+	in, err := j.r.api.Inputs(ctx, j.job)
+	if err != nil {
+		return j.finish(ctx, fmt.Errorf("preparing the run: %w", err), nil)
+	}
+	j.out = newLogWriter(ctx, j.r.api, logID, in.Variables)
+	defer j.out.Close()
+
+	if err := j.prepare(ctx, in); err != nil {
+		return j.finish(ctx, err, nil)
+	}
+	defer os.RemoveAll(j.dir)
+
+	if j.job.Phase == "plan" {
+		res := j.plan(ctx, in)
+		j.out.Flush()
+		cont, err := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, res)
+		if err != nil || !cont {
+			return err
+		}
+		// Auto-apply: same folder, same plan, no second init.
+		j.out.Close()
+		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, in.Variables)
+		defer j.out.Close()
+		return j.finishApply(ctx, j.apply(ctx, in, res))
+	}
+	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
+		return j.finish(ctx, err, nil)
+	}
+	if err := j.init(ctx); err != nil {
+		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
+	}
+	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{}))
+}
+
+// finish reports a job that failed before terraform ran.
+func (j *jobExec) finish(ctx context.Context, err error, _ []byte) error {
+	if j.out != nil {
+		fmt.Fprintf(j.out, "\nError: %v\n", err)
+		j.out.Flush()
+	}
+	if j.job.Phase == "plan" {
+		_, ferr := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, run.PlanResult{Error: err.Error()})
+		return ferr
+	}
+	return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
+}
+
+func (j *jobExec) finishApply(ctx context.Context, res run.ApplyResult) error {
+	if j.out != nil {
+		j.out.Flush()
+	}
+	return j.r.api.FinishApply(ctx, j.job.ID, j.r.cfg.ID, res)
+}
+
+func (j *jobExec) heartbeat(ctx context.Context) {
+	t := time.NewTicker(j.r.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-j.job.Signal:
+			j.sig <- s
+		case <-t.C:
+			s, err := j.r.api.Heartbeat(ctx, j.job.ID, j.r.cfg.ID)
+			if err != nil {
+				j.log.Warn("heartbeat failed", "error", err)
+				continue
+			}
+			if s != "" {
+				j.sig <- s
+			}
+		}
+	}
+}
+
+// prepare makes the scratch folder: configuration, backend override, state,
+// variable files, CLI config and environment.
+func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
+	var err error
+	if j.bin, err = j.r.cfg.Engines.Find(ctx, j.job.Run.TerraformVersion); err != nil {
+		return err
+	}
+	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, "terrace-"+j.job.RunID+"-"); err != nil {
+		return err
+	}
+	cfgDir := filepath.Join(j.dir, "config")
+	if err := os.Mkdir(cfgDir, 0o700); err != nil {
+		return err
+	}
+	if err := slug.Unpack(bytes.NewReader(in.Archive), cfgDir, slug.Limits{}); err != nil {
+		return fmt.Errorf("unpacking the configuration: %w", err)
+	}
+	j.wd = filepath.Join(cfgDir, filepath.FromSlash(in.Workspace.WorkingDirectory))
+	if rel, err := filepath.Rel(cfgDir, j.wd); err != nil || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("working directory %q leaves the configuration", in.Workspace.WorkingDirectory)
+	}
+	if err := os.MkdirAll(j.wd, 0o700); err != nil {
+		return err
+	}
+	// Whatever backend or cloud block the configuration has, the run uses
+	// a local state file that Terrace fills and collects.
+	if err := os.WriteFile(filepath.Join(j.wd, "zz_terrace_override.tf"), []byte("terraform {\n  backend \"local\" {}\n}\n"), 0o600); err != nil {
+		return err
+	}
+	if in.State != nil {
+		if err := os.WriteFile(filepath.Join(j.wd, "terraform.tfstate"), in.State, 0o600); err != nil {
+			return err
+		}
+	}
+	if in.LockFile != nil {
+		if err := os.WriteFile(filepath.Join(j.wd, ".terraform.lock.hcl"), in.LockFile, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := writeVarFiles(j.wd, in.Variables, j.job.Run.Variables); err != nil {
+		return err
+	}
+	home := filepath.Join(j.dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return err
+	}
+	rc := filepath.Join(j.dir, "terraform.rc")
+	cli := j.r.cfg.CLIConfig
+	if in.Token != "" && in.Hostname != "" {
+		cli = fmt.Sprintf("credentials %q {\n  token = %q\n}\n", in.Hostname, in.Token) + cli
+	}
+	if err := os.WriteFile(rc, []byte(cli), 0o600); err != nil {
+		return err
+	}
+	// A clean environment: nothing of the server's (its cloud credentials
+	// least of all) leaks into the user's configuration.
+	j.env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TF_CLI_CONFIG_FILE=" + rc,
+		"TF_IN_AUTOMATION=1",
+		"TF_INPUT=0",
+		"CHECKPOINT_DISABLE=1",
+		"TFC_RUN_ID=" + j.job.RunID,
+		"TFC_WORKSPACE_NAME=" + in.Workspace.Name,
+	}
+	if in.CAFile != "" {
+		j.env = append(j.env, "SSL_CERT_FILE="+in.CAFile)
+	}
+	if j.r.cfg.PluginCacheDir != "" {
+		j.env = append(j.env, "TF_PLUGIN_CACHE_DIR="+j.r.cfg.PluginCacheDir)
+	}
+	for _, v := range in.Variables {
+		if v.Category == "env" {
+			j.env = append(j.env, v.Key+"="+v.Value)
+		}
+	}
+	return nil
+}
+
+// writeVarFiles writes terraform variables as auto-loaded files: plain
+// values as JSON (taken literally, no template interpretation), HCL values
+// as HCL, and the run's own variables last so that they win.
+func writeVarFiles(wd string, vars []Variable, runVars []run.RunVar) error {
+	plain := map[string]string{}
+	var hcl strings.Builder
+	for _, v := range vars {
+		if v.Category != "terraform" {
+			continue
+		}
+		if v.HCL {
+			fmt.Fprintf(&hcl, "%s = %s\n", v.Key, v.Value)
+		} else {
+			plain[v.Key] = v.Value
+		}
+	}
+	if len(plain) > 0 {
+		b, _ := json.Marshal(plain)
+		if err := os.WriteFile(filepath.Join(wd, "zz_terrace_1.auto.tfvars.json"), b, 0o600); err != nil {
+			return err
+		}
+	}
+	if hcl.Len() > 0 {
+		if err := os.WriteFile(filepath.Join(wd, "zz_terrace_2.auto.tfvars"), []byte(hcl.String()), 0o600); err != nil {
+			return err
+		}
+	}
+	if len(runVars) > 0 {
+		var b strings.Builder
+		for _, v := range runVars {
+			fmt.Fprintf(&b, "%s = %s\n", v.Key, v.Value)
+		}
+		if err := os.WriteFile(filepath.Join(wd, "zz_terrace_3.auto.tfvars"), []byte(b.String()), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// terraform runs the engine with args, streaming its output to the log.
+// It returns the exit code; a cancel signal interrupts it (SIGINT, then
+// SIGKILL after the grace period; "force" kills at once).
+func (j *jobExec) terraform(ctx context.Context, stdout *bytes.Buffer, args ...string) (int, error) {
+	cmd := exec.Command(j.bin, args...)
+	cmd.Dir = j.wd
+	cmd.Env = j.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if stdout != nil {
+		cmd.Stdout = stdout
+	} else {
+		cmd.Stdout = j.out
+	}
+	cmd.Stderr = j.out
+	if err := cmd.Start(); err != nil {
+		return -1, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var kill <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return ee.ExitCode(), nil
+			}
+			if err != nil {
+				return -1, err
+			}
+			return 0, nil
+		case s := <-j.sig:
+			if s == "force" {
+				j.cancel = "force"
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				continue
+			}
+			if j.cancel == "" {
+				j.cancel = "cancel"
+				fmt.Fprintf(j.out, "\nInterrupt received: asking terraform to stop (it is killed after %s).\n", j.r.cfg.CancelGrace)
+				_ = cmd.Process.Signal(os.Interrupt)
+				kill = time.After(j.r.cfg.CancelGrace)
+			}
+		case <-kill:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-ctx.Done():
+			// The server is stopping: interrupt terraform so that it saves
+			// state, then give up on it.
+			_ = cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-done:
+			case <-time.After(j.r.cfg.CancelGrace):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+			return -1, ctx.Err()
+		}
+	}
+}
+
+func (j *jobExec) init(ctx context.Context) error {
+	code, err := j.terraform(ctx, nil, "init", "-input=false", "-no-color")
+	if err != nil {
+		return err
+	}
+	if j.cancel != "" {
+		return errCanceled
+	}
+	if code != 0 {
+		return fmt.Errorf("terraform init failed (exit code %d)", code)
+	}
+	return nil
+}
+
+var errCanceled = errors.New("canceled")
+
+func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
+	if err := j.init(ctx); err != nil {
+		return run.PlanResult{Error: err.Error(), Canceled: j.cancel != ""}
+	}
+	r := j.job.Run
+	args := []string{"plan", "-input=false", "-no-color", "-lock=false", "-detailed-exitcode", "-out=tfplan"}
+	if r.IsDestroy {
+		args = append(args, "-destroy")
+	}
+	if r.RefreshOnly {
+		args = append(args, "-refresh-only")
+	}
+	if !r.Refresh {
+		args = append(args, "-refresh=false")
+	}
+	for _, a := range r.TargetAddrs {
+		args = append(args, "-target="+a)
+	}
+	for _, a := range r.ReplaceAddrs {
+		args = append(args, "-replace="+a)
+	}
+	code, err := j.terraform(ctx, nil, args...)
+	switch {
+	case j.cancel != "":
+		return run.PlanResult{Canceled: true, Error: "canceled"}
+	case err != nil:
+		return run.PlanResult{Error: err.Error()}
+	case code == 1 || code < 0:
+		return run.PlanResult{Error: "terraform plan failed"}
+	}
+	res := run.PlanResult{HasChanges: code == 2}
+	var js bytes.Buffer
+	if code, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && code == 0 {
+		res.PlanJSON = js.Bytes()
+		res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(res.PlanJSON)
+		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(in.Variables))
+	}
+	if !r.AutoApply || r.SavePlan || r.PlanOnly {
+		// The run may wait for confirmation: keep what the apply needs.
+		if b, err := os.ReadFile(filepath.Join(j.wd, "tfplan")); err == nil {
+			res.PlanFile = b
+		}
+		if b, err := os.ReadFile(filepath.Join(j.wd, ".terraform.lock.hcl")); err == nil {
+			res.LockFile = b
+		}
+	}
+	return res
+}
+
+func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult) run.ApplyResult {
+	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
+	code, err := j.terraform(ctx, nil, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve", "tfplan")
+	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
+	if planned.PlanJSON == nil {
+		var js bytes.Buffer
+		if c, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && c == 0 {
+			res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(js.Bytes())
+		}
+	}
+	// The state terraform left counts even when the apply failed.
+	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
+		res.State = after
+	}
+	switch {
+	case j.cancel != "":
+		res.Canceled, res.Error = true, "canceled"
+	case err != nil:
+		res.Error = err.Error()
+	case code != 0:
+		res.Error = "terraform apply failed"
+	}
+	return res
+}
+
+// countChanges counts additions, changes, destructions and imports in a
+// plan's JSON (a replacement counts as one addition and one destruction).
+func countChanges(planJSON []byte) (add, change, destroy, imports int) {
+	var p struct {
+		ResourceChanges []struct {
+			Change struct {
+				Actions   []string        `json:"actions"`
+				Importing json.RawMessage `json:"importing"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if json.Unmarshal(planJSON, &p) != nil {
+		return
+	}
+	for _, rc := range p.ResourceChanges {
+		for _, a := range rc.Change.Actions {
+			switch a {
+			case "create":
+				add++
+			case "update":
+				change++
+			case "delete":
+				destroy++
+			}
+		}
+		if len(rc.Change.Importing) > 0 && string(rc.Change.Importing) != "null" {
+			imports++
+		}
+	}
+	return
+}
+
+func sensitiveKeys(vars []Variable) map[string]bool {
+	out := map[string]bool{}
+	for _, v := range vars {
+		if v.Sensitive && v.Category == "terraform" {
+			out[v.Key] = true
+		}
+	}
+	return out
+}
+
+// sortedSecrets returns the sensitive values to mask, longest first so that
+// a secret containing another is masked whole.
+func sortedSecrets(vars []Variable) []string {
+	var out []string
+	for _, v := range vars {
+		if v.Sensitive && len(v.Value) >= 3 {
+			out = append(out, v.Value)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return len(out[a]) > len(out[b]) })
+	return out
+}

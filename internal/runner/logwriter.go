@@ -1,0 +1,108 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"time"
+)
+
+// logWriter collects terraform's output, masks sensitive values line by
+// line (so a secret split across writes is still caught) and ships it to
+// the server in chunks: every 250ms, or at 64 KiB.
+type logWriter struct {
+	ctx     context.Context
+	api     API
+	logID   string
+	secrets []string
+
+	mu      sync.Mutex
+	partial []byte // bytes after the last newline
+	ready   bytes.Buffer
+	done    chan struct{}
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+func newLogWriter(ctx context.Context, api API, logID string, vars []Variable) *logWriter {
+	w := &logWriter{ctx: ctx, api: api, logID: logID, secrets: sortedSecrets(vars), done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+				w.ship(false)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *logWriter) mask(line []byte) []byte {
+	if len(w.secrets) == 0 {
+		return line
+	}
+	s := string(line)
+	for _, sec := range w.secrets {
+		for _, part := range strings.Split(sec, "\n") {
+			if len(part) >= 3 {
+				s = strings.ReplaceAll(s, part, "***")
+			}
+		}
+	}
+	return []byte(s)
+}
+
+// Write implements io.Writer.
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.partial = append(w.partial, p...)
+	if i := bytes.LastIndexByte(w.partial, '\n'); i >= 0 {
+		w.ready.Write(w.mask(w.partial[:i+1]))
+		w.partial = append(w.partial[:0], w.partial[i+1:]...)
+	}
+	big := w.ready.Len() >= 64<<10
+	w.mu.Unlock()
+	if big {
+		w.ship(false)
+	}
+	return len(p), nil
+}
+
+// ship sends what is ready; with all, also a trailing partial line.
+func (w *logWriter) ship(all bool) {
+	w.mu.Lock()
+	if all && len(w.partial) > 0 {
+		w.ready.Write(w.mask(w.partial))
+		w.partial = w.partial[:0]
+	}
+	data := bytes.Clone(w.ready.Bytes())
+	w.ready.Reset()
+	w.mu.Unlock()
+	if len(data) > 0 {
+		_ = w.api.AppendLog(context.WithoutCancel(w.ctx), w.logID, data)
+	}
+}
+
+// Flush sends everything written so far.
+func (w *logWriter) Flush() { w.ship(true) }
+
+// Close flushes and stops the background shipper (idempotent).
+func (w *logWriter) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.done)
+	w.wg.Wait()
+	w.ship(true)
+}

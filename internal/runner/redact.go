@@ -1,0 +1,125 @@
+package runner
+
+import "encoding/json"
+
+// Redact returns a plan's JSON (terraform show -json) with every value
+// marked sensitive replaced by null: resource changes and drift (by their
+// before/after_sensitive masks), outputs, planned values, prior state, and
+// variables that are declared sensitive or set as sensitive in Terrace.
+// The masks stay, so renderers still print "(sensitive value)".
+func Redact(planJSON []byte, sensitiveVars map[string]bool) []byte {
+	var p map[string]any
+	if err := json.Unmarshal(planJSON, &p); err != nil {
+		return nil
+	}
+	for _, key := range []string{"resource_changes", "resource_drift"} {
+		for _, rc := range asSlice(p[key]) {
+			change, _ := asMap(rc)["change"].(map[string]any)
+			if change == nil {
+				continue
+			}
+			change["before"] = redactBy(change["before"], change["before_sensitive"])
+			change["after"] = redactBy(change["after"], change["after_sensitive"])
+		}
+	}
+	if oc, ok := p["output_changes"].(map[string]any); ok {
+		for _, v := range oc {
+			change := asMap(v)
+			change["before"] = redactBy(change["before"], change["before_sensitive"])
+			change["after"] = redactBy(change["after"], change["after_sensitive"])
+		}
+	}
+	for _, key := range []string{"planned_values", "prior_state"} {
+		root := asMap(p[key])
+		if key == "prior_state" {
+			root = asMap(root["values"])
+		}
+		redactValues(root)
+	}
+	// Variables: declared sensitive in the root module, or set sensitive.
+	declared := map[string]bool{}
+	if cfg := asMap(asMap(p["configuration"])["root_module"]); cfg != nil {
+		for name, v := range asMap(cfg["variables"]) {
+			if s, _ := asMap(v)["sensitive"].(bool); s {
+				declared[name] = true
+			}
+		}
+	}
+	for name, v := range asMap(p["variables"]) {
+		if declared[name] || sensitiveVars[name] {
+			asMap(v)["value"] = nil
+		}
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// redactValues walks a values tree (outputs and resources of a module and
+// its children).
+func redactValues(mod map[string]any) {
+	if mod == nil {
+		return
+	}
+	for _, o := range asMap(mod["outputs"]) {
+		om := asMap(o)
+		if s, _ := om["sensitive"].(bool); s {
+			om["value"] = nil
+		}
+	}
+	rm := asMap(mod["root_module"])
+	if rm == nil {
+		rm = mod
+	}
+	redactModule(rm)
+}
+
+func redactModule(m map[string]any) {
+	for _, r := range asSlice(m["resources"]) {
+		rmap := asMap(r)
+		rmap["values"] = redactBy(rmap["values"], rmap["sensitive_values"])
+	}
+	for _, c := range asSlice(m["child_modules"]) {
+		redactModule(asMap(c))
+	}
+}
+
+// redactBy nulls the parts of v that mask marks as sensitive (mask is true,
+// or an object/array of the same shape).
+func redactBy(v, mask any) any {
+	switch m := mask.(type) {
+	case bool:
+		if m {
+			return nil
+		}
+		return v
+	case map[string]any:
+		vm, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		for k, sub := range m {
+			if _, present := vm[k]; present {
+				vm[k] = redactBy(vm[k], sub)
+			}
+		}
+		return vm
+	case []any:
+		vs, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		for i := range vs {
+			if i < len(m) {
+				vs[i] = redactBy(vs[i], m[i])
+			}
+		}
+		return vs
+	}
+	return v
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func asSlice(v any) []any        { s, _ := v.([]any); return s }

@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRedactRealPlan plans a configuration with sensitive values using the
+// real terraform and checks that no sensitive value survives redaction while
+// the plan keeps its shape.
+func TestRedactRealPlan(t *testing.T) {
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Fatal("terraform is not on PATH: this test needs it")
+	}
+	dir := t.TempDir()
+	cfg := `
+variable "password" {
+  type      = string
+  sensitive = true
+}
+variable "api_key" { type = string }
+variable "region" { type = string }
+resource "terraform_data" "db" {
+  input = { password = var.password, region = var.region }
+}
+output "password" {
+  value     = var.password
+  sensitive = true
+}
+output "region" { value = var.region }
+`
+	os.WriteFile(filepath.Join(dir, "main.tf"), []byte(cfg), 0o644)
+	env := append(os.Environ(), "TF_CLI_CONFIG_FILE=/dev/null", "CHECKPOINT_DISABLE=1")
+	runTF := func(args ...string) []byte {
+		cmd := exec.Command(tf, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("terraform %v: %v %s", args, err, out)
+		}
+		return out
+	}
+	runTF("init", "-input=false")
+	runTF("plan", "-input=false", "-out=tfplan", "-var", "password=hunter2-SECRET", "-var", "api_key=key-TOPSECRET", "-var", "region=eu-west-1")
+	plan := runTF("show", "-json", "tfplan")
+	for _, secret := range []string{"hunter2-SECRET", "key-TOPSECRET"} {
+		if !strings.Contains(string(plan), secret) {
+			t.Fatalf("the unredacted plan should contain %q (test setup)", secret)
+		}
+	}
+	red := Redact(plan, map[string]bool{"api_key": true})
+	if red == nil {
+		t.Fatal("Redact returned nil")
+	}
+	for _, secret := range []string{"hunter2-SECRET", "key-TOPSECRET"} {
+		if strings.Contains(string(red), secret) {
+			t.Fatalf("redacted plan still contains %q", secret)
+		}
+	}
+	if !strings.Contains(string(red), "eu-west-1") || !strings.Contains(string(red), `"resource_changes"`) {
+		t.Fatal("redaction removed values that are not sensitive")
+	}
+	a, c, d, i := countChanges(plan)
+	if a != 1 || c != 0 || d != 0 || i != 0 {
+		t.Fatalf("countChanges = %d %d %d %d, want 1 0 0 0", a, c, d, i)
+	}
+}
+
+func TestLogWriterMasksAcrossWrites(t *testing.T) {
+	api := &fakeLogs{}
+	w := newLogWriter(t.Context(), api, "plan-1", []Variable{{Key: "k", Value: "s3cr3t-value", Sensitive: true}})
+	w.Write([]byte("password is s3cr3"))
+	w.Write([]byte("t-value and more\nnext line s3cr3t-value"))
+	w.Close()
+	got := api.String()
+	if strings.Contains(got, "s3cr3t") || strings.Count(got, "***") != 2 {
+		t.Fatalf("log = %q", got)
+	}
+}
+
+type fakeLogs struct {
+	API
+	strings.Builder
+}
+
+func (f *fakeLogs) AppendLog(_ context.Context, _ string, data []byte) error {
+	f.Write(data)
+	return nil
+}
