@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,7 +15,7 @@ import (
 
 func serverCmd() *cobra.Command {
 	var cfg server.Config
-	var logLevel string
+	var logLevel, runCLIConfig string
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the Terrace server (API, scheduler and an in-process runner)",
@@ -33,6 +34,13 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			slog.SetDefault(cfg.Logger)
+			if runCLIConfig != "" {
+				b, err := os.ReadFile(runCLIConfig)
+				if err != nil {
+					return fmt.Errorf("--run-cli-config: %w", err)
+				}
+				cfg.RunCLIConfig = string(b)
+			}
 			s, err := server.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -56,6 +64,12 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key PEM file")
 	f.StringVar(&cfg.Secret, "secret", "", "secret that signs capability URLs; replicas must share it (default: generated into <data-dir>/secret)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.IntVar(&cfg.RunnerConcurrency, "runner-concurrency", 2, "run phases the in-process runner executes at once")
+	f.StringVar(&cfg.EnginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (default <data-dir>/engines; PATH is searched too)")
+	f.StringVar(&cfg.ScratchDir, "scratch-dir", "", "where runs get their working folders (default: the OS temp folder)")
+	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every run gets (e.g. provider_installation for a mirror)")
+	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
+	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	return cmd
 }
 

@@ -58,6 +58,9 @@ resource "terraform_data" "app" {
       error_message = "the plan was asked to fail"
     }
   }
+}
+resource "terraform_data" "slow" {
+  count = var.sleep > 0 ? 1 : 0
   provisioner "local-exec" {
     command = "sleep ${var.sleep}"
   }
@@ -146,12 +149,12 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	if runs.Items[0].Status != tfe.RunDiscarded {
 		t.Fatalf("run after answering no is %s, want discarded", runs.Items[0].Status)
 	}
-	out, err = c.tryInput(dir, "yes\n", "apply")
+	out, err = c.tryInput(dir, "yes\n", "apply", "-var", "name=venus")
 	check(out)
-	if err != nil {
+	if err != nil || !strings.Contains(out, "Apply complete!") {
 		t.Fatalf("apply answered yes: %v\n%s", err, out)
 	}
-	if cur, _ := e.Client.StateVersions.ReadCurrent(ctx, ws.ID); cur == nil || cur.ID == sv.ID && runs.Items[0].HasChanges {
+	if cur, _ := e.Client.StateVersions.ReadCurrent(ctx, ws.ID); cur == nil || cur.ID == sv.ID {
 		t.Fatal("apply answered yes stored no new state")
 	}
 
@@ -203,13 +206,17 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	// and the state is whatever terraform saved.
 	cmd := exec.Command(c.bin, "apply", "-auto-approve", "-var", "sleep=60", "-var", "name=slow")
 	cmd.Dir, cmd.Env = dir, c.env
-	var slow bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &slow, &slow
+	slow := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = slow, slow
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(slow.String(), "Provisioning with 'local-exec'") && time.Now().Before(deadline) {
+	waitFor := time.Now().Add(90 * time.Second)
+	for !strings.Contains(slow.String(), "Provisioning with 'local-exec'") {
+		if time.Now().After(waitFor) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the slow apply never reached its provisioner:\n%s", slow.String())
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
@@ -223,12 +230,14 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	}
 	check(slow.String())
 	var last *tfe.Run
-	for time.Now().Before(deadline) {
-		runs, _ = e.Client.Runs.List(ctx, ws.ID, nil)
-		if last = runs.Items[0]; last.Status == tfe.RunCanceled || last.Status == tfe.RunErrored {
+	for waitFor = time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		runs, err = e.Client.Runs.List(ctx, ws.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = runs.Items[0]; last.Status == tfe.RunCanceled || last.Status == tfe.RunErrored || time.Now().After(waitFor) {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	if last.Status != tfe.RunCanceled {
 		t.Fatalf("run after Ctrl-C is %s, want canceled\n%s", last.Status, slow.String())
@@ -283,4 +292,22 @@ func phaseLogs(ctx context.Context, t *testing.T, e *testenv.Env, r *tfe.Run) []
 		}
 	}
 	return out
+}
+
+// syncBuffer is a bytes.Buffer safe for a writing process and a reading test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

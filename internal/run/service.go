@@ -316,10 +316,15 @@ func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
 	return err
 }
 
-// finish ends a run's hold on its workspace and starts the next run.
+// release ends a run's hold on its workspace and starts the next run.
 func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
 	if r.PlanOnly {
 		return nil, nil
+	}
+	// The scheduler reads runs from the table: the ending run's status
+	// must be there first, or it would still look like the active run.
+	if err := updateRun(ctx, tx, r); err != nil {
+		return nil, err
 	}
 	if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
 		return nil, err
@@ -674,3 +679,25 @@ func (s *Service) fail(ctx context.Context, tx store.Q, r *Run, msg string) ([]*
 
 // errorf formats a run error message.
 func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// UsesConfigVersion reports whether a run references the configuration
+// version (only runs that have not ended, with active).
+func (s *Service) UsesConfigVersion(ctx context.Context, cvID string, active bool) (bool, error) {
+	runs, err := listRuns(ctx, s.DB, `configuration_version_id = ?`, cvID)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range runs {
+		if !active || !r.Status.Final() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// DeleteWorkspaceRuns removes a workspace's runs (with their events and
+// jobs) inside the transaction that deletes the workspace.
+func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) error {
+	_, err := q.Exec(ctx, `DELETE FROM runs WHERE workspace_id = ?`, workspaceID)
+	return err
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"time"
 )
 
 // Config configures a server. Every field has a flag and a TERRACE_* twin
@@ -35,6 +36,24 @@ type Config struct {
 	Secret string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	// RunnerConcurrency is how many run phases the in-process runner
+	// executes at once. Defaults to 2; 0 after defaults means 2.
+	RunnerConcurrency int
+	// EnginesDir holds terraform/tofu binaries by version
+	// (<dir>/terraform/<version>/terraform). Defaults to <data-dir>/engines.
+	EnginesDir string
+	// ScratchDir is where runs get their working folders. Defaults to the
+	// OS temporary folder.
+	ScratchDir string
+	// RunCLIConfig is extra terraform CLI configuration given to every run
+	// (provider_installation for a mirror, …).
+	RunCLIConfig string
+	// PluginCacheDir, when set, is a provider cache shared by runs.
+	PluginCacheDir string
+	// CancelGrace is how long terraform gets to stop after an interrupt
+	// before it is killed. Defaults to 10s.
+	CancelGrace time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -43,6 +62,9 @@ func (c *Config) setDefaults() {
 	c.Database = cmp.Or(c.Database, filepath.Join(c.DataDir, "terrace.db"))
 	c.Blobs = cmp.Or(c.Blobs, filepath.Join(c.DataDir, "blobs"))
 	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.RunnerConcurrency = cmp.Or(c.RunnerConcurrency, 2)
+	c.EnginesDir = cmp.Or(c.EnginesDir, filepath.Join(c.DataDir, "engines"))
+	c.CancelGrace = cmp.Or(c.CancelGrace, 10*time.Second)
 }
 
 // hostnameFor is the default public hostname for a listen address.

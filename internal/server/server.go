@@ -22,8 +22,10 @@ import (
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -68,6 +70,9 @@ type Server struct {
 	AgentPools *agent.Service
 	// Variables keeps workspace variables and variable sets.
 	Variables *variable.Service
+	// Runs is the run lifecycle; engines finds terraform/tofu for runners.
+	Runs    *run.Service
+	engines *engine.Finder
 	// ConfigVersions keeps uploaded configurations; the run domain wires
 	// SetUploadHook, SetArchiveCheck and SetInUse.
 	ConfigVersions *configversion.Service
@@ -136,6 +141,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
 	s.Workspaces.Configs = workspaceConfigs{s.DB}
+	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
+	s.wireRuns()
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -152,7 +159,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("/", tfeapi.NotFound)
 	capability.HandleFunc("/", http.NotFound)
 
-	(&organization.API{Service: s.Orgs, Projects: s.Projects}).Register(api)
+	(&organization.API{Service: s.Orgs, Projects: s.Projects, Capacity: s.Runs}).Register(api)
 	teamAPI := &team.API{Service: s.Teams}
 	teamAPI.Register(api)
 	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
@@ -164,6 +171,7 @@ func (s *Server) routes() http.Handler {
 	cvAPI := &configversion.API{Service: s.ConfigVersions}
 	cvAPI.Register(api)
 	cvAPI.RegisterCapability(capability)
+	s.runAPI(api, capability)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)
@@ -191,6 +199,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	swept := make(chan struct{})
 	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
 	defer func() { stopSweep(); <-swept }()
+	// The in-process runner; stopped after the HTTP server so that its
+	// last reports still reach the stores.
+	stopRunner := s.startRunner(ctx)
+	defer stopRunner()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {

@@ -39,6 +39,11 @@ type Options struct {
 	Addr string
 	// Logs shows server logs in the test output.
 	Logs bool
+	// RunCLIConfig is extra terraform CLI configuration for runs (for
+	// example testprovider's mirror); Runner* tune the in-process runner.
+	RunCLIConfig      string
+	RunnerConcurrency int
+	CancelGrace       time.Duration
 }
 
 // Env is a running server.
@@ -93,6 +98,10 @@ func New(t testing.TB, opts Options) *Env {
 		Hostname: "localhost:" + port,
 		Database: opts.Database,
 		Logger:   logger,
+
+		RunCLIConfig:      opts.RunCLIConfig,
+		RunnerConcurrency: opts.RunnerConcurrency,
+		CancelGrace:       opts.CancelGrace,
 	})
 	if err != nil {
 		cancel()

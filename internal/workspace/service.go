@@ -326,6 +326,18 @@ func scan(sc interface{ Scan(...any) error }) (*Workspace, error) {
 // load reads a workspace by ID, visible to the caller, optionally locking
 // the row for the rest of the transaction.
 func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Workspace, error) {
+	w, err := s.loadUnchecked(ctx, q, id, forUpdate)
+	if err != nil {
+		return nil, err
+	}
+	if !auth.FromContext(ctx).CanAccessOrganization(w.Organization) {
+		return nil, core.NotFound("workspace %q not found", id)
+	}
+	return w, nil
+}
+
+// loadUnchecked reads a workspace without looking at the caller.
+func (s *Service) loadUnchecked(ctx context.Context, q store.Q, id string, forUpdate bool) (*Workspace, error) {
 	if !core.HasPrefix(id, core.PrefixWorkspace) {
 		return nil, core.NotFound("workspace %q not found", id)
 	}
@@ -339,9 +351,6 @@ func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool
 	}
 	if err != nil {
 		return nil, err
-	}
-	if !auth.FromContext(ctx).CanAccessOrganization(w.Organization) {
-		return nil, core.NotFound("workspace %q not found", id)
 	}
 	if w.TagNames, err = s.tagNames(ctx, q, w.ID); err != nil {
 		return nil, err
@@ -871,7 +880,7 @@ func (s *Service) UnlockForRun(ctx context.Context, q store.Q, workspaceID, runI
 // System returns a workspace without checking the caller's access, for
 // background work (schedulers, runners) that acts for the system.
 func (s *Service) System(ctx context.Context, id string) (*Workspace, error) {
-	return s.load(ctx, s.db, id, false)
+	return s.loadUnchecked(ctx, s.db, id, false)
 }
 
 // LockHolder returns who holds the workspace's lock: kind is "" when the

@@ -5,6 +5,7 @@ CREATE TABLE runs (
     id TEXT PRIMARY KEY,
     workspace_id TEXT NOT NULL,
     organization_name TEXT NOT NULL,
+    configuration_version_id TEXT NOT NULL,
     status TEXT NOT NULL,
     plan_only BOOLEAN NOT NULL,
     plan_id TEXT NOT NULL UNIQUE,
@@ -15,6 +16,7 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_workspace ON runs (workspace_id, created_at);
 CREATE INDEX runs_org_status ON runs (organization_name, status);
+CREATE INDEX runs_configuration_version ON runs (configuration_version_id);
 
 CREATE TABLE run_events (
     id TEXT PRIMARY KEY,

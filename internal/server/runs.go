@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/configversion"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/state"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// runWorkspaces shows workspaces to the run domain.
+type runWorkspaces struct{ ws *workspace.Service }
+
+func (a runWorkspaces) convert(ctx context.Context, w *workspace.Workspace) *run.Workspace {
+	mode, _ := a.ws.EffectiveExecution(ctx, w)
+	return &run.Workspace{
+		ID: w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
+		TerraformVersion: w.Settings.TerraformVersion, WorkingDirectory: w.Settings.WorkingDirectory,
+		ExecutionMode: mode, AutoApply: w.Settings.AutoApply, StructuredRunOutput: w.Settings.StructuredRunOutputEnabled,
+	}
+}
+
+func (a runWorkspaces) Get(ctx context.Context, id string) (*run.Workspace, error) {
+	w, err := a.ws.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.convert(ctx, w), nil
+}
+
+func (a runWorkspaces) System(ctx context.Context, id string) (*run.Workspace, error) {
+	w, err := a.ws.System(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.convert(ctx, w), nil
+}
+
+func (a runWorkspaces) LockForRun(ctx context.Context, q store.Q, wsID, runID string) (bool, error) {
+	return a.ws.LockForRun(ctx, q, wsID, runID)
+}
+
+func (a runWorkspaces) UnlockForRun(ctx context.Context, q store.Q, wsID, runID string) error {
+	return a.ws.UnlockForRun(ctx, q, wsID, runID)
+}
+
+// runConfigs shows configuration versions to the run domain.
+type runConfigs struct{ db *store.DB }
+
+func (a runConfigs) Get(ctx context.Context, id string) (*run.ConfigVersion, error) {
+	cv, err := configversion.Lookup(ctx, a.db, id)
+	if err != nil {
+		return nil, err
+	}
+	return &run.ConfigVersion{ID: cv.ID, WorkspaceID: cv.WorkspaceID, Status: string(cv.Status), Speculative: cv.Speculative}, nil
+}
+
+func (a runConfigs) Latest(ctx context.Context, workspaceID string) (*run.ConfigVersion, error) {
+	id, err := configversion.CurrentID(ctx, a.db, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, core.NotFound("workspace %s has no configuration version", workspaceID)
+	}
+	return a.Get(ctx, id)
+}
+
+// localRunner is the runner.API of the in-process runner: the run service
+// for the job lifecycle, plus the inputs it gathers from the other domains
+// directly. A remote agent gets the same calls over HTTPS.
+type localRunner struct {
+	s *Server
+}
+
+func (l localRunner) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
+	return l.s.Runs.Claim(ctx, runnerID)
+}
+
+func (l localRunner) Heartbeat(ctx context.Context, jobID, runnerID string) (string, error) {
+	return l.s.Runs.Heartbeat(ctx, jobID, runnerID)
+}
+
+func (l localRunner) AppendLog(ctx context.Context, logID string, data []byte) error {
+	return l.s.Runs.AppendLog(ctx, logID, data)
+}
+
+func (l localRunner) FinishPlan(ctx context.Context, jobID, runnerID string, res run.PlanResult) (bool, error) {
+	return l.s.Runs.FinishPlan(ctx, jobID, runnerID, res)
+}
+
+func (l localRunner) FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error {
+	return l.s.Runs.FinishApply(ctx, jobID, runnerID, res, runStates{l.s.States, l.s.Workspaces})
+}
+
+// Inputs gathers what a job needs. The run token it mints lives as long
+// as the run: auth refuses run tokens of finished runs.
+func (l localRunner) Inputs(ctx context.Context, job *run.Job) (*runner.Inputs, error) {
+	r := job.Run
+	ws, err := runWorkspaces{l.s.Workspaces}.System(ctx, r.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	in := &runner.Inputs{Workspace: ws, Hostname: l.s.Hostname, CAFile: l.s.CAFile}
+	rc, _, err := l.s.ConfigVersions.OpenArchiveUnchecked(ctx, r.ConfigurationVersionID)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration version %s: %w", r.ConfigurationVersionID, err)
+	}
+	in.Archive, err = io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	if _, raw, err := l.s.States.CurrentState(ctx, r.WorkspaceID); err == nil {
+		in.State = raw
+	} else if core.KindOf(err) != core.KindNotFound {
+		return nil, fmt.Errorf("reading the current state: %w", err)
+	}
+	vars, err := l.s.Variables.EffectiveVariables(ctx, r.WorkspaceID, ws.ProjectID)
+	if err != nil {
+		return nil, fmt.Errorf("reading variables: %w", err)
+	}
+	for _, v := range vars {
+		in.Variables = append(in.Variables, runner.Variable{Key: v.Key, Value: v.Value, Category: string(v.Category), HCL: v.HCL, Sensitive: v.Sensitive})
+	}
+	exp := core.Now().Add(24 * time.Hour)
+	_, in.Token, err = l.s.Auth.CreateToken(ctx, l.s.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID, Description: "run token", ExpiredAt: &exp})
+	if err != nil {
+		return nil, err
+	}
+	if job.Phase == "apply" {
+		if in.PlanFile, err = l.s.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {
+			return nil, fmt.Errorf("reading the saved plan: %w", err)
+		}
+		if lock, err := l.s.Runs.PlanBlob(ctx, r.Plan.ID, "lock"); err == nil {
+			in.LockFile = lock
+		}
+	}
+	return in, nil
+}
+
+// runStates stores an apply's state as a state version written by the run
+// (which holds the workspace lock).
+type runStates struct {
+	states *state.Service
+	ws     *workspace.Service
+}
+
+func (a runStates) CreateFromRun(ctx context.Context, workspaceID, runID string, raw []byte) error {
+	var head struct {
+		Serial  int64  `json:"serial"`
+		Lineage string `json:"lineage"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return fmt.Errorf("the state terraform wrote is not JSON: %w", err)
+	}
+	w, err := a.ws.System(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	ctx = auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindRun, RunID: runID, WorkspaceID: w.ID, Organization: w.Organization})
+	sum := md5.Sum(raw)
+	md := hex.EncodeToString(sum[:])
+	_, err = a.states.Create(ctx, workspaceID, state.CreateOptions{Serial: &head.Serial, Lineage: &head.Lineage, MD5: &md, RunID: runID, State: raw})
+	return err
+}
+
+// wireRuns builds the run service and connects it to the other domains.
+func (s *Server) wireRuns() {
+	s.Runs = run.NewService(run.Options{
+		DB: s.DB, Blobs: s.Blobs, Signer: s.Signer, Logger: s.logger.With("component", "runs"),
+		Workspaces: runWorkspaces{s.Workspaces}, Configs: runConfigs{s.DB},
+	})
+	s.Auth.SetRunResolver(s.Runs)
+	s.Workspaces.Runs = s.Runs
+	s.Workspaces.OnUnlock = append(s.Workspaces.OnUnlock, func(ctx context.Context, id string) {
+		if err := s.Runs.Schedule(ctx, id); err != nil {
+			s.logger.Error("starting the next run after an unlock", "workspace", id, "error", err)
+		}
+	})
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, run.DeleteWorkspaceRuns)
+	s.ConfigVersions.SetUploadHook(func(ctx context.Context, cv *configversion.ConfigurationVersion) {
+		if !cv.AutoQueueRuns {
+			return
+		}
+		if _, err := s.Runs.Create(ctx, run.CreateOptions{WorkspaceID: cv.WorkspaceID, ConfigurationVersionID: cv.ID,
+			Source: "tfe-configuration-version", Message: ptr("Triggered by a configuration upload")}); err != nil {
+			s.logger.Warn("queueing a run for an uploaded configuration", "configuration_version", cv.ID, "error", err)
+		}
+	})
+	s.ConfigVersions.SetInUse(func(ctx context.Context, cv *configversion.ConfigurationVersion) (bool, error) {
+		return s.Runs.UsesConfigVersion(ctx, cv.ID, false)
+	})
+	s.ConfigVersions.SetArchiveCheck(func(ctx context.Context, cv *configversion.ConfigurationVersion) error {
+		active, err := s.Runs.UsesConfigVersion(ctx, cv.ID, true)
+		if err != nil {
+			return err
+		}
+		if active {
+			return core.Conflict("configuration version %s is used by an active run", cv.ID)
+		}
+		return nil
+	})
+	s.Runs.OnChange(func(ctx context.Context, r *run.Run) {
+		if r.Status == run.Applied {
+			// A provisional configuration becomes current once applied.
+			if err := configversion.Promote(ctx, s.DB, r.ConfigurationVersionID); err != nil {
+				s.logger.Warn("promoting a configuration version", "configuration_version", r.ConfigurationVersionID, "error", err)
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// runAPI registers the run routes.
+func (s *Server) runAPI(api, capability *http.ServeMux) {
+	(&run.API{Service: s.Runs}).Register(api, capability)
+}
+
+// startRunner starts the in-process runner and the job reaper. The reaper
+// first takes back the jobs of this server's earlier processes.
+func (s *Server) startRunner(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	id := "inproc-" + core.RandomString(10)
+	r := runner.New(localRunner{s}, runner.Config{
+		ID: id, Concurrency: s.cfg.RunnerConcurrency, Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
+		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, Wake: s.Runs.Wake(),
+		Logger: s.logger.With("component", "runner"), CancelGrace: s.cfg.CancelGrace,
+	})
+	if n, err := s.Runs.ReapExpired(ctx, "inproc-", id); err != nil {
+		s.logger.Error("recovering jobs of an earlier process", "error", err)
+	} else if n > 0 {
+		s.logger.Warn("recovered jobs left by an earlier server process", "jobs", n)
+	}
+	r.Start(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := s.Runs.ReapExpired(ctx, "", ""); err != nil && ctx.Err() == nil {
+					s.logger.Error("reaping expired jobs", "error", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		r.Stop()
+		<-done
+	}
+}
