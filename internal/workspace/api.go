@@ -12,6 +12,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -492,19 +493,16 @@ func tagRefs(res []tfeapi.Resource) ([]TagRef, error) {
 	return out, nil
 }
 
+// parseBindings reads tag bindings sent as JSON:API resources (the same
+// wire form as a project's).
 func parseBindings(res []tfeapi.Resource) ([]TagBinding, error) {
-	out := make([]TagBinding, 0, len(res))
-	for _, r := range res {
-		var kv struct {
-			Key   string `json:"key"`
-			Value string `json:"value"`
-		}
-		if len(r.Attributes) > 0 {
-			if err := json.Unmarshal(r.Attributes, &kv); err != nil {
-				return nil, core.Invalid("tag binding attributes must hold string key and value")
-			}
-		}
-		out = append(out, TagBinding{Key: kv.Key, Value: kv.Value})
+	pbs, err := project.ParseTagBindings(res)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TagBinding, len(pbs))
+	for i, b := range pbs {
+		out[i] = TagBinding(b)
 	}
 	return out, nil
 }
