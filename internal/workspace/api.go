@@ -46,6 +46,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/tag-bindings", a.byID(a.listTagBindings))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/tag-bindings", a.byID(a.addTagBindings))
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/effective-tag-bindings", a.byID(a.listEffectiveTagBindings))
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/ssh-key", a.byID(a.assignSSHKey))
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.listConsumers))
 	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("add")))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("replace")))
@@ -131,6 +132,7 @@ type jsonWorkspace struct {
 	LockedBy             *jsonLockedBy           `jsonapi:"polyrelation,locked-by"`
 	Outputs              []*jsonOutput           `jsonapi:"relation,outputs"`
 	Vars                 []*jsonVarRef           `jsonapi:"relation,vars"`
+	SSHKey               *jsonSSHKeyRef          `jsonapi:"relation,ssh-key"`
 	EffectiveTagBindings []*jsonEffectiveBinding `jsonapi:"relation,effective-tag-bindings,omitempty"`
 
 	links *jsonapi.Links
@@ -179,6 +181,10 @@ type jsonCVRef struct {
 
 type jsonStateVersionRef struct {
 	ID string `jsonapi:"primary,state-versions"`
+}
+
+type jsonSSHKeyRef struct {
+	ID string `jsonapi:"primary,ssh-keys"`
 }
 
 type jsonOrgRef struct {
@@ -303,6 +309,9 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	}
 	if pool != "" {
 		j.AgentPool = &jsonRef{ID: pool}
+	}
+	if w.SSHKeyID != "" {
+		j.SSHKey = &jsonSSHKeyRef{ID: w.SSHKeyID}
 	}
 	switch w.LockKind {
 	case LockUser:
@@ -662,6 +671,40 @@ func (a *API) unlock(force bool) handler {
 		}
 		a.respond(w, r, http.StatusOK, ws)
 	}
+}
+
+// assignSSHKey sets or (id null) removes the workspace's SSH key. go-tfe
+// sends the key's ID as the attribute "id" of a workspaces document.
+func (a *API) assignSSHKey(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var b struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := doc.Attrs(&b); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	keyID := ""
+	switch {
+	case len(b.ID) == 0:
+		tfeapi.Error(w, r, core.Invalid("attribute \"id\" is required: an SSH key ID, or null to unassign the key"))
+		return
+	case string(b.ID) != "null":
+		if err := json.Unmarshal(b.ID, &keyID); err != nil || keyID == "" {
+			tfeapi.Error(w, r, core.Invalid("attribute \"id\" must be an SSH key ID, or null to unassign the key"))
+			return
+		}
+	}
+	ws, err = a.Service.AssignSSHKey(r.Context(), ws.ID, keyID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respond(w, r, http.StatusOK, ws)
 }
 
 func (a *API) listTags(w http.ResponseWriter, r *http.Request, ws *Workspace) {
