@@ -134,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
-	s.Workspaces.State = workspaceState{s.States}
+	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)

@@ -329,26 +329,20 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	var included []any
-	if st := a.Service.State; st != nil {
-		if id, err := st.CurrentStateVersionID(ctx, w.ID); err == nil && id != "" {
-			j.CurrentStateVersion = &jsonStateVersionRef{ID: id}
+	if sum, ok := a.stateSummary(ctx, w.ID); ok {
+		if sum.CurrentStateVersionID != "" {
+			j.CurrentStateVersion = &jsonStateVersionRef{ID: sum.CurrentStateVersionID}
 		}
-		if n, err := st.ResourceCount(ctx, w.ID); err == nil {
-			j.ResourceCount = n
-		}
-		if ol, ok := st.(OutputLister); ok {
-			if outs, err := ol.CurrentOutputs(ctx, w.ID); err == nil {
-				for _, o := range outs {
-					jo := &jsonOutput{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
-					if !o.Sensitive {
-						jo.Value = o.Value
-					}
-					j.Outputs = append(j.Outputs, jo)
-				}
-				if inc["outputs"] {
-					included = append(included, j.Outputs)
-				}
+		j.ResourceCount = sum.ResourceCount
+		for _, o := range sum.Outputs {
+			jo := &jsonOutput{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
+			if !o.Sensitive {
+				jo.Value = o.Value
 			}
+			j.Outputs = append(j.Outputs, jo)
+		}
+		if inc["outputs"] {
+			included = append(included, j.Outputs)
 		}
 	}
 	if a.Service.Runs != nil {
@@ -377,6 +371,32 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	return j, included
+}
+
+// stateSummary returns what the workspace's JSON shows of its state; ok is
+// false when there is nothing to show (no state domain, or it failed).
+func (a *API) stateSummary(ctx context.Context, id string) (sum StateSummary, ok bool) {
+	st := a.Service.State
+	if st == nil {
+		return sum, false
+	}
+	if ss, isSum := st.(StateSummarizer); isSum {
+		sum, err := ss.StateSummary(ctx, id)
+		return sum, err == nil
+	}
+	var err error
+	if sum.CurrentStateVersionID, err = st.CurrentStateVersionID(ctx, id); err != nil {
+		return sum, false
+	}
+	if sum.ResourceCount, err = st.ResourceCount(ctx, id); err != nil {
+		return sum, false
+	}
+	if ol, isOL := st.(OutputLister); isOL {
+		if sum.Outputs, err = ol.CurrentOutputs(ctx, id); err != nil {
+			return sum, false
+		}
+	}
+	return sum, true
 }
 
 // body is a workspace's attributes as sent.

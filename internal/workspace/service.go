@@ -60,6 +60,21 @@ type OutputLister interface {
 	CurrentOutputs(ctx context.Context, workspaceID string) ([]Output, error)
 }
 
+// StateSummary is what a workspace read shows of the workspace's state.
+type StateSummary struct {
+	CurrentStateVersionID string // "" without state
+	ResourceCount         int
+	Outputs               []Output // sensitive values removed
+}
+
+// StateSummarizer may be implemented by the StateInfo given to the service
+// to answer a workspace read in one call instead of three (each of which
+// would check access to the workspace again). The workspace has been
+// access-checked by the caller.
+type StateSummarizer interface {
+	StateSummary(ctx context.Context, workspaceID string) (StateSummary, error)
+}
+
 // CurrentRuns tells the current run of a workspace; the run domain
 // provides it (nil until runs exist).
 type CurrentRuns interface {
