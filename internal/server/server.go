@@ -26,6 +26,7 @@ import (
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -76,6 +77,8 @@ type Server struct {
 	// ConfigVersions keeps uploaded configurations; the run domain wires
 	// SetUploadHook, SetArchiveCheck and SetInUse.
 	ConfigVersions *configversion.Service
+	// SSHKeys keeps organizations' SSH keys (values are write-only).
+	SSHKeys *sshkey.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -136,13 +139,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
-	s.Workspaces.State = workspaceState{s.States}
+	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
 	s.Workspaces.Configs = workspaceConfigs{s.DB}
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
+	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
+	s.Workspaces.SSHKeys = s.SSHKeys
+	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -166,6 +172,7 @@ func (s *Server) routes() http.Handler {
 	(&project.API{Service: s.Projects}).Register(api)
 	(&workspace.API{Service: s.Workspaces, Vars: s.Variables}).Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
+	(&sshkey.API{Service: s.SSHKeys}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
 	(&state.API{Service: s.States}).Register(api, capability)
 	cvAPI := &configversion.API{Service: s.ConfigVersions}
