@@ -263,12 +263,23 @@ func (a *API) getByID(w http.ResponseWriter, r *http.Request) {
 	a.respondModule(w, r, http.StatusOK, m)
 }
 
+type jsonTagBinding struct {
+	ID    string `jsonapi:"primary,tag-bindings"`
+	Key   string `jsonapi:"attr,key"`
+	Value string `jsonapi:"attr,value"`
+}
+
 func (a *API) tagBindings(w http.ResponseWriter, r *http.Request) {
-	if _, err := a.Service.GetByID(r.Context(), r.PathValue("id")); err != nil {
+	m, err := a.Service.GetByID(r.Context(), r.PathValue("id"))
+	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.WriteJSON(w, http.StatusOK, tfeapi.ContentType, map[string]any{"data": []any{}})
+	out := make([]*jsonTagBinding, len(m.TagBindings))
+	for i, tb := range m.TagBindings {
+		out[i] = &jsonTagBinding{ID: tb.ID, Key: tb.Key, Value: tb.Value}
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 20), Total: len(out)})
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
@@ -290,6 +301,28 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	if err := doc.Attrs(&opts); err != nil {
 		tfeapi.Error(w, r, err)
 		return
+	}
+	if _, ok := doc.Relationships["tag-bindings"]; ok {
+		res, err := doc.RelResources("tag-bindings")
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		tags := []TagBinding{}
+		for _, x := range res {
+			var tb struct {
+				Key   string `json:"key"`
+				Value string `json:"value"`
+			}
+			if len(x.Attributes) > 0 {
+				if err := json.Unmarshal(x.Attributes, &tb); err != nil {
+					tfeapi.Error(w, r, core.BadRequest("tag-bindings: %v", err))
+					return
+				}
+			}
+			tags = append(tags, TagBinding{Key: tb.Key, Value: tb.Value})
+		}
+		opts.TagBindings = &tags
 	}
 	m, err := a.Service.Update(r.Context(), r.PathValue("org"), r.PathValue("registry"), r.PathValue("ns"), r.PathValue("name"), r.PathValue("provider"), opts)
 	if err != nil {

@@ -64,6 +64,7 @@ type Module struct {
 	Name         string
 	Provider     string
 	NoCode       bool
+	TagBindings  []TagBinding
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	// Versions are the module's versions, newest first (Get and List fill it).
@@ -188,7 +189,16 @@ type CreateOptions struct {
 	NoCode       *bool   `json:"no-code"`
 }
 
+// TagBinding is a key/value tag on a module.
+type TagBinding struct {
+	ID    string `json:"id"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
 // UpdateOptions are the updatable attributes of a module.
 type UpdateOptions struct {
 	NoCode *bool `json:"no-code"`
+	// TagBindings, when not nil, replaces the module's tag bindings.
+	TagBindings *[]TagBinding `json:"-"`
 }

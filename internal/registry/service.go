@@ -220,13 +220,17 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	return m, nil
 }
 
-const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, created_at, updated_at`
+const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tag_bindings, created_at, updated_at`
 
 func scanModule(sc interface{ Scan(...any) error }) (*Module, error) {
 	var m Module
 	var created, updated int64
-	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &created, &updated); err != nil {
+	var tags string
+	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &tags, &created, &updated); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal([]byte(tags), &m.TagBindings); err != nil {
+		return nil, fmt.Errorf("decoding tag bindings of module %s: %w", m.ID, err)
 	}
 	m.CreatedAt, m.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
 	return &m, nil
@@ -390,6 +394,25 @@ func (s *Service) Update(ctx context.Context, org, registryName, namespace, name
 			return nil, err
 		}
 		m.NoCode = *opts.NoCode
+	}
+	if opts.TagBindings != nil {
+		tags := []TagBinding{}
+		seen := map[string]bool{}
+		for _, tb := range *opts.TagBindings {
+			if tb.Key == "" {
+				return nil, core.Invalid("tag binding key is required")
+			}
+			if seen[tb.Key] {
+				return nil, core.Invalid("tag binding key %q is given twice", tb.Key)
+			}
+			seen[tb.Key] = true
+			tags = append(tags, TagBinding{ID: core.NewID(core.PrefixTagBinding), Key: tb.Key, Value: tb.Value})
+		}
+		b, _ := json.Marshal(tags)
+		if _, err := s.db.Exec(ctx, `UPDATE registry_modules SET tag_bindings = ?, updated_at = ? WHERE id = ?`, string(b), core.Micros(core.Now()), m.ID); err != nil {
+			return nil, err
+		}
+		m.TagBindings = tags
 	}
 	return m, nil
 }

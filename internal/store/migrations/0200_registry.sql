@@ -13,6 +13,7 @@ CREATE TABLE registry_modules (
     name TEXT NOT NULL,
     provider TEXT NOT NULL,
     no_code BOOLEAN NOT NULL DEFAULT FALSE,
+    tag_bindings TEXT NOT NULL DEFAULT '[]',
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL,
     UNIQUE (organization_name, registry_name, namespace, name, provider)
