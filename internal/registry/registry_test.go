@@ -358,6 +358,31 @@ func TestPublishFlow(t *testing.T) {
 			}
 		}
 
+		// Settings: the no-code flag and tag bindings.
+		upd, err := c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{NoCode: tfe.Bool(true), TagBindings: []*tfe.TagBinding{{Key: "env", Value: "prod"}}})
+		if err != nil || !upd.NoCode {
+			t.Fatalf("update: %+v %v", upd, err)
+		}
+		tbs, err := c.RegistryModules.ListTagBindings(ctx, upd.ID)
+		if err != nil || len(tbs) != 1 || tbs[0].Key != "env" || tbs[0].Value != "prod" {
+			t.Fatalf("tag bindings: %+v %v", tbs, err)
+		}
+		if rm, _ := c.RegistryModules.Read(ctx, id); !rm.NoCode {
+			t.Fatal("no-code flag not stored")
+		}
+
+		// Only owners publish: a non-owners team may read but not write.
+		member := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindTeam, TeamID: "team-x", Organization: "acme"})
+		if _, err := e.Server.Registry.GetPrivate(member, "acme", "net", "aws"); err != nil {
+			t.Fatalf("member read: %v", err)
+		}
+		if _, err := e.Server.Registry.CreateVersion(member, "acme", "net", "aws", "9.0.0"); err == nil || !strings.Contains(err.Error(), "only owners") {
+			t.Fatalf("member create version: %v", err)
+		}
+		if err := e.Server.Registry.Delete(member, "acme", registry.Selector{Name: "net"}); err == nil {
+			t.Fatal("member deleted a module")
+		}
+
 		// Deletes: a version, a provider, then the legacy whole-name delete.
 		if err := c.RegistryModules.DeleteVersion(ctx, id, "2.0.0"); err != nil {
 			t.Fatal(err)

@@ -748,8 +748,13 @@ func (s *Service) Upload(ctx context.Context, versionID string, body io.Reader) 
 
 func (s *Service) stage(ctx context.Context, key string, body io.Reader) (string, int64, *Inspection, error) {
 	h := sha256.New()
-	size, err := s.blobs.PutReader(ctx, key, io.TeeReader(body, h), s.opts.MaxUploadBytes)
+	br := &bodyReader{r: body}
+	size, err := s.blobs.PutReader(ctx, key, io.TeeReader(br, h), s.opts.MaxUploadBytes)
 	if err != nil {
+		if br.err != nil {
+			// The client went away or sent a broken body: not our failure.
+			return "", 0, nil, core.BadRequest("reading the upload: %v", br.err)
+		}
 		if core.KindOf(err) == core.KindTooLarge {
 			return "", 0, nil, &core.Error{Kind: core.KindTooLarge, Detail: fmt.Sprintf("module archive is larger than the limit of %d bytes", s.opts.MaxUploadBytes)}
 		}
@@ -789,4 +794,18 @@ func (s *Service) markFailed(ctx context.Context, id string, cause error) {
 	if err != nil {
 		s.opts.Logger.ErrorContext(ctx, "recording a refused module upload", "version", id, "error", err)
 	}
+}
+
+// bodyReader remembers a read error of the request body.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
