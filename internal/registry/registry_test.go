@@ -413,5 +413,24 @@ func TestPublishFlow(t *testing.T) {
 		if err := c.RegistryModules.Delete(ctx, "acme", "net"); !errors.Is(err, tfe.ErrResourceNotFound) {
 			t.Errorf("second delete: %v", err)
 		}
+
+		// Deleted archives are gone at once, so nothing is left to sweep;
+		// an upload abandoned by a crash is swept once its grace has passed.
+		var left int
+		if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM registry_module_garbage`).Scan(&left); err != nil || left != 0 {
+			t.Fatalf("garbage rows after deletes: %d %v", left, err)
+		}
+		if err := e.Server.Blobs.Put(ctx, "registry-module-versions/abandoned.tar.gz", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Server.DB.Exec(ctx, `INSERT INTO registry_module_garbage (blob_key, not_before) VALUES (?, ?)`, "registry-module-versions/abandoned.tar.gz", 1); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.Server.Registry.Sweep(ctx); err != nil || n != 1 {
+			t.Fatalf("sweep: %d %v", n, err)
+		}
+		if ok, _ := e.Server.Blobs.Exists(ctx, "registry-module-versions/abandoned.tar.gz"); ok {
+			t.Fatal("sweep left the abandoned archive")
+		}
 	})
 }

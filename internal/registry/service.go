@@ -478,7 +478,7 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 				return err
 			}
 			garbage = append(garbage, key)
-			return nil
+			return addGarbage(ctx, tx, key, core.Now())
 		}
 		for _, m := range mods {
 			rows, err := tx.Query(ctx, `SELECT blob_key FROM registry_module_versions WHERE module_id = ? AND blob_key <> ''`, m.ID)
@@ -495,6 +495,10 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO registry_module_garbage (blob_key, not_before) SELECT blob_key, ? FROM registry_module_versions WHERE module_id = ? AND blob_key <> '' ON CONFLICT (blob_key) DO NOTHING`,
+				core.Micros(core.Now()), m.ID); err != nil {
 				return err
 			}
 			for _, h := range s.OnDelete {
@@ -520,12 +524,80 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 	return nil
 }
 
+// stagingGrace is how long an upload in progress may take before a sweep
+// may delete its half-written blob.
+const stagingGrace = 24 * time.Hour
+
+func addGarbage(ctx context.Context, q store.Q, key string, notBefore time.Time) error {
+	if key == "" {
+		return nil
+	}
+	_, err := q.Exec(ctx, `INSERT INTO registry_module_garbage (blob_key, not_before) VALUES (?, ?) ON CONFLICT (blob_key) DO UPDATE SET not_before = excluded.not_before`, key, core.Micros(notBefore))
+	return err
+}
+
+// deleteBlob deletes an archive no version points at, and its garbage
+// row; on failure the row stays for a later Sweep.
 func (s *Service) deleteBlob(ctx context.Context, key string) {
 	if key == "" {
 		return
 	}
-	if err := s.blobs.Delete(context.WithoutCancel(ctx), key); err != nil && core.KindOf(err) != core.KindNotFound {
+	ctx = context.WithoutCancel(ctx)
+	if err := s.blobs.Delete(ctx, key); err != nil && core.KindOf(err) != core.KindNotFound {
 		s.opts.Logger.WarnContext(ctx, "deleting module archive", "key", key, "error", err)
+		return
+	}
+	if _, err := s.db.Exec(ctx, `DELETE FROM registry_module_garbage WHERE blob_key = ?`, key); err != nil {
+		s.opts.Logger.WarnContext(ctx, "forgetting deleted module archive", "key", key, "error", err)
+	}
+}
+
+// Sweep deletes the archives of deleted versions and of uploads abandoned
+// by a crash. It returns how many it deleted.
+func (s *Service) Sweep(ctx context.Context) (int, error) {
+	rows, err := s.db.Query(ctx, `SELECT blob_key FROM registry_module_garbage WHERE not_before <= ? ORDER BY not_before LIMIT 500`, core.Micros(core.Now()))
+	if err != nil {
+		return 0, err
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		if err := s.blobs.Delete(ctx, k); err != nil && core.KindOf(err) != core.KindNotFound {
+			return n, err
+		}
+		if _, err := s.db.Exec(ctx, `DELETE FROM registry_module_garbage WHERE blob_key = ?`, k); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Run sweeps every interval until ctx ends.
+func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Logger.WarnContext(ctx, "sweeping module archives", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -713,6 +785,10 @@ func (s *Service) Upload(ctx context.Context, versionID string, body io.Reader) 
 		return nil, err
 	}
 	key := "registry-module-versions/" + v.ID + "/" + core.RandomString(16) + ".tar.gz"
+	// Record the staging blob first so that a crash leaves it to a sweep.
+	if err := addGarbage(ctx, s.db, key, core.Now().Add(stagingGrace)); err != nil {
+		return nil, err
+	}
 	sum, size, insp, err := s.stage(ctx, key, body)
 	if err != nil {
 		s.deleteBlob(ctx, key)
@@ -730,6 +806,14 @@ func (s *Service) Upload(ctx context.Context, versionID string, body io.Reader) 
 		}
 		old = cur.blobKey
 		now := core.Now()
+		if old != "" {
+			if err := addGarbage(ctx, tx, old, now); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM registry_module_garbage WHERE blob_key = ?`, key); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE registry_module_versions SET status = ?, error = '', blob_key = ?, sha256 = ?, size = ?, inspection = ?, updated_at = ? WHERE id = ?`,
 			string(VersionOK), key, sum, size, string(ib), core.Micros(now), cur.ID)
 		if err != nil {

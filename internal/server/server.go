@@ -211,7 +211,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
-	defer func() { stopSweep(); <-swept }()
+	sweptModules := make(chan struct{})
+	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
+	defer func() { stopSweep(); <-swept; <-sweptModules }()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

@@ -33,3 +33,12 @@ CREATE TABLE registry_module_versions (
     updated_at BIGINT NOT NULL,
     UNIQUE (module_id, version)
 );
+
+-- Archives to delete once not_before has passed: those of deleted versions
+-- (not_before = now) and uploads in progress (not_before in the future,
+-- removed when the upload commits), so that a crash leaves at worst a blob
+-- that a later sweep removes.
+CREATE TABLE registry_module_garbage (
+    blob_key TEXT PRIMARY KEY,
+    not_before BIGINT NOT NULL
+);
