@@ -390,6 +390,18 @@ func TestPublishFlow(t *testing.T) {
 		if err := c.RegistryModules.DeleteVersion(ctx, id, "2.0.0"); !errors.Is(err, tfe.ErrResourceNotFound) {
 			t.Errorf("second version delete: %v", err)
 		}
+		if _, err := c.RegistryModules.CreateVersion(ctx, id, tfe.RegistryModuleCreateVersionOptions{Version: tfe.String("3.0.0")}); err != nil {
+			t.Fatal(err)
+		}
+		if resp, body := do(t, e.HTTP, "POST", e.URL+"/api/v2/registry-modules/actions/delete/acme/net/aws/3.0.0", e.Token, nil); resp.StatusCode != 204 {
+			t.Fatalf("legacy version delete: %d %s", resp.StatusCode, body)
+		}
+		if _, err := c.RegistryModules.ReadVersion(ctx, id, "3.0.0"); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Errorf("version deleted by the legacy path still readable: %v", err)
+		}
+		if resp, _ := do(t, e.HTTP, "POST", e.URL+"/api/v2/registry-modules/actions/delete/acme/net/nope", e.Token, nil); resp.StatusCode != 404 {
+			t.Errorf("legacy delete of a missing provider: %d", resp.StatusCode)
+		}
 		gid := id
 		gid.Provider = "google"
 		if err := c.RegistryModules.DeleteProvider(ctx, gid); err != nil {
