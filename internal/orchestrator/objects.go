@@ -525,7 +525,9 @@ func (m *Manifest) Validate() error {
 			}
 			f.request(field+".resources."+a, wl.Resources[a], false, allow)
 		}
-		for k, v := range wl.allOutputs() {
+		outs := wl.allOutputs()
+		for _, k := range sortedKeys(outs) {
+			v := outs[k]
 			if !keyRE.MatchString(k) {
 				f.add(field+".outputs."+k, "is not a valid output name")
 			}
