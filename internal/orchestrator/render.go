@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -66,8 +67,15 @@ type jsonNumber = json.Number
 func (g *Graph) Terraform() (map[string][]byte, error) {
 	r := &renderer{g: g, vars: map[string]bool{}}
 	files := map[string][]byte{}
-	f := hclwrite.NewEmptyFile()
-	root := f.Body()
+	// Each top-level block is built and formatted as its own small file
+	// and the results are concatenated: formatting one huge token list
+	// and hclwrite's Body.Blocks scans made a 10,000-node graph take
+	// seconds; blocks are separated by blank lines, so no alignment spans
+	// two of them and the output is the same.
+	var out bytes.Buffer
+	block := func(typ string, labels ...string) *hclwrite.Body {
+		return r.open(&out).AppendNewBlock(typ, labels).Body()
+	}
 
 	// providers
 	used := map[string]*Provider{}
@@ -88,7 +96,7 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 	}
 	refs := sortedKeys(used)
 	if len(refs) > 0 {
-		tf := root.AppendNewBlock("terraform", nil).Body()
+		tf := block("terraform")
 		rp := tf.AppendNewBlock("required_providers", nil).Body()
 		type req struct {
 			source   string
@@ -119,8 +127,7 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 		}
 		for _, ref := range refs {
 			p := used[ref]
-			root.AppendNewline()
-			pb := root.AppendNewBlock("provider", []string{p.ProviderType}).Body()
+			pb := block("provider", p.ProviderType)
 			pb.SetAttributeValue("alias", cty.StringVal(p.ID))
 			r.configBody(pb, p.Configuration, "provider "+ref)
 		}
@@ -130,10 +137,7 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 		if n.Module == nil {
 			continue
 		}
-		if len(root.Blocks()) > 0 {
-			root.AppendNewline()
-		}
-		r.module(root.AppendNewBlock("module", []string{n.Block}).Body(), n)
+		r.module(block("module", n.Block), n)
 	}
 
 	// outputs
@@ -150,8 +154,7 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 			}
 			wl = append(wl, hclwrite.ObjectAttrTokens{Name: hclwrite.TokensForValue(cty.StringVal(name)), Value: hclwrite.TokensForObject(outs)})
 		}
-		root.AppendNewline()
-		ob := root.AppendNewBlock("output", []string{"workloads"}).Body()
+		ob := block("output", "workloads")
 		ob.SetAttributeRaw("value", hclwrite.TokensForObject(wl))
 		ob.SetAttributeValue("sensitive", cty.True)
 	}
@@ -165,8 +168,7 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 			Value: moduleRef(n.Block, nil),
 		})
 	}
-	root.AppendNewline()
-	ob := root.AppendNewBlock("output", []string{"resources"}).Body()
+	ob := block("output", "resources")
 	ob.SetAttributeRaw("value", hclwrite.TokensForObject(res))
 	ob.SetAttributeValue("sensitive", cty.True)
 
@@ -185,7 +187,8 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 	if len(r.errs) > 0 {
 		return nil, fmt.Errorf("cannot render the graph as Terraform: %s", strings.Join(r.errs, "; "))
 	}
-	files["main.tf"] = f.Bytes()
+	r.open(&out) // flush the last block
+	files["main.tf"] = out.Bytes()
 	return files, nil
 }
 
@@ -227,6 +230,19 @@ type renderer struct {
 	g    *Graph
 	vars map[string]bool
 	errs []string
+	cur  *hclwrite.File
+}
+
+// open writes the block being built (if any) to out and starts a new one.
+func (r *renderer) open(out *bytes.Buffer) *hclwrite.Body {
+	if r.cur != nil {
+		if out.Len() > 0 {
+			out.WriteByte('\n')
+		}
+		out.Write(r.cur.Bytes())
+	}
+	r.cur = hclwrite.NewEmptyFile()
+	return r.cur.Body()
 }
 
 func (r *renderer) module(b *hclwrite.Body, n *Node) {
