@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -17,10 +18,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// hclwrite (github.com/hashicorp/hcl/v2) builds the configuration as
-// tokens, so every string is escaped correctly (including "${" and "%{" in
-// literals) and the output is canonically formatted, which plain string
-// templates would not guarantee.
+// hclwrite (github.com/hashicorp/hcl/v2) writes the terraform and variable
+// blocks and escapes every literal (strings, including "${" and "%{", and
+// numbers), so user text can never break out of a string. Module, provider
+// and output blocks are laid out by the small writer below in the layout
+// terraform fmt produces (tests run terraform fmt -check): hclwrite's own
+// formatter allocates 4 KiB per aligned token (a bufio.Scanner in its
+// grapheme counter), which made a 10,000-node graph take 1.7 s to render.
 
 type jsonNumber = json.Number
 
@@ -67,14 +71,11 @@ type jsonNumber = json.Number
 func (g *Graph) Terraform() (map[string][]byte, error) {
 	r := &renderer{g: g, vars: map[string]bool{}}
 	files := map[string][]byte{}
-	// Each top-level block is built and formatted as its own small file
-	// and the results are concatenated: formatting one huge token list
-	// and hclwrite's Body.Blocks scans made a 10,000-node graph take
-	// seconds; blocks are separated by blank lines, so no alignment spans
-	// two of them and the output is the same.
 	var out bytes.Buffer
-	block := func(typ string, labels ...string) *hclwrite.Body {
-		return r.open(&out).AppendNewBlock(typ, labels).Body()
+	sep := func() {
+		if out.Len() > 0 {
+			out.WriteByte('\n')
+		}
 	}
 
 	// providers
@@ -96,8 +97,8 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 	}
 	refs := sortedKeys(used)
 	if len(refs) > 0 {
-		tf := block("terraform")
-		rp := tf.AppendNewBlock("required_providers", nil).Body()
+		f := hclwrite.NewEmptyFile()
+		rp := f.Body().AppendNewBlock("terraform", nil).Body().AppendNewBlock("required_providers", nil).Body()
 		type req struct {
 			source   string
 			versions []string
@@ -125,52 +126,51 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 			}
 			rp.SetAttributeValue(typ, cty.ObjectVal(attrs))
 		}
+		out.Write(f.Bytes())
 		for _, ref := range refs {
 			p := used[ref]
-			pb := block("provider", p.ProviderType)
-			pb.SetAttributeValue("alias", cty.StringVal(p.ID))
-			r.configBody(pb, p.Configuration, "provider "+ref)
+			sep()
+			attrs := []hattr{{name: "alias", v: hv{line: quote(p.ID)}}}
+			attrs = append(attrs, r.config(p.Configuration, "provider "+ref)...)
+			writeBlock(&out, "", "provider "+quote(p.ProviderType), attrs)
 		}
 	}
 
 	for _, n := range g.Nodes {
-		if n.Module == nil {
-			continue
+		if n.Module != nil {
+			sep()
+			writeBlock(&out, "", "module "+quote(n.Block), r.module(n))
 		}
-		r.module(block("module", n.Block), n)
 	}
 
 	// outputs
 	if len(g.Workloads) > 0 {
-		var wl []hclwrite.ObjectAttrTokens
+		var wl []hattr
 		for _, name := range sortedKeys(g.Workloads) {
 			w := g.Workloads[name]
-			var outs []hclwrite.ObjectAttrTokens
+			outs := []hattr{}
 			for _, k := range sortedKeys(w.Outputs) {
-				outs = append(outs, hclwrite.ObjectAttrTokens{
-					Name:  hclwrite.TokensForValue(cty.StringVal(k)),
-					Value: r.value(w.Outputs[k], w.paramsScope, w.Coord.String()+" outputs."+k),
-				})
+				outs = append(outs, hattr{quote(k), r.value(w.Outputs[k], w.paramsScope, w.Coord.String()+" outputs."+k)})
 			}
-			wl = append(wl, hclwrite.ObjectAttrTokens{Name: hclwrite.TokensForValue(cty.StringVal(name)), Value: hclwrite.TokensForObject(outs)})
+			wl = append(wl, hattr{quote(name), hv{obj: outs, isObj: true}})
 		}
-		ob := block("output", "workloads")
-		ob.SetAttributeRaw("value", hclwrite.TokensForObject(wl))
-		ob.SetAttributeValue("sensitive", cty.True)
-	}
-	var res []hclwrite.ObjectAttrTokens
-	for _, n := range g.Nodes {
-		if n.Module == nil {
-			continue
-		}
-		res = append(res, hclwrite.ObjectAttrTokens{
-			Name:  hclwrite.TokensForValue(cty.StringVal(n.Coord.String())),
-			Value: moduleRef(n.Block, nil),
+		sep()
+		writeBlock(&out, "", `output "workloads"`, []hattr{
+			{"value", hv{obj: wl, isObj: true}},
+			{"sensitive", hv{line: "true"}},
 		})
 	}
-	ob := block("output", "resources")
-	ob.SetAttributeRaw("value", hclwrite.TokensForObject(res))
-	ob.SetAttributeValue("sensitive", cty.True)
+	res := []hattr{}
+	for _, n := range g.Nodes {
+		if n.Module != nil {
+			res = append(res, hattr{quote(n.Coord.String()), hv{line: moduleRef(n.Block, nil)}})
+		}
+	}
+	sep()
+	writeBlock(&out, "", `output "resources"`, []hattr{
+		{"value", hv{obj: res, isObj: true}},
+		{"sensitive", hv{line: "true"}},
+	})
 
 	if len(r.vars) > 0 {
 		vf := hclwrite.NewEmptyFile()
@@ -187,7 +187,6 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 	if len(r.errs) > 0 {
 		return nil, fmt.Errorf("cannot render the graph as Terraform: %s", strings.Join(r.errs, "; "))
 	}
-	r.open(&out) // flush the last block
 	files["main.tf"] = out.Bytes()
 	return files, nil
 }
@@ -226,59 +225,121 @@ func contains(s []string, v string) bool {
 	return false
 }
 
+// hv is a rendered value: a one-line expression, or (isObj) an object
+// constructor laid out one attribute per line.
+type hv struct {
+	line  string
+	obj   []hattr
+	isObj bool
+}
+
+// hattr is an attribute (or object item): name is already rendered (an
+// identifier or a quoted key).
+type hattr struct {
+	name string
+	v    hv
+}
+
+// multiline reports whether the value is written over several lines.
+func (v hv) multiline() bool { return v.isObj && len(v.obj) > 0 }
+
+// inline is the value on one line: objects as { k = v, … }.
+func (v hv) inline() string {
+	if !v.isObj {
+		return v.line
+	}
+	if len(v.obj) == 0 {
+		return "{}"
+	}
+	parts := make([]string, len(v.obj))
+	for i, a := range v.obj {
+		parts[i] = a.name + " = " + a.v.inline()
+	}
+	return "{ " + strings.Join(parts, ", ") + " }"
+}
+
+// writeBlock writes `<head> {`, the attributes and `}` at indent.
+func writeBlock(b *bytes.Buffer, indent, head string, attrs []hattr) {
+	b.WriteString(indent + head + " {\n")
+	writeAttrs(b, indent+"  ", attrs)
+	b.WriteString(indent + "}\n")
+}
+
+// writeAttrs writes attributes the way terraform fmt lays them out: the "="
+// of consecutive one-line attributes are aligned; an attribute whose value
+// spans lines ends such a run. Nested blocks are attributes whose name is
+// "\x00block <type>" (written as blocks after a run).
+func writeAttrs(b *bytes.Buffer, indent string, attrs []hattr) {
+	for i := 0; i < len(attrs); {
+		a := attrs[i]
+		if blk, ok := strings.CutPrefix(a.name, "\x00block "); ok {
+			writeBlock(b, indent, blk, a.v.obj)
+			i++
+			continue
+		}
+		if a.v.multiline() {
+			writeBlock(b, indent, a.name+" =", a.v.obj)
+			i++
+			continue
+		}
+		j, width := i, 0
+		for ; j < len(attrs) && !attrs[j].v.multiline() && !strings.HasPrefix(attrs[j].name, "\x00"); j++ {
+			if w := utf8.RuneCountInString(attrs[j].name); w > width {
+				width = w
+			}
+		}
+		for k := i; k < j; k++ {
+			b.WriteString(indent)
+			b.WriteString(attrs[k].name)
+			for pad := width - utf8.RuneCountInString(attrs[k].name); pad > 0; pad-- {
+				b.WriteByte(' ')
+			}
+			b.WriteString(" = ")
+			b.WriteString(attrs[k].v.inline())
+			b.WriteByte('\n')
+		}
+		i = j
+	}
+}
+
 type renderer struct {
 	g    *Graph
 	vars map[string]bool
 	errs []string
-	cur  *hclwrite.File
 }
 
-// open writes the block being built (if any) to out and starts a new one.
-func (r *renderer) open(out *bytes.Buffer) *hclwrite.Body {
-	if r.cur != nil {
-		if out.Len() > 0 {
-			out.WriteByte('\n')
-		}
-		out.Write(r.cur.Bytes())
-	}
-	r.cur = hclwrite.NewEmptyFile()
-	return r.cur.Body()
-}
-
-func (r *renderer) module(b *hclwrite.Body, n *Node) {
+func (r *renderer) module(n *Node) []hattr {
 	m := n.Module
+	var attrs []hattr
 	switch {
 	case m.ModuleSourceCode != "":
-		b.SetAttributeValue("source", cty.StringVal("./"+inlineDir(m)))
+		attrs = append(attrs, hattr{"source", hv{line: quote("./" + inlineDir(m))}})
 	case !strings.HasPrefix(m.ModuleSource, "git::") && !strings.HasPrefix(m.ModuleSource, "/") && strings.Contains(m.ModuleSource, "@"):
 		src, ver, _ := strings.Cut(m.ModuleSource, "@")
-		b.SetAttributeValue("source", cty.StringVal(src))
-		b.SetAttributeValue("version", cty.StringVal(ver))
+		attrs = append(attrs, hattr{"source", hv{line: quote(src)}}, hattr{"version", hv{line: quote(ver)}})
 	default:
-		b.SetAttributeValue("source", cty.StringVal(m.ModuleSource))
+		attrs = append(attrs, hattr{"source", hv{line: quote(m.ModuleSource)}})
 	}
 	if len(m.ProviderMapping) > 0 {
-		var attrs []hclwrite.ObjectAttrTokens
+		var ps []hattr
 		for _, local := range sortedKeys(m.ProviderMapping) {
-			typ, id, _ := strings.Cut(m.ProviderMapping[local], ".")
-			attrs = append(attrs, hclwrite.ObjectAttrTokens{
-				Name:  hclwrite.TokensForIdentifier(local),
-				Value: hclwrite.TokensForTraversal(hcl.Traversal{hcl.TraverseRoot{Name: typ}, hcl.TraverseAttr{Name: id}}),
-			})
+			ps = append(ps, hattr{local, hv{line: m.ProviderMapping[local]}})
 		}
-		b.SetAttributeRaw("providers", hclwrite.TokensForObject(attrs))
+		attrs = append(attrs, hattr{"providers", hv{obj: ps, isObj: true}})
 	}
 	inScope := &scope{node: n, aliases: n.aliases, allow: allowModule.withAliases(m.Dependencies)}
+	var vars []hattr
 	for _, k := range sortedKeys(m.ModuleInputs) {
-		b.SetAttributeRaw(k, r.value(m.ModuleInputs[k], inScope, n.Coord.String()+" module_inputs."+k))
+		vars = append(vars, hattr{k, r.value(m.ModuleInputs[k], inScope, n.Coord.String()+" module_inputs."+k)})
 	}
 	for _, k := range sortedKeys(n.Params) {
-		if _, ok := m.ModuleInputs[k]; ok {
-			continue
+		if _, ok := m.ModuleInputs[k]; !ok {
+			vars = append(vars, hattr{k, r.value(n.Params[k], n.paramsScope, n.Coord.String()+" params."+k)})
 		}
-		b.SetAttributeRaw(k, r.value(n.Params[k], n.paramsScope, n.Coord.String()+" params."+k))
 	}
-	var deps []hclwrite.Tokens
+	sort.SliceStable(vars, func(i, j int) bool { return vars[i].name < vars[j].name })
+	attrs = append(attrs, vars...)
+	var deps []string
 	seen := map[*Node]bool{}
 	var walk func(x *Node)
 	walk = func(x *Node) {
@@ -296,20 +357,22 @@ func (r *renderer) module(b *hclwrite.Body, n *Node) {
 	}
 	walk(n)
 	if len(deps) > 0 {
-		b.SetAttributeRaw("depends_on", hclwrite.TokensForTuple(deps))
+		attrs = append(attrs, hattr{"depends_on", hv{line: "[" + strings.Join(deps, ", ") + "]"}})
 	}
+	return attrs
 }
 
 var blockKeyRE = regexp.MustCompile(`^(.+)\[(\d+)\]$`)
 
-// configBody writes provider configuration: a key "name[N]" whose value is
-// a map becomes the N-th nested block "name"; other keys are attributes.
-func (r *renderer) configBody(b *hclwrite.Body, cfg map[string]any, where string) {
+// config renders provider configuration: a key "name[N]" whose value is a
+// map becomes the N-th nested block "name"; other keys are attributes.
+func (r *renderer) config(cfg map[string]any, where string) []hattr {
 	type blk struct {
 		name string
 		idx  int
 		v    map[string]any
 	}
+	var attrs []hattr
 	var blocks []blk
 	sc := &scope{allow: allowProvider}
 	for _, k := range sortedKeys(cfg) {
@@ -320,7 +383,7 @@ func (r *renderer) configBody(b *hclwrite.Body, cfg map[string]any, where string
 				continue
 			}
 		}
-		b.SetAttributeRaw(k, r.value(cfg[k], sc, where+" configuration."+k))
+		attrs = append(attrs, hattr{k, r.value(cfg[k], sc, where+" configuration."+k)})
 	}
 	sort.SliceStable(blocks, func(i, j int) bool {
 		if blocks[i].name != blocks[j].name {
@@ -329,77 +392,84 @@ func (r *renderer) configBody(b *hclwrite.Body, cfg map[string]any, where string
 		return blocks[i].idx < blocks[j].idx
 	})
 	for _, bl := range blocks {
-		r.configBody(b.AppendNewBlock(bl.name, nil).Body(), bl.v, where)
+		attrs = append(attrs, hattr{"\x00block " + bl.name, hv{obj: r.config(bl.v, where), isObj: true}})
 	}
+	return attrs
 }
 
+// quote is s as an HCL string literal (escaped by hclwrite, including
+// "${" and "%{").
+func quote(s string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
+}
+
+func number(v cty.Value) hv { return hv{line: string(hclwrite.TokensForValue(v).Bytes())} }
+
 // value renders a JSON-like value with placeholders as an expression.
-func (r *renderer) value(v any, sc *scope, where string) hclwrite.Tokens {
+// Objects nested in lists are written on one line.
+func (r *renderer) value(v any, sc *scope, where string) hv {
 	switch x := v.(type) {
 	case nil:
-		return hclwrite.TokensForValue(cty.NullVal(cty.DynamicPseudoType))
+		return hv{line: "null"}
 	case string:
-		return r.str(x, sc, where)
+		return hv{line: r.str(x, sc, where)}
 	case bool:
-		return hclwrite.TokensForValue(cty.BoolVal(x))
+		return hv{line: strconv.FormatBool(x)}
 	case float64:
-		return hclwrite.TokensForValue(cty.NumberFloatVal(x))
+		return number(cty.NumberFloatVal(x))
 	case float32:
-		return hclwrite.TokensForValue(cty.NumberFloatVal(float64(x)))
+		return number(cty.NumberFloatVal(float64(x)))
 	case int:
-		return hclwrite.TokensForValue(cty.NumberIntVal(int64(x)))
+		return number(cty.NumberIntVal(int64(x)))
 	case int64:
-		return hclwrite.TokensForValue(cty.NumberIntVal(x))
+		return number(cty.NumberIntVal(x))
 	case json.Number:
 		if n, err := cty.ParseNumberVal(string(x)); err == nil {
-			return hclwrite.TokensForValue(n)
+			return number(n)
 		}
-		return hclwrite.TokensForValue(cty.StringVal(string(x)))
+		return hv{line: quote(string(x))}
 	case []any:
-		elems := make([]hclwrite.Tokens, len(x))
+		elems := make([]string, len(x))
 		for i, e := range x {
-			elems[i] = r.value(e, sc, fmt.Sprintf("%s[%d]", where, i))
+			elems[i] = r.value(e, sc, fmt.Sprintf("%s[%d]", where, i)).inline()
 		}
-		return hclwrite.TokensForTuple(elems)
+		return hv{line: "[" + strings.Join(elems, ", ") + "]"}
 	case map[string]any:
-		var attrs []hclwrite.ObjectAttrTokens
+		attrs := []hattr{}
 		for _, k := range sortedKeys(x) {
-			attrs = append(attrs, hclwrite.ObjectAttrTokens{
-				Name:  hclwrite.TokensForValue(cty.StringVal(k)),
-				Value: r.value(x[k], sc, where+"."+k),
-			})
+			attrs = append(attrs, hattr{quote(k), r.value(x[k], sc, where+"."+k)})
 		}
-		return hclwrite.TokensForObject(attrs)
+		return hv{obj: attrs, isObj: true}
 	}
 	r.errs = append(r.errs, fmt.Sprintf("%s: unsupported value of type %T", where, v))
-	return hclwrite.TokensForValue(cty.NullVal(cty.DynamicPseudoType))
+	return hv{line: "null"}
 }
 
 // str renders a string: a literal, a bare placeholder (keeping its type) or
 // a template.
-func (r *renderer) str(s string, sc *scope, where string) hclwrite.Tokens {
+func (r *renderer) str(s string, sc *scope, where string) string {
 	t, err := r.g.template(s)
 	if err != nil {
 		r.errs = append(r.errs, fmt.Sprintf("%s: %v", where, err))
-		return hclwrite.TokensForValue(cty.StringVal(s))
+		return quote(s)
 	}
 	if lit, ok := t.literal(); ok {
-		return hclwrite.TokensForValue(cty.StringVal(lit))
+		return quote(lit)
 	}
 	if ref := t.bare(); ref != nil {
 		if known, ok := r.known(ref, sc); ok {
-			return hclwrite.TokensForValue(cty.StringVal(known))
+			return quote(known)
 		}
 		expr, _ := r.expr(ref, sc, where)
 		return expr
 	}
-	toks := hclwrite.Tokens{{Type: hclsyntax.TokenOQuote, Bytes: []byte(`"`)}}
+	var b strings.Builder
+	b.WriteByte('"')
 	lit := func(s string) {
-		if s == "" {
-			return
+		if s != "" {
+			q := quote(s)
+			b.WriteString(q[1 : len(q)-1])
 		}
-		q := hclwrite.TokensForValue(cty.StringVal(s))
-		toks = append(toks, q[1:len(q)-1]...)
 	}
 	for _, p := range t {
 		if p.ref == nil {
@@ -410,34 +480,20 @@ func (r *renderer) str(s string, sc *scope, where string) hclwrite.Tokens {
 			lit(known)
 			continue
 		}
-		expr, typ := r.expr(p.ref, sc, where)
-		var inner hclwrite.Tokens
+		x, typ := r.expr(p.ref, sc, where)
+		b.WriteString("${")
 		switch typ {
 		case "string", "number", "integer", "boolean":
-			inner = expr
+			b.WriteString(x)
 		case "object", "array":
-			inner = hclwrite.TokensForFunctionCall("jsonencode", expr)
+			b.WriteString("jsonencode(" + x + ")")
 		default:
-			inner = append(inner, expr...)
-			inner = append(inner,
-				&hclwrite.Token{Type: hclsyntax.TokenEqualOp, Bytes: []byte("==")},
-				&hclwrite.Token{Type: hclsyntax.TokenIdent, Bytes: []byte("null")},
-				&hclwrite.Token{Type: hclsyntax.TokenQuestion, Bytes: []byte("?")})
-			inner = append(inner, hclwrite.TokensForValue(cty.StringVal("null"))...)
-			inner = append(inner, &hclwrite.Token{Type: hclsyntax.TokenColon, Bytes: []byte(":")})
-			// three copies: hclwrite tokens are pointers and formatting
-			// adjusts each token's spacing in place
-			e2, _ := r.expr(p.ref, sc, where)
-			e3, _ := r.expr(p.ref, sc, where)
-			inner = append(inner, hclwrite.TokensForFunctionCall("try",
-				hclwrite.TokensForFunctionCall("tostring", e2),
-				hclwrite.TokensForFunctionCall("jsonencode", e3))...)
+			b.WriteString(x + ` == null ? "null" : try(tostring(` + x + `), jsonencode(` + x + `))`)
 		}
-		toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenTemplateInterp, Bytes: []byte("${")})
-		toks = append(toks, inner...)
-		toks = append(toks, &hclwrite.Token{Type: hclsyntax.TokenTemplateSeqEnd, Bytes: []byte("}")})
+		b.WriteByte('}')
 	}
-	return append(toks, &hclwrite.Token{Type: hclsyntax.TokenCQuote, Bytes: []byte(`"`)})
+	b.WriteByte('"')
+	return b.String()
 }
 
 // known returns the compile-time value of a context placeholder.
@@ -472,18 +528,18 @@ func (r *renderer) known(ref *ref, sc *scope) (string, bool) {
 
 // expr returns the expression of a non-context placeholder and the JSON
 // Schema type of its value ("" when unknown).
-func (r *renderer) expr(ref *ref, sc *scope, where string) (hclwrite.Tokens, string) {
+func (r *renderer) expr(ref *ref, sc *scope, where string) (string, string) {
 	if ref.kind == refVar {
 		r.vars[ref.key] = true
-		return hclwrite.TokensForTraversal(hcl.Traversal{hcl.TraverseRoot{Name: "var"}, hcl.TraverseAttr{Name: ref.key}}), "string"
+		return "var." + ref.key, "string"
 	}
 	if sc == nil {
 		r.errs = append(r.errs, fmt.Sprintf("%s: ${%s} cannot be resolved here", where, ref.raw))
-		return hclwrite.TokensForValue(cty.NullVal(cty.DynamicPseudoType)), ""
+		return "null", ""
 	}
 	targets := r.g.targets(sc, ref)
 	if ref.kind == refSelect {
-		elems := make([]hclwrite.Tokens, 0, len(targets))
+		elems := make([]string, 0, len(targets))
 		for _, t := range targets {
 			if t.Block == "" {
 				r.errs = append(r.errs, fmt.Sprintf("%s: ${%s} selects %s, which has no module", where, ref.raw, t.Coord))
@@ -491,11 +547,11 @@ func (r *renderer) expr(ref *ref, sc *scope, where string) (hclwrite.Tokens, str
 			}
 			elems = append(elems, moduleRef(t.Block, ref.path))
 		}
-		return hclwrite.TokensForTuple(elems), "array"
+		return "[" + strings.Join(elems, ", ") + "]", "array"
 	}
 	if len(targets) != 1 || targets[0].Block == "" {
 		r.errs = append(r.errs, fmt.Sprintf("%s: ${%s} refers to no resource with a module", where, ref.raw))
-		return hclwrite.TokensForValue(cty.NullVal(cty.DynamicPseudoType)), ""
+		return "null", ""
 	}
 	t := targets[0]
 	return moduleRef(t.Block, ref.path), t.rt.outputType(ref.path)
@@ -505,18 +561,19 @@ var digitsRE = regexp.MustCompile(`^[0-9]+$`)
 
 // moduleRef is module.<block>[.<key>…]; all-digit keys become indexes and
 // keys that are not identifiers become ["key"].
-func moduleRef(block string, path []string) hclwrite.Tokens {
-	tr := hcl.Traversal{hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: block}}
+func moduleRef(block string, path []string) string {
+	var b strings.Builder
+	b.WriteString("module.")
+	b.WriteString(block)
 	for _, k := range path {
 		switch {
 		case digitsRE.MatchString(k):
-			i, _ := strconv.ParseInt(k, 10, 64)
-			tr = append(tr, hcl.TraverseIndex{Key: cty.NumberIntVal(i)})
+			b.WriteString("[" + k + "]")
 		case hclsyntax.ValidIdentifier(k):
-			tr = append(tr, hcl.TraverseAttr{Name: k})
+			b.WriteString("." + k)
 		default:
-			tr = append(tr, hcl.TraverseIndex{Key: cty.StringVal(k)})
+			b.WriteString("[" + quote(k) + "]")
 		}
 	}
-	return hclwrite.TokensForTraversal(tr)
+	return b.String()
 }

@@ -38,7 +38,7 @@ func terraform(t *testing.T, env []string, dir string, args ...string) string {
 }
 
 // writeCase compiles a case and writes its Terraform into a new directory.
-func writeCase(t *testing.T, name string) (dir string, ok bool) {
+func writeCase(t *testing.T, name string, remoteOK bool) (dir string, ok bool) {
 	t.Helper()
 	c := loadCase(t, name)
 	g, err := Compile(&c.Catalogue, c.Context, &c.Manifest)
@@ -46,7 +46,7 @@ func writeCase(t *testing.T, name string) (dir string, ok bool) {
 		return "", false
 	}
 	for _, n := range g.Nodes {
-		if n.Module != nil && n.Module.ModuleSourceCode == "" {
+		if n.Module != nil && n.Module.ModuleSourceCode == "" && !remoteOK {
 			return "", false // remote sources cannot be fetched here
 		}
 	}
@@ -65,7 +65,7 @@ func TestTerraformValidate(t *testing.T) {
 	validated := 0
 	for _, p := range cases {
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		dir, ok := writeCase(t, name)
+		dir, ok := writeCase(t, name, false)
 		if !ok {
 			continue
 		}
@@ -89,7 +89,7 @@ func TestTerraformValidate(t *testing.T) {
 func TestTerraformApply(t *testing.T) {
 	env := tfEnv(t)
 	apply := func(t *testing.T, name string) map[string]any {
-		dir, ok := writeCase(t, name)
+		dir, ok := writeCase(t, name, false)
 		if !ok {
 			t.Fatalf("%s does not compile", name)
 		}
@@ -150,4 +150,19 @@ func TestTerraformApply(t *testing.T) {
 			t.Errorf("queue = %v", api["QUEUE"])
 		}
 	})
+}
+
+// TestTerraformFmt checks that the generated root module of every case that
+// compiles is already in terraform fmt's layout.
+func TestTerraformFmt(t *testing.T) {
+	env := tfEnv(t)
+	cases, _ := filepath.Glob(filepath.Join("testdata", "cases", "*.json"))
+	for _, p := range cases {
+		name := strings.TrimSuffix(filepath.Base(p), ".json")
+		if dir, ok := writeCase(t, name, true); ok {
+			t.Run(name, func(t *testing.T) {
+				terraform(t, env, dir, "fmt", "-check", "-diff", "-no-color") // the root module only: inline modules are the user's code
+			})
+		}
+	}
 }
