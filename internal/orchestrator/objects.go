@@ -408,8 +408,8 @@ func (f *fieldErrs) request(field string, r Request, inModule bool, allow allowe
 	f.id(field+".type", r.Type, typeRE, true)
 	class, id := r.Class, r.ID
 	if inModule {
-		class = strings.ReplaceAll(class, "@", "x")
-		id = strings.ReplaceAll(id, "@", "x")
+		class = strings.ReplaceAll(class, "@", "x0")
+		id = strings.ReplaceAll(id, "@", "x0")
 	}
 	f.id(field+".class", class, typeRE, false)
 	f.id(field+".id", id, resourceIDRE, false)

@@ -247,10 +247,10 @@ func parseRef(body string) (*ref, error) {
 			if !typeRE.MatchString(typ) {
 				return nil, fmt.Errorf("placeholder ${%s}: filter %q needs a resource type (type[.class][#id])", body, filter)
 			}
-			if class != "" && !typeRE.MatchString(strings.ReplaceAll(class, "@", "x")) {
+			if class != "" && !typeRE.MatchString(strings.ReplaceAll(class, "@", "x0")) {
 				return nil, fmt.Errorf("placeholder ${%s}: filter %q has an invalid class", body, filter)
 			}
-			if id != "" && !resourceIDRE.MatchString(strings.ReplaceAll(id, "@", "x")) {
+			if id != "" && !resourceIDRE.MatchString(strings.ReplaceAll(id, "@", "x0")) {
 				return nil, fmt.Errorf("placeholder ${%s}: filter %q has an invalid id", body, filter)
 			}
 			step.typ, step.class, step.id = typ, class, id

@@ -78,7 +78,7 @@ func TestTerraformValidate(t *testing.T) {
 		})
 		validated++
 	}
-	if validated < 8 {
+	if validated < 10 {
 		t.Fatalf("only %d cases validated; expected the seed graphs, placeholders and providers", validated)
 	}
 }
