@@ -555,6 +555,10 @@ func (c *compiler) placeholderEdges(selects bool) {
 						continue
 					}
 					for _, target := range c.g.targets(f.sc, r) {
+						if target.Module == nil && target.Workload != "" {
+							c.fail(n, ErrPlaceholder, "%s: ${%s} refers to workload %q, which has no module and so no outputs", path, r.raw, target.Workload)
+							continue
+						}
 						if target != n {
 							add = append(add, pending{n, target})
 						}

@@ -556,3 +556,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// CheckModule checks a module's references against the catalogue: its
+// resource type, the types of its dependencies and coprovisioned resources,
+// and its provider mappings must exist. The service calls it (after
+// Validate) when a module is created or updated; errors name the field.
+func (c *Catalogue) CheckModule(m *Module) error {
+	types := map[string]bool{}
+	for _, t := range c.ResourceTypes {
+		types[t.ID] = true
+	}
+	providers := map[string]bool{}
+	for _, p := range c.Providers {
+		providers[p.Ref()] = true
+	}
+	var f fieldErrs
+	if !types[m.ResourceType] {
+		f.add("resource_type", "resource type %q does not exist", m.ResourceType)
+	}
+	for _, a := range sortedKeys(m.Dependencies) {
+		if t := m.Dependencies[a].Type; !types[t] {
+			f.add("dependencies."+a+".type", "resource type %q does not exist", t)
+		}
+	}
+	for i, cp := range m.Coprovisioned {
+		if !types[cp.Type] {
+			f.add(fmt.Sprintf("coprovisioned[%d].type", i), "resource type %q does not exist", cp.Type)
+		}
+	}
+	for _, k := range sortedKeys(m.ProviderMapping) {
+		if !providers[m.ProviderMapping[k]] {
+			f.add("provider_mapping."+k, "provider %q does not exist", m.ProviderMapping[k])
+		}
+	}
+	return f.err()
+}

@@ -107,3 +107,24 @@ func TestCompileErrorKind(t *testing.T) {
 		t.Fatalf("a malformed manifest gives %v, want field errors", err)
 	}
 }
+
+func TestCheckModule(t *testing.T) {
+	cat := &Catalogue{
+		ResourceTypes: []*ResourceType{{ID: "pg"}, {ID: "dns"}},
+		Providers:     []*Provider{{ProviderType: "aws", ID: "eu"}},
+	}
+	ok := &Module{ID: "m1", ResourceType: "pg", ModuleSource: "/x", ProviderMapping: map[string]string{"aws": "aws.eu"},
+		Dependencies: map[string]Request{"d": {Type: "dns"}}, Coprovisioned: []Coprovisioned{{Request: Request{Type: "pg"}}}}
+	if err := cat.CheckModule(ok); err != nil {
+		t.Fatal(err)
+	}
+	bad := &Module{ID: "m1", ResourceType: "nope", ModuleSource: "/x", ProviderMapping: map[string]string{"aws": "aws.us"},
+		Dependencies: map[string]Request{"d": {Type: "x1"}}, Coprovisioned: []Coprovisioned{{Request: Request{Type: "x2"}}}}
+	var fields []string
+	for _, e := range FieldErrors(cat.CheckModule(bad)) {
+		fields = append(fields, e.Field)
+	}
+	if got := strings.Join(fields, ","); got != "resource_type,dependencies.d.type,coprovisioned[0].type,provider_mapping.aws" {
+		t.Fatalf("fields %s", got)
+	}
+}
