@@ -1,10 +1,6 @@
-// Package orchestrator is Terrace's resource-graph orchestrator (seed 003):
-// platform teams describe resource types, modules (Terraform code plus the
-// dependencies and coprovisioned resources it needs) and module rules;
-// developers send a manifest of workloads and shared resources; Compile turns
-// the manifest into a resource graph and Terraform renders the graph as one
-// root module. This file holds the configuration objects and their
-// validation; every validation error names the offending field.
+// Configuration objects and their validation; every validation error names
+// the offending field (FieldError.Field is the JSON path).
+
 package orchestrator
 
 import (
