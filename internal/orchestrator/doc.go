@@ -50,5 +50,8 @@
 //   - Then cycles (every node on one, with a path) and params (required,
 //     unknown, exact type; bare placeholders skipped) are checked.
 //
+// A Graph caches parsed templates and select results: use one Graph from
+// one goroutine at a time (Compile itself is safe to call concurrently).
+//
 // See render.go for how placeholders become Terraform expressions.
 package orchestrator
