@@ -182,13 +182,18 @@ func checkOptions(in []VariableOptionInput, vars []registry.Variable, known bool
 	for _, v := range vars {
 		declared[v.Name] = v
 	}
-	ids := map[string]bool{}
-	for _, o := range existing {
-		ids[o.ID] = true
+	ids := map[string]*VariableOption{}
+	for i := range existing {
+		ids[existing[i].ID] = &existing[i]
 	}
 	seen := map[string]bool{}
 	out := []VariableOption{}
 	for _, o := range in {
+		if cur := ids[o.ID]; cur != nil && o.VariableName == "" && o.Options == nil {
+			// Given by its id alone (go-tfe sends no attributes with an
+			// id): the set is kept as it is.
+			o = VariableOptionInput{ID: cur.ID, VariableName: cur.VariableName, VariableType: cur.VariableType, Options: cur.Options}
+		}
 		if o.VariableName == "" {
 			return nil, core.Invalid("variable-options: variable-name is required")
 		}
@@ -204,7 +209,7 @@ func checkOptions(in []VariableOptionInput, vars []registry.Variable, known bool
 			return nil, core.Invalid("variable-options: options of variable %q must not be empty", o.VariableName)
 		}
 		id := o.ID
-		if id != "" && !ids[id] {
+		if id != "" && ids[id] == nil {
 			return nil, core.Invalid("variable-options: option set %q is not one of this no-code module's", id)
 		}
 		if id == "" {
