@@ -361,7 +361,7 @@ func (a *API) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	a.Workspaces.Respond(w, r, http.StatusCreated, ws)
+	a.Workspaces.Respond(w, r, http.StatusOK, ws)
 }
 
 func upgradeJSON(u *Upgrade) *jsonUpgrade {

@@ -462,3 +462,132 @@ func testSeed(t *testing.T, e *testenv.Env) {
 		t.Fatalf("upgrade after delete: %d", st)
 	}
 }
+
+// TestNoCodeLatestPinIsolationAndAliases covers a no-code module without
+// a pin (it follows the latest published version), other organizations
+// (404), malformed IDs (404), the workspace-scoped upgrade paths, an
+// upgrade with nothing to do, and deleting the registry module (the
+// no-code module goes, the workspace remains).
+func TestNoCodeLatestPinIsolationAndAliases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform: skipped with -short")
+	}
+	testenv.ForEachStore(t, testLatestPin)
+}
+
+func testLatestPin(t *testing.T, e *testenv.Env) {
+	ctx := context.Background()
+	const org = "acme"
+	testenv.NewOrg(t, e.Client, org)
+	testenv.NewOrg(t, e.Client, "other")
+	teams, err := e.Client.Teams.List(ctx, "other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outsider, _ := e.UserClient(t, "other", "someone@other.test", teams.Items[0])
+	c := e.Client
+
+	rm, err := c.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a published version a no-code module can exist but cannot
+	// provision.
+	ncm, err := c.RegistryNoCodeModules.Create(ctx, org, tfe.RegistryNoCodeModuleCreateOptions{RegistryModule: rm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ncm.VersionPin != "" || !ncm.Enabled {
+		t.Fatalf("no-code module = %+v", ncm)
+	}
+	_, err = c.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "early"})
+	wantStatus(t, "provisioning without a published version", err, "invalid attribute")
+	_, err = c.RegistryNoCodeModules.Create(ctx, org, tfe.RegistryNoCodeModuleCreateOptions{RegistryModule: &tfe.RegistryModule{ID: "mod-doesnotexist"}})
+	testenv.WantErr(t, "create for an unknown registry module", err, tfe.ErrResourceNotFound)
+	publish(t, c, org, "1.0.0")
+
+	for _, id := range []string{"nocode-doesnotexist", "garbage", ncm.ID + "x"} {
+		_, err := c.RegistryNoCodeModules.Read(ctx, id, nil)
+		testenv.WantErr(t, "read "+id, err, tfe.ErrResourceNotFound)
+	}
+	_, err = outsider.RegistryNoCodeModules.Read(ctx, ncm.ID, nil)
+	testenv.WantErr(t, "read from another organization", err, tfe.ErrResourceNotFound)
+	_, err = outsider.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "stolen", Variables: []*tfe.Variable{{Key: "region", Value: "x", Category: tfe.CategoryTerraform}}})
+	testenv.WantErr(t, "provision from another organization", err, tfe.ErrResourceNotFound)
+	err = outsider.RegistryNoCodeModules.Delete(ctx, ncm.ID)
+	testenv.WantErr(t, "delete from another organization", err, tfe.ErrResourceNotFound)
+	_, err = outsider.RegistryNoCodeModules.ReadVariables(ctx, ncm.ID, "1.0.0", nil)
+	testenv.WantErr(t, "variables from another organization", err, tfe.ErrResourceNotFound)
+
+	ws, err := c.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{
+		Name: "edge", AutoApply: tfe.Bool(true), SourceName: tfe.String("my-app"), SourceURL: tfe.String("http://my-app.test"),
+		Variables: []*tfe.Variable{{Key: "region", Value: "eu", Category: tfe.CategoryTerraform}, {Key: "TF_LOG", Value: "", Category: tfe.CategoryEnv}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.SourceName != "my-app" || ws.SourceURL != "http://my-app.test" || ws.SourceModuleID != rm.ID {
+		t.Fatalf("workspace = %+v", ws)
+	}
+	_, err = c.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "typo", Variables: []*tfe.Variable{{Key: "regoin", Value: "eu", Category: tfe.CategoryTerraform}}})
+	wantStatus(t, "an undeclared terraform variable", err, "invalid attribute")
+	ws, err = c.Workspaces.ReadByIDWithOptions(ctx, ws.ID, &tfe.WorkspaceReadOptions{Include: []tfe.WSIncludeOpt{tfe.WSCurrentRun}})
+	if err != nil || ws.CurrentRun == nil {
+		t.Fatalf("no run: %v", err)
+	}
+	waitRun(t, c, ws.CurrentRun.ID, tfe.RunApplied)
+	if got := outputs(t, c, ws.ID)["label"]; got != "eu-small-1.0.0" {
+		t.Fatalf("label = %v", got)
+	}
+	up, err := c.RegistryNoCodeModules.UpgradeWorkspace(ctx, ncm.ID, ws.ID, &tfe.RegistryNoCodeModuleUpgradeWorkspaceOptions{})
+	if err != nil || up.Message == "" || up.PlanURL != "" {
+		t.Fatalf("upgrade with nothing to do: %+v %v", up, err)
+	}
+
+	// Following the latest version, a publish makes an upgrade available.
+	publish(t, c, org, "1.1.0")
+	if got, _ := c.Workspaces.ReadByID(ctx, ws.ID); !got.NoCodeUpgradeAvailable {
+		t.Fatal("no upgrade available after a publish with a floating pin")
+	}
+	st, body := raw(t, e, e.Token, http.MethodPost, "workspaces/"+ws.ID+"/actions/initiate-no-code-upgrade", map[string]any{"data": map[string]any{"type": "workspaces"}})
+	var doc upgradeDoc
+	if st != http.StatusOK || json.Unmarshal(body, &doc) != nil || !strings.HasPrefix(doc.Data.ID, "run-") {
+		t.Fatalf("initiate: %d %s", st, body)
+	}
+	path := "workspaces/" + ws.ID + "/no-code-upgrade/" + doc.Data.ID
+	deadline := time.Now().Add(4 * time.Minute)
+	for doc.Data.Attributes.Status != "planned_and_finished" {
+		if time.Now().After(deadline) || doc.Data.Attributes.Status == "errored" {
+			t.Fatalf("upgrade plan: %+v", doc)
+		}
+		time.Sleep(300 * time.Millisecond)
+		st, body := raw(t, e, e.Token, http.MethodGet, path, nil)
+		if st != http.StatusOK || json.Unmarshal(body, &doc) != nil {
+			t.Fatalf("read upgrade: %d %s", st, body)
+		}
+	}
+	if st, body := raw(t, e, e.Token, http.MethodGet, "workspaces/"+ws.ID+"/no-code-upgrade/run-doesnotexist", nil); st != http.StatusNotFound {
+		t.Fatalf("unknown upgrade: %d %s", st, body)
+	}
+	if st, body := raw(t, e, e.Token, http.MethodPost, path+"/actions/confirm", nil); st != http.StatusOK {
+		t.Fatalf("confirm: %d %s", st, body)
+	}
+	deadline = time.Now().Add(4 * time.Minute)
+	for outputs(t, c, ws.ID)["label"] != "eu-small-1.1.0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("label after the upgrade = %v", outputs(t, c, ws.ID)["label"])
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	// Deleting the registry module deletes its no-code module; the
+	// workspace remains.
+	if err := c.RegistryModules.Delete(ctx, org, "network"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.RegistryNoCodeModules.Read(ctx, ncm.ID, nil)
+	testenv.WantErr(t, "read after the registry module's deletion", err, tfe.ErrResourceNotFound)
+	if got, err := c.Workspaces.ReadByID(ctx, ws.ID); err != nil || got.NoCodeUpgradeAvailable || got.SourceModuleID != "" {
+		t.Fatalf("workspace after the registry module's deletion: %+v %v", got, err)
+	}
+}

@@ -798,6 +798,25 @@ func (s *Service) ConfirmUpgrade(ctx context.Context, id, workspaceID, runID str
 	if r.Status != run.PlannedAndFinished {
 		return "", core.Conflict("upgrade %s cannot be confirmed: its plan is %s, not planned_and_finished", runID, r.Status)
 	}
+	// Claim the upgrade so that concurrent confirmations apply it once.
+	res, err := s.db.Exec(ctx, `UPDATE no_code_upgrades SET apply_run_id = ? WHERE run_id = ? AND apply_run_id = ''`, claiming, runID)
+	if err != nil {
+		return "", err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err != nil {
+			return "", err
+		}
+		return "", core.Conflict("upgrade %s was already confirmed", runID)
+	}
+	applied := false
+	defer func() {
+		if !applied {
+			if _, err := s.db.Exec(context.WithoutCancel(ctx), `UPDATE no_code_upgrades SET apply_run_id = '' WHERE run_id = ? AND apply_run_id = ?`, runID, claiming); err != nil {
+				s.Logger.ErrorContext(ctx, "releasing a failed no-code upgrade confirmation", "run", runID, "error", err)
+			}
+		}
+	}()
 	var vars []Var
 	if err := json.Unmarshal([]byte(u.vars), &vars); err != nil {
 		return "", fmt.Errorf("decoding upgrade variables: %w", err)
@@ -840,8 +859,10 @@ func (s *Service) ConfirmUpgrade(ctx context.Context, id, workspaceID, runID str
 	if err != nil {
 		return "", err
 	}
+	applied = true // the run exists: never confirm twice
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE no_code_upgrades SET apply_run_id = ? WHERE run_id = ?`, ar.ID, runID); err != nil {
+		// The variables are on the workspace now: forget them here.
+		if _, err := tx.Exec(ctx, `UPDATE no_code_upgrades SET apply_run_id = ?, vars = '[]' WHERE run_id = ?`, ar.ID, runID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE no_code_workspaces SET module_version = ? WHERE workspace_id = ?`, u.version, workspaceID)
@@ -849,6 +870,9 @@ func (s *Service) ConfirmUpgrade(ctx context.Context, id, workspaceID, runID str
 	})
 	return ar.ID, err
 }
+
+// claiming marks an upgrade whose confirmation is in progress.
+const claiming = "claiming"
 
 // WorkspaceModule returns the no-code module a workspace was provisioned
 // from.
