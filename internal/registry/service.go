@@ -51,6 +51,10 @@ type Service struct {
 
 	// NoCode, when wired, fills the no-code-modules relationship.
 	NoCode NoCodeModules
+	// OnNoCodeFlag, when wired, runs in the transaction that sets the
+	// deprecated no-code attribute (create or update): the no-code domain
+	// enables (or disables) the module's no-code module.
+	OnNoCodeFlag func(ctx context.Context, q store.Q, m *Module, enabled bool) error
 	// OnDelete hooks run in the transaction deleting a module.
 	OnDelete []DeleteHook
 }
@@ -208,8 +212,14 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	}
 	now := core.Now()
 	m.CreatedAt, m.UpdatedAt = now, now
-	_, err := s.db.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		m.ID, m.Organization, m.RegistryName, m.Namespace, m.Name, m.Provider, m.NoCode, core.Micros(now), core.Micros(now))
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.Organization, m.RegistryName, m.Namespace, m.Name, m.Provider, m.NoCode, core.Micros(now), core.Micros(now))
+		if err != nil || !m.NoCode || s.OnNoCodeFlag == nil {
+			return err
+		}
+		return s.OnNoCodeFlag(ctx, tx, m, true)
+	})
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Conflict("module %s/%s/%s already exists in the %s registry of %q", m.Namespace, m.Name, m.Provider, m.RegistryName, org)
 	}
@@ -390,7 +400,16 @@ func (s *Service) Update(ctx context.Context, org, registryName, namespace, name
 		return nil, err
 	}
 	if opts.NoCode != nil {
-		if err := SetNoCode(ctx, s.db, m.ID, *opts.NoCode); err != nil {
+		err := s.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := SetNoCode(ctx, tx, m.ID, *opts.NoCode); err != nil {
+				return err
+			}
+			if s.OnNoCodeFlag != nil {
+				return s.OnNoCodeFlag(ctx, tx, m, *opts.NoCode)
+			}
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
 		m.NoCode = *opts.NoCode

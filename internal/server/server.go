@@ -23,6 +23,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
@@ -82,6 +83,8 @@ type Server struct {
 	SSHKeys *sshkey.Service
 	// Registry is the private module registry.
 	Registry *registry.Service
+	// NoCode is no-code provisioning from registry modules.
+	NoCode *nocode.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -150,6 +153,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
+	s.NoCode = nocode.NewService(s.DB)
+	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Variables = s.Registry, s.Workspaces, s.Variables
+	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
+	s.Registry.NoCode = s.NoCode
+	s.Registry.OnNoCodeFlag = nocode.SetModuleFlag
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
@@ -174,7 +182,8 @@ func (s *Server) routes() http.Handler {
 	teamAPI.Register(api)
 	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
-	(&workspace.API{Service: s.Workspaces, Vars: s.Variables}).Register(api)
+	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables, NoCode: s.NoCode}
+	wsAPI.Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
 	(&sshkey.API{Service: s.SSHKeys}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
@@ -186,6 +195,7 @@ func (s *Server) routes() http.Handler {
 	regAPI := &registry.API{Service: s.Registry}
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
+	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()

@@ -23,6 +23,17 @@ type API struct {
 	Vars interface {
 		WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error)
 	}
+	// NoCode reports the registry module a workspace was provisioned from
+	// and whether a no-code upgrade is available (nil: none).
+	NoCode interface {
+		WorkspaceNoCode(ctx context.Context, workspaceID string) (sourceModuleID string, upgradeAvailable bool)
+	}
+}
+
+// Respond writes a workspace as the workspace endpoints do (for endpoints
+// of other domains that return workspaces, such as no-code provisioning).
+func (a *API) Respond(w http.ResponseWriter, r *http.Request, status int, ws *Workspace) {
+	a.respond(w, r, status, ws)
 }
 
 // Register adds the routes to mux.
@@ -298,6 +309,9 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 			"self":      "/api/v2/organizations/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
 			"self-html": "/app/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
 		},
+	}
+	if a.NoCode != nil {
+		j.SourceModuleID, j.NoCodeUpgradeAvailable = a.NoCode.WorkspaceNoCode(ctx, w.ID)
 	}
 	if j.TagNames == nil {
 		j.TagNames = []string{}
