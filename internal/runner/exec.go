@@ -248,7 +248,7 @@ func (j *jobExec) terraform(ctx context.Context, stdout *bytes.Buffer, args ...s
 	cmd := exec.Command(j.bin, args...)
 	cmd.Dir = j.wd
 	cmd.Env = j.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if stdout != nil {
 		cmd.Stdout = stdout
 	} else {
