@@ -32,7 +32,9 @@ fuzz: ## fuzz the request decoders for $(FUZZTIME)
 conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server; flags in CONFORMANCE_FLAGS
 	$(GO) run ./tools/conformance $(CONFORMANCE_FLAGS)
 
-bench: ## benchmarks (figures printed; compare runs with benchstat)
+BENCH_FLAGS ?=
+bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
+	$(GO) run ./tools/bench $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
 
 clean: ## remove bin/ and .cache/ (the go-tfe test binary is rebuilt on the next `make conformance`)
