@@ -35,7 +35,7 @@ conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server
 BENCH_FLAGS ?=
 bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
 	$(GO) run ./tools/bench $(BENCH_FLAGS)
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$(grep -rl --include='*_test.go' '^func Benchmark' cmd internal tools | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
 clean: ## remove bin/ and .cache/ (the go-tfe test binary is rebuilt on the next `make conformance`)
 	rm -rf bin .cache
