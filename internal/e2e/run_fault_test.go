@@ -5,14 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
@@ -26,10 +24,6 @@ variable "name" {
   type    = string
   default = "first"
 }
-variable "marker" {
-  type    = string
-  default = ""
-}
 resource "terraform_data" "app" {
   input = var.name
 }
@@ -37,7 +31,7 @@ resource "terraform_data" "slow" {
   count      = var.sleep > 0 ? 1 : 0
   depends_on = [terraform_data.app]
   provisioner "local-exec" {
-    command = "sleep ${var.sleep} # ${var.marker}"
+    command = "sleep ${var.sleep}"
   }
 }
 `
@@ -81,17 +75,27 @@ func TestKillDuringApply(t *testing.T) {
 				t.Fatalf("no state after the first run: %v", err)
 			}
 
-			// The second run applies slowly; kill the server mid-apply.
-			marker := "terrace-killed-apply-" + core.RandomString(8)
-			slow := createRun(ctx, t, c, ws.ID, cv.ID, []*tfe.RunVariable{{Key: "sleep", Value: "60"}, {Key: "name", Value: `"second"`}, {Key: "marker", Value: strconv.Quote(marker)}})
+			// A second workspace never had state: its first run is killed
+			// too, and it must stay without state.
+			fresh, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("fresh"), ExecutionMode: tfe.String("remote")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			freshCV := uploadConfig(ctx, t, c, fresh.ID, slowApplyConfig)
+
+			// The runs apply slowly; kill the server mid-apply.
+			slowVars := []*tfe.RunVariable{{Key: "sleep", Value: "60"}, {Key: "name", Value: `"second"`}}
+			slow := createRun(ctx, t, c, ws.ID, cv.ID, slowVars)
+			slowFresh := createRun(ctx, t, c, fresh.ID, freshCV.ID, slowVars)
 			waitRun(ctx, t, c, slow.ID, 3*time.Minute, tfe.RunApplying)
+			waitRun(ctx, t, c, slowFresh.ID, 3*time.Minute, tfe.RunApplying)
 			time.Sleep(time.Second) // terraform is inside the apply
 			p.kill()
 			// The killed server's terraform does not go on changing
 			// resources behind the errored run's back. (Left alone it
 			// dies of SIGPIPE at its next progress line, up to 10s later;
 			// a provisioner's own processes may outlive it.)
-			for deadline := time.Now().Add(3 * time.Second); terraformOf(slow.ID); time.Sleep(100 * time.Millisecond) {
+			for deadline := time.Now().Add(3 * time.Second); terraformOf(slow.ID) || terraformOf(slowFresh.ID); time.Sleep(100 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("terraform is still applying 3s after its server was killed")
 				}
@@ -148,6 +152,17 @@ func TestKillDuringApply(t *testing.T) {
 			}
 			if cur.ID != sv1.ID {
 				t.Fatalf("current state after the crash is %s (serial %d), want the last stored %s (serial %d)", cur.ID, cur.Serial, sv1.ID, sv1.Serial)
+			}
+
+			// The fresh workspace's killed run left no state behind.
+			if got := waitRun(ctx, t, c, slowFresh.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled); got.Status != tfe.RunErrored {
+				t.Fatalf("the fresh workspace's killed run is %s, want errored", got.Status)
+			}
+			if sv, err := c.StateVersions.ReadCurrent(ctx, fresh.ID); err != tfe.ErrResourceNotFound {
+				t.Fatalf("the fresh workspace has current state %+v (%v) after its only run was killed mid-apply", sv, err)
+			}
+			if w, err := c.Workspaces.ReadByID(ctx, fresh.ID); err != nil || w.Locked {
+				t.Fatalf("the fresh workspace is locked after its killed run was recovered (%v)", err)
 			}
 
 			// The workspace goes on: a new run plans and applies.
