@@ -266,3 +266,50 @@ func waitRun(ctx context.Context, t testing.TB, c *tfe.Client, id string, limit 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestReplicaStartSparesOtherRunners starts a second server process on the
+// same database while the first applies a run. The newcomer's start-up
+// recovery takes back jobs of its own earlier processes only: the other
+// replica's apply goes on.
+func TestReplicaStartSparesOtherRunners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	database := storetest.PostgresDSN(t)
+	a := startProc(t, t.TempDir(), database, "")
+	ctx := mustCtx()
+	c := a.Client
+	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app"), ExecutionMode: tfe.String("remote")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := uploadConfig(ctx, t, c, ws.ID, slowApplyConfig)
+	r := createRun(ctx, t, c, ws.ID, cv.ID, []*tfe.RunVariable{{Key: "sleep", Value: "60"}})
+	waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunApplying)
+
+	// Replica b starts (as after its own restart); its recovery has run
+	// by the time it answers /healthz.
+	startProc(t, t.TempDir(), database, "")
+	time.Sleep(500 * time.Millisecond)
+	got, err := c.Runs.Read(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != tfe.RunApplying {
+		events, _ := c.RunEvents.List(ctx, r.ID, nil)
+		var why []string
+		if events != nil {
+			for _, ev := range events.Items {
+				why = append(why, ev.Action+": "+ev.Description)
+			}
+		}
+		t.Fatalf("another replica's start turned an applying run %s; events %q", got.Status, why)
+	}
+	if !terraformOf(r.ID) {
+		t.Fatal("terraform of the applying run is gone after another replica started")
+	}
+}
