@@ -74,7 +74,7 @@ type bench struct {
 
 func main() {
 	only := flag.String("only", "abc", "which measurements to make: a, b, c")
-	iterations := flag.Int("iterations", 5, "(a) runs measured on each side")
+	iterations := flag.Int("iterations", 10, "(a) runs measured on each side")
 	cliIterations := flag.Int("cli-iterations", 3, "(a) terraform apply -auto-approve runs with a cloud block")
 	plans := flag.Int("plans", 100, "(b) speculative runs")
 	workspaces := flag.Int("workspaces", 200, "(c) workspaces with one run each")
