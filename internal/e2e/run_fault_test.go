@@ -154,6 +154,16 @@ func TestKillDuringApply(t *testing.T) {
 				t.Fatalf("current state after the crash is %s (serial %d), want the last stored %s (serial %d)", cur.ID, cur.Serial, sv1.ID, sv1.Serial)
 			}
 
+			// The killed runs' job folders (variable files, sensitive
+			// values among them) were removed at the restart.
+			if entries, err := os.ReadDir(os.TempDir()); err == nil {
+				for _, e := range entries {
+					if strings.Contains(e.Name(), slow.ID) || strings.Contains(e.Name(), slowFresh.ID) {
+						t.Fatalf("job folder %s of a killed run is left after the restart", e.Name())
+					}
+				}
+			}
+
 			// The fresh workspace's killed run left no state behind.
 			if got := waitRun(ctx, t, c, slowFresh.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled); got.Status != tfe.RunErrored {
 				t.Fatalf("the fresh workspace's killed run is %s, want errored", got.Status)

@@ -141,7 +141,7 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	if j.bin, err = j.r.cfg.Engines.Find(ctx, j.job.Run.TerraformVersion); err != nil {
 		return err
 	}
-	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, "terrace-"+j.job.RunID+"-"); err != nil {
+	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, scratchPrefix+j.r.cfg.ID+"-"+j.job.RunID+"-"); err != nil {
 		return err
 	}
 	cfgDir := filepath.Join(j.dir, "config")

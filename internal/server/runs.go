@@ -253,6 +253,11 @@ func (s *Server) startRunner(ctx context.Context) (stop func()) {
 	} else if n > 0 {
 		s.logger.Warn("recovered jobs left by an earlier server process", "jobs", n)
 	}
+	if n, err := r.RemoveScratch(prefix); err != nil {
+		s.logger.Warn("removing the job folders of an earlier process", "error", err)
+	} else if n > 0 {
+		s.logger.Info("removed job folders left by an earlier server process", "folders", n)
+	}
 	r.Start(ctx)
 	done := make(chan struct{})
 	go func() {
