@@ -32,8 +32,10 @@ fuzz: ## fuzz the request decoders for $(FUZZTIME)
 conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server; flags in CONFORMANCE_FLAGS
 	$(GO) run ./tools/conformance $(CONFORMANCE_FLAGS)
 
-bench: ## benchmarks (figures printed; compare runs with benchstat)
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+BENCH_FLAGS ?=
+bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
+	$(GO) run ./tools/bench $(BENCH_FLAGS)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$(grep -rl --include='*_test.go' '^func Benchmark' cmd internal tools | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
 clean: ## remove bin/ and .cache/ (the go-tfe test binary is rebuilt on the next `make conformance`)
 	rm -rf bin .cache

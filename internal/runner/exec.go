@@ -46,22 +46,28 @@ func (j *jobExec) run(ctx context.Context) error {
 	if j.job.Phase == "apply" {
 		logID = r.Apply.ID
 	}
+	t0 := time.Now()
 	in, err := j.r.api.Inputs(ctx, j.job)
+	j.took("inputs", t0)
 	if err != nil {
 		return j.finish(ctx, fmt.Errorf("preparing the run: %w", err), nil)
 	}
 	j.out = newLogWriter(ctx, j.r.api, logID, in.Variables)
 	defer j.out.Close()
 
+	t0 = time.Now()
 	if err := j.prepare(ctx, in); err != nil {
 		return j.finish(ctx, err, nil)
 	}
+	j.took("prepare", t0)
 	defer os.RemoveAll(j.dir)
 
 	if j.job.Phase == "plan" {
 		res := j.plan(ctx, in)
+		t0 = time.Now()
 		j.out.Flush()
 		cont, err := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, res)
+		j.took("report plan", t0)
 		if err != nil || !cont {
 			return err
 		}
@@ -94,10 +100,16 @@ func (j *jobExec) finish(ctx context.Context, err error, _ []byte) error {
 }
 
 func (j *jobExec) finishApply(ctx context.Context, res run.ApplyResult) error {
+	defer j.took("report apply", time.Now())
 	if j.out != nil {
 		j.out.Flush()
 	}
 	return j.r.api.FinishApply(ctx, j.job.ID, j.r.cfg.ID, res)
+}
+
+// took logs how long a step of the job took (debug level: for profiling).
+func (j *jobExec) took(step string, start time.Time) {
+	j.log.Debug("job step", "step", step, "ms", time.Since(start).Milliseconds())
 }
 
 func (j *jobExec) heartbeat(ctx context.Context) {
@@ -129,7 +141,7 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	if j.bin, err = j.r.cfg.Engines.Find(ctx, j.job.Run.TerraformVersion); err != nil {
 		return err
 	}
-	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, "terrace-"+j.job.RunID+"-"); err != nil {
+	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, scratchPrefix+j.r.cfg.ID+"-"+j.job.RunID+"-"); err != nil {
 		return err
 	}
 	cfgDir := filepath.Join(j.dir, "config")
@@ -248,7 +260,7 @@ func (j *jobExec) terraform(ctx context.Context, stdout *bytes.Buffer, args ...s
 	cmd := exec.Command(j.bin, args...)
 	cmd.Dir = j.wd
 	cmd.Env = j.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if stdout != nil {
 		cmd.Stdout = stdout
 	} else {
@@ -258,6 +270,7 @@ func (j *jobExec) terraform(ctx context.Context, stdout *bytes.Buffer, args ...s
 	if err := cmd.Start(); err != nil {
 		return -1, err
 	}
+	defer j.took("terraform "+args[0], time.Now())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var kill <-chan time.Time

@@ -9,6 +9,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +108,37 @@ func New(api API, cfg Config) *Runner {
 		cfg.Logger = slog.Default()
 	}
 	return &Runner{cfg: cfg, api: api}
+}
+
+// scratchPrefix starts the name of every job folder, followed by the
+// runner's ID and the run's.
+const scratchPrefix = "terrace-"
+
+// RemoveScratch removes the job folders of earlier runners whose IDs start
+// with prefix (never this runner's): what a killed process left behind,
+// variable files with sensitive values among it. The caller vouches that
+// those runners are gone.
+func (r *Runner) RemoveScratch(prefix string) (int, error) {
+	dir := r.cfg.ScratchDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, scratchPrefix+prefix) || strings.HasPrefix(name, scratchPrefix+r.cfg.ID+"-") {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // ID returns the runner's ID.

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -231,19 +234,29 @@ func (s *Server) runAPI(api, capability *http.ServeMux) {
 }
 
 // startRunner starts the in-process runner and the job reaper. The reaper
-// first takes back the jobs of this server's earlier processes.
+// first takes back the jobs of this server's earlier processes: in-process
+// runner IDs are "inproc-<instance>-<random>", the instance being this data
+// dir's, so that a replica starting on the same database leaves the jobs
+// other replicas are running alone (those are recovered when their leases
+// expire, if ever).
 func (s *Server) startRunner(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	id := "inproc-" + core.RandomString(10)
+	prefix := "inproc-" + s.instanceID() + "-"
+	id := prefix + core.RandomString(10)
 	r := runner.New(localRunner{s}, runner.Config{
 		ID: id, Concurrency: s.cfg.RunnerConcurrency, Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
 		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, Wake: s.Runs.Wake(),
 		Logger: s.logger.With("component", "runner"), CancelGrace: s.cfg.CancelGrace,
 	})
-	if n, err := s.Runs.ReapExpired(ctx, "inproc-", id); err != nil {
+	if n, err := s.Runs.ReapExpired(ctx, prefix, id); err != nil {
 		s.logger.Error("recovering jobs of an earlier process", "error", err)
 	} else if n > 0 {
 		s.logger.Warn("recovered jobs left by an earlier server process", "jobs", n)
+	}
+	if n, err := r.RemoveScratch(prefix); err != nil {
+		s.logger.Warn("removing the job folders of an earlier process", "error", err)
+	} else if n > 0 {
+		s.logger.Info("removed job folders left by an earlier server process", "folders", n)
 	}
 	r.Start(ctx)
 	done := make(chan struct{})
@@ -267,4 +280,20 @@ func (s *Server) startRunner(ctx context.Context) (stop func()) {
 		r.Stop()
 		<-done
 	}
+}
+
+// instanceID identifies this server's data dir across restarts (kept in
+// <data-dir>/instance-id). Replicas have their own data dirs.
+func (s *Server) instanceID() string {
+	path := filepath.Join(s.cfg.DataDir, "instance-id")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 8 {
+		return strings.TrimSpace(string(b))
+	}
+	id := core.RandomString(8)
+	if err := writeFileAtomic(path, []byte(id+"\n"), 0o600); err != nil {
+		// Without a stable ID the jobs of earlier processes are still
+		// recovered, when their leases expire.
+		s.logger.Warn("writing the instance ID", "error", err)
+	}
+	return id
 }

@@ -1,0 +1,541 @@
+// Command bench measures remote runs end to end against an in-process
+// Terrace server (SQLite, real HTTPS, the real terraform CLI) and prints
+// figures measured in the same process:
+//
+//	(a) server-side run time, POST runs (auto-apply, configuration already
+//	    uploaded) to "applied" polled every 10ms, for a 20-resource
+//	    configuration, against terraform init + plan -out + apply of that
+//	    plan run locally; and the terraform CLI's own time for
+//	    apply -auto-approve with a cloud block (bounded by its 1–3s polling);
+//	(b) run creation to plan start, p50 and p99 over speculative runs;
+//	(c) runs per minute for many workspaces with one run each.
+//
+//	go run ./tools/bench                    # everything (make bench)
+//	go run ./tools/bench -only a -iterations 10
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/server"
+	"github.com/terracehq/terrace/internal/slug"
+)
+
+const bigConfig = `
+variable "gen" {
+  type    = string
+  default = "0"
+}
+resource "terraform_data" "r" {
+  count = 20
+  input = "${var.gen}-${count.index}"
+}
+`
+
+const smallConfig = `
+resource "terraform_data" "x" {
+  input = "x"
+}
+`
+
+type bench struct {
+	srv    *server.Server
+	c      *tfe.Client
+	tf     string
+	caFile string
+	host   string
+	token  string
+	tmp    string
+	org    string
+	seq    int
+}
+
+func main() {
+	only := flag.String("only", "abc", "which measurements to make: a, b, c")
+	iterations := flag.Int("iterations", 10, "(a) runs measured on each side")
+	cliIterations := flag.Int("cli-iterations", 3, "(a) terraform apply -auto-approve runs with a cloud block")
+	plans := flag.Int("plans", 100, "(b) speculative runs")
+	workspaces := flag.Int("workspaces", 200, "(c) workspaces with one run each")
+	concurrency := flag.Int("concurrency", 4, "the in-process runner's concurrency")
+	verbose := flag.Bool("v", false, "server logs on stderr")
+	flag.Parse()
+	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *concurrency, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func mainErr(only string, iterations, cliIterations, plans, workspaces, concurrency int, verbose bool) error {
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		return errors.New("terraform is not on PATH")
+	}
+	tmp, err := os.MkdirTemp("", "terrace-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if verbose {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	srv, err := server.New(ctx, server.Config{
+		DataDir: filepath.Join(tmp, "data"), Addr: ln.Addr().String(), Hostname: "localhost:" + port,
+		Logger: logger, RunnerConcurrency: concurrency, ScratchDir: tmp,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() { cancel(); <-served }()
+
+	pem, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	tr.MaxIdleConnsPerHost = 64
+	c, err := tfe.NewClient(&tfe.Config{Address: srv.BaseURL, Token: srv.SiteToken, HTTPClient: &http.Client{Transport: tr, Timeout: time.Minute}})
+	if err != nil {
+		return err
+	}
+	b := &bench{srv: srv, c: c, tf: tf, caFile: srv.CAFile, host: srv.Hostname, token: srv.SiteToken, tmp: tmp, org: "bench"}
+	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(b.org), Email: tfe.String("bench@example.test")}); err != nil {
+		return err
+	}
+	fmt.Printf("terrace run benchmarks: %s, SQLite, runner concurrency %d, %d CPUs, load average %s\n", versionOf(tf), concurrency, runtime.NumCPU(), loadavg())
+	if strings.Contains(only, "a") {
+		if err := b.runTime(ctx, iterations, cliIterations); err != nil {
+			return fmt.Errorf("(a): %w", err)
+		}
+	}
+	if strings.Contains(only, "b") {
+		if err := b.queueLatency(ctx, plans); err != nil {
+			return fmt.Errorf("(b): %w", err)
+		}
+	}
+	if strings.Contains(only, "c") {
+		if err := b.throughput(ctx, workspaces, concurrency); err != nil {
+			return fmt.Errorf("(c): %w", err)
+		}
+	}
+	fmt.Printf("load average at the end: %s\n", loadavg())
+	return nil
+}
+
+// workspace creates a remote workspace with an uploaded configuration.
+func (b *bench) workspace(ctx context.Context, config string) (*tfe.Workspace, *tfe.ConfigurationVersion, error) {
+	b.seq++
+	ws, err := b.c.Workspaces.Create(ctx, b.org, tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("ws-%d", b.seq)), ExecutionMode: tfe.String("remote")})
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp(b.tmp, "config-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o644); err != nil {
+		return nil, nil, err
+	}
+	archive, err := slug.Pack(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cv, err := b.c.ConfigurationVersions.Create(ctx, ws.ID, tfe.ConfigurationVersionCreateOptions{AutoQueueRuns: tfe.Bool(false)})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.c.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(archive)); err != nil {
+		return nil, nil, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if cv, err = b.c.ConfigurationVersions.Read(ctx, cv.ID); err != nil {
+			return nil, nil, err
+		}
+		if cv.Status == tfe.ConfigurationUploaded {
+			return ws, cv, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("configuration version %s is %s after 30s", cv.ID, cv.Status)
+		}
+	}
+}
+
+// await polls a run through the API every interval until it is final.
+// It returns the run and when each status was first seen.
+func (b *bench) await(ctx context.Context, id string, interval time.Duration) (*tfe.Run, map[tfe.RunStatus]time.Time, error) {
+	seen := map[tfe.RunStatus]time.Time{}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		r, err := b.c.Runs.Read(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, ok := seen[r.Status]; !ok {
+			seen[r.Status] = time.Now()
+		}
+		switch r.Status {
+		case tfe.RunApplied, tfe.RunPlannedAndFinished, tfe.RunErrored, tfe.RunCanceled, tfe.RunDiscarded:
+			return r, seen, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, fmt.Errorf("run %s is %s after 5 minutes", id, r.Status)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// stored returns the run as the server stores it (microsecond timestamps).
+func (b *bench) stored(ctx context.Context, id string) (*run.Run, error) {
+	return b.srv.Runs.Get(auth.WithPrincipal(ctx, &auth.Principal{SiteAdmin: true}), id)
+}
+
+// runTime is (a).
+func (b *bench) runTime(ctx context.Context, n, cliN int) error {
+	fmt.Printf("\n(a) one run of a 20-resource terraform_data configuration (auto-apply), %d runs a side\n", n)
+	var remote, local []time.Duration
+	var phases [][]time.Duration // queue, plan, plan→apply, apply, report
+	var steps [][]time.Duration  // init, plan, apply
+	// i = -1 warms up both sides.
+	for i := -1; i < n; i++ {
+		ws, cv, err := b.workspace(ctx, bigConfig)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		r, err := b.c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, AutoApply: tfe.Bool(true),
+			Variables: []*tfe.RunVariable{{Key: "gen", Value: fmt.Sprintf("%q", fmt.Sprint(i))}}})
+		if err != nil {
+			return err
+		}
+		r, seen, err := b.await(ctx, r.ID, 10*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		if r.Status != tfe.RunApplied {
+			return fmt.Errorf("run %s ended %s", r.ID, r.Status)
+		}
+		d := seen[tfe.RunApplied].Sub(start)
+		sr, err := b.stored(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		ps, pf := sr.Plan.Timestamps["started-at"], sr.Plan.Timestamps["finished-at"]
+		as, af := sr.Apply.Timestamps["started-at"], sr.Apply.Timestamps["finished-at"]
+
+		ld, st, err := b.local(ctx, i)
+		if err != nil {
+			return err
+		}
+		if i < 0 {
+			continue
+		}
+		remote, local = append(remote, d), append(local, ld)
+		phases = append(phases, []time.Duration{ps.Sub(start), pf.Sub(ps), as.Sub(pf), af.Sub(as), seen[tfe.RunApplied].Sub(af)})
+		steps = append(steps, st)
+	}
+	rm, lm := median(remote), median(local)
+	fmt.Printf("  server-side run, POST to applied (10ms polls): median %s  [%s]\n", ms(rm), list(remote))
+	fmt.Printf("  local init + plan -out + apply:                median %s  [%s]\n", ms(lm), list(local))
+	verdict := "meets"
+	if float64(rm)/float64(lm) > 1.3 {
+		verdict = "misses"
+	}
+	fmt.Printf("  ratio server/local: %.2f (target <= 1.3: %s)\n", float64(rm)/float64(lm), verdict)
+	col := func(rows [][]time.Duration, j int) time.Duration {
+		var v []time.Duration
+		for _, r := range rows {
+			v = append(v, r[j])
+		}
+		return median(v)
+	}
+	fmt.Printf("  where the server's time goes (medians): POST to plan start %s, plan phase %s (init, plan, show -json, report),\n"+
+		"    plan end to apply start %s, apply phase %s (apply, state upload, report), apply end to applied seen %s\n",
+		ms(col(phases, 0)), ms(col(phases, 1)), ms(col(phases, 2)), ms(col(phases, 3)), ms(col(phases, 4)))
+	fmt.Printf("  local steps (medians): init %s, plan %s, apply %s; show -json of the plan (not in the baseline) %s\n", ms(col(steps, 0)), ms(col(steps, 1)), ms(col(steps, 2)), ms(col(steps, 3)))
+	var withShow []time.Duration
+	for j, st := range steps {
+		withShow = append(withShow, local[j]+st[3])
+	}
+	fmt.Printf("  for comparison, ratio against local work plus the show -json the server runs for the plan's JSON: %.2f\n", float64(rm)/float64(median(withShow)))
+
+	if cliN <= 0 {
+		return nil
+	}
+	// The CLI with a cloud block.
+	var cli []time.Duration
+	rc := filepath.Join(b.tmp, "cli.rc")
+	if err := os.WriteFile(rc, []byte(fmt.Sprintf("credentials %q {\n  token = %q\n}\n", b.host, b.token)), 0o600); err != nil {
+		return err
+	}
+	for i := -1; i < cliN; i++ {
+		b.seq++
+		dir, err := os.MkdirTemp(b.tmp, "cli-")
+		if err != nil {
+			return err
+		}
+		block := fmt.Sprintf("terraform {\n  cloud {\n    hostname = %q\n    organization = %q\n    workspaces { name = %q }\n  }\n}\n", b.host, b.org, fmt.Sprintf("cli-%d", b.seq))
+		if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(block+bigConfig), 0o644); err != nil {
+			return err
+		}
+		env := []string{"TF_CLI_CONFIG_FILE=" + rc, "SSL_CERT_FILE=" + b.caFile}
+		if _, err := b.terraform(ctx, dir, env, "init", "-input=false"); err != nil {
+			return err
+		}
+		d, err := b.terraform(ctx, dir, env, "apply", "-auto-approve", "-input=false")
+		if err != nil {
+			return err
+		}
+		os.RemoveAll(dir)
+		if i >= 0 {
+			cli = append(cli, d)
+		}
+	}
+	fmt.Printf("  terraform apply -auto-approve with a cloud block (CLI end to end, polls every 1-3s): median %s  [%s]\n", ms(median(cli)), list(cli))
+	return nil
+}
+
+// local runs the same work locally: init, plan -out, apply of that plan.
+func (b *bench) local(ctx context.Context, i int) (time.Duration, []time.Duration, error) {
+	dir, err := os.MkdirTemp(b.tmp, "local-")
+	if err != nil {
+		return 0, nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(bigConfig), 0o644); err != nil {
+		return 0, nil, err
+	}
+	var steps []time.Duration
+	for _, args := range [][]string{
+		{"init", "-input=false", "-no-color"},
+		{"plan", "-input=false", "-no-color", "-out=tfplan", "-var", fmt.Sprintf("gen=%d", i)},
+		{"apply", "-input=false", "-no-color", "tfplan"},
+	} {
+		d, err := b.terraform(ctx, dir, nil, args...)
+		if err != nil {
+			return 0, nil, err
+		}
+		steps = append(steps, d)
+	}
+	var total time.Duration
+	for _, s := range steps {
+		total += s
+	}
+	// Not part of the baseline: what the server does on top of it to
+	// serve the plan's JSON (json-output, counts), timed for comparison.
+	d, err := b.terraform(ctx, dir, nil, "show", "-json", "-no-color", "tfplan")
+	if err != nil {
+		return 0, nil, err
+	}
+	return total, append(steps, d), nil
+}
+
+func (b *bench) terraform(ctx context.Context, dir string, env []string, args ...string) (time.Duration, error) {
+	home := filepath.Join(dir, ".home")
+	_ = os.MkdirAll(home, 0o700)
+	cmd := exec.CommandContext(ctx, b.tf, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1"}, env...)
+	if !slices.ContainsFunc(env, func(s string) bool { return strings.HasPrefix(s, "TF_CLI_CONFIG_FILE=") }) {
+		cmd.Env = append(cmd.Env, "TF_CLI_CONFIG_FILE="+filepath.Join(home, "none.rc"))
+	}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return d, nil
+}
+
+// queueLatency is (b): speculative runs one after another on an idle
+// runner, creation to plan start.
+func (b *bench) queueLatency(ctx context.Context, n int) error {
+	ws, cv, err := b.workspace(ctx, smallConfig)
+	if err != nil {
+		return err
+	}
+	var stored, seen []time.Duration
+	for i := -1; i < n; i++ {
+		start := time.Now()
+		r, err := b.c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, PlanOnly: tfe.Bool(true)})
+		if err != nil {
+			return err
+		}
+		r, at, err := b.await(ctx, r.ID, 10*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		if r.Status != tfe.RunPlannedAndFinished {
+			return fmt.Errorf("speculative run %s ended %s", r.ID, r.Status)
+		}
+		sr, err := b.stored(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if i < 0 {
+			continue
+		}
+		stored = append(stored, sr.Plan.Timestamps["started-at"].Sub(sr.CreatedAt))
+		first := at[tfe.RunPlanning]
+		for _, s := range []tfe.RunStatus{tfe.RunPlanned, tfe.RunPlannedAndFinished} {
+			if first.IsZero() || !at[s].IsZero() && at[s].Before(first) {
+				first = at[s]
+			}
+		}
+		seen = append(seen, first.Sub(start))
+	}
+	fmt.Printf("\n(b) run creation to plan start, %d speculative runs one after another\n", n)
+	p50, p99 := percentile(stored, 50), percentile(stored, 99)
+	verdict := "meets"
+	if p99 >= 200*time.Millisecond {
+		verdict = "misses"
+	}
+	fmt.Printf("  stored (plan started-at - run created-at): p50 %s, p99 %s, max %s (target p99 < 200ms: %s)\n", ms(p50), ms(p99), ms(slices.Max(stored)), verdict)
+	fmt.Printf("  seen by a client (POST sent to first status past plan_queued, 10ms polls): p50 %s, p99 %s\n", ms(percentile(seen, 50)), ms(percentile(seen, 99)))
+	return nil
+}
+
+// throughput is (c): n workspaces with one auto-apply run each.
+func (b *bench) throughput(ctx context.Context, n, concurrency int) error {
+	type target struct {
+		ws *tfe.Workspace
+		cv *tfe.ConfigurationVersion
+	}
+	var targets []target
+	for range n {
+		ws, cv, err := b.workspace(ctx, smallConfig)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, target{ws, cv})
+	}
+	start := time.Now()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 8)
+	for i, tg := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r, err := b.c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: tg.ws, ConfigurationVersion: tg.cv, AutoApply: tfe.Bool(true)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids[i] = r.ID
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	created := time.Since(start)
+	// Poll cheaply (the poller must not slow the server down): walk the
+	// runs in creation order and stop at the first one not done yet; all
+	// are done when the walk reaches the end.
+	pending := slices.Clone(ids)
+	statuses := map[run.Status]int{}
+	var last time.Time
+	for len(pending) > 0 {
+		if time.Since(start) > 30*time.Minute {
+			return fmt.Errorf("%d runs still not done after 30 minutes", len(pending))
+		}
+		time.Sleep(50 * time.Millisecond)
+		for len(pending) > 0 {
+			r, err := b.stored(ctx, pending[0])
+			if err != nil {
+				return err
+			}
+			if !r.Status.Final() {
+				break
+			}
+			statuses[r.Status]++
+			last = time.Now()
+			pending = pending[1:]
+		}
+	}
+	d := last.Sub(start)
+	fmt.Printf("\n(c) %d workspaces, one auto-apply run each (1 resource), runner concurrency %d\n", n, concurrency)
+	fmt.Printf("  %d runs in %s (all created in %s): %.0f runs per minute; outcomes %v\n", n, d.Round(100*time.Millisecond), created.Round(time.Millisecond), float64(n)/d.Minutes(), statuses)
+	return nil
+}
+
+func median(d []time.Duration) time.Duration { return percentile(d, 50) }
+
+// percentile is the nearest-rank percentile.
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	k := (p*len(s) + 99) / 100
+	return s[max(k-1, 0)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+
+func list(d []time.Duration) string {
+	var out []string
+	for _, x := range d {
+		out = append(out, ms(x))
+	}
+	return strings.Join(out, " ")
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func versionOf(tf string) string {
+	out, _ := exec.Command(tf, "version").Output()
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
+}
