@@ -23,6 +23,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
@@ -82,6 +83,8 @@ type Server struct {
 	SSHKeys *sshkey.Service
 	// Registry is the private module registry.
 	Registry *registry.Service
+	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
+	Orchestration *orchestration.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -150,6 +153,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
+	s.wireOrchestration()
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
@@ -197,6 +201,7 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
 	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(api))
+	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(regProto))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	return s.recoverer(apiHeaders(root))
