@@ -174,7 +174,9 @@ func TestOrchestratorDeploy(t *testing.T) {
 	m1 := c.file("manifest.yaml", manifestV1)
 	var g struct {
 		Nodes []struct{ Type, Class, ID, Module string }
-		Edges []struct{ From, To struct{ Type, Class, ID string } }
+		Edges []struct {
+			From, To struct{ Type, Class, ID string }
+		}
 	}
 	if err := json.Unmarshal([]byte(c.run("graph", "my-project", "dev", m1, "-o", "json")), &g); err != nil {
 		t.Fatal(err)

@@ -490,8 +490,8 @@ func readManifest(stdin io.Reader, name string) (map[string]any, error) {
 
 type change struct {
 	Resource struct{ Type, Class, ID string } `json:"resource"`
-	Type     string                            `json:"type"`
-	Summary  string                            `json:"summary"`
+	Type     string                           `json:"type"`
+	Summary  string                           `json:"summary"`
 }
 
 func printDiff(w io.Writer, diff []change) {

@@ -39,18 +39,18 @@ type DeployRequest struct {
 
 // Deployment is one deploy, plan-only or destroy of an environment.
 type Deployment struct {
-	ID            string                  `json:"id"`
-	ProjectID     string                  `json:"project_id"`
-	EnvID         string                  `json:"env_id"`
-	Mode          string                  `json:"mode"`
-	Status        string                  `json:"status"`
-	StatusMessage string                  `json:"status_message,omitempty"`
-	Manifest      *orchestrator.Manifest  `json:"manifest,omitempty"`
-	Diff          []orchestrator.Change   `json:"diff"`
-	WorkspaceID   string                  `json:"workspace_id,omitempty"`
-	RunID         string                  `json:"run_id,omitempty"`
-	CreatedAt     time.Time               `json:"created_at"`
-	UpdatedAt     time.Time               `json:"updated_at"`
+	ID            string                 `json:"id"`
+	ProjectID     string                 `json:"project_id"`
+	EnvID         string                 `json:"env_id"`
+	Mode          string                 `json:"mode"`
+	Status        string                 `json:"status"`
+	StatusMessage string                 `json:"status_message,omitempty"`
+	Manifest      *orchestrator.Manifest `json:"manifest,omitempty"`
+	Diff          []orchestrator.Change  `json:"diff"`
+	WorkspaceID   string                 `json:"workspace_id,omitempty"`
+	RunID         string                 `json:"run_id,omitempty"`
+	CreatedAt     time.Time              `json:"created_at"`
+	UpdatedAt     time.Time              `json:"updated_at"`
 	state         []orchestrator.NodeState
 	providers     []string
 }
@@ -264,7 +264,9 @@ func (c *CompileFailure) Error() string {
 }
 
 // Unwrap makes the failure a 422.
-func (c *CompileFailure) Unwrap() error { return &core.Error{Kind: core.KindInvalid, Detail: c.Error()} }
+func (c *CompileFailure) Unwrap() error {
+	return &core.Error{Kind: core.KindInvalid, Detail: c.Error()}
+}
 
 // execute carries out a stored deployment: it finds or creates the
 // environment's workspace, uploads the configuration and runs it.
