@@ -133,7 +133,12 @@ func TestOrchestratorDeploy(t *testing.T) {
 		t.Skip("end-to-end: skipped with -short")
 	}
 	engines(t) // terraform must be on PATH for the in-process runner
-	e := testenv.New(t, testenv.Options{Store: "sqlite"})
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) { testOrchestratorDeploy(t, testenv.New(t, testenv.Options{Store: st})) })
+	}
+}
+
+func testOrchestratorDeploy(t *testing.T, e *testenv.Env) {
 	t.Setenv("SSL_CERT_FILE", e.CAFile)
 	ctx := context.Background()
 	const org = "acme"
@@ -282,6 +287,15 @@ func TestOrchestratorDeploy(t *testing.T) {
 	}
 	if n := resourceCount(); n != 2 {
 		t.Fatalf("after removing the queue the workspace has %d resources, want 2", n)
+	}
+	// A plan-only deployment plans the first manifest again (a speculative
+	// run) and changes nothing.
+	out = c.run("deploy", "my-project", "dev", m1, "--plan-only")
+	if !strings.Contains(out, "+ queue.default#workloads.worker.queue (added)") || !strings.Contains(out, "Status: succeeded") {
+		t.Fatalf("plan only:\n%s", out)
+	}
+	if n := resourceCount(); n != 2 {
+		t.Fatalf("a plan-only deployment changed the resources: %d", n)
 	}
 	// Nothing changes on a redeploy.
 	if out := c.run("deploy", "my-project", "dev", m2, "--dry-run"); !strings.Contains(out, "No changes") {

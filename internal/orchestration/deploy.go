@@ -207,6 +207,9 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 	graph, _ := json.Marshal(d.state)
 	provs, _ := json.Marshal(nonNil(d.providers))
 	diff, _ := json.Marshal(d.Diff)
+	if err := s.settleStale(ctx, org, d.ProjectID, d.EnvID); err != nil {
+		return nil, err
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		var busy int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND status = ?`, org, d.ProjectID, d.EnvID, StatusExecuting).Scan(&busy); err != nil {
@@ -410,4 +413,60 @@ func (s *Service) EnvOutputs(ctx context.Context, org, project, env string) (map
 		}
 	}
 	return out, nil
+}
+
+// StaleAfter is how long a deployment may stay executing without a run
+// before a new deployment of its environment may declare it failed (its
+// server process died before starting the run).
+const StaleAfter = 10 * time.Minute
+
+// settleStale ends executing deployments of an environment that no process
+// is carrying out any more: one whose run is final gets the run's result,
+// one that never started its run fails after StaleAfter.
+func (s *Service) settleStale(ctx context.Context, org, project, env string) error {
+	rows, err := s.db.Query(ctx, `SELECT id, run_id, updated_at FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND status = ?`, org, project, env, StatusExecuting)
+	if err != nil {
+		return err
+	}
+	type stale struct {
+		id, runID string
+		updated   int64
+	}
+	var list []stale
+	for rows.Next() {
+		var x stale
+		if err := rows.Scan(&x.id, &x.runID, &x.updated); err != nil {
+			rows.Close()
+			return err
+		}
+		list = append(list, x)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, x := range list {
+		status, msg := "", ""
+		switch {
+		case x.runID != "":
+			st, final, ok, err := s.Runs.Status(ctx, x.runID)
+			if err != nil || !final {
+				continue
+			}
+			status = StatusSucceeded
+			if !ok {
+				status, msg = StatusFailed, fmt.Sprintf("run %s ended %s", x.runID, st)
+			}
+		case core.Now().Sub(core.FromMicros(x.updated)) > StaleAfter:
+			status, msg = StatusFailed, "interrupted before its run started"
+		default:
+			continue
+		}
+		// Only if the process carrying it out has not finished it meanwhile.
+		if _, err := s.db.Exec(ctx, `UPDATE orchestrator_deployments SET status = ?, status_message = ?, updated_at = ? WHERE id = ? AND status = ?`,
+			status, msg, core.Micros(core.Now()), x.id, StatusExecuting); err != nil {
+			return err
+		}
+	}
+	return nil
 }
