@@ -15,6 +15,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/orchcli"
 	"github.com/terracehq/terrace/internal/testenv"
+	"github.com/terracehq/terrace/internal/testprovider"
 )
 
 // terraceCLI runs the terrace CLI's orchestrator commands in-process
@@ -72,7 +73,15 @@ output "port" { value = 5432 }
 output "version" { value = terraform_data.db.output }
 `
 	queueModule = `
+terraform {
+  required_providers {
+    null = { source = "hashicorp/null" }
+  }
+}
 variable "name" { type = string }
+resource "null_resource" "queue" {
+  triggers = { name = var.name }
+}
 resource "terraform_data" "queue" { input = var.name }
 output "url" { value = "amqp://${terraform_data.queue.output}" }
 `
@@ -134,7 +143,11 @@ func TestOrchestratorDeploy(t *testing.T) {
 	}
 	engines(t) // terraform must be on PATH for the in-process runner
 	for _, st := range testenv.Stores {
-		t.Run(st, func(t *testing.T) { testOrchestratorDeploy(t, testenv.New(t, testenv.Options{Store: st})) })
+		t.Run(st, func(t *testing.T) {
+			// The queue module uses hashicorp/null, from an offline mirror.
+			e := testenv.New(t, testenv.Options{Store: st, RunCLIConfig: testprovider.Install(t)})
+			testOrchestratorDeploy(t, e)
+		})
 	}
 }
 
@@ -161,8 +174,11 @@ func testOrchestratorDeploy(t *testing.T, e *testenv.Env) {
 	c.run("create", "module", "my-namespace-module", "--set", "resource_type=k8s-namespace",
 		"--set", "module_source_code="+namespaceModule, "--set", "module_inputs.name=${context.env_id}-${context.res_id}")
 	c.run("create", "module", "postgres-module", "--set-yaml=@"+c.file("postgres.yaml", postgresModuleYAML))
+	// Only the queue uses the null provider: when the queue is removed, the
+	// provider must stay in the configuration for Terraform to destroy it.
+	c.run("create", "provider", "null", "default", "--set", "source=hashicorp/null", "--set", "version_constraint=~> 3.2")
 	c.run("create", "module", "queue-module", "--set", "resource_type=queue", "--set", "module_source_code="+queueModule,
-		"--set", "module_inputs.name=${context.res_id}")
+		"--set", "module_inputs.name=${context.res_id}", "--set", "provider_mapping.null=null.default")
 	for _, m := range []string{"my-namespace-module", "postgres-module", "queue-module"} {
 		c.run("create", "module-rule", "--set", "module_id="+m)
 	}
@@ -251,8 +267,8 @@ func testOrchestratorDeploy(t *testing.T, e *testenv.Env) {
 		}
 		return ws.ResourceCount
 	}
-	if n := resourceCount(); n != 3 {
-		t.Fatalf("after the first deploy the workspace has %d resources, want 3", n)
+	if n := resourceCount(); n != 4 {
+		t.Fatalf("after the first deploy the workspace has %d resources, want 4", n)
 	}
 
 	// A dry run of the changed manifest shows the change and stores nothing.
