@@ -275,7 +275,7 @@ func testOrchestratorDeploy(t *testing.T, e *testenv.Env) {
 	m2 := c.file("manifest2.yaml", manifestV2)
 	out := c.run("deploy", "my-project", "dev", m2, "--dry-run")
 	t.Logf("dry run:\n%s", out)
-	for _, want := range []string{"- queue.default#workloads.worker.queue (removed)", "~ postgres.default#shared.db (params_changed)"} {
+	for _, want := range []string{"- queue.default#workloads.worker.queue (removed)", "~ postgres.default#shared.db (params_changed)", "~ workload.default#worker (params_changed)"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("dry run: want %q in\n%s", want, out)
 		}
@@ -316,6 +316,17 @@ func testOrchestratorDeploy(t *testing.T, e *testenv.Env) {
 	// Nothing changes on a redeploy.
 	if out := c.run("deploy", "my-project", "dev", m2, "--dry-run"); !strings.Contains(out, "No changes") {
 		t.Fatalf("dry run after deploy:\n%s", out)
+	}
+
+	var deps []struct{ ID, Mode, Status string }
+	if err := json.Unmarshal([]byte(c.run("get", "deployments", "my-project", "dev", "-o", "json")), &deps); err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) != 3 || deps[0].Mode != "plan_only" || deps[2].Status != "succeeded" {
+		t.Fatalf("deployments: %+v", deps)
+	}
+	if out := c.run("get", "deployment", deps[1].ID); !strings.Contains(out, "mode: deploy") {
+		t.Fatalf("get deployment:\n%s", out)
 	}
 
 	// The environment cannot be deleted while it has resources; destroy it.

@@ -226,6 +226,17 @@ func kindPath(kind string, args []string, verb string) (coll, id string, err err
 	case "module-rule", "module-rules":
 		id, err = one()
 		return "/module-rules", id, err
+	case "deployment", "deployments":
+		if verb != "get" {
+			return "", "", fmt.Errorf("deployments are made with terrace deploy and terrace destroy; get shows them")
+		}
+		switch len(args) {
+		case 1:
+			return "/deployments", args[0], nil
+		case 2:
+			return "/projects/" + url.PathEscape(args[0]) + "/envs/" + url.PathEscape(args[1]) + "/deployments", "", nil
+		}
+		return "", "", fmt.Errorf("get deployment <id>, or get deployments <project> <env>")
 	case "environment", "environments", "env", "envs":
 		p, e, err := two("/")
 		if err != nil {
@@ -260,7 +271,8 @@ func (c *config) objectCmd(verb, short string) *cobra.Command {
 		Long: short + `.
 
 Kinds: project, environment-type, environment (<project> <env>), resource-type,
-provider (<provider_type> <id>), module, module-rule (created without an id).
+provider (<provider_type> <id>), module, module-rule (created without an id);
+get also shows deployment <id> and deployments <project> <env>.
 
 --set k=v sets a string field (dotted keys reach into objects);
 --set-json k=<json> and --set-yaml k=<yaml> set typed values;
@@ -461,12 +473,12 @@ func print(w io.Writer, format string, v any) error {
 		if err := yaml.Unmarshal(b, &y); err != nil {
 			return err
 		}
-		out, err := yaml.Marshal(y)
-		if err != nil {
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(y); err != nil {
 			return err
 		}
-		_, err = w.Write(out)
-		return err
+		return enc.Close()
 	}
 	return fmt.Errorf("unknown output format %q (yaml or json)", format)
 }
