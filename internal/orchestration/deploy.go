@@ -230,6 +230,9 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		defer s.wg.Done()
 		bg := context.WithoutCancel(ctx)
 		err := s.execute(bg, org, d, files)
+		if errors.Is(err, errShutdown) {
+			return // settled from the run later (settleStale)
+		}
 		status, msg := StatusSucceeded, ""
 		if err != nil {
 			status, msg = StatusFailed, err.Error()
@@ -329,27 +332,42 @@ func (s *Service) execute(ctx context.Context, org string, d *Deployment, files 
 			}
 			return nil
 		}
-		if s.PollInterval != nil {
-			<-s.PollInterval()
-		} else {
-			time.Sleep(time.Second)
+		every := s.PollEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		select {
+		case <-time.After(every):
+		case <-s.stopping:
+			return errShutdown
 		}
 	}
 }
 
-// GetDeployment returns one deployment.
+var errShutdown = errors.New("the server is shutting down")
+
+// GetDeployment returns one deployment. One still executing whose run has
+// ended (its server process stopped watching) is settled first.
 func (s *Service) GetDeployment(ctx context.Context, org, id string) (*Deployment, error) {
 	if err := canRead(ctx, org); err != nil {
 		return nil, err
 	}
-	ds, err := s.deployments(ctx, org, `id = ?`, id)
-	if err != nil {
-		return nil, err
+	for settled := false; ; settled = true {
+		ds, err := s.deployments(ctx, org, `id = ?`, id)
+		if err != nil {
+			return nil, err
+		}
+		if len(ds) == 0 {
+			return nil, core.NotFound("deployment %s not found", id)
+		}
+		d := ds[0]
+		if settled || d.Status != StatusExecuting || d.RunID == "" || s.Runs == nil {
+			return d, nil
+		}
+		if err := s.settleStale(ctx, org, d.ProjectID, d.EnvID); err != nil {
+			return nil, err
+		}
 	}
-	if len(ds) == 0 {
-		return nil, core.NotFound("deployment %s not found", id)
-	}
-	return ds[0], nil
 }
 
 // ListDeployments returns an environment's deployments, newest first.

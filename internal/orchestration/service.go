@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -73,21 +74,27 @@ type Service struct {
 	Runs       Runs
 	Outputs    Outputs
 	Logger     *slog.Logger
-	// PollInterval is how often a deployment checks its run.
-	PollInterval func() <-chan struct{}
+	// PollEvery is how often a deployment checks its run (default 1s).
+	PollEvery time.Duration
 
-	wg sync.WaitGroup
+	wg       sync.WaitGroup
+	stopping chan struct{}
+	stopOnce sync.Once
 }
 
 // NewService returns a service over db; the composition root sets the
 // other domains.
 func NewService(db *store.DB) *Service {
-	return &Service{db: db, Logger: slog.Default()}
+	return &Service{db: db, Logger: slog.Default(), stopping: make(chan struct{})}
 }
 
-// Wait blocks until background deployments have finished (for tests and
-// shutdown).
-func (s *Service) Wait() { s.wg.Wait() }
+// Shutdown stops watching runs and waits for the background deployments
+// to notice. Their deployments stay executing; the next read or deployment
+// of the environment settles them from their runs.
+func (s *Service) Shutdown() {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.wg.Wait()
+}
 
 // Object is a stored object: its JSON body plus the store's metadata.
 type Object struct {

@@ -230,6 +230,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)
 	defer stopRunner()
+	// Deployments stop watching their runs before the runner stops.
+	defer s.Orchestration.Shutdown()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {
