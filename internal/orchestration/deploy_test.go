@@ -21,8 +21,10 @@ type fakeCore struct {
 	runs, uploads int
 }
 
-func (f *fakeCore) Create(ctx context.Context, org, name string) (string, error) { return "ws-fake", nil }
-func (f *fakeCore) Delete(ctx context.Context, id string) error                  { return nil }
+func (f *fakeCore) Create(ctx context.Context, org, name string) (string, error) {
+	return "ws-fake", nil
+}
+func (f *fakeCore) Delete(ctx context.Context, id string) error { return nil }
 func (f *fakeCore) CreateFromArchive(ctx context.Context, ws string, tgz []byte, spec bool) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
