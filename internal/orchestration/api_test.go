@@ -94,6 +94,9 @@ func TestObjectsAPI(t *testing.T) {
 		if st, _ := (apiClient{t: t, e: e}).call("GET", o+"/projects", nil); st != http.StatusUnauthorized {
 			t.Fatalf("no token: %d", st)
 		}
+		// An organization that does not exist is a 404, even to a site admin.
+		c.must(404, "POST", "/orgs/nope/projects", map[string]any{"id": "shop"})
+		c.must(404, "GET", "/orgs/nope/projects", nil)
 		// Validation errors name the field, several at once.
 		out := c.must(422, "POST", o+"/projects", map[string]any{"id": "Bad_ID", "display_name": "x"})
 		if f := fields(out); f != "id,display_name" {

@@ -119,7 +119,7 @@ func (s *Service) lastState(ctx context.Context, org, project, env string) ([]or
 // *DryRun and stores nothing; otherwise the deployment is stored as
 // executing and carried out in the background (poll Deployment).
 func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (any, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
 	}
 	if req.Mode == "" {
@@ -349,7 +349,7 @@ var errShutdown = errors.New("the server is shutting down")
 // GetDeployment returns one deployment. One still executing whose run has
 // ended (its server process stopped watching) is settled first.
 func (s *Service) GetDeployment(ctx context.Context, org, id string) (*Deployment, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
 	}
 	for settled := false; ; settled = true {
@@ -372,7 +372,7 @@ func (s *Service) GetDeployment(ctx context.Context, org, id string) (*Deploymen
 
 // ListDeployments returns an environment's deployments, newest first.
 func (s *Service) ListDeployments(ctx context.Context, org, project, env string) ([]*Deployment, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
 	}
 	return s.deployments(ctx, org, `project_id = ? AND env_id = ?`, project, env)
@@ -406,7 +406,7 @@ func (s *Service) deployments(ctx context.Context, org, where string, args ...an
 // EnvOutputs returns the "workloads" and "resources" outputs of the
 // environment's current state (empty before the first deploy).
 func (s *Service) EnvOutputs(ctx context.Context, org, project, env string) (map[string]json.RawMessage, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
 	}
 	if _, err := s.environment(ctx, org, project, env); err != nil {

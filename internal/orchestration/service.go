@@ -69,6 +69,7 @@ type Outputs interface {
 // Service is the orchestrator's storage and deployment logic.
 type Service struct {
 	db         *store.DB
+	Orgs       Organizations
 	Workspaces Workspaces
 	Configs    Configs
 	Runs       Runs
@@ -190,12 +191,26 @@ func kindOf(k string) (kind, error) {
 	return d, nil
 }
 
-func canRead(ctx context.Context, org string) error { return auth.CheckOrganization(ctx, org) }
+// Organizations tells whether an organization exists (site admins pass
+// auth.CheckOrganization for any name).
+type Organizations interface {
+	Exists(ctx context.Context, name string) error
+}
+
+func (s *Service) canRead(ctx context.Context, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return err
+	}
+	if s.Orgs != nil {
+		return s.Orgs.Exists(ctx, org)
+	}
+	return nil
+}
 
 // canWrite: configuration objects are the platform team's; only owners
 // change them.
-func canWrite(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
+func (s *Service) canWrite(ctx context.Context, org string) error {
+	if err := s.canRead(ctx, org); err != nil {
 		return err
 	}
 	if !auth.FromContext(ctx).IsOwner(org) {
@@ -236,7 +251,7 @@ func validate(v any) error {
 // Create stores a new object. scope and id come from the path ("" when
 // the path has none: the body's value is used); module rules get a uuid.
 func (s *Service) Create(ctx context.Context, org, k, scope, id string, body []byte) (*Object, error) {
-	if err := canWrite(ctx, org); err != nil {
+	if err := s.canWrite(ctx, org); err != nil {
 		return nil, err
 	}
 	d, err := kindOf(k)
@@ -315,7 +330,7 @@ func tuple(k string, v any) string {
 // new version_id; an environment's type and a module's resource type
 // cannot change.
 func (s *Service) Update(ctx context.Context, org, k, scope, id string, body []byte) (*Object, error) {
-	if err := canWrite(ctx, org); err != nil {
+	if err := s.canWrite(ctx, org); err != nil {
 		return nil, err
 	}
 	d, err := kindOf(k)
@@ -438,7 +453,7 @@ func (s *Service) checkRefs(ctx context.Context, q store.Q, org, k string, v, pr
 
 // Get returns one object.
 func (s *Service) Get(ctx context.Context, org, k, scope, id string) (*Object, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
 	}
 	if _, err := kindOf(k); err != nil {
@@ -464,7 +479,7 @@ func getObject(ctx context.Context, q store.Q, org, k, scope, id string) (*Objec
 
 // List returns a kind's objects (of one scope when scope is not "").
 func (s *Service) List(ctx context.Context, org, k, scope string) ([]*Object, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
 	}
 	if _, err := kindOf(k); err != nil {
@@ -523,7 +538,7 @@ func (s *Service) ModuleVersions(ctx context.Context, org, id string) ([]json.Ra
 // environment deletes its workspace, which fails while the workspace still
 // manages resources (destroy the environment first).
 func (s *Service) Delete(ctx context.Context, org, k, scope, id string) error {
-	if err := canWrite(ctx, org); err != nil {
+	if err := s.canWrite(ctx, org); err != nil {
 		return err
 	}
 	if _, err := kindOf(k); err != nil {

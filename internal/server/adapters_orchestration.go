@@ -18,6 +18,7 @@ import (
 func (s *Server) wireOrchestration() {
 	s.Orchestration = orchestration.NewService(s.DB)
 	s.Orchestration.Logger = s.logger.With("component", "orchestration")
+	s.Orchestration.Orgs = orchOrgs{s}
 	s.Orchestration.Workspaces = orchWorkspaces{s.Workspaces}
 	s.Orchestration.Configs = orchConfigs{s.ConfigVersions}
 	s.Orchestration.Runs = orchRuns{s.Runs}
@@ -90,4 +91,11 @@ func (a orchOutputs) Current(ctx context.Context, workspaceID string) (map[strin
 		m[o.Name] = o.Value
 	}
 	return m, nil
+}
+
+type orchOrgs struct{ s *Server }
+
+func (a orchOrgs) Exists(ctx context.Context, name string) error {
+	_, err := a.s.Orgs.Get(ctx, name)
+	return err
 }
