@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/terracehq/terrace/internal/orchcli"
 )
 
 func main() {
@@ -21,6 +23,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serverCmd())
+	root.AddCommand(orchcli.Commands()...)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "terrace:", err)
 		os.Exit(1)

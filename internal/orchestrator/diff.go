@@ -17,11 +17,17 @@ type NodeState struct {
 	Params        map[string]any `json:"params,omitempty"`
 }
 
-// State returns the nodes to store with a deployment, sorted by coordinate.
+// State returns the nodes to store with a deployment, sorted by coordinate;
+// a workload node's params are its outputs.
 func (g *Graph) State() []NodeState {
 	out := make([]NodeState, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
 		s := NodeState{Coord: n.Coord, Params: n.Params}
+		if n.Workload != "" && len(n.Outputs) > 0 {
+			// A workload's params are its outputs (the spec's model), so
+			// changing them is a params change of the workload node.
+			s.Params = n.Outputs
+		}
 		if n.Module != nil {
 			s.Module, s.ModuleVersion = n.Module.ID, n.Module.VersionID
 		}

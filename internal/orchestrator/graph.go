@@ -98,6 +98,7 @@ type Graph struct {
 
 	byCoord   map[Coord]*Node
 	providers map[string]*Provider
+	keep      []string
 	tpl       map[string]template
 	selects   map[selectKey][]*Node
 }
@@ -105,6 +106,25 @@ type Graph struct {
 type selectKey struct {
 	from *Node
 	raw  string
+}
+
+// KeepProviders makes Terraform render the providers refs ("<type>.<id>")
+// even when no node of the graph uses them: a deployment passes the
+// providers of the previous deployment so that Terraform can still destroy
+// the resources of removed nodes. Refs the catalogue lacks are ignored.
+func (g *Graph) KeepProviders(refs []string) { g.keep = append(g.keep, refs...) }
+
+// ProviderRefs returns the "<type>.<id>" refs the graph's modules use, sorted.
+func (g *Graph) ProviderRefs() []string {
+	set := map[string]bool{}
+	for _, n := range g.Nodes {
+		if n.Module != nil {
+			for _, ref := range n.Module.ProviderMapping {
+				set[ref] = true
+			}
+		}
+	}
+	return sortedKeys(set)
 }
 
 // Node returns the node at c, or nil.

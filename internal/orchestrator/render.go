@@ -95,6 +95,11 @@ func (g *Graph) Terraform() (map[string][]byte, error) {
 			files[inlineDir(n.Module)+"/main.tf"] = []byte(n.Module.ModuleSourceCode)
 		}
 	}
+	for _, ref := range g.keep {
+		if p := g.providers[ref]; p != nil {
+			used[ref] = p
+		}
+	}
 	refs := sortedKeys(used)
 	if len(refs) > 0 {
 		f := hclwrite.NewEmptyFile()

@@ -166,3 +166,33 @@ func TestTerraformFmt(t *testing.T) {
 		}
 	}
 }
+
+// A provider only a removed node used stays in the configuration when the
+// deployment keeps it, so Terraform can destroy that node's resources.
+func TestKeepProviders(t *testing.T) {
+	cat := &Catalogue{
+		ResourceTypes: []*ResourceType{{ID: "thing", OutputSchema: map[string]any{"type": "object"}}},
+		Modules:       []*Module{{ID: "thing-mod", ResourceType: "thing", ModuleSourceCode: `output "x" { value = 1 }`}},
+		Rules:         []*ModuleRule{{ID: "r1", ModuleID: "thing-mod"}},
+		Providers:     []*Provider{{ProviderType: "random", ID: "default", Source: "hashicorp/random", VersionConstraint: "~> 3.0"}},
+	}
+	m := &Manifest{Shared: map[string]Request{"a": {Type: "thing"}}}
+	g, err := Compile(cat, Context{OrgID: "o", ProjectID: "p", EnvID: "e", EnvTypeID: "dev"}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := g.Terraform()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(files["main.tf"]), `provider "random"`) {
+		t.Fatalf("an unused provider is rendered:\n%s", files["main.tf"])
+	}
+	g.KeepProviders([]string{"random.default", "gone.default"})
+	if files, err = g.Terraform(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(files["main.tf"]), `provider "random"`) || !strings.Contains(string(files["main.tf"]), `hashicorp/random`) {
+		t.Fatalf("a kept provider is missing:\n%s", files["main.tf"])
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
@@ -85,6 +86,8 @@ type Server struct {
 	Registry *registry.Service
 	// NoCode is no-code provisioning from registry modules.
 	NoCode *nocode.Service
+	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
+	Orchestration *orchestration.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -158,6 +161,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
 	s.Registry.NoCode = s.NoCode
 	s.Registry.OnNoCodeFlag = nocode.SetModuleFlag
+	s.wireOrchestration()
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
@@ -207,6 +211,7 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
 	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(api))
+	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(regProto))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	return s.recoverer(apiHeaders(root))
@@ -235,6 +240,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)
 	defer stopRunner()
+	// Deployments stop watching their runs before the runner stops.
+	defer s.Orchestration.Shutdown()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ServeTLS(ln, "", "") }()
 	select {
