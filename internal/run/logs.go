@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -28,22 +29,31 @@ func (s *Service) startLog(ctx context.Context, q store.Q, logID string) error {
 	return err
 }
 
-// AppendLog adds output to a running phase's log.
+// AppendLog adds output to a running phase's log. Writers racing for the
+// same sequence number (possible on PostgreSQL, where two transactions can
+// read the same MAX) retry with the next one.
 func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	return s.DB.Tx(ctx, func(tx *store.Tx) error {
-		var seq sql.NullInt64
-		if err := tx.QueryRow(ctx, `SELECT MAX(seq) FROM log_chunks WHERE log_id = ?`, logID).Scan(&seq); err != nil {
+	var err error
+	for range 5 {
+		err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+			var seq sql.NullInt64
+			if err := tx.QueryRow(ctx, `SELECT MAX(seq) FROM log_chunks WHERE log_id = ?`, logID).Scan(&seq); err != nil {
+				return err
+			}
+			if !seq.Valid {
+				return core.Conflict("log %s is not open", logID)
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, ?, ?)`, logID, seq.Int64+1, data)
+			return err
+		})
+		if !store.IsUniqueViolation(s.DB, err) {
 			return err
 		}
-		if !seq.Valid {
-			return core.Conflict("log %s is not open", logID)
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, ?, ?)`, logID, seq.Int64+1, data)
-		return err
-	})
+	}
+	return fmt.Errorf("appending to log %s: %w", logID, err)
 }
 
 func (s *Service) chunks(ctx context.Context, q store.Q, logID string) ([]byte, bool, error) {

@@ -53,6 +53,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		return j.finish(ctx, fmt.Errorf("preparing the run: %w", err), nil)
 	}
 	j.out = newLogWriter(ctx, j.r.api, logID, in.Variables)
+	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 	defer j.out.Close()
 
 	t0 = time.Now()
@@ -74,6 +75,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		// Auto-apply: same folder, same plan, no second init.
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, in.Variables)
+		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		return j.finishApply(ctx, j.apply(ctx, in, res))
 	}

@@ -18,9 +18,11 @@ type logWriter struct {
 	secrets []string
 
 	mu      sync.Mutex
-	partial []byte // bytes after the last newline
+	shipMu  sync.Mutex // one chunk in flight at a time, so chunks keep their order
+	partial []byte     // bytes after the last newline
 	ready   bytes.Buffer
 	done    chan struct{}
+	onError func(error)
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -77,6 +79,8 @@ func (w *logWriter) Write(p []byte) (int, error) {
 
 // ship sends what is ready; with all, also a trailing partial line.
 func (w *logWriter) ship(all bool) {
+	w.shipMu.Lock()
+	defer w.shipMu.Unlock()
 	w.mu.Lock()
 	if all && len(w.partial) > 0 {
 		w.ready.Write(w.mask(w.partial))
@@ -86,7 +90,11 @@ func (w *logWriter) ship(all bool) {
 	w.ready.Reset()
 	w.mu.Unlock()
 	if len(data) > 0 {
-		_ = w.api.AppendLog(context.WithoutCancel(w.ctx), w.logID, data)
+		// A chunk the server refuses is lost from the live log; terraform
+		// goes on either way, so it is logged, not fatal.
+		if err := w.api.AppendLog(context.WithoutCancel(w.ctx), w.logID, data); err != nil && w.onError != nil {
+			w.onError(err)
+		}
 	}
 }
 
