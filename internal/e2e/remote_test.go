@@ -215,7 +215,11 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	for !strings.Contains(slow.String(), "Provisioning with 'local-exec'") {
 		if time.Now().After(waitFor) {
 			_ = cmd.Process.Kill()
-			t.Fatalf("the slow apply never reached its provisioner:\n%s", slow.String())
+			stored := ""
+			if rs, err := e.Client.Runs.List(ctx, ws.ID, nil); err == nil && len(rs.Items) > 0 {
+				stored = strings.Join(phaseLogs(ctx, t, e, rs.Items[0]), "\n---\n")
+			}
+			t.Fatalf("the slow apply never reached its provisioner:\n%s\nstored logs of the run:\n%s", slow.String(), stored)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
