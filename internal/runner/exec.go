@@ -338,6 +338,9 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.ReplaceAddrs {
 		args = append(args, "-replace="+a)
 	}
+	for _, a := range r.InvokeActionAddrs {
+		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
+	}
 	code, err := j.terraform(ctx, nil, args...)
 	switch {
 	case j.cancel != "":

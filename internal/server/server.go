@@ -164,14 +164,15 @@ func (s *Server) routes() http.Handler {
 	teamAPI.Register(api)
 	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
-	(&workspace.API{Service: s.Workspaces, Vars: s.Variables}).Register(api)
+	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables}
+	wsAPI.Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
 	(&state.API{Service: s.States}).Register(api, capability)
 	cvAPI := &configversion.API{Service: s.ConfigVersions}
 	cvAPI.Register(api)
 	cvAPI.RegisterCapability(capability)
-	s.runAPI(api, capability)
+	s.runAPI(api, capability, wsAPI)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)

@@ -836,3 +836,9 @@ func (a *API) changeConsumers(op string) handler {
 type jsonVarRef struct {
 	ID string `jsonapi:"primary,vars"`
 }
+
+// Render is a workspace's wire form for other domains' ?include=workspace.
+func (a *API) Render(r *http.Request, w *Workspace) any {
+	j, _ := a.toJSON(r, w, nil)
+	return j
+}
