@@ -747,3 +747,13 @@ func (a *API) logs(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = w.Write(data)
 }
+
+// Render is a run's wire form for other domains' includes (a workspace's
+// current_run).
+func (a *API) Render(req *http.Request, id string) (any, error) {
+	r, err := a.Service.Get(req.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return a.toJSON(req, r)
+}

@@ -823,3 +823,25 @@ func (s *Service) ForceExecute(ctx context.Context, id string) error {
 	s.changed(ctx, changed...)
 	return nil
 }
+
+// RunsCount counts a workspace's runs (the workspace's
+// workspace-kpis-runs-count).
+func (s *Service) RunsCount(ctx context.Context, workspaceID string) (int, error) {
+	var n int
+	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ?`, workspaceID).Scan(&n)
+	return n, err
+}
+
+// CurrentRunCreatedAt is when a workspace's current (newest) run was
+// created; zero when it has none.
+func (s *Service) CurrentRunCreatedAt(ctx context.Context, workspaceID string) (time.Time, error) {
+	var at int64
+	err := s.DB.QueryRow(ctx, `SELECT created_at FROM runs WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID).Scan(&at)
+	if store.IsNoRows(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return core.FromMicros(at), nil
+}

@@ -240,7 +240,7 @@ func ptr[T any](v T) *T { return &v }
 
 // runAPI registers the run routes.
 func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
-	(&run.API{
+	runAPI := &run.API{
 		Service: s.Runs,
 		IncludeWorkspace: func(r *http.Request, id string) (any, error) {
 			w, err := s.Workspaces.Get(r.Context(), id)
@@ -270,7 +270,9 @@ func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
 			}
 			return u.ID, nil
 		},
-	}).Register(api, capability)
+	}
+	runAPI.Register(api, capability)
+	wsAPI.IncludeRun = runAPI.Render
 }
 
 // startRunner starts the in-process runner and the job reaper. The reaper

@@ -22,6 +22,8 @@ type API struct {
 	Vars interface {
 		WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error)
 	}
+	// IncludeRun renders a run for ?include=current_run (nil: left out).
+	IncludeRun func(r *http.Request, id string) (any, error)
 }
 
 // Register adds the routes to mux.
@@ -345,6 +347,16 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if a.Service.Runs != nil {
 		if id, err := a.Service.Runs.CurrentRunID(ctx, w.ID); err == nil && id != "" {
 			j.CurrentRun = &jsonRunRef{ID: id}
+			if (inc["current_run"] || inc["current_run.plan"] || inc["current_run.configuration_version"]) && a.IncludeRun != nil {
+				if run, err := a.IncludeRun(r, id); err == nil {
+					included = append(included, run)
+				}
+			}
+		}
+		if h, ok := a.Service.Runs.(RunHistory); ok {
+			if n, err := h.RunsCount(ctx, w.ID); err == nil {
+				j.RunsCount = n
+			}
 		}
 	}
 	if a.Service.Configs != nil {
