@@ -24,6 +24,12 @@ type API struct {
 	}
 	// IncludeRun renders a run for ?include=current_run (nil: left out).
 	IncludeRun func(r *http.Request, id string) (any, error)
+	// IncludeStateVersion renders a state version for
+	// ?include=current_state_version (nil: left out).
+	IncludeStateVersion func(r *http.Request, id string) (any, error)
+	// IncludeOrganization renders an organization for
+	// ?include=organization (nil: left out).
+	IncludeOrganization func(r *http.Request, name string) (any, error)
 }
 
 // Register adds the routes to mux.
@@ -325,6 +331,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if st := a.Service.State; st != nil {
 		if id, err := st.CurrentStateVersionID(ctx, w.ID); err == nil && id != "" {
 			j.CurrentStateVersion = &jsonStateVersionRef{ID: id}
+			if inc["current_state_version"] && a.IncludeStateVersion != nil {
+				if sv, err := a.IncludeStateVersion(r, id); err == nil {
+					included = append(included, sv)
+				}
+			}
 		}
 		if n, err := st.ResourceCount(ctx, w.ID); err == nil {
 			j.ResourceCount = n
@@ -364,6 +375,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 			j.CurrentConfigVersion = &jsonCVRef{ID: id}
 		}
 	}
+	if inc["organization"] && a.IncludeOrganization != nil {
+		if o, err := a.IncludeOrganization(r, w.Organization); err == nil {
+			included = append(included, o)
+		}
+	}
 	if inc["project"] {
 		if pi, err := a.Service.projectInfo(ctx, w.ProjectID); err == nil {
 			included = append(included, &jsonProjectRef{ID: pi.ID, Name: pi.Name, Description: pi.Description})
@@ -375,7 +391,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 			for _, b := range eff {
 				e := &jsonEffectiveBinding{ID: b.ID, Key: b.Key, Value: b.Value}
 				j.EffectiveTagBindings = append(j.EffectiveTagBindings, e)
-				included = append(included, e)
+				if b.InheritedFrom != "" { // included with its inherited-from link
+					included = append(included, &jsonInheritedBinding{ID: b.ID, Key: b.Key, Value: b.Value, from: b.InheritedFrom})
+				} else {
+					included = append(included, e)
+				}
 			}
 		}
 	}
