@@ -356,6 +356,10 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		res.PlanJSON = js.Bytes()
 		res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(res.PlanJSON)
 		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(in.Variables))
+		var schemas bytes.Buffer
+		if code, err := j.terraform(ctx, &schemas, "providers", "schema", "-json"); err == nil && code == 0 {
+			res.RedactedJSON = withProviderSchemas(res.RedactedJSON, schemas.Bytes())
+		}
 	}
 	if !r.AutoApply || r.SavePlan || r.PlanOnly {
 		// The run may wait for confirmation: keep what the apply needs.
