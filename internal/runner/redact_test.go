@@ -1,8 +1,8 @@
 package runner
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
