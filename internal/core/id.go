@@ -24,6 +24,7 @@ const (
 	PrefixApply         = "apply"
 	PrefixTagBinding    = "tb"
 	PrefixTag           = "tag"
+	PrefixSSHKey        = "sshkey"
 )
 
 const idAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"

@@ -65,7 +65,10 @@ func (a stateWorkspaces) Exists(ctx context.Context, ids []string) (map[string]b
 }
 
 // workspaceState gives the workspace domain what it needs of state.
-type workspaceState struct{ states *state.Service }
+type workspaceState struct {
+	states *state.Service
+	ws     *workspace.Service
+}
 
 func (a workspaceState) CurrentStateVersionID(ctx context.Context, workspaceID string) (string, error) {
 	return a.states.CurrentStateVersionID(ctx, workspaceID)
@@ -73,6 +76,34 @@ func (a workspaceState) CurrentStateVersionID(ctx context.Context, workspaceID s
 
 func (a workspaceState) ResourceCount(ctx context.Context, workspaceID string) (int, error) {
 	return a.states.ResourceCount(ctx, workspaceID)
+}
+
+// StateSummary gives a workspace read its state in one call (see
+// workspace.StateSummarizer), with sensitive output values removed.
+func (a workspaceState) StateSummary(ctx context.Context, workspaceID string) (workspace.StateSummary, error) {
+	id, n, outs, err := a.states.CurrentSummary(ctx, workspaceID)
+	if err != nil {
+		return workspace.StateSummary{}, err
+	}
+	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, 0, len(outs))}
+	if len(outs) > 0 {
+		// Outputs are state: a run token sees them only where the
+		// remote-state rule lets it read the state (as CurrentOutputs).
+		if _, err := (stateWorkspaces{a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID}); err != nil {
+			if core.KindOf(err) != core.KindNotFound {
+				return workspace.StateSummary{}, err
+			}
+			outs = nil
+		}
+	}
+	for _, o := range outs {
+		w := workspace.Output{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
+		if !o.Sensitive {
+			w.Value = o.Value
+		}
+		sum.Outputs = append(sum.Outputs, w)
+	}
+	return sum, nil
 }
 
 // CurrentOutputs lists the current outputs with sensitive values removed.

@@ -25,7 +25,9 @@ import (
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -76,6 +78,10 @@ type Server struct {
 	// ConfigVersions keeps uploaded configurations; the run domain wires
 	// SetUploadHook, SetArchiveCheck and SetInUse.
 	ConfigVersions *configversion.Service
+	// SSHKeys keeps organizations' SSH keys (values are write-only).
+	SSHKeys *sshkey.Service
+	// Registry is the private module registry.
+	Registry *registry.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -136,13 +142,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
-	s.Workspaces.State = workspaceState{s.States}
+	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
 	s.Workspaces.Configs = workspaceConfigs{s.DB}
+	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
+	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
+	s.Workspaces.SSHKeys = s.SSHKeys
+	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -168,6 +178,7 @@ func (s *Server) routes() http.Handler {
 	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables}
 	wsAPI.Register(api)
 	(&agent.API{Service: s.AgentPools}).Register(api)
+	(&sshkey.API{Service: s.SSHKeys}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
 	stateAPI := &state.API{Service: s.States}
 	stateAPI.Register(api, capability)
@@ -176,12 +187,21 @@ func (s *Server) routes() http.Handler {
 	cvAPI.Register(api)
 	cvAPI.RegisterCapability(capability)
 	s.runAPI(api, capability, wsAPI)
+	regAPI := &registry.API{Service: s.Registry}
+	regAPI.Register(api)
+	regAPI.RegisterCapability(capability)
+	// The module registry protocol (modules.v1): terraform sends the host's
+	// credentials.
+	regProto := http.NewServeMux()
+	regProto.HandleFunc("/", tfeapi.NotFound)
+	regAPI.RegisterProtocol(regProto)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
 	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(api))
+	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(regProto))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	return s.recoverer(apiHeaders(root))
 }
@@ -202,7 +222,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
-	defer func() { stopSweep(); <-swept }()
+	sweptModules := make(chan struct{})
+	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
+	defer func() { stopSweep(); <-swept; <-sweptModules }()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

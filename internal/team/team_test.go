@@ -2,66 +2,22 @@ package team_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-func newOrg(t *testing.T, c *tfe.Client, name string) *tfe.Organization {
-	t.Helper()
-	org, err := c.Organizations.Create(context.Background(), tfe.OrganizationCreateOptions{Name: tfe.String(name), Email: tfe.String("ops@" + name + ".test")})
-	if err != nil {
-		t.Fatalf("creating organization %s: %v", name, err)
-	}
-	return org
-}
-
-func wantErr(t *testing.T, what string, err, want error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: got error %v, want %v", what, err, want)
-	}
-}
-
-// wantStatus checks that err is a JSON:API error go-tfe reports with the
-// given status text (go-tfe only names 401 and 404).
-func wantStatus(t *testing.T, what string, err error, text string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), text) {
-		t.Fatalf("%s: got error %v, want one containing %q", what, err, text)
-	}
-}
-
-// userClient invites email into org (as the site admin) and returns a
-// client authenticated as the new user, with the user and membership.
-func userClient(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Team) (*tfe.Client, *tfe.OrganizationMembership) {
-	t.Helper()
-	ctx := context.Background()
-	m, err := e.Client.OrganizationMemberships.Create(ctx, org, tfe.OrganizationMembershipCreateOptions{Email: tfe.String(email), Teams: teams})
-	if err != nil {
-		t.Fatalf("inviting %s: %v", email, err)
-	}
-	_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e.NewClient(t, secret), m
-}
-
 func TestTeams(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		newOrg(t, c, "acme")
+		testenv.NewOrg(t, c, "acme")
 
 		list, err := c.Teams.List(ctx, "acme", nil)
 		if err != nil || len(list.Items) != 1 || list.Items[0].Name != "owners" {
@@ -86,11 +42,11 @@ func TestTeams(t *testing.T) {
 			t.Fatal("a second team named dev was created")
 		}
 		_, err = c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("x"), Visibility: tfe.String("public")})
-		wantStatus(t, "bad visibility", err, "visibility")
+		testenv.WantStatus(t, "bad visibility", err, "visibility")
 		_, err = c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("x"), OrganizationAccess: &tfe.OrganizationAccessOptions{ManageTeams: tfe.Bool(true)}})
-		wantStatus(t, "manage-teams without manage-membership", err, "manage-membership")
+		testenv.WantStatus(t, "manage-teams without manage-membership", err, "manage-membership")
 		_, err = c.Teams.Create(ctx, "nope", tfe.TeamCreateOptions{Name: tfe.String("x")})
-		wantErr(t, "team in a missing organization", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "team in a missing organization", err, tfe.ErrResourceNotFound)
 
 		// Filters.
 		if _, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops")}); err != nil {
@@ -113,27 +69,27 @@ func TestTeams(t *testing.T) {
 
 		// The owners team stays.
 		_, err = c.Teams.Update(ctx, owners.ID, tfe.TeamUpdateOptions{Name: tfe.String("bosses")})
-		wantStatus(t, "renaming owners", err, "cannot be renamed")
+		testenv.WantStatus(t, "renaming owners", err, "cannot be renamed")
 		err = c.Teams.Delete(ctx, owners.ID)
-		wantStatus(t, "deleting owners", err, "cannot be deleted")
+		testenv.WantStatus(t, "deleting owners", err, "cannot be deleted")
 		me, err := c.Users.ReadCurrent(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = c.TeamMembers.Remove(ctx, owners.ID, tfe.TeamMemberRemoveOptions{Usernames: []string{me.Username}})
-		wantStatus(t, "removing the last owner", err, "at least one owner")
+		testenv.WantStatus(t, "removing the last owner", err, "at least one owner")
 
 		// Malformed and unknown IDs are 404s.
 		_, err = c.Teams.Read(ctx, "nonexisting")
-		wantErr(t, "malformed team id", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "malformed team id", err, tfe.ErrResourceNotFound)
 		_, err = c.Teams.Read(ctx, "team-doesnotexist123")
-		wantErr(t, "unknown team id", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "unknown team id", err, tfe.ErrResourceNotFound)
 
 		if err := c.Teams.Delete(ctx, dev.ID); err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.Teams.Read(ctx, dev.ID)
-		wantErr(t, "deleted team", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "deleted team", err, tfe.ErrResourceNotFound)
 
 		// Everything survives a restart.
 		e = e.Restart(t)
@@ -148,8 +104,8 @@ func TestMembersAndMemberships(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		newOrg(t, c, "acme")
-		newOrg(t, c, "other")
+		testenv.NewOrg(t, c, "acme")
+		testenv.NewOrg(t, c, "other")
 		dev, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("dev")})
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +115,7 @@ func TestMembersAndMemberships(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		bob, bobMem := userClient(t, e, "acme", "bob@example.test", dev)
+		bob, bobMem := e.UserClient(t, "acme", "bob@example.test", dev)
 		if bobMem.Status != tfe.OrganizationMembershipInvited || bobMem.Email != "bob@example.test" || bobMem.User.Username != "bob" || len(bobMem.Teams) != 1 {
 			t.Fatalf("membership: %+v user %+v", bobMem, bobMem.User)
 		}
@@ -170,17 +126,17 @@ func TestMembersAndMemberships(t *testing.T) {
 			t.Fatalf("member reading its organization: %v", err)
 		}
 		_, err = bob.Organizations.Read(ctx, "other")
-		wantErr(t, "member reading another organization", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "member reading another organization", err, tfe.ErrResourceNotFound)
 		teams, err := bob.Teams.List(ctx, "acme", nil)
 		if err != nil || len(teams.Items) != 1 || teams.Items[0].ID != dev.ID {
 			t.Fatalf("member's team list: %+v %v", teams, err)
 		}
 		_, err = bob.Teams.Read(ctx, secret.ID)
-		wantErr(t, "member reading a secret team", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "member reading a secret team", err, tfe.ErrResourceNotFound)
 		_, err = bob.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("mine")})
-		wantStatus(t, "member creating a team", err, "forbidden")
+		testenv.WantStatus(t, "member creating a team", err, "forbidden")
 		err = bob.TeamMembers.Add(ctx, dev.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}})
-		wantStatus(t, "member changing membership", err, "forbidden")
+		testenv.WantStatus(t, "member changing membership", err, "forbidden")
 
 		// Members by username and by membership.
 		if err := c.TeamMembers.Add(ctx, secret.ID, tfe.TeamMemberAddOptions{OrganizationMembershipIDs: []string{bobMem.ID}}); err != nil {
@@ -201,14 +157,14 @@ func TestMembersAndMemberships(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = c.TeamMembers.Add(ctx, secret.ID, tfe.TeamMemberAddOptions{Usernames: []string{"nobody"}})
-		wantErr(t, "adding an unknown user", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "adding an unknown user", err, tfe.ErrResourceNotFound)
 
 		// A membership of another organization cannot join this team.
-		_, carolMem := userClient(t, e, "other", "carol@example.test")
+		_, carolMem := e.UserClient(t, "other", "carol@example.test")
 		err = c.TeamMembers.Add(ctx, dev.ID, tfe.TeamMemberAddOptions{OrganizationMembershipIDs: []string{carolMem.ID}})
-		wantErr(t, "foreign membership", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "foreign membership", err, tfe.ErrResourceNotFound)
 		_, err = bob.OrganizationMemberships.Read(ctx, carolMem.ID)
-		wantErr(t, "reading a membership of another organization", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "reading a membership of another organization", err, tfe.ErrResourceNotFound)
 
 		// Listing and filters; the creator is an active member.
 		list, err := c.OrganizationMemberships.List(ctx, "acme", nil)
@@ -224,7 +180,7 @@ func TestMembersAndMemberships(t *testing.T) {
 			t.Fatalf("q: %+v %v", list, err)
 		}
 		_, err = c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@example.test")})
-		wantStatus(t, "inviting a member twice", err, "already a member")
+		testenv.WantStatus(t, "inviting a member twice", err, "already a member")
 
 		// Inviting an existing user's email reuses the user.
 		m2, err := c.OrganizationMemberships.Create(ctx, "other", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@example.test")})
@@ -237,7 +193,7 @@ func TestMembersAndMemberships(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = bob.Organizations.Read(ctx, "acme")
-		wantErr(t, "former member reading the organization", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "former member reading the organization", err, tfe.ErrResourceNotFound)
 		team, err := c.Teams.Read(ctx, dev.ID)
 		if err != nil || team.UserCount != 0 {
 			t.Fatalf("team after membership removal: %+v %v", team, err)
@@ -249,8 +205,8 @@ func TestTeamTokens(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		newOrg(t, c, "acme")
-		newOrg(t, c, "other")
+		testenv.NewOrg(t, c, "acme")
+		testenv.NewOrg(t, c, "other")
 		dev, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("dev")})
 		if err != nil {
 			t.Fatal(err)
@@ -282,18 +238,18 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatalf("team token reading its organization: %v", err)
 		}
 		_, err = tc.Organizations.Read(ctx, "other")
-		wantErr(t, "team token reading another organization", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "team token reading another organization", err, tfe.ErrResourceNotFound)
 		_, err = tc.Teams.Read(ctx, otherTeam.ID)
-		wantErr(t, "team token reading another organization's team", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "team token reading another organization's team", err, tfe.ErrResourceNotFound)
 		if _, err := tc.Teams.Read(ctx, dev.ID); err != nil {
 			t.Fatalf("team token reading its own team: %v", err)
 		}
 		_, err = tc.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("x")})
-		wantStatus(t, "team token creating a team", err, "forbidden")
+		testenv.WantStatus(t, "team token creating a team", err, "forbidden")
 		_, err = tc.TeamTokens.Create(ctx, dev.ID)
-		wantStatus(t, "team token regenerating itself", err, "forbidden")
+		testenv.WantStatus(t, "team token regenerating itself", err, "forbidden")
 		_, err = tc.Users.ReadCurrent(ctx)
-		wantErr(t, "team token reading account details", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "team token reading account details", err, tfe.ErrResourceNotFound)
 
 		// Regenerating revokes the old secret.
 		tok2, err := c.TeamTokens.Create(ctx, dev.ID)
@@ -301,7 +257,7 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatalf("regenerating: %+v %v", tok2, err)
 		}
 		_, err = tc.Organizations.Read(ctx, "acme")
-		wantErr(t, "regenerated token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "regenerated token", err, tfe.ErrUnauthorized)
 		tc2 := e.NewClient(t, tok2.Token)
 		if _, err := tc2.Organizations.Read(ctx, "acme"); err != nil {
 			t.Fatalf("new token: %v", err)
@@ -337,12 +293,12 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.NewClient(t, d1.Token).Organizations.Read(ctx, "acme")
-		wantErr(t, "deleted described token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "deleted described token", err, tfe.ErrUnauthorized)
 
 		// Expiry: in the past is refused; an expired token is a 401.
 		past := time.Now().Add(-time.Hour)
 		_, err = c.TeamTokens.CreateWithOptions(ctx, dev.ID, tfe.TeamTokenCreateOptions{ExpiredAt: &past})
-		wantStatus(t, "expiry in the past", err, "future")
+		testenv.WantStatus(t, "expiry in the past", err, "future")
 		soon := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 		tok3, err := c.TeamTokens.CreateWithOptions(ctx, dev.ID, tfe.TeamTokenCreateOptions{ExpiredAt: &soon})
 		if err != nil || !tok3.ExpiredAt.Equal(soon) {
@@ -356,7 +312,7 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = tc3.Organizations.Read(ctx, "acme")
-		wantErr(t, "expired token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "expired token", err, tfe.ErrUnauthorized)
 
 		// Deleting the legacy token revokes it; a second delete is a 404.
 		tok4, err := c.TeamTokens.Create(ctx, dev.ID)
@@ -367,8 +323,8 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.NewClient(t, tok4.Token).Organizations.Read(ctx, "acme")
-		wantErr(t, "deleted token", err, tfe.ErrUnauthorized)
-		wantErr(t, "deleting twice", c.TeamTokens.Delete(ctx, dev.ID), tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "deleted token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "deleting twice", c.TeamTokens.Delete(ctx, dev.ID), tfe.ErrResourceNotFound)
 
 		// Deleting the team revokes its tokens.
 		tok5, err := c.TeamTokens.Create(ctx, dev.ID)
@@ -379,7 +335,7 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = e.NewClient(t, tok5.Token).Organizations.Read(ctx, "acme")
-		wantErr(t, "token of a deleted team", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "token of a deleted team", err, tfe.ErrUnauthorized)
 
 		// The owners team's token has owner rights in its organization only.
 		owners, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
@@ -395,16 +351,16 @@ func TestTeamTokens(t *testing.T) {
 			t.Fatalf("owners team token creating a team: %v", err)
 		}
 		_, err = oc.Teams.Create(ctx, "other", tfe.TeamCreateOptions{Name: tfe.String("x")})
-		wantErr(t, "owners team token in another organization", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "owners team token in another organization", err, tfe.ErrResourceNotFound)
 
 		// Members manage their team's tokens only when the team allows it.
 		ops, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops"), AllowMemberTokenManagement: tfe.Bool(false)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		bob, _ := userClient(t, e, "acme", "bob@example.test", ops)
+		bob, _ := e.UserClient(t, "acme", "bob@example.test", ops)
 		_, err = bob.TeamTokens.Create(ctx, ops.ID)
-		wantStatus(t, "member of a team without member token management", err, "forbidden")
+		testenv.WantStatus(t, "member of a team without member token management", err, "forbidden")
 		if _, err := c.Teams.Update(ctx, ops.ID, tfe.TeamUpdateOptions{AllowMemberTokenManagement: tfe.Bool(true)}); err != nil {
 			t.Fatal(err)
 		}

@@ -3,72 +3,29 @@ package user_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-func newOrg(t *testing.T, c *tfe.Client, name string) *tfe.Organization {
-	t.Helper()
-	org, err := c.Organizations.Create(context.Background(), tfe.OrganizationCreateOptions{Name: tfe.String(name), Email: tfe.String("ops@" + name + ".test")})
-	if err != nil {
-		t.Fatalf("creating organization %s: %v", name, err)
-	}
-	return org
-}
-
-func wantErr(t *testing.T, what string, err, want error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("%s: got error %v, want %v", what, err, want)
-	}
-}
-
-// wantStatus checks that err is a JSON:API error go-tfe reports with the
-// given status text (go-tfe only names 401 and 404).
-func wantStatus(t *testing.T, what string, err error, text string) {
-	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), text) {
-		t.Fatalf("%s: got error %v, want one containing %q", what, err, text)
-	}
-}
-
-// userClient invites email into org (as the site admin) and returns a
-// client authenticated as the new user, with the user and membership.
-func userClient(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Team) (*tfe.Client, *tfe.OrganizationMembership) {
-	t.Helper()
-	ctx := context.Background()
-	m, err := e.Client.OrganizationMemberships.Create(ctx, org, tfe.OrganizationMembershipCreateOptions{Email: tfe.String(email), Teams: teams})
-	if err != nil {
-		t.Fatalf("inviting %s: %v", email, err)
-	}
-	_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e.NewClient(t, secret), m
-}
-
 func TestOrganizationTokens(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		newOrg(t, c, "acme")
-		newOrg(t, c, "other")
+		testenv.NewOrg(t, c, "acme")
+		testenv.NewOrg(t, c, "other")
 		otherTeam, err := c.Teams.Create(ctx, "other", tfe.TeamCreateOptions{Name: tfe.String("dev")})
 		if err != nil {
 			t.Fatal(err)
 		}
 
 		_, err = c.OrganizationTokens.Read(ctx, "acme")
-		wantErr(t, "no token yet", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "no token yet", err, tfe.ErrResourceNotFound)
 		tok, err := c.OrganizationTokens.Create(ctx, "acme")
 		if err != nil || tok.Token == "" || tok.CreatedBy == nil || tok.CreatedBy.User == nil {
 			t.Fatalf("creating: %+v %v", tok, err)
@@ -85,13 +42,13 @@ func TestOrganizationTokens(t *testing.T) {
 			t.Fatalf("organization token creating a team token: %+v %v", tt, err)
 		}
 		_, err = oc.TeamTokens.Create(ctx, otherTeam.ID)
-		wantErr(t, "organization token creating another organization's team token", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "organization token creating another organization's team token", err, tfe.ErrResourceNotFound)
 		_, err = oc.Teams.List(ctx, "other", nil)
-		wantErr(t, "organization token listing another organization's teams", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "organization token listing another organization's teams", err, tfe.ErrResourceNotFound)
 		_, err = oc.OrganizationTokens.Create(ctx, "acme")
-		wantStatus(t, "organization token regenerating itself", err, "forbidden")
+		testenv.WantStatus(t, "organization token regenerating itself", err, "forbidden")
 		_, err = oc.Users.ReadCurrent(ctx)
-		wantErr(t, "organization token reading account details", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "organization token reading account details", err, tfe.ErrResourceNotFound)
 
 		read, err := c.OrganizationTokens.Read(ctx, "acme")
 		if err != nil || read.ID != tok.ID || read.Token != "" {
@@ -104,7 +61,7 @@ func TestOrganizationTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = oc.Organizations.Read(ctx, "acme")
-		wantErr(t, "replaced organization token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "replaced organization token", err, tfe.ErrUnauthorized)
 		oc2 := e.NewClient(t, tok2.Token)
 		if _, err := oc2.Organizations.Read(ctx, "acme"); err != nil {
 			t.Fatal(err)
@@ -113,7 +70,7 @@ func TestOrganizationTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = oc2.Organizations.Read(ctx, "acme")
-		wantErr(t, "deleted organization token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "deleted organization token", err, tfe.ErrUnauthorized)
 
 		// Audit-trail tokens are separate and authenticate nothing else.
 		at := tfe.AuditTrailToken
@@ -129,17 +86,17 @@ func TestOrganizationTokens(t *testing.T) {
 			t.Fatalf("reading the audit-trail token: %+v %v", got, err)
 		}
 		_, err = e.NewClient(t, audit.Token).Organizations.Read(ctx, "acme")
-		wantErr(t, "audit-trail token on the API", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "audit-trail token on the API", err, tfe.ErrUnauthorized)
 		if err := c.OrganizationTokens.DeleteWithOptions(ctx, "acme", tfe.OrganizationTokenDeleteOptions{TokenType: &at}); err != nil {
 			t.Fatal(err)
 		}
 
 		// A plain member may not manage organization tokens.
-		bob, _ := userClient(t, e, "acme", "bob@example.test")
+		bob, _ := e.UserClient(t, "acme", "bob@example.test")
 		_, err = bob.OrganizationTokens.Create(ctx, "acme")
-		wantStatus(t, "member creating an organization token", err, "forbidden")
+		testenv.WantStatus(t, "member creating an organization token", err, "forbidden")
 		_, err = bob.OrganizationTokens.Create(ctx, "other")
-		wantErr(t, "member creating another organization's token", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "member creating another organization's token", err, tfe.ErrResourceNotFound)
 	})
 }
 
@@ -147,8 +104,8 @@ func TestUsersAndUserTokens(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		newOrg(t, c, "acme")
-		bob, bobMem := userClient(t, e, "acme", "bob@example.test")
+		testenv.NewOrg(t, c, "acme")
+		bob, bobMem := e.UserClient(t, "acme", "bob@example.test")
 
 		me, err := bob.Users.ReadCurrent(ctx)
 		if err != nil || me.ID != bobMem.User.ID || me.Username != "bob" || me.Permissions == nil || me.IsSiteAdmin == nil || *me.IsSiteAdmin {
@@ -159,9 +116,9 @@ func TestUsersAndUserTokens(t *testing.T) {
 			t.Fatalf("update: %+v %v", up, err)
 		}
 		_, err = bob.Users.UpdateCurrent(ctx, tfe.UserUpdateOptions{Username: tfe.String("admin")})
-		wantStatus(t, "taking a used username", err, "already been taken")
+		testenv.WantStatus(t, "taking a used username", err, "already been taken")
 		_, err = bob.Users.UpdateCurrent(ctx, tfe.UserUpdateOptions{Email: tfe.String("not-an-email")})
-		wantStatus(t, "bad email", err, "not a valid address")
+		testenv.WantStatus(t, "bad email", err, "not a valid address")
 
 		// User tokens: only the user's own.
 		tok, err := bob.UserTokens.Create(ctx, me.ID, tfe.UserTokenCreateOptions{Description: "laptop"})
@@ -182,12 +139,12 @@ func TestUsersAndUserTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = bob.UserTokens.List(ctx, admin.ID)
-		wantErr(t, "listing another user's tokens", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "listing another user's tokens", err, tfe.ErrResourceNotFound)
 		_, err = bob.UserTokens.Create(ctx, admin.ID, tfe.UserTokenCreateOptions{})
-		wantErr(t, "creating another user's token", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "creating another user's token", err, tfe.ErrResourceNotFound)
 		_, err = c.UserTokens.Read(ctx, tok.ID)
-		wantErr(t, "reading another user's token", err, tfe.ErrResourceNotFound)
-		wantErr(t, "deleting another user's token", c.UserTokens.Delete(ctx, tok.ID), tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "reading another user's token", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "deleting another user's token", c.UserTokens.Delete(ctx, tok.ID), tfe.ErrResourceNotFound)
 		got, err := bob.UserTokens.Read(ctx, tok.ID)
 		if err != nil || got.Token != "" || got.Description != "laptop" {
 			t.Fatalf("reading the token: %+v %v", got, err)
@@ -196,13 +153,13 @@ func TestUsersAndUserTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = bc.Users.ReadCurrent(ctx)
-		wantErr(t, "deleted user token", err, tfe.ErrUnauthorized)
+		testenv.WantErr(t, "deleted user token", err, tfe.ErrUnauthorized)
 		_, err = bob.UserTokens.Read(ctx, "at-nonexistent")
-		wantErr(t, "unknown token", err, tfe.ErrResourceNotFound)
+		testenv.WantErr(t, "unknown token", err, tfe.ErrResourceNotFound)
 
 		// users/{id}: visible to members of a shared organization only.
-		newOrg(t, c, "other")
-		carol, _ := userClient(t, e, "other", "carol@example.test")
+		testenv.NewOrg(t, c, "other")
+		carol, _ := e.UserClient(t, "other", "carol@example.test")
 		carolMe, err := carol.Users.ReadCurrent(ctx)
 		if err != nil {
 			t.Fatal(err)

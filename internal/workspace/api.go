@@ -12,6 +12,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -54,6 +55,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/tag-bindings", a.byID(a.listTagBindings))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/tag-bindings", a.byID(a.addTagBindings))
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/effective-tag-bindings", a.byID(a.listEffectiveTagBindings))
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/ssh-key", a.byID(a.assignSSHKey))
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.listConsumers))
 	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("add")))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("replace")))
@@ -139,6 +141,7 @@ type jsonWorkspace struct {
 	LockedBy             *jsonLockedBy           `jsonapi:"polyrelation,locked-by"`
 	Outputs              []*jsonOutput           `jsonapi:"relation,outputs"`
 	Vars                 []*jsonVarRef           `jsonapi:"relation,vars"`
+	SSHKey               *jsonSSHKeyRef          `jsonapi:"relation,ssh-key"`
 	EffectiveTagBindings []*jsonEffectiveBinding `jsonapi:"relation,effective-tag-bindings,omitempty"`
 
 	links *jsonapi.Links
@@ -187,6 +190,10 @@ type jsonCVRef struct {
 
 type jsonStateVersionRef struct {
 	ID string `jsonapi:"primary,state-versions"`
+}
+
+type jsonSSHKeyRef struct {
+	ID string `jsonapi:"primary,ssh-keys"`
 }
 
 type jsonOrgRef struct {
@@ -312,6 +319,9 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if pool != "" {
 		j.AgentPool = &jsonRef{ID: pool}
 	}
+	if w.SSHKeyID != "" {
+		j.SSHKey = &jsonSSHKeyRef{ID: w.SSHKeyID}
+	}
 	switch w.LockKind {
 	case LockUser:
 		j.LockedBy = &jsonLockedBy{User: &jsonUserRef{ID: w.LockID}}
@@ -328,31 +338,25 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	var included []any
-	if st := a.Service.State; st != nil {
-		if id, err := st.CurrentStateVersionID(ctx, w.ID); err == nil && id != "" {
-			j.CurrentStateVersion = &jsonStateVersionRef{ID: id}
+	if sum, ok := a.stateSummary(ctx, w.ID); ok {
+		if sum.CurrentStateVersionID != "" {
+			j.CurrentStateVersion = &jsonStateVersionRef{ID: sum.CurrentStateVersionID}
 			if inc["current_state_version"] && a.IncludeStateVersion != nil {
-				if sv, err := a.IncludeStateVersion(r, id); err == nil {
+				if sv, err := a.IncludeStateVersion(r, sum.CurrentStateVersionID); err == nil {
 					included = append(included, sv)
 				}
 			}
 		}
-		if n, err := st.ResourceCount(ctx, w.ID); err == nil {
-			j.ResourceCount = n
-		}
-		if ol, ok := st.(OutputLister); ok {
-			if outs, err := ol.CurrentOutputs(ctx, w.ID); err == nil {
-				for _, o := range outs {
-					jo := &jsonOutput{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
-					if !o.Sensitive {
-						jo.Value = o.Value
-					}
-					j.Outputs = append(j.Outputs, jo)
-				}
-				if inc["outputs"] {
-					included = append(included, j.Outputs)
-				}
+		j.ResourceCount = sum.ResourceCount
+		for _, o := range sum.Outputs {
+			jo := &jsonOutput{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
+			if !o.Sensitive {
+				jo.Value = o.Value
 			}
+			j.Outputs = append(j.Outputs, jo)
+		}
+		if inc["outputs"] {
+			included = append(included, j.Outputs)
 		}
 	}
 	if a.Service.Runs != nil {
@@ -400,6 +404,32 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	return j, included
+}
+
+// stateSummary returns what the workspace's JSON shows of its state; ok is
+// false when there is nothing to show (no state domain, or it failed).
+func (a *API) stateSummary(ctx context.Context, id string) (sum StateSummary, ok bool) {
+	st := a.Service.State
+	if st == nil {
+		return sum, false
+	}
+	if ss, isSum := st.(StateSummarizer); isSum {
+		sum, err := ss.StateSummary(ctx, id)
+		return sum, err == nil
+	}
+	var err error
+	if sum.CurrentStateVersionID, err = st.CurrentStateVersionID(ctx, id); err != nil {
+		return sum, false
+	}
+	if sum.ResourceCount, err = st.ResourceCount(ctx, id); err != nil {
+		return sum, false
+	}
+	if ol, isOL := st.(OutputLister); isOL {
+		if sum.Outputs, err = ol.CurrentOutputs(ctx, id); err != nil {
+			return sum, false
+		}
+	}
+	return sum, true
 }
 
 // body is a workspace's attributes as sent.
@@ -524,19 +554,16 @@ func tagRefs(res []tfeapi.Resource) ([]TagRef, error) {
 	return out, nil
 }
 
+// parseBindings reads tag bindings sent as JSON:API resources (the same
+// wire form as a project's).
 func parseBindings(res []tfeapi.Resource) ([]TagBinding, error) {
-	out := make([]TagBinding, 0, len(res))
-	for _, r := range res {
-		var kv struct {
-			Key   string `json:"key"`
-			Value string `json:"value"`
-		}
-		if len(r.Attributes) > 0 {
-			if err := json.Unmarshal(r.Attributes, &kv); err != nil {
-				return nil, core.Invalid("tag binding attributes must hold string key and value")
-			}
-		}
-		out = append(out, TagBinding{Key: kv.Key, Value: kv.Value})
+	pbs, err := project.ParseTagBindings(res)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TagBinding, len(pbs))
+	for i, b := range pbs {
+		out[i] = TagBinding(b)
 	}
 	return out, nil
 }
@@ -694,6 +721,40 @@ func (a *API) unlock(force bool) handler {
 		}
 		a.respond(w, r, http.StatusOK, ws)
 	}
+}
+
+// assignSSHKey sets or (id null) removes the workspace's SSH key. go-tfe
+// sends the key's ID as the attribute "id" of a workspaces document.
+func (a *API) assignSSHKey(w http.ResponseWriter, r *http.Request, ws *Workspace) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var b struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := doc.Attrs(&b); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	keyID := ""
+	switch {
+	case len(b.ID) == 0:
+		tfeapi.Error(w, r, core.Invalid("attribute \"id\" is required: an SSH key ID, or null to unassign the key"))
+		return
+	case string(b.ID) != "null":
+		if err := json.Unmarshal(b.ID, &keyID); err != nil || keyID == "" {
+			tfeapi.Error(w, r, core.Invalid("attribute \"id\" must be an SSH key ID, or null to unassign the key"))
+			return
+		}
+	}
+	ws, err = a.Service.AssignSSHKey(r.Context(), ws.ID, keyID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respond(w, r, http.StatusOK, ws)
 }
 
 func (a *API) listTags(w http.ResponseWriter, r *http.Request, ws *Workspace) {

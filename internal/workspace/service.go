@@ -60,6 +60,21 @@ type OutputLister interface {
 	CurrentOutputs(ctx context.Context, workspaceID string) ([]Output, error)
 }
 
+// StateSummary is what a workspace read shows of the workspace's state.
+type StateSummary struct {
+	CurrentStateVersionID string // "" without state
+	ResourceCount         int
+	Outputs               []Output // sensitive values removed
+}
+
+// StateSummarizer may be implemented by the StateInfo given to the service
+// to answer a workspace read in one call instead of three (each of which
+// would check access to the workspace again). The workspace has been
+// access-checked by the caller.
+type StateSummarizer interface {
+	StateSummary(ctx context.Context, workspaceID string) (StateSummary, error)
+}
+
 // CurrentRuns tells the current run of a workspace; the run domain
 // provides it (nil until runs exist).
 type CurrentRuns interface {
@@ -80,6 +95,15 @@ type CurrentConfigs interface {
 	CurrentConfigurationVersionID(ctx context.Context, workspaceID string) (string, error)
 }
 
+// SSHKeys resolves SSH keys; the SSH key domain provides it (nil: keys
+// cannot be assigned).
+type SSHKeys interface {
+	// Organization returns the organization of a key the caller may see
+	// (core.NotFound otherwise), locking the key's row when q is a
+	// transaction so that the key outlives it.
+	Organization(ctx context.Context, q store.Q, id string) (string, error)
+}
+
 // AgentPools resolves agent pools; the agent domain provides it (nil
 // accepts any agent-pool-id).
 type AgentPools interface {
@@ -96,6 +120,8 @@ type Service struct {
 	Pools AgentPools
 	// Configs is wired by the composition root; may be nil.
 	Configs CurrentConfigs
+	// SSHKeys is wired by the composition root; may be nil.
+	SSHKeys SSHKeys
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
@@ -308,13 +334,13 @@ func durationOK(d string) bool {
 	return u == 'd' || u == 'h'
 }
 
-const cols = `id, organization_name, project_id, name, locked_by_kind, locked_by_id, lock_reason, attrs, created_at, updated_at`
+const cols = `id, organization_name, project_id, name, locked_by_kind, locked_by_id, lock_reason, attrs, created_at, updated_at, ssh_key_id`
 
 func scan(sc interface{ Scan(...any) error }) (*Workspace, error) {
 	var w Workspace
 	var attrs string
 	var created, updated int64
-	if err := sc.Scan(&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated); err != nil {
+	if err := sc.Scan(&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated, &w.SSHKeyID); err != nil {
 		return nil, err
 	}
 	w.Settings = defaultSettings()

@@ -28,10 +28,12 @@ type Workspace struct {
 	LockKind   string
 	LockID     string
 	LockReason string
-	Settings   Settings
-	TagNames   []string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// SSHKeyID is the SSH key runs use to fetch modules ("" for none).
+	SSHKeyID  string
+	Settings  Settings
+	TagNames  []string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Locked reports whether the workspace is locked.

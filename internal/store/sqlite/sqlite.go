@@ -58,5 +58,8 @@ func (Driver) Open(ctx context.Context, path string) (*sql.DB, *sql.DB, error) {
 		return nil, nil, err
 	}
 	r.SetMaxOpenConns(8)
+	// Keep them all when idle (the default keeps 2), so concurrent reads
+	// do not reopen connections and rerun the pragmas.
+	r.SetMaxIdleConns(8)
 	return w, r, nil
 }

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// moduleCode is a registry module (terraform_data: no provider download).
+func moduleCode(version string) string {
+	return fmt.Sprintf(`
+variable "name" {
+  type = string
+}
+resource "terraform_data" "net" {
+  input = "${var.name}-%s"
+}
+output "label" { value = terraform_data.net.output }
+`, version)
+}
+
+func packModule(t *testing.T, mainTF string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: "main.tf", Mode: 0o644, Size: int64(len(mainTF)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(mainTF)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestTerraformPrivateRegistryModule publishes versions through go-tfe and
+// has the real CLI resolve "~> 1.4" through modules.v1, download the
+// archive from the capability URL and apply it with local state.
+func TestTerraformPrivateRegistryModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	for _, bin := range engines(t) {
+		for _, st := range testenv.Stores {
+			t.Run(filepath.Base(bin)+"/"+st, func(t *testing.T) {
+				e := testenv.New(t, testenv.Options{Store: st})
+				testPrivateRegistryModule(t, e, newCLI(t, e, bin))
+			})
+		}
+	}
+}
+
+func testPrivateRegistryModule(t *testing.T, e *testenv.Env, c *cli) {
+	ctx := context.Background()
+	const org = "acme"
+	if _, err := e.Client.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(org), Email: tfe.String("ops@acme.test")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")}); err != nil {
+		t.Fatal(err)
+	}
+	id := tfe.RegistryModuleID{Organization: org, Name: "network", Provider: "aws", Namespace: org, RegistryName: tfe.PrivateRegistry}
+	// 1.4.1 and 1.4.3 match "~> 1.4"; 1.5.0-rc1 is a prerelease (never
+	// chosen), 2.0.0 is out of range, 1.4.9 is created but never uploaded.
+	for _, v := range []string{"1.3.0", "1.4.1", "1.4.3", "1.5.0-rc1", "2.0.0", "1.4.9"} {
+		rmv, err := e.Client.RegistryModules.CreateVersion(ctx, id, tfe.RegistryModuleCreateVersionOptions{Version: tfe.String(v)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == "1.4.9" {
+			continue
+		}
+		if err := e.Client.RegistryModules.UploadTarGzip(ctx, rmv.Links["upload"].(string), bytes.NewReader(packModule(t, moduleCode(v)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// terraform wants a dot in a registry hostname: address the server by
+	// its IP (its certificate covers 127.0.0.1), with credentials for it.
+	host := strings.Replace(e.Host, "localhost", "127.0.0.1", 1)
+	rc := filepath.Join(t.TempDir(), "terraform.rc")
+	if err := os.WriteFile(rc, []byte(fmt.Sprintf("credentials %q {\n  token = %q\n}\n", host, e.Token)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "TF_CLI_CONFIG_FILE="+rc)
+	dir := writeConfig(t, map[string]string{"main.tf": fmt.Sprintf(`
+module "x" {
+  source  = "%s/%s/network/aws"
+  version = "~> 1.4"
+  name    = "edge"
+}
+output "label" { value = module.x.label }
+`, host, org)})
+	c.run(dir, "init")
+	c.run(dir, "apply", "-auto-approve")
+	var outs map[string]struct {
+		Value any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(c.run(dir, "output", "-json")), &outs); err != nil {
+		t.Fatal(err)
+	}
+	// "~> 1.4" allows >= 1.4, < 2.0: the newest published release is 1.4.3
+	// (1.5.0-rc1 is a prerelease, 1.4.9 has no archive).
+	if outs["label"].Value != "edge-1.4.3" {
+		t.Fatalf("module output = %v, want edge-1.4.3", outs["label"].Value)
+	}
+	if list := c.run(dir, "state", "list"); !strings.Contains(list, "module.x.terraform_data.net") {
+		t.Fatalf("state list: %s", list)
+	}
+
+	// Without credentials for the host, the registry refuses.
+	anon := *c
+	anon.env = append(append([]string{}, c.env...), "TF_CLI_CONFIG_FILE="+filepath.Join(t.TempDir(), "none.rc"))
+	dir2 := writeConfig(t, map[string]string{"main.tf": fmt.Sprintf(`
+module "x" {
+  source  = "%s/%s/network/aws"
+  version = "~> 1.4"
+  name    = "edge"
+}
+`, host, org)})
+	if out, errOut, err := anon.try(dir2, "init"); err == nil {
+		t.Fatalf("init without credentials succeeded:\n%s\n%s", out, errOut)
+	} else if !strings.Contains(errOut, "401 Unauthorized") {
+		t.Fatalf("init without credentials failed for another reason:\n%s", errOut)
+	}
+}

@@ -1,0 +1,204 @@
+// Package registry is the organization's private module registry.
+//
+// A module is created without VCS (name, provider; namespace = the
+// organization) and versions are published through the API: creating a
+// version returns a capability URL, the PUT to it streams a gzipped tarball
+// into the blob store, slug.Unpack proves it safe (no path traversal, no
+// links leaving the archive, within size limits) and terraform-config-inspect
+// reads its root module (variables, outputs, providers). Only then does the
+// version become "ok"; a refused archive leaves a pending version
+// "reg_ingress_failed" with the reason, and an "ok" version as it was.
+//
+// terraform init reaches the versions through the module registry protocol
+// (modules.v1): listing versions and a download answering 204 with an
+// X-Terraform-Get capability URL ending in .tar.gz, which serves the archive
+// without credentials (go-getter sends none).
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// ID prefixes (HCP Terraform's).
+const (
+	PrefixModule        = "mod"
+	PrefixModuleVersion = "modver"
+)
+
+// Registry names.
+const (
+	RegistryPrivate = "private"
+	RegistryPublic  = "public"
+)
+
+// ModuleStatus is a module's state (go-tfe's RegistryModuleStatus).
+type ModuleStatus string
+
+// Module statuses.
+const (
+	ModulePending       ModuleStatus = "pending"
+	ModuleSetupFailed   ModuleStatus = "setup_failed"
+	ModuleSetupComplete ModuleStatus = "setup_complete"
+)
+
+// VersionStatus is a version's state (go-tfe's RegistryModuleVersionStatus).
+type VersionStatus string
+
+// Version statuses used by API-published modules.
+const (
+	VersionPending          VersionStatus = "pending"
+	VersionRegIngressFailed VersionStatus = "reg_ingress_failed"
+	VersionOK               VersionStatus = "ok"
+)
+
+// Module is one registry module (one provider of a module name).
+type Module struct {
+	ID           string
+	Organization string
+	RegistryName string
+	Namespace    string
+	Name         string
+	Provider     string
+	NoCode       bool
+	TagBindings  []TagBinding
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	// Versions are the module's versions, newest first (Get and List fill it).
+	Versions []VersionSummary
+}
+
+// VersionSummary is a version's status as the module shows it.
+type VersionSummary struct {
+	Version string
+	Status  VersionStatus
+	Error   string
+}
+
+// Status derives the module's status from its versions: pending until a
+// version is ok (setup_complete), setup_failed when every version failed.
+func (m *Module) Status() ModuleStatus {
+	if len(m.Versions) == 0 {
+		return ModulePending
+	}
+	failed := 0
+	for _, v := range m.Versions {
+		switch v.Status {
+		case VersionOK:
+			return ModuleSetupComplete
+		case VersionRegIngressFailed:
+			failed++
+		}
+	}
+	if failed == len(m.Versions) {
+		return ModuleSetupFailed
+	}
+	return ModulePending
+}
+
+// Version is one published (or to be published) version of a module.
+type Version struct {
+	ID       string
+	ModuleID string
+	Version  string
+	Status   VersionStatus
+	// Error says why the archive was refused (reg_ingress_failed).
+	Error string
+	// SHA256 and Size describe the stored archive (empty until ok).
+	SHA256 string
+	Size   int64
+	// Inspection is what the archive's root module declares (nil until ok).
+	Inspection *Inspection
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+
+	blobKey string
+}
+
+// Inspection is what terraform-config-inspect found in a version's root module.
+type Inspection struct {
+	Variables []Variable           `json:"variables"`
+	Outputs   []Output             `json:"outputs"`
+	Providers []ProviderDependency `json:"providers"`
+	Resources []Resource           `json:"resources"`
+	// Empty is true when the root module declares nothing.
+	Empty bool `json:"empty"`
+}
+
+// Variable is a root module input variable.
+type Variable struct {
+	Name string `json:"name"`
+	// Type is the type constraint as written ("string", "list(string)"),
+	// "any" when the variable declares none.
+	Type        string `json:"type"`
+	Description string `json:"description"`
+	// Default is the JSON of the default value; nil when Required.
+	Default   json.RawMessage `json:"default,omitempty"`
+	Required  bool            `json:"required"`
+	Sensitive bool            `json:"sensitive"`
+}
+
+// Output is a root module output.
+type Output struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Sensitive   bool   `json:"sensitive"`
+}
+
+// ProviderDependency is a provider the root module requires.
+type ProviderDependency struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Source    string `json:"source"`
+	Version   string `json:"version"`
+}
+
+// Resource is a managed resource of the root module.
+type Resource struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// Organizations tells the registry whether an organization exists (the
+// caller's access is checked separately). Exists answers a
+// core.KindNotFound error when it does not.
+type Organizations interface {
+	Exists(ctx context.Context, name string) error
+}
+
+// NoCodeModules may be wired by the no-code domain: it lists the no-code
+// module IDs of registry modules (for the no-code-modules relationship).
+type NoCodeModules interface {
+	NoCodeModuleIDs(ctx context.Context, moduleIDs []string) (map[string][]string, error)
+}
+
+// DeleteHook runs inside the transaction that deletes a module (the no-code
+// domain removes its no-code modules there).
+type DeleteHook func(ctx context.Context, q store.Q, m *Module) error
+
+// CreateOptions are the attributes of a new module (go-tfe's
+// RegistryModuleCreateOptions).
+type CreateOptions struct {
+	Name         *string `json:"name"`
+	Provider     *string `json:"provider"`
+	RegistryName *string `json:"registry-name"`
+	Namespace    *string `json:"namespace"`
+	NoCode       *bool   `json:"no-code"`
+}
+
+// TagBinding is a key/value tag on a module.
+type TagBinding struct {
+	ID    string `json:"id"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// UpdateOptions are the updatable attributes of a module.
+type UpdateOptions struct {
+	NoCode *bool `json:"no-code"`
+	// TagBindings, when not nil, replaces the module's tag bindings.
+	TagBindings *[]TagBinding `json:"-"`
+}
