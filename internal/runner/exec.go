@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -58,6 +59,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(j.dir)
 
+	j.header(ctx)
 	if j.job.Phase == "plan" {
 		res := j.plan(ctx, in)
 		j.out.Flush()
@@ -69,6 +71,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, in.Variables)
 		defer j.out.Close()
+		j.header(ctx)
 		return j.finishApply(ctx, j.apply(ctx, in, res))
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
@@ -78,6 +81,28 @@ func (j *jobExec) run(ctx context.Context) error {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 	}
 	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{}))
+}
+
+// header starts a phase's log as HCP Terraform's do: three lines naming
+// the engine's version and platform. Terraform's cloud backend skips the
+// first three lines of an apply log as these (it has shown them with the
+// plan), so an apply log without them would lose real output.
+func (j *jobExec) header(ctx context.Context) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, j.bin, "version", "-json")
+	cmd.Stdout = &out
+	var v struct {
+		Version  string `json:"terraform_version"`
+		Platform string `json:"platform"`
+	}
+	if cmd.Run() != nil || json.Unmarshal(out.Bytes(), &v) != nil || v.Version == "" {
+		v.Version, v.Platform = "(unknown version)", runtime.GOOS+"_"+runtime.GOARCH
+	}
+	name := "Terraform"
+	if filepath.Base(j.bin) == "tofu" {
+		name = "OpenTofu"
+	}
+	fmt.Fprintf(j.out, "%s v%s\non %s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v.Version, "v"), v.Platform)
 }
 
 // finish reports a job that failed before terraform ran.
