@@ -177,3 +177,7 @@ func (a *API) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 }
+
+// Render is a configuration version's wire form for other domains'
+// ?include=configuration_version.
+func Render(cv *ConfigurationVersion) any { return toJSON(cv) }

@@ -159,6 +159,16 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	tfeapi.Respond(w, r, http.StatusCreated, a.toJSON(r, org))
 }
 
+// Render is an organization's wire form for other domains' includes (a
+// workspace's organization).
+func (a *API) Render(r *http.Request, name string) (any, error) {
+	org, err := a.Service.Get(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	return a.toJSON(r, org), nil
+}
+
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
 	if err != nil {

@@ -20,6 +20,11 @@ type API struct {
 	// ?include= (nil: the include is accepted but left out).
 	IncludeWorkspace     func(r *http.Request, id string) (any, error)
 	IncludeConfigVersion func(r *http.Request, id string) (any, error)
+	// IncludeUser renders a user for created_by and a run event's actor.
+	IncludeUser func(r *http.Request, id string) (any, error)
+	// UserByName resolves search[user] to a user ID (core.NotFound when
+	// there is no such user).
+	UserByName func(r *http.Request, username string) (string, error)
 	// LogTTL is how long a log-read-url stays valid. Defaults to 1h.
 	LogTTL time.Duration
 }
@@ -34,6 +39,10 @@ func (a *API) Register(api, capability *http.ServeMux) {
 	api.HandleFunc("GET /api/v2/organizations/{org}/runs/queue", a.queue)
 	api.HandleFunc("POST /api/v2/runs/{id}/actions/{action}", a.action)
 	api.HandleFunc("GET /api/v2/runs/{id}/run-events", a.events)
+	api.HandleFunc("GET /api/v2/run-events/{id}", a.event)
+	api.HandleFunc("GET /api/v2/runs/{id}/comments", a.comments)
+	api.HandleFunc("POST /api/v2/runs/{id}/comments", a.createComment)
+	api.HandleFunc("GET /api/v2/comments/{id}", a.comment)
 	api.HandleFunc("GET /api/v2/runs/{id}/task-stages", a.taskStages)
 	api.HandleFunc("GET /api/v2/runs/{id}/plan", a.runPlan)
 	api.HandleFunc("GET /api/v2/runs/{id}/apply", a.runApply)
@@ -63,6 +72,8 @@ type jsonRun struct {
 	Refresh                bool                `jsonapi:"attr,refresh"`
 	RefreshOnly            bool                `jsonapi:"attr,refresh-only"`
 	ReplaceAddrs           []string            `jsonapi:"attr,replace-addrs,omitempty"`
+	InvokeActionAddrs      []string            `jsonapi:"attr,invoke-action-addrs,omitempty"`
+	PolicyPaths            []string            `jsonapi:"attr,policy-paths,omitempty"`
 	SavePlan               bool                `jsonapi:"attr,save-plan"`
 	Source                 string              `jsonapi:"attr,source"`
 	Status                 string              `jsonapi:"attr,status"`
@@ -77,10 +88,22 @@ type jsonRun struct {
 	Plan                 *jsonPlan       `jsonapi:"relation,plan"`
 	Apply                *jsonApply      `jsonapi:"relation,apply"`
 	CreatedBy            *jsonUserRef    `jsonapi:"relation,created-by,omitempty"`
-	RunEvents            []*jsonRunEvent `jsonapi:"relation,run-events"`
+	ConfirmedBy          *jsonUserRef    `jsonapi:"relation,confirmed-by,omitempty"`
+	RunEvents            []*jsonEventRef `jsonapi:"relation,run-events"`
 	TaskStages           []*jsonRef      `jsonapi:"relation,task-stages"`
 	PolicyChecks         []*jsonRef      `jsonapi:"relation,policy-checks"`
-	Comments             []*jsonRef      `jsonapi:"relation,comments"`
+	Comments             []*jsonComment  `jsonapi:"relation,comments"`
+}
+
+type jsonEventRef struct {
+	ID string `jsonapi:"primary,run-events"`
+}
+
+type jsonComment struct {
+	ID        string        `jsonapi:"primary,comments"`
+	Body      string        `jsonapi:"attr,body,omitempty"`
+	CreatedAt *time.Time    `jsonapi:"attr,created-at,iso8601,omitempty"`
+	RunEvent  *jsonEventRef `jsonapi:"relation,run-event,omitempty"`
 }
 
 type jsonRef struct {
@@ -133,10 +156,12 @@ type jsonApply struct {
 }
 
 type jsonRunEvent struct {
-	ID          string    `jsonapi:"primary,run-events"`
-	Action      string    `jsonapi:"attr,action"`
-	CreatedAt   time.Time `jsonapi:"attr,created-at,iso8601"`
-	Description string    `jsonapi:"attr,description"`
+	ID          string       `jsonapi:"primary,run-events"`
+	Action      string       `jsonapi:"attr,action"`
+	CreatedAt   time.Time    `jsonapi:"attr,created-at,iso8601"`
+	Description string       `jsonapi:"attr,description"`
+	Actor       *jsonUserRef `jsonapi:"relation,actor,omitempty"`
+	Comment     *jsonComment `jsonapi:"relation,comment,omitempty"`
 }
 
 func stamps(s Stamps) map[string]string {
@@ -169,14 +194,22 @@ func (a *API) toApply(r *Run) *jsonApply {
 		Status: string(p.Status), StatusTimestamps: stamps(p.Timestamps)}
 }
 
-func (a *API) toJSON(req *http.Request, r *Run) *jsonRun {
-	canForce := !r.CancelRequestedAt.IsZero() && !r.Status.Final()
+func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
+	var forceAt time.Time
+	if !r.CancelRequestedAt.IsZero() {
+		forceAt = r.CancelRequestedAt.Add(a.Service.ForceCancelAfter)
+	}
+	canForce := !forceAt.IsZero() && !r.Status.Final() && !core.Now().Before(forceAt)
+	events, comments, err := a.Service.relations(req.Context(), r.ID)
+	if err != nil {
+		return nil, err
+	}
 	j := &jsonRun{
 		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, CreatedAt: r.CreatedAt,
 		HasChanges: r.HasChanges, IsDestroy: r.IsDestroy, Message: r.Message, PlanOnly: r.PlanOnly,
 		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
 		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),
-		TargetAddrs: r.TargetAddrs, TerraformVersion: r.TerraformVersion, TriggerReason: r.TriggerReason,
+		TargetAddrs: r.TargetAddrs, InvokeActionAddrs: r.InvokeActionAddrs, PolicyPaths: r.PolicyPaths, TerraformVersion: r.TerraformVersion, TriggerReason: r.TriggerReason,
 		Variables: r.Variables, PositionInQueue: a.Service.PositionInQueue(req.Context(), r),
 		Actions: &jsonRunActions{
 			IsCancelable: r.Status.Cancelable(), IsConfirmable: r.confirmable(),
@@ -185,22 +218,32 @@ func (a *API) toJSON(req *http.Request, r *Run) *jsonRun {
 		Permissions: &jsonRunPermissions{CanApply: true, CanCancel: true, CanDiscard: true, CanForceCancel: true, CanForceExecute: true},
 		Workspace:   &jsonRef{ID: r.WorkspaceID}, ConfigurationVersion: &jsonCVRef{ID: r.ConfigurationVersionID},
 		Plan: a.toPlan(r), Apply: a.toApply(r),
-		RunEvents: []*jsonRunEvent{}, TaskStages: []*jsonRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonRef{},
+		RunEvents: []*jsonEventRef{}, TaskStages: []*jsonRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonComment{},
+	}
+	for _, id := range events {
+		j.RunEvents = append(j.RunEvents, &jsonEventRef{ID: id})
+	}
+	for _, id := range comments {
+		j.Comments = append(j.Comments, &jsonComment{ID: id})
 	}
 	if j.Variables == nil {
 		j.Variables = []RunVar{}
 	}
-	if strings.HasPrefix(r.CreatedBy, core.PrefixUser+"-") {
+	if core.HasPrefix(r.CreatedBy, core.PrefixUser) {
 		j.CreatedBy = &jsonUserRef{ID: r.CreatedBy}
+	}
+	if core.HasPrefix(r.ConfirmedBy, core.PrefixUser) {
+		j.ConfirmedBy = &jsonUserRef{ID: r.ConfirmedBy}
 	}
 	if t, ok := r.Timestamps["canceled-at"]; ok {
 		j.CanceledAt = &t
 	}
-	if canForce {
-		t := r.CancelRequestedAt.Add(a.Service.ForceCancelAfter)
-		j.ForceCancelAvailableAt = &t
+	if !forceAt.IsZero() {
+		// When a cancel was asked for, HCP Terraform shows when a
+		// force-cancel becomes possible, even once the run has ended.
+		j.ForceCancelAvailableAt = &forceAt
 	}
-	return j
+	return j, nil
 }
 
 var runIncludes = []string{"plan", "apply", "created_by", "cost_estimate", "configuration_version",
@@ -217,7 +260,12 @@ func (a *API) respond(w http.ResponseWriter, req *http.Request, status int, r *R
 		tfeapi.Error(w, req, err)
 		return
 	}
-	tfeapi.Respond(w, req, status, a.toJSON(req, r), included...)
+	j, err := a.toJSON(req, r)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, status, j, included...)
 }
 
 func (a *API) included(req *http.Request, inc map[string]bool, r *Run) ([]any, error) {
@@ -234,6 +282,15 @@ func (a *API) included(req *http.Request, inc map[string]bool, r *Run) ([]any, e
 			return nil, err
 		}
 		out = append(out, ws)
+	}
+	if inc["created_by"] && a.IncludeUser != nil && core.HasPrefix(r.CreatedBy, core.PrefixUser) {
+		u, err := a.IncludeUser(req, r.CreatedBy)
+		if err != nil && core.KindOf(err) != core.KindNotFound {
+			return nil, err
+		}
+		if u != nil {
+			out = append(out, u)
+		}
 	}
 	if (inc["configuration_version"] || inc["configuration_version.ingress_attributes"]) && a.IncludeConfigVersion != nil {
 		cv, err := a.IncludeConfigVersion(req, r.ConfigurationVersionID)
@@ -257,6 +314,8 @@ type createAttrs struct {
 	TerraformVersion *string  `json:"terraform-version"`
 	TargetAddrs      []string `json:"target-addrs"`
 	ReplaceAddrs     []string `json:"replace-addrs"`
+	InvokeActions    []string `json:"invoke-action-addrs"`
+	PolicyPaths      []string `json:"policy-paths"`
 	Variables        []RunVar `json:"variables"`
 }
 
@@ -286,6 +345,7 @@ func (a *API) create(w http.ResponseWriter, req *http.Request) {
 		Refresh: at.Refresh, RefreshOnly: at.RefreshOnly, PlanOnly: at.PlanOnly, SavePlan: at.SavePlan,
 		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, TerraformVersion: at.TerraformVersion,
 		TargetAddrs: at.TargetAddrs, ReplaceAddrs: at.ReplaceAddrs, Variables: at.Variables,
+		InvokeActionAddrs: at.InvokeActions, PolicyPaths: at.PolicyPaths,
 	})
 	if err != nil {
 		tfeapi.Error(w, req, err)
@@ -303,7 +363,7 @@ func (a *API) get(w http.ResponseWriter, req *http.Request) {
 	a.respond(w, req, http.StatusOK, r)
 }
 
-func listOptions(req *http.Request) ListOptions {
+func (a *API) listOptions(req *http.Request) (ListOptions, error) {
 	q := req.URL.Query()
 	split := func(k string) []string {
 		if v := q.Get(k); v != "" {
@@ -311,7 +371,26 @@ func listOptions(req *http.Request) ListOptions {
 		}
 		return nil
 	}
-	return ListOptions{Statuses: split("filter[status]"), Operations: split("filter[operation]"), Sources: split("filter[source]")}
+	o := ListOptions{Statuses: split("filter[status]"), Operations: split("filter[operation]"), Sources: split("filter[source]"),
+		Commit: q.Get("search[commit]"), Basic: q.Get("search[basic]"), StatusGroup: q.Get("filter[status_group]"),
+		WorkspaceNames: split("filter[workspace_names]"), AgentPools: split("filter[agent_pool_names]")}
+	switch o.StatusGroup {
+	case "", "non_final", "final", "discardable":
+	default:
+		return o, core.Invalid("filter[status_group] must be non_final, final or discardable")
+	}
+	if name := q.Get("search[user]"); name != "" {
+		if a.UserByName == nil {
+			o.NoSuchUser = true
+		} else if id, err := a.UserByName(req, name); core.KindOf(err) == core.KindNotFound {
+			o.NoSuchUser = true
+		} else if err != nil {
+			return o, err
+		} else {
+			o.CreatedBy = id
+		}
+	}
+	return o, nil
 }
 
 func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run) {
@@ -329,7 +408,10 @@ func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run)
 	out := make([]*jsonRun, len(items))
 	var included []any
 	for i, r := range items {
-		out[i] = a.toJSON(req, r)
+		if out[i], err = a.toJSON(req, r); err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
 		more, err := a.included(req, inc, r)
 		if err != nil {
 			tfeapi.Error(w, req, err)
@@ -341,7 +423,12 @@ func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run)
 }
 
 func (a *API) list(w http.ResponseWriter, req *http.Request) {
-	runs, err := a.Service.List(req.Context(), req.PathValue("id"), listOptions(req))
+	o, err := a.listOptions(req)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	runs, err := a.Service.List(req.Context(), req.PathValue("id"), o)
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
@@ -350,7 +437,12 @@ func (a *API) list(w http.ResponseWriter, req *http.Request) {
 }
 
 func (a *API) listOrg(w http.ResponseWriter, req *http.Request) {
-	runs, err := a.Service.ListOrganization(req.Context(), req.PathValue("org"), listOptions(req))
+	o, err := a.listOptions(req)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	runs, err := a.Service.ListOrganization(req.Context(), req.PathValue("org"), o)
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
@@ -392,7 +484,7 @@ func (a *API) action(w http.ResponseWriter, req *http.Request) {
 	case "force-cancel":
 		err = a.Service.ForceCancel(ctx, id, body.Comment)
 	case "force-execute":
-		err = core.Conflict("force-execute is not needed: Terrace starts the next run as soon as the workspace is free")
+		err = a.Service.ForceExecute(ctx, id)
 	default:
 		err = core.NotFound("unknown run action %q", req.PathValue("action"))
 	}
@@ -403,19 +495,142 @@ func (a *API) action(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
+var eventIncludes = []string{"actor", "comment"}
+
+// eventJSON renders an event and what ?include= asks for with it.
+func (a *API) eventJSON(req *http.Request, e *Event, inc map[string]bool) (*jsonRunEvent, []any, error) {
+	j := &jsonRunEvent{ID: e.ID, Action: e.Action, Description: e.Description, CreatedAt: core.FromMicros(e.CreatedAt)}
+	var included []any
+	if core.HasPrefix(e.Actor, core.PrefixUser) {
+		j.Actor = &jsonUserRef{ID: e.Actor}
+		if inc["actor"] && a.IncludeUser != nil {
+			u, err := a.IncludeUser(req, e.Actor)
+			if err != nil && core.KindOf(err) != core.KindNotFound {
+				return nil, nil, err
+			}
+			if u != nil {
+				included = append(included, u)
+			}
+		}
+	}
+	if e.CommentID != "" {
+		j.Comment = &jsonComment{ID: e.CommentID}
+		if inc["comment"] {
+			c, err := a.Service.GetComment(req.Context(), e.CommentID)
+			if err != nil {
+				return nil, nil, err
+			}
+			included = append(included, commentJSON(c))
+		}
+	}
+	return j, included, nil
+}
+
+func commentJSON(c *Comment) *jsonComment {
+	t := core.FromMicros(c.CreatedAt)
+	return &jsonComment{ID: c.ID, Body: c.Body, CreatedAt: &t}
+}
+
 func (a *API) events(w http.ResponseWriter, req *http.Request) {
+	inc, err := tfeapi.Includes(req, eventIncludes...)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	page, err := tfeapi.ParsePage(req)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
 	evs, err := a.Service.Events(req.Context(), req.PathValue("id"))
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	out := make([]*jsonRunEvent, len(evs))
-	for i, e := range evs {
-		out[i] = &jsonRunEvent{ID: e.ID, Action: e.Action, Description: e.Description, CreatedAt: core.FromMicros(e.CreatedAt)}
+	items, pg := tfeapi.Paginate(evs, page)
+	out := make([]*jsonRunEvent, len(items))
+	var included []any
+	for i, e := range items {
+		var more []any
+		if out[i], more, err = a.eventJSON(req, e, inc); err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
+		included = append(included, more...)
 	}
-	page, _ := tfeapi.ParsePage(req)
-	items, pg := tfeapi.Paginate(out, page)
-	tfeapi.RespondList(w, req, items, pg)
+	tfeapi.RespondList(w, req, out, pg, included...)
+}
+
+func (a *API) event(w http.ResponseWriter, req *http.Request) {
+	inc, err := tfeapi.Includes(req, eventIncludes...)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	e, err := a.Service.GetEvent(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	j, included, err := a.eventJSON(req, e, inc)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusOK, j, included...)
+}
+
+func (a *API) comments(w http.ResponseWriter, req *http.Request) {
+	page, err := tfeapi.ParsePage(req)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	cs, err := a.Service.Comments(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(cs, page)
+	out := make([]*jsonComment, len(items))
+	for i, c := range items {
+		out[i] = commentJSON(c)
+	}
+	tfeapi.RespondList(w, req, out, pg)
+}
+
+func (a *API) createComment(w http.ResponseWriter, req *http.Request) {
+	doc, err := tfeapi.Decode(w, req, 0)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	var at struct {
+		Body *string `json:"body"`
+	}
+	if err := doc.Attrs(&at); err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	if at.Body == nil {
+		tfeapi.Error(w, req, core.Invalid("body is required"))
+		return
+	}
+	c, err := a.Service.CreateComment(req.Context(), req.PathValue("id"), *at.Body)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusCreated, commentJSON(c))
+}
+
+func (a *API) comment(w http.ResponseWriter, req *http.Request) {
+	c, err := a.Service.GetComment(req.Context(), req.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	tfeapi.Respond(w, req, http.StatusOK, commentJSON(c))
 }
 
 func (a *API) taskStages(w http.ResponseWriter, req *http.Request) {
@@ -531,4 +746,14 @@ func (a *API) logs(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = w.Write(data)
+}
+
+// Render is a run's wire form for other domains' includes (a workspace's
+// current_run).
+func (a *API) Render(req *http.Request, id string) (any, error) {
+	r, err := a.Service.Get(req.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return a.toJSON(req, r)
 }

@@ -27,6 +27,8 @@ type Run struct {
 	AllowEmptyApply        bool      `json:"allow_empty_apply"`
 	TargetAddrs            []string  `json:"target_addrs,omitempty"`
 	ReplaceAddrs           []string  `json:"replace_addrs,omitempty"`
+	InvokeActionAddrs      []string  `json:"invoke_action_addrs,omitempty"`
+	PolicyPaths            []string  `json:"policy_paths,omitempty"`
 	Variables              []RunVar  `json:"variables,omitempty"`
 	TerraformVersion       string    `json:"terraform_version"`
 	Source                 string    `json:"source"`

@@ -17,6 +17,7 @@ import (
 // Workspace is what runs need to know about a workspace.
 type Workspace struct {
 	ID, Name, Organization, ProjectID string
+	AgentPool                         string // name of the agent pool of an agent-mode workspace
 	TerraformVersion                  string
 	WorkingDirectory                  string
 	ExecutionMode                     string
@@ -128,6 +129,8 @@ type CreateOptions struct {
 	TerraformVersion       *string
 	TargetAddrs            []string
 	ReplaceAddrs           []string
+	InvokeActionAddrs      []string
+	PolicyPaths            []string
 	Variables              []RunVar
 	Source                 string
 	TriggerReason          string
@@ -196,6 +199,8 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		AllowEmptyApply:        val(o.AllowEmptyApply, false),
 		TargetAddrs:            o.TargetAddrs,
 		ReplaceAddrs:           o.ReplaceAddrs,
+		InvokeActionAddrs:      o.InvokeActionAddrs,
+		PolicyPaths:            o.PolicyPaths,
 		Variables:              o.Variables,
 		TerraformVersion:       val(o.TerraformVersion, ws.TerraformVersion),
 		Source:                 o.Source,
@@ -374,6 +379,15 @@ type ListOptions struct {
 	Statuses   []string
 	Operations []string // plan_only | plan_and_apply | destroy | refresh_only | save_plan
 	Sources    []string
+	// Searches: CreatedBy matches the creator's ID (the API resolves
+	// search[user]); Commit matches nothing, as no run comes from VCS;
+	// Basic matches the run ID, message or creator.
+	CreatedBy, Commit, Basic string
+	NoSuchUser               bool // search[user] named no user: nothing matches
+	// Organization lists only: workspace names and agent pool names.
+	WorkspaceNames, AgentPools []string
+	// StatusGroup is "non_final", "final" or "discardable".
+	StatusGroup string
 }
 
 func (o ListOptions) match(r *Run) bool {
@@ -382,6 +396,26 @@ func (o ListOptions) match(r *Run) bool {
 	}
 	if len(o.Sources) > 0 && !contains(o.Sources, r.Source) {
 		return false
+	}
+	if o.NoSuchUser || o.Commit != "" || (o.CreatedBy != "" && r.CreatedBy != o.CreatedBy) {
+		return false
+	}
+	if o.Basic != "" && !strings.Contains(r.ID, o.Basic) && !strings.Contains(strings.ToLower(r.Message), strings.ToLower(o.Basic)) && r.CreatedBy != o.Basic {
+		return false
+	}
+	switch o.StatusGroup {
+	case "non_final":
+		if r.Status.Final() {
+			return false
+		}
+	case "final":
+		if !r.Status.Final() {
+			return false
+		}
+	case "discardable":
+		if !r.Status.Discardable() {
+			return false
+		}
 	}
 	if len(o.Operations) > 0 {
 		op := "plan_and_apply"
@@ -438,11 +472,26 @@ func (s *Service) ListOrganization(ctx context.Context, org string, o ListOption
 	if err != nil {
 		return nil, err
 	}
+	workspaces := map[string]*Workspace{}
 	out := all[:0]
 	for _, r := range all {
-		if o.match(r) {
-			out = append(out, r)
+		if !o.match(r) {
+			continue
 		}
+		if len(o.WorkspaceNames) > 0 || len(o.AgentPools) > 0 {
+			w, ok := workspaces[r.WorkspaceID]
+			if !ok {
+				if w, err = s.Workspaces.Get(ctx, r.WorkspaceID); err != nil && core.KindOf(err) != core.KindNotFound {
+					return nil, err
+				}
+				workspaces[r.WorkspaceID] = w
+			}
+			if w == nil || (len(o.WorkspaceNames) > 0 && !contains(o.WorkspaceNames, w.Name)) ||
+				(len(o.AgentPools) > 0 && !contains(o.AgentPools, w.AgentPool)) {
+				continue
+			}
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -551,6 +600,9 @@ func (s *Service) Apply(ctx context.Context, id, comment string) error {
 		if err := addEvent(ctx, tx, r.ID, "applied", comment, r.ConfirmedBy); err != nil {
 			return nil, err
 		}
+		if err := commentIfAny(ctx, tx, r.ID, comment); err != nil {
+			return nil, err
+		}
 		return nil, s.queuePhase(ctx, tx, r, "apply")
 	})
 	return err
@@ -569,6 +621,9 @@ func (s *Service) Discard(ctx context.Context, id, comment string) error {
 			return nil, err
 		}
 		if err := addEvent(ctx, tx, r.ID, "discarded", comment, actorOf(ctx)); err != nil {
+			return nil, err
+		}
+		if err := commentIfAny(ctx, tx, r.ID, comment); err != nil {
 			return nil, err
 		}
 		return s.release(ctx, tx, r)
@@ -590,10 +645,13 @@ func (s *Service) Cancel(ctx context.Context, id, comment string) error {
 		if err := addEvent(ctx, tx, r.ID, "canceled", comment, actorOf(ctx)); err != nil {
 			return nil, err
 		}
+		if err := commentIfAny(ctx, tx, r.ID, comment); err != nil {
+			return nil, err
+		}
+		if r.CancelRequestedAt.IsZero() {
+			r.CancelRequestedAt = core.Now()
+		}
 		if r.Status == Planning || r.Status == Applying {
-			if r.CancelRequestedAt.IsZero() {
-				r.CancelRequestedAt = core.Now()
-			}
 			_, err := tx.Exec(ctx, `UPDATE jobs SET signal = 'cancel', updated_at = ? WHERE run_id = ? AND status = 'running'`, core.Micros(core.Now()), r.ID)
 			s.signal(tx, r.ID, "cancel")
 			return nil, err
@@ -625,6 +683,9 @@ func (s *Service) ForceCancel(ctx context.Context, id, comment string) error {
 			return nil, core.Conflict("run %s can be force-canceled only %s after a cancel", r.ID, s.ForceCancelAfter)
 		}
 		if err := addEvent(ctx, tx, r.ID, "force_canceled", comment, actorOf(ctx)); err != nil {
+			return nil, err
+		}
+		if err := commentIfAny(ctx, tx, r.ID, comment); err != nil {
 			return nil, err
 		}
 		s.signal(tx, r.ID, "force")
@@ -700,4 +761,87 @@ func (s *Service) UsesConfigVersion(ctx context.Context, cvID string, active boo
 func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) error {
 	_, err := q.Exec(ctx, `DELETE FROM runs WHERE workspace_id = ?`, workspaceID)
 	return err
+}
+
+// ForceExecute starts a pending run now: the runs ahead of it in its
+// workspace that wait (pending, or planned and waiting for a decision) are
+// discarded, and the run takes the workspace. A run ahead that is executing
+// must be canceled first: force-execute never interrupts terraform.
+func (s *Service) ForceExecute(ctx context.Context, id string) error {
+	if _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	var changed []*Run
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		changed = nil
+		r, err := getRun(ctx, tx, "id", id, true)
+		if err != nil {
+			return err
+		}
+		if r.Status != Pending || r.PlanOnly {
+			return core.Conflict("run %s is %s: only a pending run can be force-executed", r.ID, r.Status)
+		}
+		ahead, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND id <> ? ORDER BY created_at, id`, r.WorkspaceID, false, r.ID)
+		if err != nil {
+			return err
+		}
+		for _, o := range ahead {
+			if o.Status.Final() || (o.Status == Pending && o.CreatedAt.After(r.CreatedAt)) {
+				continue
+			}
+			if !o.Status.Discardable() {
+				return core.Conflict("run %s is %s; cancel it before force-executing %s", o.ID, o.Status, r.ID)
+			}
+			if err := o.transition(Discarded); err != nil {
+				return err
+			}
+			if err := addEvent(ctx, tx, o.ID, "discarded", "Discarded by a force-execute of "+r.ID, actorOf(ctx)); err != nil {
+				return err
+			}
+			if err := updateRun(ctx, tx, o); err != nil {
+				return err
+			}
+			if err := s.Workspaces.UnlockForRun(ctx, tx, o.WorkspaceID, o.ID); err != nil {
+				return err
+			}
+			changed = append(changed, o)
+		}
+		if err := addEvent(ctx, tx, r.ID, "force_executed", "", actorOf(ctx)); err != nil {
+			return err
+		}
+		started, err := s.schedule(ctx, tx, r.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		changed = append(changed, started...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.nudge()
+	s.changed(ctx, changed...)
+	return nil
+}
+
+// RunsCount counts a workspace's runs (the workspace's
+// workspace-kpis-runs-count).
+func (s *Service) RunsCount(ctx context.Context, workspaceID string) (int, error) {
+	var n int
+	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ?`, workspaceID).Scan(&n)
+	return n, err
+}
+
+// CurrentRunCreatedAt is when a workspace's current (newest) run was
+// created; zero when it has none.
+func (s *Service) CurrentRunCreatedAt(ctx context.Context, workspaceID string) (time.Time, error) {
+	var at int64
+	err := s.DB.QueryRow(ctx, `SELECT created_at FROM runs WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID).Scan(&at)
+	if store.IsNoRows(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	return core.FromMicros(at), nil
 }

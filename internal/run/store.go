@@ -83,27 +83,38 @@ type Event struct {
 	Description string
 	Actor       string
 	CreatedAt   int64
+	CommentID   string // set for "commented" events
 }
 
 func addEvent(ctx context.Context, q store.Q, runID, action, description, actor string) error {
 	_, err := q.Exec(ctx, `INSERT INTO run_events (id, run_id, action, description, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		core.NewID("re"), runID, action, description, actor, core.Micros(core.Now()))
+		core.NewID(prefixEvent), runID, action, description, actor, core.Micros(core.Now()))
 	return err
 }
 
+const eventCols = `id, run_id, action, description, actor, created_at, comment_id`
+
+func scanEvent(sc interface{ Scan(...any) error }) (*Event, error) {
+	var e Event
+	if err := sc.Scan(&e.ID, &e.RunID, &e.Action, &e.Description, &e.Actor, &e.CreatedAt, &e.CommentID); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
 func listEvents(ctx context.Context, q store.Q, runID string) ([]*Event, error) {
-	rows, err := q.Query(ctx, `SELECT id, run_id, action, description, actor, created_at FROM run_events WHERE run_id = ? ORDER BY created_at, id`, runID)
+	rows, err := q.Query(ctx, `SELECT `+eventCols+` FROM run_events WHERE run_id = ? ORDER BY created_at, id`, runID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*Event
 	for rows.Next() {
-		var e Event
-		if err := rows.Scan(&e.ID, &e.RunID, &e.Action, &e.Description, &e.Actor, &e.CreatedAt); err != nil {
+		e, err := scanEvent(rows)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, &e)
+		out = append(out, e)
 	}
 	return out, rows.Err()
 }

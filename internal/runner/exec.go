@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -63,6 +64,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	j.took("prepare", t0)
 	defer os.RemoveAll(j.dir)
 
+	j.header(ctx)
 	if j.job.Phase == "plan" {
 		res := j.plan(ctx, in)
 		t0 = time.Now()
@@ -77,6 +79,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, in.Variables)
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
+		j.header(ctx)
 		return j.finishApply(ctx, j.apply(ctx, in, res))
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
@@ -86,6 +89,28 @@ func (j *jobExec) run(ctx context.Context) error {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 	}
 	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{}))
+}
+
+// header starts a phase's log as HCP Terraform's do: three lines naming
+// the engine's version and platform. Terraform's cloud backend skips the
+// first three lines of an apply log as these (it has shown them with the
+// plan), so an apply log without them would lose real output.
+func (j *jobExec) header(ctx context.Context) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, j.bin, "version", "-json")
+	cmd.Stdout = &out
+	var v struct {
+		Version  string `json:"terraform_version"`
+		Platform string `json:"platform"`
+	}
+	if cmd.Run() != nil || json.Unmarshal(out.Bytes(), &v) != nil || v.Version == "" {
+		v.Version, v.Platform = "(unknown version)", runtime.GOOS+"_"+runtime.GOARCH
+	}
+	name := "Terraform"
+	if filepath.Base(j.bin) == "tofu" {
+		name = "OpenTofu"
+	}
+	fmt.Fprintf(j.out, "%s v%s\non %s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v.Version, "v"), v.Platform)
 }
 
 // finish reports a job that failed before terraform ran.
@@ -353,6 +378,9 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.ReplaceAddrs {
 		args = append(args, "-replace="+a)
 	}
+	for _, a := range r.InvokeActionAddrs {
+		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
+	}
 	code, err := j.terraform(ctx, nil, args...)
 	switch {
 	case j.cancel != "":
@@ -368,6 +396,10 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		res.PlanJSON = js.Bytes()
 		res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(res.PlanJSON)
 		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(in.Variables))
+		var schemas bytes.Buffer
+		if code, err := j.terraform(ctx, &schemas, "providers", "schema", "-json"); err == nil && code == 0 {
+			res.RedactedJSON = withProviderSchemas(res.RedactedJSON, schemas.Bytes())
+		}
 	}
 	if !r.AutoApply || r.SavePlan || r.PlanOnly {
 		// The run may wait for confirmation: keep what the apply needs.

@@ -123,3 +123,29 @@ func redactBy(v, mask any) any {
 
 func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
 func asSlice(v any) []any        { s, _ := v.([]any); return s }
+
+// withProviderSchemas completes a redacted plan into the form HCP
+// Terraform serves as json-output-redacted: terraform's cloud backend
+// renders a run's plan from it when the workspace has structured run
+// output, and needs plan_format_version, provider_format_version and the
+// provider_schemas (terraform providers schema -json) to do so.
+func withProviderSchemas(redacted, schemasJSON []byte) []byte {
+	var p map[string]any
+	var sc struct {
+		FormatVersion   string         `json:"format_version"`
+		ProviderSchemas map[string]any `json:"provider_schemas"`
+	}
+	if json.Unmarshal(redacted, &p) != nil || json.Unmarshal(schemasJSON, &sc) != nil {
+		return redacted
+	}
+	if _, ok := p["plan_format_version"]; !ok {
+		p["plan_format_version"] = p["format_version"]
+	}
+	p["provider_format_version"] = sc.FormatVersion
+	p["provider_schemas"] = sc.ProviderSchemas
+	out, err := json.Marshal(p)
+	if err != nil {
+		return redacted
+	}
+	return out
+}

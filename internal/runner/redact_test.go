@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,4 +92,23 @@ type fakeLogs struct {
 func (f *fakeLogs) AppendLog(_ context.Context, _ string, data []byte) error {
 	f.Write(data)
 	return nil
+}
+
+func TestWithProviderSchemas(t *testing.T) {
+	plan := []byte(`{"format_version":"1.2","resource_changes":[]}`)
+	schemas := []byte(`{"format_version":"1.0","provider_schemas":{"registry.terraform.io/hashicorp/null":{"resource_schemas":{"null_resource":{}}}}}`)
+	var got map[string]any
+	if err := json.Unmarshal(withProviderSchemas(plan, schemas), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["plan_format_version"] != "1.2" || got["provider_format_version"] != "1.0" {
+		t.Fatalf("format versions: %v", got)
+	}
+	ps, _ := got["provider_schemas"].(map[string]any)
+	if _, ok := ps["registry.terraform.io/hashicorp/null"]; !ok {
+		t.Fatalf("provider_schemas missing the null provider: %v", got["provider_schemas"])
+	}
+	if string(withProviderSchemas(plan, []byte("not json"))) != string(plan) {
+		t.Fatal("a schema that is not JSON must leave the plan as it was")
+	}
 }

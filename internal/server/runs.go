@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
@@ -20,16 +21,27 @@ import (
 	"github.com/terracehq/terrace/internal/runner"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/user"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // runWorkspaces shows workspaces to the run domain.
-type runWorkspaces struct{ ws *workspace.Service }
+type runWorkspaces struct {
+	ws    *workspace.Service
+	pools *agent.Service // names the agent pool of agent-mode workspaces (nil: left out)
+}
 
 func (a runWorkspaces) convert(ctx context.Context, w *workspace.Workspace) *run.Workspace {
-	mode, _ := a.ws.EffectiveExecution(ctx, w)
+	mode, poolID := a.ws.EffectiveExecution(ctx, w)
+	pool := ""
+	if poolID != "" && a.pools != nil {
+		if p, err := a.pools.Get(ctx, poolID); err == nil {
+			pool = p.Name
+		}
+	}
 	return &run.Workspace{
-		ID: w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
+		AgentPool: pool,
+		ID:        w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
 		TerraformVersion: w.Settings.TerraformVersion, WorkingDirectory: w.Settings.WorkingDirectory,
 		ExecutionMode: mode, AutoApply: w.Settings.AutoApply, StructuredRunOutput: w.Settings.StructuredRunOutputEnabled,
 	}
@@ -48,6 +60,7 @@ func (a runWorkspaces) System(ctx context.Context, id string) (*run.Workspace, e
 	if err != nil {
 		return nil, err
 	}
+	a.pools = nil // no caller to check the pool against
 	return a.convert(ctx, w), nil
 }
 
@@ -112,7 +125,7 @@ func (l localRunner) FinishApply(ctx context.Context, jobID, runnerID string, re
 // as the run: auth refuses run tokens of finished runs.
 func (l localRunner) Inputs(ctx context.Context, job *run.Job) (*runner.Inputs, error) {
 	r := job.Run
-	ws, err := runWorkspaces{l.s.Workspaces}.System(ctx, r.WorkspaceID)
+	ws, err := runWorkspaces{ws: l.s.Workspaces}.System(ctx, r.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +197,7 @@ func (a runStates) CreateFromRun(ctx context.Context, workspaceID, runID string,
 func (s *Server) wireRuns() {
 	s.Runs = run.NewService(run.Options{
 		DB: s.DB, Blobs: s.Blobs, Signer: s.Signer, Logger: s.logger.With("component", "runs"),
-		Workspaces: runWorkspaces{s.Workspaces}, Configs: runConfigs{s.DB},
+		Workspaces: runWorkspaces{s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB},
 	})
 	s.Auth.SetRunResolver(s.Runs)
 	s.Workspaces.Runs = s.Runs
@@ -229,8 +242,40 @@ func (s *Server) wireRuns() {
 func ptr[T any](v T) *T { return &v }
 
 // runAPI registers the run routes.
-func (s *Server) runAPI(api, capability *http.ServeMux) {
-	(&run.API{Service: s.Runs}).Register(api, capability)
+func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
+	runAPI := &run.API{
+		Service: s.Runs,
+		IncludeWorkspace: func(r *http.Request, id string) (any, error) {
+			w, err := s.Workspaces.Get(r.Context(), id)
+			if err != nil {
+				return nil, err
+			}
+			return wsAPI.Render(r, w), nil
+		},
+		IncludeConfigVersion: func(r *http.Request, id string) (any, error) {
+			cv, err := s.ConfigVersions.Get(r.Context(), id)
+			if err != nil {
+				return nil, err
+			}
+			return configversion.Render(cv), nil
+		},
+		IncludeUser: func(r *http.Request, id string) (any, error) {
+			u, err := s.Auth.GetUser(r.Context(), id)
+			if err != nil {
+				return nil, err
+			}
+			return user.ToJSON(u, false), nil
+		},
+		UserByName: func(r *http.Request, name string) (string, error) {
+			u, err := s.Auth.UserByName(r.Context(), name)
+			if err != nil {
+				return "", err
+			}
+			return u.ID, nil
+		},
+	}
+	runAPI.Register(api, capability)
+	wsAPI.IncludeRun = runAPI.Render
 }
 
 // startRunner starts the in-process runner and the job reaper. The reaper

@@ -181,7 +181,8 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("/", tfeapi.NotFound)
 	capability.HandleFunc("/", http.NotFound)
 
-	(&organization.API{Service: s.Orgs, Projects: s.Projects, Capacity: s.Runs}).Register(api)
+	orgAPI := &organization.API{Service: s.Orgs, Projects: s.Projects, Capacity: s.Runs}
+	orgAPI.Register(api)
 	teamAPI := &team.API{Service: s.Teams}
 	teamAPI.Register(api)
 	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
@@ -191,11 +192,13 @@ func (s *Server) routes() http.Handler {
 	(&agent.API{Service: s.AgentPools}).Register(api)
 	(&sshkey.API{Service: s.SSHKeys}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
-	(&state.API{Service: s.States}).Register(api, capability)
+	stateAPI := &state.API{Service: s.States}
+	stateAPI.Register(api, capability)
+	wsAPI.IncludeOrganization, wsAPI.IncludeStateVersion = orgAPI.Render, stateAPI.Render
 	cvAPI := &configversion.API{Service: s.ConfigVersions}
 	cvAPI.Register(api)
 	cvAPI.RegisterCapability(capability)
-	s.runAPI(api, capability)
+	s.runAPI(api, capability, wsAPI)
 	regAPI := &registry.API{Service: s.Registry}
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)

@@ -149,6 +149,28 @@ func snapshotHeader(w http.ResponseWriter) {
 	w.Header().Set("X-Terraform-Snapshot-Interval", strconv.Itoa(SnapshotInterval))
 }
 
+// Render is a state version's wire form for other domains' includes (a
+// workspace's current_state_version).
+func (a *API) Render(r *http.Request, id string) (any, error) {
+	v, err := a.Service.Get(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	var outputs []*Output
+	if v.Status == StatusFinalized {
+		if outputs, err = a.Service.outputs(r.Context(), v.ID); err != nil {
+			return nil, err
+		}
+	}
+	upload := false
+	if v.Status != StatusDiscarded {
+		if upload, err = a.Service.CallerHoldsLock(r.Context(), v.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
+	return a.toJSON(v, outputs, upload), nil
+}
+
 // respondVersion writes a version with its outputs linked, and included
 // when asked for.
 func (a *API) respondVersion(w http.ResponseWriter, r *http.Request, status int, v *Version) {

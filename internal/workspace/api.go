@@ -23,6 +23,14 @@ type API struct {
 	Vars interface {
 		WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error)
 	}
+	// IncludeRun renders a run for ?include=current_run (nil: left out).
+	IncludeRun func(r *http.Request, id string) (any, error)
+	// IncludeStateVersion renders a state version for
+	// ?include=current_state_version (nil: left out).
+	IncludeStateVersion func(r *http.Request, id string) (any, error)
+	// IncludeOrganization renders an organization for
+	// ?include=organization (nil: left out).
+	IncludeOrganization func(r *http.Request, name string) (any, error)
 	// NoCode reports the registry module a workspace was provisioned from
 	// and whether a no-code upgrade is available (nil: none).
 	NoCode interface {
@@ -347,6 +355,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if sum, ok := a.stateSummary(ctx, w.ID); ok {
 		if sum.CurrentStateVersionID != "" {
 			j.CurrentStateVersion = &jsonStateVersionRef{ID: sum.CurrentStateVersionID}
+			if inc["current_state_version"] && a.IncludeStateVersion != nil {
+				if sv, err := a.IncludeStateVersion(r, sum.CurrentStateVersionID); err == nil {
+					included = append(included, sv)
+				}
+			}
 		}
 		j.ResourceCount = sum.ResourceCount
 		for _, o := range sum.Outputs {
@@ -363,11 +376,26 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if a.Service.Runs != nil {
 		if id, err := a.Service.Runs.CurrentRunID(ctx, w.ID); err == nil && id != "" {
 			j.CurrentRun = &jsonRunRef{ID: id}
+			if (inc["current_run"] || inc["current_run.plan"] || inc["current_run.configuration_version"]) && a.IncludeRun != nil {
+				if run, err := a.IncludeRun(r, id); err == nil {
+					included = append(included, run)
+				}
+			}
+		}
+		if h, ok := a.Service.Runs.(RunHistory); ok {
+			if n, err := h.RunsCount(ctx, w.ID); err == nil {
+				j.RunsCount = n
+			}
 		}
 	}
 	if a.Service.Configs != nil {
 		if id, err := a.Service.Configs.CurrentConfigurationVersionID(ctx, w.ID); err == nil && id != "" {
 			j.CurrentConfigVersion = &jsonCVRef{ID: id}
+		}
+	}
+	if inc["organization"] && a.IncludeOrganization != nil {
+		if o, err := a.IncludeOrganization(r, w.Organization); err == nil {
+			included = append(included, o)
 		}
 	}
 	if inc["project"] {
@@ -381,7 +409,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 			for _, b := range eff {
 				e := &jsonEffectiveBinding{ID: b.ID, Key: b.Key, Value: b.Value}
 				j.EffectiveTagBindings = append(j.EffectiveTagBindings, e)
-				included = append(included, e)
+				if b.InheritedFrom != "" { // included with its inherited-from link
+					included = append(included, &jsonInheritedBinding{ID: b.ID, Key: b.Key, Value: b.Value, from: b.InheritedFrom})
+				} else {
+					included = append(included, e)
+				}
 			}
 		}
 	}
@@ -910,4 +942,10 @@ func (a *API) changeConsumers(op string) handler {
 
 type jsonVarRef struct {
 	ID string `jsonapi:"primary,vars"`
+}
+
+// Render is a workspace's wire form for other domains' ?include=workspace.
+func (a *API) Render(r *http.Request, w *Workspace) any {
+	j, _ := a.toJSON(r, w, nil)
+	return j
 }

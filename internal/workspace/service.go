@@ -81,6 +81,14 @@ type CurrentRuns interface {
 	CurrentRunID(ctx context.Context, workspaceID string) (string, error)
 }
 
+// RunHistory is what a workspace shows of its runs beyond the current one;
+// the run domain's CurrentRuns may provide it.
+type RunHistory interface {
+	RunsCount(ctx context.Context, workspaceID string) (int, error)
+	// CurrentRunCreatedAt is when the current run was created (zero: none).
+	CurrentRunCreatedAt(ctx context.Context, workspaceID string) (time.Time, error)
+}
+
 // CurrentConfigs tells the current configuration version of a workspace;
 // the configuration version domain provides it (nil: none shown).
 type CurrentConfigs interface {
@@ -594,16 +602,45 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Wo
 		}
 		out = append(out, w)
 	}
-	sortWorkspaces(out, opts.Sort)
+	var runTimes map[string]time.Time
+	if strings.TrimPrefix(opts.Sort, "-") == "current-run.created-at" {
+		if h, ok := s.Runs.(RunHistory); ok {
+			runTimes = map[string]time.Time{}
+			for _, w := range out {
+				t, err := h.CurrentRunCreatedAt(ctx, w.ID)
+				if err != nil {
+					return nil, err
+				}
+				runTimes[w.ID] = t
+			}
+		}
+	}
+	sortWorkspaces(out, opts.Sort, runTimes)
 	return out, nil
 }
 
-func sortWorkspaces(ws []*Workspace, by string) {
+// sortWorkspaces orders by name, created-at, updated-at or
+// current-run.created-at (a "-" prefix reverses). Workspaces without a
+// current run sort as if their run were newest of all, as PostgreSQL
+// orders NULLs (last ascending, first descending).
+func sortWorkspaces(ws []*Workspace, by string, runTimes map[string]time.Time) {
 	desc := strings.HasPrefix(by, "-")
 	key := strings.TrimPrefix(by, "-")
 	less := func(a, b *Workspace) bool {
 		switch key {
-		case "created-at", "current-run.created-at":
+		case "current-run.created-at":
+			if runTimes != nil {
+				ta, tb := runTimes[a.ID], runTimes[b.ID]
+				switch {
+				case ta.IsZero() || tb.IsZero():
+					return !ta.IsZero() && tb.IsZero()
+				case !ta.Equal(tb):
+					return ta.Before(tb)
+				}
+				return a.Name < b.Name
+			}
+			return a.CreatedAt.Before(b.CreatedAt)
+		case "created-at":
 			return a.CreatedAt.Before(b.CreatedAt)
 		case "updated-at":
 			return a.UpdatedAt.Before(b.UpdatedAt)

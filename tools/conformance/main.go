@@ -140,12 +140,17 @@ func conform(ctx context.Context, o options) (int, error) {
 		os.RemoveAll(work)
 		return 2, err
 	}
+	runCLIConfig, err := writeRunCLIConfig(work)
+	if err != nil {
+		os.RemoveAll(work)
+		return 2, err
+	}
 	logf("go-tfe %s, %d tests on %s, %d at a time; env %s", goTFEVersion, len(selected), strings.Join(stores, " and "), o.parallel, strings.Join(Settings, " "))
 
 	var results []Result
 	var runErr error
 	for _, store := range stores {
-		rs, err := runStore(ctx, o, g, bin, work, store, selected)
+		rs, err := runStore(ctx, o, g, bin, runCLIConfig, work, store, selected)
 		results = append(results, rs...)
 		if err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("%s: %w", store, err))
@@ -209,7 +214,7 @@ func conform(ctx context.Context, o options) (int, error) {
 
 // runStore starts a server on one store and runs the tests against it,
 // o.parallel at a time, printing each result as it comes.
-func runStore(ctx context.Context, o options, g *GoTFE, bin, work, store string, tests []Entry) ([]Result, error) {
+func runStore(ctx context.Context, o options, g *GoTFE, bin, runCLIConfig, work, store string, tests []Entry) ([]Result, error) {
 	database := ""
 	if store == "postgres" {
 		dsn, drop, err := postgresDatabase(ctx)
@@ -219,7 +224,7 @@ func runStore(ctx context.Context, o options, g *GoTFE, bin, work, store string,
 		defer drop()
 		database = dsn
 	}
-	srv, err := startTerrace(ctx, bin, filepath.Join(work, store), database)
+	srv, err := startTerrace(ctx, bin, filepath.Join(work, store), database, runCLIConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store/storetest"
+	"github.com/terracehq/terrace/internal/testprovider"
 )
 
 // Terrace is a running `terrace server`.
@@ -29,6 +30,24 @@ type Terrace struct {
 	LogFile string
 	cmd     *exec.Cmd
 	done    chan error
+}
+
+// writeRunCLIConfig lays out the offline stand-ins for hashicorp/null and
+// hashicorp/time as a filesystem mirror in dir/providers and writes the CLI
+// config that installs them from it to dir/run-cli.tfrc, whose path it
+// returns: every run of the server gets it (--run-cli-config), so go-tfe's
+// run fixtures (null_resource, time_sleep) plan and apply without the
+// network.
+func writeRunCLIConfig(dir string) (string, error) {
+	cfg, err := testprovider.WriteMirror(filepath.Join(dir, "providers"), testprovider.Options{})
+	if err != nil {
+		return "", fmt.Errorf("building the test providers: %w", err)
+	}
+	path := filepath.Join(dir, "run-cli.tfrc")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 // buildTerrace compiles cmd/terrace into dir.
@@ -42,8 +61,9 @@ func buildTerrace(ctx context.Context, repo, dir string) (string, error) {
 
 // startTerrace starts the server on a free loopback port with a fresh data
 // dir (dir/data, its log in dir/server.log) and waits until /healthz
-// answers over HTTPS. database is "" for the embedded SQLite store.
-func startTerrace(ctx context.Context, bin, dir, database string) (*Terrace, error) {
+// answers over HTTPS. database is "" for the embedded SQLite store;
+// runCLIConfig, when set, is the CLI config file every run gets.
+func startTerrace(ctx context.Context, bin, dir, database, runCLIConfig string) (*Terrace, error) {
 	dataDir := filepath.Join(dir, "data")
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the server binds it
@@ -57,7 +77,7 @@ func startTerrace(ctx context.Context, bin, dir, database string) (*Terrace, err
 		if err != nil {
 			return nil, err
 		}
-		t, err := startOnce(ctx, bin, dataDir, database, port)
+		t, err := startOnce(ctx, bin, dataDir, database, runCLIConfig, port)
 		if err == nil {
 			return t, nil
 		}
@@ -69,7 +89,7 @@ func startTerrace(ctx context.Context, bin, dir, database string) (*Terrace, err
 	return nil, lastErr
 }
 
-func startOnce(ctx context.Context, bin, dataDir, database string, port int) (*Terrace, error) {
+func startOnce(ctx context.Context, bin, dataDir, database, runCLIConfig string, port int) (*Terrace, error) {
 	t := &Terrace{
 		URL:     fmt.Sprintf("https://localhost:%d", port),
 		CAFile:  filepath.Join(dataDir, "tls", "ca.pem"),
@@ -84,6 +104,9 @@ func startOnce(ctx context.Context, bin, dataDir, database string, port int) (*T
 	args := []string{"server", "--data-dir", dataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", port)}
 	if database != "" {
 		args = append(args, "--database", database)
+	}
+	if runCLIConfig != "" {
+		args = append(args, "--run-cli-config", runCLIConfig)
 	}
 	t.cmd = exec.Command(bin, args...)
 	t.cmd.Env = withoutPrefixes(os.Environ(), "TERRACE_") // a developer's settings must not leak in
