@@ -548,76 +548,22 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 const stagingGrace = 24 * time.Hour
 
 func addGarbage(ctx context.Context, q store.Q, key string, notBefore time.Time) error {
-	if key == "" {
-		return nil
-	}
-	_, err := q.Exec(ctx, `INSERT INTO registry_module_garbage (blob_key, not_before) VALUES (?, ?) ON CONFLICT (blob_key) DO UPDATE SET not_before = excluded.not_before`, key, core.Micros(notBefore))
-	return err
+	return blob.Garbage{Table: "registry_module_garbage"}.Add(ctx, q, key, notBefore)
 }
 
 // deleteBlob deletes an archive no version points at, and its garbage
 // row; on failure the row stays for a later Sweep.
-func (s *Service) deleteBlob(ctx context.Context, key string) {
-	if key == "" {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
-	if err := s.blobs.Delete(ctx, key); err != nil && core.KindOf(err) != core.KindNotFound {
-		s.opts.Logger.WarnContext(ctx, "deleting module archive", "key", key, "error", err)
-		return
-	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM registry_module_garbage WHERE blob_key = ?`, key); err != nil {
-		s.opts.Logger.WarnContext(ctx, "forgetting deleted module archive", "key", key, "error", err)
-	}
-}
+func (s *Service) deleteBlob(ctx context.Context, key string) { s.garbage().Collect(ctx, key) }
 
 // Sweep deletes the archives of deleted versions and of uploads abandoned
 // by a crash. It returns how many it deleted.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
-	rows, err := s.db.Query(ctx, `SELECT blob_key FROM registry_module_garbage WHERE not_before <= ? ORDER BY not_before LIMIT 500`, core.Micros(core.Now()))
-	if err != nil {
-		return 0, err
-	}
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, k := range keys {
-		if err := s.blobs.Delete(ctx, k); err != nil && core.KindOf(err) != core.KindNotFound {
-			return n, err
-		}
-		if _, err := s.db.Exec(ctx, `DELETE FROM registry_module_garbage WHERE blob_key = ?`, k); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return s.garbage().Sweep(ctx)
 }
 
 // Run sweeps every interval until ctx ends.
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.opts.Logger.WarnContext(ctx, "sweeping module archives", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	s.garbage().Run(ctx, interval)
 }
 
 // CreateVersion adds a pending version to a private module; its archive is
@@ -911,4 +857,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	return n, err
+}
+
+// garbage is the ledger of this domain's blobs awaiting deletion.
+func (s *Service) garbage() blob.Garbage {
+	return blob.Garbage{DB: s.db, Blobs: s.blobs, Table: "registry_module_garbage", What: "module archive", Logger: s.opts.Logger}
 }
