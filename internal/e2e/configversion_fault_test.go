@@ -3,14 +3,9 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
@@ -74,32 +69,7 @@ func TestKillDuringConfigUpload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pr, pw := io.Pipe()
-			done := make(chan error, 1)
-			go func() {
-				req, _ := http.NewRequest(http.MethodPut, cv2.UploadURL, pr)
-				req.ContentLength = int64(len(second))
-				req.Header.Set("Content-Type", "application/octet-stream")
-				resp, err := p.HTTP.Do(req)
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode < 300 {
-						err = fmt.Errorf("upload succeeded with %d", resp.StatusCode)
-					} else {
-						err = nil
-					}
-				}
-				done <- err
-			}()
-			if _, err := pw.Write(second[:len(second)/2]); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-			p.kill()
-			pw.CloseWithError(io.ErrUnexpectedEOF)
-			if err := <-done; err != nil && strings.Contains(err.Error(), "succeeded") {
-				t.Fatal(err)
-			}
+			p.killMidUpload(t, cv2.UploadURL, second)
 
 			p = p.restart()
 			c = p.Client

@@ -6,11 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
@@ -81,33 +78,7 @@ func TestKillDuringStateUpload(t *testing.T) {
 			if pending.UploadURL == "" {
 				t.Fatal("state version create returned no hosted-state-upload-url")
 			}
-			// Send half the body, kill the server, then give up on the rest.
-			pr, pw := io.Pipe()
-			done := make(chan error, 1)
-			go func() {
-				req, _ := http.NewRequest("PUT", pending.UploadURL, pr)
-				req.ContentLength = int64(len(second))
-				req.Header.Set("Content-Type", "application/octet-stream")
-				resp, err := p.HTTP.Do(req)
-				if err == nil {
-					resp.Body.Close()
-					if resp.StatusCode < 300 {
-						err = fmt.Errorf("upload succeeded with %d", resp.StatusCode)
-					} else {
-						err = nil
-					}
-				}
-				done <- err
-			}()
-			if _, err := pw.Write(second[:len(second)/2]); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-			p.kill()
-			pw.CloseWithError(io.ErrUnexpectedEOF)
-			if err, ok := <-done; ok && err != nil && strings.Contains(err.Error(), "succeeded") {
-				t.Fatal(err)
-			}
+			p.killMidUpload(t, pending.UploadURL, second)
 
 			p = p.restart()
 			c = p.Client

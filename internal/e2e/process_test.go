@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -142,3 +143,34 @@ func (p *proc) restart() *proc {
 }
 
 func mustCtx() context.Context { return context.Background() }
+
+// killMidUpload starts a PUT of body to a capability upload URL, sends the
+// first half, SIGKILLs the server while the rest is still to come, and
+// fails the test if the server accepted the upload anyway.
+func (p *proc) killMidUpload(t *testing.T, url string, body []byte) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	accepted := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPut, url, pr)
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := p.HTTP.Do(req)
+		if err != nil {
+			accepted <- 0
+			return
+		}
+		resp.Body.Close()
+		accepted <- resp.StatusCode
+	}()
+	if _, err := pw.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+	// Give the server a moment to be in the middle of reading the body.
+	time.Sleep(200 * time.Millisecond)
+	p.kill()
+	pw.CloseWithError(io.ErrUnexpectedEOF)
+	if code := <-accepted; code > 0 && code < 300 {
+		t.Fatalf("a half-sent upload was accepted with %d", code)
+	}
+}
