@@ -3,7 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -29,31 +28,32 @@ func (s *Service) startLog(ctx context.Context, q store.Q, logID string) error {
 	return err
 }
 
-// AppendLog adds output to a running phase's log. Writers racing for the
-// same sequence number (possible on PostgreSQL, where two transactions can
-// read the same MAX) retry with the next one.
+// AppendLog adds output to a running phase's log. Appends to one log are
+// serialized on its first chunk (the STX every open log has), so writers
+// racing for the next sequence number wait for each other instead of
+// colliding on PostgreSQL, where two transactions could read the same MAX.
 func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	var err error
-	for range 5 {
-		err = s.DB.Tx(ctx, func(tx *store.Tx) error {
-			var seq sql.NullInt64
-			if err := tx.QueryRow(ctx, `SELECT MAX(seq) FROM log_chunks WHERE log_id = ?`, logID).Scan(&seq); err != nil {
-				return err
-			}
-			if !seq.Valid {
-				return core.Conflict("log %s is not open", logID)
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, ?, ?)`, logID, seq.Int64+1, data)
-			return err
-		})
-		if !store.IsUniqueViolation(s.DB, err) {
+	return s.DB.Tx(ctx, func(tx *store.Tx) error {
+		var first int64
+		err := tx.QueryRow(ctx, `SELECT seq FROM log_chunks WHERE log_id = ? AND seq = 0`+store.ForUpdate(tx), logID).Scan(&first)
+		if store.IsNoRows(err) {
+			return core.Conflict("log %s is not open", logID)
+		}
+		if err != nil {
 			return err
 		}
-	}
-	return fmt.Errorf("appending to log %s: %w", logID, err)
+		var seq int64
+		if err := tx.QueryRow(ctx, `SELECT MAX(seq) FROM log_chunks WHERE log_id = ?`, logID).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, ?, ?)`, logID, seq+1, data); err != nil {
+			return fmt.Errorf("appending to log %s: %w", logID, err)
+		}
+		return nil
+	})
 }
 
 func (s *Service) chunks(ctx context.Context, q store.Q, logID string) ([]byte, bool, error) {
