@@ -71,20 +71,7 @@ func (s *Service) List(ctx context.Context, org string) ([]*Pool, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM agent_pools WHERE organization_name = ? ORDER BY name`, org)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Pool
-	for rows.Next() {
-		p, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return store.All(ctx, s.db, scan, `SELECT `+cols+` FROM agent_pools WHERE organization_name = ? ORDER BY name`, org)
 }
 
 func requireOwner(ctx context.Context, org string) error {

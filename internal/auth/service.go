@@ -183,20 +183,7 @@ func (s *Service) GetToken(ctx context.Context, id string) (*Token, error) {
 
 // ListTokens returns the tokens of a subject, oldest first.
 func (s *Service) ListTokens(ctx context.Context, kind Kind, subject string) ([]*Token, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject = ? ORDER BY created_at, id`, string(kind), subject)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Token
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return store.All(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject = ? ORDER BY created_at, id`, string(kind), subject)
 }
 
 // DeleteToken removes a token.

@@ -144,21 +144,8 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Pr
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM projects WHERE organization_name = ? ORDER BY created_at DESC, id DESC`, org)
+	all, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM projects WHERE organization_name = ? ORDER BY created_at DESC, id DESC`, org)
 	if err != nil {
-		return nil, err
-	}
-	var all []*Project
-	for rows.Next() {
-		p, err := scan(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		all = append(all, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	var out []*Project

@@ -57,20 +57,7 @@ func scanComment(sc interface{ Scan(...any) error }) (*Comment, error) {
 const commentCols = `id, run_id, body, actor, created_at`
 
 func listComments(ctx context.Context, q store.Q, runID string) ([]*Comment, error) {
-	rows, err := q.Query(ctx, `SELECT `+commentCols+` FROM run_comments WHERE run_id = ? ORDER BY created_at, id`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Comment
-	for rows.Next() {
-		c, err := scanComment(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return store.All(ctx, q, scanComment, `SELECT `+commentCols+` FROM run_comments WHERE run_id = ? ORDER BY created_at, id`, runID)
 }
 
 // CreateComment adds a comment to a run the caller can see.

@@ -59,20 +59,7 @@ func getRun(ctx context.Context, q store.Q, col, id string, lock bool) (*Run, er
 }
 
 func listRuns(ctx context.Context, q store.Q, where string, args ...any) ([]*Run, error) {
-	rows, err := q.Query(ctx, `SELECT doc FROM runs WHERE `+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return store.All(ctx, q, scanRun, `SELECT doc FROM runs WHERE `+where, args...)
 }
 
 // Event is an entry of a run's history.
@@ -103,18 +90,5 @@ func scanEvent(sc interface{ Scan(...any) error }) (*Event, error) {
 }
 
 func listEvents(ctx context.Context, q store.Q, runID string) ([]*Event, error) {
-	rows, err := q.Query(ctx, `SELECT `+eventCols+` FROM run_events WHERE run_id = ? ORDER BY created_at, id`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return store.All(ctx, q, scanEvent, `SELECT `+eventCols+` FROM run_events WHERE run_id = ? ORDER BY created_at, id`, runID)
 }

@@ -665,20 +665,7 @@ func scanOutput(sc interface{ Scan(...any) error }) (*Output, error) {
 }
 
 func (s *Service) outputs(ctx context.Context, svID string) ([]*Output, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+outputCols+` FROM state_version_outputs WHERE state_version_id = ? ORDER BY name`, svID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*Output
-	for rows.Next() {
-		o, err := scanOutput(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return store.All(ctx, s.db, scanOutput, `SELECT `+outputCols+` FROM state_version_outputs WHERE state_version_id = ? ORDER BY name`, svID)
 }
 
 // Outputs returns the outputs of a state version the caller may see, with

@@ -156,3 +156,25 @@ func ForUpdate(q Q) string {
 	}
 	return ""
 }
+
+// Scanner reads one row: *sql.Row or *sql.Rows. (An alias, so that scan
+// functions written against the bare interface fit.)
+type Scanner = interface{ Scan(dest ...any) error }
+
+// All runs query and returns every row turned into a T by scan.
+func All[T any](ctx context.Context, q Q, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

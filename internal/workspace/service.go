@@ -549,21 +549,8 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Wo
 		query += ` AND project_id = ?`
 		args = append(args, opts.ProjectID)
 	}
-	rows, err := s.db.Query(ctx, query+` ORDER BY name, id`, args...)
+	all, err := store.All(ctx, s.db, scan, query+` ORDER BY name, id`, args...)
 	if err != nil {
-		return nil, err
-	}
-	var all []*Workspace
-	for rows.Next() {
-		w, err := scan(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		all = append(all, w)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	tags, err := s.orgWorkspaceTags(ctx, org)

@@ -118,6 +118,30 @@ func Exercise(t *testing.T, newDSN func(testing.TB) string) {
 		}
 	})
 
+	t.Run("AllScansEveryRow", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		for _, n := range []string{"b", "a", "c"} {
+			seedOrg(t, db, n)
+		}
+		scanName := func(sc store.Scanner) (string, error) {
+			var n string
+			err := sc.Scan(&n)
+			return n, err
+		}
+		got, err := store.All(ctx, db, scanName, `SELECT name FROM organizations WHERE name <> ? ORDER BY name`, "c")
+		if err != nil || fmt.Sprint(got) != "[a b]" {
+			t.Fatalf("All = %v, %v; want [a b]", got, err)
+		}
+		none, err := store.All(ctx, db, scanName, `SELECT name FROM organizations WHERE name = ?`, "zzz")
+		if err != nil || len(none) != 0 {
+			t.Fatalf("All with no rows = %v, %v", none, err)
+		}
+		bad := func(sc store.Scanner) (string, error) { return "", errors.New("scan failed") }
+		if _, err := store.All(ctx, db, bad, `SELECT name FROM organizations`); err == nil {
+			t.Fatal("All hid a scan error")
+		}
+	})
+
 	t.Run("ConcurrentWritersAllSucceed", func(t *testing.T) {
 		db := open(t, newDSN(t))
 		seedOrg(t, db, "busy")
