@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +66,30 @@ func testRunCommentsAndForceExecute(t *testing.T, e *testenv.Env) {
 		t.Fatal(err)
 	}
 	waitRun(ctx, t, c, first.ID, 2*time.Minute, tfe.RunPlanned)
+
+	// The unredacted plan JSON holds sensitive values: owners only. A plain
+	// member still gets the redacted one.
+	planned, err := c.Runs.Read(ctx, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, _ := e.UserClient(t, org.Name, "dev@acme.test")
+	if _, err := member.Plans.ReadJSONOutput(ctx, planned.Plan.ID); err == nil || !strings.Contains(strings.ToLower(err.Error()), "forbidden") {
+		t.Fatalf("a member read the unredacted plan JSON: %v", err)
+	}
+	if _, err := c.Plans.ReadJSONOutput(ctx, planned.Plan.ID); err != nil {
+		t.Fatalf("an owner could not read the plan JSON: %v", err)
+	}
+	for _, who := range []*tfe.Client{c, member} {
+		req, err := who.NewRequest("GET", "plans/"+planned.Plan.ID+"/json-output-redacted", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := req.Do(ctx, &buf); err != nil || !json.Valid(buf.Bytes()) {
+			t.Fatalf("reading the redacted plan JSON: %v", err)
+		}
+	}
 	second, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws})
 	if err != nil {
 		t.Fatal(err)

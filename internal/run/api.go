@@ -681,7 +681,7 @@ func (a *API) writePlanJSON(w http.ResponseWriter, req *http.Request, r *Run, na
 	if name == "json" {
 		// The unredacted plan holds sensitive values: only for tokens that
 		// may administer the organization.
-		if p := auth.FromContext(req.Context()); !p.IsOwner(r.Organization) && p.Kind != auth.KindUser {
+		if !auth.FromContext(req.Context()).IsOwner(r.Organization) {
 			tfeapi.Error(w, req, core.Forbidden("the unredacted plan JSON needs an owner's token; use json-output-redacted"))
 			return
 		}
