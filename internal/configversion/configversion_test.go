@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -325,7 +326,7 @@ func TestArchiveAction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.client.ConfigurationVersions.Upload(ctx, cv.UploadURL, "/work/tools/go-tfe/test-fixtures/config-version"); err != nil {
+			if err := e.client.ConfigurationVersions.Upload(ctx, cv.UploadURL, filepath.Join("testdata", "config-version")); err != nil {
 				t.Fatal(err)
 			}
 			return waitStatus(t, e.client, cv.ID, tfe.ConfigurationUploaded)
