@@ -5,7 +5,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz conformance bench clean mirror
+.PHONY: help build run test test-short vet fuzz conformance bench clean mirror engines
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -16,8 +16,12 @@ build: ## build bin/terrace
 run: build ## build and start Terrace with the embedded defaults (data in ./.terrace)
 	./$(BIN) server
 
-test: vet ## the whole test suite: both stores, real terraform, real HTTPS
-	$(GO) test -count=1 -timeout 40m ./...
+ENGINES_DIR ?= $(CURDIR)/.cache/engines
+engines: ## build terraform 1.5.7 and OpenTofu (tools/engines/versions) from the Go module proxy into $(ENGINES_DIR), once
+	tools/engines/build.sh $(ENGINES_DIR)
+
+test: vet engines ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), real HTTPS
+	TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
 	$(GO) test -short -count=1 ./...
@@ -37,7 +41,7 @@ bench: ## run benchmarks: remote run time vs local terraform, queue latency, thr
 	$(GO) run ./tools/bench $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$(grep -rl --include='*_test.go' '^func Benchmark' cmd internal tools | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
-clean: ## remove bin/ and .cache/ (the go-tfe test binary is rebuilt on the next `make conformance`)
+clean: ## remove bin/ and .cache/ (the go-tfe test binary and the engines are rebuilt when next needed)
 	rm -rf bin .cache
 
 MIRROR    ?= $(CURDIR)/.mirror

@@ -57,11 +57,11 @@ func TestTerraformPrivateRegistryModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	for _, bin := range engines(t) {
+	for _, eng := range engines(t) {
 		for _, st := range testenv.Stores {
-			t.Run(filepath.Base(bin)+"/"+st, func(t *testing.T) {
+			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
 				e := testenv.New(t, testenv.Options{Store: st})
-				testPrivateRegistryModule(t, e, newCLI(t, e, bin))
+				testPrivateRegistryModule(t, e, newEngineCLI(t, e, eng))
 			})
 		}
 	}

@@ -75,11 +75,15 @@ func TestTerraformRemoteExecution(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	for _, st := range testenv.Stores {
-		t.Run(st, func(t *testing.T) {
-			e := testenv.New(t, testenv.Options{Store: st})
-			testRemoteExecution(t, e, newCLI(t, e, engines(t)[0]))
-		})
+	for _, eng := range engines(t) {
+		for _, st := range testenv.Stores {
+			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
+				e := testenv.New(t, testenv.Options{Store: st})
+				c := newEngineCLI(t, e, eng)
+				testRemoteExecution(t, e, c)
+				testLegacyRemoteExecution(t, e, c)
+			})
+		}
 	}
 }
 
@@ -123,6 +127,9 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	if _, err := e.Client.StateVersions.ReadCurrent(ctx, ws.ID); err == nil {
 		t.Fatal("a speculative plan created state")
 	}
+	// The run executed with the engine and version the workspace names
+	// (the CLI's own, set by init): its log starts with the engine's header.
+	checkEngine(t, c, ws, out)
 
 	// apply -auto-approve applies on the server.
 	out = c.run(dir, "apply", "-auto-approve")
@@ -273,6 +280,80 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 				t.Fatalf("run %s log holds the sensitive value", r.ID)
 			}
 		}
+	}
+}
+
+// checkEngine fails unless the workspace names the CLI's engine version
+// and the remote run's log (out) shows that engine ran it.
+func checkEngine(t *testing.T, c *cli, ws *tfe.Workspace, out string) {
+	t.Helper()
+	if c.eng.Name == "" {
+		return
+	}
+	if ws.TerraformVersion != c.eng.Version {
+		t.Fatalf("%s init made workspace %s with terraform-version %q, want %q", c.eng.Label(), ws.Name, ws.TerraformVersion, c.eng.Version)
+	}
+	header := map[string]string{"terraform": "Terraform", "tofu": "OpenTofu"}[c.eng.Name] + " v" + c.eng.Version
+	if !strings.Contains(out, header) {
+		t.Fatalf("the remote run of workspace %s did not run %s (its log lacks %q):\n%s", ws.Name, c.eng.Label(), header, out)
+	}
+}
+
+// testLegacyRemoteExecution: older pipelines use `backend "remote"`; plan
+// and apply execute on the server, with the engine the workspace names.
+func testLegacyRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
+	ctx := context.Background()
+	const org = "acme"
+	if _, err := e.Client.Organizations.Read(ctx, org); err != nil {
+		testenv.NewOrg(t, e.Client, org)
+	}
+	dir := writeConfig(t, map[string]string{"main.tf": fmt.Sprintf(`terraform {
+  backend "remote" {
+    hostname     = %q
+    organization = %q
+    workspaces { name = "legacy-remote" }
+  }
+}
+variable "who" {
+  type    = string
+  default = "nobody"
+}
+resource "terraform_data" "legacy" { input = "remote ${var.who}" }
+output "legacy" { value = terraform_data.legacy.output }
+`, e.Host, org)})
+	c.run(dir, "init")
+	ws, err := e.Client.Workspaces.Read(ctx, org, "legacy-remote")
+	if err != nil {
+		t.Fatalf("init with backend \"remote\" made no workspace: %v", err)
+	}
+	if ws.ExecutionMode != "remote" {
+		t.Fatalf("workspace legacy-remote runs %q, want remote", ws.ExecutionMode)
+	}
+	if _, err := e.Client.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("who"), Value: tfe.String("server"), Category: tfe.Category(tfe.CategoryTerraform)}); err != nil {
+		t.Fatal(err)
+	}
+	out := c.run(dir, "plan")
+	if !strings.Contains(out, "terraform_data.legacy will be created") || !strings.Contains(out, "remote server") {
+		t.Fatalf("backend \"remote\" plan did not run remotely with the workspace's variable:\n%s", out)
+	}
+	checkEngine(t, c, ws, out)
+	if _, err := e.Client.StateVersions.ReadCurrent(ctx, ws.ID); err == nil {
+		t.Fatal("a remote speculative plan created state")
+	}
+	out = c.run(dir, "apply", "-auto-approve")
+	if !strings.Contains(out, "Apply complete! Resources: 1 added") {
+		t.Fatalf("backend \"remote\" apply:\n%s", out)
+	}
+	runs, err := e.Client.Runs.List(ctx, ws.ID, nil)
+	if err != nil || len(runs.Items) != 2 || runs.Items[0].Status != tfe.RunApplied || !runs.Items[1].PlanOnly {
+		t.Fatalf("runs of legacy-remote: %+v %v; want a speculative plan, then an applied run", runs, err)
+	}
+	outs, err := e.Client.StateVersionOutputs.ReadCurrent(ctx, ws.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs.Items) != 1 || outs.Items[0].Name != "legacy" || outs.Items[0].Value != "remote server" {
+		t.Fatalf("state after the remote apply has outputs %+v, want legacy = \"remote server\"", outs.Items)
 	}
 }
 

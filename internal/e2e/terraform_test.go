@@ -21,26 +21,25 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// engines returns the CLIs to test: terraform always (the test fails
-// without it), tofu when one is on PATH.
-func engines(t *testing.T) []string {
-	tf, err := exec.LookPath("terraform")
-	if err != nil {
-		t.Fatal("terraform is not on PATH: the end-to-end tests drive the real terraform binary")
-	}
-	out := []string{tf}
-	if tofu, err := exec.LookPath("tofu"); err == nil {
-		out = append(out, tofu)
-	}
-	return out
-}
+// engines returns the engines every cloud-block scenario runs with: the
+// terraform on PATH and those tools/engines/versions lists (terraform
+// 1.5.7, OpenTofu 1.12.6; `make engines` builds them). See testenv.Engines.
+func engines(t *testing.T) []testenv.Engine { return testenv.Engines(t) }
 
 // cli runs one engine against one Terrace server.
 type cli struct {
 	t    *testing.T
 	bin  string
+	eng  testenv.Engine // zero when made by newCLI from a bare path
 	env  []string
 	host string
+}
+
+// newEngineCLI is newCLI for one of engines(t).
+func newEngineCLI(t *testing.T, e *testenv.Env, eng testenv.Engine) *cli {
+	c := newCLI(t, e, eng.Path)
+	c.eng = eng
+	return c
 }
 
 func newCLI(t *testing.T, e *testenv.Env, bin string) *cli {
@@ -120,11 +119,11 @@ func TestTerraformCloudBlockLocalExecution(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	for _, bin := range engines(t) {
+	for _, eng := range engines(t) {
 		for _, st := range testenv.Stores {
-			t.Run(filepath.Base(bin)+"/"+st, func(t *testing.T) {
+			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
 				e := testenv.New(t, testenv.Options{Store: st})
-				testLocalExecution(t, e, newCLI(t, e, bin))
+				testLocalExecution(t, e, newEngineCLI(t, e, eng))
 			})
 		}
 	}

@@ -6,6 +6,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -44,6 +45,8 @@ type Options struct {
 	RunCLIConfig      string
 	RunnerConcurrency int
 	CancelGrace       time.Duration
+	// EnginesDir is the server's engines folder; EnginesDir() when empty.
+	EnginesDir string
 }
 
 // Env is a running server.
@@ -102,6 +105,7 @@ func New(t testing.TB, opts Options) *Env {
 		RunCLIConfig:      opts.RunCLIConfig,
 		RunnerConcurrency: opts.RunnerConcurrency,
 		CancelGrace:       opts.CancelGrace,
+		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
 	})
 	if err != nil {
 		cancel()
