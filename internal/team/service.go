@@ -588,3 +588,15 @@ func checkOwnersLeft(ctx context.Context, q store.Q, org string) error {
 	}
 	return nil
 }
+
+// MemberTeams returns the teams of org the user is in, whoever asks (the
+// authorization model reads them to know what the user may do).
+func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team, error) {
+	return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
+		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? ORDER BY t.name`, userID, org)
+}
+
+// System returns a team whoever asks (for the authorization model).
+func (s *Service) System(ctx context.Context, id string) (*Team, error) {
+	return s.load(ctx, s.db, id)
+}
