@@ -102,7 +102,8 @@ var rules = map[Action]rule{
 	}},
 	SiteAdmin: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if !p.SiteAdmin {
-			return core.Forbidden("only site administrators may use the admin API")
+			// Hidden from everyone else, as in Terraform Enterprise.
+			return core.NotFound("not found")
 		}
 		return nil
 	}},
@@ -162,7 +163,7 @@ var rules = map[Action]rule{
 	RunInputs: {scope: scopeRun, noun: "configuration version", verb: "read run inputs", runToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
 	RunPlan: {scope: scopeWorkspace, noun: "workspace", verb: "queue plans", noOrgToken: true,
-		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsApply }},
+		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsPlan }},
 	RunApply: {scope: scopeWorkspace, noun: "workspace", verb: "apply runs", noOrgToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsApply }},
 	VariableRead: {scope: scopeWorkspace, noun: "workspace", verb: "read variables",

@@ -23,6 +23,10 @@ type Route struct {
 	ActionOf func(vals map[string]string) Action
 	// Locate finds the resource; nil for actions of scope "any".
 	Locate Locator
+	// CreatesRun: the action is RunPlan for a run that can only plan
+	// (plan-only, or on a speculative configuration version) and RunApply
+	// for one that may apply.
+	CreatesRun bool
 	// Service marks routes whose resource the guard cannot locate from
 	// the request (tokens, memberships, variable sets, …): the guard only
 	// keeps run tokens out and the owning service decides, through its
@@ -55,14 +59,14 @@ func (g *Guard) Handler(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pattern := mux.Handler(r)
 		if pattern == "" || pattern == "/" {
-			mux.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r.WithContext(WithModel(r.Context(), g.Service)))
 			return
 		}
 		if err := g.Check(r, pattern); err != nil {
 			tfeapi.Error(w, r, err)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r.WithContext(WithModel(r.Context(), g.Service)))
 	})
 }
 
@@ -116,7 +120,7 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 			}
 			return err
 		}
-		if rt.Action == RunPlan && len(req.Body()) > 0 {
+		if rt.CreatesRun {
 			action = g.runCreateAction(ctx, req.Body())
 		}
 	}

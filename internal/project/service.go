@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -193,8 +194,8 @@ func containsString(list []string, s string) bool {
 }
 
 func (s *Service) requireOwner(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage projects", org)
+	if authz.Allows(ctx, authz.OrgCreateProject, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage projects of organization %q", org)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -145,8 +146,12 @@ func (s *Service) checkOrg(ctx context.Context, q store.Q, org string) error {
 }
 
 func requireOwner(ctx context.Context, org, action string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may %s", org, action)
+	need := authz.OrgManageTeams
+	if action == "invite users" || action == "change team membership" {
+		need = authz.OrgManageMembers
+	}
+	if authz.Allows(ctx, need, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not %s in organization %q", action, org)
 	}
 	return nil
 }

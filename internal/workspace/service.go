@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -445,10 +446,16 @@ func canManage(ctx context.Context, org string) bool {
 }
 
 func requireManage(ctx context.Context, org string) error {
-	if !canManage(ctx, org) {
-		return core.Forbidden("only owners of organization %q may manage its workspaces", org)
+	if err := authz.Allows(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org}); err != nil {
+		return core.Forbidden("you may not create workspaces in organization %q", org)
 	}
 	return nil
+}
+
+// requireManageWorkspace asks the authorization model whether the caller
+// may change w's settings.
+func requireManageWorkspace(ctx context.Context, w *Workspace) error {
+	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
 }
 
 // Create adds a workspace to an organization.
@@ -723,7 +730,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		if err := o.apply(w); err != nil {
@@ -771,7 +778,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		return s.remove(ctx, tx, w.ID)
@@ -785,7 +792,7 @@ func (s *Service) SafeDelete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := requireManage(ctx, w.Organization); err != nil {
+	if err := requireManageWorkspace(ctx, w); err != nil {
 		return err
 	}
 	if s.State != nil {
@@ -881,7 +888,7 @@ func (s *Service) Unlock(ctx context.Context, id string, force bool) (*Workspace
 		if err != nil {
 			return err
 		}
-		if force && !canManage(ctx, w.Organization) {
+		if force && authz.Allows(ctx, authz.WorkspaceForceUnlock, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}) != nil {
 			return core.Forbidden("only owners may force-unlock workspaces")
 		}
 		if !w.Locked() {
