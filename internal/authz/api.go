@@ -25,6 +25,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/team-projects/{id}", a.getProject)
 	mux.HandleFunc("PATCH /api/v2/team-projects/{id}", a.updateProject)
 	mux.HandleFunc("DELETE /api/v2/team-projects/{id}", a.removeProject)
+	mux.HandleFunc("GET /api/v2/organizations/{org}/token-ttl-policies", a.listTTL)
+	mux.HandleFunc("PATCH /api/v2/organizations/{org}/token-ttl-policies", a.updateTTL)
 }
 
 type teamRef struct {

@@ -39,6 +39,9 @@ type Resolver interface {
 	// SharesState reports whether workspace target lets workspace reader
 	// read its state (global-remote-state or remote-state-consumers).
 	SharesState(ctx context.Context, target, reader string) (bool, error)
+	// OrganizationExists returns core.ErrNotFound for an unknown
+	// organization.
+	OrganizationExists(ctx context.Context, name string) error
 	// Speculative reports whether a configuration version only plans.
 	Speculative(ctx context.Context, configVersionID string) (bool, error)
 }

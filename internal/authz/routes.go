@@ -26,6 +26,8 @@ var Routes = map[string]Route{
 	"GET /api/v2/organizations/{org}":                                                                 {Action: OrgRead, Locate: InOrg},
 	"PATCH /api/v2/organizations/{org}":                                                               {Action: OrgManage, Locate: InOrg},
 	"DELETE /api/v2/organizations/{org}":                                                              {Action: OrgManage, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/token-ttl-policies":                                              {Action: OrgRead, Locate: InOrg},
+	"PATCH /api/v2/organizations/{org}/token-ttl-policies":                                            {Action: OrgManage, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/entitlement-set":                                                 {Action: OrgEntitlements, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/capacity":                                                        {Action: OrgRead, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/authentication-token":                                            {Action: OrgManage, Locate: InOrg},

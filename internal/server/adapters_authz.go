@@ -126,6 +126,11 @@ func (a authzResolver) SharesState(ctx context.Context, target, reader string) (
 	return a.s.Workspaces.CanReadStateOf(ctx, reader, target)
 }
 
+func (a authzResolver) OrganizationExists(ctx context.Context, name string) error {
+	_, err := a.s.Orgs.Get(system(ctx), name)
+	return err
+}
+
 func (a authzResolver) Speculative(ctx context.Context, id string) (bool, error) {
 	cv, err := a.s.ConfigVersions.Get(system(ctx), id)
 	if err != nil {

@@ -172,6 +172,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.Auth.TokenTTL = s.Authz.TokenTTL
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err

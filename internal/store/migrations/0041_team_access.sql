@@ -24,3 +24,16 @@ CREATE TABLE team_projects (
     UNIQUE (team_id, project_id)
 );
 CREATE INDEX team_projects_project ON team_projects (project_id);
+
+-- Organization token TTL policies (internal/authz): the longest a token of
+-- each type may live in an organization. A missing row is the default
+-- (about two years); authentication refuses tokens older than their policy.
+CREATE TABLE token_ttl_policies (
+    id TEXT PRIMARY KEY,
+    organization_name TEXT NOT NULL REFERENCES organizations (name) ON UPDATE CASCADE ON DELETE CASCADE,
+    token_type TEXT NOT NULL,
+    max_ttl_ms BIGINT NOT NULL,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    UNIQUE (organization_name, token_type)
+);
