@@ -38,8 +38,10 @@ const (
 	ProjectRead   Action = "project:read"
 	ProjectUpdate Action = "project:update"
 	ProjectDelete Action = "project:delete"
-	// ProjectCreateWorkspace creates a workspace in the project (no-code
-	// provisioning): workspace create, or write access to the project.
+	// ProjectCreateWorkspace creates a workspace in the project: manage
+	// workspaces, a grant with workspace create (maintain, admin, custom),
+	// or write access to the project's workspaces (seed 000: a team with
+	// project write provisions no-code workspaces into its project).
 	ProjectCreateWorkspace Action = "project:create-workspace"
 	ProjectManageTeams     Action = "project:manage-teams"
 
@@ -144,7 +146,9 @@ var rules = map[Action]rule{
 	ProjectManageTeams: {scope: scopeProject, noun: "project", verb: "manage this project's team access",
 		project: func(_ standing, p ProjectPerms) bool { return p.ManageTeams }},
 	ProjectCreateWorkspace: {scope: scopeProject, noun: "project", verb: "create workspaces in this project",
-		project: func(st standing, p ProjectPerms) bool { return st.access.ManageWorkspaces || p.CreateWorkspaces }},
+		project: func(st standing, p ProjectPerms) bool {
+			return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
+		}},
 
 	WorkspaceRead: {scope: scopeWorkspace, noun: "workspace", verb: "read this workspace", runToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Read }},

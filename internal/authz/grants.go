@@ -180,6 +180,7 @@ func (g ProjectGrant) perms(access string) (ProjectPerms, WorkspacePerms) {
 	}
 	p.VariableSets, _ = parseLevel(varsNames, g.Project.VariableSets)
 	p.CreateWorkspaces = g.Workspace.Create
+	p.WriteWorkspaces = g.Workspace.Runs == "apply" && g.Workspace.StateVersions == "write"
 	w := g.Workspace
 	runs, _ := parseLevel(runsNames, w.Runs)
 	vars, _ := parseLevel(varsNames, w.Variables)

@@ -128,6 +128,9 @@ type ProjectPerms struct {
 	VariableSets Level `json:"variable-sets"`
 	// CreateWorkspaces in the project.
 	CreateWorkspaces bool `json:"create-workspaces"`
+	// WriteWorkspaces: write (apply) access to the project's workspaces,
+	// which lets a team provision no-code workspaces into it.
+	WriteWorkspaces bool `json:"write-workspaces"`
 }
 
 func (a ProjectPerms) union(b ProjectPerms) ProjectPerms {
@@ -135,11 +138,12 @@ func (a ProjectPerms) union(b ProjectPerms) ProjectPerms {
 		Read: a.Read || b.Read, Update: a.Update || b.Update, Delete: a.Delete || b.Delete,
 		ReadTeams: a.ReadTeams || b.ReadTeams, ManageTeams: a.ManageTeams || b.ManageTeams,
 		VariableSets: max(a.VariableSets, b.VariableSets), CreateWorkspaces: a.CreateWorkspaces || b.CreateWorkspaces,
+		WriteWorkspaces: a.WriteWorkspaces || b.WriteWorkspaces,
 	}
 }
 
 var projectAll = ProjectPerms{Read: true, Update: true, Delete: true, ReadTeams: true, ManageTeams: true,
-	VariableSets: VarsWrite, CreateWorkspaces: true}
+	VariableSets: VarsWrite, CreateWorkspaces: true, WriteWorkspaces: true}
 
 // OrgAccess is a team's organization access (the organization-access
 // flags of go-tfe's Team), as the model reads them.

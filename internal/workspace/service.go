@@ -452,6 +452,29 @@ func requireManage(ctx context.Context, org string) error {
 	return nil
 }
 
+// requireCreate asks the authorization model whether the caller may create
+// a workspace in the project (the organization's default when none).
+func (s *Service) requireCreate(ctx context.Context, org string, projectID *string) error {
+	if requireManage(ctx, org) == nil {
+		return nil
+	}
+	prj := ""
+	if projectID != nil {
+		prj = *projectID
+	}
+	if prj == "" {
+		id, err := s.projects.DefaultID(ctx, org)
+		if err != nil {
+			return err
+		}
+		prj = id
+	}
+	if authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: prj}) != nil {
+		return core.Forbidden("you may not create workspaces in organization %q", org)
+	}
+	return nil
+}
+
 // requireManageWorkspace asks the authorization model whether the caller
 // may change w's settings.
 func requireManageWorkspace(ctx context.Context, w *Workspace) error {
@@ -463,7 +486,7 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	if err := requireManage(ctx, org); err != nil {
+	if err := s.requireCreate(ctx, org, o.ProjectID); err != nil {
 		return nil, err
 	}
 	if o.Name == nil || *o.Name == "" {
