@@ -86,7 +86,12 @@ func (g *Guard) Check(r *http.Request, pattern string) error {
 			if !read {
 				read = true
 				body, _ = io.ReadAll(io.LimitReader(r.Body, tfeapi.DefaultBodyLimit))
-				r.Body = io.NopCloser(bytes.NewReader(body))
+				// The handler reads the whole body again, beyond what
+				// was looked at here.
+				r.Body = struct {
+					io.Reader
+					io.Closer
+				}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 			}
 			return body
 		},

@@ -593,8 +593,15 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Wo
 			return nil, err
 		}
 	}
+	readable, err := authz.ReadableWorkspaces(ctx, org)
+	if err != nil {
+		return nil, err
+	}
 	out := []*Workspace{}
 	for _, w := range all {
+		if !readable(w.ProjectID, w.ID) {
+			continue
+		}
 		w.TagNames = tags[w.ID]
 		if w.TagNames == nil {
 			w.TagNames = []string{}
