@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -75,8 +76,8 @@ func (s *Service) List(ctx context.Context, org string) ([]*Pool, error) {
 }
 
 func requireOwner(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage agent pools", org)
+	if authz.Allows(ctx, authz.OrgManageAgents, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage agent pools of organization %q", org)
 	}
 	return nil
 }

@@ -46,6 +46,10 @@ type Service struct {
 	memberships Memberships
 	orgs        Organizations
 	runs        RunResolver
+	// TokenTTL, when set, is the longest a token of kind may live in
+	// org (the organization's token TTL policy); older organization and
+	// team tokens are refused.
+	TokenTTL func(ctx context.Context, org string, kind Kind) (time.Duration, error)
 }
 
 // NewService returns an auth service. runs may be nil until runs exist.
@@ -209,10 +213,11 @@ func (s *Service) DeleteTokens(ctx context.Context, q store.Q, kind Kind, subjec
 func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, error) {
 	var (
 		id, kind, subject string
+		created           int64
 		used, exp         sql.NullInt64
 	)
-	err := s.db.QueryRow(ctx, `SELECT id, kind, subject, last_used_at, expired_at FROM tokens WHERE hash = ?`, HashToken(secret)).
-		Scan(&id, &kind, &subject, &used, &exp)
+	err := s.db.QueryRow(ctx, `SELECT id, kind, subject, created_at, last_used_at, expired_at FROM tokens WHERE hash = ?`, HashToken(secret)).
+		Scan(&id, &kind, &subject, &created, &used, &exp)
 	if store.IsNoRows(err) {
 		return nil, core.Unauthorized("invalid token")
 	}
@@ -271,6 +276,15 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 		}
 	default:
 		return nil, core.Unauthorized("unknown token kind")
+	}
+	if s.TokenTTL != nil && (p.Kind == KindTeam || p.Kind == KindOrganization) {
+		ttl, err := s.TokenTTL(ctx, p.Organization, p.Kind)
+		if err != nil {
+			return nil, err
+		}
+		if now.Sub(core.FromMicros(created)) > ttl {
+			return nil, core.Unauthorized("token is older than the organization's %s token TTL policy allows", p.Kind)
+		}
 	}
 	return p, nil
 }

@@ -67,13 +67,20 @@ func testRunCommentsAndForceExecute(t *testing.T, e *testenv.Env) {
 	}
 	waitRun(ctx, t, c, first.ID, 2*time.Minute, tfe.RunPlanned)
 
-	// The unredacted plan JSON holds sensitive values: owners only. A plain
-	// member still gets the redacted one.
+	// The unredacted plan JSON holds sensitive values: owners only. A
+	// member of a team with read access still gets the redacted one.
 	planned, err := c.Runs.Read(ctx, first.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	member, _ := e.UserClient(t, org.Name, "dev@acme.test")
+	readers, err := c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String("readers")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: readers, Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	member, _ := e.UserClient(t, org.Name, "dev@acme.test", readers)
 	if _, err := member.Plans.ReadJSONOutput(ctx, planned.Plan.ID); err == nil || !strings.Contains(strings.ToLower(err.Error()), "forbidden") {
 		t.Fatalf("a member read the unredacted plan JSON: %v", err)
 	}

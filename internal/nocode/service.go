@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/registry"
@@ -95,8 +96,8 @@ func manage(ctx context.Context, org string) error {
 	if err := access(ctx, org); err != nil {
 		return err
 	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage no-code modules", org)
+	if authz.Allows(ctx, authz.OrgManageModules, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage no-code modules of organization %q", org)
 	}
 	return nil
 }

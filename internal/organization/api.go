@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -89,6 +90,19 @@ type jsonPermissions struct {
 	CanEnableStacks        bool `json:"can-enable-stacks"`
 }
 
+// orgPermissions are what the caller may do in the organization, from the
+// authorization model the request's guard asked.
+func orgPermissions(ctx context.Context, org string, owner bool) *jsonPermissions {
+	may := func(a authz.Action) bool { return authz.Allows(ctx, a, authz.Resource{Organization: org}) == nil }
+	manage := may(authz.OrgManage)
+	return &jsonPermissions{
+		CanCreateTeam: may(authz.OrgManageTeams), CanCreateWorkspace: may(authz.OrgCreateWorkspace),
+		CanCreateProject: may(authz.OrgCreateProject), CanDestroy: manage, CanTraverse: true, CanUpdate: manage,
+		CanUpdateAPIToken: manage, CanManageRunTasks: manage, CanDeployNoCodeModules: true,
+		CanManageNoCodeModules: may(authz.OrgManageModules), CanEnableStacks: owner,
+	}
+}
+
 func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
 	p := auth.FromContext(r.Context())
 	owner := p.IsOwner(o.Name)
@@ -112,11 +126,7 @@ func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
 		UserTokensEnabled:          o.Settings.UserTokensEnabled,
 		AggregatedCommitStatus:     o.Settings.AggregatedCommitStatus,
 		AllowForceDeleteWorkspaces: o.Settings.AllowForceDeleteWorkspaces,
-		Permissions: &jsonPermissions{
-			CanCreateTeam: owner, CanCreateWorkspace: true, CanCreateProject: owner, CanDestroy: owner,
-			CanTraverse: true, CanUpdate: owner, CanUpdateAPIToken: owner, CanManageRunTasks: owner,
-			CanDeployNoCodeModules: true, CanManageNoCodeModules: owner, CanEnableStacks: owner,
-		},
+		Permissions:                orgPermissions(r.Context(), o.Name, owner),
 	}
 	if o.Settings.DefaultAgentPoolID != "" {
 		j.DefaultAgentPool = &jsonPoolRef{ID: o.Settings.DefaultAgentPoolID}

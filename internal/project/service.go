@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -192,9 +193,19 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+// requireProject asks the authorization model whether the caller may do
+// action on project p (its admins and custom grants, manage-projects,
+// owners).
+func (s *Service) requireProject(ctx context.Context, action authz.Action, p *Project) error {
+	if authz.Allows(ctx, action, authz.Resource{Organization: p.Organization, ProjectID: p.ID}) != nil {
+		return core.Forbidden("you may not change project %q", p.Name)
+	}
+	return nil
+}
+
 func (s *Service) requireOwner(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage projects", org)
+	if authz.Allows(ctx, authz.OrgCreateProject, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage projects of organization %q", org)
 	}
 	return nil
 }
@@ -353,7 +364,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, e
 		if err != nil {
 			return err
 		}
-		if err := s.requireOwner(ctx, p.Organization); err != nil {
+		if err := s.requireProject(ctx, authz.ProjectUpdate, p); err != nil {
 			return err
 		}
 		if err := s.apply(p, o); err != nil {
@@ -390,7 +401,7 @@ func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding
 		if err != nil {
 			return err
 		}
-		if err := s.requireOwner(ctx, p.Organization); err != nil {
+		if err := s.requireProject(ctx, authz.ProjectUpdate, p); err != nil {
 			return err
 		}
 		return s.addBindings(ctx, tx, p, bs)
@@ -413,7 +424,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.requireOwner(ctx, p.Organization); err != nil {
+		if err := s.requireProject(ctx, authz.ProjectDelete, p); err != nil {
 			return err
 		}
 		if p.IsDefault {

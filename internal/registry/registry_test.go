@@ -371,12 +371,13 @@ func TestPublishFlow(t *testing.T) {
 			t.Fatal("no-code flag not stored")
 		}
 
-		// Only owners publish: a non-owners team may read but not write.
+		// Only owners and manage-modules teams publish: another team may
+		// read but not write.
 		member := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindTeam, TeamID: "team-x", Organization: "acme"})
 		if _, err := e.Server.Registry.GetPrivate(member, "acme", "net", "aws"); err != nil {
 			t.Fatalf("member read: %v", err)
 		}
-		if _, err := e.Server.Registry.CreateVersion(member, "acme", "net", "aws", "9.0.0"); err == nil || !strings.Contains(err.Error(), "only owners") {
+		if _, err := e.Server.Registry.CreateVersion(member, "acme", "net", "aws", "9.0.0"); err == nil || !strings.Contains(err.Error(), "may not manage registry modules") {
 			t.Fatalf("member create version: %v", err)
 		}
 		if err := e.Server.Registry.Delete(member, "acme", registry.Selector{Name: "net"}); err == nil {

@@ -18,6 +18,7 @@ import (
 	goversion "github.com/hashicorp/go-version"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/slug"
@@ -127,8 +128,8 @@ func manage(ctx context.Context, org string) error {
 	if err := access(ctx, org); err != nil {
 		return err
 	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage registry modules", org)
+	if authz.Allows(ctx, authz.OrgManageModules, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage registry modules of organization %q", org)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
@@ -194,6 +196,15 @@ func (a *API) toApply(r *Run) *jsonApply {
 		Status: string(p.Status), StatusTimestamps: stamps(p.Timestamps)}
 }
 
+// runPermissions are what the caller may do with r, from the
+// authorization model the request's guard asked.
+func runPermissions(ctx context.Context, r *Run) *jsonRunPermissions {
+	res := authz.Resource{Organization: r.Organization, WorkspaceID: r.WorkspaceID, RunID: r.ID}
+	apply := authz.Allows(ctx, authz.RunApply, res) == nil
+	plan := apply || authz.Allows(ctx, authz.RunPlan, res) == nil
+	return &jsonRunPermissions{CanApply: apply, CanCancel: plan, CanDiscard: apply, CanForceCancel: apply, CanForceExecute: apply}
+}
+
 func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 	var forceAt time.Time
 	if !r.CancelRequestedAt.IsZero() {
@@ -215,7 +226,7 @@ func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 			IsCancelable: r.Status.Cancelable(), IsConfirmable: r.confirmable(),
 			IsDiscardable: r.Status.Discardable(), IsForceCancelable: canForce,
 		},
-		Permissions: &jsonRunPermissions{CanApply: true, CanCancel: true, CanDiscard: true, CanForceCancel: true, CanForceExecute: true},
+		Permissions: runPermissions(req.Context(), r),
 		Workspace:   &jsonRef{ID: r.WorkspaceID}, ConfigurationVersion: &jsonCVRef{ID: r.ConfigurationVersionID},
 		Plan: a.toPlan(r), Apply: a.toApply(r),
 		RunEvents: []*jsonEventRef{}, TaskStages: []*jsonRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonComment{},

@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -21,11 +21,15 @@ func (a configVersionWorkspaces) Get(ctx context.Context, id string) (*configver
 	return &configversion.Workspace{ID: w.ID, Name: w.Name, Organization: w.Organization}, nil
 }
 
-// CheckQueueRun mirrors the workspace's advertised can-queue-run permission
-// (owners) for creating and archiving configuration versions.
+// CheckQueueRun asks the authorization model, which also computes the
+// workspace's advertised can-queue-run, for creating and archiving
+// configuration versions.
 func (a configVersionWorkspaces) CheckQueueRun(ctx context.Context, w *configversion.Workspace) error {
-	if !auth.FromContext(ctx).IsOwner(w.Organization) {
-		return core.Forbidden("you may not queue runs in workspace %q", w.Name)
+	if err := authz.Allows(ctx, authz.RunPlan, authz.Resource{Organization: w.Organization, WorkspaceID: w.ID}); err != nil {
+		if core.KindOf(err) == core.KindForbidden {
+			return core.Forbidden("you may not queue runs in workspace %q", w.Name)
+		}
+		return err
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
@@ -88,6 +89,8 @@ type Server struct {
 	NoCode *nocode.Service
 	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
 	Orchestration *orchestration.Service
+	// Authz is the one authorization model (and team access grants).
+	Authz *authz.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -165,6 +168,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
+	if s.Authz, err = authz.NewService(authz.Options{DB: s.DB, Teams: authzTeams{s.Teams}, Resolver: authzResolver{s}}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Auth.TokenTTL = s.Authz.TokenTTL
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -203,6 +211,8 @@ func (s *Server) routes() http.Handler {
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
 	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
+	(&authz.API{Service: s.Authz}).Register(api)
+	wsAPI.Permissions = s.Authz.Workspace
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
@@ -213,7 +223,8 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /healthz", s.healthz)
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
-	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(api))
+	guard := &authz.Guard{Service: s.Authz, Routes: authz.Routes}
+	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(guard.Handler(api)))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(regProto))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -50,8 +51,8 @@ func scan(sc interface{ Scan(...any) error }) (*Key, error) {
 }
 
 func requireOwner(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage its SSH keys", org)
+	if authz.Allows(ctx, authz.OrgManageVCS, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage the SSH keys of organization %q", org)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -145,8 +146,12 @@ func (s *Service) checkOrg(ctx context.Context, q store.Q, org string) error {
 }
 
 func requireOwner(ctx context.Context, org, action string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may %s", org, action)
+	need := authz.OrgManageTeams
+	if action == "invite users" || action == "change team membership" {
+		need = authz.OrgManageMembers
+	}
+	if authz.Allows(ctx, need, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not %s in organization %q", action, org)
 	}
 	return nil
 }
@@ -587,4 +592,16 @@ func checkOwnersLeft(ctx context.Context, q store.Q, org string) error {
 		return core.Conflict("organization %q must keep at least one owner", org)
 	}
 	return nil
+}
+
+// MemberTeams returns the teams of org the user is in, whoever asks (the
+// authorization model reads them to know what the user may do).
+func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team, error) {
+	return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
+		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? ORDER BY t.name`, userID, org)
+}
+
+// System returns a team whoever asks (for the authorization model).
+func (s *Service) System(ctx context.Context, id string) (*Team, error) {
+	return s.load(ctx, s.db, id)
 }

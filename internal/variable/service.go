@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -73,8 +74,8 @@ func canWriteWorkspaceVars(ctx context.Context) error {
 // canManageVarsets allows organization owners (owners-team members, the
 // organization token, site admins) to change variable sets.
 func canManageVarsets(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage variable sets", org)
+	if authz.Allows(ctx, authz.OrgManageVarsets, authz.Resource{Organization: org}) != nil {
+		return core.Forbidden("you may not manage variable sets of organization %q", org)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/jsonapi"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -19,6 +20,10 @@ import (
 // API serves the workspace endpoints of the TFE API v2.
 type API struct {
 	Service *Service
+	// Permissions computes the caller's permissions from the one
+	// authorization model, for the permissions and actions objects (nil:
+	// owners may do everything, members read).
+	Permissions func(ctx context.Context, p *auth.Principal, res authz.Resource) (authz.WorkspacePerms, error)
 	// Vars lists a workspace's variable IDs for the vars relationship (nil: none).
 	Vars interface {
 		WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error)
@@ -261,6 +266,31 @@ var includeNames = []string{"organization", "project", "locked_by", "current_run
 	"current_run.configuration_version", "current_configuration_version", "current_state_version",
 	"current-state-version", "outputs", "readme", "effective_tag_bindings"}
 
+// permissions renders what the caller may do in w: from the authorization
+// model when wired, so that what terraform is told is what is enforced.
+func (a *API) permissions(ctx context.Context, p *auth.Principal, w *Workspace, owner, member bool) *jsonPermissions {
+	if a.Permissions == nil {
+		return &jsonPermissions{
+			CanDestroy: owner, CanForceUnlock: owner, CanLock: member, CanManageRunTasks: owner, CanManageHYOK: owner,
+			CanQueueApply: owner, CanQueueDestroy: owner, CanQueueRun: owner, CanReadSettings: member,
+			CanReadStateVersions: member, CanReadVariable: member, CanUnlock: member, CanUpdate: owner,
+			CanUpdateVariable: owner, CanForceDelete: owner,
+		}
+	}
+	perms, err := a.Permissions(ctx, p, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
+	if err != nil {
+		perms = authz.WorkspacePerms{}
+	}
+	return &jsonPermissions{
+		CanDestroy: perms.Admin || perms.Delete, CanForceUnlock: perms.Admin, CanLock: perms.Locking,
+		CanManageRunTasks: perms.RunTasks, CanManageHYOK: perms.Admin, CanQueueApply: perms.Runs >= authz.RunsApply,
+		CanQueueDestroy: perms.Runs >= authz.RunsApply, CanQueueRun: perms.Runs >= authz.RunsPlan, CanReadSettings: perms.Read,
+		CanReadStateVersions: perms.StateVersions >= authz.StateFull, CanReadVariable: perms.Variables >= authz.VarsRead,
+		CanUnlock: perms.Locking, CanUpdate: perms.Admin, CanUpdateVariable: perms.Variables >= authz.VarsWrite,
+		CanForceDelete: perms.Admin,
+	}
+}
+
 // toJSON renders a workspace; inc names the includes asked for and the
 // returned slice holds the included objects.
 func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonWorkspace, []any) {
@@ -303,16 +333,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		UpdatedAt:                  w.UpdatedAt,
 		TagNames:                   w.TagNames,
 		SettingOverwrites:          &jsonSettingOverwrites{ExecutionMode: s.ExecutionModeOverwrite, AgentPool: s.AgentPoolOverwrite},
-		Permissions: &jsonPermissions{
-			CanDestroy: owner, CanForceUnlock: owner, CanLock: member, CanManageRunTasks: owner, CanManageHYOK: owner,
-			CanQueueApply: owner, CanQueueDestroy: owner, CanQueueRun: owner, CanReadSettings: member,
-			CanReadStateVersions: member, CanReadVariable: member, CanUnlock: member, CanUpdate: owner,
-			CanUpdateVariable: owner, CanForceDelete: owner,
-		},
-		Organization: &jsonOrgRef{Name: w.Organization},
-		Project:      &jsonProjectRef{ID: w.ProjectID},
-		Outputs:      []*jsonOutput{},
-		Vars:         []*jsonVarRef{},
+		Permissions:                a.permissions(ctx, p, w, owner, member),
+		Organization:               &jsonOrgRef{Name: w.Organization},
+		Project:                    &jsonProjectRef{ID: w.ProjectID},
+		Outputs:                    []*jsonOutput{},
+		Vars:                       []*jsonVarRef{},
 		links: &jsonapi.Links{
 			"self":      "/api/v2/organizations/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
 			"self-html": "/app/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),

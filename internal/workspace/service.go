@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -445,10 +446,39 @@ func canManage(ctx context.Context, org string) bool {
 }
 
 func requireManage(ctx context.Context, org string) error {
-	if !canManage(ctx, org) {
-		return core.Forbidden("only owners of organization %q may manage its workspaces", org)
+	if err := authz.Allows(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org}); err != nil {
+		return core.Forbidden("you may not create workspaces in organization %q", org)
 	}
 	return nil
+}
+
+// requireCreate asks the authorization model whether the caller may create
+// a workspace in the project (the organization's default when none).
+func (s *Service) requireCreate(ctx context.Context, org string, projectID *string) error {
+	if requireManage(ctx, org) == nil {
+		return nil
+	}
+	prj := ""
+	if projectID != nil {
+		prj = *projectID
+	}
+	if prj == "" {
+		id, err := s.projects.DefaultID(ctx, org)
+		if err != nil {
+			return err
+		}
+		prj = id
+	}
+	if authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: prj}) != nil {
+		return core.Forbidden("you may not create workspaces in organization %q", org)
+	}
+	return nil
+}
+
+// requireManageWorkspace asks the authorization model whether the caller
+// may change w's settings.
+func requireManageWorkspace(ctx context.Context, w *Workspace) error {
+	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
 }
 
 // Create adds a workspace to an organization.
@@ -456,7 +486,7 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	if err := requireManage(ctx, org); err != nil {
+	if err := s.requireCreate(ctx, org, o.ProjectID); err != nil {
 		return nil, err
 	}
 	if o.Name == nil || *o.Name == "" {
@@ -563,8 +593,15 @@ func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Wo
 			return nil, err
 		}
 	}
+	readable, err := authz.ReadableWorkspaces(ctx, org)
+	if err != nil {
+		return nil, err
+	}
 	out := []*Workspace{}
 	for _, w := range all {
+		if !readable(w.ProjectID, w.ID) {
+			continue
+		}
 		w.TagNames = tags[w.ID]
 		if w.TagNames == nil {
 			w.TagNames = []string{}
@@ -723,7 +760,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		if err := o.apply(w); err != nil {
@@ -771,7 +808,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		return s.remove(ctx, tx, w.ID)
@@ -785,7 +822,7 @@ func (s *Service) SafeDelete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := requireManage(ctx, w.Organization); err != nil {
+	if err := requireManageWorkspace(ctx, w); err != nil {
 		return err
 	}
 	if s.State != nil {
@@ -881,7 +918,7 @@ func (s *Service) Unlock(ctx context.Context, id string, force bool) (*Workspace
 		if err != nil {
 			return err
 		}
-		if force && !canManage(ctx, w.Organization) {
+		if force && authz.Allows(ctx, authz.WorkspaceForceUnlock, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}) != nil {
 			return core.Forbidden("only owners may force-unlock workspaces")
 		}
 		if !w.Locked() {

@@ -18,7 +18,7 @@ func (s *Service) AssignSSHKey(ctx context.Context, id, keyID string) (*Workspac
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		if keyID != "" {

@@ -67,6 +67,10 @@ func TestWorkspaceSSHKey(t *testing.T) {
 		if err := c.TeamMembers.Add(ctx, team.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}}); err != nil {
 			t.Fatal(err)
 		}
+		// Without access to the workspace bob would not even see it (404).
+		if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: w}); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := bob.Workspaces.UnassignSSHKey(ctx, w.ID); err == nil || !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("member unassign: %v", err)
 		}

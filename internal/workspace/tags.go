@@ -90,7 +90,7 @@ func (s *Service) AddTags(ctx context.Context, id string, refs []TagRef) error {
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		return s.addTags(ctx, tx, w, refs)
@@ -107,7 +107,7 @@ func (s *Service) RemoveTags(ctx context.Context, id string, refs []TagRef) erro
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		for _, ref := range refs {
@@ -255,7 +255,7 @@ func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		return s.addBindings(ctx, tx, w.ID, bs)
@@ -383,7 +383,7 @@ func (s *Service) ChangeConsumers(ctx context.Context, id, op string, consumerID
 		if err != nil {
 			return err
 		}
-		if err := requireManage(ctx, w.Organization); err != nil {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
 		for _, cid := range consumerIDs {

@@ -1,0 +1,183 @@
+package authz
+
+import (
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// Action is something a caller asks to do.
+type Action string
+
+// Actions. Each has exactly one rule below.
+const (
+	// Anyone with a valid token (the caller's own account and tokens,
+	// lists filtered by the service).
+	Authenticated Action = "authenticated"
+	// A user token (account endpoints).
+	UserOnly Action = "user-only"
+	// Site administration.
+	SiteAdmin Action = "site-admin"
+
+	OrgRead            Action = "organization:read"
+	OrgEntitlements    Action = "organization:read-entitlements"
+	OrgManage          Action = "organization:manage"
+	OrgManageMembers   Action = "organization:manage-membership"
+	OrgManageTeams     Action = "organization:manage-teams"
+	OrgManageModules   Action = "organization:manage-modules"
+	OrgManageAgents    Action = "organization:manage-agent-pools"
+	OrgManageVCS       Action = "organization:manage-vcs-settings"
+	OrgManageVarsets   Action = "organization:manage-variable-sets"
+	OrgCreateWorkspace Action = "organization:create-workspace"
+	OrgCreateProject   Action = "organization:create-project"
+
+	TeamRead   Action = "team:read"
+	TeamManage Action = "team:manage"
+	// TeamMembers changes a team's members.
+	TeamMembers Action = "team:manage-members"
+
+	ProjectRead   Action = "project:read"
+	ProjectUpdate Action = "project:update"
+	ProjectDelete Action = "project:delete"
+	// ProjectCreateWorkspace creates a workspace in the project: manage
+	// workspaces, a grant with workspace create (maintain, admin, custom),
+	// or write access to the project's workspaces (seed 000: a team with
+	// project write provisions no-code workspaces into its project).
+	ProjectCreateWorkspace Action = "project:create-workspace"
+	ProjectManageTeams     Action = "project:manage-teams"
+
+	WorkspaceRead        Action = "workspace:read"
+	WorkspaceUpdate      Action = "workspace:update"
+	WorkspaceDelete      Action = "workspace:delete"
+	WorkspaceLock        Action = "workspace:lock"
+	WorkspaceForceUnlock Action = "workspace:force-unlock"
+	WorkspaceManageTeams Action = "workspace:manage-teams"
+	RunRead              Action = "run:read"
+	RunPlan              Action = "run:plan"
+	RunApply             Action = "run:apply"
+	// RunInputs reads a run's inputs (its configuration).
+	RunInputs        Action = "run:read-inputs"
+	VariableRead     Action = "variable:read"
+	VariableWrite    Action = "variable:write"
+	StateRead        Action = "state:read"
+	StateReadOutputs Action = "state:read-outputs"
+	StateWrite       Action = "state:write"
+)
+
+type scope int
+
+const (
+	scopeAny scope = iota
+	scopeOrg
+	scopeTeam
+	scopeProject
+	scopeWorkspace
+	scopeRun
+)
+
+type rule struct {
+	scope scope
+	noun  string // what a 404 names
+	verb  string // what a 403 says the caller cannot do
+	// runToken: run tokens may (subject to the workspace permissions of a
+	// run token); noOrgToken: organization tokens may not.
+	runToken, noOrgToken bool
+	any                  func(*auth.Principal) error
+	org                  func(standing) bool
+	project              func(standing, ProjectPerms) bool
+	workspace            func(WorkspacePerms) bool
+}
+
+func member(st standing) bool { return st.member }
+
+var rules = map[Action]rule{
+	Authenticated: {scope: scopeAny, any: func(p *auth.Principal) error {
+		if p.Kind == auth.KindRun {
+			return core.Forbidden("a run token cannot be used for this request")
+		}
+		return nil
+	}},
+	UserOnly: {scope: scopeAny, any: func(p *auth.Principal) error {
+		if p.Kind != auth.KindUser {
+			return core.Forbidden("a %s token cannot be used for this request: use a user token", p.Kind)
+		}
+		return nil
+	}},
+	SiteAdmin: {scope: scopeAny, any: func(p *auth.Principal) error {
+		if !p.SiteAdmin {
+			// Hidden from everyone else, as in Terraform Enterprise.
+			return core.NotFound("not found")
+		}
+		return nil
+	}},
+
+	OrgRead:         {scope: scopeOrg, noun: "organization", verb: "read this organization", org: member},
+	OrgEntitlements: {scope: scopeOrg, noun: "organization", verb: "read entitlements", org: member, runToken: true},
+	OrgManage: {scope: scopeOrg, noun: "organization", verb: "manage this organization",
+		org: func(st standing) bool { return st.owner }},
+	OrgManageMembers: {scope: scopeOrg, noun: "organization", verb: "manage organization membership",
+		org: func(st standing) bool { return st.access.ManageMembership }},
+	OrgManageTeams: {scope: scopeOrg, noun: "organization", verb: "manage teams",
+		org: func(st standing) bool { return st.access.ManageTeams }},
+	OrgManageModules: {scope: scopeOrg, noun: "organization", verb: "manage the private registry",
+		org: func(st standing) bool { return st.access.ManageModules }},
+	OrgManageAgents: {scope: scopeOrg, noun: "organization", verb: "manage agent pools",
+		org: func(st standing) bool { return st.access.ManageAgentPools }},
+	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",
+		org: func(st standing) bool { return st.access.ManageVCSSettings }},
+	OrgManageVarsets: {scope: scopeOrg, noun: "organization", verb: "manage variable sets",
+		org: func(st standing) bool { return st.access.ManageWorkspaces }},
+	OrgCreateWorkspace: {scope: scopeOrg, noun: "organization", verb: "create workspaces",
+		org: func(st standing) bool { return st.access.ManageWorkspaces }},
+	OrgCreateProject: {scope: scopeOrg, noun: "organization", verb: "create projects",
+		org: func(st standing) bool { return st.access.ManageProjects }},
+
+	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
+	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",
+		org: func(st standing) bool { return st.access.ManageTeams }},
+	TeamMembers: {scope: scopeTeam, noun: "team", verb: "manage team membership",
+		org: func(st standing) bool { return st.access.ManageMembership }},
+
+	ProjectRead: {scope: scopeProject, noun: "project", verb: "read this project",
+		project: func(_ standing, p ProjectPerms) bool { return p.Read }},
+	ProjectUpdate: {scope: scopeProject, noun: "project", verb: "update this project",
+		project: func(_ standing, p ProjectPerms) bool { return p.Update }},
+	ProjectDelete: {scope: scopeProject, noun: "project", verb: "delete this project",
+		project: func(_ standing, p ProjectPerms) bool { return p.Delete }},
+	ProjectManageTeams: {scope: scopeProject, noun: "project", verb: "manage this project's team access",
+		project: func(_ standing, p ProjectPerms) bool { return p.ManageTeams }},
+	ProjectCreateWorkspace: {scope: scopeProject, noun: "project", verb: "create workspaces in this project",
+		project: func(st standing, p ProjectPerms) bool {
+			return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
+		}},
+
+	WorkspaceRead: {scope: scopeWorkspace, noun: "workspace", verb: "read this workspace", runToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.Read }},
+	WorkspaceUpdate: {scope: scopeWorkspace, noun: "workspace", verb: "change this workspace's settings",
+		workspace: func(w WorkspacePerms) bool { return w.Admin }},
+	WorkspaceDelete: {scope: scopeWorkspace, noun: "workspace", verb: "delete this workspace",
+		workspace: func(w WorkspacePerms) bool { return w.Admin || w.Delete }},
+	WorkspaceLock: {scope: scopeWorkspace, noun: "workspace", verb: "lock or unlock this workspace", runToken: true,
+		noOrgToken: true, workspace: func(w WorkspacePerms) bool { return w.Locking }},
+	WorkspaceForceUnlock: {scope: scopeWorkspace, noun: "workspace", verb: "force-unlock this workspace",
+		workspace: func(w WorkspacePerms) bool { return w.Admin }},
+	WorkspaceManageTeams: {scope: scopeWorkspace, noun: "workspace", verb: "manage this workspace's team access",
+		workspace: func(w WorkspacePerms) bool { return w.Admin }},
+	RunRead: {scope: scopeRun, noun: "run", verb: "read runs", runToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
+	RunInputs: {scope: scopeRun, noun: "configuration version", verb: "read run inputs", runToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
+	RunPlan: {scope: scopeWorkspace, noun: "workspace", verb: "queue plans", noOrgToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsPlan }},
+	RunApply: {scope: scopeWorkspace, noun: "workspace", verb: "apply runs", noOrgToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsApply }},
+	VariableRead: {scope: scopeWorkspace, noun: "workspace", verb: "read variables",
+		workspace: func(w WorkspacePerms) bool { return w.Variables >= VarsRead }},
+	VariableWrite: {scope: scopeWorkspace, noun: "workspace", verb: "change variables",
+		workspace: func(w WorkspacePerms) bool { return w.Variables >= VarsWrite }},
+	StateRead: {scope: scopeWorkspace, noun: "workspace", verb: "read state versions", runToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.StateVersions >= StateFull }},
+	StateReadOutputs: {scope: scopeWorkspace, noun: "workspace", verb: "read state outputs", runToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.StateVersions >= StateOutputs }},
+	StateWrite: {scope: scopeWorkspace, noun: "workspace", verb: "create state versions", runToken: true, noOrgToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.StateVersions >= StateWritable }},
+}

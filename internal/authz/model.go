@@ -1,0 +1,377 @@
+package authz
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Team is what the model needs of a team.
+type Team struct {
+	ID           string
+	Organization string
+	Owners       bool
+	Access       OrgAccess
+}
+
+// Teams gives the model the teams a caller acts as (the team package
+// provides it).
+type Teams interface {
+	// UserTeams returns the teams of org the user is a member of.
+	UserTeams(ctx context.Context, userID, org string) ([]Team, error)
+	// Team returns one team, whoever asks.
+	Team(ctx context.Context, id string) (Team, error)
+}
+
+// Resolver tells where a resource lives, whoever asks (the server wires
+// the domains in). An unknown ID is core.ErrNotFound.
+type Resolver interface {
+	// Resolve locates a resource by its prefixed ID (ws-, run-, plan-,
+	// apply-, sv-, wsout-, cv-, prj-, team-).
+	Resolve(ctx context.Context, id string) (Resource, error)
+	// WorkspaceByName locates a workspace by organization and name.
+	WorkspaceByName(ctx context.Context, org, name string) (Resource, error)
+	// SharesState reports whether workspace target lets workspace reader
+	// read its state (global-remote-state or remote-state-consumers).
+	SharesState(ctx context.Context, target, reader string) (bool, error)
+	// OrganizationExists returns core.ErrNotFound for an unknown
+	// organization.
+	OrganizationExists(ctx context.Context, name string) error
+	// Speculative reports whether a configuration version only plans.
+	Speculative(ctx context.Context, configVersionID string) (bool, error)
+}
+
+// Resource locates what a request acts on. Organization is always set;
+// the others when the resource is inside a project, workspace, run or team.
+type Resource struct {
+	Organization string
+	ProjectID    string
+	WorkspaceID  string
+	RunID        string
+	TeamID       string
+}
+
+// Service is the authorization model and the store of team access grants.
+type Service struct {
+	db       *store.DB
+	teams    Teams
+	resolver Resolver
+}
+
+// Options build a Service.
+type Options struct {
+	DB       *store.DB
+	Teams    Teams
+	Resolver Resolver
+}
+
+// NewService returns the model; every option is required.
+func NewService(o Options) (*Service, error) {
+	if o.DB == nil || o.Teams == nil || o.Resolver == nil {
+		return nil, fmt.Errorf("authz: DB, Teams and Resolver are required")
+	}
+	return &Service{db: o.DB, teams: o.Teams, resolver: o.Resolver}, nil
+}
+
+// standing is a caller's position in one organization.
+type standing struct {
+	member   bool // may see the organization at all
+	owner    bool // site admin, owners team, its token
+	orgToken bool
+	run      bool // a run token of this organization
+	teamIDs  []string
+	access   OrgAccess
+}
+
+func (s *Service) standing(ctx context.Context, p *auth.Principal, org string) (standing, error) {
+	var st standing
+	if p == nil || org == "" {
+		return st, nil
+	}
+	if p.SiteAdmin {
+		return standing{member: true, owner: true, access: orgAll}, nil
+	}
+	if p.Organization != org && p.Kind != auth.KindUser {
+		return st, nil
+	}
+	switch p.Kind {
+	case auth.KindUser:
+		if !slices.Contains(p.Orgs, org) {
+			return st, nil
+		}
+		st.member = true
+		teams, err := s.teams.UserTeams(ctx, p.UserID, org)
+		if err != nil {
+			return st, err
+		}
+		for _, t := range teams {
+			st.teamIDs = append(st.teamIDs, t.ID)
+			st.owner = st.owner || t.Owners
+			st.access = st.access.union(t.Access)
+		}
+	case auth.KindTeam:
+		t, err := s.teams.Team(ctx, p.TeamID)
+		if err != nil {
+			return st, nil
+		}
+		st.member, st.owner, st.teamIDs, st.access = true, t.Owners, []string{t.ID}, t.Access
+	case auth.KindOrganization:
+		// HCP Terraform's organization tokens manage the organization
+		// (workspaces, teams, projects, registry) but never run
+		// terraform: see the workspace limits in Workspace.
+		st.member, st.orgToken, st.access = true, true, orgAll
+	case auth.KindRun:
+		st.run = true
+	}
+	if st.owner {
+		st.access = orgAll
+	}
+	return st, nil
+}
+
+// Workspace returns the caller's permissions in a workspace (the zero
+// value when the caller may not see it).
+func (s *Service) Workspace(ctx context.Context, p *auth.Principal, res Resource) (WorkspacePerms, error) {
+	st, err := s.standing(ctx, p, res.Organization)
+	if err != nil {
+		return WorkspacePerms{}, err
+	}
+	return s.workspace(ctx, p, st, res)
+}
+
+func (s *Service) workspace(ctx context.Context, p *auth.Principal, st standing, res Resource) (WorkspacePerms, error) {
+	switch {
+	case st.run:
+		// A run token: its own workspace's state and locks, and the
+		// state of workspaces sharing theirs with it; nothing else.
+		if res.WorkspaceID == p.WorkspaceID {
+			return WorkspacePerms{Read: true, Runs: RunsRead, StateVersions: StateWritable, Locking: true}, nil
+		}
+		ok, err := s.resolver.SharesState(ctx, res.WorkspaceID, p.WorkspaceID)
+		if err != nil || !ok {
+			return WorkspacePerms{}, err
+		}
+		return WorkspacePerms{Read: true, StateVersions: StateFull}, nil
+	case !st.member:
+		return WorkspacePerms{}, nil
+	case st.orgToken:
+		w := wsAdmin
+		w.Runs, w.StateVersions, w.Locking = RunsRead, StateFull, false
+		return w, nil
+	case st.owner, st.access.ManageWorkspaces, st.access.ManageProjects:
+		return wsAdmin, nil
+	}
+	var w WorkspacePerms
+	if st.access.ReadWorkspaces {
+		w = wsRead
+	}
+	if len(st.teamIDs) == 0 {
+		return w, nil
+	}
+	grants, err := s.grantsFor(ctx, st.teamIDs, res.WorkspaceID, res.ProjectID)
+	if err != nil {
+		return WorkspacePerms{}, err
+	}
+	for _, g := range grants {
+		w = w.union(g)
+	}
+	return w, nil
+}
+
+// grantsFor returns the workspace permissions the teams hold on a
+// workspace, directly and through its project.
+func (s *Service) grantsFor(ctx context.Context, teamIDs []string, workspaceID, projectID string) ([]WorkspacePerms, error) {
+	args := []any{workspaceID}
+	in := placeholders(teamIDs, &args)
+	type row struct{ access, perms string }
+	scan := func(sc interface{ Scan(...any) error }) (row, error) {
+		var r row
+		return r, sc.Scan(&r.access, &r.perms)
+	}
+	direct, err := store.All(ctx, s.db, scan, `SELECT access, perms FROM team_workspaces WHERE workspace_id = ? AND team_id IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []WorkspacePerms
+	for _, r := range direct {
+		var g WorkspaceGrant
+		if err := json.Unmarshal([]byte(r.perms), &g); err != nil {
+			return nil, fmt.Errorf("decoding team access: %w", err)
+		}
+		out = append(out, g.perms(r.access))
+	}
+	if projectID == "" {
+		return out, nil
+	}
+	args = []any{projectID}
+	in = placeholders(teamIDs, &args)
+	viaProject, err := store.All(ctx, s.db, scan, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range viaProject {
+		var g ProjectGrant
+		if err := json.Unmarshal([]byte(r.perms), &g); err != nil {
+			return nil, fmt.Errorf("decoding team project access: %w", err)
+		}
+		_, w := g.perms(r.access)
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+func placeholders(ids []string, args *[]any) string {
+	q := ""
+	for i, id := range ids {
+		if i > 0 {
+			q += ", "
+		}
+		q += "?"
+		*args = append(*args, id)
+	}
+	return q
+}
+
+// Project returns the caller's permissions on a project.
+func (s *Service) Project(ctx context.Context, p *auth.Principal, res Resource) (ProjectPerms, error) {
+	st, err := s.standing(ctx, p, res.Organization)
+	if err != nil {
+		return ProjectPerms{}, err
+	}
+	return s.project(ctx, st, res)
+}
+
+func (s *Service) project(ctx context.Context, st standing, res Resource) (ProjectPerms, error) {
+	switch {
+	case !st.member:
+		return ProjectPerms{}, nil
+	case st.owner, st.orgToken, st.access.ManageProjects:
+		return projectAll, nil
+	}
+	var out ProjectPerms
+	if st.access.ReadProjects || st.access.ManageWorkspaces {
+		out.Read = true
+	}
+	if len(st.teamIDs) == 0 {
+		return out, nil
+	}
+	args := []any{res.ProjectID}
+	in := placeholders(st.teamIDs, &args)
+	type row struct{ access, perms string }
+	rows, err := store.All(ctx, s.db, func(sc interface{ Scan(...any) error }) (row, error) {
+		var r row
+		return r, sc.Scan(&r.access, &r.perms)
+	}, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, args...)
+	if err != nil {
+		return ProjectPerms{}, err
+	}
+	for _, r := range rows {
+		var g ProjectGrant
+		if err := json.Unmarshal([]byte(r.perms), &g); err != nil {
+			return ProjectPerms{}, fmt.Errorf("decoding team project access: %w", err)
+		}
+		pp, _ := g.perms(r.access)
+		out = out.union(pp)
+	}
+	return out, nil
+}
+
+// Check asks the model whether the caller in ctx may do action on res:
+// nil, or a core.Forbidden or core.NotFound error.
+func (s *Service) Check(ctx context.Context, action Action, res Resource) error {
+	return s.Decide(ctx, auth.FromContext(ctx), action, res)
+}
+
+// Decide is the one decision: principal × action × resource.
+func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, res Resource) error {
+	rule, ok := rules[action]
+	if !ok {
+		return fmt.Errorf("authz: no rule for action %q", action)
+	}
+	if p == nil {
+		return core.Unauthorized("this request needs an API token in the Authorization header")
+	}
+	if rule.scope == scopeAny {
+		return rule.any(p)
+	}
+	if res.Organization == "" {
+		return core.NotFound("%s not found", rule.noun)
+	}
+	st, err := s.standing(ctx, p, res.Organization)
+	if err != nil {
+		return err
+	}
+	notFound := core.NotFound("%s not found", rule.noun)
+	forbidden := core.Forbidden("insufficient permissions to %s", rule.verb)
+	switch rule.scope {
+	case scopeOrg:
+		if st.run {
+			if rule.runToken {
+				return nil
+			}
+			return core.Forbidden("a run token cannot %s", rule.verb)
+		}
+		if !st.member {
+			return notFound
+		}
+		if rule.org(st) {
+			return nil
+		}
+		return forbidden
+	case scopeProject:
+		if st.run {
+			return core.Forbidden("a run token cannot %s", rule.verb)
+		}
+		pp, err := s.project(ctx, st, res)
+		if err != nil {
+			return err
+		}
+		if rule.project(st, pp) {
+			return nil
+		}
+		if !pp.Read {
+			return notFound
+		}
+		return forbidden
+	case scopeWorkspace, scopeRun:
+		wp, err := s.workspace(ctx, p, st, res)
+		if err != nil {
+			return err
+		}
+		if !wp.Read {
+			return notFound
+		}
+		if st.run {
+			if !rule.runToken {
+				return core.Forbidden("a run token cannot %s", rule.verb)
+			}
+			if rule.scope == scopeRun && res.RunID != p.RunID {
+				return core.Forbidden("a run token may only %s of its own run", rule.verb)
+			}
+		}
+		if st.orgToken && rule.noOrgToken {
+			return core.Forbidden("an organization token cannot %s: use a user or team token", rule.verb)
+		}
+		if rule.workspace(wp) {
+			return nil
+		}
+		return forbidden
+	case scopeTeam:
+		if st.run {
+			return core.Forbidden("a run token cannot %s", rule.verb)
+		}
+		if !st.member {
+			return notFound
+		}
+		if rule.org(st) {
+			return nil
+		}
+		return forbidden
+	}
+	return forbidden
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/team"
+)
+
+// authzTeams gives the authorization model the teams a caller acts as.
+type authzTeams struct{ teams *team.Service }
+
+func toAuthzTeam(t *team.Team) authz.Team {
+	a := t.OrganizationAccess()
+	return authz.Team{ID: t.ID, Organization: t.Organization, Owners: t.IsOwners(), Access: authz.OrgAccess{
+		ManagePolicies: a.ManagePolicies, ManagePolicyOverrides: a.ManagePolicyOverrides, ManageWorkspaces: a.ManageWorkspaces,
+		ManageVCSSettings: a.ManageVCSSettings, ManageProviders: a.ManageProviders, ManageModules: a.ManageModules,
+		ManageRunTasks: a.ManageRunTasks, ManageProjects: a.ManageProjects, ReadWorkspaces: a.ReadWorkspaces,
+		ReadProjects: a.ReadProjects, ManageMembership: a.ManageMembership, ManageTeams: a.ManageTeams,
+		ManageOrgAccess: a.ManageOrganizationAccess, AccessSecretTeams: a.AccessSecretTeams, ManageAgentPools: a.ManageAgentPools,
+	}}
+}
+
+func (a authzTeams) UserTeams(ctx context.Context, userID, org string) ([]authz.Team, error) {
+	ts, err := a.teams.MemberTeams(ctx, userID, org)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]authz.Team, len(ts))
+	for i, t := range ts {
+		out[i] = toAuthzTeam(t)
+	}
+	return out, nil
+}
+
+func (a authzTeams) Team(ctx context.Context, id string) (authz.Team, error) {
+	t, err := a.teams.System(ctx, id)
+	if err != nil {
+		return authz.Team{}, err
+	}
+	return toAuthzTeam(t), nil
+}
+
+// authzResolver tells the model where a resource lives, asking each domain
+// as the system.
+type authzResolver struct{ s *Server }
+
+func system(ctx context.Context) context.Context {
+	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+}
+
+func (a authzResolver) workspace(ctx context.Context, id string) (authz.Resource, error) {
+	w, err := a.s.Workspaces.System(ctx, id)
+	if err != nil {
+		return authz.Resource{}, err
+	}
+	return authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}, nil
+}
+
+func (a authzResolver) Resolve(ctx context.Context, id string) (authz.Resource, error) {
+	sys := system(ctx)
+	switch {
+	case core.HasPrefix(id, core.PrefixWorkspace):
+		return a.workspace(ctx, id)
+	case core.HasPrefix(id, core.PrefixRun):
+		r, err := a.s.Runs.Get(sys, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		res, err := a.workspace(ctx, r.WorkspaceID)
+		res.RunID = r.ID
+		return res, err
+	case core.HasPrefix(id, core.PrefixPlan), core.HasPrefix(id, core.PrefixApply):
+		r, err := a.s.Runs.GetByPhase(sys, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		res, err := a.workspace(ctx, r.WorkspaceID)
+		res.RunID = r.ID
+		return res, err
+	case core.HasPrefix(id, core.PrefixStateVersion):
+		v, err := a.s.States.Get(sys, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		return a.workspace(ctx, v.WorkspaceID)
+	case core.HasPrefix(id, core.PrefixStateOutput):
+		o, err := a.s.States.Output(sys, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		return a.Resolve(ctx, o.StateVersionID)
+	case core.HasPrefix(id, core.PrefixConfigVersion):
+		cv, err := a.s.ConfigVersions.Get(sys, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		return a.workspace(ctx, cv.WorkspaceID)
+	case core.HasPrefix(id, core.PrefixProject):
+		p, err := a.s.Projects.Get(sys, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		return authz.Resource{Organization: p.Organization, ProjectID: p.ID}, nil
+	case core.HasPrefix(id, core.PrefixTeam):
+		org, err := a.s.Teams.TeamOrganization(ctx, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		return authz.Resource{Organization: org, TeamID: id}, nil
+	}
+	return authz.Resource{}, core.NotFound("%q not found", id)
+}
+
+func (a authzResolver) WorkspaceByName(ctx context.Context, org, name string) (authz.Resource, error) {
+	w, err := a.s.Workspaces.GetByName(system(ctx), org, name)
+	if err != nil {
+		return authz.Resource{}, err
+	}
+	return authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}, nil
+}
+
+func (a authzResolver) SharesState(ctx context.Context, target, reader string) (bool, error) {
+	return a.s.Workspaces.CanReadStateOf(ctx, reader, target)
+}
+
+func (a authzResolver) OrganizationExists(ctx context.Context, name string) error {
+	_, err := a.s.Orgs.Get(system(ctx), name)
+	return err
+}
+
+func (a authzResolver) Speculative(ctx context.Context, id string) (bool, error) {
+	cv, err := a.s.ConfigVersions.Get(system(ctx), id)
+	if err != nil {
+		return false, err
+	}
+	return cv.Speculative, nil
+}
