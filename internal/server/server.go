@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/agent"
+	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/configversion"
@@ -88,6 +89,8 @@ type Server struct {
 	NoCode *nocode.Service
 	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
 	Orchestration *orchestration.Service
+	// Audit keeps the audit trail; its Recorder wraps the API routes.
+	Audit *audit.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -165,6 +168,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
+	if s.Audit, err = audit.NewService(audit.Options{DB: s.DB, Organizations: s.Orgs, Locate: s.locateForAudit,
+		Retention: cfg.AuditRetention, Logger: s.logger.With("component", "audit")}); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -203,6 +211,7 @@ func (s *Server) routes() http.Handler {
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
 	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
+	(&audit.API{Service: s.Audit}).Register(api)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
@@ -213,9 +222,11 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /healthz", s.healthz)
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
-	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(api))
+	// Every authenticated request passes the audit Recorder, the one place
+	// where events are recorded.
+	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(s.Audit.Recorder(api, tfeapi.Error)))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
-	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(regProto))
+	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(s.Audit.Recorder(regProto, tfeapi.Error)))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	return s.recoverer(apiHeaders(root))
 }
@@ -238,7 +249,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
 	sweptModules := make(chan struct{})
 	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
-	defer func() { stopSweep(); <-swept; <-sweptModules }()
+	// Prune audit events past their retention.
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); s.Audit.Run(sweepCtx) }()
+	defer func() { stopSweep(); <-swept; <-sweptModules; <-pruned }()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)
