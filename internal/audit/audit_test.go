@@ -216,9 +216,9 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 		testenv.WantStatus(t, "the trail with a user token", err, "forbidden")
 		auditClient := e.NewClient(t, at.Token)
 		_, err = auditClient.Workspaces.List(ctx, org, nil)
-		testenv.WantStatus(t, "listing workspaces with an audit-trails token", err, "forbidden")
+		testenv.WantErr(t, "listing workspaces with an audit-trails token", err, tfe.ErrUnauthorized)
 		_, err = auditClient.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("sneaky")})
-		testenv.WantStatus(t, "creating a workspace with an audit-trails token", err, "forbidden")
+		testenv.WantErr(t, "creating a workspace with an audit-trails token", err, tfe.ErrUnauthorized)
 		if _, err := e.Client.Workspaces.Read(ctx, org, "sneaky"); err == nil {
 			t.Fatal("an audit-trails token created a workspace")
 		}

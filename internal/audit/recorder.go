@@ -34,7 +34,8 @@ func RequestID(ctx context.Context) string {
 // the principal from the request context). Every request gets an ID (the
 // X-Request-Id response header); every successful write, and every
 // successful sensitive read, is recorded as an event. An audit-trails
-// token is refused, through onError, everywhere but the audit trail.
+// token is refused (401, as for a token that is not valid there), through
+// onError, everywhere but the audit trail.
 func (s *Service) Recorder(mux *http.ServeMux, onError func(http.ResponseWriter, *http.Request, error)) http.Handler {
 	var routes sync.Map // pattern -> route
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +45,7 @@ func (s *Service) Recorder(mux *http.ServeMux, onError func(http.ResponseWriter,
 		p := auth.FromContext(r.Context())
 		_, pattern := mux.Handler(r)
 		if p != nil && p.Kind == auth.KindAuditTrails && pattern != TrailPattern {
-			onError(w, r, core.Forbidden("an audit-trails token can only read its organization's audit trail"))
+			onError(w, r, core.Unauthorized("an audit-trails token can only read its organization's audit trail"))
 			return
 		}
 		if p == nil || pattern == "" || !recorded(r.Method, pattern) {
