@@ -154,6 +154,9 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 		if _, err := user.StateVersions.ReadCurrent(ctx, other.ID); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := user.StateVersions.List(ctx, &tfe.StateVersionListOptions{Organization: org, Workspace: "plain"}); err != nil {
+			t.Fatal(err)
+		}
 		// Something in another organization, which acme's trail must not show.
 		otherWS, err := e.Client.Workspaces.Create(ctx, "other", tfe.WorkspaceCreateOptions{Name: tfe.String("elsewhere")})
 		if err != nil {
@@ -176,7 +179,7 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 			find(events, "workspace", other.ID, "lock") == nil || find(events, "authentication-token", at.ID, "create") == nil {
 			t.Fatalf("a write is missing from the trail:\n%s", body)
 		}
-		if find(events, "workspace", other.ID, "read-current-state-version") == nil {
+		if find(events, "workspace", other.ID, "read-current-state-version") == nil || find(events, "state-version", "", "list") == nil {
 			t.Fatalf("the state read is not in the trail:\n%s", body)
 		}
 		if strings.Contains(body, otherWS.ID) {

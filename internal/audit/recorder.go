@@ -61,6 +61,10 @@ func (s *Service) Recorder(mux *http.ServeMux, onError func(http.ResponseWriter,
 		// The organization is found before the request is served: after a
 		// delete there would be nothing left to find it through.
 		org, orgKnown := s.organizationBefore(r.Context(), rt, values)
+		if name := r.URL.Query().Get("filter[organization][name]"); !orgKnown && name != "" {
+			// A list filtered by organization (GET /state-versions).
+			org, orgKnown = name, true
+		}
 		rw := &recordingWriter{ResponseWriter: w, capture: rt.create || !orgKnown}
 		mux.ServeHTTP(rw, r)
 		if rw.status == 0 {
@@ -154,6 +158,16 @@ func (s *Service) event(r *http.Request, p *auth.Principal, rt route, values map
 	if rt.actionParam != "" {
 		e.Resource.Action = values[rt.actionParam]
 	}
+	if rest, ok := values["rest"]; ok && rt.typ == "registry-module" {
+		// The legacy registry routes: actions/delete/{org}/{name}/… and
+		// {org}/{name}/{provider}/versions.
+		parts := strings.Split(rest, "/")
+		if len(parts) >= 3 && parts[0] == "actions" {
+			e.Resource.Action, e.Resource.ID = parts[1], strings.Join(parts[2:], "/")
+		} else if len(parts) > 1 && parts[len(parts)-1] == "versions" {
+			e.Resource.Action, e.Resource.ID = "create-version", strings.Join(parts[:len(parts)-1], "/")
+		}
+	}
 	if rt.parentType != "" {
 		e.Resource.Meta["parent-type"] = rt.parentType
 		e.Resource.Meta["parent-id"] = values[rt.parentParam]
@@ -162,6 +176,9 @@ func (s *Service) event(r *http.Request, p *auth.Principal, rt route, values map
 		if d := rw.doc(); d != nil && d.Data.ID != "" {
 			e.Resource.ID = d.Data.ID
 		}
+	}
+	if ws := r.URL.Query().Get("filter[workspace][name]"); ws != "" {
+		e.Resource.Meta["workspace-name"] = ws
 	}
 	if e.Resource.ID == "" {
 		// A singleton (an organization's token) or a create whose response
