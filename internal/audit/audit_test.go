@@ -157,6 +157,19 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 		if _, err := user.StateVersions.List(ctx, &tfe.StateVersionListOptions{Organization: org, Workspace: "plain"}); err != nil {
 			t.Fatal(err)
 		}
+		// Team and organization tokens are named as such.
+		tt, err := e.Client.TeamTokens.Create(ctx, teams.Items[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byTeam, err := e.NewClient(t, tt.Token).Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("by-team")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byOrg, err := e.NewClient(t, ot.Token).Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("by-org-token")})
+		if err != nil {
+			t.Fatal(err)
+		}
 		// Something in another organization, which acme's trail must not show.
 		otherWS, err := e.Client.Workspaces.Create(ctx, "other", tfe.WorkspaceCreateOptions{Name: tfe.String("elsewhere")})
 		if err != nil {
@@ -171,6 +184,12 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 		if created.Auth.AccessorID != m.User.ID || created.Auth.Description != m.User.Username || created.Auth.OrganizationID == "" ||
 			created.Request.ID == "" || created.Resource.Meta["parent-type"] != "no-code-module" || created.Resource.Meta["parent-id"] != ncm.ID {
 			t.Fatalf("creation event = %+v", created)
+		}
+		if ev := find(events, "workspace", byTeam.ID, "create"); ev == nil || ev.Auth.AccessorID != teams.Items[0].ID || !strings.Contains(body, `"accessor_type":"team"`) {
+			t.Fatalf("the team token's write is not named as the team's: %+v", ev)
+		}
+		if ev := find(events, "workspace", byOrg.ID, "create"); ev == nil || ev.Auth.AccessorID != ot.ID || !strings.Contains(body, `"accessor_type":"organization"`) {
+			t.Fatalf("the organization token's write is not named as the token's: %+v", ev)
 		}
 		if !strings.Contains(body, `"client_ip":"127.0.0.1"`) || !strings.Contains(body, `"user_agent":"go-tfe"`) {
 			t.Fatalf("the trail does not say where requests came from:\n%s", body)
@@ -189,7 +208,7 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 		if find(siteEvents, "organization", "other", "create") == nil || find(siteEvents, "workspace", otherWS.ID, "create") == nil {
 			t.Fatalf("the site trail lacks the organization's creation or another organization's events:\n%s", site)
 		}
-		for _, s := range []string{secret, outputSecret, ot.Token, at.Token} {
+		for _, s := range []string{secret, outputSecret, ot.Token, at.Token, tt.Token} {
 			if strings.Contains(body, s) || strings.Contains(site, s) {
 				t.Fatalf("a secret reached the trail: %q", s)
 			}
