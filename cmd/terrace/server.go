@@ -70,6 +70,7 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every run gets (e.g. provider_installation for a mirror)")
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
+	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
 	return cmd
 }
 

@@ -17,8 +17,8 @@ const (
 	KindOrganization Kind = "organization"
 	KindRun          Kind = "run"
 	KindAgent        Kind = "agent"
-	// KindAuditTrails tokens may only read an organization's audit trail;
-	// Authenticate refuses them until that endpoint exists.
+	// KindAuditTrails tokens may only read their organization's audit
+	// trail: the audit Recorder refuses them on every other route.
 	KindAuditTrails Kind = "audit-trails"
 )
 

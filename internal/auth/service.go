@@ -260,7 +260,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 		if p.OwnersTeam, err = s.memberships.IsOwnersTeam(ctx, subject); err != nil {
 			return nil, err
 		}
-	case KindOrganization, KindAgent:
+	case KindOrganization, KindAgent, KindAuditTrails:
 		p.Organization, err = s.orgs.NameByID(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's organization no longer exists")

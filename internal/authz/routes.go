@@ -19,6 +19,10 @@ var Routes = map[string]Route{
 	"GET /api/v2/admin/general-settings":                  {Action: SiteAdmin},
 	"PATCH /api/v2/admin/general-settings":                {Action: SiteAdmin},
 	"POST /api/v2/admin/organizations/{org}/subscription": {Action: SiteAdmin},
+	"GET /api/v2/admin/audit-trail":                       {Action: SiteAdmin},
+	// The audit trail: organization and audit-trails tokens only, which the
+	// audit service checks (the token names its organization).
+	"GET /api/v2/organization/audit-trail": {Action: Authenticated, Service: true},
 
 	// Organizations.
 	"GET /api/v2/organizations":                                                                       {Action: Authenticated},
@@ -28,6 +32,9 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/organizations/{org}":                                                              {Action: OrgManage, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/token-ttl-policies":                                              {Action: OrgRead, Locate: InOrg},
 	"PATCH /api/v2/organizations/{org}/token-ttl-policies":                                            {Action: OrgManage, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/audit-configuration":                                             {Action: OrgManage, Locate: InOrg},
+	"PATCH /api/v2/organizations/{org}/audit-configuration":                                           {Action: OrgManage, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/audit-configuration/test":                                       {Action: OrgManage, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/entitlement-set":                                                 {Action: OrgEntitlements, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/capacity":                                                        {Action: OrgRead, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/authentication-token":                                            {Action: OrgManage, Locate: InOrg},

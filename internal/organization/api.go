@@ -274,7 +274,7 @@ func (a *API) entitlements(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tfeapi.Respond(w, r, http.StatusOK, &jsonEntitlements{
-		ID: org.ID, Agents: true, AuditLogging: false, CostEstimation: false, GlobalRunTasks: true,
+		ID: org.ID, Agents: true, AuditLogging: true, CostEstimation: false, GlobalRunTasks: true,
 		Operations: true, PrivateModuleRegistry: true, PrivateRunTasks: true, RunTasks: true,
 		StateStorage: true, Teams: true,
 	})

@@ -237,6 +237,17 @@ func (s *Service) NameByID(ctx context.Context, id string) (string, error) {
 	return name, err
 }
 
+// IDByName returns an organization's ID without checking the caller (for
+// the audit trail, which names organizations by ID).
+func (s *Service) IDByName(ctx context.Context, name string) (string, error) {
+	var id string
+	err := s.db.QueryRow(ctx, `SELECT id FROM organizations WHERE name = ?`, name).Scan(&id)
+	if store.IsNoRows(err) {
+		return "", core.NotFound("organization %q not found", name)
+	}
+	return id, err
+}
+
 // List returns the organizations the caller may see, ordered by name,
 // optionally only those whose name or email contains query.
 func (s *Service) List(ctx context.Context, query string) ([]*Organization, error) {

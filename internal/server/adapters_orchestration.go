@@ -32,7 +32,7 @@ func (s *Server) orchestrationHandler() http.Handler {
 		orchestration.Error(w, r, core.NotFound("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	(&orchestration.API{Service: s.Orchestration}).Register(mux)
-	return s.Auth.Middleware(orchestration.Error)(mux)
+	return s.Auth.Middleware(orchestration.Error)(s.Audit.Recorder(mux, orchestration.Error))
 }
 
 type orchWorkspaces struct{ ws *workspace.Service }

@@ -54,6 +54,9 @@ type Config struct {
 	// CancelGrace is how long terraform gets to stop after an interrupt
 	// before it is killed. Defaults to 10s.
 	CancelGrace time.Duration
+	// AuditRetention is how long audit events are kept. Defaults to
+	// audit.DefaultRetention (90 days).
+	AuditRetention time.Duration
 }
 
 func (c *Config) setDefaults() {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/agent"
+	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
@@ -91,6 +92,8 @@ type Server struct {
 	Orchestration *orchestration.Service
 	// Authz is the one authorization model (and team access grants).
 	Authz *authz.Service
+	// Audit keeps the audit trail; its Recorder wraps the API routes.
+	Audit *audit.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -173,6 +176,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Auth.TokenTTL = s.Authz.TokenTTL
+	if s.Audit, err = audit.NewService(audit.Options{DB: s.DB, Organizations: s.Orgs, Locate: s.locateForAudit,
+		Retention: cfg.AuditRetention, Logger: s.logger.With("component", "audit")}); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -213,6 +221,7 @@ func (s *Server) routes() http.Handler {
 	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
 	(&authz.API{Service: s.Authz}).Register(api)
 	wsAPI.Permissions = s.Authz.Workspace
+	(&audit.API{Service: s.Audit}).Register(api)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
@@ -224,9 +233,11 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
 	guard := &authz.Guard{Service: s.Authz, Routes: authz.Routes}
-	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(guard.Handler(api)))
+	// Every authenticated request passes the audit Recorder, the one place
+	// where events are recorded, then the authorization guard.
+	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error)))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
-	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(regProto))
+	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(s.Audit.Recorder(regProto, tfeapi.Error)))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	return s.recoverer(apiHeaders(root))
 }
@@ -249,7 +260,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
 	sweptModules := make(chan struct{})
 	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
-	defer func() { stopSweep(); <-swept; <-sweptModules }()
+	// Prune audit events past their retention.
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); s.Audit.Run(sweepCtx) }()
+	defer func() { stopSweep(); <-swept; <-sweptModules; <-pruned }()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)
