@@ -126,6 +126,7 @@ type CreateOptions struct {
 	SavePlan               *bool
 	AutoApply              *bool
 	AllowEmptyApply        *bool
+	DebuggingMode          *bool
 	TerraformVersion       *string
 	TargetAddrs            []string
 	ReplaceAddrs           []string
@@ -197,6 +198,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		SavePlan:               val(o.SavePlan, false),
 		AutoApply:              val(o.AutoApply, ws.AutoApply),
 		AllowEmptyApply:        val(o.AllowEmptyApply, false),
+		DebuggingMode:          val(o.DebuggingMode, false),
 		TargetAddrs:            o.TargetAddrs,
 		ReplaceAddrs:           o.ReplaceAddrs,
 		InvokeActionAddrs:      o.InvokeActionAddrs,
