@@ -508,6 +508,28 @@ func testRunOptionsCLI(t *testing.T, e *testenv.Env, c *cli) {
 		t.Fatalf("after the refused stale plan: state %v", res)
 	}
 
+	// The same drift through the API: a refresh-only run records it.
+	if err := os.WriteFile(file, []byte("changed through the API test"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := stateResources(ctx, t, e.Client, ws.ID)
+	r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, RefreshOnly: tfe.Bool(true), AutoApply: tfe.Bool(true),
+		Variables: []*tfe.RunVariable{{Key: "v", Value: `"four"`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r = waitRun(ctx, t, e.Client, r.ID, 2*time.Minute, tfe.RunApplied, tfe.RunErrored, tfe.RunPlannedAndFinished); r.Status != tfe.RunApplied {
+		t.Fatalf("refresh-only run through the API: %s", r.Status)
+	}
+	serial2, res := stateResources(ctx, t, e.Client, ws.ID)
+	if _, ok := res["local_file.f"]; ok || serial2 <= serial || content() != "changed through the API test" || res["terraform_data.a"]["output"] != "a-four" {
+		t.Fatalf("refresh-only through the API: serial %d -> %d, file %q, state %v", serial, serial2, content(), res)
+	}
+	c.run(dir, "apply", "-auto-approve", "-var", "v=four")
+	if content() != "hello" {
+		t.Fatalf("the file was not written again: %q", content())
+	}
+
 	// destroy (is-destroy) removes every resource, the file too.
 	c.run(dir, "destroy", "-auto-approve", "-var", "v=four")
 	if _, res = stateResources(ctx, t, e.Client, ws.ID); len(res) != 0 || content() != "(absent)" {
