@@ -234,7 +234,33 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 			return nil, fmt.Errorf("recording token use: %w", err)
 		}
 	}
-	p := &Principal{Kind: Kind(kind), TokenID: id}
+	return s.principal(ctx, id, Kind(kind), subject)
+}
+
+// PrincipalOfToken rebuilds, as it is now, the principal of a token that
+// authenticated earlier: work done on a caller's behalf after the request
+// ends (a run queued when an upload finishes) is checked and attributed as
+// that caller. A token deleted or expired since is refused.
+func (s *Service) PrincipalOfToken(ctx context.Context, tokenID string) (*Principal, error) {
+	var kind, subject string
+	var exp sql.NullInt64
+	err := s.db.QueryRow(ctx, `SELECT kind, subject, expired_at FROM tokens WHERE id = ?`, tokenID).Scan(&kind, &subject, &exp)
+	if store.IsNoRows(err) {
+		return nil, core.Unauthorized("the token %s no longer exists", tokenID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up token %s: %w", tokenID, err)
+	}
+	if exp.Valid && core.FromMicros(exp.Int64).Before(core.Now()) {
+		return nil, core.Unauthorized("the token %s has expired", tokenID)
+	}
+	return s.principal(ctx, tokenID, Kind(kind), subject)
+}
+
+// principal builds the principal of a token from its kind and subject.
+func (s *Service) principal(ctx context.Context, id string, kind Kind, subject string) (*Principal, error) {
+	var err error
+	p := &Principal{Kind: kind, TokenID: id}
 	switch p.Kind {
 	case KindUser:
 		u, err := s.GetUser(ctx, subject)

@@ -50,6 +50,10 @@ type ConfigurationVersion struct {
 	StatusTimestamps StatusTimestamps
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// CreatedByToken is the ID of the token that created the version; a
+	// run queued by its upload acts as that token's holder ("" when a
+	// server-side producer created it).
+	CreatedByToken string
 
 	blobKey string
 }
@@ -84,8 +88,14 @@ type QueueRunChecker interface {
 
 // UploadHook is called once a version with auto-queue-runs becomes
 // uploaded (the run domain queues a run). It runs after the upload has
-// been committed, with a context that outlives the request.
-type UploadHook func(ctx context.Context, cv *ConfigurationVersion)
+// been committed, with a context that outlives the request and carries no
+// caller. An error (the run could not be queued) is recorded on the
+// version as its error and error-message; it stays uploaded.
+type UploadHook func(ctx context.Context, cv *ConfigurationVersion) error
+
+// ErrorQueueFailed is the error code of an uploaded version whose
+// auto-queued run could not be created.
+const ErrorQueueFailed = "run-queue-failed"
 
 // ArchiveCheck refuses (with an error, typically core.Conflict) to archive
 // a version that an active run still uses. nil allows it.

@@ -392,13 +392,17 @@ func TestReuploadAndHook(t *testing.T) {
 		ctx := context.Background()
 		var mu sync.Mutex
 		var hooked []string
-		e.svc.SetUploadHook(func(ctx context.Context, cv *ConfigurationVersion) {
+		e.svc.SetUploadHook(func(ctx context.Context, cv *ConfigurationVersion) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if cv.Status != StatusUploaded || ctx.Err() != nil {
 				t.Errorf("hook got status %s, ctx err %v", cv.Status, ctx.Err())
 			}
+			if cv.CreatedByToken == "" {
+				t.Errorf("hook got no creator token: the queued run could not act as its creator")
+			}
 			hooked = append(hooked, cv.ID)
+			return nil
 		})
 		auto, err := e.client.ConfigurationVersions.Create(ctx, e.ws.ID, tfe.ConfigurationVersionCreateOptions{})
 		if err != nil {
@@ -445,6 +449,43 @@ func TestReuploadAndHook(t *testing.T) {
 		var n int
 		if err := e.db.QueryRow(ctx, `SELECT COUNT(*) FROM configuration_version_garbage`).Scan(&n); err != nil || n != 0 {
 			t.Errorf("garbage rows %d %v", n, err)
+		}
+	})
+}
+
+// TestQueueFailureRecorded: when the run an upload should queue is
+// refused, the version stays uploaded and says why (error, error-message);
+// an internal cause is not shown.
+func TestQueueFailureRecorded(t *testing.T) {
+	forEachStore(t, Options{}, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		fail := core.Conflict(`workspace "ws" uses local execution`)
+		e.svc.SetUploadHook(func(context.Context, *ConfigurationVersion) error { return fail })
+		for _, c := range []struct {
+			cause error
+			want  string
+		}{
+			{core.Conflict(`workspace "ws" uses local execution`), `could not be queued: workspace "ws" uses local execution`},
+			{errors.New("database on fire at 10.0.0.7"), "an internal error occurred"},
+		} {
+			fail = c.cause
+			cv, err := e.client.ConfigurationVersions.Create(ctx, e.ws.ID, tfe.ConfigurationVersionCreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code, body := e.put(t, cv.UploadURL, packDir(t, mainTF)); code != 200 {
+				t.Fatalf("upload: %d %s", code, body)
+			}
+			got, err := e.client.ConfigurationVersions.Read(ctx, cv.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tfe.ConfigurationUploaded || got.Error != ErrorQueueFailed || !strings.Contains(got.ErrorMessage, c.want) {
+				t.Errorf("after a refused queueing: status %s, error %q, message %q; want uploaded, %q, %q", got.Status, got.Error, got.ErrorMessage, ErrorQueueFailed, c.want)
+			}
+			if strings.Contains(got.ErrorMessage, "10.0.0.7") {
+				t.Errorf("an internal cause reached the API: %q", got.ErrorMessage)
+			}
 		}
 	})
 }

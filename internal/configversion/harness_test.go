@@ -61,8 +61,8 @@ type env struct {
 }
 
 var principals = map[string]*auth.Principal{
-	"tok-acme": {Kind: auth.KindUser, UserID: "user-a", Username: "alice", Orgs: []string{"acme"}, Owns: []string{"acme"}},
-	"tok-evil": {Kind: auth.KindUser, UserID: "user-e", Username: "eve", Orgs: []string{"evil"}, Owns: []string{"evil"}},
+	"tok-acme": {Kind: auth.KindUser, TokenID: "at-acme", UserID: "user-a", Username: "alice", Orgs: []string{"acme"}, Owns: []string{"acme"}},
+	"tok-evil": {Kind: auth.KindUser, TokenID: "at-evil", UserID: "user-e", Username: "eve", Orgs: []string{"evil"}, Owns: []string{"evil"}},
 }
 
 func newEnv(t *testing.T, st string, opts Options) *env {

@@ -141,6 +141,9 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 		CreatedAt:     now,
 		UpdatedAt:     now,
 	}
+	if p := auth.FromContext(ctx); p != nil {
+		cv.CreatedByToken = p.TokenID
+	}
 	if opts.Source != "" {
 		cv.Source = opts.Source
 	}
@@ -159,22 +162,22 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 		currentSince = &v
 	}
 	ts, _ := json.Marshal(cv.StatusTimestamps)
-	_, err = s.db.Exec(ctx, `INSERT INTO configuration_versions (id, workspace_id, status, source, auto_queue_runs, speculative, provisional, current_since, status_timestamps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		cv.ID, cv.WorkspaceID, string(cv.Status), cv.Source, cv.AutoQueueRuns, cv.Speculative, cv.Provisional, currentSince, string(ts), core.Micros(now), core.Micros(now))
+	_, err = s.db.Exec(ctx, `INSERT INTO configuration_versions (id, workspace_id, status, source, auto_queue_runs, speculative, provisional, current_since, status_timestamps, created_at, updated_at, created_by_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cv.ID, cv.WorkspaceID, string(cv.Status), cv.Source, cv.AutoQueueRuns, cv.Speculative, cv.Provisional, currentSince, string(ts), core.Micros(now), core.Micros(now), cv.CreatedByToken)
 	if err != nil {
 		return nil, fmt.Errorf("creating configuration version: %w", err)
 	}
 	return cv, nil
 }
 
-const cols = `id, workspace_id, status, source, auto_queue_runs, speculative, provisional, error, error_message, blob_key, sha256, size, status_timestamps, created_at, updated_at`
+const cols = `id, workspace_id, status, source, auto_queue_runs, speculative, provisional, error, error_message, blob_key, sha256, size, status_timestamps, created_at, updated_at, created_by_token`
 
 func scan(sc interface{ Scan(...any) error }) (*ConfigurationVersion, error) {
 	var cv ConfigurationVersion
 	var status, ts string
 	var created, updated int64
 	if err := sc.Scan(&cv.ID, &cv.WorkspaceID, &status, &cv.Source, &cv.AutoQueueRuns, &cv.Speculative, &cv.Provisional,
-		&cv.Error, &cv.ErrorMessage, &cv.blobKey, &cv.SHA256, &cv.Size, &ts, &created, &updated); err != nil {
+		&cv.Error, &cv.ErrorMessage, &cv.blobKey, &cv.SHA256, &cv.Size, &ts, &created, &updated, &cv.CreatedByToken); err != nil {
 		return nil, err
 	}
 	cv.Status = Status(status)
@@ -466,7 +469,9 @@ func (s *Service) Upload(ctx context.Context, id string, body io.Reader) (*Confi
 	}
 	s.collect(ctx, replaced)
 	if becameUploaded && cv.AutoQueueRuns && s.onUpload != nil {
-		s.onUpload(context.WithoutCancel(ctx), cv)
+		if err := s.onUpload(context.WithoutCancel(ctx), cv); err != nil {
+			cv = s.recordQueueFailure(context.WithoutCancel(ctx), cv, err)
+		}
 	}
 	return cv, nil
 }
@@ -553,6 +558,29 @@ func (s *Service) markErrored(ctx context.Context, id string, cause error) {
 	if err != nil && core.KindOf(err) != core.KindNotFound {
 		s.opts.Logger.ErrorContext(ctx, "recording a refused configuration upload", "configuration_version", id, "error", err)
 	}
+}
+
+// recordQueueFailure keeps, on an uploaded version, why the run its upload
+// should have queued was not created: the version answers it as error
+// and error-message (and the workspace, whose current version it is,
+// through current-configuration-version). It returns the version as
+// recorded.
+func (s *Service) recordQueueFailure(ctx context.Context, cv *ConfigurationVersion, cause error) *ConfigurationVersion {
+	why := cause.Error()
+	if core.KindOf(cause) == core.KindInternal {
+		// Internal causes stay in the server log, not in the API.
+		s.opts.Logger.ErrorContext(ctx, "queueing a run for an uploaded configuration", "configuration_version", cv.ID, "error", cause)
+		why = "an internal error occurred; the server log has the details"
+	}
+	msg := "The run for this configuration version could not be queued: " + why
+	if _, err := s.db.Exec(ctx, `UPDATE configuration_versions SET error = ?, error_message = ?, updated_at = ? WHERE id = ? AND status = ?`,
+		ErrorQueueFailed, msg, core.Micros(core.Now()), cv.ID, string(StatusUploaded)); err != nil {
+		s.opts.Logger.ErrorContext(ctx, "recording a failed run queueing", "configuration_version", cv.ID, "error", err)
+		return cv
+	}
+	out := *cv
+	out.Error, out.ErrorMessage = ErrorQueueFailed, msg
+	return &out
 }
 
 // CreateFromArchive creates a version in a workspace the caller may see

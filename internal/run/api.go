@@ -62,6 +62,7 @@ type jsonRun struct {
 	Actions                *jsonRunActions     `jsonapi:"attr,actions"`
 	AutoApply              bool                `jsonapi:"attr,auto-apply"`
 	AllowEmptyApply        bool                `jsonapi:"attr,allow-empty-apply"`
+	DebuggingMode          bool                `jsonapi:"attr,debugging-mode"`
 	CanceledAt             *time.Time          `jsonapi:"attr,canceled-at,iso8601,omitempty"`
 	CreatedAt              time.Time           `jsonapi:"attr,created-at,iso8601"`
 	ForceCancelAvailableAt *time.Time          `jsonapi:"attr,force-cancel-available-at,iso8601,omitempty"`
@@ -216,7 +217,7 @@ func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 		return nil, err
 	}
 	j := &jsonRun{
-		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, CreatedAt: r.CreatedAt,
+		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, DebuggingMode: r.DebuggingMode, CreatedAt: r.CreatedAt,
 		HasChanges: r.HasChanges, IsDestroy: r.IsDestroy, Message: r.Message, PlanOnly: r.PlanOnly,
 		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
 		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),
@@ -322,6 +323,7 @@ type createAttrs struct {
 	SavePlan         *bool    `json:"save-plan"`
 	AutoApply        *bool    `json:"auto-apply"`
 	AllowEmptyApply  *bool    `json:"allow-empty-apply"`
+	DebuggingMode    *bool    `json:"debugging-mode"`
 	TerraformVersion *string  `json:"terraform-version"`
 	TargetAddrs      []string `json:"target-addrs"`
 	ReplaceAddrs     []string `json:"replace-addrs"`
@@ -354,7 +356,7 @@ func (a *API) create(w http.ResponseWriter, req *http.Request) {
 	r, err := a.Service.Create(req.Context(), CreateOptions{
 		WorkspaceID: wsID, ConfigurationVersionID: cvID, Message: at.Message, IsDestroy: at.IsDestroy,
 		Refresh: at.Refresh, RefreshOnly: at.RefreshOnly, PlanOnly: at.PlanOnly, SavePlan: at.SavePlan,
-		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, TerraformVersion: at.TerraformVersion,
+		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, DebuggingMode: at.DebuggingMode, TerraformVersion: at.TerraformVersion,
 		TargetAddrs: at.TargetAddrs, ReplaceAddrs: at.ReplaceAddrs, Variables: at.Variables,
 		InvokeActionAddrs: at.InvokeActions, PolicyPaths: at.PolicyPaths,
 	})

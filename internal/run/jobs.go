@@ -217,6 +217,12 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			}
 			cancelPhases(r)
 			return s.finishJob(ctx, tx, jobID, r)
+		case PlannedAndSaved:
+			// A saved plan waits without holding the workspace.
+			if err := r.transition(PlannedAndSaved); err != nil {
+				return nil, err
+			}
+			return s.finishJob(ctx, tx, jobID, r)
 		default:
 			if next != Planned {
 				if err := r.transition(next); err != nil {
@@ -315,7 +321,15 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 				return nil, err
 			}
 		}
-		return s.finishJob(ctx, tx, jobID, r)
+		var stale []*Run
+		if res.State != nil && stateErr == "" {
+			var err error
+			if stale, err = s.discardSavedPlans(ctx, tx, r); err != nil {
+				return nil, err
+			}
+		}
+		next, err := s.finishJob(ctx, tx, jobID, r)
+		return append(stale, next...), err
 	})
 	if err == nil {
 		for _, name := range []string{"tfplan", "lock"} {
@@ -323,6 +337,29 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		}
 	}
 	return err
+}
+
+// discardSavedPlans discards the saved plans of a workspace whose state
+// the run r has just changed: they were planned against the old state. As
+// in HCP Terraform, terraform then refuses such a plan file with "Saved
+// plan is discarded … either another run was applied first".
+func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
+	saved, err := listRuns(ctx, tx, `workspace_id = ? AND status = ? AND id <> ?`+store.ForUpdate(tx), r.WorkspaceID, string(PlannedAndSaved), r.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range saved {
+		if err := o.transition(Discarded); err != nil {
+			return nil, err
+		}
+		if err := addEvent(ctx, tx, o.ID, "discarded", "Discarded because run "+r.ID+" changed the workspace's state first: the saved plan is stale", ""); err != nil {
+			return nil, err
+		}
+		if err := updateRun(ctx, tx, o); err != nil {
+			return nil, err
+		}
+	}
+	return saved, nil
 }
 
 func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Run) ([]*Run, error) {

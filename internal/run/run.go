@@ -25,6 +25,7 @@ type Run struct {
 	SavePlan               bool      `json:"save_plan"`
 	AutoApply              bool      `json:"auto_apply"`
 	AllowEmptyApply        bool      `json:"allow_empty_apply"`
+	DebuggingMode          bool      `json:"debugging_mode,omitempty"` // terraform logs at TRACE level
 	TargetAddrs            []string  `json:"target_addrs,omitempty"`
 	ReplaceAddrs           []string  `json:"replace_addrs,omitempty"`
 	InvokeActionAddrs      []string  `json:"invoke_action_addrs,omitempty"`

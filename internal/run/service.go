@@ -126,6 +126,7 @@ type CreateOptions struct {
 	SavePlan               *bool
 	AutoApply              *bool
 	AllowEmptyApply        *bool
+	DebuggingMode          *bool
 	TerraformVersion       *string
 	TargetAddrs            []string
 	ReplaceAddrs           []string
@@ -197,6 +198,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		SavePlan:               val(o.SavePlan, false),
 		AutoApply:              val(o.AutoApply, ws.AutoApply),
 		AllowEmptyApply:        val(o.AllowEmptyApply, false),
+		DebuggingMode:          val(o.DebuggingMode, false),
 		TargetAddrs:            o.TargetAddrs,
 		ReplaceAddrs:           o.ReplaceAddrs,
 		InvokeActionAddrs:      o.InvokeActionAddrs,
@@ -286,7 +288,7 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 // holds it: the workspace lock is taken for the run, which serializes
 // concurrent schedulers. It returns the runs it changed.
 func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) ([]*Run, error) {
-	active, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status NOT IN ('pending','applied','planned_and_finished','policy_soft_failed','discarded','errored','canceled','force_canceled') LIMIT 1`, workspaceID, false)
+	active, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status NOT IN `+notHolding+` LIMIT 1`, workspaceID, false)
 	if err != nil || len(active) > 0 {
 		return nil, err
 	}
@@ -519,7 +521,7 @@ func (s *Service) PositionInQueue(ctx context.Context, r *Run) int {
 		return 0
 	}
 	var n int
-	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND plan_only = ? AND created_at < ? AND status NOT IN ('applied','planned_and_finished','policy_soft_failed','discarded','errored','canceled','force_canceled')`,
+	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND plan_only = ? AND created_at < ? AND status NOT IN `+notAhead,
 		r.WorkspaceID, false, core.Micros(r.CreatedAt)).Scan(&n)
 	return n
 }
@@ -592,6 +594,16 @@ func (s *Service) Apply(ctx context.Context, id, comment string) error {
 	_, err := s.update(ctx, id, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		if !r.confirmable() {
 			return nil, core.Conflict("run %s is %s and cannot be applied", r.ID, r.Status)
+		}
+		if r.Status == PlannedAndSaved {
+			// A saved plan let the workspace go: take it again to apply.
+			ok, err := s.Workspaces.LockForRun(ctx, tx, r.WorkspaceID, r.ID)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, core.Conflict("the workspace of run %s is locked or busy with another run; apply the saved plan once it is free", r.ID)
+			}
 		}
 		if err := r.transition(Confirmed); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Status is a run's status, spelled as HCP Terraform spells it.
@@ -101,10 +102,52 @@ func (s Status) Discardable() bool {
 
 // HoldsWorkspace reports whether a (non-speculative) run in this status is
 // the workspace's active run: everything between leaving the queue and
-// reaching a final or resting-final state.
+// reaching a final or resting-final state. A saved plan does not hold it
+// (as in HCP Terraform): the runs behind it go on, and applying it takes
+// the workspace again, unless a run changed the state first, which
+// discards it.
 func (s Status) HoldsWorkspace() bool {
-	return s != Pending && !s.Final()
+	return s != Pending && s != PlannedAndSaved && !s.Final()
 }
+
+// finals lists the final statuses, read from the transition table.
+func finals() []Status {
+	seen := map[Status]bool{}
+	var out []Status
+	for _, tos := range transitions {
+		for _, to := range tos {
+			if to.Final() && !seen[to] {
+				seen[to] = true
+				out = append(out, to)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sqlStatuses renders statuses as an SQL list: ('a','b'). Status values
+// are the constants above, never input.
+func sqlStatuses(ss ...Status) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("'" + string(s) + "'")
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// notHolding are the statuses in which a non-speculative run does not
+// hold its workspace (HoldsWorkspace false), as an SQL list.
+var notHolding = sqlStatuses(append(finals(), Pending, PlannedAndSaved)...)
+
+// notAhead are the statuses of runs that no longer count in the queue, as
+// an SQL list: final ones and saved plans.
+var notAhead = sqlStatuses(append(finals(), PlannedAndSaved)...)
 
 // Executing reports whether a runner is (or is about to be) working on it.
 func (s Status) Executing() bool {

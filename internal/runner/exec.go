@@ -238,6 +238,12 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 			j.env = append(j.env, v.Key+"="+v.Value)
 		}
 	}
+	if j.job.Run.DebuggingMode {
+		// debugging-mode: terraform's TRACE log goes to stderr, so into the
+		// run's log, masked like the rest of it. Last, so that it wins over
+		// a TF_LOG environment variable of the workspace.
+		j.env = append(j.env, "TF_LOG=TRACE")
+	}
 	return nil
 }
 

@@ -207,15 +207,7 @@ func (s *Server) wireRuns() {
 		}
 	})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, run.DeleteWorkspaceRuns)
-	s.ConfigVersions.SetUploadHook(func(ctx context.Context, cv *configversion.ConfigurationVersion) {
-		if !cv.AutoQueueRuns {
-			return
-		}
-		if _, err := s.Runs.Create(ctx, run.CreateOptions{WorkspaceID: cv.WorkspaceID, ConfigurationVersionID: cv.ID,
-			Source: "tfe-configuration-version", Message: ptr("Triggered by a configuration upload")}); err != nil {
-			s.logger.Warn("queueing a run for an uploaded configuration", "configuration_version", cv.ID, "error", err)
-		}
-	})
+	s.ConfigVersions.SetUploadHook(s.queueUploadedRun)
 	s.ConfigVersions.SetInUse(func(ctx context.Context, cv *configversion.ConfigurationVersion) (bool, error) {
 		return s.Runs.UsesConfigVersion(ctx, cv.ID, false)
 	})
@@ -240,6 +232,24 @@ func (s *Server) wireRuns() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// queueUploadedRun queues the run of a configuration version uploaded with
+// auto-queue-runs, as HCP Terraform does: created, checked and attributed
+// as whoever created the version (the upload itself carries no token). A
+// refusal comes back to the configuration version domain, which records
+// it on the version.
+func (s *Server) queueUploadedRun(ctx context.Context, cv *configversion.ConfigurationVersion) error {
+	if cv.CreatedByToken == "" {
+		return core.Forbidden("configuration version %s has no creator to queue its run as", cv.ID)
+	}
+	p, err := s.Auth.PrincipalOfToken(ctx, cv.CreatedByToken)
+	if err != nil {
+		return fmt.Errorf("the token that created configuration version %s: %w", cv.ID, err)
+	}
+	_, err = s.Runs.Create(auth.WithPrincipal(ctx, p), run.CreateOptions{WorkspaceID: cv.WorkspaceID, ConfigurationVersionID: cv.ID,
+		Source: "tfe-configuration-version"})
+	return err
+}
 
 // runAPI registers the run routes.
 func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
@@ -276,6 +286,7 @@ func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
 	}
 	runAPI.Register(api, capability)
 	wsAPI.IncludeRun = runAPI.Render
+	wsAPI.IncludeConfigVersion = runAPI.IncludeConfigVersion
 }
 
 // startRunner starts the in-process runner and the job reaper. The reaper

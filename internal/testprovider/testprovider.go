@@ -1,8 +1,9 @@
 // Package testprovider builds Terrace's stand-in providers (hashicorp/null
 // from cmd/terraform-provider-null, hashicorp/time from
-// cmd/terraform-provider-time) and lays them out as a filesystem mirror, so
-// terraform and OpenTofu can run configurations that use null_resource and
-// time_sleep on a machine without internet access.
+// cmd/terraform-provider-time, hashicorp/local from
+// cmd/terraform-provider-local) and lays them out as a filesystem mirror, so
+// terraform and OpenTofu can run configurations that use null_resource,
+// time_sleep and local_file on a machine without internet access.
 //
 // Tests call Install(t) and write the returned text into the CLI config file
 // they point TF_CLI_CONFIG_FILE at. Tools and long-lived harnesses call
@@ -54,6 +55,10 @@ var (
 	// Time is hashicorp/time, with time_sleep only (go-tfe's test-run
 	// fixture uses it).
 	Time = Provider{Type: "time", Versions: []string{"0.13.1"}}
+	// Local is hashicorp/local with local_file only: a resource whose real
+	// object (a file) can change behind terraform's back, for drift tests.
+	// Not mirrored by default; pass it in Options.Providers.
+	Local = Provider{Type: "local", Versions: []string{"2.5.2"}}
 )
 
 // Hosts are the registry hostnames the mirror answers for. Terraform expands
@@ -170,7 +175,7 @@ provider_installation {
 
 // buildable lists the provider types this module has a cmd/ for; Build makes
 // all of them in one `go build` (one toolchain start, links in parallel).
-var buildable = []string{"null", "time"}
+var buildable = []string{"null", "time", "local"}
 
 var (
 	buildMu   sync.Mutex

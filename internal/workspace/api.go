@@ -30,6 +30,9 @@ type API struct {
 	}
 	// IncludeRun renders a run for ?include=current_run (nil: left out).
 	IncludeRun func(r *http.Request, id string) (any, error)
+	// IncludeConfigVersion renders a configuration version for
+	// ?include=current_configuration_version (nil: left out).
+	IncludeConfigVersion func(r *http.Request, id string) (any, error)
 	// IncludeStateVersion renders a state version for
 	// ?include=current_state_version (nil: left out).
 	IncludeStateVersion func(r *http.Request, id string) (any, error)
@@ -416,6 +419,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if a.Service.Configs != nil {
 		if id, err := a.Service.Configs.CurrentConfigurationVersionID(ctx, w.ID); err == nil && id != "" {
 			j.CurrentConfigVersion = &jsonCVRef{ID: id}
+			if inc["current_configuration_version"] && a.IncludeConfigVersion != nil {
+				if cv, err := a.IncludeConfigVersion(r, id); err == nil {
+					included = append(included, cv)
+				}
+			}
 		}
 	}
 	if inc["organization"] && a.IncludeOrganization != nil {
