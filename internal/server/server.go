@@ -24,6 +24,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
@@ -34,6 +35,7 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/trigger"
 	"github.com/terracehq/terrace/internal/user"
 	"github.com/terracehq/terrace/internal/variable"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -88,6 +90,10 @@ type Server struct {
 	NoCode *nocode.Service
 	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
 	Orchestration *orchestration.Service
+	// Notify keeps notification configurations and delivers notifications.
+	Notify *notify.Service
+	// Triggers keeps run triggers and queues the runs they start.
+	Triggers *trigger.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -156,6 +162,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
+	if err := s.wireNotify(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.wireTriggers(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.NoCode = nocode.NewService(s.DB)
 	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Variables = s.Registry, s.Workspaces, s.Variables
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
@@ -203,6 +217,14 @@ func (s *Server) routes() http.Handler {
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
 	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
+	(&notify.API{Service: s.Notify}).Register(api)
+	(&trigger.API{Service: s.Triggers, IncludeWorkspace: func(r *http.Request, id string) (any, error) {
+		w, err := s.Workspaces.Get(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return wsAPI.Render(r, w), nil
+	}}).Register(api)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
@@ -239,6 +261,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sweptModules := make(chan struct{})
 	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
 	defer func() { stopSweep(); <-swept; <-sweptModules }()
+	// Notifications are delivered until the server stops; what is in
+	// flight then is sent again after the next start.
+	stopNotify := s.startNotify(ctx)
+	defer stopNotify()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

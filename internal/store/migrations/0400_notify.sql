@@ -1,0 +1,53 @@
+-- Notification configurations and their delivery outbox (internal/notify,
+-- docs/design/notifications.md). token is write-only at the API: it keys the
+-- HMAC signature and is never returned nor logged.
+CREATE TABLE notification_configurations (
+    id TEXT PRIMARY KEY,
+    organization_name TEXT NOT NULL REFERENCES organizations (name) ON UPDATE CASCADE ON DELETE CASCADE,
+    subscribable_type TEXT NOT NULL,
+    subscribable_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    destination_type TEXT NOT NULL,
+    url TEXT NOT NULL DEFAULT '',
+    token TEXT NOT NULL DEFAULT '',
+    enabled BOOLEAN NOT NULL,
+    triggers TEXT NOT NULL,
+    email_addresses TEXT NOT NULL,
+    email_user_ids TEXT NOT NULL,
+    delivery_responses TEXT NOT NULL,
+    last_failure TEXT NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+CREATE INDEX notification_configurations_subscribable ON notification_configurations (subscribable_id, created_at);
+
+-- The outbox: one row per notification to send to one configuration. body
+-- is the exact request body (the signature is over it); status follows the
+-- table in docs/design/notifications.md.
+CREATE TABLE notification_deliveries (
+    id TEXT PRIMARY KEY,
+    configuration_id TEXT NOT NULL REFERENCES notification_configurations (id) ON DELETE CASCADE,
+    trigger_name TEXT NOT NULL,
+    body TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at BIGINT NOT NULL,
+    claimed_by TEXT NOT NULL DEFAULT '',
+    last_error TEXT NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+);
+CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at);
+CREATE INDEX notification_deliveries_configuration ON notification_deliveries (configuration_id, created_at);
+
+-- Declared run triggers (internal/trigger): a successful apply in the
+-- source workspace queues a run in the target workspace.
+CREATE TABLE run_triggers (
+    id TEXT PRIMARY KEY,
+    organization_name TEXT NOT NULL REFERENCES organizations (name) ON UPDATE CASCADE ON DELETE CASCADE,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    sourceable_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    created_at BIGINT NOT NULL,
+    UNIQUE (workspace_id, sourceable_id)
+);
+CREATE INDEX run_triggers_sourceable ON run_triggers (sourceable_id);
