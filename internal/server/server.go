@@ -92,8 +92,12 @@ type Server struct {
 	Orchestration *orchestration.Service
 	// Notify keeps notification configurations and delivers notifications.
 	Notify *notify.Service
-	// Triggers keeps run triggers and queues the runs they start.
+	// Triggers keeps run triggers and derived dependencies, and queues
+	// the runs they start.
 	Triggers *trigger.Service
+	// remoteStateRead hears of each state read a run makes of another
+	// workspace (set by wireTriggers).
+	remoteStateRead func(ctx context.Context, producerID, consumerID, runID string)
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -153,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
-	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
+	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{ws: s.Workspaces, reads: &s.remoteStateRead})
 	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})

@@ -21,6 +21,43 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v2/workspaces/{id}/run-triggers", a.create)
 	mux.HandleFunc("GET /api/v2/run-triggers/{id}", a.get)
 	mux.HandleFunc("DELETE /api/v2/run-triggers/{id}", a.delete)
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/dependencies", a.dependencies)
+}
+
+// jsonEdge is a Terrace extension: one dependency of a workspace, declared
+// (a run trigger) or derived (from state reads), in either direction.
+type jsonEdge struct {
+	ID           string         `jsonapi:"primary,workspace-dependencies"`
+	Kind         string         `jsonapi:"attr,kind"`
+	ProducerName string         `jsonapi:"attr,producer-name"`
+	ConsumerName string         `jsonapi:"attr,consumer-name"`
+	Outputs      []string       `jsonapi:"attr,outputs"`
+	Cycle        bool           `jsonapi:"attr,cycle"`
+	ReadByRun    string         `jsonapi:"attr,read-by-run,omitempty"`
+	UpdatedAt    time.Time      `jsonapi:"attr,updated-at,iso8601"`
+	Producer     *jsonWorkspace `jsonapi:"relation,producer"`
+	Consumer     *jsonWorkspace `jsonapi:"relation,consumer"`
+}
+
+func (a *API) dependencies(w http.ResponseWriter, r *http.Request) {
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	edges, err := a.Service.Dependencies(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	items, pg := tfeapi.Paginate(edges, page)
+	out := make([]*jsonEdge, len(items))
+	for i, e := range items {
+		out[i] = &jsonEdge{ID: e.Kind + ":" + e.ProducerID + ":" + e.ConsumerID, Kind: e.Kind, ProducerName: e.ProducerName,
+			ConsumerName: e.ConsumerName, Outputs: e.Outputs, Cycle: e.Cycle, ReadByRun: e.RunID, UpdatedAt: e.UpdatedAt,
+			Producer: &jsonWorkspace{ID: e.ProducerID}, Consumer: &jsonWorkspace{ID: e.ConsumerID}}
+	}
+	tfeapi.RespondList(w, r, out, pg)
 }
 
 type jsonTrigger struct {

@@ -8,7 +8,6 @@ package trigger
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -45,6 +44,7 @@ type Trigger struct {
 // Workspace is a workspace as triggers see it.
 type Workspace struct {
 	ID, Name, Organization string
+	AutoApply              bool
 	AutoApplyRunTrigger    bool
 }
 
@@ -61,7 +61,16 @@ type Options struct {
 	Workspaces Workspaces
 	// CreateRun queues a run; the run domain's Create.
 	CreateRun func(ctx context.Context, o run.CreateOptions) (*run.Run, error)
-	Logger    *slog.Logger
+	// Outputs returns a workspace's current outputs, name to value
+	// (sensitive ones included: only their digests are kept).
+	Outputs func(ctx context.Context, workspaceID string) (map[string][]byte, error)
+	Logger  *slog.Logger
+	// MaxFanOut bounds how many runs one origin apply may queue, over the
+	// whole chain. Defaults to 500.
+	MaxFanOut int
+	// Retries is how many times a failed run creation is tried again
+	// (with doubling waits from 100ms) before it is reported. Defaults to 3.
+	Retries int
 }
 
 // Service manages run triggers and fires them.
@@ -69,11 +78,17 @@ type Service struct{ o Options }
 
 // NewService validates o and returns a service.
 func NewService(o Options) (*Service, error) {
-	if o.DB == nil || o.Workspaces == nil || o.CreateRun == nil {
-		return nil, errors.New("trigger: DB, Workspaces and CreateRun are required")
+	if o.DB == nil || o.Workspaces == nil || o.CreateRun == nil || o.Outputs == nil {
+		return nil, errors.New("trigger: DB, Workspaces, CreateRun and Outputs are required")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MaxFanOut <= 0 {
+		o.MaxFanOut = 500
+	}
+	if o.Retries <= 0 {
+		o.Retries = 3
 	}
 	return &Service{o: o}, nil
 }
@@ -162,7 +177,7 @@ func (s *Service) Create(ctx context.Context, workspaceID, sourceID string) (*Tr
 }
 
 // pathFrom reports whether runs triggered in from lead, through declared
-// triggers, to to.
+// triggers and (fired) derived edges, to to.
 func (s *Service) pathFrom(ctx context.Context, q store.Q, from, to string) (bool, error) {
 	seen := map[string]bool{from: true}
 	queue := []string{from}
@@ -175,7 +190,7 @@ func (s *Service) pathFrom(ctx context.Context, q store.Q, from, to string) (boo
 		next, err := store.All(ctx, q, func(sc interface{ Scan(...any) error }) (string, error) {
 			var id string
 			return id, sc.Scan(&id)
-		}, `SELECT workspace_id FROM run_triggers WHERE sourceable_id = ?`, cur)
+		}, `SELECT workspace_id FROM run_triggers WHERE sourceable_id = ? UNION SELECT consumer_id FROM derived_edges WHERE producer_id = ? AND cycle = ?`, cur, cur, false)
 		if err != nil {
 			return false, err
 		}
@@ -248,39 +263,4 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // system acts for Terrace itself when queueing triggered runs.
 func system(ctx context.Context) context.Context {
 	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
-}
-
-// RunTransition queues a run in every target of the workspace when one of
-// its runs applied. It is a run.Service observer.
-func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
-	if t.To != run.Applied || t.Run.PlanOnly {
-		return
-	}
-	edges, err := store.All(ctx, s.o.DB, scanEdge, `SELECT `+cols+` FROM run_triggers WHERE sourceable_id = ? ORDER BY created_at, id`, t.Run.WorkspaceID)
-	if err != nil {
-		s.o.Logger.Error("reading run triggers", "workspace", t.Run.WorkspaceID, "error", err)
-		return
-	}
-	queued := map[string]bool{}
-	for _, e := range edges {
-		if queued[e.target] {
-			continue
-		}
-		queued[e.target] = true
-		if err := s.fire(ctx, t, e); err != nil {
-			s.o.Logger.Warn("queueing a triggered run", "source", t.Run.WorkspaceID, "run", t.Run.ID, "target", e.target, "error", err)
-		}
-	}
-}
-
-func (s *Service) fire(ctx context.Context, t run.Transition, e edge) error {
-	target, err := s.o.Workspaces.System(ctx, e.target)
-	if err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("Triggered by run trigger: workspace %q applied %s", t.Workspace.Name, t.Run.ID)
-	auto := target.AutoApplyRunTrigger
-	_, err = s.o.CreateRun(system(ctx), run.CreateOptions{WorkspaceID: target.ID, Message: &msg, AutoApply: &auto,
-		Source: RunSource, TriggerReason: RunReason})
-	return err
 }

@@ -51,3 +51,36 @@ CREATE TABLE run_triggers (
     UNIQUE (workspace_id, sourceable_id)
 );
 CREATE INDEX run_triggers_sourceable ON run_triggers (sourceable_id);
+
+-- Derived dependencies (internal/trigger/derived.go): consumer_id's runs
+-- read producer_id's state with their run token. outputs maps each output
+-- name of the producer, as the reading run saw it, to a SHA-256 of its
+-- value (values themselves are never copied). run_id is the consumer's
+-- last run that read it; cycle marks an edge that would close a cycle and
+-- is never fired.
+CREATE TABLE derived_edges (
+    producer_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    consumer_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    organization_name TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    outputs TEXT NOT NULL,
+    cycle BOOLEAN NOT NULL,
+    updated_at BIGINT NOT NULL,
+    PRIMARY KEY (producer_id, consumer_id)
+);
+CREATE INDEX derived_edges_consumer ON derived_edges (consumer_id);
+
+-- The workspaces an origin apply has queued runs in (one run per
+-- workspace per origin), and the origin of each triggered run.
+CREATE TABLE trigger_origins (
+    origin_run_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (origin_run_id, workspace_id)
+);
+CREATE TABLE triggered_runs (
+    run_id TEXT PRIMARY KEY,
+    origin_run_id TEXT NOT NULL,
+    source_run_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+);
