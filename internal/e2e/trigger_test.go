@@ -14,7 +14,8 @@ import (
 // TestRunTriggerQueuesRun: an apply in a source workspace queues one run
 // in the target, which says where it came from and auto-applies because
 // the target sets auto-apply-run-trigger; a trigger back from the target
-// to the source would close a cycle and is refused.
+// to the source would close a cycle and is refused. In the diamond
+// net → app → dns, net → dns, one apply of net queues dns once.
 func TestRunTriggerQueuesRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
@@ -56,6 +57,16 @@ func testRunTriggerQueuesRun(t *testing.T, e *testenv.Env) {
 	if err != nil || len(out.Items) != 1 || out.Items[0].ID != rt.ID {
 		t.Fatalf("outbound triggers of net: %+v %v", out, err)
 	}
+	dns, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("dns"), AutoApplyRunTrigger: tfe.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []*tfe.Workspace{net, app} {
+		if _, err := c.RunTriggers.Create(ctx, dns.ID, tfe.RunTriggerCreateOptions{Sourceable: src}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uploadConfig(ctx, t, c, dns.ID, `resource "terraform_data" "dns" { input = "x" }`)
 
 	uploadConfig(ctx, t, c, app.ID, `resource "terraform_data" "app" { input = "x" }`)
 	cv := uploadConfig(ctx, t, c, net.ID, `resource "terraform_data" "net" { input = "x" }`)
@@ -83,4 +94,15 @@ func testRunTriggerQueuesRun(t *testing.T, e *testenv.Env) {
 		t.Fatalf("the triggered run does not name its source: source %q, reason %q, message %q", triggered.Source, triggered.TriggerReason, triggered.Message)
 	}
 	waitRun(ctx, t, c, triggered.ID, 3*time.Minute, tfe.RunApplied)
+	// dns was queued by net's apply; app's triggered apply, from the same
+	// origin, does not queue it again.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		runs, err := c.Runs.List(ctx, dns.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs.Items) != 1 {
+			t.Fatalf("dns has %d runs after one apply of net, want 1", len(runs.Items))
+		}
+	}
 }
