@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,6 +230,23 @@ output "seen" { value = data.terraform_remote_state.dns.outputs.record }
 	if got := record(); got != "dns-app-10.2.0.0/16" {
 		t.Fatalf("dns record after net changed again = %q", got)
 	}
+
+	// dns switches derived triggers off: app still follows net, dns not.
+	body := strings.NewReader(`{"data":{"type":"dependency-settings","attributes":{"derived-triggers-enabled":false}}}`)
+	req, _ := http.NewRequest("PATCH", e.URL+"/api/v2/workspaces/"+dns.ID+"/dependency-settings", body)
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	req.Header.Set("Content-Type", "application/vnd.api+json")
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("switching derived triggers off: %s", resp.Status)
+	}
+	apply(net, netCV.ID, &tfe.RunVariable{Key: "cidr", Value: `"10.3.0.0/16"`})
+	waitNewRun(app, 5)
+	quiet(map[*tfe.Workspace]int{app: 5, dns: 3})
 
 	// dns stops reading app: after dns's next run the edge is gone.
 	dnsCV2 := uploadConfig(ctx, t, c, dns.ID, `output "record" { value = "static" }`)

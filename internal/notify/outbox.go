@@ -176,10 +176,18 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var pruned time.Time
 	var mu sync.Mutex
 	busy := map[string]bool{} // configurations with a request in flight
 	done := make(chan struct{}, 1)
 	for {
+		if time.Since(pruned) > time.Hour {
+			pruned = time.Now()
+			if _, err := s.o.DB.Exec(ctx, `DELETE FROM notification_deliveries WHERE status IN (?, ?) AND updated_at < ?`,
+				string(delivered), string(failed), core.Micros(core.Now().Add(-Retention))); err != nil && ctx.Err() == nil {
+				s.o.Logger.Error("pruning old notification deliveries", "error", err)
+			}
+		}
 		mu.Lock()
 		free := s.o.Workers - len(busy)
 		mu.Unlock()
@@ -299,6 +307,9 @@ func (s *Service) deliver(ctx context.Context, id string) {
 		s.o.Logger.Error("recording a notification delivery", "delivery", id, "configuration", c.ID, "error", err)
 	}
 }
+
+// Retention is how long delivered and failed outbox rows are kept.
+const Retention = 7 * 24 * time.Hour
 
 // maxResponseBody bounds what is kept of a destination's answer.
 const maxResponseBody = 4 << 10

@@ -22,6 +22,48 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/run-triggers/{id}", a.get)
 	mux.HandleFunc("DELETE /api/v2/run-triggers/{id}", a.delete)
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/dependencies", a.dependencies)
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/dependency-settings", a.settings)
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/dependency-settings", a.updateSettings)
+}
+
+// jsonSettings is a Terrace extension: whether derived dependencies may
+// start runs in the workspace.
+type jsonSettings struct {
+	ID      string `jsonapi:"primary,dependency-settings"`
+	Derived bool   `jsonapi:"attr,derived-triggers-enabled"`
+}
+
+func (a *API) settings(w http.ResponseWriter, r *http.Request) {
+	on, err := a.Service.DerivedTriggers(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, &jsonSettings{ID: r.PathValue("id"), Derived: on})
+}
+
+func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var b struct {
+		Derived *bool `json:"derived-triggers-enabled"`
+	}
+	if err := doc.Attrs(&b); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if b.Derived == nil {
+		tfeapi.Error(w, r, core.Invalid("derived-triggers-enabled is required"))
+		return
+	}
+	if err := a.Service.SetDerivedTriggers(r.Context(), r.PathValue("id"), *b.Derived); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.settings(w, r)
 }
 
 // jsonEdge is a Terrace extension: one dependency of a workspace, declared

@@ -212,6 +212,13 @@ func (s *Service) fanOut(ctx context.Context, t run.Transition) error {
 				}
 			}
 			if len(changed) > 0 {
+				on, err := s.derivedOn(ctx, d.consumer)
+				if err != nil {
+					return err
+				}
+				if !on {
+					continue
+				}
 				sort.Strings(changed)
 				targets = append(targets, target{id: d.consumer, reason: fmt.Sprint(changed)})
 			}
@@ -219,6 +226,13 @@ func (s *Service) fanOut(ctx context.Context, t run.Transition) error {
 	}
 	if len(targets) == 0 {
 		return nil
+	}
+	// Origins older than a day have long finished their chains.
+	if _, err := s.o.DB.Exec(ctx, `DELETE FROM trigger_origins WHERE created_at < ?`, core.Micros(core.Now().Add(-24*time.Hour))); err != nil {
+		return err
+	}
+	if _, err := s.o.DB.Exec(ctx, `DELETE FROM triggered_runs WHERE created_at < ?`, core.Micros(core.Now().Add(-30*24*time.Hour))); err != nil {
+		return err
 	}
 	origin := t.Run.ID
 	var o string
@@ -307,4 +321,42 @@ func (s *Service) queue(ctx context.Context, t run.Transition, origin string, tg
 		}
 		wait *= 2
 	}
+}
+
+// derivedOn reports whether a workspace lets derived edges start its runs
+// (the default).
+func (s *Service) derivedOn(ctx context.Context, workspaceID string) (bool, error) {
+	var on bool
+	err := s.o.DB.QueryRow(ctx, `SELECT derived_triggers FROM dependency_settings WHERE workspace_id = ?`, workspaceID).Scan(&on)
+	if store.IsNoRows(err) {
+		return true, nil
+	}
+	return on, err
+}
+
+// DerivedTriggers reports whether derived edges may start runs in a
+// workspace the caller may see.
+func (s *Service) DerivedTriggers(ctx context.Context, workspaceID string) (bool, error) {
+	if _, err := s.o.Workspaces.Get(ctx, workspaceID); err != nil {
+		return false, err
+	}
+	return s.derivedOn(ctx, workspaceID)
+}
+
+// SetDerivedTriggers switches derived triggers of a workspace on or off.
+func (s *Service) SetDerivedTriggers(ctx context.Context, workspaceID string, on bool) error {
+	w, err := s.o.Workspaces.Get(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	if err := authorize(ctx, w.Organization); err != nil {
+		return err
+	}
+	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM dependency_settings WHERE workspace_id = ?`, w.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO dependency_settings (workspace_id, derived_triggers) VALUES (?, ?)`, w.ID, on)
+		return err
+	})
 }

@@ -84,3 +84,10 @@ CREATE TABLE triggered_runs (
     source_run_id TEXT NOT NULL,
     created_at BIGINT NOT NULL
 );
+
+-- A workspace that switched derived triggers off (consumer side): its
+-- derived edges are still recorded and listed, never fired.
+CREATE TABLE dependency_settings (
+    workspace_id TEXT PRIMARY KEY REFERENCES workspaces (id) ON DELETE CASCADE,
+    derived_triggers BOOLEAN NOT NULL
+);
