@@ -19,7 +19,8 @@ import (
 // cloud backend, tfe_outputs) records the edge A → B with a digest of each
 // of A's outputs as B saw them. When a run of A applies and one of those
 // outputs changed, B gets a run; an apply that changes none starts
-// nothing. An edge that B's latest finished run did not read is dropped,
+// nothing. An edge that B's latest finished run did not read (no read
+// since that run was created) is dropped,
 // as is one whose producer is deleted (foreign key). An edge that would
 // close a cycle is kept, marked, listed on both workspaces, and never
 // fired.
@@ -164,7 +165,9 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 		return
 	}
 	if t.To == run.Applied || t.To == run.PlannedAndFinished {
-		if _, err := s.o.DB.Exec(ctx, `DELETE FROM derived_edges WHERE consumer_id = ? AND run_id <> ?`, t.Run.WorkspaceID, t.Run.ID); err != nil {
+		// Edges not read since this run was created are no longer read (a
+		// speculative plan's read in between keeps them, conservatively).
+		if _, err := s.o.DB.Exec(ctx, `DELETE FROM derived_edges WHERE consumer_id = ? AND updated_at < ?`, t.Run.WorkspaceID, core.Micros(t.Run.CreatedAt)); err != nil {
 			s.o.Logger.Error("dropping derived dependencies no longer read", "workspace", t.Run.WorkspaceID, "error", err)
 		}
 	}
