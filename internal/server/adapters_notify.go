@@ -48,7 +48,6 @@ func (s *Server) wireNotify() error {
 	s.Notify, err = notify.NewService(notify.Options{
 		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL,
 		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
-		Backoff:       s.cfg.NotifyBackoff,
 	})
 	if err != nil {
 		return err

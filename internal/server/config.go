@@ -54,9 +54,6 @@ type Config struct {
 	// CancelGrace is how long terraform gets to stop after an interrupt
 	// before it is killed. Defaults to 10s.
 	CancelGrace time.Duration
-	// NotifyBackoff is the wait after a first failed notification
-	// delivery; it doubles per attempt up to 10 minutes. Defaults to 1s.
-	NotifyBackoff time.Duration
 }
 
 func (c *Config) setDefaults() {
