@@ -234,7 +234,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 			return nil, fmt.Errorf("recording token use: %w", err)
 		}
 	}
-	return s.principal(ctx, id, Kind(kind), subject)
+	return s.principal(ctx, id, Kind(kind), subject, created)
 }
 
 // PrincipalOfToken rebuilds, as it is now, the principal of a token that
@@ -243,8 +243,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 // that caller. A token deleted or expired since is refused.
 func (s *Service) PrincipalOfToken(ctx context.Context, tokenID string) (*Principal, error) {
 	var kind, subject string
+	var created int64
 	var exp sql.NullInt64
-	err := s.db.QueryRow(ctx, `SELECT kind, subject, expired_at FROM tokens WHERE id = ?`, tokenID).Scan(&kind, &subject, &exp)
+	err := s.db.QueryRow(ctx, `SELECT kind, subject, created_at, expired_at FROM tokens WHERE id = ?`, tokenID).Scan(&kind, &subject, &created, &exp)
 	if store.IsNoRows(err) {
 		return nil, core.Unauthorized("the token %s no longer exists", tokenID)
 	}
@@ -254,11 +255,13 @@ func (s *Service) PrincipalOfToken(ctx context.Context, tokenID string) (*Princi
 	if exp.Valid && core.FromMicros(exp.Int64).Before(core.Now()) {
 		return nil, core.Unauthorized("the token %s has expired", tokenID)
 	}
-	return s.principal(ctx, tokenID, Kind(kind), subject)
+	return s.principal(ctx, tokenID, Kind(kind), subject, created)
 }
 
-// principal builds the principal of a token from its kind and subject.
-func (s *Service) principal(ctx context.Context, id string, kind Kind, subject string) (*Principal, error) {
+// principal builds the principal of a token from its kind and subject; a
+// team or organization token older than its organization's TTL policy
+// (created: its creation time in microseconds) is refused.
+func (s *Service) principal(ctx context.Context, id string, kind Kind, subject string, created int64) (*Principal, error) {
 	var err error
 	p := &Principal{Kind: kind, TokenID: id}
 	switch p.Kind {
@@ -308,7 +311,7 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		if err != nil {
 			return nil, err
 		}
-		if now.Sub(core.FromMicros(created)) > ttl {
+		if core.Now().Sub(core.FromMicros(created)) > ttl {
 			return nil, core.Unauthorized("token is older than the organization's %s token TTL policy allows", p.Kind)
 		}
 	}

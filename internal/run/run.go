@@ -43,7 +43,13 @@ type Run struct {
 	CancelRequestedAt      time.Time `json:"cancel_requested_at,omitzero"`
 	Plan                   Phase     `json:"plan"`
 	Apply                  Phase     `json:"apply"`
+
+	// moves are the transitions made since the run was read, reported to
+	// observers once they are committed (see Service.Observe).
+	moves []move
 }
+
+type move struct{ from, to Status }
 
 // RunVar is a variable given with the run; Value is an HCL expression.
 type RunVar struct {
@@ -79,10 +85,21 @@ func (r *Run) transition(to Status) error {
 		return &ErrBadTransition{From: r.Status, To: to}
 	}
 	now := core.Now()
+	r.moves = append(r.moves, move{r.Status, to})
 	r.Status = to
 	r.Timestamps.set(string(to)+"-at", now)
 	r.UpdatedAt = now
 	return nil
+}
+
+// force moves the run to a final status whatever the table says (force
+// cancel, failures found by the reaper); observers still see the move.
+func (r *Run) force(to Status) {
+	if r.Status == to {
+		return
+	}
+	r.moves = append(r.moves, move{r.Status, to})
+	r.Status = to
 }
 
 // setPhase moves a phase to a status and stamps it.

@@ -72,10 +72,11 @@ type Options struct {
 // Service runs the run lifecycle.
 type Service struct {
 	Options
-	wake     chan struct{} // nudges in-process runners: a job was queued
-	mu       sync.Mutex
-	signals  map[string]chan string // job id -> cancel signals for in-process runners
-	onChange []func(ctx context.Context, r *Run)
+	wake      chan struct{} // nudges in-process runners: a job was queued
+	mu        sync.Mutex
+	signals   map[string]chan string // job id -> cancel signals for in-process runners
+	onChange  []func(ctx context.Context, r *Run)
+	observers []func(ctx context.Context, t Transition)
 }
 
 // NewService returns a run service.
@@ -93,13 +94,47 @@ func NewService(o Options) *Service {
 }
 
 // OnChange registers a function called after every committed status
-// change (notifications and dependency triggers build on it).
+// change with the run as it is now.
 func (s *Service) OnChange(fn func(ctx context.Context, r *Run)) { s.onChange = append(s.onChange, fn) }
+
+// Transition is one committed status change of a run: From is "" for a
+// run just created (To is then pending, or further when it was queued at
+// once). Run is the run after the whole transaction; Workspace is its
+// workspace as the run domain sees it.
+type Transition struct {
+	Run       *Run
+	Workspace *Workspace
+	From, To  Status
+}
+
+// Observe registers fn to be called after every committed transition, in
+// order, once per status a run passed through. It is the one subscription
+// point for features that follow runs (notifications, run triggers, run
+// tasks): fn runs in the caller's goroutine, so it must be quick and must
+// hand slow work to its own queue.
+func (s *Service) Observe(fn func(ctx context.Context, t Transition)) {
+	s.observers = append(s.observers, fn)
+}
 
 func (s *Service) changed(ctx context.Context, runs ...*Run) {
 	for _, r := range runs {
 		for _, fn := range s.onChange {
 			fn(ctx, r)
+		}
+		moves := r.moves
+		r.moves = nil
+		if len(moves) == 0 || len(s.observers) == 0 {
+			continue
+		}
+		ws, err := s.Workspaces.System(ctx, r.WorkspaceID)
+		if err != nil {
+			s.Logger.Warn("reading the workspace of a run transition", "run", r.ID, "error", err)
+			ws = &Workspace{ID: r.WorkspaceID, Organization: r.Organization}
+		}
+		for _, m := range moves {
+			for _, fn := range s.observers {
+				fn(ctx, Transition{Run: r, Workspace: ws, From: m.from, To: m.to})
+			}
 		}
 	}
 }
@@ -236,6 +271,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	r.Timestamps.set("plan-queueable-at", r.CreatedAt)
 	var queued []*Run
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+		queued = nil
 		if err := insertRun(ctx, tx, r); err != nil {
 			return err
 		}
@@ -258,7 +294,16 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		return nil, err
 	}
 	s.nudge()
-	s.changed(ctx, queued...)
+	// The new run comes first, as created; schedule read it anew from the
+	// table, so its own moves (if it was queued at once) follow.
+	r.moves = append([]move{{"", Pending}}, r.moves...)
+	runs := []*Run{r}
+	for _, q := range queued {
+		if q != r {
+			runs = append(runs, q)
+		}
+	}
+	s.changed(ctx, runs...)
 	return s.get(ctx, r.ID)
 }
 
@@ -704,7 +749,7 @@ func (s *Service) ForceCancel(ctx context.Context, id, comment string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE run_id = ?`, r.ID); err != nil {
 			return nil, err
 		}
-		r.Status = Canceled // force: skip the table, any state may end here
+		r.force(Canceled) // skip the table: any state may end here
 		r.Timestamps.set("force-canceled-at", core.Now())
 		r.Timestamps.set("canceled-at", core.Now())
 		cancelPhases(r)
@@ -736,7 +781,7 @@ func (s *Service) signal(_ store.Q, runID, sig string) {
 func (s *Service) fail(ctx context.Context, tx store.Q, r *Run, msg string) ([]*Run, error) {
 	r.ErrorMessage = msg
 	if !r.Status.Final() {
-		r.Status = Errored
+		r.force(Errored)
 		r.Timestamps.set("errored-at", core.Now())
 	}
 	for _, p := range []*Phase{&r.Plan, &r.Apply} {

@@ -10,7 +10,12 @@ import (
 )
 
 // stateWorkspaces gives the state domain what it needs of workspaces.
-type stateWorkspaces struct{ ws *workspace.Service }
+// reads, when set, hears of every state read a run makes of another
+// workspace (derived dependencies, internal/trigger).
+type stateWorkspaces struct {
+	ws    *workspace.Service
+	reads *func(ctx context.Context, producerID, consumerID, runID string)
+}
 
 func toStateWorkspace(w *workspace.Workspace) *state.Workspace {
 	return &state.Workspace{ID: w.ID, Name: w.Name, Organization: w.Organization, LockedBy: w.LockID}
@@ -26,6 +31,9 @@ func (a stateWorkspaces) check(ctx context.Context, w *workspace.Workspace) (*st
 		}
 		if !ok {
 			return nil, core.NotFound("workspace %q not found", w.ID)
+		}
+		if a.reads != nil && *a.reads != nil {
+			(*a.reads)(ctx, w.ID, p.WorkspaceID, p.RunID)
 		}
 	}
 	return toStateWorkspace(w), nil
@@ -89,7 +97,7 @@ func (a workspaceState) StateSummary(ctx context.Context, workspaceID string) (w
 	if len(outs) > 0 {
 		// Outputs are state: a run token sees them only where the
 		// remote-state rule lets it read the state (as CurrentOutputs).
-		if _, err := (stateWorkspaces{a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID}); err != nil {
+		if _, err := (stateWorkspaces{ws: a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID}); err != nil {
 			if core.KindOf(err) != core.KindNotFound {
 				return workspace.StateSummary{}, err
 			}

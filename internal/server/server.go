@@ -26,6 +26,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
@@ -36,6 +37,7 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/trigger"
 	"github.com/terracehq/terrace/internal/user"
 	"github.com/terracehq/terrace/internal/variable"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -94,6 +96,14 @@ type Server struct {
 	Authz *authz.Service
 	// Audit keeps the audit trail; its Recorder wraps the API routes.
 	Audit *audit.Service
+	// Notify keeps notification configurations and delivers notifications.
+	Notify *notify.Service
+	// Triggers keeps run triggers and derived dependencies, and queues
+	// the runs they start.
+	Triggers *trigger.Service
+	// remoteStateRead hears of each state read a run makes of another
+	// workspace (set by wireTriggers).
+	remoteStateRead func(ctx context.Context, producerID, consumerID, runID string)
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -153,7 +163,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
-	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{s.Workspaces})
+	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{ws: s.Workspaces, reads: &s.remoteStateRead})
 	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
@@ -162,6 +172,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
+	if err := s.wireNotify(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.wireTriggers(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.NoCode = nocode.NewService(s.DB)
 	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Variables = s.Registry, s.Workspaces, s.Variables
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
@@ -222,6 +240,14 @@ func (s *Server) routes() http.Handler {
 	(&authz.API{Service: s.Authz}).Register(api)
 	wsAPI.Permissions = s.Authz.Workspace
 	(&audit.API{Service: s.Audit}).Register(api)
+	(&notify.API{Service: s.Notify}).Register(api)
+	(&trigger.API{Service: s.Triggers, IncludeWorkspace: func(r *http.Request, id string) (any, error) {
+		w, err := s.Workspaces.Get(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return wsAPI.Render(r, w), nil
+	}}).Register(api)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
@@ -264,6 +290,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	pruned := make(chan struct{})
 	go func() { defer close(pruned); s.Audit.Run(sweepCtx) }()
 	defer func() { stopSweep(); <-swept; <-sweptModules; <-pruned }()
+	// Notifications are delivered until the server stops; what is in
+	// flight then is sent again after the next start.
+	stopNotify := s.startNotify(ctx)
+	defer stopNotify()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

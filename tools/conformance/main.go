@@ -229,6 +229,14 @@ func runStore(ctx context.Context, o options, g *GoTFE, bin, runCLIConfig, work,
 		return nil, err
 	}
 	logf("terrace on %s is up at %s (log %s)", store, srv.URL, srv.LogFile)
+	rctx, stopReceiver := context.WithCancel(ctx)
+	defer stopReceiver()
+	recv, err := startReceiver(rctx)
+	if err != nil {
+		_ = srv.Stop()
+		return nil, fmt.Errorf("starting the local HTTP receiver: %w", err)
+	}
+	srv.ReceiverURL = recv.URL
 
 	var (
 		mu      sync.Mutex

@@ -38,6 +38,9 @@ func testEnv(t *Terrace, overrides []string) []string {
 	for _, r := range adminRoles {
 		env = append(env, "TFE_ADMIN_"+r+"_TOKEN="+t.Token)
 	}
+	if t.ReceiverURL != "" {
+		env = append(env, "TFC_RUN_TASK_URL="+t.ReceiverURL)
+	}
 	env = append(env, Settings...)
 	return append(env, overrides...) // later entries win in os/exec
 }

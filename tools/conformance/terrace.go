@@ -28,8 +28,11 @@ type Terrace struct {
 	Token   string // the site token
 	CAFile  string
 	LogFile string
-	cmd     *exec.Cmd
-	done    chan error
+	// ReceiverURL is the local HTTP receiver given to tests as
+	// TFC_RUN_TASK_URL ("" for none).
+	ReceiverURL string
+	cmd         *exec.Cmd
+	done        chan error
 }
 
 // writeRunCLIConfig lays out the offline stand-ins for hashicorp/null and

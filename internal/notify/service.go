@@ -1,0 +1,389 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Subscribables finds what configurations hang on. Organization returns
+// the organization of a workspace, team or project the caller in ctx may
+// see, and core.NotFound otherwise.
+type Subscribables interface {
+	Organization(ctx context.Context, kind, id string) (string, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	DB            *store.DB
+	Subscribables Subscribables
+	Logger        *slog.Logger
+	// BaseURL is the server's https://host, for run links in payloads.
+	BaseURL string
+	// Timeout bounds one request to a destination. Defaults to 10s.
+	Timeout time.Duration
+	// Backoff is the wait after a first failed attempt; it doubles up to
+	// MaxBackoff. Defaults to 1s and 10m.
+	Backoff, MaxBackoff time.Duration
+	// MaxAttempts ends retrying: the delivery is failed for good. Defaults
+	// to 20 (about two hours with the default backoff).
+	MaxAttempts int
+	// Workers bounds concurrent deliveries. Defaults to 8.
+	Workers int
+	// HTTP sends requests; defaults to a client without a global timeout
+	// (each request gets Timeout).
+	HTTP *http.Client
+}
+
+// Service manages configurations and their deliveries.
+type Service struct {
+	o    Options
+	wake chan struct{}
+	// delivered is signalled after each delivery attempt (tests wait on it
+	// through Attempted).
+	attempted chan struct{}
+}
+
+// NewService validates o and returns a service.
+func NewService(o Options) (*Service, error) {
+	if o.DB == nil || o.Subscribables == nil {
+		return nil, errors.New("notify: DB and Subscribables are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 10 * time.Minute
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 20
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{}
+	}
+	return &Service{o: o, wake: make(chan struct{}, 1), attempted: make(chan struct{}, 1)}, nil
+}
+
+// authorize is the one decision for managing notification configurations:
+// owners of the organization (workspace and project admins once the
+// authorization model lands). Reading needs only access to the owner,
+// which Subscribables.Organization checks.
+func authorize(ctx context.Context, org string) error {
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only administrators may manage notification configurations")
+	}
+	return nil
+}
+
+const cols = `id, organization_name, subscribable_type, subscribable_id, name, destination_type, url, token, enabled, triggers, email_addresses, email_user_ids, delivery_responses, last_failure, created_at, updated_at`
+
+func scan(sc interface{ Scan(...any) error }) (*Configuration, error) {
+	var c Configuration
+	var triggers, addrs, users, resp string
+	var created, updated int64
+	if err := sc.Scan(&c.ID, &c.Organization, &c.SubscribableType, &c.SubscribableID, &c.Name, &c.Destination, &c.URL, &c.token,
+		&c.Enabled, &triggers, &addrs, &users, &resp, &c.LastFailure, &created, &updated); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		raw string
+		dst any
+	}{{triggers, &c.Triggers}, {addrs, &c.EmailAddresses}, {users, &c.EmailUserIDs}, {resp, &c.Responses}} {
+		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
+			return nil, fmt.Errorf("decoding notification configuration %s: %w", c.ID, err)
+		}
+	}
+	c.CreatedAt, c.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &c, nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// List returns the configurations of a workspace, team or project.
+func (s *Service) List(ctx context.Context, kind, id string) ([]*Configuration, error) {
+	if _, err := s.o.Subscribables.Organization(ctx, kind, id); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE subscribable_type = ? AND subscribable_id = ? ORDER BY created_at, id`, kind, id)
+}
+
+// Create adds a configuration. An enabled configuration is verified first
+// (a test request that must get a 2xx); when that fails nothing is saved.
+func (s *Service) Create(ctx context.Context, kind, id string, o Changes) (*Configuration, error) {
+	org, err := s.o.Subscribables.Organization(ctx, kind, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := authorize(ctx, org); err != nil {
+		return nil, err
+	}
+	now := core.Now()
+	c := &Configuration{ID: core.NewID(PrefixConfiguration), Organization: org, SubscribableType: kind, SubscribableID: id,
+		Triggers: []string{}, EmailAddresses: []string{}, EmailUserIDs: []string{}, Responses: []Response{}, CreatedAt: now, UpdatedAt: now}
+	if err := apply(c, o); err != nil {
+		return nil, err
+	}
+	if err := s.checkEnable(ctx, c); err != nil {
+		return nil, err
+	}
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notification_configurations WHERE subscribable_type = ? AND subscribable_id = ?`, kind, id).Scan(&n); err != nil {
+			return err
+		}
+		if n >= MaxPerSubscribable {
+			return core.Invalid("a %s can have at most %d notification configurations", kind[:len(kind)-1], MaxPerSubscribable)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO notification_configurations (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), c.URL, c.token, c.Enabled,
+			jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), c.LastFailure,
+			core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
+		return redact(err, c.token)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// apply sets the given options on c and validates the result.
+func apply(c *Configuration, o Changes) error {
+	if o.Name != nil {
+		c.Name = *o.Name
+	}
+	if o.Destination != nil {
+		c.Destination = *o.Destination
+	}
+	if o.URL != nil {
+		c.URL = *o.URL
+	}
+	if o.Token != nil {
+		c.token = *o.Token
+	}
+	if o.Enabled != nil {
+		c.Enabled = *o.Enabled
+	}
+	if o.Triggers != nil {
+		c.Triggers = nonNil(*o.Triggers)
+	}
+	if o.EmailAddrs != nil {
+		c.EmailAddresses = nonNil(*o.EmailAddrs)
+	}
+	if o.EmailUserIDs != nil {
+		c.EmailUserIDs = nonNil(*o.EmailUserIDs)
+	}
+	if c.Destination != Email && (len(c.EmailUserIDs) > 0 || len(c.EmailAddresses) > 0) {
+		return core.Invalid("users and email-addresses are only for email destinations")
+	}
+	return validate(c)
+}
+
+// checkEnable verifies an enabled configuration: email needs an SMTP
+// server (none is configurable yet), the others a 2xx to a test request.
+// The response is kept on c either way.
+func (s *Service) checkEnable(ctx context.Context, c *Configuration) error {
+	if !c.Enabled {
+		return nil
+	}
+	if c.Destination == Email {
+		return core.Invalid("email notifications need an SMTP server, and this server has none configured: use a generic, slack or microsoft-teams destination, or save the configuration disabled")
+	}
+	resp := s.send(ctx, c, mustBody(c, verificationEvent()))
+	c.Responses = keep(c.Responses, resp)
+	if !resp.Successful {
+		return core.BadRequest("verification of the notification configuration failed: %s answered %s", c.URL, describe(resp))
+	}
+	return nil
+}
+
+func describe(r Response) string {
+	if r.Code == "" {
+		return "nothing (" + r.Body + ")"
+	}
+	return "HTTP " + r.Code
+}
+
+func mustBody(c *Configuration, e Event) []byte {
+	b, err := Body(c, e)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a notification payload: %v", err)) // plain structs: cannot fail
+	}
+	return b
+}
+
+func keep(rs []Response, r Response) []Response {
+	out := append([]Response{r}, rs...)
+	if len(out) > maxResponses {
+		out = out[:maxResponses]
+	}
+	return out
+}
+
+func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Configuration, error) {
+	if !core.HasPrefix(id, PrefixConfiguration) {
+		return nil, core.NotFound("notification configuration %q not found", id)
+	}
+	query := `SELECT ` + cols + ` FROM notification_configurations WHERE id = ?`
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	c, err := scan(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("notification configuration %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.o.Subscribables.Organization(ctx, c.SubscribableType, c.SubscribableID); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("notification configuration %q not found", id)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Get returns a configuration the caller may see.
+func (s *Service) Get(ctx context.Context, id string) (*Configuration, error) {
+	return s.load(ctx, s.o.DB, id, false)
+}
+
+// Update changes a configuration; turning it on (or changing where an
+// enabled one sends) verifies it first.
+func (s *Service) Update(ctx context.Context, id string, o Changes) (*Configuration, error) {
+	c, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := authorize(ctx, c.Organization); err != nil {
+		return nil, err
+	}
+	was := *c
+	c.UpdatedAt = core.Now()
+	if o.Destination != nil && *o.Destination != c.Destination {
+		return nil, core.Invalid("destination-type cannot be changed")
+	}
+	if err := apply(c, o); err != nil {
+		return nil, err
+	}
+	if c.Enabled && (!was.Enabled || c.URL != was.URL || c.token != was.token) {
+		if err := s.checkEnable(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := s.load(ctx, tx, id, true); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE notification_configurations SET name = ?, url = ?, token = ?, enabled = ?, triggers = ?, email_addresses = ?, email_user_ids = ?, delivery_responses = ?, updated_at = ? WHERE id = ?`,
+			c.Name, c.URL, c.token, c.Enabled, jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), core.Micros(c.UpdatedAt), c.ID)
+		return redact(err, c.token)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Delete removes a configuration and its undelivered notifications.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	c, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := authorize(ctx, c.Organization); err != nil {
+		return err
+	}
+	_, err = s.o.DB.Exec(ctx, `DELETE FROM notification_configurations WHERE id = ?`, c.ID)
+	return err
+}
+
+// Verify sends the test request and records the response on the
+// configuration; a failed verification is visible there, not an error.
+func (s *Service) Verify(ctx context.Context, id string) (*Configuration, error) {
+	c, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := authorize(ctx, c.Organization); err != nil {
+		return nil, err
+	}
+	if c.Destination == Email {
+		return nil, core.Invalid("email configurations are verified by their recipients, and this server has no SMTP server configured")
+	}
+	resp := s.send(ctx, c, mustBody(c, verificationEvent()))
+	if err := s.record(ctx, c.ID, resp); err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
+// record keeps a response on the configuration.
+func (s *Service) record(ctx context.Context, id string, r Response) error {
+	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		var raw string
+		err := tx.QueryRow(ctx, `SELECT delivery_responses FROM notification_configurations WHERE id = ?`+store.ForUpdate(tx), id).Scan(&raw)
+		if store.IsNoRows(err) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		var rs []Response
+		if err := json.Unmarshal([]byte(raw), &rs); err != nil {
+			return err
+		}
+		failure := ""
+		if !r.Successful {
+			failure = fmt.Sprintf("%s: %s answered %s", r.SentAt.Format(time.RFC3339), r.URL, describe(r))
+		}
+		_, err = tx.Exec(ctx, `UPDATE notification_configurations SET delivery_responses = ?, last_failure = ? WHERE id = ?`, jsonText(keep(rs, r)), failure, id)
+		return err
+	})
+}
+
+// DeleteSubscribable removes the configurations of a deleted workspace,
+// team or project (a delete hook of those domains).
+func DeleteSubscribable(ctx context.Context, q store.Q, id string) error {
+	_, err := q.Exec(ctx, `DELETE FROM notification_configurations WHERE subscribable_id = ?`, id)
+	return err
+}
+
+// redact keeps a driver error from carrying a token into a log.
+func redact(err error, token string) error {
+	if err == nil || token == "" {
+		return err
+	}
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return errors.New("database error (details withheld: the statement carried a token)")
+}

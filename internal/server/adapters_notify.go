@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/notify"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/team"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// notifySubscribables shows the notify domain the workspaces, teams and
+// projects that configurations hang on.
+type notifySubscribables struct {
+	ws       *workspace.Service
+	teams    *team.Service
+	projects *project.Service
+}
+
+func (a notifySubscribables) Organization(ctx context.Context, kind, id string) (string, error) {
+	switch kind {
+	case notify.OnWorkspace:
+		w, err := a.ws.Get(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return w.Organization, nil
+	case notify.OnTeam:
+		t, err := a.teams.Get(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return t.Organization, nil
+	case notify.OnProject:
+		p, err := a.projects.Get(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return p.Organization, nil
+	}
+	return "", core.NotFound("%s %q not found", kind, id)
+}
+
+// wireNotify builds the notification service and subscribes it to runs.
+func (s *Server) wireNotify() error {
+	var err error
+	s.Notify, err = notify.NewService(notify.Options{
+		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL,
+		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
+	})
+	if err != nil {
+		return err
+	}
+	s.Runs.Observe(s.Notify.RunTransition)
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, notify.DeleteSubscribable)
+	s.Projects.OnDelete = append(s.Projects.OnDelete, notify.DeleteSubscribable)
+	return nil
+}
+
+// startNotify starts the delivery loop; stop waits for it.
+func (s *Server) startNotify(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	prefix := "notify-" + s.instanceID() + "-"
+	done := make(chan struct{})
+	go func() { defer close(done); s.Notify.Run(ctx, prefix+core.RandomString(10), prefix) }()
+	return func() { cancel(); <-done }
+}
