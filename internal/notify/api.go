@@ -19,10 +19,14 @@ type API struct {
 
 // Register adds the routes to mux.
 func (a *API) Register(mux *http.ServeMux) {
-	for _, kind := range []string{OnWorkspace, OnTeam, OnProject} {
-		mux.HandleFunc("GET /api/v2/"+kind+"/{id}/notification-configurations", a.list(kind))
-		mux.HandleFunc("POST /api/v2/"+kind+"/{id}/notification-configurations", a.create(kind))
-	}
+	// Spelled out, so that the authorization route table's test can read
+	// every pattern.
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/notification-configurations", a.list(OnWorkspace))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/notification-configurations", a.create(OnWorkspace))
+	mux.HandleFunc("GET /api/v2/teams/{id}/notification-configurations", a.list(OnTeam))
+	mux.HandleFunc("POST /api/v2/teams/{id}/notification-configurations", a.create(OnTeam))
+	mux.HandleFunc("GET /api/v2/projects/{id}/notification-configurations", a.list(OnProject))
+	mux.HandleFunc("POST /api/v2/projects/{id}/notification-configurations", a.create(OnProject))
 	mux.HandleFunc("GET /api/v2/notification-configurations/{id}", a.get)
 	mux.HandleFunc("PATCH /api/v2/notification-configurations/{id}", a.update)
 	mux.HandleFunc("DELETE /api/v2/notification-configurations/{id}", a.delete)
