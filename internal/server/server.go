@@ -30,6 +30,7 @@ import (
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/sshkey"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -88,6 +89,8 @@ type Server struct {
 	NoCode *nocode.Service
 	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
 	Orchestration *orchestration.Service
+	// Stacks keeps stacks and their configurations.
+	Stacks *stack.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -162,6 +165,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry.NoCode = s.NoCode
 	s.Registry.OnNoCodeFlag = nocode.SetModuleFlag
 	s.wireOrchestration()
+	if err := s.wireStacks(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
@@ -203,6 +210,9 @@ func (s *Server) routes() http.Handler {
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
 	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
+	stackAPI := &stack.API{Service: s.Stacks}
+	stackAPI.Register(api)
+	stackAPI.RegisterCapability(capability)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
