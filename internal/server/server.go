@@ -248,7 +248,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
 	sweptModules := make(chan struct{})
 	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
-	defer func() { stopSweep(); <-swept; <-sweptModules }()
+	// Stack deployment runs advance on the same lifecycle.
+	stacksDone := make(chan struct{})
+	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()
+	defer func() { stopSweep(); <-swept; <-sweptModules; <-stacksDone }()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

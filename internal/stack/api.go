@@ -51,7 +51,10 @@ func (a *API) Register(mux *http.ServeMux) {
 	for pattern, h := range routes {
 		mux.HandleFunc(pattern, handle(h))
 	}
+	a.registerRuns(mux)
 }
+
+func conflictf(format string, args ...any) error { return core.Conflict(format, args...) }
 
 // RegisterCapability adds the archive upload route to the capability mux
 // (requests there carry a verified signed URL and no token).
@@ -169,9 +172,10 @@ type jsonGroupSummary struct {
 }
 
 type jsonDeployment struct {
-	ID    string        `jsonapi:"primary,stack-deployments"`
-	Name  string        `jsonapi:"attr,name"`
-	Stack *jsonStackRef `jsonapi:"relation,stack"`
+	ID        string        `jsonapi:"primary,stack-deployments"`
+	Name      string        `jsonapi:"attr,name"`
+	Stack     *jsonStackRef `jsonapi:"relation,stack"`
+	LatestRun *jsonRunRef   `jsonapi:"relation,latest-deployment-run,omitempty"`
 }
 
 type jsonDiagnostic struct {
@@ -204,8 +208,10 @@ func configJSON(c *Configuration) *jsonConfiguration {
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Stack: &jsonStackRef{ID: c.StackID}}
 }
 
-func groupJSON(g *Group) *jsonGroup {
-	return &jsonGroup{ID: g.ID, Name: g.Name, Status: string(g.Status), CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
+// groupJSON renders a group with its status derived from its runs.
+func (a *API) groupJSON(r *http.Request, g *Group) *jsonGroup {
+	status, _ := a.Service.GroupStatus(r.Context(), g)
+	return &jsonGroup{ID: g.ID, Name: g.Name, Status: string(status), CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
 		Config:        jsonGroupConfig{AutoApproveChecks: g.Config.AutoApproveChecks, Deployments: g.Config.Deployments, EagerPlan: "on", Custom: g.Config.Custom},
 		Configuration: &jsonStackCfgRef{ID: g.ConfigurationID}}
 }
@@ -401,7 +407,11 @@ func (a *API) listDeployments(w http.ResponseWriter, r *http.Request) error {
 	items, pg := tfeapi.Paginate(items, page)
 	out := make([]*jsonDeployment, 0, len(items))
 	for _, d := range items {
-		out = append(out, &jsonDeployment{ID: d.ID, Name: d.Name, Stack: &jsonStackRef{ID: d.StackID}})
+		j := &jsonDeployment{ID: d.ID, Name: d.Name, Stack: &jsonStackRef{ID: d.StackID}}
+		if runs, err := a.Service.ListDeploymentRuns(r.Context(), d.StackID, d.Name); err == nil && len(runs) > 0 {
+			j.LatestRun = &jsonRunRef{ID: runs[0].ID}
+		}
+		out = append(out, j)
 	}
 	tfeapi.RespondList(w, r, out, pg)
 	return nil
@@ -470,7 +480,7 @@ func (a *API) listGroups(w http.ResponseWriter, r *http.Request) error {
 	items, pg := tfeapi.Paginate(items, page)
 	out := make([]*jsonGroup, 0, len(items))
 	for _, g := range items {
-		out = append(out, groupJSON(g))
+		out = append(out, a.groupJSON(r, g))
 	}
 	tfeapi.RespondList(w, r, out, pg)
 	return nil
@@ -488,9 +498,9 @@ func (a *API) listGroupSummaries(w http.ResponseWriter, r *http.Request) error {
 	items, pg := tfeapi.Paginate(items, page)
 	out := make([]*jsonGroupSummary, 0, len(items))
 	for _, g := range items {
-		// No deployment runs exist yet: every deployment is pending.
-		out = append(out, &jsonGroupSummary{ID: g.ID, Name: g.Name, Status: string(g.Status),
-			StatusCounts: StatusCounts{Pending: len(g.Config.Deployments)}, Group: &jsonGroupRef{ID: g.ID}})
+		status, counts := a.Service.GroupStatus(r.Context(), g)
+		out = append(out, &jsonGroupSummary{ID: g.ID, Name: g.Name, Status: string(status),
+			StatusCounts: counts, Group: &jsonGroupRef{ID: g.ID}})
 	}
 	tfeapi.RespondList(w, r, out, pg)
 	return nil
@@ -501,7 +511,7 @@ func (a *API) groupByName(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusOK, groupJSON(g))
+	tfeapi.Respond(w, r, http.StatusOK, a.groupJSON(r, g))
 	return nil
 }
 
@@ -510,6 +520,6 @@ func (a *API) getGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusOK, groupJSON(g))
+	tfeapi.Respond(w, r, http.StatusOK, a.groupJSON(r, g))
 	return nil
 }

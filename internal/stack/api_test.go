@@ -54,7 +54,7 @@ func TestStackAPI(t *testing.T) {
 			t.Fatalf("update = %+v, %v", st, err)
 		}
 
-		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/twotier", nil)
+		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/tfdata", nil)
 		if err != nil {
 			t.Fatalf("uploading: %v", err)
 		}
@@ -183,7 +183,7 @@ func TestStackReuseAndBadArchive(t *testing.T) {
 	if resp := post("/stacks/" + st.ID + "/stack-configurations?source=reuse"); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("reuse with nothing uploaded: %d", resp.StatusCode)
 	}
-	first, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/twotier", nil)
+	first, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/tfdata", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

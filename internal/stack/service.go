@@ -59,6 +59,9 @@ type Options struct {
 	Orgs           Organizations
 	Logger         *slog.Logger
 	MaxUploadBytes int64
+	// Executor runs deployments; without one, configurations are parsed
+	// and recorded but no deployment run is made.
+	Executor Executor
 }
 
 // Service manages stacks and their configurations.
@@ -70,6 +73,8 @@ type Service struct {
 	orgs     Organizations
 	logger   *slog.Logger
 	maxBytes int64
+	exec     Executor
+	wake     chan struct{}
 }
 
 // NewService validates o and returns a service.
@@ -83,7 +88,8 @@ func NewService(o Options) (*Service, error) {
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = DefaultMaxUploadBytes
 	}
-	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes}, nil
+	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
+		exec: o.Executor, wake: make(chan struct{}, 1)}, nil
 }
 
 // Authorization: one function per decision, so that a single authorization
@@ -100,6 +106,18 @@ func canManage(ctx context.Context, org string) error {
 	}
 	if !auth.FromContext(ctx).IsOwner(org) {
 		return core.Forbidden("only owners of organization %q may manage stacks", org)
+	}
+	return nil
+}
+
+// canApprove: approving and cancelling deployment runs is for the
+// organization's owners.
+func canApprove(ctx context.Context, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return err
+	}
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only owners of organization %q may approve or cancel deployment runs", org)
 	}
 	return nil
 }
@@ -679,12 +697,18 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 		if err := recordDeployments(ctx, tx, cur, cfg); err != nil {
 			return err
 		}
+		if s.exec != nil && !cur.Speculative {
+			if err := createRuns(ctx, tx, cur, cfg); err != nil {
+				return err
+			}
+		}
 		c = cur
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("preparing stack configuration %s: %w", id, err)
 	}
+	s.nudge()
 	return c, nil
 }
 
