@@ -3,6 +3,9 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +190,183 @@ func diagnostics(t *testing.T, c *tfe.Client, cfgID string) string {
 		parts = append(parts, d.Summary+": "+d.Detail)
 	}
 	return strings.Join(parts, " | ")
+}
+
+// copyDir copies a fixture so a test can change it between uploads.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func rewrite(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), old, new, 1)
+	if s == string(b) {
+		t.Fatalf("%q not found in %s", old, path)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deploymentRuns(t *testing.T, c *tfe.Client, e *testenv.Env, stackID, name string) []string {
+	t.Helper()
+	var out struct {
+		Data []struct {
+			ID         string `json:"id"`
+			Attributes struct {
+				Status string `json:"status"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	req, _ := http.NewRequest("GET", e.URL+"/api/v2/stacks/"+stackID+"/stack-deployments/"+name+"/stack-deployment-runs", nil)
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range out.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+// TestDeploymentRunLifecycle covers what happens across configurations:
+// approving a newer plan abandons the older pending one; destroy = true
+// destroys a deployment; removing a deployment block destroys it with its
+// last configuration; a deployment that never converges fails with a
+// diagnostic.
+func TestDeploymentRunLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "lifecycle")
+		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := copyDir(t, "testdata/e2e")
+		v1, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prod1 := waitRun(t, c, groupRun(t, c, v1.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
+		waitRun(t, c, groupRun(t, c, v1.ID, "auto").ID, is("succeeded", "failed"))
+
+		// A second version while prod's first plan waits.
+		rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "replicas = 2", "replicas = 3")
+		v2, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prod2 := waitRun(t, c, groupRun(t, c, v2.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
+		if dev2 := waitRun(t, c, groupRun(t, c, v2.ID, "auto").ID, is("succeeded", "failed")); dev2.Status != "succeeded" {
+			t.Fatalf("dev v2 = %s", dev2.Status)
+		}
+		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, prod2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRun(t, c, prod1.ID, is("abandoned", "succeeded", "failed")); r.Status != "abandoned" {
+			t.Errorf("prod's first run = %s, want abandoned", r.Status)
+		}
+		if r := waitRun(t, c, prod2.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+			t.Fatalf("prod v2 = %s: %s", r.Status, diagnostics(t, c, v2.ID))
+		}
+		if got := len(deploymentRuns(t, c, e, st.ID, "prod")); got != 2 {
+			t.Errorf("prod has %d runs", got)
+		}
+		if b, _ := json.Marshal(outputs(t, c, org.Name, "stack-"+st.ID+"-prod")["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1","prod-net/app-2"]` {
+			t.Errorf("prod outputs = %s", b)
+		}
+
+		// destroy = true on dev, and prod's block removed.
+		rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "  deployment_group = deployment_group.auto\n", "  deployment_group = deployment_group.auto\n  destroy = true\n")
+		b, _ := os.ReadFile(filepath.Join(dir, "deployments.tfdeploy.hcl"))
+		s := string(b)
+		s = s[:strings.Index(s, `deployment "prod"`)]
+		if err := os.WriteFile(filepath.Join(dir, "deployments.tfdeploy.hcl"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v3, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Destroying removes resources: the no_destroy check sends dev to
+		// an operator too.
+		for _, name := range []string{"dev", "prod"} {
+			ids := deploymentRuns(t, c, e, st.ID, name)
+			if len(ids) == 0 {
+				t.Fatalf("no runs for %s", name)
+			}
+			r := waitRun(t, c, ids[0], is("pre-deploying-pending-operator", "failed", "succeeded"))
+			if r.Status != "pre-deploying-pending-operator" {
+				t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
+			}
+			if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			if r := waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+				t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
+			}
+			ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws.ResourceCount != 0 {
+				t.Errorf("%s still has %d resources", name, ws.ResourceCount)
+			}
+		}
+
+		// A deployment that never converges fails with a diagnostic.
+		st2, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "clock", Project: &tfe.Project{ID: prj.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st2.ID, "testdata/diverge", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := waitRun(t, c, groupRun(t, c, cfg.ID, "auto").ID, is("succeeded", "failed"))
+		if r.Status != "failed" || !strings.Contains(diagnostics(t, c, cfg.ID), "did not converge") {
+			t.Errorf("diverging run = %s: %s", r.Status, diagnostics(t, c, cfg.ID))
+		}
+		if got := stepSummary(steps(t, c, r.ID)); strings.Count(got, "apply=completed") != 4 || !strings.HasSuffix(got, "plan=failed") {
+			t.Errorf("diverging steps = %s", got)
+		}
+	})
 }
