@@ -128,6 +128,10 @@ func TestStackAPI(t *testing.T) {
 		if one, err := c.StackDiagnostics.Read(ctx, diags.Items[1].ID); err != nil || one.Diags[0].Snippet.Code != `resource "terraform_data" "stray" {}` {
 			t.Errorf("diagnostic = %+v, %v", one, err)
 		}
+		// The failed configuration has no groups: nothing of it runs.
+		if groups, err := c.StackDeploymentGroups.List(ctx, bad.ID, nil); err != nil || len(groups.Items) != 0 {
+			t.Errorf("groups of a failed configuration = %+v, %v", groups, err)
+		}
 		// The failed configuration changed no deployment.
 		if deps, err := c.StackDeployments.List(ctx, st.ID, nil); err != nil || len(deps.Items) != 3 {
 			t.Errorf("deployments after a failed configuration = %+v, %v", deps, err)
@@ -143,6 +147,9 @@ func TestStackAPI(t *testing.T) {
 
 		if err := c.Stacks.Delete(ctx, st.ID); err == nil || !errors.Is(err, tfe.ErrResourceNotFound) && !strings.Contains(err.Error(), "force") {
 			t.Errorf("deleting a stack with deployments: %v", err)
+		}
+		if err := c.Projects.Delete(ctx, prj.ID); err == nil {
+			t.Errorf("deleting a project holding a stack: %v", err)
 		}
 		if err := c.Stacks.ForceDelete(ctx, st.ID); err != nil {
 			t.Fatal(err)
@@ -168,6 +175,17 @@ func TestStackReuseAndBadArchive(t *testing.T) {
 	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "s", Project: &tfe.Project{ID: prj.ID}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A project holding a stack is not deleted.
+	empty, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "holder"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "held", Project: &tfe.Project{ID: empty.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Projects.Delete(ctx, empty.ID); err == nil || !strings.Contains(err.Error(), "stacks") {
+		t.Errorf("deleting a project holding a stack: %v", err)
 	}
 	post := func(path string) *http.Response {
 		req, _ := http.NewRequest("POST", e.URL+"/api/v2"+path, strings.NewReader(`{"data":{"type":"stack-configurations","attributes":{}}}`))

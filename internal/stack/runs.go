@@ -548,6 +548,10 @@ func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error
 			}
 			return err
 		}
+		if r.Status == RunAcquiringLock {
+			// An approval, automatic or not, dismisses older pending plans.
+			return abandonOlder(ctx, tx, r)
+		}
 		return nil
 	})
 }
