@@ -6,8 +6,9 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes as a component file and as a deployment
-// file: parsing (and evaluating auto-approval on what parsed) must return
-// diagnostics, never panic, and every error must carry a summary.
+// file: parsing (and, on what parsed, compiling each deployment and
+// evaluating auto-approval) must return diagnostics, never panic, and
+// every error must carry a summary.
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"components.tfcomponent.hcl", "deployments.tfdeploy.hcl"} {
 		b, err := os.ReadFile("testdata/twotier/" + name)
@@ -31,6 +32,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if cfg == nil || diags.HasErrors() {
 			return
+		}
+		for _, dep := range cfg.Deployments {
+			if out, diags := cfg.Compile(dep.Name); out == nil && !diags.HasErrors() {
+				t.Fatalf("Compile(%s) returned nothing and no error", dep.Name)
+			}
 		}
 		for _, g := range cfg.DeploymentGroups {
 			for _, dep := range cfg.Deployments {

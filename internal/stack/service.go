@@ -706,10 +706,34 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 		return nil
 	})
 	if err != nil {
+		// Do not leave it preparing: end it failed, with the reason.
+		s.abort(ctx, id, err)
 		return nil, fmt.Errorf("preparing stack configuration %s: %w", id, err)
 	}
 	s.nudge()
 	return c, nil
+}
+
+// abort ends a configuration that could not be recorded as failed, with a
+// diagnostic; a failure here is logged (the configuration stays preparing).
+func (s *Service) abort(ctx context.Context, id string, cause error) {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := loadConfig(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := transitionConfig(cur, ConfigFailed); err != nil {
+			return err
+		}
+		d := Diagnostics{{Severity: SeverityError, Summary: "Preparing the configuration failed", Detail: "Terrace could not record the configuration; upload it again."}}
+		if err := insertDiagnostics(ctx, tx, id, d); err != nil {
+			return err
+		}
+		return updateConfig(ctx, tx, cur)
+	})
+	if err != nil {
+		s.logger.Error("ending a stack configuration that failed to prepare", "configuration", id, "cause", cause, "error", err)
+	}
 }
 
 // parseArchive unpacks an archive into a scratch folder and parses the
