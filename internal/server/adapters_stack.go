@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"sort"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -11,6 +12,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/stack"
+	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/workspace"
 )
@@ -21,7 +23,7 @@ func (s *Server) wireStacks() error {
 	var err error
 	s.Stacks, err = stack.NewService(stack.Options{DB: s.DB, Blobs: s.Blobs, Signer: s.Signer,
 		Projects: stackProjects{s.Projects}, Orgs: orchOrgs{s}, Logger: s.logger.With("component", "stack"),
-		Executor: stackExecutor{s}})
+		Executor: stackExecutor{s}, States: stackStates{s}})
 	if err != nil {
 		return err
 	}
@@ -109,4 +111,43 @@ func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.Run
 
 func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
 	return e.s.Runs.Cancel(asOrg(ctx, org), runID, "Cancelled with its stack deployment run")
+}
+
+// stackStates reads deployments' state versions with the caller's rights.
+type stackStates struct{ s *Server }
+
+func stateInfo(v *state.Version) stack.StateInfo {
+	return stack.StateInfo{ID: v.ID, WorkspaceID: v.WorkspaceID, Serial: v.Serial, Resources: v.Summary.ResourceCount, CreatedAt: v.CreatedAt}
+}
+
+func (a stackStates) Current(ctx context.Context, workspaceID string) (stack.StateInfo, error) {
+	v, err := a.s.States.Current(ctx, workspaceID)
+	if err != nil {
+		return stack.StateInfo{}, err
+	}
+	return stateInfo(v), nil
+}
+
+func (a stackStates) Get(ctx context.Context, id string) (stack.StateInfo, error) {
+	v, err := a.s.States.Get(ctx, id)
+	if err != nil {
+		return stack.StateInfo{}, err
+	}
+	return stateInfo(v), nil
+}
+
+func (a stackStates) Description(ctx context.Context, id string) ([]byte, error) {
+	if _, err := a.s.States.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	// The JSON form when the runner stored one, the state file otherwise.
+	r, _, err := a.s.States.Content(ctx, id, true)
+	if core.KindOf(err) == core.KindNotFound {
+		r, _, err = a.s.States.Content(ctx, id, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, 64<<20))
 }

@@ -52,6 +52,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		mux.HandleFunc(pattern, handle(h))
 	}
 	a.registerRuns(mux)
+	a.registerStates(mux)
 }
 
 func conflictf(format string, args ...any) error { return core.Conflict(format, args...) }

@@ -3,9 +3,11 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +173,33 @@ func TestDeploymentRuns(t *testing.T) {
 		out = outputs(t, c, org.Name, "stack-"+st.ID+"-dev")
 		if b, _ := json.Marshal(out["app_ids"]); string(b) != `["dev-net/app-0"]` {
 			t.Errorf("dev outputs = %s", b)
+		}
+		// Stack states: one current state per deployment.
+		states, err := c.StackStates.List(ctx, st.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range states.Items {
+			got = append(got, s.Deployment+":"+strconv.Itoa(s.ResourceInstanceCount))
+		}
+		if strings.Join(got, " ") != "dev:2 prod:3" {
+			t.Errorf("stack states = %s", got)
+		}
+		if len(states.Items) == 2 {
+			one, err := c.StackStates.Read(ctx, states.Items[1].ID)
+			if err != nil || one.Deployment != "prod" || !one.IsCurrent {
+				t.Errorf("stack state = %+v, %v", one, err)
+			}
+			rc, err := c.StackStates.Description(ctx, states.Items[1].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			desc, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || !strings.Contains(string(desc), "terraform_data") {
+				t.Errorf("stack state description = %.200s, %v", desc, err)
+			}
 		}
 		// Approving again is refused: nothing waits.
 		if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err == nil {

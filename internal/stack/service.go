@@ -62,6 +62,8 @@ type Options struct {
 	// Executor runs deployments; without one, configurations are parsed
 	// and recorded but no deployment run is made.
 	Executor Executor
+	// States reads deployments' states (nil: no stack states).
+	States States
 }
 
 // Service manages stacks and their configurations.
@@ -74,6 +76,7 @@ type Service struct {
 	logger   *slog.Logger
 	maxBytes int64
 	exec     Executor
+	states   States
 	wake     chan struct{}
 }
 
@@ -89,7 +92,7 @@ func NewService(o Options) (*Service, error) {
 		o.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
-		exec: o.Executor, wake: make(chan struct{}, 1)}, nil
+		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1)}, nil
 }
 
 // Authorization: one function per decision, so that a single authorization
