@@ -1,4 +1,5 @@
-// Command terrace is the Terrace binary: `terrace server` runs the platform.
+// Command terrace is the Terrace binary: `terrace server` runs the platform;
+// `terrace stack …` uploads stack configurations and follows their runs.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/terracehq/terrace/internal/orchcli"
+	"github.com/terracehq/terrace/internal/stack/stackcli"
 )
 
 func main() {
@@ -24,6 +26,7 @@ func main() {
 	}
 	root.AddCommand(serverCmd())
 	root.AddCommand(orchcli.Commands()...)
+	root.AddCommand(stackcli.Command(nil))
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "terrace:", err)
 		os.Exit(1)

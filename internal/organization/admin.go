@@ -24,10 +24,6 @@ func (a *API) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v2/admin/organizations/{org}/subscription", a.updateSubscription)
 	mux.HandleFunc("GET /api/v2/admin/general-settings", a.readGeneralSettings)
 	mux.HandleFunc("PATCH /api/v2/admin/general-settings", a.updateGeneralSettings)
-	// Stacks are not implemented yet; an organization has none. The stacks
-	// domain takes this route over when it lands (delete it here then:
-	// registering a pattern twice panics).
-	mux.HandleFunc("GET /api/v2/organizations/{org}/stacks", a.listStacks)
 }
 
 // requireSiteAdmin hides the admin API from everyone else: to them it is
@@ -193,24 +189,4 @@ func (a *API) updateGeneralSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tfeapi.Respond(w, r, http.StatusOK, generalSettings())
-}
-
-type jsonStack struct {
-	ID string `jsonapi:"primary,stacks"`
-}
-
-// listStacks answers the stack list of an organization the caller can see:
-// empty, until Terrace has stacks.
-func (a *API) listStacks(w http.ResponseWriter, r *http.Request) {
-	page, err := tfeapi.ParsePage(r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	if _, err := a.Service.Get(r.Context(), r.PathValue("org")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	items, pg := tfeapi.Paginate([]*jsonStack{}, page)
-	tfeapi.RespondList(w, r, items, pg)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/sshkey"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -104,6 +105,8 @@ type Server struct {
 	// remoteStateRead hears of each state read a run makes of another
 	// workspace (set by wireTriggers).
 	remoteStateRead func(ctx context.Context, producerID, consumerID, runID string)
+	// Stacks keeps stacks and their configurations.
+	Stacks *stack.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -186,6 +189,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry.NoCode = s.NoCode
 	s.Registry.OnNoCodeFlag = nocode.SetModuleFlag
 	s.wireOrchestration()
+	if err := s.wireStacks(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
@@ -248,6 +255,9 @@ func (s *Server) routes() http.Handler {
 		}
 		return wsAPI.Render(r, w), nil
 	}}).Register(api)
+	stackAPI := &stack.API{Service: s.Stacks}
+	stackAPI.Register(api)
+	stackAPI.RegisterCapability(capability)
 	// The module registry protocol (modules.v1): terraform sends the host's
 	// credentials.
 	regProto := http.NewServeMux()
@@ -289,11 +299,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Prune audit events past their retention.
 	pruned := make(chan struct{})
 	go func() { defer close(pruned); s.Audit.Run(sweepCtx) }()
-	defer func() { stopSweep(); <-swept; <-sweptModules; <-pruned }()
 	// Notifications are delivered until the server stops; what is in
 	// flight then is sent again after the next start.
 	stopNotify := s.startNotify(ctx)
 	defer stopNotify()
+	// Stack deployment runs advance on the same lifecycle.
+	stacksDone := make(chan struct{})
+	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()
+	defer func() { stopSweep(); <-swept; <-sweptModules; <-pruned; <-stacksDone }()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

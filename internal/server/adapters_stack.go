@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sort"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/configversion"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/stack"
+	"github.com/terracehq/terrace/internal/state"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// wireStacks builds the stack service; a project that holds stacks is not
+// deleted.
+func (s *Server) wireStacks() error {
+	var err error
+	s.Stacks, err = stack.NewService(stack.Options{DB: s.DB, Blobs: s.Blobs, Signer: s.Signer,
+		Projects: stackProjects{s.Projects}, Orgs: orchOrgs{s}, Logger: s.logger.With("component", "stack"),
+		Executor: stackExecutor{s}, States: stackStates{s}})
+	if err != nil {
+		return err
+	}
+	s.Projects.OnDelete = append(s.Projects.OnDelete, func(ctx context.Context, q store.Q, projectID string) error {
+		n, err := stack.CountInProject(ctx, q, projectID)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return core.Conflict("project %s still holds %d stacks; delete them first", projectID, n)
+		}
+		return nil
+	})
+	return nil
+}
+
+type stackProjects struct{ p *project.Service }
+
+func (a stackProjects) Organization(ctx context.Context, id string) (string, error) {
+	p, err := a.p.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return p.Organization, nil
+}
+
+// stackExecutor runs deployments as runs on one workspace per deployment,
+// like the orchestrator's environments. It acts with an organization
+// principal of the stack's own organization, nothing wider.
+type stackExecutor struct{ s *Server }
+
+func asOrg(ctx context.Context, org string) context.Context {
+	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindOrganization, Organization: org})
+}
+
+func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name string) (string, error) {
+	ctx = asOrg(ctx, org)
+	w, err := e.s.Workspaces.GetByName(ctx, org, name)
+	if err == nil {
+		return w.ID, nil
+	}
+	if !errors.Is(err, core.ErrNotFound) {
+		return "", err
+	}
+	w, err = e.s.Workspaces.Create(ctx, org, workspace.Options{Name: &name, ProjectID: &projectID, ExecutionMode: ptr("remote"), AutoApply: ptr(false),
+		Description: ptr("State of a stack deployment; changed by its deployment runs.")})
+	if err != nil {
+		return "", err
+	}
+	return w.ID, nil
+}
+
+func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz []byte) (string, error) {
+	cv, err := e.s.ConfigVersions.CreateFromArchive(asOrg(ctx, org), workspaceID, tgz, configversion.CreateOptions{AutoQueueRuns: ptr(false)})
+	if err != nil {
+		return "", err
+	}
+	return cv.ID, nil
+}
+
+func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunRequest) (string, error) {
+	var vars []run.RunVar
+	for k, v := range req.Variables {
+		vars = append(vars, run.RunVar{Key: k, Value: v})
+	}
+	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
+	r, err := e.s.Runs.Create(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
+		PlanOnly: ptr(req.PlanOnly), AutoApply: ptr(!req.PlanOnly), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars})
+	if err != nil {
+		return "", err
+	}
+	return r.ID, nil
+}
+
+func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.RunReport, error) {
+	r, err := e.s.Runs.Get(asOrg(ctx, org), runID)
+	if err != nil {
+		return stack.RunReport{}, err
+	}
+	p := r.Plan
+	return stack.RunReport{Status: string(r.Status), Final: r.Status.Final(), OK: r.Status == run.Applied || r.Status == run.PlannedAndFinished,
+		Error: r.ErrorMessage, Changes: stack.ChangeCounts{Add: p.Additions, Change: p.Changes, Remove: p.Destructions, Import: p.Imports,
+			Total: p.Additions + p.Changes + p.Destructions + p.Imports}}, nil
+}
+
+func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
+	return e.s.Runs.Cancel(asOrg(ctx, org), runID, "Cancelled with its stack deployment run")
+}
+
+// stackStates reads deployments' state versions with the caller's rights.
+type stackStates struct{ s *Server }
+
+func stateInfo(v *state.Version) stack.StateInfo {
+	return stack.StateInfo{ID: v.ID, WorkspaceID: v.WorkspaceID, Serial: v.Serial, Resources: v.Summary.ResourceCount, CreatedAt: v.CreatedAt}
+}
+
+func (a stackStates) Current(ctx context.Context, workspaceID string) (stack.StateInfo, error) {
+	v, err := a.s.States.Current(ctx, workspaceID)
+	if err != nil {
+		return stack.StateInfo{}, err
+	}
+	return stateInfo(v), nil
+}
+
+func (a stackStates) Get(ctx context.Context, id string) (stack.StateInfo, error) {
+	v, err := a.s.States.Get(ctx, id)
+	if err != nil {
+		return stack.StateInfo{}, err
+	}
+	return stateInfo(v), nil
+}
+
+func (a stackStates) Description(ctx context.Context, id string) ([]byte, error) {
+	if _, err := a.s.States.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	// The JSON form when the runner stored one, the state file otherwise.
+	r, _, err := a.s.States.Content(ctx, id, true)
+	if core.KindOf(err) == core.KindNotFound {
+		r, _, err = a.s.States.Content(ctx, id, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(io.LimitReader(r, 64<<20))
+}

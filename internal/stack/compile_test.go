@@ -1,0 +1,203 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// copyTree copies a fixture folder into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func terraform(t *testing.T, dir string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("terraform", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_CLI_CONFIG_FILE=/dev/null")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("terraform %v: %v", args, err)
+	}
+	return out.String(), 0
+}
+
+// writeInputs writes the deployment's inputs as the runner writes run
+// variables: an HCL .auto.tfvars file.
+func writeInputs(t *testing.T, dir string, vars map[string]string) {
+	t.Helper()
+	var b strings.Builder
+	for k, v := range vars {
+		b.WriteString(k + " = " + v + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "zz_inputs.auto.tfvars"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompileRunsWithTerraform compiles one deployment of a two-component
+// stack (app reads network's output) and applies it with the real
+// terraform binary: the outputs flow between the components, a second
+// plan is empty, and removing a component destroys its resources.
+func TestCompileRunsWithTerraform(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	if _, err := exec.LookPath("terraform"); err != nil {
+		t.Skip("terraform is not on PATH")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	copyTree(t, "testdata/tfdata", dir)
+	cfg, diags := ParseFS(os.DirFS(dir))
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	out, diags := cfg.Compile("staging")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if got := out.Variables; len(got) != 2 || got["prefix"] != `"acme-staging"` || got["replicas"] != "2" {
+		t.Fatalf("variables = %v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, GeneratedFile), out.File, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeInputs(t, dir, out.Variables)
+	if text, code := terraform(t, dir, "init", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("init:\n%s\n%s", text, out.File)
+	}
+	if text, code := terraform(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("apply:\n%s\n%s", text, out.File)
+	}
+	text, _ := terraform(t, dir, "output", "-json", "app_ids")
+	var ids []string
+	if err := json.Unmarshal([]byte(text), &ids); err != nil || strings.Join(ids, " ") != "acme-staging-net/app-0 acme-staging-net/app-1" {
+		t.Fatalf("app_ids = %s (%v)", text, err)
+	}
+	if text, code := terraform(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("second plan is not empty (exit %d):\n%s", code, text)
+	}
+
+	// Remove the app component: a removed block destroys its resources.
+	comp, _ := os.ReadFile(filepath.Join(dir, "components.tfcomponent.hcl"))
+	s := string(comp)
+	s = s[:strings.Index(s, `component "app"`)] + "removed {\n  source    = \"./modules/app\"\n  from      = component.app\n  providers = {}\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "components.tfcomponent.hcl"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags = ParseFS(os.DirFS(dir))
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	out, diags = cfg.Compile("staging")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if err := os.WriteFile(filepath.Join(dir, GeneratedFile), out.File, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeInputs(t, dir, out.Variables)
+	text, code := terraform(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
+	if code != 0 || !strings.Contains(text, "0 added, 0 changed, 2 destroyed") {
+		t.Fatalf("apply after removing app (exit %d):\n%s\n%s", code, text, out.File)
+	}
+}
+
+func TestCompileRefusesWhatCannotRunYet(t *testing.T) {
+	t.Parallel()
+	files := stackFiles()
+	files["main.tfdeploy.hcl"] = []byte("identity_token \"aws\" {\n  audience = [\"aws.workload.identity\"]\n}\n\ndeployment \"dev\" {\n  inputs = { name = identity_token.aws.jwt }\n}\n")
+	cfg, diags := Parse(files)
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if _, diags := cfg.Compile("dev"); !diags.HasErrors() || diags[0].Range == nil || diags[0].Range.Start.Line != 6 {
+		t.Errorf("diagnostics = %v", diags)
+	}
+	if _, diags := cfg.Compile("nope"); !diags.HasErrors() {
+		t.Error("compiled a deployment that does not exist")
+	}
+}
+
+func TestCompileProviderConfig(t *testing.T) {
+	t.Parallel()
+	files := stackFiles()
+	files["main.tfcomponent.hcl"] = []byte(`required_providers {
+  aws = { source = "hashicorp/aws", version = "~> 5.0" }
+}
+
+variable "name" {
+  type = string
+}
+
+provider "aws" "east" {
+  config {
+    region = "us-east-1"
+    default_tags {
+      tags = { Stack = var.name }
+    }
+  }
+}
+
+component "a" {
+  source    = "./a"
+  inputs    = { name = var.name }
+  providers = { aws = provider.aws.east }
+}
+
+component "b" {
+  source     = "./b"
+  inputs     = { upstream = component.a.out }
+  providers  = { aws = provider.aws.east }
+  depends_on = [component.a]
+}
+`)
+	cfg, diags := Parse(files)
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	out, diags := cfg.Compile("dev")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	for _, want := range []string{
+		"provider \"aws\" {\n  alias  = \"east\"\n  region = \"us-east-1\"\n  default_tags {\n    tags = { Stack = var.name }\n  }\n}",
+		"aws = aws.east",
+		"upstream   = module.a.out",
+		"depends_on = [module.a]",
+	} {
+		if !strings.Contains(string(out.File), want) {
+			t.Errorf("generated file lacks %q:\n%s", want, out.File)
+		}
+	}
+}

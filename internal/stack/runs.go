@@ -1,0 +1,896 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/slug"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// More ID prefixes.
+const (
+	PrefixRun  = "sdr"
+	PrefixStep = "sds"
+)
+
+// MaxApplies bounds the plan/apply cycles of one deployment run: a run
+// whose plan still has changes after this many applies fails.
+const MaxApplies = 4
+
+// Run modes.
+const (
+	ModeNormal  = "normal"
+	ModeDestroy = "destroy"
+)
+
+// Operation types of steps.
+const (
+	OpPlan  = "plan"
+	OpApply = "apply"
+)
+
+// Executor runs Terraform for deployments through the platform's own
+// workspaces, configuration versions and runs (so the job queue, runners,
+// logs, state versions and cancellation are the usual ones). The
+// composition root provides it.
+type Executor interface {
+	// Workspace returns the workspace backing a deployment, creating it
+	// in the project when it does not exist.
+	Workspace(ctx context.Context, org, projectID, name string) (string, error)
+	// Upload makes a configuration version of a tar.gz archive.
+	Upload(ctx context.Context, org, workspaceID string, tarGz []byte) (string, error)
+	// Start queues a run: planOnly makes a speculative plan; otherwise the
+	// run applies its plan automatically.
+	Start(ctx context.Context, org string, req RunRequest) (string, error)
+	// Status reports a run.
+	Status(ctx context.Context, org, runID string) (RunReport, error)
+	// Cancel cancels a run that has not finished.
+	Cancel(ctx context.Context, org, runID string) error
+}
+
+// RunRequest is a run to start on a deployment's workspace.
+type RunRequest struct {
+	WorkspaceID, ConfigVersionID string
+	PlanOnly, Destroy            bool
+	Variables                    map[string]string // name → HCL expression
+	Message                      string
+}
+
+// RunReport is what a deployment needs to know of a run.
+type RunReport struct {
+	Status  string
+	Final   bool
+	OK      bool // applied, or planned with nothing more to do
+	Changes ChangeCounts
+	Error   string
+}
+
+// DeploymentRun is one deployment's run for one configuration (go-tfe's
+// StackDeploymentRun).
+type DeploymentRun struct {
+	ID              string
+	StackID         string
+	Organization    string
+	ConfigurationID string
+	Sequence        int
+	Deployment      string
+	GroupID         string
+	Status          RunStatus
+	Mode            string
+	ConfigVersionID string
+	Variables       map[string]string
+	Applies         int
+	ApprovedAt      time.Time
+	Error           string
+	Timestamps      map[string]time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Step is a step of a deployment run (go-tfe's StackDeploymentStep).
+type Step struct {
+	ID         string
+	RunID      string
+	Seq        int
+	Operation  string
+	Status     StepStatus
+	TFERunID   string
+	Changes    ChangeCounts
+	Timestamps map[string]time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+const runCols = `r.id, r.stack_id, s.organization_name, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
+	r.configuration_version_id, r.variables, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at`
+
+const runFrom = ` FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id JOIN stack_configurations c ON c.id = r.stack_configuration_id`
+
+func scanRun(sc store.Scanner) (*DeploymentRun, error) {
+	var r DeploymentRun
+	var vars, ts string
+	var approved, cr, up int64
+	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
+		&r.ConfigVersionID, &vars, &r.Applies, &approved, &r.Error, &ts, &cr, &up); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
+		return nil, fmt.Errorf("decoding deployment run %s: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(ts), &r.Timestamps); err != nil {
+		return nil, fmt.Errorf("decoding deployment run %s: %w", r.ID, err)
+	}
+	if approved != 0 {
+		r.ApprovedAt = core.FromMicros(approved)
+	}
+	r.CreatedAt, r.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
+	return &r, nil
+}
+
+func loadRun(ctx context.Context, q store.Q, id string, forUpdate bool) (*DeploymentRun, error) {
+	if !core.HasPrefix(id, PrefixRun) {
+		return nil, core.NotFound("deployment run %q not found", id)
+	}
+	query := `SELECT ` + runCols + runFrom + ` WHERE r.id = ?`
+	if forUpdate && q.Driver().Name() == "postgres" {
+		query += " FOR UPDATE OF r"
+	}
+	r, err := scanRun(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("deployment run %q not found", id)
+	}
+	return r, err
+}
+
+func insertRun(ctx context.Context, q store.Q, r *DeploymentRun) error {
+	vars, _ := json.Marshal(r.Variables)
+	ts, _ := json.Marshal(r.Timestamps)
+	_, err := q.Exec(ctx, `INSERT INTO stack_deployment_runs (id, stack_id, stack_configuration_id, deployment_name, group_id, status, mode,
+		configuration_version_id, variables, applies, approved_at, error, status_timestamps, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.StackID, r.ConfigurationID, r.Deployment, r.GroupID, string(r.Status), r.Mode, r.ConfigVersionID, string(vars), r.Applies,
+		micros(r.ApprovedAt), r.Error, string(ts), core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt))
+	return err
+}
+
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return core.Micros(t)
+}
+
+// saveRun writes r if its status is still from (another writer may have
+// moved it: then nothing is written and false is returned).
+func saveRun(ctx context.Context, q store.Q, r *DeploymentRun, from RunStatus) (bool, error) {
+	vars, _ := json.Marshal(r.Variables)
+	ts, _ := json.Marshal(r.Timestamps)
+	res, err := q.Exec(ctx, `UPDATE stack_deployment_runs SET status = ?, configuration_version_id = ?, variables = ?, applies = ?, approved_at = ?,
+		error = ?, status_timestamps = ?, updated_at = ? WHERE id = ? AND status = ?`,
+		string(r.Status), r.ConfigVersionID, string(vars), r.Applies, micros(r.ApprovedAt), r.Error, string(ts), core.Micros(r.UpdatedAt), r.ID, string(from))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+const stepCols = `id, stack_deployment_run_id, seq, operation_type, status, tfe_run_id, changes, status_timestamps, created_at, updated_at`
+
+func scanStep(sc store.Scanner) (*Step, error) {
+	var st Step
+	var changes, ts string
+	var cr, up int64
+	if err := sc.Scan(&st.ID, &st.RunID, &st.Seq, &st.Operation, &st.Status, &st.TFERunID, &changes, &ts, &cr, &up); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(changes), &st.Changes); err != nil {
+		return nil, fmt.Errorf("decoding deployment step %s: %w", st.ID, err)
+	}
+	if err := json.Unmarshal([]byte(ts), &st.Timestamps); err != nil {
+		return nil, fmt.Errorf("decoding deployment step %s: %w", st.ID, err)
+	}
+	st.CreatedAt, st.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
+	return &st, nil
+}
+
+func insertStep(ctx context.Context, q store.Q, st *Step) error {
+	changes, _ := json.Marshal(st.Changes)
+	ts, _ := json.Marshal(st.Timestamps)
+	_, err := q.Exec(ctx, `INSERT INTO stack_deployment_steps (`+stepCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.ID, st.RunID, st.Seq, st.Operation, string(st.Status), st.TFERunID, string(changes), string(ts), core.Micros(st.CreatedAt), core.Micros(st.UpdatedAt))
+	return err
+}
+
+func saveStep(ctx context.Context, q store.Q, st *Step) error {
+	changes, _ := json.Marshal(st.Changes)
+	ts, _ := json.Marshal(st.Timestamps)
+	_, err := q.Exec(ctx, `UPDATE stack_deployment_steps SET status = ?, tfe_run_id = ?, changes = ?, status_timestamps = ?, updated_at = ? WHERE id = ?`,
+		string(st.Status), st.TFERunID, string(changes), string(ts), core.Micros(st.UpdatedAt), st.ID)
+	return err
+}
+
+func runSteps(ctx context.Context, q store.Q, runID string) ([]*Step, error) {
+	return store.All(ctx, q, scanStep, `SELECT `+stepCols+` FROM stack_deployment_steps WHERE stack_deployment_run_id = ? ORDER BY seq`, runID)
+}
+
+// createRuns makes the deployment runs of a completed configuration: one
+// per deployment (destroy mode for destroy = true or destroy-all), and a
+// destroy run, with its last configuration, for each deployment that the
+// configuration no longer declares. Called in the completing transaction.
+func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) error {
+	groups := map[string]string{}
+	gs, err := store.All(ctx, q, func(sc store.Scanner) ([2]string, error) {
+		var p [2]string
+		return p, sc.Scan(&p[0], &p[1])
+	}, `SELECT name, id FROM stack_deployment_groups WHERE stack_configuration_id = ?`, c.ID)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		groups[g[0]] = g[1]
+	}
+	now := nowUTC()
+	for _, d := range cfg.Deployments {
+		mode := ModeNormal
+		if d.Destroy || c.DestroyAll {
+			mode = ModeDestroy
+		}
+		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: c.ID, Deployment: d.Name, GroupID: groups[d.Group],
+			Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+		if err := insertRun(ctx, q, r); err != nil {
+			return err
+		}
+	}
+	// Deployments removed from the configuration, still holding resources.
+	gone, err := store.All(ctx, q, func(sc store.Scanner) ([2]string, error) {
+		var p [2]string
+		return p, sc.Scan(&p[0], &p[1])
+	}, `SELECT name, last_configuration_id FROM stack_deployments WHERE stack_id = ? AND removed AND workspace_id <> '' AND last_configuration_id <> ''`, c.StackID)
+	if err != nil {
+		return err
+	}
+	for _, g := range gone {
+		var active int
+		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND mode = ? AND status NOT IN ('succeeded', 'failed', 'abandoned')`,
+			c.StackID, g[0], ModeDestroy).Scan(&active); err != nil {
+			return err
+		}
+		if active > 0 {
+			continue
+		}
+		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: g[1], Deployment: g[0], Status: RunPending, Mode: ModeDestroy,
+			Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+		if err := insertRun(ctx, q, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run advances deployment runs until ctx ends: every interval, and at
+// once when Wake is signalled.
+func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.Advance(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+func (s *Service) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Advance moves every unfinished deployment run one step further where it
+// can. Errors are recorded on the run (it fails) or logged when the store
+// itself fails.
+func (s *Service) Advance(ctx context.Context) {
+	if s.exec == nil {
+		return
+	}
+	runs, err := store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.status NOT IN ('succeeded', 'failed', 'abandoned') ORDER BY r.created_at, r.id`)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logger.Error("listing deployment runs", "error", err)
+		}
+		return
+	}
+	for _, r := range runs {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := s.advance(ctx, r); err != nil {
+			s.logger.Error("advancing deployment run", "run", r.ID, "error", err)
+		}
+	}
+}
+
+func (s *Service) advance(ctx context.Context, r *DeploymentRun) error {
+	steps, err := runSteps(ctx, s.db, r.ID)
+	if err != nil {
+		return err
+	}
+	var last *Step
+	if len(steps) > 0 {
+		last = steps[len(steps)-1]
+	}
+	switch r.Status {
+	case RunPending:
+		return s.begin(ctx, r)
+	case RunAcquiringLock:
+		return s.acquire(ctx, r)
+	case RunPreDeploying, RunDeploying:
+		if last == nil {
+			return s.fail(ctx, r, last, "the run has no step")
+		}
+		switch last.Status {
+		case StepRunning:
+			return s.watch(ctx, r, last)
+		case StepCompleted:
+			if last.Operation == OpPlan && r.Status == RunDeploying {
+				return s.startStep(ctx, r, OpApply, len(steps))
+			}
+		}
+	}
+	return nil
+}
+
+// begin compiles the deployment, uploads it to the deployment's workspace
+// and starts the first plan.
+func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
+	c, err := loadConfig(ctx, s.db, r.ConfigurationID, false)
+	if err != nil {
+		return err
+	}
+	st, err := loadStack(ctx, s.db, r.StackID, false)
+	if err != nil {
+		return err
+	}
+	tgz, vars, diags := s.compileArchive(ctx, c, st.WorkingDirectory, r.Deployment)
+	if diags.HasErrors() {
+		if err := s.recordDiagnostics(ctx, c.ID, diags); err != nil {
+			return err
+		}
+		return s.fail(ctx, r, nil, diags.Err().Error())
+	}
+	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, "stack-"+st.ID+"-"+r.Deployment)
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("preparing the deployment's workspace: %v", err))
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE stack_deployments SET workspace_id = ? WHERE stack_id = ? AND name = ?`, wsID, r.StackID, r.Deployment); err != nil {
+		return err
+	}
+	cvID, err := s.exec.Upload(ctx, r.Organization, wsID, tgz)
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("uploading the generated configuration: %v", err))
+	}
+	r.ConfigVersionID, r.Variables = cvID, vars
+	from := r.Status
+	if err := transitionRun(r, RunPreDeploying); err != nil {
+		return err
+	}
+	if ok, err := saveRun(ctx, s.db, r, from); err != nil || !ok {
+		return err
+	}
+	return s.startStep(ctx, r, OpPlan, 0)
+}
+
+// compileArchive unpacks a configuration, writes the deployment's
+// generated root module beside the stack files and packs it again.
+func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir, deployment string) ([]byte, map[string]string, Diagnostics) {
+	fail := func(summary, detail string) ([]byte, map[string]string, Diagnostics) {
+		return nil, nil, Diagnostics{{Severity: SeverityError, Summary: summary, Detail: detail}}
+	}
+	dir, err := os.MkdirTemp("", "terrace-stack-run-")
+	if err != nil {
+		return fail("Cannot prepare the deployment", err.Error())
+	}
+	defer os.RemoveAll(dir)
+	rd, _, err := s.blobs.Reader(ctx, c.blobKey)
+	if err != nil {
+		return fail("Cannot read the configuration archive", err.Error())
+	}
+	err = slug.Unpack(rd, dir, slug.Limits{})
+	rd.Close()
+	if err != nil {
+		return fail("Invalid configuration archive", err.Error())
+	}
+	root := filepath.Join(dir, filepath.FromSlash(workdir))
+	cfg, diags := ParseFS(os.DirFS(root))
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	out, diags := cfg.Compile(deployment)
+	if diags.HasErrors() {
+		return nil, nil, diags
+	}
+	if err := os.WriteFile(filepath.Join(root, GeneratedFile), out.File, 0o644); err != nil {
+		return fail("Cannot prepare the deployment", err.Error())
+	}
+	tgz, err := slug.Pack(dir)
+	if err != nil {
+		return fail("Cannot pack the deployment's configuration", err.Error())
+	}
+	return tgz, out.Variables, nil
+}
+
+// startStep starts a plan or apply step as a run on the workspace.
+func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, seq int) error {
+	var wsID string
+	if err := s.db.QueryRow(ctx, `SELECT workspace_id FROM stack_deployments WHERE stack_id = ? AND name = ?`, r.StackID, r.Deployment).Scan(&wsID); err != nil {
+		return err
+	}
+	now := nowUTC()
+	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
+		CreatedAt: now, UpdatedAt: now}
+	msg := fmt.Sprintf("Stack deployment %s, %s step %d of %s", r.Deployment, op, seq+1, r.ID)
+	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID, PlanOnly: op == OpPlan,
+		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Message: msg})
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("starting the %s: %v", op, err))
+	}
+	st.TFERunID = tfeRun
+	if err := transitionStep(st, StepRunning); err != nil {
+		return err
+	}
+	return insertStep(ctx, s.db, st)
+}
+
+// watch follows a running step's run and acts when it ends.
+func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
+	rep, err := s.exec.Status(ctx, r.Organization, st.TFERunID)
+	if err != nil {
+		return s.fail(ctx, r, st, fmt.Sprintf("reading run %s: %v", st.TFERunID, err))
+	}
+	if !rep.Final {
+		return nil
+	}
+	if !rep.OK {
+		msg := fmt.Sprintf("the %s (run %s) ended %s", st.Operation, st.TFERunID, rep.Status)
+		if rep.Error != "" {
+			msg += ": " + rep.Error
+		}
+		return s.fail(ctx, r, st, msg)
+	}
+	st.Changes = rep.Changes
+	if st.Operation == OpApply {
+		if err := transitionStep(st, StepCompleted); err != nil {
+			return err
+		}
+		if err := saveStep(ctx, s.db, st); err != nil {
+			return err
+		}
+		r.Applies++
+		r.UpdatedAt = nowUTC()
+		if ok, err := saveRun(ctx, s.db, r, r.Status); err != nil || !ok {
+			return err
+		}
+		// Convergence: plan again after every apply.
+		return s.startStep(ctx, r, OpPlan, st.Seq+1)
+	}
+	return s.planned(ctx, r, st)
+}
+
+// planned decides what follows a finished plan: an empty plan ends the
+// run; otherwise the group's checks approve it or an operator must.
+func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error {
+	if st.Changes.Total == 0 {
+		if err := transitionStep(st, StepCompleted); err != nil {
+			return err
+		}
+		if err := saveStep(ctx, s.db, st); err != nil {
+			return err
+		}
+		return s.finish(ctx, r, RunSucceeded, "")
+	}
+	if r.Applies >= MaxApplies {
+		if err := transitionStep(st, StepFailed); err != nil {
+			return err
+		}
+		if err := saveStep(ctx, s.db, st); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("The deployment did not converge: its plan still has %d changes after %d applies.", st.Changes.Total, r.Applies)
+		if err := s.recordDiagnostics(ctx, r.ConfigurationID, Diagnostics{{Severity: SeverityError, Summary: "Deployment did not converge", Detail: msg}}); err != nil {
+			return err
+		}
+		return s.finish(ctx, r, RunFailed, msg)
+	}
+	approved, err := s.autoApproved(ctx, r, st)
+	if err != nil {
+		return err
+	}
+	from := r.Status
+	switch {
+	case approved && r.Status == RunPreDeploying:
+		err = transitionRun(r, RunAcquiringLock)
+		r.ApprovedAt = nowUTC()
+	case approved:
+		// deploying: the loop starts the apply next.
+	case r.Status == RunPreDeploying:
+		err = transitionRun(r, RunPreDeployingPendingOperator)
+	default:
+		err = transitionRun(r, RunDeployingPendingOperator)
+	}
+	if err != nil {
+		return err
+	}
+	next := StepCompleted
+	if !approved {
+		next = StepPendingOperator
+	}
+	if err := transitionStep(st, next); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := saveStep(ctx, tx, st); err != nil {
+			return err
+		}
+		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
+			if err == nil {
+				err = core.Conflict("deployment run %s changed meanwhile", r.ID)
+			}
+			return err
+		}
+		if r.Status == RunAcquiringLock {
+			// An approval, automatic or not, dismisses older pending plans.
+			return abandonOlder(ctx, tx, r)
+		}
+		return nil
+	})
+}
+
+func (s *Service) autoApproved(ctx context.Context, r *DeploymentRun, st *Step) (bool, error) {
+	c, err := loadConfig(ctx, s.db, r.ConfigurationID, false)
+	if err != nil {
+		return false, err
+	}
+	stk, err := loadStack(ctx, s.db, r.StackID, false)
+	if err != nil {
+		return false, err
+	}
+	cfg, diags := s.parseArchive(ctx, c.blobKey, stk.WorkingDirectory)
+	if diags.HasErrors() || cfg == nil {
+		return false, nil
+	}
+	group := ""
+	if d := cfg.Deployment(r.Deployment); d != nil {
+		group = d.Group
+	}
+	mode := ModeNormal
+	if r.Mode == ModeDestroy {
+		mode = "destroy"
+	}
+	a, d := cfg.AutoApprove(group, PlanContext{Operation: "plan", Success: true, Mode: mode, Applyable: true, Changes: st.Changes,
+		Replans: r.Applies, Deployment: r.Deployment})
+	if len(d) > 0 {
+		if err := s.recordDiagnostics(ctx, r.ConfigurationID, d); err != nil {
+			return false, err
+		}
+	}
+	return a.Approved, nil
+}
+
+// acquire takes the deployment's state lock for r when it is free and r
+// is the earliest approved run waiting for it.
+func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		var holder string
+		if err := tx.QueryRow(ctx, `SELECT lock_run_id FROM stack_deployments WHERE stack_id = ? AND name = ?`+store.ForUpdate(tx), r.StackID, r.Deployment).Scan(&holder); err != nil {
+			return err
+		}
+		if holder != "" && holder != r.ID {
+			return nil
+		}
+		var first string
+		err := tx.QueryRow(ctx, `SELECT id FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND status = ? ORDER BY approved_at, id LIMIT 1`,
+			r.StackID, r.Deployment, string(RunAcquiringLock)).Scan(&first)
+		if err != nil || first != r.ID {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = ? WHERE stack_id = ? AND name = ?`, r.ID, r.StackID, r.Deployment); err != nil {
+			return err
+		}
+		from := r.Status
+		if err := transitionRun(r, RunDeploying); err != nil {
+			return err
+		}
+		_, err = saveRun(ctx, tx, r, from)
+		return err
+	})
+}
+
+// finish ends a run and releases the deployment's lock if it held it.
+func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, msg string) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		from := r.Status
+		if err := transitionRun(r, to); err != nil {
+			return err
+		}
+		r.Error = msg
+		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
+		return err
+	})
+}
+
+// fail ends the step (if any) and the run as failed, with a diagnostic.
+func (s *Service) fail(ctx context.Context, r *DeploymentRun, st *Step, msg string) error {
+	if st != nil && !st.Status.Final() {
+		if err := transitionStep(st, StepFailed); err == nil {
+			if err := saveStep(ctx, s.db, st); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.recordDiagnostics(ctx, r.ConfigurationID, Diagnostics{{Severity: SeverityError, Summary: "Deployment " + r.Deployment + " failed", Detail: msg}}); err != nil {
+		return err
+	}
+	return s.finish(ctx, r, RunFailed, msg)
+}
+
+func (s *Service) recordDiagnostics(ctx context.Context, cfgID string, diags Diagnostics) error {
+	return s.db.Tx(ctx, func(tx *store.Tx) error { return insertDiagnostics(ctx, tx, cfgID, diags) })
+}
+
+// GetRun returns a deployment run the caller can see.
+func (s *Service) GetRun(ctx context.Context, id string) (*DeploymentRun, error) {
+	r, err := loadRun(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := canRead(ctx, r.Organization); err != nil {
+		return nil, core.NotFound("deployment run %q not found", id)
+	}
+	return r, nil
+}
+
+// ListGroupRuns lists a deployment group's runs, oldest first.
+func (s *Service) ListGroupRuns(ctx context.Context, groupID string) ([]*DeploymentRun, error) {
+	if _, err := s.GetGroup(ctx, groupID); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.group_id = ? ORDER BY r.created_at, r.id`, groupID)
+}
+
+// ListDeploymentRuns lists a deployment's runs, newest first.
+func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment string) ([]*DeploymentRun, error) {
+	if _, err := s.GetStack(ctx, stackID); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? ORDER BY r.created_at DESC, r.id`, stackID, deployment)
+}
+
+// ListSteps lists a run's steps in order.
+func (s *Service) ListSteps(ctx context.Context, runID string) ([]*Step, error) {
+	if _, err := s.GetRun(ctx, runID); err != nil {
+		return nil, err
+	}
+	return runSteps(ctx, s.db, runID)
+}
+
+// GetStep returns a step and its run.
+func (s *Service) GetStep(ctx context.Context, id string) (*Step, *DeploymentRun, error) {
+	if !core.HasPrefix(id, PrefixStep) {
+		return nil, nil, core.NotFound("deployment step %q not found", id)
+	}
+	st, err := scanStep(s.db.QueryRow(ctx, `SELECT `+stepCols+` FROM stack_deployment_steps WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, nil, core.NotFound("deployment step %q not found", id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := s.GetRun(ctx, st.RunID)
+	if err != nil {
+		return nil, nil, core.NotFound("deployment step %q not found", id)
+	}
+	return st, r, nil
+}
+
+// Approve approves the plan waiting for an operator in a run (the advance
+// of its step). Approving a first plan dismisses the pending plans of the
+// same deployment from older configurations (they are abandoned).
+func (s *Service) Approve(ctx context.Context, runID string) error {
+	r, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if err := canApprove(ctx, r.Organization); err != nil {
+		return err
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		r, err := loadRun(ctx, tx, runID, true)
+		if err != nil {
+			return err
+		}
+		steps, err := runSteps(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		if len(steps) == 0 || steps[len(steps)-1].Status != StepPendingOperator {
+			return core.Conflict("deployment run %s has no plan waiting for approval (it is %s)", r.ID, r.Status)
+		}
+		st := steps[len(steps)-1]
+		if err := transitionStep(st, StepCompleted); err != nil {
+			return err
+		}
+		from := r.Status
+		next := RunDeploying
+		if r.Status == RunPreDeployingPendingOperator {
+			next = RunAcquiringLock
+			r.ApprovedAt = nowUTC()
+		}
+		if err := transitionRun(r, next); err != nil {
+			return core.Conflict("%v", err)
+		}
+		if err := saveStep(ctx, tx, st); err != nil {
+			return err
+		}
+		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
+			if err == nil {
+				err = core.Conflict("deployment run %s changed meanwhile; try again", r.ID)
+			}
+			return err
+		}
+		if next != RunAcquiringLock {
+			return nil
+		}
+		return abandonOlder(ctx, tx, r)
+	})
+	if err == nil {
+		s.nudge()
+	}
+	return err
+}
+
+// abandonOlder abandons the runs of r's deployment from older
+// configurations that have not reached the lock.
+func abandonOlder(ctx context.Context, q store.Q, r *DeploymentRun) error {
+	older, err := store.All(ctx, q, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? AND c.sequence_number < ? AND r.status IN (?, ?, ?)`,
+		r.StackID, r.Deployment, r.Sequence, string(RunPending), string(RunPreDeploying), string(RunPreDeployingPendingOperator))
+	if err != nil {
+		return err
+	}
+	for _, o := range older {
+		if err := abandon(ctx, q, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func abandon(ctx context.Context, q store.Q, r *DeploymentRun) error {
+	steps, err := runSteps(ctx, q, r.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if !st.Status.Final() {
+			if err := transitionStep(st, StepAbandoned); err != nil {
+				return err
+			}
+			if err := saveStep(ctx, q, st); err != nil {
+				return err
+			}
+		}
+	}
+	from := r.Status
+	if err := transitionRun(r, RunAbandoned); err != nil {
+		return err
+	}
+	if _, err := saveRun(ctx, q, r, from); err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
+	return err
+}
+
+// Cancel abandons an unfinished run, cancelling the run of its current
+// step, and releases the deployment's lock.
+func (s *Service) Cancel(ctx context.Context, runID string) error {
+	r, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if err := canApprove(ctx, r.Organization); err != nil {
+		return err
+	}
+	var running []string
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		r, err := loadRun(ctx, tx, runID, true)
+		if err != nil {
+			return err
+		}
+		if r.Status.Final() {
+			return core.Conflict("deployment run %s is %s", r.ID, r.Status)
+		}
+		steps, err := runSteps(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		for _, st := range steps {
+			if st.Status == StepRunning && st.TFERunID != "" {
+				running = append(running, st.TFERunID)
+			}
+		}
+		return abandon(ctx, tx, r)
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range running {
+		if err := s.exec.Cancel(context.WithoutCancel(ctx), r.Organization, id); err != nil {
+			s.logger.Warn("cancelling the run of a cancelled deployment run", "run", id, "error", err)
+		}
+	}
+	return nil
+}
+
+// groupStatus derives a deployment group's status from its runs.
+func groupStatus(runs []*DeploymentRun) (GroupStatus, StatusCounts) {
+	var sc StatusCounts
+	for _, r := range runs {
+		switch r.Status {
+		case RunPending:
+			sc.Pending++
+		case RunPreDeploying:
+			sc.PreDeploying++
+		case RunPreDeployingPendingOperator, RunDeployingPendingOperator:
+			sc.PendingOperator++
+		case RunAcquiringLock:
+			sc.AcquiringLock++
+		case RunDeploying:
+			sc.Deploying++
+		case RunSucceeded:
+			sc.Succeeded++
+		case RunFailed:
+			sc.Failed++
+		case RunAbandoned:
+			sc.Abandoned++
+		}
+	}
+	switch {
+	case len(runs) == 0 || sc.Pending == len(runs):
+		return GroupPending, sc
+	case sc.Failed > 0:
+		return GroupFailed, sc
+	case sc.Succeeded == len(runs):
+		return GroupSucceeded, sc
+	case sc.Succeeded+sc.Abandoned == len(runs):
+		return GroupAbandoned, sc
+	}
+	return GroupDeploying, sc
+}
+
+// GroupStatus derives a group's status and counts from its runs (pending
+// while it has none).
+func (s *Service) GroupStatus(ctx context.Context, g *Group) (GroupStatus, StatusCounts) {
+	runs, err := store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.group_id = ? ORDER BY r.created_at`, g.ID)
+	if err != nil {
+		s.logger.Error("reading a deployment group's runs", "group", g.ID, "error", err)
+		return g.Status, StatusCounts{}
+	}
+	if len(runs) == 0 {
+		return GroupPending, StatusCounts{Pending: len(g.Config.Deployments)}
+	}
+	return groupStatus(runs)
+}

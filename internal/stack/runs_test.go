@@ -1,0 +1,401 @@
+package stack_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// waitRun polls a deployment run until cond holds for its status.
+func waitRun(t *testing.T, c *tfe.Client, id string, cond func(string) bool) *tfe.StackDeploymentRun {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		r, err := c.StackDeploymentRuns.Read(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(string(r.Status)) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment run %s is still %s", id, r.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func is(statuses ...string) func(string) bool {
+	return func(s string) bool {
+		for _, x := range statuses {
+			if s == x {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func groupRun(t *testing.T, c *tfe.Client, cfgID, group string) *tfe.StackDeploymentRun {
+	t.Helper()
+	ctx := context.Background()
+	g, err := c.StackDeploymentGroups.ReadByName(ctx, cfgID, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := c.StackDeploymentRuns.List(ctx, g.ID, nil)
+	if err != nil || len(runs.Items) != 1 {
+		t.Fatalf("runs of group %s = %+v, %v", group, runs, err)
+	}
+	return runs.Items[0]
+}
+
+func steps(t *testing.T, c *tfe.Client, runID string) []*tfe.StackDeploymentStep {
+	t.Helper()
+	l, err := c.StackDeploymentSteps.List(context.Background(), runID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func stepSummary(ss []*tfe.StackDeploymentStep) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, s.OperationType+"="+string(s.Status))
+	}
+	return strings.Join(parts, " ")
+}
+
+func outputs(t *testing.T, c *tfe.Client, org, ws string) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	w, err := c.Workspaces.Read(ctx, org, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, err := c.StateVersions.ReadCurrentWithOptions(ctx, w.ID, &tfe.StateVersionCurrentOptions{Include: []tfe.StateVersionIncludeOpt{tfe.SVoutputs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, o := range sv.Outputs {
+		full, err := c.StateVersionOutputs.Read(ctx, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[o.Name] = full.Value
+	}
+	return out
+}
+
+// TestDeploymentRuns is the end-to-end path of a stack with two components
+// (app reads network's output) and two deployments, through go-tfe and
+// the real terraform binary on both stores: dev's group auto-approves
+// plans that destroy nothing, so dev plans, applies and converges (an
+// empty re-plan) by itself; prod waits for an operator, is approved with
+// Advance and then converges the same way.
+func TestDeploymentRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "deploy")
+		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/e2e", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := groupRun(t, c, cfg.ID, "auto")
+		prod := groupRun(t, c, cfg.ID, "prod_default")
+
+		dev = waitRun(t, c, dev.ID, is("succeeded", "failed"))
+		if dev.Status != "succeeded" {
+			t.Fatalf("dev ended %s; diagnostics: %s", dev.Status, diagnostics(t, c, cfg.ID))
+		}
+		if got := stepSummary(steps(t, c, dev.ID)); got != "plan=completed apply=completed plan=completed" {
+			t.Errorf("dev steps = %s", got)
+		}
+		prod = waitRun(t, c, prod.ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
+		if prod.Status != "pre-deploying-pending-operator" {
+			t.Fatalf("prod is %s, want it waiting for an operator; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
+		}
+		ss := steps(t, c, prod.ID)
+		if len(ss) != 1 || ss[0].Status != "pending-operator" {
+			t.Fatalf("prod steps = %s", stepSummary(ss))
+		}
+		if g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default"); err != nil || g.Status != "deploying" {
+			t.Errorf("prod's group = %+v, %v", g, err)
+		}
+		// Nothing of prod exists before approval.
+		if ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-prod"); err != nil || ws.ResourceCount != 0 {
+			t.Errorf("prod's workspace before approval = %+v, %v", ws, err)
+		}
+		if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		prod = waitRun(t, c, prod.ID, is("succeeded", "failed"))
+		if prod.Status != "succeeded" {
+			t.Fatalf("prod ended %s; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
+		}
+		if got := stepSummary(steps(t, c, prod.ID)); got != "plan=completed apply=completed plan=completed" {
+			t.Errorf("prod steps = %s", got)
+		}
+		if g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default"); err != nil || g.Status != "succeeded" {
+			t.Errorf("prod's group = %+v, %v", g, err)
+		}
+		// Each deployment has its own state; app read network's output.
+		out := outputs(t, c, org.Name, "stack-"+st.ID+"-prod")
+		if b, _ := json.Marshal(out["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1"]` {
+			t.Errorf("prod outputs = %s", b)
+		}
+		out = outputs(t, c, org.Name, "stack-"+st.ID+"-dev")
+		if b, _ := json.Marshal(out["app_ids"]); string(b) != `["dev-net/app-0"]` {
+			t.Errorf("dev outputs = %s", b)
+		}
+		// Stack states: one current state per deployment.
+		states, err := c.StackStates.List(ctx, st.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range states.Items {
+			got = append(got, s.Deployment+":"+strconv.Itoa(s.ResourceInstanceCount))
+		}
+		if strings.Join(got, " ") != "dev:2 prod:3" {
+			t.Errorf("stack states = %s", got)
+		}
+		if len(states.Items) == 2 {
+			one, err := c.StackStates.Read(ctx, states.Items[1].ID)
+			if err != nil || one.Deployment != "prod" || !one.IsCurrent {
+				t.Errorf("stack state = %+v, %v", one, err)
+			}
+			rc, err := c.StackStates.Description(ctx, states.Items[1].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			desc, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || !strings.Contains(string(desc), "terraform_data") {
+				t.Errorf("stack state description = %.200s, %v", desc, err)
+			}
+		}
+		// Approving again is refused: nothing waits.
+		if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err == nil {
+			t.Error("a completed step was advanced")
+		}
+	})
+}
+
+func diagnostics(t *testing.T, c *tfe.Client, cfgID string) string {
+	t.Helper()
+	l, err := c.StackConfigurations.Diagnostics(context.Background(), cfgID)
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, d := range l.Items {
+		parts = append(parts, d.Summary+": "+d.Detail)
+	}
+	return strings.Join(parts, " | ")
+}
+
+// copyDir copies a fixture so a test can change it between uploads.
+func copyDir(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func rewrite(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), old, new, 1)
+	if s == string(b) {
+		t.Fatalf("%q not found in %s", old, path)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func deploymentRuns(t *testing.T, c *tfe.Client, e *testenv.Env, stackID, name string) []string {
+	t.Helper()
+	var out struct {
+		Data []struct {
+			ID         string `json:"id"`
+			Attributes struct {
+				Status string `json:"status"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	req, _ := http.NewRequest("GET", e.URL+"/api/v2/stacks/"+stackID+"/stack-deployments/"+name+"/stack-deployment-runs", nil)
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range out.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+// TestDeploymentRunLifecycle covers what happens across configurations:
+// approving a newer plan abandons the older pending one; destroy = true
+// destroys a deployment; removing a deployment block destroys it with its
+// last configuration; a deployment that never converges fails with a
+// diagnostic.
+func TestDeploymentRunLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "lifecycle")
+		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := copyDir(t, "testdata/e2e")
+		v1, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prod1 := waitRun(t, c, groupRun(t, c, v1.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
+		waitRun(t, c, groupRun(t, c, v1.ID, "auto").ID, is("succeeded", "failed"))
+
+		// A second version while prod's first plan waits.
+		rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "replicas = 2", "replicas = 3")
+		v2, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prod2 := waitRun(t, c, groupRun(t, c, v2.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
+		if dev2 := waitRun(t, c, groupRun(t, c, v2.ID, "auto").ID, is("succeeded", "failed")); dev2.Status != "succeeded" {
+			t.Fatalf("dev v2 = %s", dev2.Status)
+		}
+		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, prod2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRun(t, c, prod1.ID, is("abandoned", "succeeded", "failed")); r.Status != "abandoned" {
+			t.Errorf("prod's first run = %s, want abandoned", r.Status)
+		}
+		if r := waitRun(t, c, prod2.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+			t.Fatalf("prod v2 = %s: %s", r.Status, diagnostics(t, c, v2.ID))
+		}
+		if got := len(deploymentRuns(t, c, e, st.ID, "prod")); got != 2 {
+			t.Errorf("prod has %d runs", got)
+		}
+		if b, _ := json.Marshal(outputs(t, c, org.Name, "stack-"+st.ID+"-prod")["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1","prod-net/app-2"]` {
+			t.Errorf("prod outputs = %s", b)
+		}
+
+		// destroy = true on dev, and prod's block removed.
+		rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "  deployment_group = deployment_group.auto\n", "  deployment_group = deployment_group.auto\n  destroy = true\n")
+		b, _ := os.ReadFile(filepath.Join(dir, "deployments.tfdeploy.hcl"))
+		s := string(b)
+		s = s[:strings.Index(s, `deployment "prod"`)]
+		if err := os.WriteFile(filepath.Join(dir, "deployments.tfdeploy.hcl"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v3, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Destroying removes resources: the no_destroy check sends dev to
+		// an operator too.
+		for _, name := range []string{"dev", "prod"} {
+			ids := deploymentRuns(t, c, e, st.ID, name)
+			if len(ids) == 0 {
+				t.Fatalf("no runs for %s", name)
+			}
+			r := waitRun(t, c, ids[0], is("pre-deploying-pending-operator", "failed", "succeeded"))
+			if r.Status != "pre-deploying-pending-operator" {
+				t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
+			}
+			if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			if r := waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+				t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
+			}
+			ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws.ResourceCount != 0 {
+				t.Errorf("%s still has %d resources", name, ws.ResourceCount)
+			}
+		}
+
+		// A deployment that never converges fails with a diagnostic.
+		st2, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "clock", Project: &tfe.Project{ID: prj.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st2.ID, "testdata/diverge", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := waitRun(t, c, groupRun(t, c, cfg.ID, "auto").ID, is("succeeded", "failed"))
+		if r.Status != "failed" || !strings.Contains(diagnostics(t, c, cfg.ID), "did not converge") {
+			t.Errorf("diverging run = %s: %s", r.Status, diagnostics(t, c, cfg.ID))
+		}
+		if got := stepSummary(steps(t, c, r.ID)); strings.Count(got, "apply=completed") != 4 || !strings.HasSuffix(got, "plan=failed") {
+			t.Errorf("diverging steps = %s", got)
+		}
+	})
+}

@@ -1,0 +1,1006 @@
+package stack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/blob"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/slug"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// ID prefixes of the stack API's objects (as HCP Terraform spells them).
+const (
+	PrefixStack         = "st"
+	PrefixConfiguration = "stc"
+	PrefixGroup         = "sdg"
+	PrefixDeployment    = "sdep"
+	PrefixDiagnostic    = "sdi"
+)
+
+// DefaultMaxUploadBytes bounds an uploaded configuration archive.
+const DefaultMaxUploadBytes = 100 << 20
+
+func nowUTC() time.Time { return core.Now() }
+
+// Projects is what the stack domain needs from projects.
+type Projects interface {
+	// Organization returns the organization of a project the caller can
+	// see, or a not-found error.
+	Organization(ctx context.Context, projectID string) (string, error)
+}
+
+// Organizations tells whether an organization exists.
+type Organizations interface {
+	Exists(ctx context.Context, name string) error
+}
+
+// Options configure a Service; all but Logger and MaxUploadBytes are
+// required.
+type Options struct {
+	DB             *store.DB
+	Blobs          *blob.Store
+	Signer         *blob.Signer
+	Projects       Projects
+	Orgs           Organizations
+	Logger         *slog.Logger
+	MaxUploadBytes int64
+	// Executor runs deployments; without one, configurations are parsed
+	// and recorded but no deployment run is made.
+	Executor Executor
+	// States reads deployments' states (nil: no stack states).
+	States States
+}
+
+// Service manages stacks and their configurations.
+type Service struct {
+	db       *store.DB
+	blobs    *blob.Store
+	signer   *blob.Signer
+	projects Projects
+	orgs     Organizations
+	logger   *slog.Logger
+	maxBytes int64
+	exec     Executor
+	states   States
+	wake     chan struct{}
+}
+
+// NewService validates o and returns a service.
+func NewService(o Options) (*Service, error) {
+	if o.DB == nil || o.Blobs == nil || o.Signer == nil || o.Projects == nil || o.Orgs == nil {
+		return nil, errors.New("stack: NewService needs DB, Blobs, Signer, Projects and Orgs")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxUploadBytes <= 0 {
+		o.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
+		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1)}, nil
+}
+
+// Authorization: one function per decision, so that a single authorization
+// model can replace them.
+
+// canRead: any caller who can see the organization sees its stacks.
+func canRead(ctx context.Context, org string) error { return auth.CheckOrganization(ctx, org) }
+
+// canManage: creating, changing and deleting stacks and uploading their
+// configurations is for the organization's owners.
+func canManage(ctx context.Context, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return err
+	}
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only owners of organization %q may manage stacks", org)
+	}
+	return nil
+}
+
+// canApprove: approving and cancelling deployment runs is for the
+// organization's owners.
+func canApprove(ctx context.Context, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return err
+	}
+	if !auth.FromContext(ctx).IsOwner(org) {
+		return core.Forbidden("only owners of organization %q may approve or cancel deployment runs", org)
+	}
+	return nil
+}
+
+// Stack is a stack (go-tfe's Stack).
+type Stack struct {
+	ID                 string
+	Organization       string
+	ProjectID          string
+	Name               string
+	Description        string
+	SpeculativeEnabled bool
+	ExecutionMode      string
+	AgentPoolID        string
+	WorkingDirectory   string
+	TriggerPatterns    []string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+// StackOptions are the attributes of a new or changed stack; nil is unset.
+type StackOptions struct {
+	Name               *string
+	Description        *string
+	SpeculativeEnabled *bool
+	ExecutionMode      *string
+	AgentPoolID        *string
+	WorkingDirectory   *string
+	TriggerPatterns    *[]string
+	// VCS is true when the request carried a vcs-repo: refused until
+	// Terrace has VCS connections.
+	VCS bool
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,89}$`)
+
+func (o StackOptions) apply(st *Stack) error {
+	if o.VCS {
+		return core.Invalid("VCS-backed stacks are not supported: Terrace has no VCS connections yet; create the stack without vcs-repo and upload configurations")
+	}
+	if o.Name != nil {
+		if !nameRE.MatchString(*o.Name) {
+			return core.Invalid("name %q is not valid: use up to 90 letters, digits, dashes, dots and underscores, starting with a letter or digit", *o.Name)
+		}
+		st.Name = *o.Name
+	}
+	if o.Description != nil {
+		st.Description = *o.Description
+	}
+	if o.SpeculativeEnabled != nil {
+		st.SpeculativeEnabled = *o.SpeculativeEnabled
+	}
+	if o.ExecutionMode != nil {
+		if *o.ExecutionMode != "remote" && *o.ExecutionMode != "agent" {
+			return core.Invalid("execution-mode must be \"remote\" or \"agent\", not %q", *o.ExecutionMode)
+		}
+		st.ExecutionMode = *o.ExecutionMode
+	}
+	if o.AgentPoolID != nil {
+		st.AgentPoolID = *o.AgentPoolID
+	}
+	if st.ExecutionMode == "agent" && st.AgentPoolID == "" {
+		return core.Invalid("execution-mode \"agent\" needs an agent-pool")
+	}
+	if o.WorkingDirectory != nil {
+		wd := filepath.ToSlash(filepath.Clean("/" + *o.WorkingDirectory))[1:]
+		if strings.Contains(*o.WorkingDirectory, "..") {
+			return core.Invalid("working-directory %q must stay inside the configuration", *o.WorkingDirectory)
+		}
+		st.WorkingDirectory = wd
+	}
+	if o.TriggerPatterns != nil {
+		st.TriggerPatterns = append([]string{}, (*o.TriggerPatterns)...)
+	}
+	return nil
+}
+
+const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, created_at, updated_at`
+
+func scanStack(sc store.Scanner) (*Stack, error) {
+	var st Stack
+	var tp string
+	var c, u int64
+	if err := sc.Scan(&st.ID, &st.Organization, &st.ProjectID, &st.Name, &st.Description, &st.SpeculativeEnabled, &st.ExecutionMode,
+		&st.AgentPoolID, &st.WorkingDirectory, &tp, &c, &u); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(tp), &st.TriggerPatterns); err != nil {
+		return nil, fmt.Errorf("decoding trigger patterns of stack %s: %w", st.ID, err)
+	}
+	st.CreatedAt, st.UpdatedAt = core.FromMicros(c), core.FromMicros(u)
+	return &st, nil
+}
+
+func loadStack(ctx context.Context, q store.Q, id string, forUpdate bool) (*Stack, error) {
+	if !core.HasPrefix(id, PrefixStack) {
+		return nil, core.NotFound("stack %q not found", id)
+	}
+	query := `SELECT ` + stackCols + ` FROM stacks WHERE id = ?`
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	st, err := scanStack(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("stack %q not found", id)
+	}
+	return st, err
+}
+
+// GetStack returns a stack the caller can see.
+func (s *Service) GetStack(ctx context.Context, id string) (*Stack, error) {
+	st, err := loadStack(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := canRead(ctx, st.Organization); err != nil {
+		return nil, core.NotFound("stack %q not found", id)
+	}
+	return st, nil
+}
+
+// CreateStack creates a stack in a project.
+func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOptions) (*Stack, error) {
+	if projectID == "" {
+		return nil, core.Invalid("a stack needs a project relationship")
+	}
+	if o.Name == nil {
+		return nil, core.Invalid("a stack needs a name")
+	}
+	org, err := s.projects.Organization(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	if err := canManage(ctx, org); err != nil {
+		return nil, err
+	}
+	now := nowUTC()
+	st := &Stack{ID: core.NewID(PrefixStack), Organization: org, ProjectID: projectID, ExecutionMode: "remote", TriggerPatterns: []string{},
+		CreatedAt: now, UpdatedAt: now}
+	if err := o.apply(st); err != nil {
+		return nil, err
+	}
+	tp, _ := json.Marshal(st.TriggerPatterns)
+	_, err = s.db.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.ID, st.Organization, st.ProjectID, st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID,
+		st.WorkingDirectory, string(tp), core.Micros(now), core.Micros(now))
+	if store.IsUniqueViolation(s.db, err) {
+		return nil, core.Invalid("a stack named %q already exists in project %s", st.Name, projectID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating stack: %w", err)
+	}
+	return st, nil
+}
+
+// UpdateStack changes a stack's attributes.
+func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*Stack, error) {
+	var out *Stack
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		st, err := loadStack(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := canRead(ctx, st.Organization); err != nil {
+			return core.NotFound("stack %q not found", id)
+		}
+		if err := canManage(ctx, st.Organization); err != nil {
+			return err
+		}
+		if err := o.apply(st); err != nil {
+			return err
+		}
+		st.UpdatedAt = nowUTC()
+		tp, _ := json.Marshal(st.TriggerPatterns)
+		_, err = tx.Exec(ctx, `UPDATE stacks SET name = ?, description = ?, speculative_enabled = ?, execution_mode = ?, agent_pool_id = ?,
+			working_directory = ?, trigger_patterns = ?, updated_at = ? WHERE id = ?`,
+			st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID, st.WorkingDirectory, string(tp), core.Micros(st.UpdatedAt), st.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("a stack named %q already exists in project %s", st.Name, st.ProjectID)
+		}
+		out = st
+		return err
+	})
+	return out, err
+}
+
+// ListStacks lists an organization's stacks, optionally in one project or
+// with a name containing search; sort is name or updated-at, "-" first
+// for descending.
+func (s *Service) ListStacks(ctx context.Context, org, projectID, search, sortBy string, offset, limit int) ([]*Stack, int, error) {
+	if err := canRead(ctx, org); err != nil {
+		return nil, 0, err
+	}
+	if err := s.orgs.Exists(ctx, org); err != nil {
+		return nil, 0, err
+	}
+	order := "name ASC"
+	switch sortBy {
+	case "", "name":
+	case "-name":
+		order = "name DESC"
+	case "updated-at":
+		order = "updated_at ASC"
+	case "-updated-at":
+		order = "updated_at DESC"
+	default:
+		return nil, 0, core.BadRequest("sort must be name, -name, updated-at or -updated-at, not %q", sortBy)
+	}
+	where := `organization_name = ? AND (? = '' OR project_id = ?) AND (? = '' OR LOWER(name) LIKE ?)`
+	like := "%" + strings.ToLower(strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(search)) + "%"
+	args := []any{org, projectID, projectID, search, like}
+	where = strings.Replace(where, "LIKE ?", `LIKE ? ESCAPE '\'`, 1)
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM stacks WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	items, err := store.All(ctx, s.db, scanStack, `SELECT `+stackCols+` FROM stacks WHERE `+where+` ORDER BY `+order+`, id LIMIT ? OFFSET ?`,
+		append(args, limit, offset)...)
+	return items, total, err
+}
+
+// DeleteStack deletes a stack with its configurations. A stack that still
+// has deployments is only deleted with force.
+func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error {
+	var keys []string
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		st, err := loadStack(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := canRead(ctx, st.Organization); err != nil {
+			return core.NotFound("stack %q not found", id)
+		}
+		if err := canManage(ctx, st.Organization); err != nil {
+			return err
+		}
+		if !force {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployments WHERE stack_id = ? AND NOT removed`, id).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return core.Conflict("stack %s still has %d deployments; delete it with force=true", id, n)
+			}
+		}
+		keys, err = store.All(ctx, tx, func(sc store.Scanner) (string, error) {
+			var k string
+			return k, sc.Scan(&k)
+		}, `SELECT blob_key FROM stack_configurations WHERE stack_id = ? AND blob_key <> ''`, id)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM stacks WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := s.blobs.Delete(ctx, k); err != nil {
+			s.logger.Warn("deleting a stack configuration archive", "key", k, "error", err)
+		}
+	}
+	return nil
+}
+
+// CountInProject counts the stacks of a project (a project holding stacks
+// is not deleted).
+func CountInProject(ctx context.Context, q store.Q, projectID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stacks WHERE project_id = ?`, projectID).Scan(&n)
+	return n, err
+}
+
+// ComponentSummary is a component as a configuration lists it (go-tfe's
+// StackComponent).
+type ComponentSummary struct {
+	Name       string `json:"name"`
+	Correlator string `json:"correlator"`
+	Expanded   bool   `json:"expanded"`
+	Removed    bool   `json:"removed"`
+}
+
+// Timestamps are a configuration's status times.
+type Timestamps struct {
+	QueuedAt     *time.Time `json:"queued-at,omitempty"`
+	PreparingAt  *time.Time `json:"preparing-at,omitempty"`
+	EnqueueingAt *time.Time `json:"enqueueing-at,omitempty"`
+	CompletedAt  *time.Time `json:"completed-at,omitempty"`
+	CanceledAt   *time.Time `json:"canceled-at,omitempty"`
+	ErroredAt    *time.Time `json:"errored-at,omitempty"`
+}
+
+// Configuration is a stack configuration version (go-tfe's
+// StackConfiguration).
+type Configuration struct {
+	ID             string
+	StackID        string
+	Organization   string
+	SequenceNumber int
+	Status         ConfigStatus
+	Source         string // manual or reuse
+	Speculative    bool
+	DestroyAll     bool
+	Components     []ComponentSummary
+	Deployments    []string
+	Timestamps     Timestamps
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	blobKey        string
+	sha256         string
+}
+
+const cfgCols = `c.id, c.stack_id, s.organization_name, c.sequence_number, c.status, c.source, c.speculative, c.destroy_all, c.blob_key, c.sha256,
+	c.components, c.deployments, c.status_timestamps, c.created_at, c.updated_at`
+
+const cfgFrom = ` FROM stack_configurations c JOIN stacks s ON s.id = c.stack_id`
+
+func scanConfig(sc store.Scanner) (*Configuration, error) {
+	var c Configuration
+	var comps, deps, ts string
+	var cr, up int64
+	if err := sc.Scan(&c.ID, &c.StackID, &c.Organization, &c.SequenceNumber, &c.Status, &c.Source, &c.Speculative, &c.DestroyAll,
+		&c.blobKey, &c.sha256, &comps, &deps, &ts, &cr, &up); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		s string
+		v any
+	}{{comps, &c.Components}, {deps, &c.Deployments}, {ts, &c.Timestamps}} {
+		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
+			return nil, fmt.Errorf("decoding stack configuration %s: %w", c.ID, err)
+		}
+	}
+	c.CreatedAt, c.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
+	return &c, nil
+}
+
+func loadConfig(ctx context.Context, q store.Q, id string, forUpdate bool) (*Configuration, error) {
+	if !core.HasPrefix(id, PrefixConfiguration) {
+		return nil, core.NotFound("stack configuration %q not found", id)
+	}
+	query := `SELECT ` + cfgCols + cfgFrom + ` WHERE c.id = ?`
+	if forUpdate && q.Driver().Name() == "postgres" {
+		query += " FOR UPDATE OF c"
+	}
+	c, err := scanConfig(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("stack configuration %q not found", id)
+	}
+	return c, err
+}
+
+// GetConfiguration returns a configuration the caller can see.
+func (s *Service) GetConfiguration(ctx context.Context, id string) (*Configuration, error) {
+	c, err := loadConfig(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := canRead(ctx, c.Organization); err != nil {
+		return nil, core.NotFound("stack configuration %q not found", id)
+	}
+	return c, nil
+}
+
+// ListConfigurations lists a stack's configurations, newest first.
+func (s *Service) ListConfigurations(ctx context.Context, stackID string, offset, limit int) ([]*Configuration, int, error) {
+	if _, err := s.GetStack(ctx, stackID); err != nil {
+		return nil, 0, err
+	}
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM stack_configurations WHERE stack_id = ?`, stackID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	items, err := store.All(ctx, s.db, scanConfig, `SELECT `+cfgCols+cfgFrom+` WHERE c.stack_id = ? ORDER BY c.sequence_number DESC LIMIT ? OFFSET ?`,
+		stackID, limit, offset)
+	return items, total, err
+}
+
+// LatestConfiguration returns a stack's newest configuration, or nil.
+func (s *Service) LatestConfiguration(ctx context.Context, stackID string) (*Configuration, error) {
+	items, _, err := s.ListConfigurations(ctx, stackID, 0, 1)
+	if err != nil || len(items) == 0 {
+		return nil, err
+	}
+	return items[0], nil
+}
+
+// ConfigurationOptions are the attributes of a new configuration.
+type ConfigurationOptions struct {
+	Speculative bool
+	DestroyAll  bool
+	// Reuse makes the configuration from the archive of the stack's latest
+	// uploaded configuration, prepared at once (source=reuse).
+	Reuse bool
+}
+
+// CreateConfiguration starts a configuration version: pending until its
+// archive is uploaded (or, with Reuse, prepared from the previous one).
+func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o ConfigurationOptions) (*Configuration, error) {
+	var c *Configuration
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		st, err := loadStack(ctx, tx, stackID, true)
+		if err != nil {
+			return err
+		}
+		if err := canRead(ctx, st.Organization); err != nil {
+			return core.NotFound("stack %q not found", stackID)
+		}
+		if err := canManage(ctx, st.Organization); err != nil {
+			return err
+		}
+		if o.Speculative && !st.SpeculativeEnabled {
+			return core.Invalid("stack %s does not allow speculative configurations; set speculative-enabled first", stackID)
+		}
+		source := "manual"
+		var key, sum string
+		if o.Reuse {
+			source = "reuse"
+			err := tx.QueryRow(ctx, `SELECT blob_key, sha256 FROM stack_configurations WHERE stack_id = ? AND blob_key <> '' ORDER BY sequence_number DESC LIMIT 1`, stackID).Scan(&key, &sum)
+			if store.IsNoRows(err) {
+				return core.Invalid("stack %s has no uploaded configuration to reuse", stackID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var seq int
+		if err := tx.QueryRow(ctx, `SELECT next_sequence FROM stacks WHERE id = ?`, stackID).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE stacks SET next_sequence = next_sequence + 1 WHERE id = ?`, stackID); err != nil {
+			return err
+		}
+		now := nowUTC()
+		c = &Configuration{ID: core.NewID(PrefixConfiguration), StackID: stackID, Organization: st.Organization, SequenceNumber: seq,
+			Status: ConfigPending, Source: source, Speculative: o.Speculative, DestroyAll: o.DestroyAll, Components: []ComponentSummary{},
+			Deployments: []string{}, CreatedAt: now, UpdatedAt: now, blobKey: key, sha256: sum}
+		c.Timestamps.QueuedAt = &now
+		return insertConfig(ctx, tx, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.Reuse {
+		return s.prepare(ctx, c.ID)
+	}
+	return c, nil
+}
+
+func insertConfig(ctx context.Context, q store.Q, c *Configuration) error {
+	comps, _ := json.Marshal(c.Components)
+	deps, _ := json.Marshal(c.Deployments)
+	ts, _ := json.Marshal(c.Timestamps)
+	_, err := q.Exec(ctx, `INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, speculative, destroy_all, blob_key, sha256,
+		components, deployments, status_timestamps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.StackID, c.SequenceNumber, string(c.Status), c.Source, c.Speculative, c.DestroyAll, c.blobKey, c.sha256,
+		string(comps), string(deps), string(ts), core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
+	return err
+}
+
+func updateConfig(ctx context.Context, q store.Q, c *Configuration) error {
+	comps, _ := json.Marshal(c.Components)
+	deps, _ := json.Marshal(c.Deployments)
+	ts, _ := json.Marshal(c.Timestamps)
+	_, err := q.Exec(ctx, `UPDATE stack_configurations SET status = ?, blob_key = ?, sha256 = ?, components = ?, deployments = ?,
+		status_timestamps = ?, updated_at = ? WHERE id = ?`,
+		string(c.Status), c.blobKey, c.sha256, string(comps), string(deps), string(ts), core.Micros(c.UpdatedAt), c.ID)
+	return err
+}
+
+// UploadPath is the capability path a configuration's archive is PUT to.
+func UploadPath(id string) string { return "/stack-configurations/" + id + "/upload" }
+
+// UploadURL returns the signed URL for uploading a pending configuration's
+// archive, or "" when the configuration no longer takes one.
+func (s *Service) UploadURL(ctx context.Context, id string) (string, error) {
+	c, err := s.GetConfiguration(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if err := canManage(ctx, c.Organization); err != nil {
+		return "", err
+	}
+	if c.Status != ConfigPending {
+		return "", nil
+	}
+	return s.signer.URL("PUT", UploadPath(id), time.Hour), nil
+}
+
+// Upload stores the archive of a pending configuration and prepares it.
+// It is reached through a signed URL, so it checks no caller. A body over
+// the limit leaves the configuration pending for another try.
+func (s *Service) Upload(ctx context.Context, id string, body io.Reader) (*Configuration, error) {
+	c, err := loadConfig(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status != ConfigPending {
+		return nil, core.Conflict("stack configuration %s is %s and takes no upload", id, c.Status)
+	}
+	key := "stack-configurations/" + c.StackID + "/" + c.ID + "-" + core.RandomString(8) + ".tar.gz"
+	h := sha256.New()
+	if _, err := s.blobs.PutReader(ctx, key, io.TeeReader(body, h), s.maxBytes); err != nil {
+		_ = s.blobs.Delete(context.WithoutCancel(ctx), key)
+		if core.KindOf(err) == core.KindTooLarge {
+			return nil, err
+		}
+		return nil, fmt.Errorf("storing stack configuration archive: %w", err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := loadConfig(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if cur.Status != ConfigPending {
+			return core.Conflict("stack configuration %s is %s and takes no upload", id, cur.Status)
+		}
+		cur.blobKey, cur.sha256 = key, sum
+		cur.UpdatedAt = nowUTC()
+		return updateConfig(ctx, tx, cur)
+	})
+	if err != nil {
+		_ = s.blobs.Delete(context.WithoutCancel(ctx), key)
+		return nil, err
+	}
+	return s.prepare(context.WithoutCancel(ctx), id)
+}
+
+// prepare unpacks and parses a configuration's archive and records the
+// outcome in one transaction: completed with its deployment groups and
+// deployments, or failed with diagnostics.
+func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error) {
+	var c *Configuration
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := loadConfig(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := transitionConfig(cur, ConfigPreparing); err != nil {
+			return core.Conflict("%v", err)
+		}
+		c = cur
+		return updateConfig(ctx, tx, cur)
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := loadStack(ctx, s.db, c.StackID, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg, diags := s.parseArchive(ctx, c.blobKey, st.WorkingDirectory)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := loadConfig(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := insertDiagnostics(ctx, tx, cur.ID, diags); err != nil {
+			return err
+		}
+		if diags.HasErrors() {
+			if err := transitionConfig(cur, ConfigFailed); err != nil {
+				return err
+			}
+			c = cur
+			return updateConfig(ctx, tx, cur)
+		}
+		if err := transitionConfig(cur, ConfigCompleted); err != nil {
+			return err
+		}
+		cur.Components, cur.Deployments = summarize(cfg)
+		if err := updateConfig(ctx, tx, cur); err != nil {
+			return err
+		}
+		if err := recordDeployments(ctx, tx, cur, cfg); err != nil {
+			return err
+		}
+		if s.exec != nil && !cur.Speculative {
+			if err := createRuns(ctx, tx, cur, cfg); err != nil {
+				return err
+			}
+		}
+		c = cur
+		return nil
+	})
+	if err != nil {
+		// Do not leave it preparing: end it failed, with the reason.
+		s.abort(ctx, id, err)
+		return nil, fmt.Errorf("preparing stack configuration %s: %w", id, err)
+	}
+	s.nudge()
+	return c, nil
+}
+
+// abort ends a configuration that could not be recorded as failed, with a
+// diagnostic; a failure here is logged (the configuration stays preparing).
+func (s *Service) abort(ctx context.Context, id string, cause error) {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := loadConfig(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := transitionConfig(cur, ConfigFailed); err != nil {
+			return err
+		}
+		d := Diagnostics{{Severity: SeverityError, Summary: "Preparing the configuration failed", Detail: "Terrace could not record the configuration; upload it again."}}
+		if err := insertDiagnostics(ctx, tx, id, d); err != nil {
+			return err
+		}
+		return updateConfig(ctx, tx, cur)
+	})
+	if err != nil {
+		s.logger.Error("ending a stack configuration that failed to prepare", "configuration", id, "cause", cause, "error", err)
+	}
+}
+
+// parseArchive unpacks an archive into a scratch folder and parses the
+// stack files at the working directory. Every problem is a diagnostic.
+func (s *Service) parseArchive(ctx context.Context, key, workdir string) (*Config, Diagnostics) {
+	fail := func(summary, detail string) (*Config, Diagnostics) {
+		return nil, Diagnostics{{Severity: SeverityError, Summary: summary, Detail: detail}}
+	}
+	dir, err := os.MkdirTemp("", "terrace-stack-")
+	if err != nil {
+		return fail("Cannot prepare the configuration", err.Error())
+	}
+	defer os.RemoveAll(dir)
+	r, _, err := s.blobs.Reader(ctx, key)
+	if err != nil {
+		return fail("Cannot read the configuration archive", err.Error())
+	}
+	defer r.Close()
+	if err := slug.Unpack(r, dir, slug.Limits{}); err != nil {
+		return fail("Invalid configuration archive", err.Error())
+	}
+	root := filepath.Join(dir, filepath.FromSlash(workdir))
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return fail("Working directory not found", fmt.Sprintf("The archive has no folder %q, the stack's working directory.", workdir))
+	}
+	return ParseFS(os.DirFS(root))
+}
+
+func summarize(cfg *Config) ([]ComponentSummary, []string) {
+	comps := []ComponentSummary{}
+	for _, c := range cfg.Components {
+		comps = append(comps, ComponentSummary{Name: c.Name, Correlator: "component." + c.Name, Expanded: c.ForEach != nil})
+	}
+	for _, st := range cfg.Stacks {
+		comps = append(comps, ComponentSummary{Name: st.Name, Correlator: "stack." + st.Name})
+	}
+	for _, r := range cfg.Removed {
+		comps = append(comps, ComponentSummary{Name: r.From, Correlator: "component." + r.From, Removed: true})
+	}
+	deps := []string{}
+	for _, d := range cfg.Deployments {
+		deps = append(deps, d.Name)
+	}
+	sort.Strings(deps)
+	return comps, deps
+}
+
+// GroupConfig is a deployment group's configuration as the API shows it.
+type GroupConfig struct {
+	AutoApproveChecks []string `json:"auto-approve-checks"`
+	Deployments       []string `json:"deployments"`
+	Custom            bool     `json:"custom"`
+}
+
+// recordDeployments writes the groups of a completed configuration and,
+// unless it is speculative, the stack's deployments (a deployment missing
+// from the configuration is marked removed; its last configuration stays).
+func recordDeployments(ctx context.Context, q store.Q, c *Configuration, cfg *Config) error {
+	now := core.Micros(nowUTC())
+	for _, g := range cfg.DeploymentGroups {
+		gc := GroupConfig{AutoApproveChecks: append([]string{}, g.AutoApproveChecks...), Deployments: []string{}, Custom: !g.Implicit}
+		for _, d := range cfg.Deployments {
+			if d.Group == g.Name {
+				gc.Deployments = append(gc.Deployments, d.Name)
+			}
+		}
+		b, _ := json.Marshal(gc)
+		if _, err := q.Exec(ctx, `INSERT INTO stack_deployment_groups (id, stack_configuration_id, name, status, config, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, core.NewID(PrefixGroup), c.ID, g.Name, string(GroupPending), string(b), now, now); err != nil {
+			return err
+		}
+	}
+	if c.Speculative {
+		return nil
+	}
+	for _, d := range cfg.Deployments {
+		res, err := q.Exec(ctx, `UPDATE stack_deployments SET last_configuration_id = ?, removed = FALSE, updated_at = ? WHERE stack_id = ? AND name = ?`,
+			c.ID, now, c.StackID, d.Name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			continue
+		}
+		if _, err := q.Exec(ctx, `INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, removed, created_at, updated_at)
+			VALUES (?, ?, ?, ?, FALSE, ?, ?)`, core.NewID(PrefixDeployment), c.StackID, d.Name, c.ID, now, now); err != nil {
+			return err
+		}
+	}
+	names := make([]any, 0, len(cfg.Deployments)+2)
+	names = append(names, now, c.StackID)
+	marks := make([]string, 0, len(cfg.Deployments))
+	for _, d := range cfg.Deployments {
+		names = append(names, d.Name)
+		marks = append(marks, "?")
+	}
+	_, err := q.Exec(ctx, `UPDATE stack_deployments SET removed = TRUE, updated_at = ? WHERE stack_id = ? AND name NOT IN (`+strings.Join(marks, ", ")+`)`, names...)
+	return err
+}
+
+// StoredDiagnostic is a diagnostic as the stack-diagnostics API serves it.
+type StoredDiagnostic struct {
+	ID              string
+	ConfigurationID string
+	Organization    string
+	Diagnostic
+	Acknowledged bool
+	CreatedAt    time.Time
+}
+
+func insertDiagnostics(ctx context.Context, q store.Q, cfgID string, diags Diagnostics) error {
+	now := nowUTC()
+	for i, d := range diags {
+		b, _ := json.Marshal([]Diagnostic{d})
+		// Keep the order: one microsecond apart.
+		at := core.Micros(now) + int64(i)
+		if _, err := q.Exec(ctx, `INSERT INTO stack_diagnostics (id, stack_configuration_id, severity, summary, detail, diags, acknowledged, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, FALSE, ?)`, core.NewID(PrefixDiagnostic), cfgID, d.Severity, d.Summary, d.Detail, string(b), at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const diagCols = `d.id, d.stack_configuration_id, s.organization_name, d.severity, d.summary, d.detail, d.diags, d.acknowledged, d.created_at`
+
+const diagFrom = ` FROM stack_diagnostics d JOIN stack_configurations c ON c.id = d.stack_configuration_id JOIN stacks s ON s.id = c.stack_id`
+
+func scanDiagnostic(sc store.Scanner) (*StoredDiagnostic, error) {
+	var d StoredDiagnostic
+	var diags string
+	var at int64
+	if err := sc.Scan(&d.ID, &d.ConfigurationID, &d.Organization, &d.Severity, &d.Summary, &d.Detail, &diags, &d.Acknowledged, &at); err != nil {
+		return nil, err
+	}
+	var ds []Diagnostic
+	if err := json.Unmarshal([]byte(diags), &ds); err != nil {
+		return nil, fmt.Errorf("decoding stack diagnostic %s: %w", d.ID, err)
+	}
+	if len(ds) > 0 {
+		d.Range, d.Snippet = ds[0].Range, ds[0].Snippet
+	}
+	d.CreatedAt = core.FromMicros(at)
+	return &d, nil
+}
+
+// ConfigurationDiagnostics lists a configuration's diagnostics in order.
+func (s *Service) ConfigurationDiagnostics(ctx context.Context, cfgID string) ([]*StoredDiagnostic, error) {
+	if _, err := s.GetConfiguration(ctx, cfgID); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.db, scanDiagnostic, `SELECT `+diagCols+diagFrom+` WHERE d.stack_configuration_id = ? ORDER BY d.created_at, d.id`, cfgID)
+}
+
+// GetDiagnostic returns one diagnostic.
+func (s *Service) GetDiagnostic(ctx context.Context, id string) (*StoredDiagnostic, error) {
+	if !core.HasPrefix(id, PrefixDiagnostic) {
+		return nil, core.NotFound("stack diagnostic %q not found", id)
+	}
+	d, err := scanDiagnostic(s.db.QueryRow(ctx, `SELECT `+diagCols+diagFrom+` WHERE d.id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("stack diagnostic %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := canRead(ctx, d.Organization); err != nil {
+		return nil, core.NotFound("stack diagnostic %q not found", id)
+	}
+	return d, nil
+}
+
+// Group is a deployment group of a configuration (go-tfe's
+// StackDeploymentGroup).
+type Group struct {
+	ID              string
+	ConfigurationID string
+	Organization    string
+	Name            string
+	Status          GroupStatus
+	Config          GroupConfig
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+const groupCols = `g.id, g.stack_configuration_id, s.organization_name, g.name, g.status, g.config, g.created_at, g.updated_at`
+
+const groupFrom = ` FROM stack_deployment_groups g JOIN stack_configurations c ON c.id = g.stack_configuration_id JOIN stacks s ON s.id = c.stack_id`
+
+func scanGroup(sc store.Scanner) (*Group, error) {
+	var g Group
+	var cfg string
+	var cr, up int64
+	if err := sc.Scan(&g.ID, &g.ConfigurationID, &g.Organization, &g.Name, &g.Status, &cfg, &cr, &up); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(cfg), &g.Config); err != nil {
+		return nil, fmt.Errorf("decoding deployment group %s: %w", g.ID, err)
+	}
+	g.CreatedAt, g.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
+	return &g, nil
+}
+
+// ListGroups lists a configuration's deployment groups by name.
+func (s *Service) ListGroups(ctx context.Context, cfgID string) ([]*Group, error) {
+	if _, err := s.GetConfiguration(ctx, cfgID); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.db, scanGroup, `SELECT `+groupCols+groupFrom+` WHERE g.stack_configuration_id = ? ORDER BY g.name`, cfgID)
+}
+
+// GroupByName returns a configuration's deployment group by name.
+func (s *Service) GroupByName(ctx context.Context, cfgID, name string) (*Group, error) {
+	if _, err := s.GetConfiguration(ctx, cfgID); err != nil {
+		return nil, err
+	}
+	g, err := scanGroup(s.db.QueryRow(ctx, `SELECT `+groupCols+groupFrom+` WHERE g.stack_configuration_id = ? AND g.name = ?`, cfgID, name))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("deployment group %q not found in stack configuration %s", name, cfgID)
+	}
+	return g, err
+}
+
+// GetGroup returns a deployment group.
+func (s *Service) GetGroup(ctx context.Context, id string) (*Group, error) {
+	if !core.HasPrefix(id, PrefixGroup) {
+		return nil, core.NotFound("deployment group %q not found", id)
+	}
+	g, err := scanGroup(s.db.QueryRow(ctx, `SELECT `+groupCols+groupFrom+` WHERE g.id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("deployment group %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := canRead(ctx, g.Organization); err != nil {
+		return nil, core.NotFound("deployment group %q not found", id)
+	}
+	return g, nil
+}
+
+// DeploymentRecord is a deployment of a stack (go-tfe's StackDeployment).
+type DeploymentRecord struct {
+	ID                  string
+	StackID             string
+	Name                string
+	LastConfigurationID string
+	Removed             bool
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// ListDeployments lists a stack's current deployments by name.
+func (s *Service) ListDeployments(ctx context.Context, stackID string) ([]*DeploymentRecord, error) {
+	if _, err := s.GetStack(ctx, stackID); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.db, func(sc store.Scanner) (*DeploymentRecord, error) {
+		var d DeploymentRecord
+		var cr, up int64
+		if err := sc.Scan(&d.ID, &d.StackID, &d.Name, &d.LastConfigurationID, &d.Removed, &cr, &up); err != nil {
+			return nil, err
+		}
+		d.CreatedAt, d.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
+		return &d, nil
+	}, `SELECT id, stack_id, name, last_configuration_id, removed, created_at, updated_at FROM stack_deployments WHERE stack_id = ? AND NOT removed ORDER BY name`, stackID)
+}

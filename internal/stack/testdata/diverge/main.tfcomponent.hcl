@@ -1,0 +1,5 @@
+component "clock" {
+  source    = "./modules/clock"
+  inputs    = {}
+  providers = {}
+}

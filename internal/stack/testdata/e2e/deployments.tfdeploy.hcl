@@ -1,0 +1,24 @@
+deployment_auto_approve "no_destroy" {
+  check {
+    condition = context.plan.changes.remove == 0
+    reason    = "Plan destroys ${context.plan.changes.remove} resources."
+  }
+}
+
+deployment_group "auto" {
+  auto_approve_checks = [deployment_auto_approve.no_destroy]
+}
+
+deployment "dev" {
+  inputs = {
+    prefix = "dev"
+  }
+  deployment_group = deployment_group.auto
+}
+
+deployment "prod" {
+  inputs = {
+    prefix   = "prod"
+    replicas = 2
+  }
+}
