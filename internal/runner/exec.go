@@ -95,22 +95,20 @@ func (j *jobExec) run(ctx context.Context) error {
 // the engine's version and platform. Terraform's cloud backend skips the
 // first three lines of an apply log as these (it has shown them with the
 // plan), so an apply log without them would lose real output.
+//
+// The version comes from the engine finder, which asks each binary once
+// (with no CLI configuration, so that a warning cannot spoil the JSON:
+// OpenTofu prints its warnings on stdout) and remembers the answer.
 func (j *jobExec) header(ctx context.Context) {
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, j.bin, "version", "-json")
-	cmd.Stdout = &out
-	var v struct {
-		Version  string `json:"terraform_version"`
-		Platform string `json:"platform"`
-	}
-	if cmd.Run() != nil || json.Unmarshal(out.Bytes(), &v) != nil || v.Version == "" {
-		v.Version, v.Platform = "(unknown version)", runtime.GOOS+"_"+runtime.GOARCH
+	v, err := j.r.cfg.Engines.Version(ctx, j.bin)
+	if err != nil || v == "" {
+		v = "(unknown version)"
 	}
 	name := "Terraform"
 	if filepath.Base(j.bin) == "tofu" {
 		name = "OpenTofu"
 	}
-	fmt.Fprintf(j.out, "%s v%s\non %s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v.Version, "v"), v.Platform)
+	fmt.Fprintf(j.out, "%s v%s\non %s_%s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v, "v"), runtime.GOOS, runtime.GOARCH)
 }
 
 // finish reports a job that failed before terraform ran.
