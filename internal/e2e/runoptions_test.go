@@ -319,7 +319,7 @@ func testRunOptionsAPI(t *testing.T, e *testenv.Env) {
 
 // terraformVersion is the version of the terraform on PATH.
 func terraformVersion(t *testing.T) string {
-	out, err := exec.Command(engines(t)[0], "version", "-json").Output()
+	out, err := exec.Command(engines(t)[0].Path, "version", "-json").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestRunOptionsCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	bin := engines(t)[0]
+	bin := engines(t)[0].Path
 	mirror, err := testprovider.WriteMirror(t.TempDir(), testprovider.Options{Providers: []testprovider.Provider{testprovider.Null, testprovider.Time, testprovider.Local}})
 	if err != nil {
 		t.Fatal(err)
@@ -544,7 +544,7 @@ func TestRemoteBackendRemoteExecution(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	bin := engines(t)[0]
+	bin := engines(t)[0].Path
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		testRemoteBackend(t, e, newCLI(t, e, bin))
 	})
