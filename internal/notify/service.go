@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -81,15 +81,23 @@ func NewService(o Options) (*Service, error) {
 	return &Service{o: o, wake: make(chan struct{}, 1), attempted: make(chan struct{}, 1)}, nil
 }
 
-// authorize is the one decision for managing notification configurations:
-// owners of the organization (workspace and project admins once the
-// authorization model lands). Reading needs only access to the owner,
-// which Subscribables.Organization checks.
-func authorize(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only administrators may manage notification configurations")
+// authorize is the one decision for managing notification configurations,
+// asked of the authorization model: changing the workspace's settings, or
+// managing the team or the project, the configuration belongs to.
+func authorize(ctx context.Context, org, kind, id string) error {
+	res := authz.Resource{Organization: org}
+	action := authz.WorkspaceUpdate
+	switch kind {
+	case OnWorkspace:
+		res.WorkspaceID = id
+	case OnTeam:
+		res.TeamID, action = id, authz.TeamManage
+	case OnProject:
+		res.ProjectID, action = id, authz.ProjectUpdate
+	default:
+		return core.Invalid("notification configurations belong to workspaces, teams or projects, not %q", kind)
 	}
-	return nil
+	return authz.Allows(ctx, action, res)
 }
 
 const cols = `id, organization_name, subscribable_type, subscribable_id, name, destination_type, url, token, enabled, triggers, email_addresses, email_user_ids, delivery_responses, last_failure, created_at, updated_at`
@@ -141,7 +149,7 @@ func (s *Service) Create(ctx context.Context, kind, id string, o Changes) (*Conf
 	if err != nil {
 		return nil, err
 	}
-	if err := authorize(ctx, org); err != nil {
+	if err := authorize(ctx, org, kind, id); err != nil {
 		return nil, err
 	}
 	now := core.Now()
@@ -282,7 +290,7 @@ func (s *Service) Update(ctx context.Context, id string, o Changes) (*Configurat
 	if err != nil {
 		return nil, err
 	}
-	if err := authorize(ctx, c.Organization); err != nil {
+	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return nil, err
 	}
 	was := *c
@@ -318,7 +326,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(ctx, c.Organization); err != nil {
+	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return err
 	}
 	_, err = s.o.DB.Exec(ctx, `DELETE FROM notification_configurations WHERE id = ?`, c.ID)
@@ -332,7 +340,7 @@ func (s *Service) Verify(ctx context.Context, id string) (*Configuration, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := authorize(ctx, c.Organization); err != nil {
+	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return nil, err
 	}
 	if c.Destination == Email {

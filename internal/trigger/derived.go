@@ -352,7 +352,7 @@ func (s *Service) SetDerivedTriggers(ctx context.Context, workspaceID string, on
 	if err != nil {
 		return err
 	}
-	if err := authorize(ctx, w.Organization); err != nil {
+	if err := authorize(ctx, w.Organization, w.ID); err != nil {
 		return err
 	}
 	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {

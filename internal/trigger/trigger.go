@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
@@ -93,14 +94,11 @@ func NewService(o Options) (*Service, error) {
 	return &Service{o: o}, nil
 }
 
-// authorize is the one decision for managing a workspace's run triggers:
-// administrators of the target (organization owners until the
-// authorization model lands).
-func authorize(ctx context.Context, org string) error {
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only administrators of the workspace may manage its run triggers")
-	}
-	return nil
+// authorize is the one decision for managing a workspace's run triggers and
+// dependency settings, asked of the authorization model: changing the
+// target workspace's settings.
+func authorize(ctx context.Context, org, workspaceID string) error {
+	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: org, WorkspaceID: workspaceID})
 }
 
 type edge struct {
@@ -137,7 +135,7 @@ func (s *Service) Create(ctx context.Context, workspaceID, sourceID string) (*Tr
 	if err != nil {
 		return nil, err
 	}
-	if err := authorize(ctx, target.Organization); err != nil {
+	if err := authorize(ctx, target.Organization, target.ID); err != nil {
 		return nil, err
 	}
 	if sourceID == "" {
@@ -253,7 +251,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(ctx, t.Organization); err != nil {
+	if err := authorize(ctx, t.Organization, t.WorkspaceID); err != nil {
 		return err
 	}
 	_, err = s.o.DB.Exec(ctx, `DELETE FROM run_triggers WHERE id = ?`, t.ID)
