@@ -15,16 +15,16 @@ type API struct {
 
 // Register adds the routes to mux.
 func (a *API) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/v2/team-workspaces", a.listWorkspaces)
-	mux.HandleFunc("POST /api/v2/team-workspaces", a.addWorkspace)
-	mux.HandleFunc("GET /api/v2/team-workspaces/{id}", a.getWorkspace)
-	mux.HandleFunc("PATCH /api/v2/team-workspaces/{id}", a.updateWorkspace)
-	mux.HandleFunc("DELETE /api/v2/team-workspaces/{id}", a.removeWorkspace)
-	mux.HandleFunc("GET /api/v2/team-projects", a.listProjects)
-	mux.HandleFunc("POST /api/v2/team-projects", a.addProject)
-	mux.HandleFunc("GET /api/v2/team-projects/{id}", a.getProject)
-	mux.HandleFunc("PATCH /api/v2/team-projects/{id}", a.updateProject)
-	mux.HandleFunc("DELETE /api/v2/team-projects/{id}", a.removeProject)
+	mux.HandleFunc("GET /api/v2/team-workspaces", tfeapi.Handle(a.listWorkspaces))
+	mux.HandleFunc("POST /api/v2/team-workspaces", tfeapi.Handle(a.addWorkspace))
+	mux.HandleFunc("GET /api/v2/team-workspaces/{id}", tfeapi.Handle(a.getWorkspace))
+	mux.HandleFunc("PATCH /api/v2/team-workspaces/{id}", tfeapi.Handle(a.updateWorkspace))
+	mux.HandleFunc("DELETE /api/v2/team-workspaces/{id}", tfeapi.Handle(a.removeWorkspace))
+	mux.HandleFunc("GET /api/v2/team-projects", tfeapi.Handle(a.listProjects))
+	mux.HandleFunc("POST /api/v2/team-projects", tfeapi.Handle(a.addProject))
+	mux.HandleFunc("GET /api/v2/team-projects/{id}", tfeapi.Handle(a.getProject))
+	mux.HandleFunc("PATCH /api/v2/team-projects/{id}", tfeapi.Handle(a.updateProject))
+	mux.HandleFunc("DELETE /api/v2/team-projects/{id}", tfeapi.Handle(a.removeProject))
 	mux.HandleFunc("GET /api/v2/organizations/{org}/token-ttl-policies", a.listTTL)
 	mux.HandleFunc("PATCH /api/v2/organizations/{org}/token-ttl-policies", a.updateTTL)
 }
@@ -81,23 +81,10 @@ func teamProjectJSON(g *TeamProject) *jsonTeamProject {
 		Team: &teamRef{ID: g.TeamID}, Project: &projectRef{ID: g.ProjectID}}
 }
 
-func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) {
-	page, err := tfeapi.ParsePage(r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	all, err := a.Service.ListTeamWorkspaces(r.Context(), r.URL.Query().Get("filter[workspace][id]"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	items, pg := tfeapi.Paginate(all, page)
-	out := make([]*jsonTeamWorkspace, len(items))
-	for i, g := range items {
-		out[i] = teamWorkspaceJSON(g)
-	}
-	tfeapi.RespondList(w, r, out, pg)
+func (a *API) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
+	return tfeapi.ListPage(w, r, func() ([]*TeamWorkspace, error) {
+		return a.Service.ListTeamWorkspaces(r.Context(), r.URL.Query().Get("filter[workspace][id]"))
+	}, teamWorkspaceJSON)
 }
 
 // accessAttrs are the attributes of a team-workspaces request.
@@ -106,100 +93,79 @@ type accessAttrs struct {
 	WorkspaceGrantOptions
 }
 
-func (a *API) addWorkspace(w http.ResponseWriter, r *http.Request) {
-	doc, err := tfeapi.Decode(w, r, 0)
+// newGrant reads the body of a request that gives a team access to a
+// workspace or project: the access level and the team and target
+// relationships (target names the relationship: workspace or project).
+func newGrant[T any](w http.ResponseWriter, r *http.Request, target string, levelOf func(*T) *string) (attrs T, access, teamID, targetID string, err error) {
+	doc, attrs, err := tfeapi.DecodeAttrs[T](w, r, 0)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return attrs, "", "", "", err
 	}
-	var attrs accessAttrs
-	if err := doc.Attrs(&attrs); err != nil {
-		tfeapi.Error(w, r, err)
-		return
+	if teamID, err = doc.RelID("team"); err != nil {
+		return attrs, "", "", "", err
 	}
-	teamID, err := doc.RelID("team")
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+	if targetID, err = doc.RelID(target); err != nil {
+		return attrs, "", "", "", err
 	}
-	wsID, err := doc.RelID("workspace")
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
+	level := levelOf(&attrs)
 	switch {
-	case attrs.Access == nil || *attrs.Access == "":
-		err = core.Invalid("access is required")
+	case level == nil || *level == "":
+		return attrs, "", "", "", core.Invalid("access is required")
 	case teamID == "":
-		err = core.Invalid("team is required")
-	case wsID == "":
-		err = core.Invalid("workspace is required")
+		return attrs, "", "", "", core.Invalid("team is required")
+	case targetID == "":
+		return attrs, "", "", "", core.Invalid("%s is required", target)
 	}
+	return attrs, *level, teamID, targetID, nil
+}
+
+func (a *API) addWorkspace(w http.ResponseWriter, r *http.Request) error {
+	attrs, access, teamID, wsID, err := newGrant(w, r, "workspace", func(a *accessAttrs) *string { return a.Access })
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
-	g, err := a.Service.AddTeamWorkspace(r.Context(), teamID, wsID, *attrs.Access, attrs.WorkspaceGrantOptions)
+	g, err := a.Service.AddTeamWorkspace(r.Context(), teamID, wsID, access, attrs.WorkspaceGrantOptions)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	tfeapi.Respond(w, r, http.StatusCreated, teamWorkspaceJSON(g))
+	return nil
 }
 
-func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) {
+func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) error {
 	g, err := a.Service.TeamWorkspace(r.Context(), r.PathValue("id"))
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	tfeapi.Respond(w, r, http.StatusOK, teamWorkspaceJSON(g))
+	return nil
 }
 
-func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) {
-	doc, err := tfeapi.Decode(w, r, 0)
+func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) error {
+	_, attrs, err := tfeapi.DecodeAttrs[accessAttrs](w, r, 0)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	var attrs accessAttrs
-	if err := doc.Attrs(&attrs); err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	g, err := a.Service.UpdateTeamWorkspace(r.Context(), r.PathValue("id"), attrs.Access, attrs.WorkspaceGrantOptions)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	tfeapi.Respond(w, r, http.StatusOK, teamWorkspaceJSON(g))
+	return nil
 }
 
-func (a *API) removeWorkspace(w http.ResponseWriter, r *http.Request) {
+func (a *API) removeWorkspace(w http.ResponseWriter, r *http.Request) error {
 	if err := a.Service.RemoveTeamWorkspace(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (a *API) listProjects(w http.ResponseWriter, r *http.Request) {
-	page, err := tfeapi.ParsePage(r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	all, err := a.Service.ListTeamProjects(r.Context(), r.URL.Query().Get("filter[project][id]"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	items, pg := tfeapi.Paginate(all, page)
-	out := make([]*jsonTeamProject, len(items))
-	for i, g := range items {
-		out[i] = teamProjectJSON(g)
-	}
-	tfeapi.RespondList(w, r, out, pg)
+func (a *API) listProjects(w http.ResponseWriter, r *http.Request) error {
+	return tfeapi.ListPage(w, r, func() ([]*TeamProject, error) {
+		return a.Service.ListTeamProjects(r.Context(), r.URL.Query().Get("filter[project][id]"))
+	}, teamProjectJSON)
 }
 
 type projectAttrs struct {
@@ -207,79 +173,45 @@ type projectAttrs struct {
 	ProjectGrantOptions
 }
 
-func (a *API) addProject(w http.ResponseWriter, r *http.Request) {
-	doc, err := tfeapi.Decode(w, r, 0)
+func (a *API) addProject(w http.ResponseWriter, r *http.Request) error {
+	attrs, access, teamID, prjID, err := newGrant(w, r, "project", func(a *projectAttrs) *string { return a.Access })
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
-	var attrs projectAttrs
-	if err := doc.Attrs(&attrs); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	teamID, err := doc.RelID("team")
+	g, err := a.Service.AddTeamProject(r.Context(), teamID, prjID, access, attrs.ProjectGrantOptions)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	prjID, err := doc.RelID("project")
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	switch {
-	case attrs.Access == nil || *attrs.Access == "":
-		err = core.Invalid("access is required")
-	case teamID == "":
-		err = core.Invalid("team is required")
-	case prjID == "":
-		err = core.Invalid("project is required")
-	}
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	g, err := a.Service.AddTeamProject(r.Context(), teamID, prjID, *attrs.Access, attrs.ProjectGrantOptions)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	tfeapi.Respond(w, r, http.StatusCreated, teamProjectJSON(g))
+	return nil
 }
 
-func (a *API) getProject(w http.ResponseWriter, r *http.Request) {
+func (a *API) getProject(w http.ResponseWriter, r *http.Request) error {
 	g, err := a.Service.TeamProject(r.Context(), r.PathValue("id"))
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	tfeapi.Respond(w, r, http.StatusOK, teamProjectJSON(g))
+	return nil
 }
 
-func (a *API) updateProject(w http.ResponseWriter, r *http.Request) {
-	doc, err := tfeapi.Decode(w, r, 0)
+func (a *API) updateProject(w http.ResponseWriter, r *http.Request) error {
+	_, attrs, err := tfeapi.DecodeAttrs[projectAttrs](w, r, 0)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	var attrs projectAttrs
-	if err := doc.Attrs(&attrs); err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	g, err := a.Service.UpdateTeamProject(r.Context(), r.PathValue("id"), attrs.Access, attrs.ProjectGrantOptions)
 	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	tfeapi.Respond(w, r, http.StatusOK, teamProjectJSON(g))
+	return nil
 }
 
-func (a *API) removeProject(w http.ResponseWriter, r *http.Request) {
+func (a *API) removeProject(w http.ResponseWriter, r *http.Request) error {
 	if err := a.Service.RemoveTeamProject(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -1,0 +1,52 @@
+package tfeapi
+
+import "net/http"
+
+// HandlerFunc is an API handler that returns its failure instead of writing
+// it: Handle turns it into an http.HandlerFunc that writes the error as a
+// JSON:API error document (see Error). A handler that has already written a
+// response returns nil.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Handle adapts h to net/http.
+func Handle(h HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			Error(w, r, err)
+		}
+	}
+}
+
+// DecodeAttrs reads a JSON:API request body (at most limit bytes, 0 for
+// DefaultBodyLimit) and decodes its attributes into a T.
+func DecodeAttrs[T any](w http.ResponseWriter, r *http.Request, limit int64) (*Document, T, error) {
+	var attrs T
+	doc, err := Decode(w, r, limit)
+	if err != nil {
+		return nil, attrs, err
+	}
+	if err := doc.Attrs(&attrs); err != nil {
+		return nil, attrs, err
+	}
+	return doc, attrs, nil
+}
+
+// ListPage answers a list request: it parses the page parameters, calls
+// list for every item, pages them and renders each page item with render.
+func ListPage[T, J any](w http.ResponseWriter, r *http.Request, list func() ([]T, error), render func(T) J) error {
+	page, err := ParsePage(r)
+	if err != nil {
+		return err
+	}
+	all, err := list()
+	if err != nil {
+		return err
+	}
+	items, pg := Paginate(all, page)
+	out := make([]J, len(items))
+	for i, it := range items {
+		out[i] = render(it)
+	}
+	RespondList(w, r, out, pg)
+	return nil
+}
