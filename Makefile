@@ -26,8 +26,10 @@ test: vet engines ## the whole test suite: both stores, every engine (terraform 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
 	$(GO) test -short -count=1 ./...
 
-vet: ## go vet and a gofmt check
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+vet: ## go vet, staticcheck and a gofmt check
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 	@test -z "$$(gofmt -l cmd internal tools)" || { echo "gofmt would change:"; gofmt -l cmd internal tools; exit 1; }
 
 fuzz: ## fuzz the request decoders for $(FUZZTIME)

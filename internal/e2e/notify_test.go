@@ -353,7 +353,7 @@ func TestNotificationSurvivesKill(t *testing.T) {
 			}
 			p.kill()
 
-			p = p.restart()
+			p.restart()
 			hook.waitFor(time.Minute, "run:completed")
 			_, delivered, bad := hook.counts()
 			if bad != 0 {

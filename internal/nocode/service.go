@@ -364,7 +364,7 @@ func (s *Service) Update(ctx context.Context, id string, o UpdateOptions) (*Modu
 		// Kept options must still name declared variables of the new pin.
 		in := make([]VariableOptionInput, len(opts))
 		for i, x := range opts {
-			in[i] = VariableOptionInput{ID: x.ID, VariableName: x.VariableName, VariableType: x.VariableType, Options: x.Options}
+			in[i] = VariableOptionInput(x)
 		}
 		opts, err = checkOptions(in, vars, known, n.VariableOptions)
 	}

@@ -240,10 +240,6 @@ func decode(d kind, body []byte) (any, error) {
 	return v, nil
 }
 
-func fieldErr(field, format string, args ...any) error {
-	return &orchestrator.ValidationError{Errors: []orchestrator.FieldError{{Field: field, Detail: fmt.Sprintf(format, args...)}}}
-}
-
 func validate(v any) error {
 	return v.(interface{ Validate() error }).Validate()
 }

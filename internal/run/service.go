@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -794,9 +793,6 @@ func (s *Service) fail(ctx context.Context, tx store.Q, r *Run, msg string) ([]*
 	}
 	return s.release(ctx, tx, r)
 }
-
-// errorf formats a run error message.
-func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // UsesConfigVersion reports whether a run references the configuration
 // version (only runs that have not ended, with active).

@@ -7,7 +7,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -198,11 +197,4 @@ func (r *Runner) execute(ctx context.Context, job *run.Job) {
 	if err := j.run(ctx); err != nil {
 		log.Error("job failed to report", "error", err)
 	}
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return fmt.Sprint(err)
 }

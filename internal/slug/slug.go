@@ -89,7 +89,7 @@ func Unpack(r io.Reader, dst string, lim Limits) error {
 			if err := os.MkdirAll(target, 0o755); err != nil {
 				return err
 			}
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg, 0: // 0 is the pre-POSIX spelling of a regular file (tar.TypeRegA)
 			if h.Size < 0 || total+h.Size > lim.MaxBytes {
 				return core.Invalid("archive unpacks to more than the limit of %d bytes", lim.MaxBytes)
 			}

@@ -69,7 +69,7 @@ func runJSON(r *DeploymentRun) *jsonRun {
 func stepJSON(st *Step) *jsonStep {
 	c := st.Changes
 	return &jsonStep{ID: st.ID, Status: string(st.Status), OperationType: st.Operation, RequiresStateLock: st.Operation == OpApply,
-		Changes: jsonChanges{Add: c.Add, Change: c.Change, Import: c.Import, Remove: c.Remove, Total: c.Total}, StatusTimestamps: st.Timestamps,
+		Changes: jsonChanges(c), StatusTimestamps: st.Timestamps,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Run: &jsonRunRef{ID: st.RunID}}
 }
 
