@@ -244,7 +244,7 @@ func TestSSHKeyValueNeverReturned(t *testing.T) {
 		check("list", st, body)
 		st, body = raw(t, e, "", "PATCH", "workspaces/"+w.ID+"/relationships/ssh-key", `{"data":{"type":"workspaces","attributes":{"id":"`+id+`"}}}`)
 		check("assign", st, body)
-		st, body = raw(t, e, "", "GET", "workspaces/"+w.ID+"?include=ssh_key", "")
+		st, body = raw(t, e, "", "GET", "workspaces/"+w.ID, "")
 		check("workspace read", st, body)
 		st, body = raw(t, e, "", "GET", "organizations/acme/workspaces", "")
 		check("workspace list", st, body)
