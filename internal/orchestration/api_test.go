@@ -178,10 +178,15 @@ func TestObjectsAPI(t *testing.T) {
 		if f := fields(out); f != "unknown_type" {
 			t.Fatalf("compile errors: %q (%v)", f, out)
 		}
-		out = c.must(422, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "rollback"})
+		out = c.must(422, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "undo"})
 		if f := fields(out); f != "mode" {
 			t.Fatalf("deployment errors: %q", f)
 		}
+		out = c.must(422, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "rollback"})
+		if f := fields(out); f != "rollback_to_deployment_id" {
+			t.Fatalf("a rollback without a target: %q", f)
+		}
+		c.must(404, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "rollback", "rollback_to_deployment_id": "dep-nope"})
 		c.must(404, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "prod", "manifest": manifest, "is_dry_run": true})
 
 		// Another organization's token sees nothing of acme.
