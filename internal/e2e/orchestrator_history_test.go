@@ -302,3 +302,145 @@ func testOrchestratorSources(t *testing.T, e *testenv.Env) {
 		t.Fatalf("a variable nobody sets: %v\n%s", err, out)
 	}
 }
+
+func greeterModule(version string) string {
+	return `variable "greeting" { type = string }
+resource "terraform_data" "g" { input = var.greeting }
+output "text" { value = "${terraform_data.g.output} (` + version + `)" }
+`
+}
+
+func greeterManifest(greeting string) string {
+	return `
+shared:
+  g: {type: greeter, params: {greeting: ` + greeting + `}}
+workloads:
+  api:
+    outputs:
+      TEXT: ${shared.g.outputs.text}
+`
+}
+
+// TestOrchestratorHistory deploys twice with a change (params and a new
+// module version), reads the history, each deployment's graph and
+// Terraform, diffs them, and rolls back: the environment's outputs return
+// to the first deployment's. Idempotency keys make a retried deploy return
+// the first one's deployment.
+func TestOrchestratorHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			e := testenv.New(t, testenv.Options{Store: st})
+			testOrchestratorHistory(t, e)
+		})
+	}
+}
+
+func testOrchestratorHistory(t *testing.T, e *testenv.Env) {
+	t.Setenv("SSL_CERT_FILE", e.CAFile)
+	ctx := context.Background()
+	const org = "acme"
+	if _, err := e.Client.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(org), Email: tfe.String("ops@acme.test")}); err != nil {
+		t.Fatal(err)
+	}
+	c := &terraceCLI{t: t, e: e, org: org, dir: t.TempDir()}
+	c.run("create", "environment-type", "development")
+	c.run("create", "project", "my-project")
+	c.run("create", "environment", "my-project", "dev", "--set", "env_type_id=development")
+	c.run("create", "resource-type", "greeter", "--set-json", `output_schema={"type":"object"}`)
+	c.run("create", "module", "greeter-module", "--set", "resource_type=greeter", "--set", "module_source_code="+greeterModule("v1"),
+		"--set-json", `module_params={"greeting":{"type":"string"}}`)
+	c.run("create", "module-rule", "--set", "module_id=greeter-module")
+
+	type result struct {
+		Deployment struct {
+			ID, Mode, Status string
+			RollbackTo       string `json:"rollback_to_deployment_id"`
+		}
+		Outputs struct {
+			Workloads map[string]map[string]any
+		}
+	}
+	parse := func(out string) result {
+		t.Helper()
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if r.Deployment.Status != "succeeded" {
+			t.Fatalf("deployment: %s", out)
+		}
+		return r
+	}
+	m1 := c.file("m1.yaml", greeterManifest("hello"))
+	r1 := parse(c.run("deploy", "my-project", "dev", m1, "-o", "json", "--idempotency-key", "first"))
+	if got := r1.Outputs.Workloads["api"]["TEXT"]; got != "hello (v1)" {
+		t.Fatalf("first deploy: %v", got)
+	}
+	// The same request again with its key is the same deployment; the key
+	// with another manifest is a conflict.
+	if again := parse(c.run("deploy", "my-project", "dev", m1, "-o", "json", "--idempotency-key", "first")); again.Deployment.ID != r1.Deployment.ID {
+		t.Fatalf("a retried deploy made deployment %s, want %s", again.Deployment.ID, r1.Deployment.ID)
+	}
+	m2 := c.file("m2.yaml", greeterManifest("bonjour"))
+	if out, err := c.try("deploy", "my-project", "dev", m2, "--idempotency-key", "first"); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("a reused idempotency key: %v\n%s", err, out)
+	}
+
+	// The change: new params and a new module version.
+	c.run("update", "module", "greeter-module", "--set", "module_source_code="+greeterModule("v2"))
+	r2 := parse(c.run("deploy", "my-project", "dev", m2, "-o", "json"))
+	if got := r2.Outputs.Workloads["api"]["TEXT"]; got != "bonjour (v2)" {
+		t.Fatalf("second deploy: %v", got)
+	}
+
+	// History, newest first, as a table.
+	hist := c.run("get", "deployments", "my-project", "dev")
+	lines := strings.Split(strings.TrimSpace(hist), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[1], r2.Deployment.ID) || !strings.HasPrefix(lines[2], r1.Deployment.ID) || !strings.Contains(lines[2], "succeeded") {
+		t.Fatalf("history:\n%s", hist)
+	}
+	// The node-level diff names the changed node only.
+	diff := c.run("diff", "my-project", "dev")
+	if !strings.Contains(diff, "~ greeter.default#shared.g (module_changed)") || !strings.Contains(diff, "0 added, 1 changed, 0 removed") || strings.Contains(diff, "workload") {
+		t.Fatalf("terrace diff:\n%s", diff)
+	}
+	if back := c.run("diff", r1.Deployment.ID, r2.Deployment.ID); !strings.Contains(back, "Changes from "+r2.Deployment.ID+" to "+r1.Deployment.ID) || !strings.Contains(back, "greeter.default#shared.g") {
+		t.Fatalf("diff between two named deployments:\n%s", back)
+	}
+	if first := c.run("diff", r1.Deployment.ID); !strings.Contains(first, "2 added") {
+		t.Fatalf("the first deployment's diff:\n%s", first)
+	}
+	// A past deployment's graph and Terraform.
+	var g struct {
+		Nodes []struct{ Type, Module string }
+	}
+	if err := json.Unmarshal([]byte(c.run("graph", r1.Deployment.ID, "-o", "json")), &g); err != nil || len(g.Nodes) != 2 {
+		t.Fatalf("graph of %s: %v %+v", r1.Deployment.ID, err, g)
+	}
+	tf1 := c.run("tf", r1.Deployment.ID)
+	if !strings.Contains(tf1, `"hello"`) || !strings.Contains(tf1, "(v1)") || strings.Contains(tf1, "bonjour") {
+		t.Fatalf("terraform of the first deployment:\n%s", tf1)
+	}
+	if main := c.run("tf", r2.Deployment.ID, "--file", "main.tf"); !strings.Contains(main, `"bonjour"`) || strings.Contains(main, "# ---") {
+		t.Fatalf("main.tf of the second deployment:\n%s", main)
+	}
+
+	// Rollback is a new deployment that returns the outputs to the first's.
+	rb := parse(c.run("rollback", "my-project", "dev", r1.Deployment.ID, "-o", "json"))
+	if rb.Deployment.Mode != "rollback" || rb.Deployment.RollbackTo != r1.Deployment.ID || rb.Deployment.ID == r1.Deployment.ID {
+		t.Fatalf("rollback deployment: %+v", rb.Deployment)
+	}
+	if got, want := rb.Outputs.Workloads["api"]["TEXT"], r1.Outputs.Workloads["api"]["TEXT"]; got != want {
+		t.Fatalf("after the rollback TEXT is %v, want the first deployment's %v", got, want)
+	}
+	if d := c.run("diff", rb.Deployment.ID, r1.Deployment.ID); !strings.Contains(d, "No changes") {
+		t.Fatalf("the rollback differs from its target:\n%s", d)
+	}
+	if out, err := c.try("rollback", "my-project", "dev", "dep-missing"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a rollback to nothing: %v\n%s", err, out)
+	}
+}
