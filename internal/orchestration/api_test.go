@@ -18,9 +18,10 @@ import (
 func TestMain(m *testing.M) { storetest.Main(m) }
 
 type apiClient struct {
-	t     *testing.T
-	e     *testenv.Env
-	token string
+	t      *testing.T
+	e      *testenv.Env
+	token  string
+	header map[string]string // extra request headers
 }
 
 // call sends a JSON request and returns the status and decoded answer.
@@ -34,6 +35,9 @@ func (c apiClient) call(method, path string, body any) (int, map[string]any) {
 	req, _ := http.NewRequest(method, c.e.URL+"/api/terrace/v1"+path, rd)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.e.HTTP.Do(req)
 	if err != nil {
