@@ -17,9 +17,6 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// gitHTTPBackend is where Debian's git package puts the smart-HTTP server.
-const gitHTTPBackend = "/usr/lib/git-core/git-http-backend"
-
 // gitRepo is a bare git repository served over HTTP on 127.0.0.1 by git
 // http-backend behind a net/http/cgi handler, plus a work tree to commit
 // from.
@@ -31,18 +28,24 @@ type gitRepo struct {
 
 func newGitRepo(t *testing.T) *gitRepo {
 	t.Helper()
-	if _, err := os.Stat(gitHTTPBackend); err != nil {
-		t.Fatalf("this test serves a git repository with %s (Debian package git): %v", gitHTTPBackend, err)
-	}
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("this test needs git on PATH: %v", err)
+		t.Fatalf("this test needs git on PATH (it serves a repository with git http-backend): %v", err)
+	}
+	// git-http-backend lives in git's exec path (/usr/lib/git-core on Debian).
+	execPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Fatalf("this test serves a git repository with git-http-backend, which git does not have: %v", err)
 	}
 	root := t.TempDir()
 	r := &gitRepo{t: t, work: filepath.Join(root, "work")}
 	r.git(root, "init", "-q", "--bare", "-b", "main", "modules.git")
 	r.git(root, "init", "-q", "-b", "main", "work")
 	srv := httptest.NewServer(&cgi.Handler{
-		Path: gitHTTPBackend,
+		Path: backend,
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"},
 	})
 	t.Cleanup(srv.Close)
@@ -288,6 +291,20 @@ func testOrchestratorSources(t *testing.T, e *testenv.Env) {
 	}
 	if out, err := dev.try("outputs", "my-project", "dev", "--show-sensitive"); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("a developer asked for secrets: %v\n%s", err, out)
+	}
+
+	// A module switches between source kinds on update: git to inline and
+	// back (setting both at once is refused).
+	if _, err := c.try("update", "module", "my-namespace-module", "--set", "module_source_code="+namespaceModule); err == nil || !strings.Contains(err.Error(), "module_source_code") {
+		t.Fatalf("a module with both sources: %v", err)
+	}
+	c.run("update", "module", "my-namespace-module", "--set", "module_source=", "--set", "module_source_code="+namespaceModule)
+	if dry := c.run("deploy", "my-project", "dev", manifest, "--dry-run"); !strings.Contains(dry, "~ k8s-namespace.default#workloads.api.ns (module_changed)") || strings.Contains(dry, "pinned") {
+		t.Fatalf("dry run after switching to inline code:\n%s", dry)
+	}
+	c.run("update", "module", "my-namespace-module", "--set", "module_source=git::"+repo.URL+"//my-namespace-module", "--set", "module_source_code=")
+	if tf := c.run("tf", r.Deployment.ID, "--file", "main.tf"); !strings.Contains(tf, `"git::`+repo.URL+`//my-namespace-module?ref=v1"`) {
+		t.Fatalf("the generated Terraform of the last deployment:\n%s", tf)
 	}
 
 	// A variable with no default and no input is fine while a param sets
