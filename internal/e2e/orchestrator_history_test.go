@@ -292,6 +292,18 @@ func testOrchestratorSources(t *testing.T, e *testenv.Env) {
 	if out, err := dev.try("outputs", "my-project", "dev", "--show-sensitive"); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("a developer asked for secrets: %v\n%s", err, out)
 	}
+	// Read access to the environment's workspace includes its state
+	// outputs: then the team may ask for them.
+	ws, err := e.Client.Workspaces.Read(ctx, org, "my-project-dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	if out := dev.run("outputs", "my-project", "dev", "--show-sensitive", "-o", "json"); !strings.Contains(out, "s3cret-basic-5") {
+		t.Fatalf("a team with read access asked for secrets:\n%s", out)
+	}
 
 	// A module switches between source kinds on update: git to inline and
 	// back (setting both at once is refused).
