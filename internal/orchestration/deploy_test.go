@@ -201,6 +201,9 @@ func TestDeploymentHistoryAPI(t *testing.T) {
 		keyed := apiClient{t: t, e: e, token: e.Token, header: map[string]string{"Idempotency-Key": "k-1"}}
 		d1 := keyed.must(http.StatusAccepted, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "manifest": manifest(1)})
 		wait(d1["id"].(string), "succeeded")
+		if d1["created_by"] == "" || d1["created_by"] == nil {
+			t.Fatalf("a deployment without its author: %v", d1)
+		}
 		if again := keyed.must(http.StatusAccepted, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "manifest": manifest(1)}); again["id"] != d1["id"] {
 			t.Fatalf("a retried request made %v, want %v", again["id"], d1["id"])
 		}

@@ -150,8 +150,8 @@ const HiddenValue = "(sensitive)"
 
 // GetEnvOutputs returns the environment's current outputs (empty before
 // the first deploy). showSensitive asks for sensitive values: allowed to
-// owners, and, where the authorization model is in force, to callers who
-// may read the state outputs of the environment's workspace.
+// callers who may read the state outputs of the environment's workspace
+// (authz.StateReadOutputs; owners only where no model is in the context).
 func (s *Service) GetEnvOutputs(ctx context.Context, org, project, env string, showSensitive bool) (*EnvOutputs, error) {
 	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
