@@ -809,7 +809,7 @@ func (c *compiler) checkParams() {
 				c.fail(n, ErrParam, "params.%s: module %q expects %s, got %s", k, n.Module.ID, p.Type, got)
 			}
 		}
-		if mi == nil || n.Workload != "" && n.Module.ModuleSourceCode == "" && len(mi.Variables) == 0 {
+		if mi == nil {
 			continue
 		}
 		for _, v := range sortedKeys(mi.Variables) {
