@@ -191,10 +191,10 @@ func testOrchestratorSources(t *testing.T, e *testenv.Env) {
 	}
 	// A bare github.com source is refused with the git:: form to use.
 	out, err := c.try("create", "module", "gh-module", "--set", "resource_type=k8s-namespace", "--set", "module_source=github.com/my-org/modules//my-namespace-module?ref=v1")
-	if err == nil || !strings.Contains(err.Error(), `git::https://github.com/my-org/modules.git//my-namespace-module?ref=v1`) || !strings.Contains(err.Error(), "422") {
+	if err == nil || !strings.Contains(err.Error(), `git::https://github.com/my-org/modules//my-namespace-module?ref=v1`) || !strings.Contains(err.Error(), "422") {
 		t.Fatalf("a bare github.com source: %v\n%s", err, out)
 	}
-	if _, err := c.try("create", "module", "bb-module", "--set", "resource_type=k8s-namespace", "--set", "module_source=bitbucket.org/my-org/modules"); err == nil || !strings.Contains(err.Error(), "git::https://bitbucket.org/my-org/modules.git") {
+	if _, err := c.try("create", "module", "bb-module", "--set", "resource_type=k8s-namespace", "--set", "module_source=bitbucket.org/my-org/modules"); err == nil || !strings.Contains(err.Error(), "git::https://bitbucket.org/my-org/modules") {
 		t.Fatalf("a bare bitbucket.org source: %v", err)
 	}
 	// The seed's own example, with the repository's URL.

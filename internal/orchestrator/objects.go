@@ -406,34 +406,12 @@ func checkModuleSource(src string) string {
 		}
 		return ""
 	case strings.HasPrefix(src, "github.com/"), strings.HasPrefix(src, "bitbucket.org/"):
-		host, path, _ := strings.Cut(src, "/")
-		return fmt.Sprintf("%q: %s sources must use the git:: prefix, e.g. \"git::https://%s/%s\"", src, host, host, gitPath(path))
+		host, _, _ := strings.Cut(src, "/")
+		return fmt.Sprintf("%q: %s sources must use the git:: prefix: \"git::https://%s\" (or git::ssh://)", src, host, src)
 	case registrySrcRE.MatchString(src):
 		return ""
 	}
 	return fmt.Sprintf("%q is not a git::https:// or git::ssh:// URL, a mounted /path, or a registry source <namespace>/<name>/<provider>[@version]", src)
-}
-
-// gitPath turns "org/repo[/sub/dir][//dir][?ref=x]" into
-// "org/repo.git//dir?ref=x".
-func gitPath(p string) string {
-	p, query, _ := strings.Cut(p, "?")
-	p, sub, _ := strings.Cut(p, "//")
-	parts := strings.SplitN(p, "/", 3)
-	repo := strings.Join(parts[:min(2, len(parts))], "/")
-	if len(parts) == 3 && sub == "" {
-		sub = parts[2]
-	}
-	if !strings.HasSuffix(repo, ".git") {
-		repo += ".git"
-	}
-	if sub != "" {
-		repo += "//" + sub
-	}
-	if query != "" {
-		repo += "?" + query
-	}
-	return repo
 }
 
 // request checks a dependency, coprovisioned or manifest request. Class and
