@@ -42,6 +42,10 @@ func Commands() []*cobra.Command {
 		c.deployCmd(),
 		c.destroyCmd(),
 		c.graphCmd(),
+		c.diffCmd(),
+		c.rollbackCmd(),
+		c.tfCmd(),
+		c.outputsCmd(),
 	}
 	for _, cmd := range cmds {
 		f := cmd.Flags()
@@ -295,9 +299,19 @@ get also shows deployment <id> and deployments <project> <env>.
 			body := map[string]any{}
 			switch verb {
 			case "get":
+				if strings.HasSuffix(coll, "/deployments") && id == "" && output == "table" {
+					var ds []deployment
+					if err := cl.do(ctx, http.MethodGet, path, nil, &ds); err != nil {
+						return err
+					}
+					return printDeployments(cmd.OutOrStdout(), ds)
+				}
 				var out any
 				if err := cl.do(ctx, http.MethodGet, path, nil, &out); err != nil {
 					return err
+				}
+				if output == "table" {
+					output = "yaml"
 				}
 				return print(cmd.OutOrStdout(), output, out)
 			case "delete":
@@ -343,7 +357,9 @@ get also shows deployment <id> and deployments <project> <env>.
 		cmd.Flags().StringArrayVar(&setYAML, "set-yaml", nil, "merge a YAML document (@file, @- for stdin) or set key=<yaml>")
 		cmd.Flags().StringArrayVar(&setJSON, "set-json", nil, "merge a JSON document (@file, @- for stdin) or set key=<json>")
 	}
-	if verb != "delete" {
+	if verb == "get" {
+		cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (deployments; yaml otherwise), yaml or json")
+	} else if verb != "delete" {
 		cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	}
 	return cmd
@@ -522,18 +538,31 @@ func printDiff(w io.Writer, diff []change) {
 }
 
 type deployment struct {
-	ID            string   `json:"id"`
-	Mode          string   `json:"mode"`
-	Status        string   `json:"status"`
-	StatusMessage string   `json:"status_message"`
-	Diff          []change `json:"diff"`
-	WorkspaceID   string   `json:"workspace_id"`
-	RunID         string   `json:"run_id"`
+	ID            string    `json:"id"`
+	Mode          string    `json:"mode"`
+	Status        string    `json:"status"`
+	StatusMessage string    `json:"status_message,omitempty"`
+	Diff          []change  `json:"diff"`
+	WorkspaceID   string    `json:"workspace_id,omitempty"`
+	RunID         string    `json:"run_id,omitempty"`
+	CreatedBy     string    `json:"created_by,omitempty"`
+	RollbackOf    string    `json:"rollback_to_deployment_id,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// deployOpts are the options of deploy, destroy and rollback.
+type deployOpts struct {
+	project, env, mode string
+	manifest           map[string]any
+	rollbackTo         string
+	dryRun             bool
+	output, key        string
+	showSensitive      bool
 }
 
 func (c *config) deployCmd() *cobra.Command {
-	var dryRun, planOnly bool
-	var output string
+	var dryRun, planOnly, showSensitive bool
+	var output, key string
 	cmd := &cobra.Command{
 		Use:   "deploy <project> <env> <manifest.yaml>",
 		Short: "Deploy a manifest to an environment and print the workloads' outputs",
@@ -551,9 +580,11 @@ func (c *config) deployCmd() *cobra.Command {
 			if planOnly {
 				mode = "plan_only"
 			}
-			return cl.deploy(cmd, args[0], args[1], mode, m, dryRun, output)
+			return cl.deploy(cmd, deployOpts{project: args[0], env: args[1], mode: mode, manifest: m, dryRun: dryRun, output: output, key: key, showSensitive: showSensitive})
 		},
 	}
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retried deploy return the first one's deployment")
+	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state outputs)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "compile and diff against the last deployment; change nothing")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "plan the change (a speculative run) without applying it")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the result as json")
@@ -572,7 +603,7 @@ func (c *config) destroyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return cl.deploy(cmd, args[0], args[1], "destroy", nil, dryRun, output)
+			return cl.deploy(cmd, deployOpts{project: args[0], env: args[1], mode: "destroy", dryRun: dryRun, output: output})
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be removed; change nothing")
@@ -580,12 +611,19 @@ func (c *config) destroyCmd() *cobra.Command {
 	return cmd
 }
 
-func (cl *client) deploy(cmd *cobra.Command, project, env, mode string, manifest map[string]any, dryRun bool, output string) error {
+func (cl *client) deploy(cmd *cobra.Command, o deployOpts) error {
 	ctx := cmd.Context()
 	w := cmd.OutOrStdout()
+	project, env, mode, dryRun, output := o.project, o.env, o.mode, o.dryRun, o.output
 	req := map[string]any{"project_id": project, "env_id": env, "mode": mode, "is_dry_run": dryRun}
-	if manifest != nil {
-		req["manifest"] = manifest
+	if o.manifest != nil {
+		req["manifest"] = o.manifest
+	}
+	if o.rollbackTo != "" {
+		req["rollback_to_deployment_id"] = o.rollbackTo
+	}
+	if o.key != "" {
+		req["idempotency_key"] = o.key
 	}
 	if dryRun {
 		var out struct {
@@ -623,9 +661,10 @@ func (cl *client) deploy(cmd *cobra.Command, project, env, mode string, manifest
 			return err
 		}
 	}
-	var outputs map[string]any
+	var outputs *envOutputs
 	if d.Status == "succeeded" && mode != "plan_only" {
-		if err := cl.do(ctx, http.MethodGet, "/projects/"+url.PathEscape(project)+"/envs/"+url.PathEscape(env)+"/outputs", nil, &outputs); err != nil {
+		var err error
+		if outputs, err = cl.outputs(cmd, project, env, o.showSensitive); err != nil {
 			return err
 		}
 	}
@@ -635,9 +674,8 @@ func (cl *client) deploy(cmd *cobra.Command, project, env, mode string, manifest
 		}
 	} else {
 		fmt.Fprintf(w, "Status: %s (workspace %s, run %s)\n", d.Status, d.WorkspaceID, d.RunID)
-		if wl, ok := outputs["workloads"].(map[string]any); ok && len(wl) > 0 {
-			fmt.Fprintln(w, "Workload outputs:")
-			_ = print(w, "yaml", wl)
+		if outputs != nil {
+			printOutputs(w, outputs, false)
 		}
 	}
 	if d.Status != "succeeded" {
@@ -649,15 +687,16 @@ func (cl *client) deploy(cmd *cobra.Command, project, env, mode string, manifest
 func (c *config) graphCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "graph <project> <env> <manifest.yaml>",
-		Short: "Print the resource graph a manifest compiles to",
-		Args:  cobra.ExactArgs(3),
+		Use:   "graph (<project> <env> <manifest.yaml> | <deployment>)",
+		Short: "Print the resource graph a manifest compiles to, or that a past deployment used",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 && len(args) != 3 {
+				return fmt.Errorf("graph takes <project> <env> <manifest.yaml>, or a deployment id")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := c.client()
-			if err != nil {
-				return err
-			}
-			m, err := readManifest(cmd.InOrStdin(), args[2])
 			if err != nil {
 				return err
 			}
@@ -665,9 +704,19 @@ func (c *config) graphCmd() *cobra.Command {
 				Graph   json.RawMessage `json:"graph"`
 				Mermaid string          `json:"mermaid"`
 			}
-			req := map[string]any{"project_id": args[0], "env_id": args[1], "mode": "deploy", "is_dry_run": true, "manifest": m}
-			if err := cl.do(cmd.Context(), http.MethodPost, "/deployments", req, &out); err != nil {
-				return err
+			if len(args) == 1 {
+				if err := cl.do(cmd.Context(), http.MethodGet, "/deployments/"+url.PathEscape(args[0])+"/graph", nil, &out); err != nil {
+					return err
+				}
+			} else {
+				m, err := readManifest(cmd.InOrStdin(), args[2])
+				if err != nil {
+					return err
+				}
+				req := map[string]any{"project_id": args[0], "env_id": args[1], "mode": "deploy", "is_dry_run": true, "manifest": m}
+				if err := cl.do(cmd.Context(), http.MethodPost, "/deployments", req, &out); err != nil {
+					return err
+				}
 			}
 			switch output {
 			case "json", "":

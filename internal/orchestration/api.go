@@ -101,6 +101,13 @@ func (a *API) Register(mux *http.ServeMux) {
 			Error(w, r, core.BadRequest("the body is not a deployment request: %v", err))
 			return
 		}
+		if k := r.Header.Get("Idempotency-Key"); k != "" {
+			if req.IdempotencyKey != "" && req.IdempotencyKey != k {
+				Error(w, r, core.BadRequest("the Idempotency-Key header and idempotency_key differ"))
+				return
+			}
+			req.IdempotencyKey = k
+		}
 		out, err := a.Service.Deploy(r.Context(), r.PathValue("org"), req)
 		status := http.StatusAccepted
 		if _, ok := out.(*DryRun); ok {
@@ -117,12 +124,42 @@ func (a *API) Register(mux *http.ServeMux) {
 		respond(w, r, http.StatusOK, ds, err)
 	})
 	mux.HandleFunc("GET "+Prefix+"/orgs/{org}/projects/{project}/envs/{env}/outputs", func(w http.ResponseWriter, r *http.Request) {
-		o, err := a.Service.EnvOutputs(r.Context(), r.PathValue("org"), r.PathValue("project"), r.PathValue("env"))
+		show, err := boolQuery(r, "sensitive")
+		if err != nil {
+			Error(w, r, err)
+			return
+		}
+		o, err := a.Service.GetEnvOutputs(r.Context(), r.PathValue("org"), r.PathValue("project"), r.PathValue("env"), show)
 		respond(w, r, http.StatusOK, o, err)
+	})
+	mux.HandleFunc("GET "+Prefix+"/orgs/{org}/deployments/{id}/graph", func(w http.ResponseWriter, r *http.Request) {
+		g, err := a.Service.GetDeploymentGraph(r.Context(), r.PathValue("org"), r.PathValue("id"))
+		respond(w, r, http.StatusOK, g, err)
+	})
+	mux.HandleFunc("GET "+Prefix+"/orgs/{org}/deployments/{id}/tf", func(w http.ResponseWriter, r *http.Request) {
+		tf, err := a.Service.GetDeploymentTerraform(r.Context(), r.PathValue("org"), r.PathValue("id"))
+		respond(w, r, http.StatusOK, tf, err)
+	})
+	mux.HandleFunc("GET "+Prefix+"/orgs/{org}/deployments/{id}/diff", func(w http.ResponseWriter, r *http.Request) {
+		d, err := a.Service.DiffDeployments(r.Context(), r.PathValue("org"), r.PathValue("id"), r.URL.Query().Get("from"))
+		respond(w, r, http.StatusOK, d, err)
 	})
 }
 
 const maxBody = 1 << 20
+
+// boolQuery reads an optional true/false query parameter.
+func boolQuery(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, core.BadRequest("query parameter %s must be true or false (got %q)", name, v)
+	}
+	return b, nil
+}
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 

@@ -18,9 +18,10 @@ import (
 func TestMain(m *testing.M) { storetest.Main(m) }
 
 type apiClient struct {
-	t     *testing.T
-	e     *testenv.Env
-	token string
+	t      *testing.T
+	e      *testenv.Env
+	token  string
+	header map[string]string // extra request headers
 }
 
 // call sends a JSON request and returns the status and decoded answer.
@@ -34,6 +35,9 @@ func (c apiClient) call(method, path string, body any) (int, map[string]any) {
 	req, _ := http.NewRequest(method, c.e.URL+"/api/terrace/v1"+path, rd)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range c.header {
+		req.Header.Set(k, v)
 	}
 	resp, err := c.e.HTTP.Do(req)
 	if err != nil {
@@ -178,10 +182,15 @@ func TestObjectsAPI(t *testing.T) {
 		if f := fields(out); f != "unknown_type" {
 			t.Fatalf("compile errors: %q (%v)", f, out)
 		}
-		out = c.must(422, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "rollback"})
+		out = c.must(422, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "undo"})
 		if f := fields(out); f != "mode" {
 			t.Fatalf("deployment errors: %q", f)
 		}
+		out = c.must(422, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "rollback"})
+		if f := fields(out); f != "rollback_to_deployment_id" {
+			t.Fatalf("a rollback without a target: %q", f)
+		}
+		c.must(404, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "dev", "mode": "rollback", "rollback_to_deployment_id": "dep-nope"})
 		c.must(404, "POST", o+"/deployments", map[string]any{"project_id": "shop", "env_id": "prod", "manifest": manifest, "is_dry_run": true})
 
 		// Another organization's token sees nothing of acme.

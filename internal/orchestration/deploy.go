@@ -2,12 +2,19 @@ package orchestration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestrator"
 	"github.com/terracehq/terrace/internal/slug"
@@ -19,7 +26,13 @@ const (
 	ModeDeploy   = "deploy"
 	ModePlanOnly = "plan_only"
 	ModeDestroy  = "destroy"
+	// ModeRollback deploys a past deployment's manifest with the module
+	// versions its graph used (provider configuration stays current).
+	ModeRollback = "rollback"
 )
+
+// stateModes are the modes that change an environment's resources.
+const stateModes = `('deploy', 'destroy', 'rollback')`
 
 // Deployment statuses.
 const (
@@ -32,9 +45,15 @@ const (
 type DeployRequest struct {
 	ProjectID string                 `json:"project_id"`
 	EnvID     string                 `json:"env_id"`
-	Mode      string                 `json:"mode,omitempty"` // deploy (default), plan_only, destroy
+	Mode      string                 `json:"mode,omitempty"` // deploy (default), plan_only, destroy, rollback
 	Manifest  *orchestrator.Manifest `json:"manifest,omitempty"`
 	IsDryRun  bool                   `json:"is_dry_run,omitempty"`
+	// RollbackToDeploymentID is the past deployment a rollback returns to.
+	RollbackToDeploymentID string `json:"rollback_to_deployment_id,omitempty"`
+	// IdempotencyKey (or the Idempotency-Key header) makes a retried
+	// request return the deployment the first one made; the same key with
+	// another mode, manifest or rollback target is a conflict.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // Deployment is one deploy, plan-only or destroy of an environment.
@@ -49,10 +68,23 @@ type Deployment struct {
 	Diff          []orchestrator.Change  `json:"diff"`
 	WorkspaceID   string                 `json:"workspace_id,omitempty"`
 	RunID         string                 `json:"run_id,omitempty"`
+	CreatedBy     string                 `json:"created_by,omitempty"`
+	RollbackOf    string                 `json:"rollback_to_deployment_id,omitempty"`
 	CreatedAt     time.Time              `json:"created_at"`
 	UpdatedAt     time.Time              `json:"updated_at"`
 	state         []orchestrator.NodeState
 	providers     []string
+	view          graphView
+	files         map[string]string
+	idemKey       string
+}
+
+// graphView is a deployment's graph as stored for reading back: the graph
+// as the CLI draws it, the Mermaid chart, and the sensitive outputs.
+type graphView struct {
+	Graph     orchestrator.GraphJSON   `json:"graph"`
+	Mermaid   string                   `json:"mermaid"`
+	Sensitive orchestrator.Sensitivity `json:"sensitive"`
 }
 
 // DryRun is the answer to a dry run: nothing is stored.
@@ -84,7 +116,7 @@ func (s *Service) environment(ctx context.Context, org, project, env string) (*o
 // last succeeded deploy or destroy, plus the providers of any deployment
 // attempted since (a failed apply may have created resources).
 func (s *Service) lastState(ctx context.Context, org, project, env string) ([]orchestrator.NodeState, []string, error) {
-	rows, err := s.db.Query(ctx, `SELECT status, graph, providers FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND mode IN ('deploy', 'destroy') ORDER BY created_at DESC, id DESC`, org, project, env)
+	rows, err := s.db.Query(ctx, `SELECT status, graph, providers FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND mode IN `+stateModes+` ORDER BY created_at DESC, id DESC`, org, project, env)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,7 +149,9 @@ func (s *Service) lastState(ctx context.Context, org, project, env string) ([]or
 
 // Deploy compiles the manifest for the environment. A dry run returns a
 // *DryRun and stores nothing; otherwise the deployment is stored as
-// executing and carried out in the background (poll Deployment).
+// executing and carried out in the background (poll Deployment). A
+// rollback compiles a past deployment's manifest with the module versions
+// its graph used.
 func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (any, error) {
 	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
@@ -131,15 +165,28 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		if req.Manifest == nil {
 			fe = append(fe, orchestrator.FieldError{Field: "manifest", Detail: "is required"})
 		}
+	case ModeRollback:
+		if req.RollbackToDeploymentID == "" {
+			fe = append(fe, orchestrator.FieldError{Field: "rollback_to_deployment_id", Detail: "is required for a rollback"})
+		}
+		if req.Manifest != nil {
+			fe = append(fe, orchestrator.FieldError{Field: "manifest", Detail: "must not be set for a rollback (the past deployment's manifest is used)"})
+		}
 	case ModeDestroy:
 	default:
-		fe = append(fe, orchestrator.FieldError{Field: "mode", Detail: fmt.Sprintf("must be deploy, plan_only or destroy (got %q)", req.Mode)})
+		fe = append(fe, orchestrator.FieldError{Field: "mode", Detail: fmt.Sprintf("must be deploy, plan_only, destroy or rollback (got %q)", req.Mode)})
+	}
+	if req.Mode != ModeRollback && req.RollbackToDeploymentID != "" {
+		fe = append(fe, orchestrator.FieldError{Field: "rollback_to_deployment_id", Detail: "is only for mode rollback"})
 	}
 	if req.ProjectID == "" {
 		fe = append(fe, orchestrator.FieldError{Field: "project_id", Detail: "is required"})
 	}
 	if req.EnvID == "" {
 		fe = append(fe, orchestrator.FieldError{Field: "env_id", Detail: "is required"})
+	}
+	if len(req.IdempotencyKey) > 255 {
+		fe = append(fe, orchestrator.FieldError{Field: "idempotency_key", Detail: "must be at most 255 characters"})
 	}
 	if len(fe) > 0 {
 		return nil, &orchestrator.ValidationError{Errors: fe}
@@ -148,17 +195,51 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 	if err != nil {
 		return nil, err
 	}
+	var target *Deployment
+	var pinned map[string]string // module id → version of the rollback target's graph
+	if req.Mode == ModeRollback {
+		if target, err = s.loadDeployment(ctx, org, req.RollbackToDeploymentID); err != nil {
+			return nil, err
+		}
+		switch {
+		case target.ProjectID != req.ProjectID || target.EnvID != req.EnvID:
+			return nil, &orchestrator.ValidationError{Errors: []orchestrator.FieldError{{Field: "rollback_to_deployment_id",
+				Detail: fmt.Sprintf("deployment %s belongs to environment %s/%s, not %s/%s", target.ID, target.ProjectID, target.EnvID, req.ProjectID, req.EnvID)}}}
+		case target.Mode != ModeDeploy && target.Mode != ModeRollback:
+			return nil, &orchestrator.ValidationError{Errors: []orchestrator.FieldError{{Field: "rollback_to_deployment_id",
+				Detail: fmt.Sprintf("deployment %s is a %s; only a deploy or rollback can be returned to", target.ID, target.Mode)}}}
+		case target.Status != StatusSucceeded:
+			return nil, &orchestrator.ValidationError{Errors: []orchestrator.FieldError{{Field: "rollback_to_deployment_id",
+				Detail: fmt.Sprintf("deployment %s %s; only a succeeded deployment can be returned to", target.ID, target.Status)}}}
+		}
+		req.Manifest = target.Manifest
+		pinned = map[string]string{}
+		for _, n := range target.state {
+			if n.Module != "" && n.ModuleVersion != "" {
+				pinned[n.Module] = n.ModuleVersion
+			}
+		}
+	}
+	d := &Deployment{ID: core.NewID("dep"), ProjectID: req.ProjectID, EnvID: req.EnvID, Mode: req.Mode, Status: StatusExecuting,
+		Manifest: req.Manifest, CreatedBy: caller(ctx), RollbackOf: req.RollbackToDeploymentID, files: map[string]string{}}
+	if req.IdempotencyKey != "" && !req.IsDryRun {
+		sum := sha256.Sum256([]byte(req.IdempotencyKey))
+		d.idemKey = hex.EncodeToString(sum[:])
+		if prev, err := s.idempotent(ctx, org, d); prev != nil || err != nil {
+			return prev, err
+		}
+	}
 	prev, prevProviders, err := s.lastState(ctx, org, req.ProjectID, req.EnvID)
 	if err != nil {
 		return nil, err
 	}
-	d := &Deployment{ID: core.NewID("dep"), ProjectID: req.ProjectID, EnvID: req.EnvID, Mode: req.Mode, Status: StatusExecuting, Manifest: req.Manifest}
 	var files map[string][]byte
 	if req.Mode == ModeDestroy {
 		d.Manifest = &orchestrator.Manifest{}
 		d.state = []orchestrator.NodeState{}
 		d.Diff = orchestrator.Diff(prev, nil)
 		d.providers = prevProviders
+		d.view = graphView{Graph: orchestrator.GraphJSON{Nodes: []orchestrator.NodeJSON{}, Edges: []orchestrator.EdgeJSON{}}}
 	} else {
 		if err := req.Manifest.Validate(); err != nil {
 			return nil, prefixFields(err, "manifest.")
@@ -167,6 +248,10 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		if err != nil {
 			return nil, err
 		}
+		if err := s.pin(ctx, org, cat, pinned); err != nil {
+			return nil, err
+		}
+		mountedInterfaces(cat)
 		g, err := orchestrator.Compile(cat, orchestrator.Context{OrgID: org, ProjectID: env.ProjectID, EnvID: env.ID, EnvTypeID: env.EnvTypeID}, req.Manifest)
 		if err != nil {
 			var ce *orchestrator.CompileError
@@ -183,15 +268,15 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		if files, err = g.Terraform(); err != nil {
 			return nil, core.Invalid("%v", err)
 		}
+		for k, v := range files {
+			d.files[k] = string(v)
+		}
 		d.state = g.State()
 		d.Diff = orchestrator.Diff(prev, d.state)
 		d.providers = g.ProviderRefs()
+		d.view = graphView{Graph: g.JSON(), Mermaid: g.Mermaid(), Sensitive: g.Sensitive(cat)}
 		if req.IsDryRun {
-			tf := map[string]string{}
-			for k, v := range files {
-				tf[k] = string(v)
-			}
-			return &DryRun{IsDryRun: true, Graph: g.JSON(), Mermaid: g.Mermaid(), Diff: nonNil(d.Diff), Terraform: tf}, nil
+			return &DryRun{IsDryRun: true, Graph: d.view.Graph, Mermaid: d.view.Mermaid, Diff: nonNil(d.Diff), Terraform: d.files}, nil
 		}
 	}
 	if req.IsDryRun {
@@ -207,6 +292,8 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 	graph, _ := json.Marshal(d.state)
 	provs, _ := json.Marshal(nonNil(d.providers))
 	diff, _ := json.Marshal(d.Diff)
+	view, _ := json.Marshal(d.view)
+	tf, _ := json.Marshal(d.files)
 	if err := s.settleStale(ctx, org, d.ProjectID, d.EnvID); err != nil {
 		return nil, err
 	}
@@ -218,11 +305,17 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		if busy > 0 {
 			return core.Conflict("environment %s/%s has a deployment in progress", d.ProjectID, d.EnvID)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			d.ID, org, d.ProjectID, d.EnvID, d.Mode, d.Status, string(manifest), string(graph), string(provs), string(diff), core.Micros(now), core.Micros(now))
+		_, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, org, d.ProjectID, d.EnvID, d.Mode, d.Status, string(manifest), string(graph), string(provs), string(diff), d.CreatedBy, string(view), string(tf), d.RollbackOf, d.idemKey, core.Micros(now), core.Micros(now))
 		return err
 	})
 	if err != nil {
+		if d.idemKey != "" {
+			// A concurrent request with the same key won the insert.
+			if prev, perr := s.idempotent(ctx, org, d); prev != nil || perr != nil {
+				return prev, perr
+			}
+		}
 		return nil, err
 	}
 	s.wg.Add(1)
@@ -244,6 +337,114 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		}
 	}()
 	return d, nil
+}
+
+// caller names who makes a deployment: a user's name, or the kind of
+// token.
+func caller(ctx context.Context) string {
+	p := auth.FromContext(ctx)
+	switch {
+	case p == nil:
+		return ""
+	case p.Username != "":
+		return p.Username
+	case p.TeamID != "":
+		return "team:" + p.TeamID
+	}
+	return string(p.Kind)
+}
+
+// idempotent returns the deployment an earlier request with d's key made,
+// or a conflict when that request asked for something else; nil, nil when
+// the key is new.
+func (s *Service) idempotent(ctx context.Context, org string, d *Deployment) (*Deployment, error) {
+	var id, mode, manifest, rollbackOf string
+	err := s.db.QueryRow(ctx, `SELECT id, mode, manifest, rollback_of FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND idempotency_key = ?`,
+		org, d.ProjectID, d.EnvID, d.idemKey).Scan(&id, &mode, &manifest, &rollbackOf)
+	if store.IsNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	want, _ := json.Marshal(d.Manifest)
+	if d.Mode == ModeDestroy {
+		want, _ = json.Marshal(&orchestrator.Manifest{})
+	}
+	var a, b any
+	_ = json.Unmarshal([]byte(manifest), &a)
+	_ = json.Unmarshal(want, &b)
+	if mode != d.Mode || rollbackOf != d.RollbackOf || !reflect.DeepEqual(a, b) {
+		return nil, core.Conflict("idempotency key already used by deployment %s with a different mode, manifest or rollback target", id)
+	}
+	return s.GetDeployment(ctx, org, id)
+}
+
+// pin replaces the catalogue's modules by the versions a rollback target's
+// graph used (kept in orchestrator_module_versions), so the rollback runs
+// the same code even if the modules were updated or deleted since.
+func (s *Service) pin(ctx context.Context, org string, cat *orchestrator.Catalogue, pinned map[string]string) error {
+	for _, id := range sortedMapKeys(pinned) {
+		var body string
+		err := s.db.QueryRow(ctx, `SELECT body FROM orchestrator_module_versions WHERE organization_name = ? AND module_id = ? AND version_id = ?`, org, id, pinned[id]).Scan(&body)
+		if store.IsNoRows(err) {
+			return core.Conflict("module %s version %s of the rollback target is no longer stored", id, pinned[id])
+		}
+		if err != nil {
+			return err
+		}
+		m := &orchestrator.Module{}
+		if err := unmarshalNumber([]byte(body), m); err != nil {
+			return fmt.Errorf("decoding module %s version %s: %w", id, pinned[id], err)
+		}
+		m.VersionID = pinned[id]
+		found := false
+		for i, x := range cat.Modules {
+			if x.ID == id {
+				cat.Modules[i], found = m, true
+			}
+		}
+		if !found {
+			cat.Modules = append(cat.Modules, m)
+		}
+	}
+	return nil
+}
+
+// mountedInterfaces reads the variables and sensitive outputs of modules
+// whose source is a mounted path readable here (the in-process runner
+// reads the same path), so the compiler can check their variables too.
+func mountedInterfaces(cat *orchestrator.Catalogue) {
+	for _, m := range cat.Modules {
+		if !strings.HasPrefix(m.ModuleSource, "/") {
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(m.ModuleSource, "*.tf"))
+		files := map[string][]byte{}
+		for _, f := range matches {
+			if b, err := os.ReadFile(f); err == nil {
+				files[f] = b
+			}
+		}
+		if len(files) == 0 {
+			continue
+		}
+		if mi := orchestrator.ParseInterface(files); mi != nil {
+			if cat.Interfaces == nil {
+				cat.Interfaces = map[string]*orchestrator.ModuleInterface{}
+			}
+			cat.Interfaces[m.ModuleSource] = mi
+		}
+	}
+}
+
+func sortedMapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func nonNil[T any](s []T) []T {
@@ -379,7 +580,7 @@ func (s *Service) ListDeployments(ctx context.Context, org, project, env string)
 }
 
 func (s *Service) deployments(ctx context.Context, org, where string, args ...any) ([]*Deployment, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, project_id, env_id, mode, status, status_message, manifest, diff, workspace_id, run_id, created_at, updated_at FROM orchestrator_deployments WHERE organization_name = ? AND `+where+` ORDER BY created_at DESC, id DESC`,
+	rows, err := s.db.Query(ctx, `SELECT id, project_id, env_id, mode, status, status_message, manifest, diff, workspace_id, run_id, created_by, rollback_of, created_at, updated_at FROM orchestrator_deployments WHERE organization_name = ? AND `+where+` ORDER BY created_at DESC, id DESC`,
 		append([]any{org}, args...)...)
 	if err != nil {
 		return nil, err
@@ -390,7 +591,7 @@ func (s *Service) deployments(ctx context.Context, org, where string, args ...an
 		d := &Deployment{}
 		var manifest, diff string
 		var created, updated int64
-		if err := rows.Scan(&d.ID, &d.ProjectID, &d.EnvID, &d.Mode, &d.Status, &d.StatusMessage, &manifest, &diff, &d.WorkspaceID, &d.RunID, &created, &updated); err != nil {
+		if err := rows.Scan(&d.ID, &d.ProjectID, &d.EnvID, &d.Mode, &d.Status, &d.StatusMessage, &manifest, &diff, &d.WorkspaceID, &d.RunID, &d.CreatedBy, &d.RollbackOf, &created, &updated); err != nil {
 			return nil, err
 		}
 		d.CreatedAt, d.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
@@ -401,36 +602,6 @@ func (s *Service) deployments(ctx context.Context, org, where string, args ...an
 		out = append(out, d)
 	}
 	return out, rows.Err()
-}
-
-// EnvOutputs returns the "workloads" and "resources" outputs of the
-// environment's current state (empty before the first deploy).
-func (s *Service) EnvOutputs(ctx context.Context, org, project, env string) (map[string]json.RawMessage, error) {
-	if err := s.canRead(ctx, org); err != nil {
-		return nil, err
-	}
-	if _, err := s.environment(ctx, org, project, env); err != nil {
-		return nil, err
-	}
-	out := map[string]json.RawMessage{"workloads": json.RawMessage("{}"), "resources": json.RawMessage("{}")}
-	var wsID string
-	err := s.db.QueryRow(ctx, `SELECT workspace_id FROM orchestrator_env_workspaces WHERE organization_name = ? AND project_id = ? AND env_id = ?`, org, project, env).Scan(&wsID)
-	if store.IsNoRows(err) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	outs, err := s.Outputs.Current(ctx, wsID)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"workloads", "resources"} {
-		if v, ok := outs[k]; ok && len(v) > 0 && string(v) != "null" {
-			out[k] = v
-		}
-	}
-	return out, nil
 }
 
 // StaleAfter is how long a deployment may stay executing without a run

@@ -47,8 +47,13 @@
 //     edges to their targets; select placeholders are evaluated on the
 //     finished graph and add edges too. Params placeholders resolve in the
 //     scope of whoever defined the params (the parent module or manifest).
-//   - Then cycles (every node on one, with a path) and params (required,
-//     unknown, exact type; bare placeholders skipped) are checked.
+//   - Then cycles (every node on one, with a path) and params are checked.
+//     Params may fill any variable of the module and win over
+//     module_inputs; module_params, where declared, type them (bare
+//     placeholders skipped) and require them. When the module's variables
+//     are known (inline code, or Catalogue.Interfaces for other sources), a
+//     param that is no variable, and a variable with no default that
+//     neither inputs nor params set, are node errors.
 //
 // A Graph caches parsed templates and select results: use one Graph from
 // one goroutine at a time (Compile itself is safe to call concurrently).

@@ -49,6 +49,10 @@ type Catalogue struct {
 	Modules       []*Module       `json:"modules"`
 	Rules         []*ModuleRule   `json:"module_rules"`
 	Providers     []*Provider     `json:"providers"`
+	// Interfaces are the variables and sensitive outputs of module
+	// sources the compiler cannot read itself (git, mounted paths), keyed
+	// by module_source; inline code is parsed. Optional.
+	Interfaces map[string]*ModuleInterface `json:"interfaces,omitempty"`
 }
 
 // Node is one resource of the graph.
@@ -155,6 +159,7 @@ const (
 	ErrNoRuleMatch     = "no_rule_match"
 	ErrParamsMismatch  = "params_mismatch"
 	ErrParam           = "param_invalid"
+	ErrMissingVariable = "variable_missing"
 	ErrCycle           = "cycle"
 	ErrPlaceholder     = "placeholder_invalid"
 	ErrProvider        = "provider_missing"
@@ -763,9 +768,13 @@ func cyclePath(x *Node, in map[*Node]bool) []*Node {
 	return []*Node{x, x}
 }
 
-// checkParams checks each matched node's params against its module's
-// module_params: required ones present, no unknown ones, and types exact
-// (a value that is exactly one placeholder is not checked).
+// checkParams checks each matched node's params and inputs against its
+// module. Params may fill any variable of the module's code and win over
+// module_inputs; module_params, where a module declares them, type and
+// require params (a value that is exactly one placeholder is not type
+// checked). When the module's variables are known (inline code, or
+// Catalogue.Interfaces), a param that is no variable is an error, and so
+// is a variable with no default that neither inputs nor params set.
 func (c *compiler) checkParams() {
 	for _, n := range c.g.Nodes {
 		if n.Module == nil {
@@ -773,14 +782,21 @@ func (c *compiler) checkParams() {
 		}
 		mp := n.Module.ModuleParams
 		for _, k := range sortedKeys(mp) {
-			if _, ok := n.Params[k]; !ok && !mp[k].IsOptional {
+			_, byParam := n.Params[k]
+			_, byInput := n.Module.ModuleInputs[k]
+			if !byParam && !byInput && !mp[k].IsOptional {
 				c.fail(n, ErrParam, "params.%s: required by module %q (type %s) but not set", k, n.Module.ID, mp[k].Type)
 			}
 		}
+		mi := c.cat.iface(n.Module)
 		for _, k := range sortedKeys(n.Params) {
-			p, ok := mp[k]
-			if !ok {
-				c.fail(n, ErrParam, "params.%s: module %q has no such param (module_params: %s)", k, n.Module.ID, strings.Join(sortedKeys(mp), ", "))
+			p, declared := mp[k]
+			if !declared {
+				if mi != nil {
+					if _, ok := mi.Variables[k]; !ok {
+						c.fail(n, ErrParam, "params.%s: module %q has no variable %q (variables: %s)", k, n.Module.ID, k, strings.Join(sortedKeys(mi.Variables), ", "))
+					}
+				}
 				continue
 			}
 			v := n.Params[k]
@@ -791,6 +807,16 @@ func (c *compiler) checkParams() {
 			}
 			if got := valueType(v); !typeMatches(p.Type, got) {
 				c.fail(n, ErrParam, "params.%s: module %q expects %s, got %s", k, n.Module.ID, p.Type, got)
+			}
+		}
+		if mi == nil {
+			continue
+		}
+		for _, v := range sortedKeys(mi.Variables) {
+			_, byParam := n.Params[v]
+			_, byInput := n.Module.ModuleInputs[v]
+			if !mi.Variables[v] && !byParam && !byInput {
+				c.fail(n, ErrMissingVariable, "module %q: variable %q has no default and no value: set it in the module's module_inputs or pass it as a param", n.Module.ID, v)
 			}
 		}
 	}

@@ -332,9 +332,6 @@ func (m *Module) Validate() error {
 		if !paramTypes[p.Type] {
 			f.add("module_params."+k+".type", "must be one of string, number, bool, list, map, any (got %q)", p.Type)
 		}
-		if _, ok := m.ModuleInputs[k]; ok {
-			f.add("module_params."+k, "is also set in module_inputs; a variable is either a param or an input")
-		}
 	}
 	if len(m.ModuleInputs) > MaxMapEntries {
 		f.add("module_inputs", "must have at most %d entries", MaxMapEntries)
@@ -376,14 +373,31 @@ func (m *Module) Validate() error {
 	return f.err()
 }
 
-// checkModuleSource returns why src is not an accepted module source, or "".
+// checkModuleSource returns why src is not an accepted module source, or
+// "". Git sources are git::https://, git::ssh:// (and git::http:// for a
+// server on a private network) with an optional //subdir and ?ref= (a
+// branch, tag or commit); bare github.com and bitbucket.org addresses are
+// refused with the git:: form to use instead.
 func checkModuleSource(src string) string {
 	switch {
 	case len(src) > MaxModuleSource:
 		return fmt.Sprintf("must be at most %d characters", MaxModuleSource)
-	case strings.HasPrefix(src, "git::https://"), strings.HasPrefix(src, "git::ssh://"):
-		if len(src) == len("git::ssh://") || strings.ContainsAny(src, " \t\n") {
+	case strings.HasPrefix(src, "git::"):
+		rest := strings.TrimPrefix(src, "git::")
+		scheme, addr, ok := strings.Cut(rest, "://")
+		if !ok || (scheme != "https" && scheme != "ssh" && scheme != "http") {
+			return fmt.Sprintf("%q: a git source is git::https://…, git::ssh://… or git::http://…", src)
+		}
+		if addr == "" || strings.ContainsAny(src, " \t\n") {
 			return "is not a valid git URL"
+		}
+		if _, query, ok := strings.Cut(addr, "?"); ok {
+			for _, kv := range strings.Split(query, "&") {
+				k, v, _ := strings.Cut(kv, "=")
+				if k == "ref" && v == "" {
+					return "?ref= needs a branch, tag or commit"
+				}
+			}
 		}
 		return ""
 	case strings.HasPrefix(src, "/"):
@@ -391,6 +405,9 @@ func checkModuleSource(src string) string {
 			return "a mounted path must not contain \"..\""
 		}
 		return ""
+	case strings.HasPrefix(src, "github.com/"), strings.HasPrefix(src, "bitbucket.org/"):
+		host, _, _ := strings.Cut(src, "/")
+		return fmt.Sprintf("%q: %s sources must use the git:: prefix: \"git::https://%s\" (or git::ssh://)", src, host, src)
 	case registrySrcRE.MatchString(src):
 		return ""
 	}

@@ -334,13 +334,14 @@ func (r *renderer) module(n *Node) []hattr {
 	}
 	inScope := &scope{node: n, aliases: n.aliases, allow: allowModule.withAliases(m.Dependencies)}
 	var vars []hattr
+	// Params win over module_inputs (the seed's precedence).
 	for _, k := range sortedKeys(m.ModuleInputs) {
-		vars = append(vars, hattr{k, r.value(m.ModuleInputs[k], inScope, n.Coord.String()+" module_inputs."+k)})
+		if _, ok := n.Params[k]; !ok {
+			vars = append(vars, hattr{k, r.value(m.ModuleInputs[k], inScope, n.Coord.String()+" module_inputs."+k)})
+		}
 	}
 	for _, k := range sortedKeys(n.Params) {
-		if _, ok := m.ModuleInputs[k]; !ok {
-			vars = append(vars, hattr{k, r.value(n.Params[k], n.paramsScope, n.Coord.String()+" params."+k)})
-		}
+		vars = append(vars, hattr{k, r.value(n.Params[k], n.paramsScope, n.Coord.String()+" params."+k)})
 	}
 	sort.SliceStable(vars, func(i, j int) bool { return vars[i].name < vars[j].name })
 	attrs = append(attrs, vars...)

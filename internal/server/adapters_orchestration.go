@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -32,7 +33,12 @@ func (s *Server) orchestrationHandler() http.Handler {
 		orchestration.Error(w, r, core.NotFound("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	(&orchestration.API{Service: s.Orchestration}).Register(mux)
-	return s.Auth.Middleware(orchestration.Error)(s.Audit.Recorder(mux, orchestration.Error))
+	// The authorization model in the context answers the service's
+	// authz.Allows questions (e.g. who may see sensitive outputs).
+	withModel := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), s.Authz)))
+	})
+	return s.Auth.Middleware(orchestration.Error)(s.Audit.RecorderFor(mux, withModel, orchestration.Error))
 }
 
 type orchWorkspaces struct{ ws *workspace.Service }
