@@ -57,9 +57,12 @@ const (
 	// WorkspaceManageRunTasks attaches, changes and detaches the
 	// workspace's run tasks (run-tasks in workspace access).
 	WorkspaceManageRunTasks Action = "workspace:manage-run-tasks"
-	RunRead                 Action = "run:read"
-	RunPlan                 Action = "run:plan"
-	RunApply                Action = "run:apply"
+	// RunOverrideTasks lets a run go on past mandatory run tasks that did
+	// not pass (policy-overrides in workspace access).
+	RunOverrideTasks Action = "run:override-tasks"
+	RunRead          Action = "run:read"
+	RunPlan          Action = "run:plan"
+	RunApply         Action = "run:apply"
 	// RunInputs reads a run's inputs (its configuration).
 	RunInputs        Action = "run:read-inputs"
 	VariableRead     Action = "variable:read"
@@ -172,6 +175,8 @@ var rules = map[Action]rule{
 		workspace: func(w WorkspacePerms) bool { return w.Admin }},
 	WorkspaceManageRunTasks: {scope: scopeWorkspace, noun: "workspace", verb: "manage this workspace's run tasks",
 		workspace: func(w WorkspacePerms) bool { return w.RunTasks }},
+	RunOverrideTasks: {scope: scopeWorkspace, noun: "workspace", verb: "override run tasks", noOrgToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.PolicyOverrides }},
 	RunRead: {scope: scopeRun, noun: "run", verb: "read runs", runToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
 	RunInputs: {scope: scopeRun, noun: "configuration version", verb: "read run inputs", runToken: true,

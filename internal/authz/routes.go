@@ -79,9 +79,15 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/agent-pools/{id}": {Action: Authenticated, Service: true},
 	// Run tasks: the run task service checks the organization of a task
 	// named by ID (reading needs membership, changing manage-run-tasks).
-	"GET /api/v2/tasks/{id}":                                               {Action: Authenticated, Service: true},
-	"PATCH /api/v2/tasks/{id}":                                             {Action: Authenticated, Service: true},
-	"DELETE /api/v2/tasks/{id}":                                            {Action: Authenticated, Service: true},
+	"GET /api/v2/tasks/{id}":    {Action: Authenticated, Service: true},
+	"PATCH /api/v2/tasks/{id}":  {Action: Authenticated, Service: true},
+	"DELETE /api/v2/tasks/{id}": {Action: Authenticated, Service: true},
+	// Task stages and results: the run task service checks the run they
+	// belong to; the callback is for the result's own access token only.
+	"GET /api/v2/task-stages/{id}":                                         {Action: Authenticated, Service: true},
+	"POST /api/v2/task-stages/{id}/actions/override":                       {Action: Authenticated, Service: true},
+	"GET /api/v2/task-results/{id}":                                        {Action: Authenticated, Service: true},
+	"PATCH /api/v2/task-results/{id}/callback":                             {Action: Authenticated, Service: true, TaskToken: true},
 	"GET /api/v2/ssh-keys/{id}":                                            {Action: Authenticated, Service: true},
 	"PATCH /api/v2/ssh-keys/{id}":                                          {Action: Authenticated, Service: true},
 	"DELETE /api/v2/ssh-keys/{id}":                                         {Action: Authenticated, Service: true},
@@ -254,7 +260,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/workspaces/{id}/configuration-versions":       {Action: RunRead, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/configuration-versions":      {Action: RunPlan, Locate: ByID("id")},
 	"GET /api/v2/configuration-versions/{id}":                  {Action: RunInputs, Locate: ByID("id")},
-	"GET /api/v2/configuration-versions/{id}/download":         {Action: RunInputs, Locate: ByID("id")},
+	"GET /api/v2/configuration-versions/{id}/download":         {Action: RunInputs, Locate: ByID("id"), TaskToken: true},
 	"POST /api/v2/configuration-versions/{id}/actions/archive": {Action: WorkspaceUpdate, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}/runs":                         {Action: RunRead, Locate: ByID("id")},
 	"POST /api/v2/runs":                                        {Action: RunApply, CreatesRun: true, Locate: ByRelationship("workspace")},
@@ -269,7 +275,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/runs/{id}/plan/json-output":                   {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/runs/{id}/plan/json-output-redacted":          {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/plans/{id}":                                   {Action: RunRead, Locate: ByID("id")},
-	"GET /api/v2/plans/{id}/json-output":                       {Action: RunRead, Locate: ByID("id")},
+	"GET /api/v2/plans/{id}/json-output":                       {Action: RunRead, Locate: ByID("id"), TaskToken: true},
 	"GET /api/v2/plans/{id}/json-output-redacted":              {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/applies/{id}":                                 {Action: RunRead, Locate: ByID("id")},
 }

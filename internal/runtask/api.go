@@ -1,8 +1,12 @@
 package runtask
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
+	"time"
 
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
@@ -14,6 +18,7 @@ type API struct {
 
 // Register adds the routes to mux.
 func (a *API) Register(mux *http.ServeMux) {
+	a.RegisterStages(mux)
 	// Spelled out, so that the authorization route table's test can read
 	// every pattern.
 	mux.HandleFunc("GET /api/v2/organizations/{org}/tasks", a.list)
@@ -333,4 +338,220 @@ func (a *API) detach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// RegisterStages adds the routes of task stages and results.
+func (a *API) RegisterStages(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v2/task-stages/{id}", a.getStage)
+	mux.HandleFunc("POST /api/v2/task-stages/{id}/actions/override", a.override)
+	mux.HandleFunc("GET /api/v2/task-results/{id}", a.getResult)
+	mux.HandleFunc("PATCH /api/v2/task-results/{id}/callback", a.callback)
+}
+
+// jsonStage is go-tfe's TaskStage.
+type jsonStage struct {
+	ID                string            `jsonapi:"primary,task-stages"`
+	Stage             string            `jsonapi:"attr,stage"`
+	Status            string            `jsonapi:"attr,status"`
+	StatusTimestamps  map[string]string `jsonapi:"attr,status-timestamps"`
+	CreatedAt         string            `jsonapi:"attr,created-at"`
+	UpdatedAt         string            `jsonapi:"attr,updated-at"`
+	Permissions       map[string]bool   `jsonapi:"attr,permissions"`
+	Actions           map[string]bool   `jsonapi:"attr,actions"`
+	Run               *jsonRunRef       `jsonapi:"relation,run"`
+	TaskResults       []*jsonResultRef  `jsonapi:"relation,task-results"`
+	PolicyEvaluations []*jsonPolicyEval `jsonapi:"relation,policy-evaluations"`
+}
+
+type jsonRunRef struct {
+	ID string `jsonapi:"primary,runs"`
+}
+
+type jsonResultRef struct {
+	ID string `jsonapi:"primary,task-results"`
+}
+
+type jsonPolicyEval struct {
+	ID string `jsonapi:"primary,policy-evaluations"`
+}
+
+type jsonStageRef struct {
+	ID string `jsonapi:"primary,task-stages"`
+}
+
+// jsonResult is go-tfe's TaskResult.
+type jsonResult struct {
+	ID                            string            `jsonapi:"primary,task-results"`
+	Status                        string            `jsonapi:"attr,status"`
+	Message                       string            `jsonapi:"attr,message"`
+	StatusTimestamps              map[string]string `jsonapi:"attr,status-timestamps"`
+	URL                           string            `jsonapi:"attr,url"`
+	CreatedAt                     string            `jsonapi:"attr,created-at"`
+	UpdatedAt                     string            `jsonapi:"attr,updated-at"`
+	TaskID                        string            `jsonapi:"attr,task-id"`
+	TaskName                      string            `jsonapi:"attr,task-name"`
+	TaskURL                       string            `jsonapi:"attr,task-url"`
+	Stage                         string            `jsonapi:"attr,stage"`
+	WorkspaceTaskID               string            `jsonapi:"attr,workspace-task-id"`
+	WorkspaceTaskEnforcementLevel string            `jsonapi:"attr,workspace-task-enforcement-level"`
+	Outcomes                      []Outcome         `jsonapi:"attr,outcomes"`
+	TaskStage                     *jsonStageRef     `jsonapi:"relation,task-stage"`
+}
+
+func stamps(m map[string]time.Time) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = v.UTC().Format(time.RFC3339)
+	}
+	return out
+}
+
+// StageJSON renders a stage (for the runs API's task_stages too).
+func (a *API) StageJSON(ctx context.Context, st *TaskStageRecord, results []*Result) any {
+	overridable := st.Status == StageAwaitingOverride
+	canOverride := authz.Allows(ctx, authz.RunOverrideTasks, authz.Resource{Organization: st.Organization, WorkspaceID: st.WorkspaceID, RunID: st.RunID}) == nil
+	j := &jsonStage{ID: st.ID, Stage: string(st.Stage), Status: string(st.Status), StatusTimestamps: stamps(st.Timestamps),
+		CreatedAt: timeText(st.CreatedAt), UpdatedAt: timeText(st.UpdatedAt),
+		Permissions: map[string]bool{"can-override-policy": false, "can-override-tasks": canOverride, "can-override": canOverride},
+		Actions:     map[string]bool{"is-overridable": overridable},
+		Run:         &jsonRunRef{ID: st.RunID}, TaskResults: []*jsonResultRef{}, PolicyEvaluations: []*jsonPolicyEval{}}
+	for _, r := range results {
+		j.TaskResults = append(j.TaskResults, &jsonResultRef{ID: r.ID})
+	}
+	return j
+}
+
+func resultJSON(r *Result, stage Stage) *jsonResult {
+	outcomes := r.Outcomes
+	if outcomes == nil {
+		outcomes = []Outcome{}
+	}
+	return &jsonResult{ID: r.ID, Status: string(r.Status), Message: r.Message, StatusTimestamps: stamps(r.Timestamps), URL: r.URL,
+		CreatedAt: timeText(r.CreatedAt), UpdatedAt: timeText(r.UpdatedAt), TaskID: r.TaskID, TaskName: r.TaskName, TaskURL: r.TaskURL,
+		Stage: string(stage), WorkspaceTaskID: r.WorkspaceTaskID, WorkspaceTaskEnforcementLevel: string(r.Enforcement),
+		Outcomes: outcomes, TaskStage: &jsonStageRef{ID: r.StageID}}
+}
+
+// RunStages renders a run's task stages for the runs API (run.API's
+// TaskStages): IDs and objects.
+func (a *API) RunStages(req *http.Request, runID string) ([]string, []any, error) {
+	stages, results, err := a.Service.StagesOfRun(req.Context(), runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := make([]string, len(stages))
+	objs := make([]any, len(stages))
+	for i, st := range stages {
+		ids[i] = st.ID
+		objs[i] = a.StageJSON(req.Context(), st, results[st.ID])
+	}
+	return ids, objs, nil
+}
+
+func (a *API) getStage(w http.ResponseWriter, r *http.Request) {
+	inc, err := tfeapi.Includes(r, "task_results", "policy_evaluations")
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	st, results, err := a.Service.Stage(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	var included []any
+	if inc["task_results"] {
+		for _, res := range results {
+			included = append(included, resultJSON(res, st.Stage))
+		}
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.StageJSON(r.Context(), st, results), included...)
+}
+
+func (a *API) override(w http.ResponseWriter, r *http.Request) {
+	var comment string
+	if r.ContentLength != 0 {
+		doc, err := tfeapi.Decode(w, r, 0)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		var b struct {
+			Comment *string `json:"comment"`
+		}
+		if len(doc.Attributes) > 0 {
+			if err := doc.Attrs(&b); err != nil {
+				tfeapi.Error(w, r, err)
+				return
+			}
+		}
+		if b.Comment != nil {
+			comment = *b.Comment
+		}
+	}
+	st, err := a.Service.Override(r.Context(), r.PathValue("id"), comment)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	_, results, err := a.Service.Stage(r.Context(), st.ID)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.StageJSON(r.Context(), st, results))
+}
+
+func (a *API) getResult(w http.ResponseWriter, r *http.Request) {
+	res, st, err := a.Service.Result(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, resultJSON(res, st.Stage))
+}
+
+func (a *API) callback(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 6<<20)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if doc.Type != "" && doc.Type != "task-results" {
+		tfeapi.Error(w, r, core.Invalid("data.type must be task-results, not %q", doc.Type))
+		return
+	}
+	var b struct {
+		Status  ResultStatus `json:"status"`
+		Message string       `json:"message"`
+		URL     string       `json:"url"`
+	}
+	if err := doc.Attrs(&b); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	rep := Report{Status: b.Status, Message: b.Message, URL: b.URL}
+	if rel, ok := doc.Relationships["outcomes"]; ok && len(rel.Data) > 0 && string(rel.Data) != "null" {
+		var items []struct {
+			Type       string  `json:"type"`
+			Attributes Outcome `json:"attributes"`
+		}
+		if err := json.Unmarshal(rel.Data, &items); err != nil {
+			tfeapi.Error(w, r, core.Invalid("relationships.outcomes.data must be a list of task-result-outcomes: %v", err))
+			return
+		}
+		rep.Outcomes = []Outcome{}
+		for _, it := range items {
+			if it.Type != "task-result-outcomes" {
+				tfeapi.Error(w, r, core.Invalid("outcomes must be of type task-result-outcomes, not %q", it.Type))
+				return
+			}
+			rep.Outcomes = append(rep.Outcomes, it.Attributes)
+		}
+	}
+	if err := a.Service.Callback(r.Context(), r.PathValue("id"), rep); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }

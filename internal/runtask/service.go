@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -27,30 +29,89 @@ type AgentPools interface {
 	PoolOrganization(ctx context.Context, id string) (string, error)
 }
 
+// RunInfo is what a task request says of a run.
+type RunInfo struct {
+	ID, Message, CreatedBy, ConfigVersionID, PlanID string
+	CreatedAt                                       time.Time
+	Speculative                                     bool
+	WorkspaceID, WorkspaceName, WorkingDirectory    string
+	Organization                                    string
+}
+
+// Runs is the run domain as run tasks see it.
+type Runs interface {
+	// RunInfo describes a run, whoever asks.
+	RunInfo(ctx context.Context, runID string) (RunInfo, error)
+	// StageDone moves a run on once its stage ended (run.Service).
+	StageDone(ctx context.Context, runID string, stage run.TaskStage, outcome run.StageOutcome, msg string) error
+	// WaitsAtStage reports whether the run still waits at the stage.
+	WaitsAtStage(ctx context.Context, runID string, stage run.TaskStage) (bool, error)
+}
+
+// Tokens mints and deletes the access tokens of task results (auth).
+type Tokens interface {
+	CreateToken(ctx context.Context, q store.Q, n auth.NewToken) (*auth.Token, string, error)
+	DeleteTokens(ctx context.Context, q store.Q, kind auth.Kind, subject string) error
+}
+
 // Options configure a Service.
 type Options struct {
 	DB         *store.DB
 	Workspaces Workspaces
 	AgentPools AgentPools
+	Runs       Runs
+	Tokens     Tokens
 	Logger     *slog.Logger
 	// BaseURL is the server's https://host, for the links in requests.
 	BaseURL string
 	// Timeout bounds one request to a task service. Defaults to 10s.
 	Timeout time.Duration
+	// ProgressTimeout errors a result that was accepted (or reported
+	// running) and then reported nothing for this long. Defaults to 10m.
+	ProgressTimeout time.Duration
+	// TotalTimeout errors a result that has no final status this long
+	// after its stage started. Defaults to 60m.
+	TotalTimeout time.Duration
+	// Backoff is the wait after a first refused request; it doubles up
+	// to a minute. Defaults to 1s.
+	Backoff time.Duration
+	// MaxAttempts ends retrying a request: the result errors. Defaults
+	// to 5.
+	MaxAttempts int
+	// Poll is how often the delivery loop looks for timeouts. Defaults
+	// to 1s.
+	Poll time.Duration
 	// HTTP sends requests; defaults to a client without a global timeout
 	// (each request gets Timeout).
 	HTTP *http.Client
 }
 
-// Service manages run tasks and their workspace attachments.
+// Service manages run tasks, their workspace attachments, and the task
+// stages and results of runs.
 type Service struct {
-	o Options
+	o    Options
+	wake chan struct{}
 }
 
 // NewService validates o and returns a service.
 func NewService(o Options) (*Service, error) {
-	if o.DB == nil || o.Workspaces == nil || o.AgentPools == nil {
-		return nil, errors.New("runtask: DB, Workspaces and AgentPools are required")
+	if o.DB == nil || o.Workspaces == nil || o.AgentPools == nil || o.Runs == nil || o.Tokens == nil {
+		return nil, errors.New("runtask: DB, Workspaces, AgentPools, Runs and Tokens are required")
+	}
+	if o.ProgressTimeout <= 0 {
+		o.ProgressTimeout = 10 * time.Minute
+	}
+	if o.TotalTimeout <= 0 {
+		o.TotalTimeout = 60 * time.Minute
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -61,7 +122,7 @@ func NewService(o Options) (*Service, error) {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{}
 	}
-	return &Service{o: o}, nil
+	return &Service{o: o, wake: make(chan struct{}, 1)}, nil
 }
 
 // List returns the organization's tasks.

@@ -312,6 +312,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// flight then is sent again after the next start.
 	stopNotify := s.startNotify(ctx)
 	defer stopNotify()
+	// Run task requests and deadlines, on the same lifecycle.
+	stopRunTasks := s.startRunTasks(ctx)
+	defer stopRunTasks()
 	// Stack deployment runs advance on the same lifecycle.
 	stacksDone := make(chan struct{})
 	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()
