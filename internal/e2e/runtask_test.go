@@ -37,7 +37,8 @@ type taskCall struct {
 
 // taskService is a real HTTP run task service: it checks the signature,
 // answers 200, uses the access token like a scanner would, and reports
-// on the callback: /pass passes, /fail fails, /silent never reports.
+// on the callback: /pass passes, /fail fails, /silent never reports,
+// /broken answers every run task request 503.
 type taskService struct {
 	t      *testing.T
 	key    string
@@ -46,6 +47,8 @@ type taskService struct {
 	mu     sync.Mutex
 	calls  []*taskCall
 	badSig int
+	// refused counts the run task requests /broken answered 503.
+	refused int
 	// probes are URLs of things the token must not read (another run's
 	// plan, state, the workspace), set by the test.
 	probes map[string]string
@@ -72,6 +75,13 @@ func (s *taskService) serve(w http.ResponseWriter, r *http.Request) {
 	var p runtask.Payload
 	if err := json.Unmarshal(body, &p); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if p.AccessToken != runtask.TestToken && r.URL.Path == "/broken" {
+		s.mu.Lock()
+		s.refused++
+		s.mu.Unlock()
+		http.Error(w, "scanner overloaded", http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -227,7 +237,7 @@ func testRunTasks(t *testing.T, e *testenv.Env, c *cli) {
 		}
 		return rt
 	}
-	pass, fail, silent := newTask("scan", "/pass"), newTask("cost", "/fail"), newTask("approval", "/silent")
+	pass, fail, silent, broken := newTask("scan", "/pass"), newTask("cost", "/fail"), newTask("approval", "/silent"), newTask("lint", "/broken")
 	newWorkspace := func(name string) *tfe.Workspace {
 		ws, err := api.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name), ExecutionMode: tfe.String("remote")})
 		if err != nil {
@@ -414,7 +424,29 @@ func testRunTasks(t *testing.T, e *testenv.Env, c *cli) {
 	}
 	noState(quiet)
 
-	// 6. terraform apply through the cloud block waits for the tasks and
+	// 6. A service that refuses the request is retried, then the result
+	// errors; being advisory, the run applies anyway.
+	flaky := newWorkspace("flaky")
+	attach(flaky, broken, tfe.Advisory, tfe.PostPlan)
+	r = createRun(ctx, t, api, flaky.ID, uploadConfig(ctx, t, api, flaky.ID, slowApplyConfig).ID, nil)
+	r = waitRun(ctx, t, api, r.ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored)
+	if r.Status != tfe.RunApplied {
+		t.Fatalf("a run whose advisory task service refuses requests ended %s", r.Status)
+	}
+	ts, err = api.TaskStages.Read(ctx, stagesOf(ctx, t, api, r.ID)["post_plan"].ID, &tfe.TaskStageReadOptions{Include: []tfe.TaskStageIncludeOpt{tfe.TaskStageTaskResults}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.mu.Lock()
+	refused := svc.refused
+	svc.mu.Unlock()
+	if ts.Status != tfe.TaskStagePassed || len(ts.TaskResults) != 1 || ts.TaskResults[0].Status != tfe.TaskErrored ||
+		!strings.Contains(ts.TaskResults[0].Message, "503") || refused < 2 {
+		t.Fatalf("after %d refused requests the stage is %s with %+v; want passed (advisory) with an errored result saying why, after retries",
+			refused, ts.Status, ts.TaskResults)
+	}
+
+	// 7. terraform apply through the cloud block waits for the tasks and
 	// shows them.
 	dir := writeConfig(t, map[string]string{"main.tf": cloudBlock(e.Host, "acme", "cli") + slowApplyConfig})
 	c.run(dir, "init")
