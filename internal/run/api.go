@@ -18,9 +18,9 @@ import (
 // API serves runs, plans, applies and run events.
 type API struct {
 	Service *Service
-	// TaskStages renders a run's task stages: their IDs and JSON:API
-	// objects (nil: the run has none).
-	TaskStages func(req *http.Request, runID string) ([]string, []any, error)
+	// TaskStages renders a run's task stages: their IDs, and with
+	// objects their JSON:API objects (nil: runs have none).
+	TaskStages func(req *http.Request, runID string, objects bool) ([]string, []any, error)
 	// IncludeWorkspace and IncludeConfigVersion render related objects for
 	// ?include= (nil: the include is accepted but left out).
 	IncludeWorkspace     func(r *http.Request, id string) (any, error)
@@ -236,7 +236,7 @@ func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 		RunEvents: []*jsonEventRef{}, TaskStages: []*jsonTaskStageRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonComment{},
 	}
 	if a.TaskStages != nil {
-		ids, _, err := a.TaskStages(req, r.ID)
+		ids, _, err := a.TaskStages(req, r.ID, false)
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +300,7 @@ type jsonTaskStageRef struct {
 func (a *API) included(req *http.Request, inc map[string]bool, r *Run) ([]any, error) {
 	var out []any
 	if inc["task_stages"] && a.TaskStages != nil {
-		_, stages, err := a.TaskStages(req, r.ID)
+		_, stages, err := a.TaskStages(req, r.ID, true)
 		if err != nil {
 			return nil, err
 		}
@@ -682,7 +682,7 @@ func (a *API) taskStages(w http.ResponseWriter, req *http.Request) {
 	}
 	stages := []any{}
 	if a.TaskStages != nil {
-		_, rendered, err := a.TaskStages(req, req.PathValue("id"))
+		_, rendered, err := a.TaskStages(req, req.PathValue("id"), true)
 		if err != nil {
 			tfeapi.Error(w, req, err)
 			return

@@ -433,8 +433,12 @@ func resultJSON(r *Result, stage Stage) *jsonResult {
 }
 
 // RunStages renders a run's task stages for the runs API (run.API's
-// TaskStages): IDs and objects.
-func (a *API) RunStages(req *http.Request, runID string) ([]string, []any, error) {
+// TaskStages): IDs, and objects when asked for.
+func (a *API) RunStages(req *http.Request, runID string, objects bool) ([]string, []any, error) {
+	if !objects {
+		ids, err := a.Service.StageIDsOfRun(req.Context(), runID)
+		return ids, nil, err
+	}
 	stages, results, err := a.Service.StagesOfRun(req.Context(), runID)
 	if err != nil {
 		return nil, nil, err

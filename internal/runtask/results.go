@@ -67,6 +67,31 @@ func (s *Service) StagesOfRun(ctx context.Context, runID string) ([]*TaskStageRe
 	return stages, byStage, nil
 }
 
+// StageIDsOfRun returns the IDs of a run's task stages, in stage order
+// (the caller already read the run).
+func (s *Service) StageIDsOfRun(ctx context.Context, runID string) ([]string, error) {
+	type row struct {
+		id    string
+		stage Stage
+	}
+	rows, err := store.All(ctx, s.o.DB, func(sc store.Scanner) (row, error) {
+		var r row
+		return r, sc.Scan(&r.id, &r.stage)
+	}, `SELECT id, stage FROM task_stages WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{}
+	for _, st := range Stages {
+		for _, r := range rows {
+			if r.stage == st {
+				ids = append(ids, r.id)
+			}
+		}
+	}
+	return ids, nil
+}
+
 // Result returns a task result the caller may read.
 func (s *Service) Result(ctx context.Context, id string) (*Result, *TaskStageRecord, error) {
 	r, err := s.loadResult(ctx, id)
