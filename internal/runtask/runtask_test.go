@@ -1,19 +1,24 @@
 package runtask_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/runtask"
+	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -152,4 +157,126 @@ func must(r *http.Request, err error) *http.Request {
 func authed(r *http.Request, token string) *http.Request {
 	r.Header.Set("Authorization", "Bearer "+token)
 	return r
+}
+
+// The callback takes running (many times), then passed or failed once;
+// anything else is a 422 that changes nothing. Runs wait in
+// pre_plan_running until the pre-plan stage ends.
+func TestCallback(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan runtask.Payload, 4)
+		svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var p runtask.Payload
+			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if p.AccessToken != runtask.TestToken {
+				got <- p
+			}
+		}))
+		defer svc.Close()
+		task, err := c.RunTasks.Create(ctx, "acme", tfe.RunTaskCreateOptions{Name: "gate", URL: svc.URL, Category: "task"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stages := []tfe.Stage{tfe.PrePlan}
+		if _, err := c.WorkspaceRunTasks.Create(ctx, ws.ID, tfe.WorkspaceRunTaskCreateOptions{EnforcementLevel: tfe.Mandatory, Stages: &stages, RunTask: task}); err != nil {
+			t.Fatal(err)
+		}
+		cv, err := c.ConfigurationVersions.Create(ctx, ws.ID, tfe.ConfigurationVersionCreateOptions{AutoQueueRuns: tfe.Bool(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(emptyConfig(t))); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); cv.Status != tfe.ConfigurationUploaded; time.Sleep(20 * time.Millisecond) {
+			if cv, err = c.ConfigurationVersions.Read(ctx, cv.ID); err != nil || time.Now().After(deadline) {
+				t.Fatalf("configuration version %s is %s (%v)", cv.ID, cv.Status, err)
+			}
+		}
+		r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := <-got
+		if p.Stage != runtask.PrePlan || p.PlanJSONAPIURL != nil || p.RunID != r.ID || p.ConfigurationVersionID != cv.ID {
+			t.Fatalf("pre-plan request: %+v", p)
+		}
+		call := func(body string) int {
+			req, _ := http.NewRequest(http.MethodPatch, p.TaskResultCallbackURL, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+p.AccessToken)
+			req.Header.Set("Content-Type", "application/vnd.api+json")
+			res, err := e.HTTP.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode
+		}
+		status := func() tfe.TaskResultStatus {
+			tr, err := c.TaskResults.Read(ctx, p.TaskResultID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr.Status
+		}
+		for _, bad := range []string{
+			`{"data":{"type":"task-results","attributes":{"status":"errored"}}}`,
+			`{"data":{"type":"task-results","attributes":{"status":"passed"},"relationships":{"outcomes":{"data":[{"type":"task-result-outcomes","attributes":{"outcome-id":"X","tags":{"Severity":[{"label":"High","level":"critical"}]}}}]}}}}`,
+			`{"data":{"type":"workspaces","attributes":{"status":"passed"}}}`,
+		} {
+			if code := call(bad); code != http.StatusUnprocessableEntity {
+				t.Fatalf("callback %s answered %d, want 422", bad, code)
+			}
+		}
+		if s := status(); s == tfe.TaskPassed || s == tfe.TaskFailed {
+			t.Fatalf("refused callbacks changed the result to %s", s)
+		}
+		for range 2 {
+			if code := call(`{"data":{"type":"task-results","attributes":{"status":"running","message":"scanning"}}}`); code != http.StatusOK {
+				t.Fatalf("a running callback answered %d", code)
+			}
+		}
+		if s := status(); s != tfe.TaskRunning {
+			t.Fatalf("after running callbacks the result is %s", s)
+		}
+		if run, err := c.Runs.Read(ctx, r.ID); err != nil || run.Status != tfe.RunPrePlanRunning {
+			t.Fatalf("while its pre-plan task runs the run is %v (%v)", run.Status, err)
+		}
+		if code := call(`{"data":{"type":"task-results","attributes":{"status":"passed","message":"clean"}}}`); code != http.StatusOK {
+			t.Fatalf("the passed callback answered %d", code)
+		}
+		if s := status(); s != tfe.TaskPassed {
+			t.Fatalf("after the passed callback the result is %s", s)
+		}
+		// The stage ended: the token is gone with it.
+		if code := call(`{"data":{"type":"task-results","attributes":{"status":"failed"}}}`); code != http.StatusUnauthorized {
+			t.Fatalf("a callback after the stage ended answered %d, want 401", code)
+		}
+		if run, err := c.Runs.Read(ctx, r.ID); err != nil || run.Status == tfe.RunPrePlanRunning || run.Status == tfe.RunPending {
+			t.Fatalf("after its pre-plan stage passed the run is %v (%v), want past it", run.Status, err)
+		}
+	})
+}
+
+// emptyConfig is a configuration archive with one empty main.tf.
+func emptyConfig(t *testing.T) []byte {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte("# nothing\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := slug.Pack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
