@@ -295,7 +295,8 @@ func (s *Service) Start(ctx context.Context, q store.Q, r *run.Run, stage run.Ta
 		core.Micros(now), core.Micros(now.Add(s.o.TotalTimeout)), core.Micros(now), st.ID, string(ResultPending)); err != nil {
 		return false, err
 	}
-	s.nudge()
+	// The delivery loop is nudged once the run's transaction committed
+	// (RunTransition): before that it would not see the due requests.
 	return true, nil
 }
 
@@ -386,9 +387,15 @@ func (s *Service) revoke(ctx context.Context, q store.Q, results []*Result) erro
 	return nil
 }
 
-// RunTransition cancels the stages a run will not reach (or was in) when
-// it ends. It is a run.Service observer.
+// RunTransition wakes the delivery loop when a run entered a task stage,
+// and cancels the stages a run will not reach (or was in) when it ends. It
+// is a run.Service observer, called after the transaction committed.
 func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
+	switch t.To {
+	case run.PrePlanRunning, run.PostPlanRunning, run.PreApplyRunning, run.PostApplyRunning:
+		s.nudge()
+		return
+	}
 	if !t.To.Final() {
 		return
 	}
