@@ -71,6 +71,9 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
+	f.DurationVar(&cfg.RunTaskProgressTimeout, "run-task-progress-timeout", 10*time.Minute, "a run task result with no progress report for this long errors")
+	f.DurationVar(&cfg.RunTaskTimeout, "run-task-timeout", 60*time.Minute, "a run task result with no final status this long after its stage started errors")
+	f.DurationVar(&cfg.RunTaskRetryBackoff, "run-task-retry-backoff", time.Second, "first wait before a refused run task request is sent again (doubles each time)")
 	return cmd
 }
 

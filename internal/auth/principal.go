@@ -20,6 +20,11 @@ const (
 	// KindAuditTrails tokens may only read their organization's audit
 	// trail: the audit Recorder refuses them on every other route.
 	KindAuditTrails Kind = "audit-trails"
+	// KindTaskResult tokens are the access tokens sent to a run task
+	// service: they reach only their task result's callback and their
+	// run's plan JSON and configuration download (internal/authz), and
+	// are deleted when the task stage ends.
+	KindTaskResult Kind = "task-result"
 )
 
 // Principal is an authenticated caller.
@@ -51,6 +56,11 @@ type Principal struct {
 	// Run tokens: the run and its workspace.
 	RunID       string
 	WorkspaceID string
+
+	// Task result tokens: the result (and RunID, WorkspaceID and
+	// Organization of its run, with the run's configuration version).
+	TaskResultID    string
+	ConfigVersionID string
 }
 
 // CanAccessOrganization reports whether the principal may see anything in

@@ -40,12 +40,24 @@ type RunResolver interface {
 	RunWorkspace(ctx context.Context, runID string) (workspaceID, org string, err error)
 }
 
+// TaskResultScope is what a task result token reaches: its result's run.
+type TaskResultScope struct {
+	RunID, WorkspaceID, Organization, ConfigVersionID string
+}
+
+// TaskResultResolver resolves the run of a task result for task result
+// tokens (the run task domain provides it).
+type TaskResultResolver interface {
+	TaskResultScope(ctx context.Context, resultID string) (TaskResultScope, error)
+}
+
 // Service keeps users and tokens and authenticates requests.
 type Service struct {
 	db          *store.DB
 	memberships Memberships
 	orgs        Organizations
 	runs        RunResolver
+	taskResults TaskResultResolver
 	// TokenTTL, when set, is the longest a token of kind may live in
 	// org (the organization's token TTL policy); older organization and
 	// team tokens are refused.
@@ -59,6 +71,9 @@ func NewService(db *store.DB, m Memberships, o Organizations, runs RunResolver) 
 
 // SetRunResolver wires the run domain in once it exists.
 func (s *Service) SetRunResolver(r RunResolver) { s.runs = r }
+
+// SetTaskResultResolver wires the run task domain in.
+func (s *Service) SetTaskResultResolver(r TaskResultResolver) { s.taskResults = r }
 
 // Token is a stored token (never its secret).
 type Token struct {
@@ -303,6 +318,15 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		if err != nil {
 			return nil, core.Unauthorized("the token's run no longer exists")
 		}
+	case KindTaskResult:
+		if s.taskResults == nil {
+			return nil, core.Unauthorized("task result tokens are not accepted")
+		}
+		sc, err := s.taskResults.TaskResultScope(ctx, subject)
+		if err != nil {
+			return nil, core.Unauthorized("the token's task result no longer exists")
+		}
+		p.TaskResultID, p.RunID, p.WorkspaceID, p.Organization, p.ConfigVersionID = subject, sc.RunID, sc.WorkspaceID, sc.Organization, sc.ConfigVersionID
 	default:
 		return nil, core.Unauthorized("unknown token kind")
 	}

@@ -29,6 +29,9 @@ const (
 	OrgManageVarsets   Action = "organization:manage-variable-sets"
 	OrgCreateWorkspace Action = "organization:create-workspace"
 	OrgCreateProject   Action = "organization:create-project"
+	// OrgManageRunTasks creates, changes and deletes the organization's
+	// run tasks (the manage-run-tasks organization access).
+	OrgManageRunTasks Action = "organization:manage-run-tasks"
 
 	TeamRead   Action = "team:read"
 	TeamManage Action = "team:manage"
@@ -51,9 +54,15 @@ const (
 	WorkspaceLock        Action = "workspace:lock"
 	WorkspaceForceUnlock Action = "workspace:force-unlock"
 	WorkspaceManageTeams Action = "workspace:manage-teams"
-	RunRead              Action = "run:read"
-	RunPlan              Action = "run:plan"
-	RunApply             Action = "run:apply"
+	// WorkspaceManageRunTasks attaches, changes and detaches the
+	// workspace's run tasks (run-tasks in workspace access).
+	WorkspaceManageRunTasks Action = "workspace:manage-run-tasks"
+	// RunOverrideTasks lets a run go on past mandatory run tasks that did
+	// not pass (policy-overrides in workspace access).
+	RunOverrideTasks Action = "run:override-tasks"
+	RunRead          Action = "run:read"
+	RunPlan          Action = "run:plan"
+	RunApply         Action = "run:apply"
 	// RunInputs reads a run's inputs (its configuration).
 	RunInputs        Action = "run:read-inputs"
 	VariableRead     Action = "variable:read"
@@ -130,6 +139,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageWorkspaces }},
 	OrgCreateProject: {scope: scopeOrg, noun: "organization", verb: "create projects",
 		org: func(st standing) bool { return st.access.ManageProjects }},
+	OrgManageRunTasks: {scope: scopeOrg, noun: "organization", verb: "manage run tasks",
+		org: func(st standing) bool { return st.access.ManageRunTasks }},
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",
@@ -162,6 +173,10 @@ var rules = map[Action]rule{
 		workspace: func(w WorkspacePerms) bool { return w.Admin }},
 	WorkspaceManageTeams: {scope: scopeWorkspace, noun: "workspace", verb: "manage this workspace's team access",
 		workspace: func(w WorkspacePerms) bool { return w.Admin }},
+	WorkspaceManageRunTasks: {scope: scopeWorkspace, noun: "workspace", verb: "manage this workspace's run tasks",
+		workspace: func(w WorkspacePerms) bool { return w.RunTasks }},
+	RunOverrideTasks: {scope: scopeWorkspace, noun: "workspace", verb: "override run tasks", noOrgToken: true,
+		workspace: func(w WorkspacePerms) bool { return w.PolicyOverrides }},
 	RunRead: {scope: scopeRun, noun: "run", verb: "read runs", runToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
 	RunInputs: {scope: scopeRun, noun: "configuration version", verb: "read run inputs", runToken: true,

@@ -32,6 +32,10 @@ type Route struct {
 	// keeps run tokens out and the owning service decides, through its
 	// organization check.
 	Service bool
+	// TaskToken marks the routes a task result's access token may use
+	// (its callback, its run's plan JSON and configuration download);
+	// the guard refuses it every other route.
+	TaskToken bool
 }
 
 // Request is what a locator sees of a request.
@@ -105,6 +109,9 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 	if rt.ActionOf != nil {
 		action = rt.ActionOf(req.Vals)
 	}
+	if p != nil && p.Kind == auth.KindTaskResult && !rt.TaskToken {
+		return core.Forbidden("a task result's access token can only report its result and read its run's plan JSON and configuration")
+	}
 	if rt.Service {
 		// The service checks the organization; run tokens reach none
 		// of these.
@@ -118,7 +125,7 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 				// Let the handler answer unknown resources and bad
 				// input as it always has (for a caller who may see
 				// nothing, the service says 404 too).
-				if p != nil && p.Kind == auth.KindRun {
+				if p != nil && (p.Kind == auth.KindRun || p.Kind == auth.KindTaskResult) {
 					return err
 				}
 				return nil

@@ -196,7 +196,7 @@ func expect(a authz.Action, service bool, who string) int {
 			return allow
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
-			authz.TeamRead, authz.TeamManage, authz.TeamMembers,
+			authz.OrgManageRunTasks, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
 			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace:
 			return http.StatusForbidden
 		}
@@ -208,7 +208,8 @@ func expect(a authz.Action, service bool, who string) int {
 	case authz.OrgManage:
 		return in("owner")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
-		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.TeamManage, authz.TeamMembers:
+		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.TeamManage,
+		authz.TeamMembers:
 		return in("owner", "organization-token")
 	case authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace:
 		// Workspace grants do not show the project.
@@ -230,7 +231,8 @@ func expect(a authz.Action, service bool, who string) int {
 		return in("owner", "write", "admin")
 	case authz.VariableWrite:
 		return in("owner", "write", "admin", "organization-token")
-	case authz.WorkspaceUpdate, authz.WorkspaceDelete, authz.WorkspaceForceUnlock, authz.WorkspaceManageTeams:
+	case authz.WorkspaceUpdate, authz.WorkspaceDelete, authz.WorkspaceForceUnlock, authz.WorkspaceManageTeams,
+		authz.WorkspaceManageRunTasks:
 		return in("owner", "admin", "organization-token")
 	}
 	panic(fmt.Sprintf("the matrix has no expectation for action %q", a))

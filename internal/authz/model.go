@@ -54,6 +54,9 @@ type Resource struct {
 	WorkspaceID  string
 	RunID        string
 	TeamID       string
+	// ConfigVersionID is set for a configuration version (what a task
+	// result token may download).
+	ConfigVersionID string
 }
 
 // Service is the authorization model and the store of team access grants.
@@ -296,6 +299,9 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	if p == nil {
 		return core.Unauthorized("this request needs an API token in the Authorization header")
 	}
+	if p.Kind == auth.KindTaskResult {
+		return taskResultDecision(p, action, res)
+	}
 	if rule.scope == scopeAny {
 		return rule.any(p)
 	}
@@ -374,4 +380,28 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		return forbidden
 	}
 	return forbidden
+}
+
+// taskResultDecision is the whole reach of a task result's access token
+// (the token a run task service gets): its run's plan JSON (RunRead on
+// that run), its run's configuration version (RunInputs), and its own
+// result's callback (an Authenticated route whose service checks the
+// result). The guard keeps the token off every route not marked
+// TaskToken, so RunRead cannot reach the run's other reads.
+func taskResultDecision(p *auth.Principal, action Action, res Resource) error {
+	switch action {
+	case Authenticated:
+		return nil
+	case RunRead:
+		if res.Organization == p.Organization && res.RunID != "" && res.RunID == p.RunID {
+			return nil
+		}
+		return core.NotFound("run not found")
+	case RunInputs:
+		if res.Organization == p.Organization && res.ConfigVersionID != "" && res.ConfigVersionID == p.ConfigVersionID {
+			return nil
+		}
+		return core.NotFound("configuration version not found")
+	}
+	return core.Forbidden("a task result's access token cannot be used for this request")
 }

@@ -53,6 +53,8 @@ var Routes = map[string]Route{
 	"GET /api/v2/organizations/{org}/runs":                                                            {Action: OrgRead, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/runs/queue":                                                      {Action: OrgRead, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/stacks":                                                          {Action: OrgRead, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/tasks":                                                           {Action: OrgRead, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/tasks":                                                          {Action: OrgManageRunTasks, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/agent-pools":                                                     {Action: OrgRead, Locate: InOrg},
 	"POST /api/v2/organizations/{org}/agent-pools":                                                    {Action: OrgManageAgents, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/ssh-keys":                                                        {Action: OrgManageVCS, Locate: InOrg},
@@ -72,9 +74,20 @@ var Routes = map[string]Route{
 
 	// Resources the guard cannot place in an organization from the
 	// request alone; their services check the organization.
-	"GET /api/v2/agent-pools/{id}":                                         {Action: Authenticated, Service: true},
-	"PATCH /api/v2/agent-pools/{id}":                                       {Action: Authenticated, Service: true},
-	"DELETE /api/v2/agent-pools/{id}":                                      {Action: Authenticated, Service: true},
+	"GET /api/v2/agent-pools/{id}":    {Action: Authenticated, Service: true},
+	"PATCH /api/v2/agent-pools/{id}":  {Action: Authenticated, Service: true},
+	"DELETE /api/v2/agent-pools/{id}": {Action: Authenticated, Service: true},
+	// Run tasks: the run task service checks the organization of a task
+	// named by ID (reading needs membership, changing manage-run-tasks).
+	"GET /api/v2/tasks/{id}":    {Action: Authenticated, Service: true},
+	"PATCH /api/v2/tasks/{id}":  {Action: Authenticated, Service: true},
+	"DELETE /api/v2/tasks/{id}": {Action: Authenticated, Service: true},
+	// Task stages and results: the run task service checks the run they
+	// belong to; the callback is for the result's own access token only.
+	"GET /api/v2/task-stages/{id}":                                         {Action: Authenticated, Service: true},
+	"POST /api/v2/task-stages/{id}/actions/override":                       {Action: Authenticated, Service: true},
+	"GET /api/v2/task-results/{id}":                                        {Action: Authenticated, Service: true},
+	"PATCH /api/v2/task-results/{id}/callback":                             {Action: Authenticated, Service: true, TaskToken: true},
 	"GET /api/v2/ssh-keys/{id}":                                            {Action: Authenticated, Service: true},
 	"PATCH /api/v2/ssh-keys/{id}":                                          {Action: Authenticated, Service: true},
 	"DELETE /api/v2/ssh-keys/{id}":                                         {Action: Authenticated, Service: true},
@@ -160,6 +173,11 @@ var Routes = map[string]Route{
 	"PATCH /api/v2/notification-configurations/{id}":               {Action: Authenticated, Service: true},
 	"DELETE /api/v2/notification-configurations/{id}":              {Action: Authenticated, Service: true},
 	"POST /api/v2/notification-configurations/{id}/actions/verify": {Action: Authenticated, Service: true},
+	"GET /api/v2/workspaces/{id}/tasks":                            {Action: WorkspaceRead, Locate: ByID("id")},
+	"POST /api/v2/workspaces/{id}/tasks":                           {Action: WorkspaceManageRunTasks, Locate: ByID("id")},
+	"GET /api/v2/workspaces/{id}/tasks/{task}":                     {Action: WorkspaceRead, Locate: ByID("id")},
+	"PATCH /api/v2/workspaces/{id}/tasks/{task}":                   {Action: WorkspaceManageRunTasks, Locate: ByID("id")},
+	"DELETE /api/v2/workspaces/{id}/tasks/{task}":                  {Action: WorkspaceManageRunTasks, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}/run-triggers":                     {Action: WorkspaceRead, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/run-triggers":                    {Action: WorkspaceUpdate, Locate: ByID("id")},
 	"GET /api/v2/run-triggers/{id}":                                {Action: Authenticated, Service: true},
@@ -242,7 +260,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/workspaces/{id}/configuration-versions":       {Action: RunRead, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/configuration-versions":      {Action: RunPlan, Locate: ByID("id")},
 	"GET /api/v2/configuration-versions/{id}":                  {Action: RunInputs, Locate: ByID("id")},
-	"GET /api/v2/configuration-versions/{id}/download":         {Action: RunInputs, Locate: ByID("id")},
+	"GET /api/v2/configuration-versions/{id}/download":         {Action: RunInputs, Locate: ByID("id"), TaskToken: true},
 	"POST /api/v2/configuration-versions/{id}/actions/archive": {Action: WorkspaceUpdate, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}/runs":                         {Action: RunRead, Locate: ByID("id")},
 	"POST /api/v2/runs":                                        {Action: RunApply, CreatesRun: true, Locate: ByRelationship("workspace")},
@@ -257,7 +275,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/runs/{id}/plan/json-output":                   {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/runs/{id}/plan/json-output-redacted":          {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/plans/{id}":                                   {Action: RunRead, Locate: ByID("id")},
-	"GET /api/v2/plans/{id}/json-output":                       {Action: RunRead, Locate: ByID("id")},
+	"GET /api/v2/plans/{id}/json-output":                       {Action: RunRead, Locate: ByID("id"), TaskToken: true},
 	"GET /api/v2/plans/{id}/json-output-redacted":              {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/applies/{id}":                                 {Action: RunRead, Locate: ByID("id")},
 }

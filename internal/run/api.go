@@ -18,6 +18,9 @@ import (
 // API serves runs, plans, applies and run events.
 type API struct {
 	Service *Service
+	// TaskStages renders a run's task stages: their IDs, and with
+	// objects their JSON:API objects (nil: runs have none).
+	TaskStages func(req *http.Request, runID string, objects bool) ([]string, []any, error)
 	// IncludeWorkspace and IncludeConfigVersion render related objects for
 	// ?include= (nil: the include is accepted but left out).
 	IncludeWorkspace     func(r *http.Request, id string) (any, error)
@@ -86,16 +89,16 @@ type jsonRun struct {
 	TriggerReason          string              `jsonapi:"attr,trigger-reason"`
 	Variables              []RunVar            `jsonapi:"attr,variables"`
 
-	Workspace            *jsonRef        `jsonapi:"relation,workspace"`
-	ConfigurationVersion *jsonCVRef      `jsonapi:"relation,configuration-version"`
-	Plan                 *jsonPlan       `jsonapi:"relation,plan"`
-	Apply                *jsonApply      `jsonapi:"relation,apply"`
-	CreatedBy            *jsonUserRef    `jsonapi:"relation,created-by,omitempty"`
-	ConfirmedBy          *jsonUserRef    `jsonapi:"relation,confirmed-by,omitempty"`
-	RunEvents            []*jsonEventRef `jsonapi:"relation,run-events"`
-	TaskStages           []*jsonRef      `jsonapi:"relation,task-stages"`
-	PolicyChecks         []*jsonRef      `jsonapi:"relation,policy-checks"`
-	Comments             []*jsonComment  `jsonapi:"relation,comments"`
+	Workspace            *jsonRef            `jsonapi:"relation,workspace"`
+	ConfigurationVersion *jsonCVRef          `jsonapi:"relation,configuration-version"`
+	Plan                 *jsonPlan           `jsonapi:"relation,plan"`
+	Apply                *jsonApply          `jsonapi:"relation,apply"`
+	CreatedBy            *jsonUserRef        `jsonapi:"relation,created-by,omitempty"`
+	ConfirmedBy          *jsonUserRef        `jsonapi:"relation,confirmed-by,omitempty"`
+	RunEvents            []*jsonEventRef     `jsonapi:"relation,run-events"`
+	TaskStages           []*jsonTaskStageRef `jsonapi:"relation,task-stages"`
+	PolicyChecks         []*jsonRef          `jsonapi:"relation,policy-checks"`
+	Comments             []*jsonComment      `jsonapi:"relation,comments"`
 }
 
 type jsonEventRef struct {
@@ -230,7 +233,16 @@ func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 		Permissions: runPermissions(req.Context(), r),
 		Workspace:   &jsonRef{ID: r.WorkspaceID}, ConfigurationVersion: &jsonCVRef{ID: r.ConfigurationVersionID},
 		Plan: a.toPlan(r), Apply: a.toApply(r),
-		RunEvents: []*jsonEventRef{}, TaskStages: []*jsonRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonComment{},
+		RunEvents: []*jsonEventRef{}, TaskStages: []*jsonTaskStageRef{}, PolicyChecks: []*jsonRef{}, Comments: []*jsonComment{},
+	}
+	if a.TaskStages != nil {
+		ids, _, err := a.TaskStages(req, r.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			j.TaskStages = append(j.TaskStages, &jsonTaskStageRef{ID: id})
+		}
 	}
 	for _, id := range events {
 		j.RunEvents = append(j.RunEvents, &jsonEventRef{ID: id})
@@ -280,8 +292,20 @@ func (a *API) respond(w http.ResponseWriter, req *http.Request, status int, r *R
 	tfeapi.Respond(w, req, status, j, included...)
 }
 
+// jsonTaskStageRef links a run to its task stages.
+type jsonTaskStageRef struct {
+	ID string `jsonapi:"primary,task-stages"`
+}
+
 func (a *API) included(req *http.Request, inc map[string]bool, r *Run) ([]any, error) {
 	var out []any
+	if inc["task_stages"] && a.TaskStages != nil {
+		_, stages, err := a.TaskStages(req, r.ID, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, stages...)
+	}
 	if inc["plan"] {
 		out = append(out, a.toPlan(r))
 	}
@@ -651,7 +675,22 @@ func (a *API) taskStages(w http.ResponseWriter, req *http.Request) {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	tfeapi.RespondList(w, req, []*jsonRef{}, tfeapi.Pagination{Page: 1, Size: 20})
+	page, err := tfeapi.ParsePage(req)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	stages := []any{}
+	if a.TaskStages != nil {
+		_, rendered, err := a.TaskStages(req, req.PathValue("id"), true)
+		if err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
+		stages = append(stages, rendered...)
+	}
+	items, pg := tfeapi.Paginate(stages, page)
+	tfeapi.RespondList(w, req, items, pg)
 }
 
 func (a *API) runPlan(w http.ResponseWriter, req *http.Request) {
@@ -693,8 +732,12 @@ func (a *API) apply(w http.ResponseWriter, req *http.Request) {
 func (a *API) writePlanJSON(w http.ResponseWriter, req *http.Request, r *Run, name string) {
 	if name == "json" {
 		// The unredacted plan holds sensitive values: only for tokens that
-		// may administer the organization.
-		if !auth.FromContext(req.Context()).IsOwner(r.Organization) {
+		// may administer the organization, and for the access token of a
+		// run task of this very run (plan_json_api_url, as in HCP
+		// Terraform; the authorization model keeps it off any other run).
+		p := auth.FromContext(req.Context())
+		task := p != nil && p.Kind == auth.KindTaskResult && p.RunID == r.ID
+		if !p.IsOwner(r.Organization) && !task {
 			tfeapi.Error(w, req, core.Forbidden("the unredacted plan JSON needs an owner's token; use json-output-redacted"))
 			return
 		}

@@ -180,6 +180,25 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			return s.finishJob(ctx, tx, jobID, r)
 		}
 		r.Plan.setPhase(PhaseFinished)
+		if s.Stages != nil {
+			wait, err := s.Stages.Start(ctx, tx, r, StagePostPlan)
+			if err != nil {
+				return nil, err
+			}
+			if wait {
+				// The run rests in its post-plan task stage, holding
+				// the workspace; StageDone moves it on.
+				if err := r.transition(Planned); err != nil {
+					return nil, err
+				}
+				if err := r.transition(PostPlanRunning); err != nil {
+					return nil, err
+				}
+				_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
+				s.dropSignal(r.ID)
+				return nil, err
+			}
+		}
 		if r.PlanOnly || (!res.HasChanges && !r.AllowEmptyApply) {
 			if err := r.transition(PlannedAndFinished); err != nil {
 				return nil, err
@@ -195,6 +214,25 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 		}
 		if next == ApplyQueued && !r.CancelRequestedAt.IsZero() {
 			next = Canceled
+		}
+		if next == ApplyQueued && s.Stages != nil {
+			wait, err := s.Stages.Start(ctx, tx, r, StagePreApply)
+			if err != nil {
+				return nil, err
+			}
+			if wait {
+				// Auto-applied, but pre-apply tasks come first: the
+				// apply job starts from the saved plan once they pass.
+				if err := r.transition(Confirmed); err != nil {
+					return nil, err
+				}
+				if err := r.transition(PreApplyRunning); err != nil {
+					return nil, err
+				}
+				_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
+				s.dropSignal(r.ID)
+				return nil, err
+			}
 		}
 		switch next {
 		case ApplyQueued:
@@ -317,7 +355,18 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 			r.ErrorMessage = firstLine(res.Error + stateErr)
 		default:
 			r.Apply.setPhase(PhaseFinished)
-			if err := r.transition(Applied); err != nil {
+			post := false
+			if s.Stages != nil {
+				var err error
+				if post, err = s.Stages.Start(ctx, tx, r, StagePostApply); err != nil {
+					return nil, err
+				}
+			}
+			to := Applied
+			if post {
+				to = PostApplyRunning
+			}
+			if err := r.transition(to); err != nil {
 				return nil, err
 			}
 		}
@@ -327,6 +376,12 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 			if stale, err = s.discardSavedPlans(ctx, tx, r); err != nil {
 				return nil, err
 			}
+		}
+		if r.Status == PostApplyRunning {
+			// The run holds the workspace until its post-apply tasks end.
+			_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
+			s.dropSignal(r.ID)
+			return stale, err
 		}
 		next, err := s.finishJob(ctx, tx, jobID, r)
 		return append(stale, next...), err

@@ -66,6 +66,8 @@ type Options struct {
 	// ForceCancelAfter is how long after a cancel a force-cancel becomes
 	// available. Defaults to 10s.
 	ForceCancelAfter time.Duration
+	// Stages are the run tasks between the phases (nil: none).
+	Stages TaskStages
 }
 
 // Service runs the run lifecycle.
@@ -277,9 +279,14 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		if err := addEvent(ctx, tx, r.ID, "created", "Run created", r.CreatedBy); err != nil {
 			return err
 		}
+		if s.Stages != nil {
+			if err := s.Stages.Prepare(ctx, tx, r); err != nil {
+				return err
+			}
+		}
 		if r.PlanOnly {
 			// Speculative plans never wait for the workspace.
-			if err := s.queuePhase(ctx, tx, r, "plan"); err != nil {
+			if err := s.enterPlan(ctx, tx, r); err != nil {
 				return err
 			}
 			queued = append(queued, r)
@@ -345,7 +352,7 @@ func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) 
 	if err != nil || !ok {
 		return nil, err
 	}
-	if err := s.queuePhase(ctx, tx, r, "plan"); err != nil {
+	if err := s.enterPlan(ctx, tx, r); err != nil {
 		return nil, err
 	}
 	return []*Run{r}, nil
@@ -659,7 +666,7 @@ func (s *Service) Apply(ctx context.Context, id, comment string) error {
 		if err := commentIfAny(ctx, tx, r.ID, comment); err != nil {
 			return nil, err
 		}
-		return nil, s.queuePhase(ctx, tx, r, "apply")
+		return nil, s.enterApply(ctx, tx, r)
 	})
 	return err
 }

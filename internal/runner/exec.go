@@ -405,7 +405,7 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 			res.RedactedJSON = withProviderSchemas(res.RedactedJSON, schemas.Bytes())
 		}
 	}
-	if !r.AutoApply || r.SavePlan || r.PlanOnly {
+	if !r.AutoApply || r.SavePlan || r.PlanOnly || in.KeepPlan {
 		// The run may wait for confirmation: keep what the apply needs.
 		if b, err := os.ReadFile(filepath.Join(j.wd, "tfplan")); err == nil {
 			res.PlanFile = b

@@ -36,6 +36,9 @@ type Inputs struct {
 	Token, Hostname, CAFile string
 	// PlanFile and LockFile are the saved plan for an apply job.
 	PlanFile, LockFile []byte
+	// KeepPlan: the run waits between plan and apply (run tasks) even
+	// when it auto-applies, so the plan job keeps the saved plan.
+	KeepPlan bool `json:",omitempty"`
 }
 
 // API is the server as a runner sees it.

@@ -97,7 +97,9 @@ func (a authzResolver) Resolve(ctx context.Context, id string) (authz.Resource, 
 		if err != nil {
 			return authz.Resource{}, err
 		}
-		return a.workspace(ctx, cv.WorkspaceID)
+		res, err := a.workspace(ctx, cv.WorkspaceID)
+		res.ConfigVersionID = cv.ID
+		return res, err
 	case core.HasPrefix(id, core.PrefixProject):
 		p, err := a.s.Projects.Get(sys, id)
 		if err != nil {

@@ -57,6 +57,15 @@ type Config struct {
 	// AuditRetention is how long audit events are kept. Defaults to
 	// audit.DefaultRetention (90 days).
 	AuditRetention time.Duration
+	// RunTaskProgressTimeout errors a run task result that reports
+	// nothing for this long after its service accepted the request (or
+	// last said running); RunTaskTimeout errors one with no final result
+	// this long after its stage started. Default 10m and 60m, HCP
+	// Terraform's; tests make them short.
+	RunTaskProgressTimeout, RunTaskTimeout time.Duration
+	// RunTaskRetryBackoff is the first wait before a refused run task
+	// request is sent again (it doubles). Defaults to 1s.
+	RunTaskRetryBackoff time.Duration
 }
 
 func (c *Config) setDefaults() {

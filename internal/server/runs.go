@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/terracehq/terrace/internal/runtask"
 	"io"
 	"net/http"
 	"os"
@@ -130,6 +131,11 @@ func (l localRunner) Inputs(ctx context.Context, job *run.Job) (*runner.Inputs, 
 		return nil, err
 	}
 	in := &runner.Inputs{Workspace: ws, Hostname: l.s.Hostname, CAFile: l.s.CAFile}
+	if l.s.Runs.Stages != nil && job.Phase == "plan" {
+		if in.KeepPlan, err = l.s.Runs.Stages.Has(ctx, r.ID, run.StagePostPlan, run.StagePreApply); err != nil {
+			return nil, err
+		}
+	}
 	rc, _, err := l.s.ConfigVersions.OpenArchiveUnchecked(ctx, r.ConfigurationVersionID)
 	if err != nil {
 		return nil, fmt.Errorf("reading configuration version %s: %w", r.ConfigurationVersionID, err)
@@ -254,7 +260,8 @@ func (s *Server) queueUploadedRun(ctx context.Context, cv *configversion.Configu
 // runAPI registers the run routes.
 func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
 	runAPI := &run.API{
-		Service: s.Runs,
+		Service:    s.Runs,
+		TaskStages: (&runtask.API{Service: s.RunTasks}).RunStages,
 		IncludeWorkspace: func(r *http.Request, id string) (any, error) {
 			w, err := s.Workspaces.Get(r.Context(), id)
 			if err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runtask"
 	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
@@ -107,6 +108,9 @@ type Server struct {
 	remoteStateRead func(ctx context.Context, producerID, consumerID, runID string)
 	// Stacks keeps stacks and their configurations.
 	Stacks *stack.Service
+	// RunTasks keeps organization run tasks and their workspace
+	// attachments.
+	RunTasks *runtask.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -183,6 +187,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireRunTasks(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.NoCode = nocode.NewService(s.DB)
 	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Variables = s.Registry, s.Workspaces, s.Variables
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
@@ -248,6 +256,7 @@ func (s *Server) routes() http.Handler {
 	wsAPI.Permissions = s.Authz.Workspace
 	(&audit.API{Service: s.Audit}).Register(api)
 	(&notify.API{Service: s.Notify}).Register(api)
+	(&runtask.API{Service: s.RunTasks}).Register(api)
 	(&trigger.API{Service: s.Triggers, IncludeWorkspace: func(r *http.Request, id string) (any, error) {
 		w, err := s.Workspaces.Get(r.Context(), id)
 		if err != nil {
@@ -303,6 +312,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// flight then is sent again after the next start.
 	stopNotify := s.startNotify(ctx)
 	defer stopNotify()
+	// Run task requests and deadlines, on the same lifecycle.
+	stopRunTasks := s.startRunTasks(ctx)
+	defer stopRunTasks()
 	// Stack deployment runs advance on the same lifecycle.
 	stacksDone := make(chan struct{})
 	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()

@@ -47,6 +47,9 @@ type Options struct {
 	CancelGrace       time.Duration
 	// EnginesDir is the server's engines folder; EnginesDir() when empty.
 	EnginesDir string
+	// RunTask* shorten the run task timeouts and retries (server
+	// defaults when zero).
+	RunTaskProgressTimeout, RunTaskTimeout, RunTaskRetryBackoff time.Duration
 }
 
 // Env is a running server.
@@ -106,6 +109,10 @@ func New(t testing.TB, opts Options) *Env {
 		RunnerConcurrency: opts.RunnerConcurrency,
 		CancelGrace:       opts.CancelGrace,
 		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
+
+		RunTaskProgressTimeout: opts.RunTaskProgressTimeout,
+		RunTaskTimeout:         opts.RunTaskTimeout,
+		RunTaskRetryBackoff:    opts.RunTaskRetryBackoff,
 	})
 	if err != nil {
 		cancel()

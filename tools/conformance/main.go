@@ -231,7 +231,7 @@ func runStore(ctx context.Context, o options, g *GoTFE, bin, runCLIConfig, work,
 	logf("terrace on %s is up at %s (log %s)", store, srv.URL, srv.LogFile)
 	rctx, stopReceiver := context.WithCancel(ctx)
 	defer stopReceiver()
-	recv, err := startReceiver(rctx)
+	recv, err := startReceiver(rctx, srv.CAFile, logf)
 	if err != nil {
 		_ = srv.Stop()
 		return nil, fmt.Errorf("starting the local HTTP receiver: %w", err)

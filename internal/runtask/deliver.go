@@ -1,0 +1,250 @@
+package runtask
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// The delivery loop: the requests of running stages are rows of
+// task_results (the outbox), sent until the service answers 200 or the
+// attempts run out; the same loop errors results past their deadlines and
+// finishes stages whose end a crash interrupted. Everything it needs is in
+// the store, so a restarted server carries on where the last one stopped.
+
+func (s *Service) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// claim is how long a claimed request stays away from other claimants.
+func (s *Service) claim() time.Duration { return s.o.Timeout + 30*time.Second }
+
+// backoff is the wait after the n-th refused request.
+func (s *Service) backoff(n int) time.Duration {
+	d := s.o.Backoff
+	for i := 1; i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+type dueRow struct {
+	id      string
+	nextAt  int64
+	claimed string
+}
+
+// Run sends task requests and watches deadlines until ctx ends, then waits
+// for the requests in flight. claimant names this process in claims;
+// claims of earlier processes of the same server (names starting with
+// lostPrefix) are taken back at once, any other when it expires.
+func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
+	if lostPrefix != "" {
+		if _, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = '', next_attempt_at = ? WHERE status = ? AND claimed_by LIKE ? AND claimed_by <> ?`,
+			core.Micros(core.Now()), string(ResultPending), lostPrefix+"%", claimant); err != nil && ctx.Err() == nil {
+			s.o.Logger.Error("taking back the task requests of an earlier process", "error", err)
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	repairSince := time.Time{} // the first pass looks at every stage
+	for {
+		now := core.Micros(core.Now())
+		rows, err := store.All(ctx, s.o.DB, func(sc store.Scanner) (dueRow, error) {
+			var d dueRow
+			return d, sc.Scan(&d.id, &d.nextAt, &d.claimed)
+		}, `SELECT id, next_attempt_at, claimed_by FROM task_results WHERE status = ? AND next_attempt_at > 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 50`,
+			string(ResultPending), now)
+		if err != nil && ctx.Err() == nil {
+			s.o.Logger.Error("reading due task requests", "error", err)
+		}
+		for _, d := range rows {
+			// Claim the row as it was read: another process that read it
+			// too finds it changed.
+			res, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = ?, next_attempt_at = ?, attempts = attempts + 1 WHERE id = ? AND status = ? AND next_attempt_at = ? AND claimed_by = ?`,
+				claimant, core.Micros(core.Now().Add(s.claim())), d.id, string(ResultPending), d.nextAt, d.claimed)
+			if err != nil {
+				continue
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.deliver(ctx, d.id)
+			}()
+		}
+		s.expire(ctx)
+		started := core.Now()
+		s.repair(ctx, repairSince)
+		repairSince = started.Add(-time.Minute)
+		t := time.NewTimer(s.o.Poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// deliver sends one claimed request and records the outcome. When ctx ends
+// mid-request nothing is recorded: the claim is taken back after a restart
+// and the request is sent again.
+func (s *Service) deliver(ctx context.Context, id string) {
+	r, err := scanResult(s.o.DB.QueryRow(ctx, `SELECT `+resultCols+` FROM task_results WHERE id = ?`, id))
+	if err != nil {
+		return
+	}
+	body, key, err := s.request(ctx, r)
+	var sendErr error
+	if err == nil {
+		sendErr = s.send(ctx, r.TaskURL, key, body)
+	} else {
+		sendErr = err
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if sendErr == nil {
+		now := core.Now()
+		_, err = moveResult(ctx, s.o.DB, r, ResultRunning, "next_attempt_at = 0, claimed_by = '', last_error = '', progress_deadline = ?",
+			core.Micros(now.Add(s.o.ProgressTimeout)))
+		if err != nil {
+			s.o.Logger.Error("recording an accepted task request", "result", id, "error", err)
+		}
+		return
+	}
+	// The token of a refused request is never used: it goes, and the next
+	// attempt mints its own.
+	_ = s.o.Tokens.DeleteTokens(ctx, s.o.DB, auth.KindTaskResult, r.ID)
+	if r.Attempts >= s.o.MaxAttempts {
+		msg := fmt.Sprintf("The run task service did not accept the request after %d attempts: %v", r.Attempts, sendErr)
+		if _, err := moveResult(ctx, s.o.DB, r, ResultErrored, "message = ?, last_error = ?", msg, sendErr.Error()); err != nil {
+			s.o.Logger.Error("recording a failed task request", "result", id, "error", err)
+			return
+		}
+		if err := s.evaluate(ctx, r.StageID); err != nil {
+			s.o.Logger.Error("ending a task stage", "stage", r.StageID, "error", err)
+		}
+		return
+	}
+	if _, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = '', last_error = ?, next_attempt_at = ? WHERE id = ? AND status = ? AND claimed_by <> ''`,
+		sendErr.Error(), core.Micros(core.Now().Add(s.backoff(r.Attempts))), r.ID, string(ResultPending)); err != nil {
+		s.o.Logger.Error("rescheduling a task request", "result", id, "error", err)
+	}
+}
+
+// request builds the body of a result's request, with a fresh access
+// token that lives until the result's deadline (and dies earlier, with the
+// stage), and returns the task's HMAC key.
+func (s *Service) request(ctx context.Context, r *Result) ([]byte, string, error) {
+	st, err := scanStage(s.o.DB.QueryRow(ctx, `SELECT `+stageCols+` FROM task_stages WHERE id = ?`, r.StageID))
+	if err != nil {
+		return nil, "", err
+	}
+	t, err := loadTask(ctx, s.o.DB, r.TaskID)
+	if err != nil {
+		return nil, "", fmt.Errorf("the run task was deleted")
+	}
+	info, err := s.o.Runs.RunInfo(ctx, r.RunID)
+	if err != nil {
+		return nil, "", err
+	}
+	var deadline int64
+	if err := s.o.DB.QueryRow(ctx, `SELECT deadline FROM task_results WHERE id = ?`, r.ID).Scan(&deadline); err != nil {
+		return nil, "", err
+	}
+	exp := core.FromMicros(deadline)
+	_, token, err := s.o.Tokens.CreateToken(ctx, s.o.DB, auth.NewToken{Kind: auth.KindTaskResult, Subject: r.ID,
+		Description: "run task access token", ExpiredAt: &exp})
+	if err != nil {
+		return nil, "", err
+	}
+	base := s.o.BaseURL
+	wsURL := fmt.Sprintf("%s/app/%s/workspaces/%s", base, info.Organization, info.WorkspaceName)
+	cvURL := fmt.Sprintf("%s/api/v2/configuration-versions/%s/download", base, info.ConfigVersionID)
+	p := Payload{PayloadVersion: 1, Stage: st.Stage, AccessToken: token, Capabilities: Capabilities{Outcomes: true},
+		ConfigurationVersionDownloadURL: &cvURL, ConfigurationVersionID: info.ConfigVersionID, IsSpeculative: info.Speculative,
+		OrganizationName: info.Organization, RunAppURL: wsURL + "/runs/" + info.ID, RunCreatedAt: info.CreatedAt.UTC().Format(time.RFC3339),
+		RunCreatedBy: info.CreatedBy, RunID: info.ID, RunMessage: info.Message,
+		TaskResultCallbackURL: fmt.Sprintf("%s/api/v2/task-results/%s/callback", base, r.ID), TaskResultEnforcementLevel: r.Enforcement,
+		TaskResultID: r.ID, WorkspaceAppURL: wsURL, WorkspaceID: info.WorkspaceID, WorkspaceName: info.WorkspaceName,
+		WorkspaceWorkingDirectory: info.WorkingDirectory}
+	if st.Stage != PrePlan {
+		u := fmt.Sprintf("%s/api/v2/plans/%s/json-output", base, info.PlanID)
+		p.PlanJSONAPIURL = &u
+	}
+	body, err := json.Marshal(p)
+	return body, t.hmacKey, err
+}
+
+// expire errors the results past a deadline.
+func (s *Service) expire(ctx context.Context) {
+	now := core.Micros(core.Now())
+	late, err := store.All(ctx, s.o.DB, scanResult, `SELECT `+resultCols+` FROM task_results WHERE status IN (?, ?) AND ((deadline > 0 AND deadline <= ?) OR (status = ? AND progress_deadline > 0 AND progress_deadline <= ?))`,
+		string(ResultPending), string(ResultRunning), now, string(ResultRunning), now)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.o.Logger.Error("reading late task results", "error", err)
+		}
+		return
+	}
+	for _, r := range late {
+		msg := fmt.Sprintf("The run task service sent no result within %s.", s.o.TotalTimeout)
+		if r.Status == ResultRunning {
+			msg = fmt.Sprintf("The run task service reported no progress for %s, or sent no result within %s.", s.o.ProgressTimeout, s.o.TotalTimeout)
+		}
+		ok, err := moveResult(ctx, s.o.DB, r, ResultErrored, "message = ?", msg)
+		if err != nil || !ok {
+			continue
+		}
+		_ = s.o.Tokens.DeleteTokens(ctx, s.o.DB, auth.KindTaskResult, r.ID)
+		if err := s.evaluate(ctx, r.StageID); err != nil && ctx.Err() == nil {
+			s.o.Logger.Error("ending a task stage", "stage", r.StageID, "error", err)
+		}
+	}
+}
+
+// repair finishes what a crash may have cut short: running stages whose
+// results are all final, and stages ended since (after a restart: ever)
+// whose run still waits at them.
+func (s *Service) repair(ctx context.Context, since time.Time) {
+	stages, err := store.All(ctx, s.o.DB, scanStage, `SELECT `+stageCols+` FROM task_stages WHERE status = ? OR (status IN (?, ?, ?) AND updated_at >= ?)`,
+		string(StageRunning), string(StagePassed), string(StageFailed), string(StageAwaitingOverride), core.Micros(since))
+	if err != nil {
+		return
+	}
+	for _, st := range stages {
+		if st.Status == StageRunning {
+			var open int
+			if err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM task_results WHERE stage_id = ? AND status IN (?, ?)`, st.ID, string(ResultPending), string(ResultRunning)).Scan(&open); err == nil && open == 0 {
+				_ = s.evaluate(ctx, st.ID)
+			}
+			continue
+		}
+		waits, err := s.o.Runs.WaitsAtStage(ctx, st.RunID, toRunStage(st.Stage))
+		if err != nil || !waits {
+			continue
+		}
+		msg := ""
+		if st.Status == StageFailed {
+			msg = fmt.Sprintf("Mandatory run tasks at %s did not pass.", st.Stage)
+		}
+		if err := s.moveRun(ctx, st, msg); err != nil && ctx.Err() == nil {
+			s.o.Logger.Error("moving a run past its ended task stage", "run", st.RunID, "error", err)
+		}
+	}
+}

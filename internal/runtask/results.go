@@ -1,0 +1,222 @@
+package runtask
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// readableStage checks that the caller may read the stage's run.
+func readableStage(ctx context.Context, st *TaskStageRecord) error {
+	err := authz.Allows(ctx, authz.RunRead, authz.Resource{Organization: st.Organization, WorkspaceID: st.WorkspaceID, RunID: st.RunID})
+	if err != nil && core.KindOf(err) == core.KindNotFound {
+		return core.NotFound("task stage %q not found", st.ID)
+	}
+	return err
+}
+
+func (s *Service) loadStage(ctx context.Context, id string) (*TaskStageRecord, error) {
+	if !core.HasPrefix(id, PrefixStage) {
+		return nil, core.NotFound("task stage %q not found", id)
+	}
+	st, err := scanStage(s.o.DB.QueryRow(ctx, `SELECT `+stageCols+` FROM task_stages WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("task stage %q not found", id)
+	}
+	return st, err
+}
+
+// Stage returns a task stage the caller may read, with its results.
+func (s *Service) Stage(ctx context.Context, id string) (*TaskStageRecord, []*Result, error) {
+	st, err := s.loadStage(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := readableStage(ctx, st); err != nil {
+		return nil, nil, err
+	}
+	results, err := store.All(ctx, s.o.DB, scanResult, `SELECT `+resultCols+` FROM task_results WHERE stage_id = ? ORDER BY created_at, id`, st.ID)
+	return st, results, err
+}
+
+// StagesOfRun returns a run's task stages, in stage order (the caller
+// already read the run).
+func (s *Service) StagesOfRun(ctx context.Context, runID string) ([]*TaskStageRecord, map[string][]*Result, error) {
+	stages, err := store.All(ctx, s.o.DB, scanStage, `SELECT `+stageCols+` FROM task_stages WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	order := map[Stage]int{PrePlan: 0, PostPlan: 1, PreApply: 2, PostApply: 3}
+	for i := 1; i < len(stages); i++ {
+		for j := i; j > 0 && order[stages[j].Stage] < order[stages[j-1].Stage]; j-- {
+			stages[j], stages[j-1] = stages[j-1], stages[j]
+		}
+	}
+	results, err := store.All(ctx, s.o.DB, scanResult, `SELECT `+resultCols+` FROM task_results WHERE run_id = ? ORDER BY created_at, id`, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	byStage := map[string][]*Result{}
+	for _, r := range results {
+		byStage[r.StageID] = append(byStage[r.StageID], r)
+	}
+	return stages, byStage, nil
+}
+
+// StageIDsOfRun returns the IDs of a run's task stages, in stage order
+// (the caller already read the run).
+func (s *Service) StageIDsOfRun(ctx context.Context, runID string) ([]string, error) {
+	type row struct {
+		id    string
+		stage Stage
+	}
+	rows, err := store.All(ctx, s.o.DB, func(sc store.Scanner) (row, error) {
+		var r row
+		return r, sc.Scan(&r.id, &r.stage)
+	}, `SELECT id, stage FROM task_stages WHERE run_id = ?`, runID)
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{}
+	for _, st := range Stages {
+		for _, r := range rows {
+			if r.stage == st {
+				ids = append(ids, r.id)
+			}
+		}
+	}
+	return ids, nil
+}
+
+// Result returns a task result the caller may read.
+func (s *Service) Result(ctx context.Context, id string) (*Result, *TaskStageRecord, error) {
+	r, err := s.loadResult(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := s.loadStage(ctx, r.StageID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := readableStage(ctx, st); err != nil {
+		return nil, nil, core.NotFound("task result %q not found", id)
+	}
+	return r, st, nil
+}
+
+func (s *Service) loadResult(ctx context.Context, id string) (*Result, error) {
+	if !core.HasPrefix(id, PrefixResult) {
+		return nil, core.NotFound("task result %q not found", id)
+	}
+	r, err := scanResult(s.o.DB.QueryRow(ctx, `SELECT `+resultCols+` FROM task_results WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("task result %q not found", id)
+	}
+	return r, err
+}
+
+// Report is a task service's callback.
+type Report struct {
+	Status   ResultStatus
+	Message  string
+	URL      string
+	Outcomes []Outcome
+}
+
+// maxOutcomeBody is HCP Terraform's limit on an outcome's body.
+const maxOutcomeBody = 5 << 20
+
+// Callback records what a task service reports. Only the result's own
+// access token may report; running may come many times, passed and failed
+// once.
+func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
+	p := auth.FromContext(ctx)
+	if p == nil || p.Kind != auth.KindTaskResult {
+		return core.Unauthorized("a task result callback needs the access token the run task request carried")
+	}
+	if p.TaskResultID != id {
+		return core.NotFound("task result %q not found", id)
+	}
+	switch rep.Status {
+	case ResultRunning, ResultPassed, ResultFailed:
+	default:
+		return core.Invalid("status must be running, passed or failed, not %q", rep.Status)
+	}
+	for _, o := range rep.Outcomes {
+		if len(o.Body) > maxOutcomeBody {
+			return core.Invalid("outcome %q has a body over 5MB", o.OutcomeID)
+		}
+		for name, tags := range o.Tags {
+			for _, t := range tags {
+				switch t.Level {
+				case "", "none", "info", "warning", "error":
+				default:
+					return core.Invalid("tag %q of outcome %q has level %q, not none, info, warning or error", name, o.OutcomeID, t.Level)
+				}
+			}
+		}
+	}
+	r, err := s.loadResult(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.Status.Final() {
+		return core.Invalid("task result %s is already %s", id, r.Status)
+	}
+	set, args := "message = ?, url = ?", []any{rep.Message, rep.URL}
+	if rep.Outcomes != nil {
+		set += ", outcomes = ?"
+		args = append(args, jsonText(rep.Outcomes))
+	}
+	if rep.Status == ResultRunning {
+		set += ", next_attempt_at = 0, claimed_by = '', progress_deadline = ?"
+		args = append(args, core.Micros(core.Now().Add(s.o.ProgressTimeout)))
+	}
+	ok, err := moveResult(ctx, s.o.DB, r, rep.Status, set, args...)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return core.Conflict("task result %s changed meanwhile; report again", id)
+	}
+	if rep.Status.Final() {
+		return s.evaluate(ctx, r.StageID)
+	}
+	return nil
+}
+
+// Override lets a run go on past a post-plan stage waiting for a
+// decision; it asks the model for the workspace's policy-overrides
+// permission.
+func (s *Service) Override(ctx context.Context, id, comment string) (*TaskStageRecord, error) {
+	st, err := s.loadStage(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := readableStage(ctx, st); err != nil {
+		return nil, err
+	}
+	if err := authz.Allows(ctx, authz.RunOverrideTasks, authz.Resource{Organization: st.Organization, WorkspaceID: st.WorkspaceID, RunID: st.RunID}); err != nil {
+		return nil, err
+	}
+	if st.Status != StageAwaitingOverride {
+		return nil, core.Conflict("task stage %s is %s: only a stage awaiting an override can be overridden", id, st.Status)
+	}
+	if ok, err := moveStage(ctx, s.o.DB, st, StagePassed); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, core.Conflict("task stage %s changed meanwhile", id)
+	}
+	msg := "Overridden"
+	if comment != "" {
+		msg = fmt.Sprintf("Overridden: %s", comment)
+	}
+	if err := s.moveRun(ctx, st, msg); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
