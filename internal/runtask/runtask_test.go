@@ -127,8 +127,10 @@ func TestTaskLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if wt.Stage != tfe.PostPlan || len(wt.Stages) != 1 || wt.Stages[0] != tfe.PostPlan {
-			t.Fatalf("default stages: %q %v, want post_plan", wt.Stage, wt.Stages)
+		//lint:ignore SA1019 the deprecated stage attribute is still sent by HCP Terraform and read by older clients; it must agree with stages.
+		stage := wt.Stage
+		if stage != tfe.PostPlan || len(wt.Stages) != 1 || wt.Stages[0] != tfe.PostPlan {
+			t.Fatalf("default stages: %q %v, want post_plan", stage, wt.Stages)
 		}
 		_, err = c.WorkspaceRunTasks.Create(ctx, ws.ID, tfe.WorkspaceRunTaskCreateOptions{EnforcementLevel: tfe.Advisory, RunTask: task})
 		testenv.WantStatus(t, "attaching a task twice", err, "already attached")
