@@ -77,6 +77,7 @@ type DeploymentRun struct {
 	ID              string
 	StackID         string
 	Organization    string
+	ProjectID       string
 	ConfigurationID string
 	Sequence        int
 	Deployment      string
@@ -107,7 +108,7 @@ type Step struct {
 	UpdatedAt  time.Time
 }
 
-const runCols = `r.id, r.stack_id, s.organization_name, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
+const runCols = `r.id, r.stack_id, s.organization_name, s.project_id, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
 	r.configuration_version_id, r.variables, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at`
 
 const runFrom = ` FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id JOIN stack_configurations c ON c.id = r.stack_configuration_id`
@@ -116,7 +117,7 @@ func scanRun(sc store.Scanner) (*DeploymentRun, error) {
 	var r DeploymentRun
 	var vars, ts string
 	var approved, cr, up int64
-	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
+	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ProjectID, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
 		&r.ConfigVersionID, &vars, &r.Applies, &approved, &r.Error, &ts, &cr, &up); err != nil {
 		return nil, err
 	}
@@ -657,7 +658,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*DeploymentRun, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, r.Organization); err != nil {
+	if err := canRead(ctx, r.Organization, r.ProjectID); err != nil {
 		return nil, core.NotFound("deployment run %q not found", id)
 	}
 	return r, nil
@@ -714,7 +715,7 @@ func (s *Service) Approve(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	if err := canApprove(ctx, r.Organization); err != nil {
+	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -811,7 +812,7 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	if err := canApprove(ctx, r.Organization); err != nil {
+	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
 	var running []string

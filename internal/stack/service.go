@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/slug"
@@ -95,34 +96,26 @@ func NewService(o Options) (*Service, error) {
 		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1)}, nil
 }
 
-// Authorization: one function per decision, so that a single authorization
-// model can replace them.
+// Authorization: every decision asks the one model (internal/authz) with
+// the stack's project as the resource; HCP Terraform ties stacks to the
+// permissions of their project.
 
-// canRead: any caller who can see the organization sees its stacks.
-func canRead(ctx context.Context, org string) error { return auth.CheckOrganization(ctx, org) }
-
-// canManage: creating, changing and deleting stacks and uploading their
-// configurations is for the organization's owners.
-func canManage(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return err
-	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage stacks", org)
-	}
-	return nil
+// canRead: the caller may see the stack (project read).
+func canRead(ctx context.Context, org, projectID string) error {
+	return authz.Allows(ctx, authz.StackRead, authz.Resource{Organization: org, ProjectID: projectID})
 }
 
-// canApprove: approving and cancelling deployment runs is for the
-// organization's owners.
-func canApprove(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return err
-	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may approve or cancel deployment runs", org)
-	}
-	return nil
+// canManage: creating, changing and deleting stacks and uploading their
+// configurations (manage workspaces, or a project grant that creates
+// workspaces).
+func canManage(ctx context.Context, org, projectID string) error {
+	return authz.Allows(ctx, authz.StackManage, authz.Resource{Organization: org, ProjectID: projectID})
+}
+
+// canApprove: approving and cancelling deployment runs (write access to
+// the project's workspaces).
+func canApprove(ctx context.Context, org, projectID string) error {
+	return authz.Allows(ctx, authz.StackApprove, authz.Resource{Organization: org, ProjectID: projectID})
 }
 
 // Stack is a stack (go-tfe's Stack).
@@ -236,7 +229,7 @@ func (s *Service) GetStack(ctx context.Context, id string) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, st.Organization); err != nil {
+	if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 		return nil, core.NotFound("stack %q not found", id)
 	}
 	return st, nil
@@ -254,7 +247,7 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 	if err != nil {
 		return nil, err
 	}
-	if err := canManage(ctx, org); err != nil {
+	if err := canManage(ctx, org, projectID); err != nil {
 		return nil, err
 	}
 	now := nowUTC()
@@ -284,10 +277,10 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization); err != nil {
+		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 			return core.NotFound("stack %q not found", id)
 		}
-		if err := canManage(ctx, st.Organization); err != nil {
+		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
 			return err
 		}
 		if err := o.apply(st); err != nil {
@@ -311,11 +304,28 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 // with a name containing search; sort is name or updated-at, "-" first
 // for descending.
 func (s *Service) ListStacks(ctx context.Context, org, projectID, search, sortBy string, offset, limit int) ([]*Stack, int, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
 	if err := s.orgs.Exists(ctx, org); err != nil {
 		return nil, 0, err
+	}
+	// Only the stacks of projects the caller may read.
+	projects, err := store.All(ctx, s.db, func(sc interface{ Scan(...any) error }) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT DISTINCT project_id FROM stacks WHERE organization_name = ?`, org)
+	if err != nil {
+		return nil, 0, err
+	}
+	readable := []string{}
+	for _, p := range projects {
+		if canRead(ctx, org, p) == nil {
+			readable = append(readable, p)
+		}
+	}
+	if len(readable) == 0 {
+		return []*Stack{}, 0, nil
 	}
 	order := "name ASC"
 	switch sortBy {
@@ -333,6 +343,10 @@ func (s *Service) ListStacks(ctx context.Context, org, projectID, search, sortBy
 	like := "%" + strings.ToLower(strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(search)) + "%"
 	args := []any{org, projectID, projectID, search, like}
 	where = strings.Replace(where, "LIKE ?", `LIKE ? ESCAPE '\'`, 1)
+	where += ` AND project_id IN (?` + strings.Repeat(", ?", len(readable)-1) + `)`
+	for _, p := range readable {
+		args = append(args, p)
+	}
 	var total int
 	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM stacks WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
@@ -351,10 +365,10 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization); err != nil {
+		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 			return core.NotFound("stack %q not found", id)
 		}
-		if err := canManage(ctx, st.Organization); err != nil {
+		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
 			return err
 		}
 		if !force {
@@ -420,6 +434,7 @@ type Configuration struct {
 	ID             string
 	StackID        string
 	Organization   string
+	ProjectID      string
 	SequenceNumber int
 	Status         ConfigStatus
 	Source         string // manual or reuse
@@ -434,7 +449,7 @@ type Configuration struct {
 	sha256         string
 }
 
-const cfgCols = `c.id, c.stack_id, s.organization_name, c.sequence_number, c.status, c.source, c.speculative, c.destroy_all, c.blob_key, c.sha256,
+const cfgCols = `c.id, c.stack_id, s.organization_name, s.project_id, c.sequence_number, c.status, c.source, c.speculative, c.destroy_all, c.blob_key, c.sha256,
 	c.components, c.deployments, c.status_timestamps, c.created_at, c.updated_at`
 
 const cfgFrom = ` FROM stack_configurations c JOIN stacks s ON s.id = c.stack_id`
@@ -443,7 +458,7 @@ func scanConfig(sc store.Scanner) (*Configuration, error) {
 	var c Configuration
 	var comps, deps, ts string
 	var cr, up int64
-	if err := sc.Scan(&c.ID, &c.StackID, &c.Organization, &c.SequenceNumber, &c.Status, &c.Source, &c.Speculative, &c.DestroyAll,
+	if err := sc.Scan(&c.ID, &c.StackID, &c.Organization, &c.ProjectID, &c.SequenceNumber, &c.Status, &c.Source, &c.Speculative, &c.DestroyAll,
 		&c.blobKey, &c.sha256, &comps, &deps, &ts, &cr, &up); err != nil {
 		return nil, err
 	}
@@ -480,7 +495,7 @@ func (s *Service) GetConfiguration(ctx context.Context, id string) (*Configurati
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, c.Organization); err != nil {
+	if err := canRead(ctx, c.Organization, c.ProjectID); err != nil {
 		return nil, core.NotFound("stack configuration %q not found", id)
 	}
 	return c, nil
@@ -527,10 +542,10 @@ func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o Con
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization); err != nil {
+		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 			return core.NotFound("stack %q not found", stackID)
 		}
-		if err := canManage(ctx, st.Organization); err != nil {
+		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
 			return err
 		}
 		if o.Speculative && !st.SpeculativeEnabled {
@@ -602,7 +617,7 @@ func (s *Service) UploadURL(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := canManage(ctx, c.Organization); err != nil {
+	if err := canManage(ctx, c.Organization, c.ProjectID); err != nil {
 		return "", err
 	}
 	if c.Status != ConfigPending {
@@ -842,6 +857,7 @@ type StoredDiagnostic struct {
 	ID              string
 	ConfigurationID string
 	Organization    string
+	ProjectID       string
 	Diagnostic
 	Acknowledged bool
 	CreatedAt    time.Time
@@ -861,7 +877,7 @@ func insertDiagnostics(ctx context.Context, q store.Q, cfgID string, diags Diagn
 	return nil
 }
 
-const diagCols = `d.id, d.stack_configuration_id, s.organization_name, d.severity, d.summary, d.detail, d.diags, d.acknowledged, d.created_at`
+const diagCols = `d.id, d.stack_configuration_id, s.organization_name, s.project_id, d.severity, d.summary, d.detail, d.diags, d.acknowledged, d.created_at`
 
 const diagFrom = ` FROM stack_diagnostics d JOIN stack_configurations c ON c.id = d.stack_configuration_id JOIN stacks s ON s.id = c.stack_id`
 
@@ -869,7 +885,7 @@ func scanDiagnostic(sc store.Scanner) (*StoredDiagnostic, error) {
 	var d StoredDiagnostic
 	var diags string
 	var at int64
-	if err := sc.Scan(&d.ID, &d.ConfigurationID, &d.Organization, &d.Severity, &d.Summary, &d.Detail, &diags, &d.Acknowledged, &at); err != nil {
+	if err := sc.Scan(&d.ID, &d.ConfigurationID, &d.Organization, &d.ProjectID, &d.Severity, &d.Summary, &d.Detail, &diags, &d.Acknowledged, &at); err != nil {
 		return nil, err
 	}
 	var ds []Diagnostic
@@ -903,7 +919,7 @@ func (s *Service) GetDiagnostic(ctx context.Context, id string) (*StoredDiagnost
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, d.Organization); err != nil {
+	if err := canRead(ctx, d.Organization, d.ProjectID); err != nil {
 		return nil, core.NotFound("stack diagnostic %q not found", id)
 	}
 	return d, nil
@@ -915,6 +931,7 @@ type Group struct {
 	ID              string
 	ConfigurationID string
 	Organization    string
+	ProjectID       string
 	Name            string
 	Status          GroupStatus
 	Config          GroupConfig
@@ -922,7 +939,7 @@ type Group struct {
 	UpdatedAt       time.Time
 }
 
-const groupCols = `g.id, g.stack_configuration_id, s.organization_name, g.name, g.status, g.config, g.created_at, g.updated_at`
+const groupCols = `g.id, g.stack_configuration_id, s.organization_name, s.project_id, g.name, g.status, g.config, g.created_at, g.updated_at`
 
 const groupFrom = ` FROM stack_deployment_groups g JOIN stack_configurations c ON c.id = g.stack_configuration_id JOIN stacks s ON s.id = c.stack_id`
 
@@ -930,7 +947,7 @@ func scanGroup(sc store.Scanner) (*Group, error) {
 	var g Group
 	var cfg string
 	var cr, up int64
-	if err := sc.Scan(&g.ID, &g.ConfigurationID, &g.Organization, &g.Name, &g.Status, &cfg, &cr, &up); err != nil {
+	if err := sc.Scan(&g.ID, &g.ConfigurationID, &g.Organization, &g.ProjectID, &g.Name, &g.Status, &cfg, &cr, &up); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(cfg), &g.Config); err != nil {
@@ -972,7 +989,7 @@ func (s *Service) GetGroup(ctx context.Context, id string) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, g.Organization); err != nil {
+	if err := canRead(ctx, g.Organization, g.ProjectID); err != nil {
 		return nil, core.NotFound("deployment group %q not found", id)
 	}
 	return g, nil
@@ -1003,4 +1020,36 @@ func (s *Service) ListDeployments(ctx context.Context, stackID string) ([]*Deplo
 		d.CreatedAt, d.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
 		return &d, nil
 	}, `SELECT id, stack_id, name, last_configuration_id, removed, created_at, updated_at FROM stack_deployments WHERE stack_id = ? AND NOT removed ORDER BY name`, stackID)
+}
+
+// Locate returns the organization and project of a stack object (stack,
+// configuration, deployment group, deployment run, step or diagnostic),
+// whoever asks: the authorization model's resolver uses it to place a
+// request before any check. An unknown ID is core.ErrNotFound.
+func (s *Service) Locate(ctx context.Context, id string) (org, projectID string, err error) {
+	var q string
+	switch {
+	case core.HasPrefix(id, PrefixStack):
+		q = `SELECT s.organization_name, s.project_id FROM stacks s WHERE s.id = ?`
+	case core.HasPrefix(id, PrefixConfiguration):
+		q = `SELECT s.organization_name, s.project_id FROM stack_configurations c JOIN stacks s ON s.id = c.stack_id WHERE c.id = ?`
+	case core.HasPrefix(id, PrefixGroup):
+		q = `SELECT s.organization_name, s.project_id FROM stack_deployment_groups g JOIN stack_configurations c ON c.id = g.stack_configuration_id
+			JOIN stacks s ON s.id = c.stack_id WHERE g.id = ?`
+	case core.HasPrefix(id, PrefixDiagnostic):
+		q = `SELECT s.organization_name, s.project_id FROM stack_diagnostics d JOIN stack_configurations c ON c.id = d.stack_configuration_id
+			JOIN stacks s ON s.id = c.stack_id WHERE d.id = ?`
+	case core.HasPrefix(id, PrefixRun):
+		q = `SELECT s.organization_name, s.project_id FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id WHERE r.id = ?`
+	case core.HasPrefix(id, PrefixStep):
+		q = `SELECT s.organization_name, s.project_id FROM stack_deployment_steps t JOIN stack_deployment_runs r ON r.id = t.stack_deployment_run_id
+			JOIN stacks s ON s.id = r.stack_id WHERE t.id = ?`
+	default:
+		return "", "", core.NotFound("%q not found", id)
+	}
+	err = s.db.QueryRow(ctx, q, id).Scan(&org, &projectID)
+	if store.IsNoRows(err) {
+		return "", "", core.NotFound("%q not found", id)
+	}
+	return org, projectID, err
 }
