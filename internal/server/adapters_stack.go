@@ -91,7 +91,7 @@ func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunReque
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
 	r, err := e.s.Runs.Create(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
-		PlanOnly: ptr(req.PlanOnly), AutoApply: ptr(!req.PlanOnly), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars})
+		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars})
 	if err != nil {
 		return "", err
 	}
@@ -105,12 +105,25 @@ func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.Run
 	}
 	p := r.Plan
 	return stack.RunReport{Status: string(r.Status), Final: r.Status.Final(), OK: r.Status == run.Applied || r.Status == run.PlannedAndFinished,
+		Saved: r.Status == run.PlannedAndSaved, Stale: r.Status == run.Discarded,
 		Error: r.ErrorMessage, Changes: stack.ChangeCounts{Add: p.Additions, Change: p.Changes, Remove: p.Destructions, Import: p.Imports,
 			Total: p.Additions + p.Changes + p.Destructions + p.Imports}}, nil
 }
 
+func (e stackExecutor) Apply(ctx context.Context, org, runID, comment string) error {
+	return e.s.Runs.Apply(asOrg(ctx, org), runID, comment)
+}
+
 func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
-	return e.s.Runs.Cancel(asOrg(ctx, org), runID, "Cancelled with its stack deployment run")
+	ctx = asOrg(ctx, org)
+	r, err := e.s.Runs.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if r.Status == run.PlannedAndSaved {
+		return e.s.Runs.Discard(ctx, runID, "Discarded with its stack deployment run")
+	}
+	return e.s.Runs.Cancel(ctx, runID, "Cancelled with its stack deployment run")
 }
 
 // stackStates reads deployments' state versions with the caller's rights.

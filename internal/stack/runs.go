@@ -45,28 +45,40 @@ type Executor interface {
 	Workspace(ctx context.Context, org, projectID, name string) (string, error)
 	// Upload makes a configuration version of a tar.gz archive.
 	Upload(ctx context.Context, org, workspaceID string, tarGz []byte) (string, error)
-	// Start queues a run: planOnly makes a speculative plan; otherwise the
-	// run applies its plan automatically.
+	// Start queues a run that plans and saves its plan (a saved plan,
+	// which does not hold the workspace while it waits).
 	Start(ctx context.Context, org string, req RunRequest) (string, error)
+	// Apply applies the saved plan of a run that Start made: exactly what
+	// was planned. A workspace busy with another run is a core.Conflict
+	// (try again); a plan made stale by a change of state since is
+	// discarded by the run service and cannot be applied.
+	Apply(ctx context.Context, org, runID, comment string) error
 	// Status reports a run.
 	Status(ctx context.Context, org, runID string) (RunReport, error)
-	// Cancel cancels a run that has not finished.
+	// Cancel cancels a run that has not finished, or discards a saved
+	// plan that waits.
 	Cancel(ctx context.Context, org, runID string) error
 }
 
 // RunRequest is a run to start on a deployment's workspace.
 type RunRequest struct {
 	WorkspaceID, ConfigVersionID string
-	PlanOnly, Destroy            bool
+	Destroy                      bool
 	Variables                    map[string]string // name → HCL expression
 	Message                      string
 }
 
 // RunReport is what a deployment needs to know of a run.
 type RunReport struct {
-	Status  string
-	Final   bool
-	OK      bool // applied, or planned with nothing more to do
+	Status string
+	Final  bool
+	OK     bool // applied, or planned with nothing more to do
+	// Saved: planned with changes, the plan saved and waiting to be
+	// applied.
+	Saved bool
+	// Stale: a saved plan discarded because the state changed after it
+	// was planned.
+	Stale   bool
 	Changes ChangeCounts
 	Error   string
 }
@@ -431,8 +443,12 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 	return tgz, out.Variables, nil
 }
 
-// startStep starts a plan or apply step as a run on the workspace.
+// startStep starts a plan step as a saved-plan run on the workspace, or an
+// apply step that applies the saved plan of the plan step before it.
 func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, seq int) error {
+	if op == OpApply {
+		return s.startApply(ctx, r, seq)
+	}
 	var wsID string
 	if err := s.db.QueryRow(ctx, `SELECT workspace_id FROM stack_deployments WHERE stack_id = ? AND name = ?`, r.StackID, r.Deployment).Scan(&wsID); err != nil {
 		return err
@@ -441,7 +457,7 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		CreatedAt: now, UpdatedAt: now}
 	msg := fmt.Sprintf("Stack deployment %s, %s step %d of %s", r.Deployment, op, seq+1, r.ID)
-	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID, PlanOnly: op == OpPlan,
+	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID,
 		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Message: msg})
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("starting the %s: %v", op, err))
@@ -453,14 +469,74 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	return insertStep(ctx, s.db, st)
 }
 
+// startApply applies the plan the operator (or the checks) approved: the
+// saved plan of the run's last plan step, never a new plan. A plan made
+// stale by a change of the deployment's state since it was planned fails
+// the run with a diagnostic; nothing is applied.
+func (s *Service) startApply(ctx context.Context, r *DeploymentRun, seq int) error {
+	steps, err := runSteps(ctx, s.db, r.ID)
+	if err != nil {
+		return err
+	}
+	var plan *Step
+	for _, st := range steps {
+		if st.Operation == OpPlan {
+			plan = st
+		}
+	}
+	if plan == nil || plan.TFERunID == "" {
+		return s.fail(ctx, r, nil, "there is no approved plan to apply")
+	}
+	rep, err := s.exec.Status(ctx, r.Organization, plan.TFERunID)
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("reading the approved plan's run %s: %v", plan.TFERunID, err))
+	}
+	if !rep.Saved {
+		return s.fail(ctx, r, nil, staleMessage(plan.TFERunID, rep))
+	}
+	msg := fmt.Sprintf("Applying the approved plan of stack deployment %s (deployment run %s)", r.Deployment, r.ID)
+	if err := s.exec.Apply(ctx, r.Organization, plan.TFERunID, msg); err != nil {
+		if core.KindOf(err) == core.KindConflict {
+			// The workspace is busy (a plan of another run of this
+			// deployment): try again on the next tick.
+			return nil
+		}
+		return s.fail(ctx, r, nil, fmt.Sprintf("applying the approved plan (run %s): %v", plan.TFERunID, err))
+	}
+	now := nowUTC()
+	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: OpApply, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
+		TFERunID: plan.TFERunID, CreatedAt: now, UpdatedAt: now}
+	if err := transitionStep(st, StepRunning); err != nil {
+		return err
+	}
+	return insertStep(ctx, s.db, st)
+}
+
+// staleMessage explains why an approved plan cannot be applied.
+func staleMessage(runID string, rep RunReport) string {
+	if rep.Stale {
+		return fmt.Sprintf("The approved plan (run %s) is stale: the deployment's state changed after it was planned, "+
+			"so it was discarded and nothing was applied. Upload or reuse a configuration to plan again.", runID)
+	}
+	return fmt.Sprintf("The approved plan (run %s) can no longer be applied: its run is %s. Nothing was applied.", runID, rep.Status)
+}
+
 // watch follows a running step's run and acts when it ends.
 func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 	rep, err := s.exec.Status(ctx, r.Organization, st.TFERunID)
 	if err != nil {
 		return s.fail(ctx, r, st, fmt.Sprintf("reading run %s: %v", st.TFERunID, err))
 	}
+	if st.Operation == OpPlan && rep.Saved {
+		// Planned with changes; the saved plan waits for approval.
+		st.Changes = rep.Changes
+		return s.planned(ctx, r, st)
+	}
 	if !rep.Final {
 		return nil
+	}
+	if rep.Stale {
+		return s.fail(ctx, r, st, staleMessage(st.TFERunID, rep))
 	}
 	if !rep.OK {
 		msg := fmt.Sprintf("the %s (run %s) ended %s", st.Operation, st.TFERunID, rep.Status)
@@ -829,7 +905,7 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 			return err
 		}
 		for _, st := range steps {
-			if st.Status == StepRunning && st.TFERunID != "" {
+			if (st.Status == StepRunning || st.Status == StepPendingOperator) && st.TFERunID != "" {
 				running = append(running, st.TFERunID)
 			}
 		}
