@@ -59,17 +59,26 @@ func asOrg(ctx context.Context, org string) context.Context {
 	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindOrganization, Organization: org})
 }
 
-func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name string) (string, error) {
+func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name, version string) (string, error) {
 	ctx = asOrg(ctx, org)
+	var tfVersion *string
+	if version != "" {
+		tfVersion = &version
+	}
 	w, err := e.s.Workspaces.GetByName(ctx, org, name)
 	if err == nil {
+		if tfVersion != nil && w.Settings.TerraformVersion != version {
+			if _, err := e.s.Workspaces.Update(ctx, w.ID, workspace.Options{TerraformVersion: tfVersion}); err != nil {
+				return "", err
+			}
+		}
 		return w.ID, nil
 	}
 	if !errors.Is(err, core.ErrNotFound) {
 		return "", err
 	}
 	w, err = e.s.Workspaces.Create(ctx, org, workspace.Options{Name: &name, ProjectID: &projectID, ExecutionMode: ptr("remote"), AutoApply: ptr(false),
-		Description: ptr("State of a stack deployment; changed by its deployment runs.")})
+		TerraformVersion: tfVersion, Description: ptr("State of a stack deployment; changed by its deployment runs.")})
 	if err != nil {
 		return "", err
 	}

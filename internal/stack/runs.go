@@ -41,8 +41,10 @@ const (
 // composition root provides it.
 type Executor interface {
 	// Workspace returns the workspace backing a deployment, creating it
-	// in the project when it does not exist.
-	Workspace(ctx context.Context, org, projectID, name string) (string, error)
+	// in the project when it does not exist, with the engine version
+	// terraformVersion ("" for the server's default; an existing
+	// workspace is set to it).
+	Workspace(ctx context.Context, org, projectID, name, terraformVersion string) (string, error)
 	// Upload makes a configuration version of a tar.gz archive.
 	Upload(ctx context.Context, org, workspaceID string, tarGz []byte) (string, error)
 	// Start queues a run that plans and saves its plan (a saved plan,
@@ -382,7 +384,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 		}
 		return s.fail(ctx, r, nil, diags.Err().Error())
 	}
-	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, "stack-"+st.ID+"-"+r.Deployment)
+	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, "stack-"+st.ID+"-"+r.Deployment, st.TerraformVersion)
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("preparing the deployment's workspace: %v", err))
 	}

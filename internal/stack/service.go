@@ -129,6 +129,7 @@ type Stack struct {
 	ExecutionMode      string
 	AgentPoolID        string
 	WorkingDirectory   string
+	TerraformVersion   string
 	TriggerPatterns    []string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
@@ -143,12 +144,18 @@ type StackOptions struct {
 	AgentPoolID        *string
 	WorkingDirectory   *string
 	TriggerPatterns    *[]string
+	// TerraformVersion: the engine version of the deployments'
+	// workspaces ("" for the server's default); a version that the
+	// engines folder holds as tofu runs OpenTofu.
+	TerraformVersion *string
 	// VCS is true when the request carried a vcs-repo: refused until
 	// Terrace has VCS connections.
 	VCS bool
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,89}$`)
+
+var versionRE = regexp.MustCompile(`^(latest|v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?)$`)
 
 func (o StackOptions) apply(st *Stack) error {
 	if o.VCS {
@@ -188,17 +195,23 @@ func (o StackOptions) apply(st *Stack) error {
 	if o.TriggerPatterns != nil {
 		st.TriggerPatterns = append([]string{}, (*o.TriggerPatterns)...)
 	}
+	if o.TerraformVersion != nil {
+		if *o.TerraformVersion != "" && !versionRE.MatchString(*o.TerraformVersion) {
+			return core.Invalid("terraform-version %q is not a version: use an exact version such as 1.11.4, or latest", *o.TerraformVersion)
+		}
+		st.TerraformVersion = *o.TerraformVersion
+	}
 	return nil
 }
 
-const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, created_at, updated_at`
+const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, terraform_version, created_at, updated_at`
 
 func scanStack(sc store.Scanner) (*Stack, error) {
 	var st Stack
 	var tp string
 	var c, u int64
 	if err := sc.Scan(&st.ID, &st.Organization, &st.ProjectID, &st.Name, &st.Description, &st.SpeculativeEnabled, &st.ExecutionMode,
-		&st.AgentPoolID, &st.WorkingDirectory, &tp, &c, &u); err != nil {
+		&st.AgentPoolID, &st.WorkingDirectory, &tp, &st.TerraformVersion, &c, &u); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(tp), &st.TriggerPatterns); err != nil {
@@ -257,9 +270,9 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 		return nil, err
 	}
 	tp, _ := json.Marshal(st.TriggerPatterns)
-	_, err = s.db.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.db.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		st.ID, st.Organization, st.ProjectID, st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID,
-		st.WorkingDirectory, string(tp), core.Micros(now), core.Micros(now))
+		st.WorkingDirectory, string(tp), st.TerraformVersion, core.Micros(now), core.Micros(now))
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Invalid("a stack named %q already exists in project %s", st.Name, projectID)
 	}
@@ -289,8 +302,9 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 		st.UpdatedAt = nowUTC()
 		tp, _ := json.Marshal(st.TriggerPatterns)
 		_, err = tx.Exec(ctx, `UPDATE stacks SET name = ?, description = ?, speculative_enabled = ?, execution_mode = ?, agent_pool_id = ?,
-			working_directory = ?, trigger_patterns = ?, updated_at = ? WHERE id = ?`,
-			st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID, st.WorkingDirectory, string(tp), core.Micros(st.UpdatedAt), st.ID)
+			working_directory = ?, trigger_patterns = ?, terraform_version = ?, updated_at = ? WHERE id = ?`,
+			st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID, st.WorkingDirectory, string(tp), st.TerraformVersion,
+			core.Micros(st.UpdatedAt), st.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("a stack named %q already exists in project %s", st.Name, st.ProjectID)
 		}
