@@ -96,7 +96,7 @@ func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz 
 func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunRequest) (string, error) {
 	var vars []run.RunVar
 	for k, v := range req.Variables {
-		vars = append(vars, run.RunVar{Key: k, Value: v})
+		vars = append(vars, run.RunVar{Key: k, Value: v, Sensitive: req.Sensitive[k]})
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
 	r, err := e.s.Runs.Create(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,

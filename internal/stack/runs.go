@@ -67,7 +67,10 @@ type RunRequest struct {
 	WorkspaceID, ConfigVersionID string
 	Destroy                      bool
 	Variables                    map[string]string // name → HCL expression
-	Message                      string
+	// Sensitive names the Variables whose stack variable is sensitive:
+	// their values must never be shown (run API, logs).
+	Sensitive map[string]bool
+	Message   string
 }
 
 // RunReport is what a deployment needs to know of a run.
@@ -459,8 +462,12 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		CreatedAt: now, UpdatedAt: now}
 	msg := fmt.Sprintf("Stack deployment %s, %s step %d of %s", r.Deployment, op, seq+1, r.ID)
+	sensitive, err := s.sensitiveInputs(ctx, r)
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("reading the deployment's variables: %v", err))
+	}
 	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID,
-		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Message: msg})
+		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Sensitive: sensitive, Message: msg})
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("starting the %s: %v", op, err))
 	}
@@ -469,6 +476,30 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 		return err
 	}
 	return insertStep(ctx, s.db, st)
+}
+
+// sensitiveInputs returns the names of the run's inputs whose stack
+// variable is declared sensitive.
+func (s *Service) sensitiveInputs(ctx context.Context, r *DeploymentRun) (map[string]bool, error) {
+	c, err := loadConfig(ctx, s.db, r.ConfigurationID, false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := loadStack(ctx, s.db, r.StackID, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg, diags := s.parseArchive(ctx, c.blobKey, st.WorkingDirectory)
+	if diags.HasErrors() || cfg == nil {
+		return nil, diags.Err()
+	}
+	out := map[string]bool{}
+	for _, v := range cfg.Variables {
+		if v.Sensitive {
+			out[v.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // startApply applies the plan the operator (or the checks) approved: the
