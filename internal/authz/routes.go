@@ -182,6 +182,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/stack-deployment-runs/{id}":                                 {Action: StackRead, Locate: ByID("id")},
 	"GET /api/v2/stack-deployment-runs/{id}/stack-deployment-steps":          {Action: StackRead, Locate: ByID("id")},
 	"GET /api/v2/stack-deployment-steps/{id}":                                {Action: StackRead, Locate: ByID("id")},
+	"GET /api/v2/stack-deployment-steps/{id}/artifacts":                      {Action: StackRead, Locate: ByID("id")},
 	"GET /api/v2/stack-diagnostics/{id}":                                     {Action: StackRead, Locate: ByID("id")},
 	"GET /api/v2/stack-states/{id}":                                          {Action: StackRead, Locate: ByID("id")},
 	"GET /api/v2/stack-states/{id}/description":                              {Action: StackRead, Locate: ByID("id")},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"sort"
@@ -121,6 +122,29 @@ func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.Run
 
 func (e stackExecutor) Apply(ctx context.Context, org, runID, comment string) error {
 	return e.s.Runs.Apply(asOrg(ctx, org), runID, comment)
+}
+
+func (e stackExecutor) Artifact(ctx context.Context, org, runID, name string) ([]byte, error) {
+	ctx = asOrg(ctx, org)
+	r, err := e.s.Runs.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case stack.ArtifactPlanDescription:
+		return e.s.Runs.PlanBlob(ctx, r.Plan.ID, "json-redacted")
+	case stack.ArtifactPlanDebugLog:
+		return e.s.Runs.ReadLog(ctx, r.Plan.ID, 0, 0)
+	case stack.ArtifactApplyDebugLog:
+		return e.s.Runs.ReadLog(ctx, r.Apply.ID, 0, 0)
+	case stack.ArtifactApplyDescription:
+		if r.Apply.Status == "" || r.Apply.Status == run.PhasePending {
+			return nil, core.NotFound("run %s has not applied", runID)
+		}
+		return json.Marshal(map[string]any{"run-id": r.ID, "status": r.Apply.Status, "resource-additions": r.Apply.Additions,
+			"resource-changes": r.Apply.Changes, "resource-destructions": r.Apply.Destructions, "resource-imports": r.Apply.Imports})
+	}
+	return nil, core.NotFound("no artifact %q", name)
 }
 
 func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {

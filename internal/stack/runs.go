@@ -57,6 +57,11 @@ type Executor interface {
 	Apply(ctx context.Context, org, runID, comment string) error
 	// Status reports a run.
 	Status(ctx context.Context, org, runID string) (RunReport, error)
+	// Artifact returns an artifact of a run: "plan-description" (the
+	// redacted JSON plan), "plan-debug-log" and "apply-debug-log" (the
+	// masked logs) or "apply-description" (a JSON summary of the apply).
+	// One that does not exist (yet) is core.ErrNotFound.
+	Artifact(ctx context.Context, org, runID, name string) ([]byte, error)
 	// Cancel cancels a run that has not finished, or discards a saved
 	// plan that waits.
 	Cancel(ctx context.Context, org, runID string) error
@@ -1003,4 +1008,41 @@ func (s *Service) GroupStatus(ctx context.Context, g *Group) (GroupStatus, Statu
 		return GroupPending, StatusCounts{Pending: len(g.Config.Deployments)}
 	}
 	return groupStatus(runs)
+}
+
+// Step artifacts (go-tfe's StackDeploymentStepArtifactType).
+const (
+	ArtifactPlanDescription  = "plan-description"
+	ArtifactPlanDebugLog     = "plan-debug-log"
+	ArtifactApplyDescription = "apply-description"
+	ArtifactApplyDebugLog    = "apply-debug-log"
+)
+
+// StepArtifact returns an artifact of a step the caller can see: the plan
+// artifacts of the plan a step made or applied, the apply artifacts of an
+// apply step.
+func (s *Service) StepArtifact(ctx context.Context, stepID, name string) ([]byte, error) {
+	st, r, err := s.GetStep(ctx, stepID)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case ArtifactPlanDescription, ArtifactPlanDebugLog:
+	case ArtifactApplyDescription, ArtifactApplyDebugLog:
+		if st.Operation != OpApply {
+			return nil, core.NotFound("step %s is a %s step: it has no %s", st.ID, st.Operation, name)
+		}
+	case "":
+		return nil, core.BadRequest("the name query parameter is required: one of plan-description, plan-debug-log, apply-description, apply-debug-log")
+	default:
+		return nil, core.BadRequest("unknown artifact %q: use plan-description, plan-debug-log, apply-description or apply-debug-log", name)
+	}
+	if st.TFERunID == "" || s.exec == nil {
+		return nil, core.NotFound("step %s has no %s yet", st.ID, name)
+	}
+	b, err := s.exec.Artifact(ctx, r.Organization, st.TFERunID, name)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil, core.NotFound("step %s has no %s yet", st.ID, name)
+	}
+	return b, err
 }

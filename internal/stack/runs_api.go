@@ -2,6 +2,7 @@ package stack
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -18,6 +19,25 @@ func (a *API) registerRuns(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/stack-deployment-runs/{id}/stack-deployment-steps", handle(a.listSteps))
 	mux.HandleFunc("GET /api/v2/stack-deployment-steps/{id}", handle(a.getStep))
 	mux.HandleFunc("POST /api/v2/stack-deployment-steps/{id}/advance", handle(a.advanceStep))
+	mux.HandleFunc("GET /api/v2/stack-deployment-steps/{id}/artifacts", handle(a.stepArtifact))
+}
+
+// stepArtifact answers an artifact raw, as go-tfe's Artifacts reads it:
+// JSON for the descriptions, text for the logs.
+func (a *API) stepArtifact(w http.ResponseWriter, r *http.Request) error {
+	name := r.URL.Query().Get("name")
+	b, err := a.Service.StepArtifact(r.Context(), r.PathValue("id"), name)
+	if err != nil {
+		return err
+	}
+	ct := "application/json"
+	if strings.HasSuffix(name, "-log") {
+		ct = "text/plain; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(b)
+	return err
 }
 
 type jsonRun struct {

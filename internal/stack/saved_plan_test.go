@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,45 @@ func TestApprovedPlanIsApplied(t *testing.T) {
 		// empty re-plan of the convergence check.
 		if len(after) != 2 || after[1].ID != before[0].ID || after[1].Status != tfe.RunApplied || after[0].Status != tfe.RunPlannedAndFinished {
 			t.Fatalf("prod's workspace after approval has runs %v, want the approved plan %s applied and an empty re-plan", runStatuses(after), before[0].ID)
+		}
+
+		// The steps' artifacts: the plan the first step made (and the
+		// apply step applied), and the apply's own.
+		ss = steps(t, c, prod.ID)
+		if got := stepSummary(ss); got != "plan=completed apply=completed plan=completed" {
+			t.Fatalf("prod steps = %s", got)
+		}
+		artifact := func(stepID string, name tfe.StackDeploymentStepArtifactType) (string, error) {
+			rc, err := c.StackDeploymentSteps.Artifacts(ctx, stepID, name)
+			if err != nil {
+				return "", err
+			}
+			defer rc.Close()
+			b, err := io.ReadAll(rc)
+			return string(b), err
+		}
+		for _, a := range []struct {
+			step int
+			name tfe.StackDeploymentStepArtifactType
+			want string
+		}{
+			{0, tfe.StackDeploymentStepArtifactPlanDescription, `"module.box.terraform_data.box"`},
+			{0, tfe.StackDeploymentStepArtifactPlanDebugLog, "Plan: 1 to add"},
+			{1, tfe.StackDeploymentStepArtifactPlanDescription, `"module.box.terraform_data.box"`},
+			{1, tfe.StackDeploymentStepArtifactApplyDescription, `"resource-additions":1`},
+			{1, tfe.StackDeploymentStepArtifactApplyDebugLog, "Apply complete! Resources: 1 added"},
+			{2, tfe.StackDeploymentStepArtifactPlanDebugLog, "No changes"},
+		} {
+			got, err := artifact(ss[a.step].ID, a.name)
+			if err != nil || !strings.Contains(got, a.want) {
+				t.Errorf("step %d (%s) %s = %.300q, %v; want it to contain %q", a.step, ss[a.step].OperationType, a.name, got, err, a.want)
+			}
+		}
+		if _, err := artifact(ss[0].ID, tfe.StackDeploymentStepArtifactApplyDescription); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Errorf("a plan step's apply-description: %v, want not found", err)
+		}
+		if _, err := artifact(ss[0].ID, "plan-json"); err == nil || !strings.Contains(err.Error(), "400") {
+			t.Errorf("an unknown artifact: %v", err)
 		}
 
 		// 2. The world changes between plan and approval.
