@@ -194,6 +194,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/stacks/{id}/stack-states":                                   {Action: StackRead, Locate: ByID("id")},
 	"PATCH /api/v2/stacks/{id}":                                              {Action: StackManage, Locate: ByID("id")},
 	"POST /api/v2/stack-deployment-groups/{id}/approve-all-plans":            {Action: StackApprove, Locate: ByID("id")},
+	"POST /api/v2/stack-deployment-groups/{id}/rerun":                        {Action: StackApprove, Locate: ByID("id")},
 	"POST /api/v2/stack-deployment-runs/{id}/approve-all-plans":              {Action: StackApprove, Locate: ByID("id")},
 	"POST /api/v2/stack-deployment-runs/{id}/cancel":                         {Action: StackApprove, Locate: ByID("id")},
 	"POST /api/v2/stack-deployment-steps/{id}/advance":                       {Action: StackApprove, Locate: ByID("id")},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -1045,4 +1047,71 @@ func (s *Service) StepArtifact(ctx context.Context, stepID, name string) ([]byte
 		return nil, core.NotFound("step %s has no %s yet", st.ID, name)
 	}
 	return b, err
+}
+
+// Rerun makes a new deployment run, with the group's configuration, for
+// each named deployment of the group (go-tfe's StackDeploymentGroups.Rerun;
+// HCP Terraform reruns a deployment, for drift or after a failure, without
+// a new configuration). Only the configuration a deployment last completed
+// with can be rerun, and not while a run of it is unfinished.
+func (s *Service) Rerun(ctx context.Context, groupID string, deployments []string) error {
+	g, err := s.GetGroup(ctx, groupID)
+	if err != nil {
+		return err
+	}
+	if err := canApprove(ctx, g.Organization, g.ProjectID); err != nil {
+		return err
+	}
+	if len(deployments) == 0 {
+		return core.BadRequest("the deployments query parameter is required: the names of the group's deployments to rerun, comma-separated")
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		var stackID string
+		if err := tx.QueryRow(ctx, `SELECT stack_id FROM stack_configurations WHERE id = ?`, g.ConfigurationID).Scan(&stackID); err != nil {
+			return err
+		}
+		now := nowUTC()
+		for _, name := range deployments {
+			if !slices.Contains(g.Config.Deployments, name) {
+				return core.Invalid("deployment %q is not in deployment group %s (it has %s)", name, g.Name, strings.Join(g.Config.Deployments, ", "))
+			}
+			var last string
+			var removed bool
+			err := tx.QueryRow(ctx, `SELECT last_configuration_id, removed FROM stack_deployments WHERE stack_id = ? AND name = ?`+store.ForUpdate(tx),
+				stackID, name).Scan(&last, &removed)
+			if store.IsNoRows(err) || (err == nil && (removed || last != g.ConfigurationID)) {
+				return core.Conflict("deployment %s has a newer configuration than %s: only the latest can be rerun", name, g.ConfigurationID)
+			}
+			if err != nil {
+				return err
+			}
+			var busy int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND status NOT IN ('succeeded', 'failed', 'abandoned')`,
+				stackID, name).Scan(&busy); err != nil {
+				return err
+			}
+			if busy > 0 {
+				return core.Conflict("deployment %s still has an unfinished run; rerun it once that run ends", name)
+			}
+			mode := ModeNormal
+			var prev string
+			err = tx.QueryRow(ctx, `SELECT mode FROM stack_deployment_runs WHERE group_id = ? AND deployment_name = ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+				g.ID, name).Scan(&prev)
+			if err == nil {
+				mode = prev
+			} else if !store.IsNoRows(err) {
+				return err
+			}
+			r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: stackID, ConfigurationID: g.ConfigurationID, Deployment: name, GroupID: g.ID,
+				Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+			if err := insertRun(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.nudge()
+	}
+	return err
 }

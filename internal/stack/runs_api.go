@@ -12,6 +12,7 @@ import (
 func (a *API) registerRuns(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/stack-deployment-groups/{id}/stack-deployment-runs", handle(a.listGroupRuns))
 	mux.HandleFunc("POST /api/v2/stack-deployment-groups/{id}/approve-all-plans", handle(a.approveGroup))
+	mux.HandleFunc("POST /api/v2/stack-deployment-groups/{id}/rerun", handle(a.rerunGroup))
 	mux.HandleFunc("GET /api/v2/stacks/{id}/stack-deployments/{name}/stack-deployment-runs", handle(a.listDeploymentRuns))
 	mux.HandleFunc("GET /api/v2/stack-deployment-runs/{id}", handle(a.getRun))
 	mux.HandleFunc("POST /api/v2/stack-deployment-runs/{id}/approve-all-plans", handle(a.approveRun))
@@ -163,6 +164,21 @@ func (a *API) approveGroup(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// rerunGroup reruns the deployments ?deployments=a,b of a group.
+func (a *API) rerunGroup(w http.ResponseWriter, r *http.Request) error {
+	var names []string
+	for _, n := range strings.Split(r.URL.Query().Get("deployments"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	if err := a.Service.Rerun(r.Context(), r.PathValue("id"), names); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

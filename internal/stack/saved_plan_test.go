@@ -28,10 +28,11 @@ func workspaceRuns(t *testing.T, c *tfe.Client, org, ws string) []*tfe.Run {
 }
 
 // TestApprovedPlanIsApplied: approving a deployment's plan applies that
-// saved plan (the run the operator saw), not a new plan; and when the
-// deployment's state changes between the plan and the approval, the
-// approved plan is stale: the run fails with a diagnostic saying so and
-// nothing of the plan is applied.
+// saved plan (the run the operator saw), not a new plan, and the steps
+// serve its artifacts; when the deployment's state changes between the
+// plan and the approval, the approved plan is stale: the run fails with a
+// diagnostic saying so and nothing of the plan is applied; a rerun of the
+// group then plans and applies again without a new configuration.
 func TestApprovedPlanIsApplied(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
@@ -180,6 +181,43 @@ func TestApprovedPlanIsApplied(t *testing.T) {
 		// Nothing was applied: the state is still the manual run's.
 		if now, err := c.StateVersions.ReadCurrent(ctx, w.ID); err != nil || now.ID != current.ID {
 			t.Errorf("current state after the stale approval = %v, %v; want %s unchanged", now, err, current.ID)
+		}
+
+		// 3. Rerun: the failed deployment plans again with its latest
+		// configuration, without a new upload, and then applies.
+		g1, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StackDeploymentGroups.Rerun(ctx, g1.ID, &tfe.StackDeploymentGroupRerunOptions{Deployments: []string{"prod"}}); err == nil || !strings.Contains(err.Error(), "only the latest can be rerun") {
+			t.Errorf("rerunning an older configuration: %v, want a conflict", err)
+		}
+		g2, err := c.StackDeploymentGroups.ReadByName(ctx, cfg2.ID, "prod_default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StackDeploymentGroups.Rerun(ctx, g2.ID, &tfe.StackDeploymentGroupRerunOptions{Deployments: []string{"staging"}}); err == nil || !strings.Contains(err.Error(), `deployment "staging" is not in deployment group`) {
+			t.Errorf("rerunning a deployment not in the group: %v", err)
+		}
+		if err := c.StackDeploymentGroups.Rerun(ctx, g2.ID, &tfe.StackDeploymentGroupRerunOptions{Deployments: []string{"prod"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StackDeploymentGroups.Rerun(ctx, g2.ID, &tfe.StackDeploymentGroupRerunOptions{Deployments: []string{"prod"}}); err == nil || !strings.Contains(err.Error(), "still has an unfinished run") {
+			t.Errorf("rerunning while a run is unfinished: %v, want a conflict", err)
+		}
+		runs, err := c.StackDeploymentRuns.List(ctx, g2.ID, nil)
+		if err != nil || len(runs.Items) != 2 {
+			t.Fatalf("group runs after the rerun = %+v, %v; want 2", runs, err)
+		}
+		rerun := waitRun(t, c, runs.Items[1].ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
+		if rerun.ID == prod2.ID || rerun.Status != "pre-deploying-pending-operator" {
+			t.Fatalf("the rerun %s is %s", rerun.ID, rerun.Status)
+		}
+		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, rerun.ID); err != nil {
+			t.Fatal(err)
+		}
+		if rerun = waitRun(t, c, rerun.ID, is("succeeded", "failed")); rerun.Status != "succeeded" {
+			t.Fatalf("the rerun ended %s; diagnostics: %s", rerun.Status, diagnostics(t, c, cfg2.ID))
 		}
 	})
 }
