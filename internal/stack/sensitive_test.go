@@ -17,7 +17,8 @@ import (
 // sensitive reaches terraform (the state holds it) but is never shown: the
 // runs of the deployment's workspace list it with an empty value, the plan
 // and apply logs do not contain it, even where the module prints it with
-// nonsensitive(), and the plan's JSON output redacts the variable.
+// nonsensitive(), and the plan's JSON output redacts the variable. Then
+// cancelling a deployment run whose plan waits discards the saved plan.
 func TestSensitiveInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
@@ -136,6 +137,31 @@ func TestSensitiveInputs(t *testing.T) {
 		state, err := c.StateVersions.Download(ctx, sv.DownloadURL)
 		if err != nil || !strings.Contains(string(state), secret) {
 			t.Errorf("the deployment's state does not hold the input (%v)", err)
+		}
+
+		// Cancelling a run whose plan waits discards that saved plan.
+		next := copyDir(t, "testdata/secret")
+		rewrite(t, next+"/main.tfdeploy.hcl", secret, "an0ther-secret")
+		cfg2, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, next, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := waitRun(t, c, groupRun(t, c, cfg2.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
+		if waiting.Status != "pre-deploying-pending-operator" {
+			t.Fatalf("the second run is %s", waiting.Status)
+		}
+		saved := workspaceRuns(t, c, org.Name, ws)[0]
+		if saved.Status != tfe.RunPlannedAndSaved {
+			t.Fatalf("the waiting plan's run is %s", saved.Status)
+		}
+		if err := c.StackDeploymentRuns.Cancel(ctx, waiting.ID); err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRun(t, c, waiting.ID, is("abandoned", "failed", "succeeded")); r.Status != "abandoned" {
+			t.Errorf("the cancelled run is %s, want abandoned", r.Status)
+		}
+		if r, err := c.Runs.Read(ctx, saved.ID); err != nil || r.Status != tfe.RunDiscarded {
+			t.Errorf("the cancelled run's saved plan = %v, %v; want discarded", r.Status, err)
 		}
 	})
 }
