@@ -48,6 +48,19 @@ const (
 	ProjectCreateWorkspace Action = "project:create-workspace"
 	ProjectManageTeams     Action = "project:manage-teams"
 
+	// Stacks belong to a project and follow its permissions, as in HCP
+	// Terraform. StackRead sees a stack and everything under it
+	// (configurations, deployments, runs, steps, states, diagnostics).
+	StackRead Action = "stack:read"
+	// StackManage creates, changes and deletes stacks and uploads their
+	// configurations: manage workspaces, or a project grant that creates
+	// workspaces (maintain, admin, custom with create).
+	StackManage Action = "stack:manage"
+	// StackApprove approves (advances) and cancels deployment runs, which
+	// apply: write access to the project's workspaces or manage
+	// workspaces. Organization tokens never run terraform, so they cannot.
+	StackApprove Action = "stack:approve"
+
 	WorkspaceRead        Action = "workspace:read"
 	WorkspaceUpdate      Action = "workspace:update"
 	WorkspaceDelete      Action = "workspace:delete"
@@ -160,6 +173,13 @@ var rules = map[Action]rule{
 		project: func(st standing, p ProjectPerms) bool {
 			return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
 		}},
+
+	StackRead: {scope: scopeProject, noun: "stack", verb: "read stacks",
+		project: func(_ standing, p ProjectPerms) bool { return p.Read }},
+	StackManage: {scope: scopeProject, noun: "stack", verb: "manage stacks in this project",
+		project: func(st standing, p ProjectPerms) bool { return st.access.ManageWorkspaces || p.CreateWorkspaces }},
+	StackApprove: {scope: scopeProject, noun: "stack", verb: "approve or cancel deployment runs", noOrgToken: true,
+		project: func(st standing, p ProjectPerms) bool { return st.access.ManageWorkspaces || p.WriteWorkspaces }},
 
 	WorkspaceRead: {scope: scopeWorkspace, noun: "workspace", verb: "read this workspace", runToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Read }},

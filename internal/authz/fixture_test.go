@@ -31,6 +31,13 @@ type world struct {
 	tws    string // a team-workspaces grant on ws
 	tprj   string // a team-projects grant on prj
 	teams  map[string]*tfe.Team
+	// A stack in project stackPrj (grants there: team-read read, team-write
+	// write, team-admin maintain, team-plan none) with a completed
+	// configuration whose deployment run waits for approval, a failed
+	// configuration's diagnostic, and a state version of the deployment.
+	stackPrj                                    *tfe.Project
+	stack, stackCfg, stackGroup, stackRun, step string
+	stackDiag, stackSV                          string
 	// tokens by principal name.
 	tokens map[string]string
 }
@@ -156,5 +163,59 @@ func newWorld(t *testing.T, e *testenv.Env) *world {
 	}
 	w.tokens["run-token"] = secret
 	w.run = must(c.Runs.Read(ctx, w.run.ID))(t)
+	w.newStack(t)
 	return w
+}
+
+// newStack makes the world's stack and its objects.
+func (w *world) newStack(t *testing.T) {
+	ctx := context.Background()
+	c := w.e.Client
+	w.stackPrj = must(c.Projects.Create(ctx, w.org.Name, tfe.ProjectCreateOptions{Name: "stacks"}))(t)
+	for team, access := range map[string]tfe.TeamProjectAccessType{"read": tfe.TeamProjectAccessRead, "write": tfe.TeamProjectAccessWrite,
+		"admin": tfe.TeamProjectAccessMaintain} {
+		must(c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: access, Team: w.teams[team], Project: w.stackPrj}))(t)
+	}
+	st := must(c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "net", Project: w.stackPrj}))(t)
+	w.stack = st.ID
+	cfg := must(c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/stack", nil))(t)
+	w.stackCfg = cfg.ID
+	g := must(c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "dev_default"))(t)
+	w.stackGroup = g.ID
+	runs := must(c.StackDeploymentRuns.List(ctx, g.ID, nil))(t)
+	if len(runs.Items) != 1 {
+		t.Fatalf("group dev_default has %d deployment runs, want 1", len(runs.Items))
+	}
+	w.stackRun = runs.Items[0].ID
+	// Wait for the plan: the run then waits for an operator, its plan step
+	// exists and the deployment's workspace too.
+	for i := 0; ; i++ {
+		r := must(c.StackDeploymentRuns.Read(ctx, w.stackRun))(t)
+		if r.Status == tfe.DeploymentRunStatusPreDeployingPendingOperator {
+			break
+		}
+		if i > 1200 {
+			t.Fatalf("deployment run %s is %s, want pre-deploying-pending-operator", w.stackRun, r.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	steps := must(c.StackDeploymentSteps.List(ctx, w.stackRun, nil))(t)
+	if len(steps.Items) == 0 {
+		t.Fatal("the waiting deployment run has no step")
+	}
+	w.step = steps.Items[0].ID
+	bad := must(c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/stack-broken", nil))(t)
+	diags := must(c.StackConfigurations.Diagnostics(ctx, bad.ID))(t)
+	if len(diags.Items) == 0 {
+		t.Fatal("the broken stack configuration has no diagnostic")
+	}
+	w.stackDiag = diags.Items[0].ID
+	// A state version of the deployment's workspace is a stack state.
+	ws := must(c.Workspaces.Read(ctx, w.org.Name, "stack-"+st.ID+"-dev"))(t)
+	must(c.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}))(t)
+	state := `{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"l-2","outputs":{},"resources":[]}`
+	w.stackSV = must(c.StateVersions.Create(ctx, ws.ID, tfe.StateVersionCreateOptions{
+		Serial: tfe.Int64(1), Lineage: tfe.String("l-2"), MD5: tfe.String(md5hex(state)), State: tfe.String(base64.StdEncoding.EncodeToString([]byte(state))),
+	}))(t).ID
+	must(c.Workspaces.Unlock(ctx, ws.ID))(t)
 }

@@ -197,7 +197,8 @@ func expect(a authz.Action, service bool, who string) int {
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
 			authz.OrgManageRunTasks, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
-			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace:
+			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
+			authz.StackRead, authz.StackManage, authz.StackApprove:
 			return http.StatusForbidden
 		}
 		return http.StatusNotFound // workspace "app" does not share with the run's workspace
@@ -217,6 +218,25 @@ func expect(a authz.Action, service bool, who string) int {
 			return allow
 		}
 		return http.StatusNotFound
+	}
+	// The stack, in project "stacks": team-read has read, team-write write,
+	// team-admin maintain on it; team-plan and member nothing.
+	switch a {
+	case authz.StackRead:
+		if slices.Contains([]string{"plan", "member"}, who) {
+			return http.StatusNotFound
+		}
+		return allow
+	case authz.StackManage:
+		if slices.Contains([]string{"plan", "member"}, who) {
+			return http.StatusNotFound
+		}
+		return in("owner", "admin", "organization-token")
+	case authz.StackApprove:
+		if slices.Contains([]string{"plan", "member"}, who) {
+			return http.StatusNotFound
+		}
+		return in("owner", "write", "admin")
 	}
 	// Workspace "app".
 	if who == "member" {
@@ -279,6 +299,9 @@ func (w *world) fill(pattern string) (method, path string, vals map[string]strin
 				"workspaces": w.ws.ID, "runs": w.run.ID, "plans": w.run.Plan.ID, "applies": w.run.Apply.ID,
 				"state-versions": w.sv.ID, "state-version-outputs": w.output, "configuration-versions": w.cv.ID,
 				"projects": w.prj.ID, "teams": w.teams["read"].ID, "team-workspaces": w.tws, "team-projects": w.tprj,
+				"stacks": w.stack, "stack-configurations": w.stackCfg, "stack-deployment-groups": w.stackGroup,
+				"stack-deployment-runs": w.stackRun, "stack-deployment-steps": w.step, "stack-diagnostics": w.stackDiag,
+				"stack-states": w.stackSV,
 			}[prev]
 			if v == "" {
 				v = "x-unlocated" // routes the services locate
@@ -320,6 +343,9 @@ func (w *world) body(pattern string) []byte {
 	case "POST /api/v2/team-projects":
 		return []byte(`{"data":{"type":"team-projects","attributes":{"access":"read"},"relationships":{` +
 			rel("project", "projects", w.prj.ID) + `,` + rel("team", "teams", w.teams["read"].ID) + `}}}`)
+	case "POST /api/v2/stacks":
+		return []byte(`{"data":{"type":"stacks","attributes":{"name":"other"},"relationships":{` +
+			rel("project", "projects", w.stackPrj.ID) + `}}}`)
 	case "POST /api/v2/no-code-modules/{id}/workspaces":
 		return []byte(`{"data":{"type":"workspaces","attributes":{"name":"nc"},"relationships":{` +
 			rel("project", "projects", w.prj.ID) + `}}}`)

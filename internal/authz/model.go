@@ -337,6 +337,9 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		if err != nil {
 			return err
 		}
+		if st.orgToken && rule.noOrgToken {
+			return core.Forbidden("an organization token cannot %s: use a user or team token", rule.verb)
+		}
 		if rule.project(st, pp) {
 			return nil
 		}

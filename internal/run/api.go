@@ -225,7 +225,7 @@ func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
 		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),
 		TargetAddrs: r.TargetAddrs, InvokeActionAddrs: r.InvokeActionAddrs, PolicyPaths: r.PolicyPaths, TerraformVersion: r.TerraformVersion, TriggerReason: r.TriggerReason,
-		Variables: r.Variables, PositionInQueue: a.Service.PositionInQueue(req.Context(), r),
+		Variables: Redacted(r.Variables), PositionInQueue: a.Service.PositionInQueue(req.Context(), r),
 		Actions: &jsonRunActions{
 			IsCancelable: r.Status.Cancelable(), IsConfirmable: r.confirmable(),
 			IsDiscardable: r.Status.Discardable(), IsForceCancelable: canForce,

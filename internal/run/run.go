@@ -52,9 +52,24 @@ type Run struct {
 type move struct{ from, to Status }
 
 // RunVar is a variable given with the run; Value is an HCL expression.
+// Sensitive values (a stack deployment's sensitive inputs) reach the
+// runner only: the API shows them empty and the runner masks them in logs.
 type RunVar struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+}
+
+// Redacted returns vars with sensitive values emptied, for showing.
+func Redacted(vars []RunVar) []RunVar {
+	out := make([]RunVar, 0, len(vars))
+	for _, v := range vars {
+		if v.Sensitive {
+			v.Value = ""
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // Phase is a run's plan or apply.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,7 +54,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err != nil {
 		return j.finish(ctx, fmt.Errorf("preparing the run: %w", err), nil)
 	}
-	j.out = newLogWriter(ctx, j.r.api, logID, in.Variables)
+	j.out = newLogWriter(ctx, j.r.api, logID, withRunSecrets(in.Variables, r.Variables))
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 	defer j.out.Close()
 
@@ -76,7 +77,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		}
 		// Auto-apply: same folder, same plan, no second init.
 		j.out.Close()
-		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, in.Variables)
+		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
@@ -399,7 +400,7 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	if code, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && code == 0 {
 		res.PlanJSON = js.Bytes()
 		res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(res.PlanJSON)
-		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(in.Variables))
+		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)))
 		var schemas bytes.Buffer
 		if code, err := j.terraform(ctx, &schemas, "providers", "schema", "-json"); err == nil && code == 0 {
 			res.RedactedJSON = withProviderSchemas(res.RedactedJSON, schemas.Bytes())
@@ -479,6 +480,23 @@ func sensitiveKeys(vars []Variable) map[string]bool {
 	for _, v := range vars {
 		if v.Sensitive && v.Category == "terraform" {
 			out[v.Key] = true
+		}
+	}
+	return out
+}
+
+// withRunSecrets adds the run's sensitive variables (a stack deployment's
+// sensitive inputs) to the workspace's, for masking the log and redacting
+// the plan: the HCL expression and, for a string literal, its text.
+func withRunSecrets(vars []Variable, runVars []run.RunVar) []Variable {
+	out := append([]Variable{}, vars...)
+	for _, v := range runVars {
+		if !v.Sensitive {
+			continue
+		}
+		out = append(out, Variable{Key: v.Key, Value: v.Value, Category: "terraform", HCL: true, Sensitive: true})
+		if text, err := strconv.Unquote(v.Value); err == nil {
+			out = append(out, Variable{Key: v.Key, Value: text, Category: "terraform", Sensitive: true})
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/team"
 )
 
@@ -106,6 +107,13 @@ func (a authzResolver) Resolve(ctx context.Context, id string) (authz.Resource, 
 			return authz.Resource{}, err
 		}
 		return authz.Resource{Organization: p.Organization, ProjectID: p.ID}, nil
+	case core.HasPrefix(id, stack.PrefixStack), core.HasPrefix(id, stack.PrefixConfiguration), core.HasPrefix(id, stack.PrefixGroup),
+		core.HasPrefix(id, stack.PrefixDiagnostic), core.HasPrefix(id, stack.PrefixRun), core.HasPrefix(id, stack.PrefixStep):
+		org, prj, err := a.s.Stacks.Locate(ctx, id)
+		if err != nil {
+			return authz.Resource{}, err
+		}
+		return authz.Resource{Organization: org, ProjectID: prj}, nil
 	case core.HasPrefix(id, core.PrefixTeam):
 		org, err := a.s.Teams.TeamOrganization(ctx, id)
 		if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"sort"
@@ -59,17 +60,26 @@ func asOrg(ctx context.Context, org string) context.Context {
 	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindOrganization, Organization: org})
 }
 
-func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name string) (string, error) {
+func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name, version string) (string, error) {
 	ctx = asOrg(ctx, org)
+	var tfVersion *string
+	if version != "" {
+		tfVersion = &version
+	}
 	w, err := e.s.Workspaces.GetByName(ctx, org, name)
 	if err == nil {
+		if tfVersion != nil && w.Settings.TerraformVersion != version {
+			if _, err := e.s.Workspaces.Update(ctx, w.ID, workspace.Options{TerraformVersion: tfVersion}); err != nil {
+				return "", err
+			}
+		}
 		return w.ID, nil
 	}
 	if !errors.Is(err, core.ErrNotFound) {
 		return "", err
 	}
 	w, err = e.s.Workspaces.Create(ctx, org, workspace.Options{Name: &name, ProjectID: &projectID, ExecutionMode: ptr("remote"), AutoApply: ptr(false),
-		Description: ptr("State of a stack deployment; changed by its deployment runs.")})
+		TerraformVersion: tfVersion, Description: ptr("State of a stack deployment; changed by its deployment runs.")})
 	if err != nil {
 		return "", err
 	}
@@ -87,11 +97,11 @@ func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz 
 func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunRequest) (string, error) {
 	var vars []run.RunVar
 	for k, v := range req.Variables {
-		vars = append(vars, run.RunVar{Key: k, Value: v})
+		vars = append(vars, run.RunVar{Key: k, Value: v, Sensitive: req.Sensitive[k]})
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
 	r, err := e.s.Runs.Create(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
-		PlanOnly: ptr(req.PlanOnly), AutoApply: ptr(!req.PlanOnly), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars})
+		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars})
 	if err != nil {
 		return "", err
 	}
@@ -105,12 +115,48 @@ func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.Run
 	}
 	p := r.Plan
 	return stack.RunReport{Status: string(r.Status), Final: r.Status.Final(), OK: r.Status == run.Applied || r.Status == run.PlannedAndFinished,
+		Saved: r.Status == run.PlannedAndSaved, Stale: r.Status == run.Discarded,
 		Error: r.ErrorMessage, Changes: stack.ChangeCounts{Add: p.Additions, Change: p.Changes, Remove: p.Destructions, Import: p.Imports,
 			Total: p.Additions + p.Changes + p.Destructions + p.Imports}}, nil
 }
 
+func (e stackExecutor) Apply(ctx context.Context, org, runID, comment string) error {
+	return e.s.Runs.Apply(asOrg(ctx, org), runID, comment)
+}
+
+func (e stackExecutor) Artifact(ctx context.Context, org, runID, name string) ([]byte, error) {
+	ctx = asOrg(ctx, org)
+	r, err := e.s.Runs.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case stack.ArtifactPlanDescription:
+		return e.s.Runs.PlanBlob(ctx, r.Plan.ID, "json-redacted")
+	case stack.ArtifactPlanDebugLog:
+		return e.s.Runs.ReadLog(ctx, r.Plan.ID, 0, 0)
+	case stack.ArtifactApplyDebugLog:
+		return e.s.Runs.ReadLog(ctx, r.Apply.ID, 0, 0)
+	case stack.ArtifactApplyDescription:
+		if r.Apply.Status == "" || r.Apply.Status == run.PhasePending {
+			return nil, core.NotFound("run %s has not applied", runID)
+		}
+		return json.Marshal(map[string]any{"run-id": r.ID, "status": r.Apply.Status, "resource-additions": r.Apply.Additions,
+			"resource-changes": r.Apply.Changes, "resource-destructions": r.Apply.Destructions, "resource-imports": r.Apply.Imports})
+	}
+	return nil, core.NotFound("no artifact %q", name)
+}
+
 func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
-	return e.s.Runs.Cancel(asOrg(ctx, org), runID, "Cancelled with its stack deployment run")
+	ctx = asOrg(ctx, org)
+	r, err := e.s.Runs.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if r.Status == run.PlannedAndSaved {
+		return e.s.Runs.Discard(ctx, runID, "Discarded with its stack deployment run")
+	}
+	return e.s.Runs.Cancel(ctx, runID, "Cancelled with its stack deployment run")
 }
 
 // stackStates reads deployments' state versions with the caller's rights.

@@ -82,6 +82,7 @@ type jsonStack struct {
 	CreationSource     string            `jsonapi:"attr,creation-source"`
 	WorkingDirectory   string            `jsonapi:"attr,working-directory"`
 	TriggerPatterns    []string          `jsonapi:"attr,trigger-patterns"`
+	TerraformVersion   string            `jsonapi:"attr,terraform-version"`
 	Project            *jsonRef          `jsonapi:"relation,project"`
 	AgentPool          *jsonAgentPoolRef `jsonapi:"relation,agent-pool,omitempty"`
 	LatestConfig       *jsonStackCfgRef  `jsonapi:"relation,latest-stack-configuration,omitempty"`
@@ -188,7 +189,8 @@ type jsonDiagnostic struct {
 func (a *API) stackJSON(r *http.Request, st *Stack) *jsonStack {
 	j := &jsonStack{ID: st.ID, Name: st.Name, Description: st.Description, SpeculativeEnabled: st.SpeculativeEnabled,
 		ExecutionMode: st.ExecutionMode, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, CreationSource: "api",
-		WorkingDirectory: st.WorkingDirectory, TriggerPatterns: st.TriggerPatterns, Project: &jsonRef{ID: st.ProjectID}}
+		WorkingDirectory: st.WorkingDirectory, TriggerPatterns: st.TriggerPatterns, TerraformVersion: st.TerraformVersion,
+		Project: &jsonRef{ID: st.ProjectID}}
 	if st.AgentPoolID != "" {
 		j.AgentPool = &jsonAgentPoolRef{ID: st.AgentPoolID}
 	}
@@ -225,6 +227,7 @@ type stackBody struct {
 	ExecutionMode      *string         `json:"execution-mode"`
 	WorkingDirectory   *string         `json:"working-directory"`
 	TriggerPatterns    *[]string       `json:"trigger-patterns"`
+	TerraformVersion   *string         `json:"terraform-version"`
 	VCSRepo            json.RawMessage `json:"vcs-repo"`
 	Migration          *bool           `json:"migration"`
 }
@@ -240,7 +243,7 @@ func decodeStack(w http.ResponseWriter, r *http.Request) (StackOptions, *tfeapi.
 		return o, nil, err
 	}
 	o.Name, o.Description, o.SpeculativeEnabled, o.ExecutionMode = b.Name, b.Description, b.SpeculativeEnabled, b.ExecutionMode
-	o.WorkingDirectory, o.TriggerPatterns = b.WorkingDirectory, b.TriggerPatterns
+	o.WorkingDirectory, o.TriggerPatterns, o.TerraformVersion = b.WorkingDirectory, b.TriggerPatterns, b.TerraformVersion
 	o.VCS = len(b.VCSRepo) > 0 && string(b.VCSRepo) != "null"
 	if b.Migration != nil && *b.Migration {
 		return o, nil, core.Invalid("migrating workspaces into a stack is not supported yet")

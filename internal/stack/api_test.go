@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -213,6 +214,21 @@ func TestStackReuseAndBadArchive(t *testing.T) {
 	if resp := post("/stacks/" + st.ID + "/stack-configurations?source=reuse"); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("reuse with nothing uploaded: %d", resp.StatusCode)
 	}
+	// terraform-version (the engine of the deployments) must be a version.
+	req, _ := http.NewRequest("PATCH", e.URL+"/api/v2/stacks/"+st.ID,
+		strings.NewReader(`{"data":{"type":"stacks","attributes":{"terraform-version":"1.x; rm -rf"}}}`))
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	req.Header.Set("Content-Type", "application/vnd.api+json")
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(detail), "is not a version") {
+		t.Errorf("a bad terraform-version: %d %s", resp.StatusCode, detail)
+	}
+	setEngine(t, e, st.ID, "1.12.6")
 	first, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/tfdata", nil)
 	if err != nil {
 		t.Fatal(err)

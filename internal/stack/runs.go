@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -41,32 +43,54 @@ const (
 // composition root provides it.
 type Executor interface {
 	// Workspace returns the workspace backing a deployment, creating it
-	// in the project when it does not exist.
-	Workspace(ctx context.Context, org, projectID, name string) (string, error)
+	// in the project when it does not exist, with the engine version
+	// terraformVersion ("" for the server's default; an existing
+	// workspace is set to it).
+	Workspace(ctx context.Context, org, projectID, name, terraformVersion string) (string, error)
 	// Upload makes a configuration version of a tar.gz archive.
 	Upload(ctx context.Context, org, workspaceID string, tarGz []byte) (string, error)
-	// Start queues a run: planOnly makes a speculative plan; otherwise the
-	// run applies its plan automatically.
+	// Start queues a run that plans and saves its plan (a saved plan,
+	// which does not hold the workspace while it waits).
 	Start(ctx context.Context, org string, req RunRequest) (string, error)
+	// Apply applies the saved plan of a run that Start made: exactly what
+	// was planned. A workspace busy with another run is a core.Conflict
+	// (try again); a plan made stale by a change of state since is
+	// discarded by the run service and cannot be applied.
+	Apply(ctx context.Context, org, runID, comment string) error
 	// Status reports a run.
 	Status(ctx context.Context, org, runID string) (RunReport, error)
-	// Cancel cancels a run that has not finished.
+	// Artifact returns an artifact of a run: "plan-description" (the
+	// redacted JSON plan), "plan-debug-log" and "apply-debug-log" (the
+	// masked logs) or "apply-description" (a JSON summary of the apply).
+	// One that does not exist (yet) is core.ErrNotFound.
+	Artifact(ctx context.Context, org, runID, name string) ([]byte, error)
+	// Cancel cancels a run that has not finished, or discards a saved
+	// plan that waits.
 	Cancel(ctx context.Context, org, runID string) error
 }
 
 // RunRequest is a run to start on a deployment's workspace.
 type RunRequest struct {
 	WorkspaceID, ConfigVersionID string
-	PlanOnly, Destroy            bool
+	Destroy                      bool
 	Variables                    map[string]string // name → HCL expression
-	Message                      string
+	// Sensitive names the Variables whose stack variable is sensitive:
+	// their values must never be shown (run API, logs).
+	Sensitive map[string]bool
+	Message   string
 }
 
 // RunReport is what a deployment needs to know of a run.
 type RunReport struct {
-	Status  string
-	Final   bool
-	OK      bool // applied, or planned with nothing more to do
+	Status string
+	Final  bool
+	OK     bool // applied, or planned with nothing more to do
+	// Saved: planned with changes, the plan saved and waiting to be
+	// applied.
+	Saved bool
+	// Stale: a saved plan discarded because the state changed after it
+	// was planned.
+	Stale   bool
 	Changes ChangeCounts
 	Error   string
 }
@@ -77,6 +101,7 @@ type DeploymentRun struct {
 	ID              string
 	StackID         string
 	Organization    string
+	ProjectID       string
 	ConfigurationID string
 	Sequence        int
 	Deployment      string
@@ -107,7 +132,7 @@ type Step struct {
 	UpdatedAt  time.Time
 }
 
-const runCols = `r.id, r.stack_id, s.organization_name, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
+const runCols = `r.id, r.stack_id, s.organization_name, s.project_id, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
 	r.configuration_version_id, r.variables, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at`
 
 const runFrom = ` FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id JOIN stack_configurations c ON c.id = r.stack_configuration_id`
@@ -116,7 +141,7 @@ func scanRun(sc store.Scanner) (*DeploymentRun, error) {
 	var r DeploymentRun
 	var vars, ts string
 	var approved, cr, up int64
-	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
+	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ProjectID, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
 		&r.ConfigVersionID, &vars, &r.Applies, &approved, &r.Error, &ts, &cr, &up); err != nil {
 		return nil, err
 	}
@@ -369,7 +394,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 		}
 		return s.fail(ctx, r, nil, diags.Err().Error())
 	}
-	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, "stack-"+st.ID+"-"+r.Deployment)
+	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, "stack-"+st.ID+"-"+r.Deployment, st.TerraformVersion)
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("preparing the deployment's workspace: %v", err))
 	}
@@ -430,8 +455,12 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 	return tgz, out.Variables, nil
 }
 
-// startStep starts a plan or apply step as a run on the workspace.
+// startStep starts a plan step as a saved-plan run on the workspace, or an
+// apply step that applies the saved plan of the plan step before it.
 func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, seq int) error {
+	if op == OpApply {
+		return s.startApply(ctx, r, seq)
+	}
 	var wsID string
 	if err := s.db.QueryRow(ctx, `SELECT workspace_id FROM stack_deployments WHERE stack_id = ? AND name = ?`, r.StackID, r.Deployment).Scan(&wsID); err != nil {
 		return err
@@ -440,8 +469,12 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		CreatedAt: now, UpdatedAt: now}
 	msg := fmt.Sprintf("Stack deployment %s, %s step %d of %s", r.Deployment, op, seq+1, r.ID)
-	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID, PlanOnly: op == OpPlan,
-		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Message: msg})
+	sensitive, err := s.sensitiveInputs(ctx, r)
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("reading the deployment's variables: %v", err))
+	}
+	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID,
+		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Sensitive: sensitive, Message: msg})
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("starting the %s: %v", op, err))
 	}
@@ -452,14 +485,98 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	return insertStep(ctx, s.db, st)
 }
 
+// sensitiveInputs returns the names of the run's inputs whose stack
+// variable is declared sensitive.
+func (s *Service) sensitiveInputs(ctx context.Context, r *DeploymentRun) (map[string]bool, error) {
+	c, err := loadConfig(ctx, s.db, r.ConfigurationID, false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := loadStack(ctx, s.db, r.StackID, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg, diags := s.parseArchive(ctx, c.blobKey, st.WorkingDirectory)
+	if diags.HasErrors() || cfg == nil {
+		return nil, diags.Err()
+	}
+	out := map[string]bool{}
+	for _, v := range cfg.Variables {
+		if v.Sensitive {
+			out[v.Name] = true
+		}
+	}
+	return out, nil
+}
+
+// startApply applies the plan the operator (or the checks) approved: the
+// saved plan of the run's last plan step, never a new plan. A plan made
+// stale by a change of the deployment's state since it was planned fails
+// the run with a diagnostic; nothing is applied.
+func (s *Service) startApply(ctx context.Context, r *DeploymentRun, seq int) error {
+	steps, err := runSteps(ctx, s.db, r.ID)
+	if err != nil {
+		return err
+	}
+	var plan *Step
+	for _, st := range steps {
+		if st.Operation == OpPlan {
+			plan = st
+		}
+	}
+	if plan == nil || plan.TFERunID == "" {
+		return s.fail(ctx, r, nil, "there is no approved plan to apply")
+	}
+	rep, err := s.exec.Status(ctx, r.Organization, plan.TFERunID)
+	if err != nil {
+		return s.fail(ctx, r, nil, fmt.Sprintf("reading the approved plan's run %s: %v", plan.TFERunID, err))
+	}
+	if !rep.Saved {
+		return s.fail(ctx, r, nil, staleMessage(plan.TFERunID, rep))
+	}
+	msg := fmt.Sprintf("Applying the approved plan of stack deployment %s (deployment run %s)", r.Deployment, r.ID)
+	if err := s.exec.Apply(ctx, r.Organization, plan.TFERunID, msg); err != nil {
+		if core.KindOf(err) == core.KindConflict {
+			// The workspace is busy (a plan of another run of this
+			// deployment): try again on the next tick.
+			return nil
+		}
+		return s.fail(ctx, r, nil, fmt.Sprintf("applying the approved plan (run %s): %v", plan.TFERunID, err))
+	}
+	now := nowUTC()
+	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: OpApply, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
+		TFERunID: plan.TFERunID, CreatedAt: now, UpdatedAt: now}
+	if err := transitionStep(st, StepRunning); err != nil {
+		return err
+	}
+	return insertStep(ctx, s.db, st)
+}
+
+// staleMessage explains why an approved plan cannot be applied.
+func staleMessage(runID string, rep RunReport) string {
+	if rep.Stale {
+		return fmt.Sprintf("The approved plan (run %s) is stale: the deployment's state changed after it was planned, "+
+			"so it was discarded and nothing was applied. Upload or reuse a configuration to plan again.", runID)
+	}
+	return fmt.Sprintf("The approved plan (run %s) can no longer be applied: its run is %s. Nothing was applied.", runID, rep.Status)
+}
+
 // watch follows a running step's run and acts when it ends.
 func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 	rep, err := s.exec.Status(ctx, r.Organization, st.TFERunID)
 	if err != nil {
 		return s.fail(ctx, r, st, fmt.Sprintf("reading run %s: %v", st.TFERunID, err))
 	}
+	if st.Operation == OpPlan && rep.Saved {
+		// Planned with changes; the saved plan waits for approval.
+		st.Changes = rep.Changes
+		return s.planned(ctx, r, st)
+	}
 	if !rep.Final {
 		return nil
+	}
+	if rep.Stale {
+		return s.fail(ctx, r, st, staleMessage(st.TFERunID, rep))
 	}
 	if !rep.OK {
 		msg := fmt.Sprintf("the %s (run %s) ended %s", st.Operation, st.TFERunID, rep.Status)
@@ -657,7 +774,7 @@ func (s *Service) GetRun(ctx context.Context, id string) (*DeploymentRun, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, r.Organization); err != nil {
+	if err := canRead(ctx, r.Organization, r.ProjectID); err != nil {
 		return nil, core.NotFound("deployment run %q not found", id)
 	}
 	return r, nil
@@ -714,7 +831,7 @@ func (s *Service) Approve(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	if err := canApprove(ctx, r.Organization); err != nil {
+	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -811,7 +928,7 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	if err := canApprove(ctx, r.Organization); err != nil {
+	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
 	var running []string
@@ -828,7 +945,7 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 			return err
 		}
 		for _, st := range steps {
-			if st.Status == StepRunning && st.TFERunID != "" {
+			if (st.Status == StepRunning || st.Status == StepPendingOperator) && st.TFERunID != "" {
 				running = append(running, st.TFERunID)
 			}
 		}
@@ -893,4 +1010,108 @@ func (s *Service) GroupStatus(ctx context.Context, g *Group) (GroupStatus, Statu
 		return GroupPending, StatusCounts{Pending: len(g.Config.Deployments)}
 	}
 	return groupStatus(runs)
+}
+
+// Step artifacts (go-tfe's StackDeploymentStepArtifactType).
+const (
+	ArtifactPlanDescription  = "plan-description"
+	ArtifactPlanDebugLog     = "plan-debug-log"
+	ArtifactApplyDescription = "apply-description"
+	ArtifactApplyDebugLog    = "apply-debug-log"
+)
+
+// StepArtifact returns an artifact of a step the caller can see: the plan
+// artifacts of the plan a step made or applied, the apply artifacts of an
+// apply step.
+func (s *Service) StepArtifact(ctx context.Context, stepID, name string) ([]byte, error) {
+	st, r, err := s.GetStep(ctx, stepID)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case ArtifactPlanDescription, ArtifactPlanDebugLog:
+	case ArtifactApplyDescription, ArtifactApplyDebugLog:
+		if st.Operation != OpApply {
+			return nil, core.NotFound("step %s is a %s step: it has no %s", st.ID, st.Operation, name)
+		}
+	case "":
+		return nil, core.BadRequest("the name query parameter is required: one of plan-description, plan-debug-log, apply-description, apply-debug-log")
+	default:
+		return nil, core.BadRequest("unknown artifact %q: use plan-description, plan-debug-log, apply-description or apply-debug-log", name)
+	}
+	if st.TFERunID == "" || s.exec == nil {
+		return nil, core.NotFound("step %s has no %s yet", st.ID, name)
+	}
+	b, err := s.exec.Artifact(ctx, r.Organization, st.TFERunID, name)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil, core.NotFound("step %s has no %s yet", st.ID, name)
+	}
+	return b, err
+}
+
+// Rerun makes a new deployment run, with the group's configuration, for
+// each named deployment of the group (go-tfe's StackDeploymentGroups.Rerun;
+// HCP Terraform reruns a deployment, for drift or after a failure, without
+// a new configuration). Only the configuration a deployment last completed
+// with can be rerun, and not while a run of it is unfinished.
+func (s *Service) Rerun(ctx context.Context, groupID string, deployments []string) error {
+	g, err := s.GetGroup(ctx, groupID)
+	if err != nil {
+		return err
+	}
+	if err := canApprove(ctx, g.Organization, g.ProjectID); err != nil {
+		return err
+	}
+	if len(deployments) == 0 {
+		return core.BadRequest("the deployments query parameter is required: the names of the group's deployments to rerun, comma-separated")
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		var stackID string
+		if err := tx.QueryRow(ctx, `SELECT stack_id FROM stack_configurations WHERE id = ?`, g.ConfigurationID).Scan(&stackID); err != nil {
+			return err
+		}
+		now := nowUTC()
+		for _, name := range deployments {
+			if !slices.Contains(g.Config.Deployments, name) {
+				return core.Invalid("deployment %q is not in deployment group %s (it has %s)", name, g.Name, strings.Join(g.Config.Deployments, ", "))
+			}
+			var last string
+			var removed bool
+			err := tx.QueryRow(ctx, `SELECT last_configuration_id, removed FROM stack_deployments WHERE stack_id = ? AND name = ?`+store.ForUpdate(tx),
+				stackID, name).Scan(&last, &removed)
+			if store.IsNoRows(err) || (err == nil && (removed || last != g.ConfigurationID)) {
+				return core.Conflict("deployment %s has a newer configuration than %s: only the latest can be rerun", name, g.ConfigurationID)
+			}
+			if err != nil {
+				return err
+			}
+			var busy int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND status NOT IN ('succeeded', 'failed', 'abandoned')`,
+				stackID, name).Scan(&busy); err != nil {
+				return err
+			}
+			if busy > 0 {
+				return core.Conflict("deployment %s still has an unfinished run; rerun it once that run ends", name)
+			}
+			mode := ModeNormal
+			var prev string
+			err = tx.QueryRow(ctx, `SELECT mode FROM stack_deployment_runs WHERE group_id = ? AND deployment_name = ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+				g.ID, name).Scan(&prev)
+			if err == nil {
+				mode = prev
+			} else if !store.IsNoRows(err) {
+				return err
+			}
+			r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: stackID, ConfigurationID: g.ConfigurationID, Deployment: name, GroupID: g.ID,
+				Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+			if err := insertRun(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.nudge()
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -11,6 +12,7 @@ import (
 func (a *API) registerRuns(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/stack-deployment-groups/{id}/stack-deployment-runs", handle(a.listGroupRuns))
 	mux.HandleFunc("POST /api/v2/stack-deployment-groups/{id}/approve-all-plans", handle(a.approveGroup))
+	mux.HandleFunc("POST /api/v2/stack-deployment-groups/{id}/rerun", handle(a.rerunGroup))
 	mux.HandleFunc("GET /api/v2/stacks/{id}/stack-deployments/{name}/stack-deployment-runs", handle(a.listDeploymentRuns))
 	mux.HandleFunc("GET /api/v2/stack-deployment-runs/{id}", handle(a.getRun))
 	mux.HandleFunc("POST /api/v2/stack-deployment-runs/{id}/approve-all-plans", handle(a.approveRun))
@@ -18,6 +20,25 @@ func (a *API) registerRuns(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/stack-deployment-runs/{id}/stack-deployment-steps", handle(a.listSteps))
 	mux.HandleFunc("GET /api/v2/stack-deployment-steps/{id}", handle(a.getStep))
 	mux.HandleFunc("POST /api/v2/stack-deployment-steps/{id}/advance", handle(a.advanceStep))
+	mux.HandleFunc("GET /api/v2/stack-deployment-steps/{id}/artifacts", handle(a.stepArtifact))
+}
+
+// stepArtifact answers an artifact raw, as go-tfe's Artifacts reads it:
+// JSON for the descriptions, text for the logs.
+func (a *API) stepArtifact(w http.ResponseWriter, r *http.Request) error {
+	name := r.URL.Query().Get("name")
+	b, err := a.Service.StepArtifact(r.Context(), r.PathValue("id"), name)
+	if err != nil {
+		return err
+	}
+	ct := "application/json"
+	if strings.HasSuffix(name, "-log") {
+		ct = "text/plain; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(b)
+	return err
 }
 
 type jsonRun struct {
@@ -143,6 +164,21 @@ func (a *API) approveGroup(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// rerunGroup reruns the deployments ?deployments=a,b of a group.
+func (a *API) rerunGroup(w http.ResponseWriter, r *http.Request) error {
+	var names []string
+	for _, n := range strings.Split(r.URL.Query().Get("deployments"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	if err := a.Service.Rerun(r.Context(), r.PathValue("id"), names); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

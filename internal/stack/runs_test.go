@@ -100,112 +100,179 @@ func outputs(t *testing.T, c *tfe.Client, org, ws string) map[string]any {
 	return out
 }
 
+// setEngine sets a stack's terraform-version (a Terrace attribute go-tfe
+// does not send) and checks that it reads back.
+func setEngine(t *testing.T, e *testenv.Env, stackID, version string) {
+	t.Helper()
+	body := `{"data":{"type":"stacks","attributes":{"terraform-version":"` + version + `"}}}`
+	req, _ := http.NewRequest("PATCH", e.URL+"/api/v2/stacks/"+stackID, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	req.Header.Set("Content-Type", "application/vnd.api+json")
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Attributes struct {
+				TerraformVersion string `json:"terraform-version"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Data.Attributes.TerraformVersion != version {
+		t.Fatalf("setting terraform-version %s: status %d, %+v, %v", version, resp.StatusCode, out, err)
+	}
+}
+
+// planLogHeader returns the first line of the plan log of a workspace's
+// oldest run, which names the engine that ran it.
+func planLogHeader(t *testing.T, c *tfe.Client, org, ws string) string {
+	t.Helper()
+	ctx := context.Background()
+	runs := workspaceRuns(t, c, org, ws)
+	if len(runs) == 0 {
+		t.Fatalf("workspace %s has no runs", ws)
+	}
+	r, err := c.Runs.ReadWithOptions(ctx, runs[len(runs)-1].ID, &tfe.RunReadOptions{Include: []tfe.RunIncludeOpt{tfe.RunPlan}})
+	if err != nil || r.Plan == nil {
+		t.Fatalf("reading run %s: %v", runs[len(runs)-1].ID, err)
+	}
+	rd, err := c.Plans.Logs(ctx, r.Plan.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
+}
+
 // TestDeploymentRuns is the end-to-end path of a stack with two components
 // (app reads network's output) and two deployments, through go-tfe and
-// the real terraform binary on both stores: dev's group auto-approves
-// plans that destroy nothing, so dev plans, applies and converges (an
-// empty re-plan) by itself; prod waits for an operator, is approved with
-// Advance and then converges the same way.
+// every engine (terraform on PATH, and the engines of testenv.Engines:
+// terraform 1.5.7, OpenTofu 1.12.6) on both stores: dev's group
+// auto-approves plans that destroy nothing, so dev plans, applies and
+// converges (an empty re-plan) by itself; prod waits for an operator, is
+// approved with Advance and then converges the same way. The stack's
+// terraform-version picks the engine; the runs' logs show which ran.
 func TestDeploymentRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
 	}
 	t.Parallel()
+	engines := testenv.Engines(t)
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
-		ctx := context.Background()
-		c := e.Client
-		org := testenv.NewOrg(t, c, "deploy")
-		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/e2e", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dev := groupRun(t, c, cfg.ID, "auto")
-		prod := groupRun(t, c, cfg.ID, "prod_default")
-
-		dev = waitRun(t, c, dev.ID, is("succeeded", "failed"))
-		if dev.Status != "succeeded" {
-			t.Fatalf("dev ended %s; diagnostics: %s", dev.Status, diagnostics(t, c, cfg.ID))
-		}
-		if got := stepSummary(steps(t, c, dev.ID)); got != "plan=completed apply=completed plan=completed" {
-			t.Errorf("dev steps = %s", got)
-		}
-		prod = waitRun(t, c, prod.ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
-		if prod.Status != "pre-deploying-pending-operator" {
-			t.Fatalf("prod is %s, want it waiting for an operator; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
-		}
-		ss := steps(t, c, prod.ID)
-		if len(ss) != 1 || ss[0].Status != "pending-operator" {
-			t.Fatalf("prod steps = %s", stepSummary(ss))
-		}
-		if g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default"); err != nil || g.Status != "deploying" {
-			t.Errorf("prod's group = %+v, %v", g, err)
-		}
-		// Nothing of prod exists before approval.
-		if ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-prod"); err != nil || ws.ResourceCount != 0 {
-			t.Errorf("prod's workspace before approval = %+v, %v", ws, err)
-		}
-		if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err != nil {
-			t.Fatal(err)
-		}
-		prod = waitRun(t, c, prod.ID, is("succeeded", "failed"))
-		if prod.Status != "succeeded" {
-			t.Fatalf("prod ended %s; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
-		}
-		if got := stepSummary(steps(t, c, prod.ID)); got != "plan=completed apply=completed plan=completed" {
-			t.Errorf("prod steps = %s", got)
-		}
-		if g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default"); err != nil || g.Status != "succeeded" {
-			t.Errorf("prod's group = %+v, %v", g, err)
-		}
-		// Each deployment has its own state; app read network's output.
-		out := outputs(t, c, org.Name, "stack-"+st.ID+"-prod")
-		if b, _ := json.Marshal(out["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1"]` {
-			t.Errorf("prod outputs = %s", b)
-		}
-		out = outputs(t, c, org.Name, "stack-"+st.ID+"-dev")
-		if b, _ := json.Marshal(out["app_ids"]); string(b) != `["dev-net/app-0"]` {
-			t.Errorf("dev outputs = %s", b)
-		}
-		// Stack states: one current state per deployment.
-		states, err := c.StackStates.List(ctx, st.ID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, s := range states.Items {
-			got = append(got, s.Deployment+":"+strconv.Itoa(s.ResourceInstanceCount))
-		}
-		if strings.Join(got, " ") != "dev:2 prod:3" {
-			t.Errorf("stack states = %s", got)
-		}
-		if len(states.Items) == 2 {
-			one, err := c.StackStates.Read(ctx, states.Items[1].ID)
-			if err != nil || one.Deployment != "prod" || !one.IsCurrent {
-				t.Errorf("stack state = %+v, %v", one, err)
-			}
-			rc, err := c.StackStates.Description(ctx, states.Items[1].ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			desc, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil || !strings.Contains(string(desc), "terraform_data") {
-				t.Errorf("stack state description = %.200s, %v", desc, err)
-			}
-		}
-		// Approving again is refused: nothing waits.
-		if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err == nil {
-			t.Error("a completed step was advanced")
+		for _, eng := range engines {
+			t.Run(eng.Label(), func(t *testing.T) { deploymentScenario(t, e, eng) })
 		}
 	})
+}
+
+func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
+	ctx := context.Background()
+	c := e.Client
+	org := testenv.NewOrg(t, c, "deploy-"+strings.ReplaceAll(eng.Label(), ".", "-"))
+	prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setEngine(t, e, st.ID, eng.Version)
+	cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/e2e", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := groupRun(t, c, cfg.ID, "auto")
+	prod := groupRun(t, c, cfg.ID, "prod_default")
+
+	dev = waitRun(t, c, dev.ID, is("succeeded", "failed"))
+	if dev.Status != "succeeded" {
+		t.Fatalf("dev ended %s; diagnostics: %s", dev.Status, diagnostics(t, c, cfg.ID))
+	}
+	if got := stepSummary(steps(t, c, dev.ID)); got != "plan=completed apply=completed plan=completed" {
+		t.Errorf("dev steps = %s", got)
+	}
+	prod = waitRun(t, c, prod.ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
+	if prod.Status != "pre-deploying-pending-operator" {
+		t.Fatalf("prod is %s, want it waiting for an operator; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
+	}
+	ss := steps(t, c, prod.ID)
+	if len(ss) != 1 || ss[0].Status != "pending-operator" {
+		t.Fatalf("prod steps = %s", stepSummary(ss))
+	}
+	if g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default"); err != nil || g.Status != "deploying" {
+		t.Errorf("prod's group = %+v, %v", g, err)
+	}
+	// Nothing of prod exists before approval.
+	if ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-prod"); err != nil || ws.ResourceCount != 0 {
+		t.Errorf("prod's workspace before approval = %+v, %v", ws, err)
+	}
+	if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	prod = waitRun(t, c, prod.ID, is("succeeded", "failed"))
+	if prod.Status != "succeeded" {
+		t.Fatalf("prod ended %s; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
+	}
+	if got := stepSummary(steps(t, c, prod.ID)); got != "plan=completed apply=completed plan=completed" {
+		t.Errorf("prod steps = %s", got)
+	}
+	if g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "prod_default"); err != nil || g.Status != "succeeded" {
+		t.Errorf("prod's group = %+v, %v", g, err)
+	}
+	// Each deployment has its own state; app read network's output.
+	out := outputs(t, c, org.Name, "stack-"+st.ID+"-prod")
+	if b, _ := json.Marshal(out["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1"]` {
+		t.Errorf("prod outputs = %s", b)
+	}
+	out = outputs(t, c, org.Name, "stack-"+st.ID+"-dev")
+	if b, _ := json.Marshal(out["app_ids"]); string(b) != `["dev-net/app-0"]` {
+		t.Errorf("dev outputs = %s", b)
+	}
+	// Stack states: one current state per deployment.
+	states, err := c.StackStates.List(ctx, st.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range states.Items {
+		got = append(got, s.Deployment+":"+strconv.Itoa(s.ResourceInstanceCount))
+	}
+	if strings.Join(got, " ") != "dev:2 prod:3" {
+		t.Errorf("stack states = %s", got)
+	}
+	if len(states.Items) == 2 {
+		one, err := c.StackStates.Read(ctx, states.Items[1].ID)
+		if err != nil || one.Deployment != "prod" || !one.IsCurrent {
+			t.Errorf("stack state = %+v, %v", one, err)
+		}
+		rc, err := c.StackStates.Description(ctx, states.Items[1].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || !strings.Contains(string(desc), "terraform_data") {
+			t.Errorf("stack state description = %.200s, %v", desc, err)
+		}
+	}
+	// Approving again is refused: nothing waits.
+	if err := c.StackDeploymentSteps.Advance(ctx, ss[0].ID); err == nil {
+		t.Error("a completed step was advanced")
+	}
+	// The engine the stack names ran every deployment.
+	want := map[string]string{"terraform": "Terraform", "tofu": "OpenTofu"}[eng.Name] + " v" + eng.Version
+	for _, d := range []string{"dev", "prod"} {
+		if h := planLogHeader(t, c, org.Name, "stack-"+st.ID+"-"+d); !strings.Contains(h, want) {
+			t.Errorf("%s's plan log starts %q, want %q", d, h, want)
+		}
+	}
 }
 
 func diagnostics(t *testing.T, c *tfe.Client, cfgID string) string {
@@ -297,105 +364,113 @@ func TestDeploymentRunLifecycle(t *testing.T) {
 		t.Skip("runs terraform")
 	}
 	t.Parallel()
+	engines := testenv.Engines(t)
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
-		ctx := context.Background()
-		c := e.Client
-		org := testenv.NewOrg(t, c, "lifecycle")
-		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := copyDir(t, "testdata/e2e")
-		v1, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prod1 := waitRun(t, c, groupRun(t, c, v1.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
-		waitRun(t, c, groupRun(t, c, v1.ID, "auto").ID, is("succeeded", "failed"))
-
-		// A second version while prod's first plan waits.
-		rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "replicas = 2", "replicas = 3")
-		v2, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prod2 := waitRun(t, c, groupRun(t, c, v2.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
-		if dev2 := waitRun(t, c, groupRun(t, c, v2.ID, "auto").ID, is("succeeded", "failed")); dev2.Status != "succeeded" {
-			t.Fatalf("dev v2 = %s", dev2.Status)
-		}
-		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, prod2.ID); err != nil {
-			t.Fatal(err)
-		}
-		if r := waitRun(t, c, prod1.ID, is("abandoned", "succeeded", "failed")); r.Status != "abandoned" {
-			t.Errorf("prod's first run = %s, want abandoned", r.Status)
-		}
-		if r := waitRun(t, c, prod2.ID, is("succeeded", "failed")); r.Status != "succeeded" {
-			t.Fatalf("prod v2 = %s: %s", r.Status, diagnostics(t, c, v2.ID))
-		}
-		if got := len(deploymentRuns(t, c, e, st.ID, "prod")); got != 2 {
-			t.Errorf("prod has %d runs", got)
-		}
-		if b, _ := json.Marshal(outputs(t, c, org.Name, "stack-"+st.ID+"-prod")["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1","prod-net/app-2"]` {
-			t.Errorf("prod outputs = %s", b)
-		}
-
-		// destroy = true on dev, and prod's block removed.
-		rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "  deployment_group = deployment_group.auto\n", "  deployment_group = deployment_group.auto\n  destroy = true\n")
-		b, _ := os.ReadFile(filepath.Join(dir, "deployments.tfdeploy.hcl"))
-		s := string(b)
-		s = s[:strings.Index(s, `deployment "prod"`)]
-		if err := os.WriteFile(filepath.Join(dir, "deployments.tfdeploy.hcl"), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		v3, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Destroying removes resources: the no_destroy check sends dev to
-		// an operator too.
-		for _, name := range []string{"dev", "prod"} {
-			ids := deploymentRuns(t, c, e, st.ID, name)
-			if len(ids) == 0 {
-				t.Fatalf("no runs for %s", name)
-			}
-			r := waitRun(t, c, ids[0], is("pre-deploying-pending-operator", "failed", "succeeded"))
-			if r.Status != "pre-deploying-pending-operator" {
-				t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
-			}
-			if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r.ID); err != nil {
-				t.Fatal(err)
-			}
-			if r := waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
-				t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
-			}
-			ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ws.ResourceCount != 0 {
-				t.Errorf("%s still has %d resources", name, ws.ResourceCount)
-			}
-		}
-
-		// A deployment that never converges fails with a diagnostic.
-		st2, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "clock", Project: &tfe.Project{ID: prj.ID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st2.ID, "testdata/diverge", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := waitRun(t, c, groupRun(t, c, cfg.ID, "auto").ID, is("succeeded", "failed"))
-		if r.Status != "failed" || !strings.Contains(diagnostics(t, c, cfg.ID), "did not converge") {
-			t.Errorf("diverging run = %s: %s", r.Status, diagnostics(t, c, cfg.ID))
-		}
-		if got := stepSummary(steps(t, c, r.ID)); strings.Count(got, "apply=completed") != 4 || !strings.HasSuffix(got, "plan=failed") {
-			t.Errorf("diverging steps = %s", got)
+		for _, eng := range engines {
+			t.Run(eng.Label(), func(t *testing.T) { lifecycleScenario(t, e, eng) })
 		}
 	})
+}
+
+func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
+	ctx := context.Background()
+	c := e.Client
+	org := testenv.NewOrg(t, c, "lifecycle-"+strings.ReplaceAll(eng.Label(), ".", "-"))
+	prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setEngine(t, e, st.ID, eng.Version)
+	dir := copyDir(t, "testdata/e2e")
+	v1, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod1 := waitRun(t, c, groupRun(t, c, v1.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
+	waitRun(t, c, groupRun(t, c, v1.ID, "auto").ID, is("succeeded", "failed"))
+
+	// A second version while prod's first plan waits.
+	rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "replicas = 2", "replicas = 3")
+	v2, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod2 := waitRun(t, c, groupRun(t, c, v2.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
+	if dev2 := waitRun(t, c, groupRun(t, c, v2.ID, "auto").ID, is("succeeded", "failed")); dev2.Status != "succeeded" {
+		t.Fatalf("dev v2 = %s", dev2.Status)
+	}
+	if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, prod2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := waitRun(t, c, prod1.ID, is("abandoned", "succeeded", "failed")); r.Status != "abandoned" {
+		t.Errorf("prod's first run = %s, want abandoned", r.Status)
+	}
+	if r := waitRun(t, c, prod2.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+		t.Fatalf("prod v2 = %s: %s", r.Status, diagnostics(t, c, v2.ID))
+	}
+	if got := len(deploymentRuns(t, c, e, st.ID, "prod")); got != 2 {
+		t.Errorf("prod has %d runs", got)
+	}
+	if b, _ := json.Marshal(outputs(t, c, org.Name, "stack-"+st.ID+"-prod")["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1","prod-net/app-2"]` {
+		t.Errorf("prod outputs = %s", b)
+	}
+
+	// destroy = true on dev, and prod's block removed.
+	rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "  deployment_group = deployment_group.auto\n", "  deployment_group = deployment_group.auto\n  destroy = true\n")
+	b, _ := os.ReadFile(filepath.Join(dir, "deployments.tfdeploy.hcl"))
+	s := string(b)
+	s = s[:strings.Index(s, `deployment "prod"`)]
+	if err := os.WriteFile(filepath.Join(dir, "deployments.tfdeploy.hcl"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v3, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Destroying removes resources: the no_destroy check sends dev to
+	// an operator too.
+	for _, name := range []string{"dev", "prod"} {
+		ids := deploymentRuns(t, c, e, st.ID, name)
+		if len(ids) == 0 {
+			t.Fatalf("no runs for %s", name)
+		}
+		r := waitRun(t, c, ids[0], is("pre-deploying-pending-operator", "failed", "succeeded"))
+		if r.Status != "pre-deploying-pending-operator" {
+			t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
+		}
+		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+			t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
+		}
+		ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ws.ResourceCount != 0 {
+			t.Errorf("%s still has %d resources", name, ws.ResourceCount)
+		}
+	}
+
+	// A deployment that never converges fails with a diagnostic.
+	st2, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "clock", Project: &tfe.Project{ID: prj.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st2.ID, "testdata/diverge", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := waitRun(t, c, groupRun(t, c, cfg.ID, "auto").ID, is("succeeded", "failed"))
+	if r.Status != "failed" || !strings.Contains(diagnostics(t, c, cfg.ID), "did not converge") {
+		t.Errorf("diverging run = %s: %s", r.Status, diagnostics(t, c, cfg.ID))
+	}
+	if got := stepSummary(steps(t, c, r.ID)); strings.Count(got, "apply=completed") != 4 || !strings.HasSuffix(got, "plan=failed") {
+		t.Errorf("diverging steps = %s", got)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/slug"
@@ -95,34 +96,26 @@ func NewService(o Options) (*Service, error) {
 		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1)}, nil
 }
 
-// Authorization: one function per decision, so that a single authorization
-// model can replace them.
+// Authorization: every decision asks the one model (internal/authz) with
+// the stack's project as the resource; HCP Terraform ties stacks to the
+// permissions of their project.
 
-// canRead: any caller who can see the organization sees its stacks.
-func canRead(ctx context.Context, org string) error { return auth.CheckOrganization(ctx, org) }
-
-// canManage: creating, changing and deleting stacks and uploading their
-// configurations is for the organization's owners.
-func canManage(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return err
-	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may manage stacks", org)
-	}
-	return nil
+// canRead: the caller may see the stack (project read).
+func canRead(ctx context.Context, org, projectID string) error {
+	return authz.Allows(ctx, authz.StackRead, authz.Resource{Organization: org, ProjectID: projectID})
 }
 
-// canApprove: approving and cancelling deployment runs is for the
-// organization's owners.
-func canApprove(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return err
-	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may approve or cancel deployment runs", org)
-	}
-	return nil
+// canManage: creating, changing and deleting stacks and uploading their
+// configurations (manage workspaces, or a project grant that creates
+// workspaces).
+func canManage(ctx context.Context, org, projectID string) error {
+	return authz.Allows(ctx, authz.StackManage, authz.Resource{Organization: org, ProjectID: projectID})
+}
+
+// canApprove: approving and cancelling deployment runs (write access to
+// the project's workspaces).
+func canApprove(ctx context.Context, org, projectID string) error {
+	return authz.Allows(ctx, authz.StackApprove, authz.Resource{Organization: org, ProjectID: projectID})
 }
 
 // Stack is a stack (go-tfe's Stack).
@@ -136,6 +129,7 @@ type Stack struct {
 	ExecutionMode      string
 	AgentPoolID        string
 	WorkingDirectory   string
+	TerraformVersion   string
 	TriggerPatterns    []string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
@@ -150,12 +144,18 @@ type StackOptions struct {
 	AgentPoolID        *string
 	WorkingDirectory   *string
 	TriggerPatterns    *[]string
+	// TerraformVersion: the engine version of the deployments'
+	// workspaces ("" for the server's default); a version that the
+	// engines folder holds as tofu runs OpenTofu.
+	TerraformVersion *string
 	// VCS is true when the request carried a vcs-repo: refused until
 	// Terrace has VCS connections.
 	VCS bool
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,89}$`)
+
+var versionRE = regexp.MustCompile(`^(latest|v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?)$`)
 
 func (o StackOptions) apply(st *Stack) error {
 	if o.VCS {
@@ -195,17 +195,23 @@ func (o StackOptions) apply(st *Stack) error {
 	if o.TriggerPatterns != nil {
 		st.TriggerPatterns = append([]string{}, (*o.TriggerPatterns)...)
 	}
+	if o.TerraformVersion != nil {
+		if *o.TerraformVersion != "" && !versionRE.MatchString(*o.TerraformVersion) {
+			return core.Invalid("terraform-version %q is not a version: use an exact version such as 1.11.4, or latest", *o.TerraformVersion)
+		}
+		st.TerraformVersion = *o.TerraformVersion
+	}
 	return nil
 }
 
-const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, created_at, updated_at`
+const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, terraform_version, created_at, updated_at`
 
 func scanStack(sc store.Scanner) (*Stack, error) {
 	var st Stack
 	var tp string
 	var c, u int64
 	if err := sc.Scan(&st.ID, &st.Organization, &st.ProjectID, &st.Name, &st.Description, &st.SpeculativeEnabled, &st.ExecutionMode,
-		&st.AgentPoolID, &st.WorkingDirectory, &tp, &c, &u); err != nil {
+		&st.AgentPoolID, &st.WorkingDirectory, &tp, &st.TerraformVersion, &c, &u); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(tp), &st.TriggerPatterns); err != nil {
@@ -236,7 +242,7 @@ func (s *Service) GetStack(ctx context.Context, id string) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, st.Organization); err != nil {
+	if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 		return nil, core.NotFound("stack %q not found", id)
 	}
 	return st, nil
@@ -254,7 +260,7 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 	if err != nil {
 		return nil, err
 	}
-	if err := canManage(ctx, org); err != nil {
+	if err := canManage(ctx, org, projectID); err != nil {
 		return nil, err
 	}
 	now := nowUTC()
@@ -264,9 +270,9 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 		return nil, err
 	}
 	tp, _ := json.Marshal(st.TriggerPatterns)
-	_, err = s.db.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.db.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		st.ID, st.Organization, st.ProjectID, st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID,
-		st.WorkingDirectory, string(tp), core.Micros(now), core.Micros(now))
+		st.WorkingDirectory, string(tp), st.TerraformVersion, core.Micros(now), core.Micros(now))
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Invalid("a stack named %q already exists in project %s", st.Name, projectID)
 	}
@@ -284,10 +290,10 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization); err != nil {
+		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 			return core.NotFound("stack %q not found", id)
 		}
-		if err := canManage(ctx, st.Organization); err != nil {
+		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
 			return err
 		}
 		if err := o.apply(st); err != nil {
@@ -296,8 +302,9 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 		st.UpdatedAt = nowUTC()
 		tp, _ := json.Marshal(st.TriggerPatterns)
 		_, err = tx.Exec(ctx, `UPDATE stacks SET name = ?, description = ?, speculative_enabled = ?, execution_mode = ?, agent_pool_id = ?,
-			working_directory = ?, trigger_patterns = ?, updated_at = ? WHERE id = ?`,
-			st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID, st.WorkingDirectory, string(tp), core.Micros(st.UpdatedAt), st.ID)
+			working_directory = ?, trigger_patterns = ?, terraform_version = ?, updated_at = ? WHERE id = ?`,
+			st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID, st.WorkingDirectory, string(tp), st.TerraformVersion,
+			core.Micros(st.UpdatedAt), st.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("a stack named %q already exists in project %s", st.Name, st.ProjectID)
 		}
@@ -311,11 +318,28 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 // with a name containing search; sort is name or updated-at, "-" first
 // for descending.
 func (s *Service) ListStacks(ctx context.Context, org, projectID, search, sortBy string, offset, limit int) ([]*Stack, int, error) {
-	if err := canRead(ctx, org); err != nil {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
 	if err := s.orgs.Exists(ctx, org); err != nil {
 		return nil, 0, err
+	}
+	// Only the stacks of projects the caller may read.
+	projects, err := store.All(ctx, s.db, func(sc interface{ Scan(...any) error }) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT DISTINCT project_id FROM stacks WHERE organization_name = ?`, org)
+	if err != nil {
+		return nil, 0, err
+	}
+	readable := []string{}
+	for _, p := range projects {
+		if canRead(ctx, org, p) == nil {
+			readable = append(readable, p)
+		}
+	}
+	if len(readable) == 0 {
+		return []*Stack{}, 0, nil
 	}
 	order := "name ASC"
 	switch sortBy {
@@ -333,6 +357,10 @@ func (s *Service) ListStacks(ctx context.Context, org, projectID, search, sortBy
 	like := "%" + strings.ToLower(strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(search)) + "%"
 	args := []any{org, projectID, projectID, search, like}
 	where = strings.Replace(where, "LIKE ?", `LIKE ? ESCAPE '\'`, 1)
+	where += ` AND project_id IN (?` + strings.Repeat(", ?", len(readable)-1) + `)`
+	for _, p := range readable {
+		args = append(args, p)
+	}
 	var total int
 	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM stacks WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
@@ -351,10 +379,10 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization); err != nil {
+		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 			return core.NotFound("stack %q not found", id)
 		}
-		if err := canManage(ctx, st.Organization); err != nil {
+		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
 			return err
 		}
 		if !force {
@@ -420,6 +448,7 @@ type Configuration struct {
 	ID             string
 	StackID        string
 	Organization   string
+	ProjectID      string
 	SequenceNumber int
 	Status         ConfigStatus
 	Source         string // manual or reuse
@@ -434,7 +463,7 @@ type Configuration struct {
 	sha256         string
 }
 
-const cfgCols = `c.id, c.stack_id, s.organization_name, c.sequence_number, c.status, c.source, c.speculative, c.destroy_all, c.blob_key, c.sha256,
+const cfgCols = `c.id, c.stack_id, s.organization_name, s.project_id, c.sequence_number, c.status, c.source, c.speculative, c.destroy_all, c.blob_key, c.sha256,
 	c.components, c.deployments, c.status_timestamps, c.created_at, c.updated_at`
 
 const cfgFrom = ` FROM stack_configurations c JOIN stacks s ON s.id = c.stack_id`
@@ -443,7 +472,7 @@ func scanConfig(sc store.Scanner) (*Configuration, error) {
 	var c Configuration
 	var comps, deps, ts string
 	var cr, up int64
-	if err := sc.Scan(&c.ID, &c.StackID, &c.Organization, &c.SequenceNumber, &c.Status, &c.Source, &c.Speculative, &c.DestroyAll,
+	if err := sc.Scan(&c.ID, &c.StackID, &c.Organization, &c.ProjectID, &c.SequenceNumber, &c.Status, &c.Source, &c.Speculative, &c.DestroyAll,
 		&c.blobKey, &c.sha256, &comps, &deps, &ts, &cr, &up); err != nil {
 		return nil, err
 	}
@@ -480,7 +509,7 @@ func (s *Service) GetConfiguration(ctx context.Context, id string) (*Configurati
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, c.Organization); err != nil {
+	if err := canRead(ctx, c.Organization, c.ProjectID); err != nil {
 		return nil, core.NotFound("stack configuration %q not found", id)
 	}
 	return c, nil
@@ -527,10 +556,10 @@ func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o Con
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization); err != nil {
+		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
 			return core.NotFound("stack %q not found", stackID)
 		}
-		if err := canManage(ctx, st.Organization); err != nil {
+		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
 			return err
 		}
 		if o.Speculative && !st.SpeculativeEnabled {
@@ -602,7 +631,7 @@ func (s *Service) UploadURL(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := canManage(ctx, c.Organization); err != nil {
+	if err := canManage(ctx, c.Organization, c.ProjectID); err != nil {
 		return "", err
 	}
 	if c.Status != ConfigPending {
@@ -842,6 +871,7 @@ type StoredDiagnostic struct {
 	ID              string
 	ConfigurationID string
 	Organization    string
+	ProjectID       string
 	Diagnostic
 	Acknowledged bool
 	CreatedAt    time.Time
@@ -861,7 +891,7 @@ func insertDiagnostics(ctx context.Context, q store.Q, cfgID string, diags Diagn
 	return nil
 }
 
-const diagCols = `d.id, d.stack_configuration_id, s.organization_name, d.severity, d.summary, d.detail, d.diags, d.acknowledged, d.created_at`
+const diagCols = `d.id, d.stack_configuration_id, s.organization_name, s.project_id, d.severity, d.summary, d.detail, d.diags, d.acknowledged, d.created_at`
 
 const diagFrom = ` FROM stack_diagnostics d JOIN stack_configurations c ON c.id = d.stack_configuration_id JOIN stacks s ON s.id = c.stack_id`
 
@@ -869,7 +899,7 @@ func scanDiagnostic(sc store.Scanner) (*StoredDiagnostic, error) {
 	var d StoredDiagnostic
 	var diags string
 	var at int64
-	if err := sc.Scan(&d.ID, &d.ConfigurationID, &d.Organization, &d.Severity, &d.Summary, &d.Detail, &diags, &d.Acknowledged, &at); err != nil {
+	if err := sc.Scan(&d.ID, &d.ConfigurationID, &d.Organization, &d.ProjectID, &d.Severity, &d.Summary, &d.Detail, &diags, &d.Acknowledged, &at); err != nil {
 		return nil, err
 	}
 	var ds []Diagnostic
@@ -903,7 +933,7 @@ func (s *Service) GetDiagnostic(ctx context.Context, id string) (*StoredDiagnost
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, d.Organization); err != nil {
+	if err := canRead(ctx, d.Organization, d.ProjectID); err != nil {
 		return nil, core.NotFound("stack diagnostic %q not found", id)
 	}
 	return d, nil
@@ -915,6 +945,7 @@ type Group struct {
 	ID              string
 	ConfigurationID string
 	Organization    string
+	ProjectID       string
 	Name            string
 	Status          GroupStatus
 	Config          GroupConfig
@@ -922,7 +953,7 @@ type Group struct {
 	UpdatedAt       time.Time
 }
 
-const groupCols = `g.id, g.stack_configuration_id, s.organization_name, g.name, g.status, g.config, g.created_at, g.updated_at`
+const groupCols = `g.id, g.stack_configuration_id, s.organization_name, s.project_id, g.name, g.status, g.config, g.created_at, g.updated_at`
 
 const groupFrom = ` FROM stack_deployment_groups g JOIN stack_configurations c ON c.id = g.stack_configuration_id JOIN stacks s ON s.id = c.stack_id`
 
@@ -930,7 +961,7 @@ func scanGroup(sc store.Scanner) (*Group, error) {
 	var g Group
 	var cfg string
 	var cr, up int64
-	if err := sc.Scan(&g.ID, &g.ConfigurationID, &g.Organization, &g.Name, &g.Status, &cfg, &cr, &up); err != nil {
+	if err := sc.Scan(&g.ID, &g.ConfigurationID, &g.Organization, &g.ProjectID, &g.Name, &g.Status, &cfg, &cr, &up); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(cfg), &g.Config); err != nil {
@@ -972,7 +1003,7 @@ func (s *Service) GetGroup(ctx context.Context, id string) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := canRead(ctx, g.Organization); err != nil {
+	if err := canRead(ctx, g.Organization, g.ProjectID); err != nil {
 		return nil, core.NotFound("deployment group %q not found", id)
 	}
 	return g, nil
@@ -1003,4 +1034,36 @@ func (s *Service) ListDeployments(ctx context.Context, stackID string) ([]*Deplo
 		d.CreatedAt, d.UpdatedAt = core.FromMicros(cr), core.FromMicros(up)
 		return &d, nil
 	}, `SELECT id, stack_id, name, last_configuration_id, removed, created_at, updated_at FROM stack_deployments WHERE stack_id = ? AND NOT removed ORDER BY name`, stackID)
+}
+
+// Locate returns the organization and project of a stack object (stack,
+// configuration, deployment group, deployment run, step or diagnostic),
+// whoever asks: the authorization model's resolver uses it to place a
+// request before any check. An unknown ID is core.ErrNotFound.
+func (s *Service) Locate(ctx context.Context, id string) (org, projectID string, err error) {
+	var q string
+	switch {
+	case core.HasPrefix(id, PrefixStack):
+		q = `SELECT s.organization_name, s.project_id FROM stacks s WHERE s.id = ?`
+	case core.HasPrefix(id, PrefixConfiguration):
+		q = `SELECT s.organization_name, s.project_id FROM stack_configurations c JOIN stacks s ON s.id = c.stack_id WHERE c.id = ?`
+	case core.HasPrefix(id, PrefixGroup):
+		q = `SELECT s.organization_name, s.project_id FROM stack_deployment_groups g JOIN stack_configurations c ON c.id = g.stack_configuration_id
+			JOIN stacks s ON s.id = c.stack_id WHERE g.id = ?`
+	case core.HasPrefix(id, PrefixDiagnostic):
+		q = `SELECT s.organization_name, s.project_id FROM stack_diagnostics d JOIN stack_configurations c ON c.id = d.stack_configuration_id
+			JOIN stacks s ON s.id = c.stack_id WHERE d.id = ?`
+	case core.HasPrefix(id, PrefixRun):
+		q = `SELECT s.organization_name, s.project_id FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id WHERE r.id = ?`
+	case core.HasPrefix(id, PrefixStep):
+		q = `SELECT s.organization_name, s.project_id FROM stack_deployment_steps t JOIN stack_deployment_runs r ON r.id = t.stack_deployment_run_id
+			JOIN stacks s ON s.id = r.stack_id WHERE t.id = ?`
+	default:
+		return "", "", core.NotFound("%q not found", id)
+	}
+	err = s.db.QueryRow(ctx, q, id).Scan(&org, &projectID)
+	if store.IsNoRows(err) {
+		return "", "", core.NotFound("%q not found", id)
+	}
+	return org, projectID, err
 }

@@ -1,0 +1,3 @@
+deployment "dev" {
+  inputs = { name = "dev" }
+}

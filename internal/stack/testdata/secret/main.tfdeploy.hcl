@@ -1,0 +1,3 @@
+deployment "prod" {
+  inputs = { token = "s3cr3t-hunter2" }
+}
