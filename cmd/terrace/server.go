@@ -71,6 +71,8 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
+	f.DurationVar(&cfg.AssessmentInterval, "assessment-interval", 24*time.Hour, "how often each workspace with health assessments enabled is assessed for drift")
+	f.IntVar(&cfg.AssessmentConcurrency, "assessment-concurrency", 1, "health assessments executed at once (beside, not within, --runner-concurrency)")
 	return cmd
 }
 

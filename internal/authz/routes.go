@@ -167,6 +167,11 @@ var Routes = map[string]Route{
 	"GET /api/v2/workspaces/{id}/dependencies":                     {Action: WorkspaceRead, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}/dependency-settings":              {Action: WorkspaceRead, Locate: ByID("id")},
 	"PATCH /api/v2/workspaces/{id}/dependency-settings":            {Action: WorkspaceUpdate, Locate: ByID("id")},
+	// Health assessments (the assessment service checks the workspace of
+	// a result named by ID).
+	"GET /api/v2/assessment-results/{id}":            {Action: Authenticated, Service: true},
+	"GET /api/v2/workspaces/{id}/assessment-results": {Action: WorkspaceRead, Locate: ByID("id")},
+	"POST /api/v2/workspaces/{id}/actions/assess":    {Action: RunPlan, Locate: ByID("id")},
 	// Stacks: the stack service checks the organization and the caller's
 	// rights (read, manage, approve) of the stack a request names.
 	"DELETE /api/v2/stacks/{id}":                                             {Action: Authenticated, Service: true},

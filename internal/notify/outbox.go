@@ -103,14 +103,22 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 
 func (s *Service) enqueue(ctx context.Context, t run.Transition, trig Trigger, msg string) error {
 	r, ws := t.Run, t.Workspace
-	configs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
-		true, OnWorkspace, ws.ID, OnProject, ws.ProjectID)
-	if err != nil || len(configs) == 0 {
-		return err
-	}
 	e := Event{Trigger: trig, Message: msg, RunID: r.ID, RunMessage: r.Message, RunCreatedAt: r.CreatedAt, RunCreatedBy: r.CreatedBy,
 		RunStatus: string(t.To), RunUpdatedAt: r.UpdatedAt, WorkspaceID: ws.ID, WorkspaceName: ws.Name, Organization: r.Organization,
 		RunURL: fmt.Sprintf("%s/app/%s/workspaces/%s/runs/%s", s.o.BaseURL, r.Organization, ws.Name, r.ID)}
+	return s.enqueueEvent(ctx, ws.ID, ws.ProjectID, e)
+}
+
+// enqueueEvent puts e in the outbox for every enabled configuration of the
+// workspace (and its project) that subscribes to e's trigger, in one
+// transaction.
+func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID string, e Event) error {
+	configs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
+		true, OnWorkspace, workspaceID, OnProject, projectID)
+	if err != nil || len(configs) == 0 {
+		return err
+	}
+	trig := e.Trigger
 	now := core.Micros(core.Now())
 	n := 0
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {

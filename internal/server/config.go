@@ -57,6 +57,16 @@ type Config struct {
 	// AuditRetention is how long audit events are kept. Defaults to
 	// audit.DefaultRetention (90 days).
 	AuditRetention time.Duration
+	// AssessmentInterval is how long after a workspace's last health
+	// assessment the scheduler starts the next. Defaults to 24h; the
+	// scheduler looks for due workspaces every AssessmentInterval/10,
+	// at most once a minute. A negative interval turns the scheduler off
+	// (assessments then start only on request).
+	AssessmentInterval time.Duration
+	// AssessmentConcurrency is how many assessments the assessment runner
+	// executes at once, beside the run queue's RunnerConcurrency.
+	// Defaults to 1.
+	AssessmentConcurrency int
 }
 
 func (c *Config) setDefaults() {
@@ -68,6 +78,8 @@ func (c *Config) setDefaults() {
 	c.RunnerConcurrency = cmp.Or(c.RunnerConcurrency, 2)
 	c.EnginesDir = cmp.Or(c.EnginesDir, filepath.Join(c.DataDir, "engines"))
 	c.CancelGrace = cmp.Or(c.CancelGrace, 10*time.Second)
+	c.AssessmentInterval = cmp.Or(c.AssessmentInterval, 24*time.Hour)
+	c.AssessmentConcurrency = cmp.Or(c.AssessmentConcurrency, 1)
 }
 
 // hostnameFor is the default public hostname for a listen address.

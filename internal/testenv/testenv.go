@@ -47,6 +47,9 @@ type Options struct {
 	CancelGrace       time.Duration
 	// EnginesDir is the server's engines folder; EnginesDir() when empty.
 	EnginesDir string
+	// AssessmentInterval is the server's health assessment interval
+	// (24h when zero).
+	AssessmentInterval time.Duration
 }
 
 // Env is a running server.
@@ -106,6 +109,8 @@ func New(t testing.TB, opts Options) *Env {
 		RunnerConcurrency: opts.RunnerConcurrency,
 		CancelGrace:       opts.CancelGrace,
 		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
+
+		AssessmentInterval: opts.AssessmentInterval,
 	})
 	if err != nil {
 		cancel()
