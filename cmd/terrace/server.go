@@ -72,6 +72,10 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
 	f.DurationVar(&cfg.AssessmentInterval, "assessment-interval", 24*time.Hour, "how often each workspace with health assessments enabled is assessed for drift")
+	f.StringVar(&cfg.SMTPAddr, "smtp-addr", "", "host:port of the SMTP server email notifications are sent through (none: email destinations cannot be enabled)")
+	f.StringVar(&cfg.SMTPFrom, "smtp-from", "", "sender address of notification emails (default terrace@<hostname>)")
+	f.StringVar(&cfg.SMTPUsername, "smtp-username", "", "SMTP user name (PLAIN authentication; needs STARTTLS unless the server is localhost)")
+	f.StringVar(&cfg.SMTPPassword, "smtp-password", "", "SMTP password (also TERRACE_SMTP_PASSWORD_FILE)")
 	f.IntVar(&cfg.AssessmentConcurrency, "assessment-concurrency", 1, "health assessments executed at once (beside, not within, --runner-concurrency)")
 	return cmd
 }

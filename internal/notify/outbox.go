@@ -123,7 +123,7 @@ func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID strin
 	n := 0
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		for _, c := range configs {
-			if !c.Subscribes(trig) || c.Destination == Email {
+			if !c.Subscribes(trig) || (c.Destination == Email && s.o.SMTP == nil) {
 				continue
 			}
 			body, err := Body(c, e)
@@ -322,8 +322,16 @@ const Retention = 7 * 24 * time.Hour
 // maxResponseBody bounds what is kept of a destination's answer.
 const maxResponseBody = 4 << 10
 
-// send makes one request to the destination, bounded by Timeout.
+// send makes one request to the destination, bounded by Timeout: an
+// HTTP POST, or for email a message through the SMTP server.
 func (s *Service) send(ctx context.Context, c *Configuration, body []byte) Response {
+	if c.Destination == Email {
+		if s.o.SMTP == nil {
+			return Response{URL: "smtp:", SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{},
+				Body: "no SMTP server is configured"}
+		}
+		return s.sendMail(ctx, c, body)
+	}
 	r := Response{URL: c.URL, SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{}}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()

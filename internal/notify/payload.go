@@ -97,6 +97,8 @@ func Body(c *Configuration, e Event) ([]byte, error) {
 		return json.Marshal(slackBody(e))
 	case MicrosoftTeams:
 		return json.Marshal(teamsBody(e))
+	case Email:
+		return json.Marshal(emailBody(e))
 	}
 	if e.assessment != nil {
 		return json.Marshal(v2Payload{PayloadVersion: "2", ConfigID: c.ID, ConfigURL: e.baseURL + "/api/v2/notification-configurations/" + c.ID,

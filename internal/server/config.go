@@ -67,6 +67,11 @@ type Config struct {
 	// executes at once, beside the run queue's RunnerConcurrency.
 	// Defaults to 1.
 	AssessmentConcurrency int
+	// SMTPAddr (host:port) is the mail server email notifications are sent
+	// through; empty means none, and email configurations cannot be
+	// enabled. SMTPFrom is the sender (defaults to terrace@<hostname>);
+	// SMTPUsername and SMTPPassword authenticate (PLAIN), when set.
+	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPassword string
 }
 
 func (c *Config) setDefaults() {
@@ -80,6 +85,13 @@ func (c *Config) setDefaults() {
 	c.CancelGrace = cmp.Or(c.CancelGrace, 10*time.Second)
 	c.AssessmentInterval = cmp.Or(c.AssessmentInterval, 24*time.Hour)
 	c.AssessmentConcurrency = cmp.Or(c.AssessmentConcurrency, 1)
+	if c.SMTPFrom == "" {
+		host, _, err := net.SplitHostPort(cmp.Or(c.Hostname, hostnameFor(c.Addr)))
+		if err != nil {
+			host = "localhost"
+		}
+		c.SMTPFrom = "terrace@" + host
+	}
 }
 
 // hostnameFor is the default public hostname for a listen address.

@@ -50,6 +50,8 @@ type Options struct {
 	// AssessmentInterval is the server's health assessment interval
 	// (24h when zero).
 	AssessmentInterval time.Duration
+	// SMTPAddr is the SMTP server for email notifications (none when empty).
+	SMTPAddr string
 }
 
 // Env is a running server.
@@ -111,6 +113,7 @@ func New(t testing.TB, opts Options) *Env {
 		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
 
 		AssessmentInterval: opts.AssessmentInterval,
+		SMTPAddr:           opts.SMTPAddr,
 	})
 	if err != nil {
 		cancel()
