@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -39,7 +40,7 @@ func (s *Server) wireTriggers() error {
 	var err error
 	s.Triggers, err = trigger.NewService(trigger.Options{
 		DB: s.DB, Workspaces: triggerWorkspaces{s.Workspaces}, CreateRun: s.Runs.Create,
-		Outputs: s.currentOutputs, Logger: s.logger.With("component", "trigger"),
+		Outputs: s.currentOutputs, Logger: s.logger.With("component", "trigger"), RunConfig: s.runConfig,
 	})
 	if err != nil {
 		return err
@@ -51,6 +52,21 @@ func (s *Server) wireTriggers() error {
 		}
 	}
 	return nil
+}
+
+// runConfig reads the configuration version archive a run executes, for
+// the trigger domain (which outputs a consumer reads).
+func (s *Server) runConfig(ctx context.Context, runID string) ([]byte, error) {
+	r, err := s.Runs.System(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	rc, _, err := s.ConfigVersions.OpenArchiveUnchecked(ctx, r.ConfigurationVersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, 64<<20))
 }
 
 // currentOutputs reads a workspace's current outputs for the trigger

@@ -56,13 +56,16 @@ func (s *Service) RecordRead(ctx context.Context, producerID, consumerID, runID 
 	if err != nil {
 		return err
 	}
-	seen := map[string]string{}
-	for name, v := range outs {
-		seen[name] = digest(v)
-	}
 	producer, err := s.o.Workspaces.System(ctx, producerID)
 	if err != nil {
 		return err
+	}
+	read := s.outputsReadBy(ctx, runID, producer)
+	seen := map[string]string{}
+	for name, v := range outs {
+		if read.all || read.names[name] {
+			seen[name] = digest(v)
+		}
 	}
 	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		cycle, err := s.pathFrom(ctx, tx, consumerID, producerID)
@@ -89,6 +92,20 @@ func (s *Service) RecordRead(ctx context.Context, producerID, consumerID, runID 
 		}
 		return err
 	})
+}
+
+// outputsReadBy is which of producer's outputs the configuration of
+// runID reads (every output when that cannot be told).
+func (s *Service) outputsReadBy(ctx context.Context, runID string, producer *Workspace) readSet {
+	if s.o.RunConfig == nil {
+		return readSet{all: true}
+	}
+	archive, err := s.o.RunConfig(ctx, runID)
+	if err != nil {
+		s.o.Logger.Warn("reading a consumer's configuration: its derived edge carries every output", "run", runID, "error", err)
+		return readSet{all: true}
+	}
+	return outputsRead(archive, producer.Organization, producer.Name)
 }
 
 func jsonText(v any) string {

@@ -65,7 +65,11 @@ type Options struct {
 	// Outputs returns a workspace's current outputs, name to value
 	// (sensitive ones included: only their digests are kept).
 	Outputs func(ctx context.Context, workspaceID string) (map[string][]byte, error)
-	Logger  *slog.Logger
+	// RunConfig returns the configuration version archive (tar.gz) a run
+	// executes, from which a derived edge learns which outputs the
+	// consumer reads (nil, or an error: every output).
+	RunConfig func(ctx context.Context, runID string) ([]byte, error)
+	Logger    *slog.Logger
 	// MaxFanOut bounds how many runs one origin apply may queue, over the
 	// whole chain. Defaults to 500.
 	MaxFanOut int
