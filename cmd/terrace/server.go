@@ -76,6 +76,7 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.SMTPFrom, "smtp-from", "", "sender address of notification emails (default terrace@<hostname>)")
 	f.StringVar(&cfg.SMTPUsername, "smtp-username", "", "SMTP user name (PLAIN authentication; needs STARTTLS unless the server is localhost)")
 	f.StringVar(&cfg.SMTPPassword, "smtp-password", "", "SMTP password (also TERRACE_SMTP_PASSWORD_FILE)")
+	f.DurationVar(&cfg.TriggerHold, "trigger-hold", 0, "how long an apply's queued fan-out waits before it starts the dependent runs (0: at once)")
 	f.IntVar(&cfg.AssessmentConcurrency, "assessment-concurrency", 1, "health assessments executed at once (beside, not within, --runner-concurrency)")
 	return cmd
 }

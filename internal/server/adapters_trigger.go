@@ -41,6 +41,7 @@ func (s *Server) wireTriggers() error {
 	s.Triggers, err = trigger.NewService(trigger.Options{
 		DB: s.DB, Workspaces: triggerWorkspaces{s.Workspaces}, CreateRun: s.Runs.Create,
 		Outputs: s.currentOutputs, Logger: s.logger.With("component", "trigger"), RunConfig: s.runConfig,
+		Hold: s.cfg.TriggerHold,
 	})
 	if err != nil {
 		return err
@@ -52,6 +53,16 @@ func (s *Server) wireTriggers() error {
 		}
 	}
 	return nil
+}
+
+// startTriggers starts the fan-out loop; stop waits for it. Fan-outs an
+// earlier process of this data dir had claimed are taken back at once.
+func (s *Server) startTriggers(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	prefix := "trigger-" + s.instanceID() + "-"
+	done := make(chan struct{})
+	go func() { defer close(done); s.Triggers.Run(ctx, prefix+core.RandomString(10), prefix) }()
+	return func() { cancel(); <-done }
 }
 
 // runConfig reads the configuration version archive a run executes, for

@@ -72,6 +72,11 @@ type Config struct {
 	// enabled. SMTPFrom is the sender (defaults to terrace@<hostname>);
 	// SMTPUsername and SMTPPassword authenticate (PLAIN), when set.
 	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPassword string
+	// TriggerHold is how long an apply's fan-out (the runs it starts in
+	// dependent workspaces) waits in its queue before it is done; 0 (the
+	// default) means at once. Fault tests hold fan-outs to kill the
+	// server while one is queued.
+	TriggerHold time.Duration
 }
 
 func (c *Config) setDefaults() {

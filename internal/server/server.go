@@ -313,6 +313,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// flight then is sent again after the next start.
 	stopNotify := s.startNotify(ctx)
 	defer stopNotify()
+	// Dependent runs are queued from the durable fan-out queue.
+	stopTriggers := s.startTriggers(ctx)
+	defer stopTriggers()
 	// Stack deployment runs advance on the same lifecycle.
 	stacksDone := make(chan struct{})
 	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()

@@ -191,8 +191,10 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 	if t.To != run.Applied {
 		return
 	}
-	if err := s.fanOut(ctx, t); err != nil {
-		s.o.Logger.Error("queueing dependent runs", "workspace", t.Run.WorkspaceID, "run", t.Run.ID, "error", err)
+	// The fan-out itself happens in the fan-out loop (fanout.go), from a
+	// row that survives a crash.
+	if err := s.enqueueFanOut(ctx, t.Run.ID, t.Run.WorkspaceID); err != nil {
+		s.o.Logger.Error("queueing the fan-out of an apply", "workspace", t.Run.WorkspaceID, "run", t.Run.ID, "error", err)
 	}
 }
 
@@ -201,8 +203,11 @@ type target struct {
 	reason string // "declared" or the derived outputs that changed
 }
 
-func (s *Service) fanOut(ctx context.Context, t run.Transition) error {
-	src := t.Run.WorkspaceID
+// fanOut queues the dependent runs of srcRunID, an applied run of
+// srcWS. Done again after a crash, it finishes its own unfinished claims
+// and skips the targets it already queued.
+func (s *Service) fanOut(ctx context.Context, srcRunID string, srcWS *Workspace) error {
+	src := srcWS.ID
 	var targets []target
 	declared, err := store.All(ctx, s.o.DB, scanEdge, `SELECT `+cols+` FROM run_triggers WHERE sourceable_id = ? ORDER BY created_at, id`, src)
 	if err != nil {
@@ -254,30 +259,41 @@ func (s *Service) fanOut(ctx context.Context, t run.Transition) error {
 	if _, err := s.o.DB.Exec(ctx, `DELETE FROM triggered_runs WHERE created_at < ?`, core.Micros(core.Now().Add(-30*24*time.Hour))); err != nil {
 		return err
 	}
-	origin := t.Run.ID
+	origin := srcRunID
 	var o string
-	if err := s.o.DB.QueryRow(ctx, `SELECT origin_run_id FROM triggered_runs WHERE run_id = ?`, t.Run.ID).Scan(&o); err == nil {
+	if err := s.o.DB.QueryRow(ctx, `SELECT origin_run_id FROM triggered_runs WHERE run_id = ?`, srcRunID).Scan(&o); err == nil {
 		origin = o
 	} else if !store.IsNoRows(err) {
 		return err
 	}
 	// The origin's own workspace is never queued again by its chain.
-	if err := s.claim(ctx, origin, src); err != nil && !isTaken(err) {
+	if err := s.claim(ctx, origin, src, srcRunID); err != nil && !isTaken(err) {
 		return err
 	}
+	var failed error
 	for _, tg := range targets {
-		if err := s.claim(ctx, origin, tg.id); err != nil {
+		if err := s.claim(ctx, origin, tg.id, srcRunID); err != nil {
 			if isTaken(err) {
 				continue // this origin already queued a run there
 			}
 			s.o.Logger.Warn("not queueing a dependent run", "origin", origin, "target", tg.id, "error", err)
 			continue
 		}
-		if err := s.queue(ctx, t, origin, tg); err != nil {
-			s.o.Logger.Error("queueing a dependent run failed after retries", "source_run", t.Run.ID, "target", tg.id, "error", err)
+		if err := s.queue(ctx, srcRunID, srcWS.Name, origin, tg); err != nil {
+			kind := core.KindOf(err)
+			if kind == core.KindInvalid || kind == core.KindConflict || kind == core.KindNotFound {
+				// Final: the target cannot take a run (local execution,
+				// no configuration, …). Reported, not retried.
+				s.o.Logger.Error("a dependent run cannot be queued", "source_run", srcRunID, "target", tg.id, "error", err)
+				if _, err := s.o.DB.Exec(ctx, `UPDATE trigger_origins SET run_id = ? WHERE origin_run_id = ? AND workspace_id = ?`, "none", origin, tg.id); err != nil {
+					return err
+				}
+				continue
+			}
+			failed = fmt.Errorf("queueing a run in %s: %w", tg.id, err)
 		}
 	}
-	return nil
+	return failed
 }
 
 type takenError struct{}
@@ -287,9 +303,22 @@ func (takenError) Error() string { return "already queued for this origin" }
 func isTaken(err error) bool { _, ok := err.(takenError); return ok }
 
 // claim reserves one run in a workspace for an origin apply, within the
-// fan-out bound.
-func (s *Service) claim(ctx context.Context, origin, workspaceID string) error {
+// fan-out bound. A claim made by the same source run that has no run yet
+// (a fan-out interrupted between its claim and its run) is this fan-out's
+// own and is not taken.
+func (s *Service) claim(ctx context.Context, origin, workspaceID, sourceRunID string) error {
 	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		var src, runID string
+		err := tx.QueryRow(ctx, `SELECT source_run_id, run_id FROM trigger_origins WHERE origin_run_id = ? AND workspace_id = ?`+store.ForUpdate(tx), origin, workspaceID).Scan(&src, &runID)
+		if err == nil {
+			if src == sourceRunID && runID == "" {
+				return nil
+			}
+			return takenError{}
+		}
+		if !store.IsNoRows(err) {
+			return err
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM trigger_origins WHERE origin_run_id = ?`, origin).Scan(&n); err != nil {
 			return err
@@ -297,7 +326,7 @@ func (s *Service) claim(ctx context.Context, origin, workspaceID string) error {
 		if n > s.o.MaxFanOut {
 			return fmt.Errorf("origin run %s already queued %d runs, the most one apply may start", origin, s.o.MaxFanOut)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO trigger_origins (origin_run_id, workspace_id, created_at) VALUES (?, ?, ?)`, origin, workspaceID, core.Micros(core.Now()))
+		_, err = tx.Exec(ctx, `INSERT INTO trigger_origins (origin_run_id, workspace_id, source_run_id, created_at) VALUES (?, ?, ?, ?)`, origin, workspaceID, sourceRunID, core.Micros(core.Now()))
 		if store.IsUniqueViolation(tx, err) {
 			return takenError{}
 		}
@@ -307,14 +336,14 @@ func (s *Service) claim(ctx context.Context, origin, workspaceID string) error {
 
 // queue creates the dependent run, retrying a failed creation with
 // doubling waits.
-func (s *Service) queue(ctx context.Context, t run.Transition, origin string, tg target) error {
+func (s *Service) queue(ctx context.Context, srcRunID, srcName, origin string, tg target) error {
 	target, err := s.o.Workspaces.System(ctx, tg.id)
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Triggered by run trigger: workspace %q applied %s", t.Workspace.Name, t.Run.ID)
+	msg := fmt.Sprintf("Triggered by run trigger: workspace %q applied %s", srcName, srcRunID)
 	if tg.reason != "declared" {
-		msg = fmt.Sprintf("Triggered by a dependency: workspace %q applied %s, changing outputs %s that this workspace reads", t.Workspace.Name, t.Run.ID, tg.reason)
+		msg = fmt.Sprintf("Triggered by a dependency: workspace %q applied %s, changing outputs %s that this workspace reads", srcName, srcRunID, tg.reason)
 	}
 	auto := target.AutoApplyRunTrigger || target.AutoApply
 	if tg.reason == "declared" {
@@ -326,9 +355,14 @@ func (s *Service) queue(ctx context.Context, t run.Transition, origin string, tg
 		r, err = s.o.CreateRun(system(ctx), run.CreateOptions{WorkspaceID: target.ID, Message: &msg, AutoApply: &auto,
 			Source: RunSource, TriggerReason: RunReason})
 		if err == nil {
-			_, err = s.o.DB.Exec(ctx, `INSERT INTO triggered_runs (run_id, origin_run_id, source_run_id, created_at) VALUES (?, ?, ?, ?)`,
-				r.ID, origin, t.Run.ID, core.Micros(core.Now()))
-			return err
+			return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+				if _, err := tx.Exec(ctx, `INSERT INTO triggered_runs (run_id, origin_run_id, source_run_id, created_at) VALUES (?, ?, ?, ?)`,
+					r.ID, origin, srcRunID, core.Micros(core.Now())); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `UPDATE trigger_origins SET run_id = ? WHERE origin_run_id = ? AND workspace_id = ?`, r.ID, origin, tg.id)
+				return err
+			})
 		}
 		kind := core.KindOf(err)
 		if attempt >= s.o.Retries || kind == core.KindInvalid || kind == core.KindConflict || kind == core.KindNotFound {

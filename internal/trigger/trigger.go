@@ -76,10 +76,17 @@ type Options struct {
 	// Retries is how many times a failed run creation is tried again
 	// (with doubling waits from 100ms) before it is reported. Defaults to 3.
 	Retries int
+	// Hold is how long a queued fan-out waits before the loop starts its
+	// runs (0: at once). Fault tests use it to kill the server while a
+	// fan-out is queued.
+	Hold time.Duration
 }
 
 // Service manages run triggers and fires them.
-type Service struct{ o Options }
+type Service struct {
+	o    Options
+	wake chan struct{} // nudges the fan-out loop
+}
 
 // NewService validates o and returns a service.
 func NewService(o Options) (*Service, error) {
@@ -95,7 +102,7 @@ func NewService(o Options) (*Service, error) {
 	if o.Retries <= 0 {
 		o.Retries = 3
 	}
-	return &Service{o: o}, nil
+	return &Service{o: o, wake: make(chan struct{}, 1)}, nil
 }
 
 // authorize is the one decision for managing a workspace's run triggers and
