@@ -42,6 +42,13 @@ func (s *Server) wireTriggers() error {
 		DB: s.DB, Workspaces: triggerWorkspaces{s.Workspaces}, CreateRun: s.Runs.Create,
 		Outputs: s.currentOutputs, Logger: s.logger.With("component", "trigger"), RunConfig: s.runConfig,
 		Hold: s.cfg.TriggerHold,
+		Speculative: func(ctx context.Context, runID string) (bool, error) {
+			r, err := s.Runs.System(ctx, runID)
+			if err != nil {
+				return false, err
+			}
+			return r.PlanOnly, nil
+		},
 	})
 	if err != nil {
 		return err

@@ -67,12 +67,31 @@ func (s *Service) RecordRead(ctx context.Context, producerID, consumerID, runID 
 			seen[name] = digest(v)
 		}
 	}
+	speculative := false
+	if s.o.Speculative != nil {
+		if speculative, err = s.o.Speculative(ctx, runID); err != nil {
+			return err
+		}
+	}
 	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		cycle, err := s.pathFrom(ctx, tx, consumerID, producerID)
 		if err != nil {
 			return err
 		}
 		now := core.Micros(core.Now())
+		if speculative {
+			// A plan-only run (a speculative plan, a health assessment)
+			// keeps the edge but not what it saw: the digests stay those
+			// of the consumer's last real run, so a queued fan-out of the
+			// producer still finds its changed outputs.
+			res, err := tx.Exec(ctx, `UPDATE derived_edges SET updated_at = ? WHERE producer_id = ? AND consumer_id = ?`, now, producerID, consumerID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				return nil
+			}
+		}
 		res, err := tx.Exec(ctx, `UPDATE derived_edges SET run_id = ?, outputs = ?, cycle = ?, updated_at = ? WHERE producer_id = ? AND consumer_id = ?`,
 			runID, jsonText(seen), cycle, now, producerID, consumerID)
 		if err != nil {

@@ -112,9 +112,13 @@ type fanRow struct {
 	attempts           int
 }
 
-// work claims and does every due fan-out, oldest first.
+// work claims and does every due fan-out, oldest first; failed ones are
+// kept a week for operators, then pruned.
 func (s *Service) work(ctx context.Context, claimant string) error {
 	now := core.Now()
+	if _, err := s.o.DB.Exec(ctx, `DELETE FROM trigger_fanouts WHERE status = ? AND updated_at < ?`, string(fanFailed), core.Micros(now.Add(-7*24*time.Hour))); err != nil {
+		return err
+	}
 	rows, err := store.All(ctx, s.o.DB, func(sc interface{ Scan(...any) error }) (fanRow, error) {
 		var r fanRow
 		err := sc.Scan(&r.runID, &r.workspaceID, &r.status, &r.attempts)

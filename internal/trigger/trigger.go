@@ -69,7 +69,10 @@ type Options struct {
 	// executes, from which a derived edge learns which outputs the
 	// consumer reads (nil, or an error: every output).
 	RunConfig func(ctx context.Context, runID string) ([]byte, error)
-	Logger    *slog.Logger
+	// Speculative reports whether a run is plan-only (speculative plans
+	// and health assessments); nil: none is.
+	Speculative func(ctx context.Context, runID string) (bool, error)
+	Logger      *slog.Logger
 	// MaxFanOut bounds how many runs one origin apply may queue, over the
 	// whole chain. Defaults to 500.
 	MaxFanOut int
