@@ -285,6 +285,23 @@ func TestAssessmentOnRequest(t *testing.T) {
 			api(t, e, "POST", "/api/v2/workspaces/"+ws.ID+"/actions/assess", http.StatusAccepted, nil)
 			checkDrifted(ctx, t, e, ws, hook)
 
+			// An assessment whose plan fails (terraform refuses an unknown
+			// flag) is recorded as failed and sends assessment:failed.
+			if _, err := e.Client.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("TF_CLI_ARGS_plan"),
+				Value: tfe.String("-no-such-flag"), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
+				t.Fatal(err)
+			}
+			before = time.Now()
+			api(t, e, "POST", "/api/v2/workspaces/"+ws.ID+"/actions/assess", http.StatusAccepted, nil)
+			hook.waitFor(3*time.Minute, "assessment:failed")
+			bad := waitAssessment(t, e, ws.ID, before, time.Minute)
+			if bad.Attributes.Succeeded || bad.Attributes.Status != "errored" || bad.Attributes.ErrorMsg == nil || *bad.Attributes.ErrorMsg == "" {
+				t.Fatalf("a failed assessment: %+v", bad.Attributes)
+			}
+			if _, _, sigs := hook.counts(); sigs != 0 {
+				t.Fatalf("%d deliveries had a wrong signature", sigs)
+			}
+
 			// A workspace without assessments enabled is refused with a
 			// message saying so.
 			other, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("plain")})
