@@ -11,42 +11,43 @@ import (
 
 // Run is one plan (and maybe apply) of a configuration version on a workspace.
 type Run struct {
-	ID                     string `json:"id"`
-	WorkspaceID            string `json:"workspace_id"`
-	Organization           string `json:"organization"`
-	ConfigurationVersionID string `json:"configuration_version_id"`
-	Status                 Status `json:"status"`
-	Timestamps             Stamps `json:"timestamps"`
-	Message                string `json:"message"`
-	IsDestroy              bool   `json:"is_destroy"`
-	Refresh                bool   `json:"refresh"`
-	RefreshOnly            bool   `json:"refresh_only"`
-	PlanOnly               bool   `json:"plan_only"`
-	SavePlan               bool   `json:"save_plan"`
-	AutoApply              bool   `json:"auto_apply"`
-	AllowEmptyApply        bool   `json:"allow_empty_apply"`
-	DebuggingMode          bool   `json:"debugging_mode,omitempty"` // terraform logs at TRACE level
+	ID                     string    `json:"id"`
+	WorkspaceID            string    `json:"workspace_id"`
+	Organization           string    `json:"organization"`
+	ConfigurationVersionID string    `json:"configuration_version_id"`
+	Status                 Status    `json:"status"`
+	Timestamps             Stamps    `json:"timestamps"`
+	Message                string    `json:"message"`
+	IsDestroy              bool      `json:"is_destroy"`
+	Refresh                bool      `json:"refresh"`
+	RefreshOnly            bool      `json:"refresh_only"`
+	PlanOnly               bool      `json:"plan_only"`
+	SavePlan               bool      `json:"save_plan"`
+	AutoApply              bool      `json:"auto_apply"`
+	AllowEmptyApply        bool      `json:"allow_empty_apply"`
+	DebuggingMode          bool      `json:"debugging_mode,omitempty"` // terraform logs at TRACE level
+	TargetAddrs            []string  `json:"target_addrs,omitempty"`
+	ReplaceAddrs           []string  `json:"replace_addrs,omitempty"`
+	InvokeActionAddrs      []string  `json:"invoke_action_addrs,omitempty"`
+	PolicyPaths            []string  `json:"policy_paths,omitempty"`
+	Variables              []RunVar  `json:"variables,omitempty"`
+	TerraformVersion       string    `json:"terraform_version"`
+	Source                 string    `json:"source"`
+	TriggerReason          string    `json:"trigger_reason"`
+	HasChanges             bool      `json:"has_changes"`
+	CreatedBy              string    `json:"created_by"`
+	ConfirmedBy            string    `json:"confirmed_by,omitempty"`
+	ErrorMessage           string    `json:"error_message,omitempty"`
+	CreatedAt              time.Time `json:"created_at"`
+	UpdatedAt              time.Time `json:"updated_at"`
+	CancelRequestedAt      time.Time `json:"cancel_requested_at,omitzero"`
+	Plan                   Phase     `json:"plan"`
+	Apply                  Phase     `json:"apply"`
+
 	// Assessment marks a health assessment (a refresh-only plan started by
 	// internal/assessment): left out of run lists and queue counts, its
 	// job waits in QueueAssessments.
-	Assessment        bool      `json:"assessment,omitempty"`
-	TargetAddrs       []string  `json:"target_addrs,omitempty"`
-	ReplaceAddrs      []string  `json:"replace_addrs,omitempty"`
-	InvokeActionAddrs []string  `json:"invoke_action_addrs,omitempty"`
-	PolicyPaths       []string  `json:"policy_paths,omitempty"`
-	Variables         []RunVar  `json:"variables,omitempty"`
-	TerraformVersion  string    `json:"terraform_version"`
-	Source            string    `json:"source"`
-	TriggerReason     string    `json:"trigger_reason"`
-	HasChanges        bool      `json:"has_changes"`
-	CreatedBy         string    `json:"created_by"`
-	ConfirmedBy       string    `json:"confirmed_by,omitempty"`
-	ErrorMessage      string    `json:"error_message,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
-	UpdatedAt         time.Time `json:"updated_at"`
-	CancelRequestedAt time.Time `json:"cancel_requested_at,omitzero"`
-	Plan              Phase     `json:"plan"`
-	Apply             Phase     `json:"apply"`
+	Assessment bool `json:"assessment,omitempty"`
 
 	// moves are the transitions made since the run was read, reported to
 	// observers once they are committed (see Service.Observe).

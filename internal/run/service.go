@@ -72,13 +72,14 @@ type Options struct {
 // Service runs the run lifecycle.
 type Service struct {
 	Options
-	wake chan struct{} // nudges in-process runners: a job was queued
+	wake      chan struct{} // nudges in-process runners: a job was queued
+	mu        sync.Mutex
+	signals   map[string]chan string // job id -> cancel signals for in-process runners
+	onChange  []func(ctx context.Context, r *Run)
+	observers []func(ctx context.Context, t Transition)
+
 	// assessWake nudges the assessment runner: an assessment was queued.
 	assessWake chan struct{}
-	mu         sync.Mutex
-	signals    map[string]chan string // job id -> cancel signals for in-process runners
-	onChange   []func(ctx context.Context, r *Run)
-	observers  []func(ctx context.Context, t Transition)
 }
 
 // NewService returns a run service.
