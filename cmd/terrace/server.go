@@ -74,6 +74,13 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.DurationVar(&cfg.RunTaskProgressTimeout, "run-task-progress-timeout", 10*time.Minute, "a run task result with no progress report for this long errors")
 	f.DurationVar(&cfg.RunTaskTimeout, "run-task-timeout", 60*time.Minute, "a run task result with no final status this long after its stage started errors")
 	f.DurationVar(&cfg.RunTaskRetryBackoff, "run-task-retry-backoff", time.Second, "first wait before a refused run task request is sent again (doubles each time)")
+	f.DurationVar(&cfg.AssessmentInterval, "assessment-interval", 24*time.Hour, "how often each workspace with health assessments enabled is assessed for drift")
+	f.StringVar(&cfg.SMTPAddr, "smtp-addr", "", "host:port of the SMTP server email notifications are sent through (none: email destinations cannot be enabled)")
+	f.StringVar(&cfg.SMTPFrom, "smtp-from", "", "sender address of notification emails (default terrace@<hostname>)")
+	f.StringVar(&cfg.SMTPUsername, "smtp-username", "", "SMTP user name (PLAIN authentication; needs STARTTLS unless the server is localhost)")
+	f.StringVar(&cfg.SMTPPassword, "smtp-password", "", "SMTP password (also TERRACE_SMTP_PASSWORD_FILE)")
+	f.DurationVar(&cfg.TriggerHold, "trigger-hold", 0, "how long an apply's queued fan-out waits before it starts the dependent runs (0: at once)")
+	f.IntVar(&cfg.AssessmentConcurrency, "assessment-concurrency", 1, "health assessments executed at once (beside, not within, --runner-concurrency)")
 	return cmd
 }
 

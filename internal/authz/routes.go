@@ -185,6 +185,11 @@ var Routes = map[string]Route{
 	"GET /api/v2/workspaces/{id}/dependencies":                     {Action: WorkspaceRead, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}/dependency-settings":              {Action: WorkspaceRead, Locate: ByID("id")},
 	"PATCH /api/v2/workspaces/{id}/dependency-settings":            {Action: WorkspaceUpdate, Locate: ByID("id")},
+	// Health assessments (the assessment service checks the workspace of
+	// a result named by ID).
+	"GET /api/v2/assessment-results/{id}":            {Action: Authenticated, Service: true},
+	"GET /api/v2/workspaces/{id}/assessment-results": {Action: WorkspaceRead, Locate: ByID("id")},
+	"POST /api/v2/workspaces/{id}/actions/assess":    {Action: RunPlan, Locate: ByID("id")},
 	// Stacks: the permissions of the stack's project (HCP Terraform ties
 	// stacks to project access); every stack object locates to its stack's
 	// project, stack states to the deployment workspace's.

@@ -251,7 +251,15 @@ output "seen" { value = data.terraform_remote_state.dns.outputs.record }
 	// dns stops reading app: after dns's next run the edge is gone.
 	dnsCV2 := uploadConfig(ctx, t, c, dns.ID, `output "record" { value = "static" }`)
 	apply(dns, dnsCV2.ID)
-	if ed := findEdge(dependencies(t, e, dns.ID), "app", "dns"); ed != nil {
-		t.Fatalf("the edge app → dns is still listed after dns stopped reading app: %+v", ed)
+	// The edge goes when the run's observers see it applied, just after
+	// the API shows it applied: wait for that.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ed := findEdge(dependencies(t, e, dns.ID), "app", "dns")
+		if ed == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the edge app → dns is still listed after dns stopped reading app: %+v", ed)
+		}
 	}
 }

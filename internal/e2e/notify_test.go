@@ -54,11 +54,14 @@ func (w *webhook) serve(rw http.ResponseWriter, r *http.Request) {
 		Notifications []struct {
 			Trigger string `json:"trigger"`
 		} `json:"notifications"`
+		Trigger string `json:"trigger"` // v2 payloads (assessments)
 	}
 	_ = json.Unmarshal(body, &p)
 	trig := "?"
 	if len(p.Notifications) == 1 {
 		trig = p.Notifications[0].Trigger
+	} else if p.Trigger != "" {
+		trig = p.Trigger
 	}
 	w.arrived <- trig
 	w.mu.Lock()

@@ -65,7 +65,7 @@ type proc struct {
 	Client   *tfe.Client
 }
 
-func startProc(t *testing.T, dataDir, database, addr string) *proc {
+func startProc(t *testing.T, dataDir, database, addr string, extra ...string) *proc {
 	t.Helper()
 	if addr == "" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -75,7 +75,7 @@ func startProc(t *testing.T, dataDir, database, addr string) *proc {
 		addr = ln.Addr().String()
 		ln.Close()
 	}
-	args := []string{"server", "--data-dir", dataDir, "--addr", addr, "--log-level", "warn"}
+	args := append([]string{"server", "--data-dir", dataDir, "--addr", addr, "--log-level", "warn"}, extra...)
 	if database != "" {
 		args = append(args, "--database", database)
 	}

@@ -132,6 +132,10 @@ func decode(w http.ResponseWriter, r *http.Request) (Changes, error) {
 		return o, err
 	}
 	o = Changes{Name: b.Name, Destination: b.Destination, URL: b.URL, Token: b.Token, Enabled: b.Enabled, Triggers: b.Triggers, EmailAddrs: b.EmailAddrs}
+	// As in HCP Terraform, a request without the users relationship sets
+	// none: go-tfe omits an empty list, and its update tests expect an
+	// update without users to clear them.
+	o.EmailUserIDs = &[]string{}
 	if _, ok := doc.Relationships["users"]; ok {
 		users, err := doc.RelResources("users")
 		if err != nil {

@@ -103,19 +103,27 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 
 func (s *Service) enqueue(ctx context.Context, t run.Transition, trig Trigger, msg string) error {
 	r, ws := t.Run, t.Workspace
-	configs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
-		true, OnWorkspace, ws.ID, OnProject, ws.ProjectID)
-	if err != nil || len(configs) == 0 {
-		return err
-	}
 	e := Event{Trigger: trig, Message: msg, RunID: r.ID, RunMessage: r.Message, RunCreatedAt: r.CreatedAt, RunCreatedBy: r.CreatedBy,
 		RunStatus: string(t.To), RunUpdatedAt: r.UpdatedAt, WorkspaceID: ws.ID, WorkspaceName: ws.Name, Organization: r.Organization,
 		RunURL: fmt.Sprintf("%s/app/%s/workspaces/%s/runs/%s", s.o.BaseURL, r.Organization, ws.Name, r.ID)}
+	return s.enqueueEvent(ctx, ws.ID, ws.ProjectID, e)
+}
+
+// enqueueEvent puts e in the outbox for every enabled configuration of the
+// workspace (and its project) that subscribes to e's trigger, in one
+// transaction.
+func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID string, e Event) error {
+	configs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
+		true, OnWorkspace, workspaceID, OnProject, projectID)
+	if err != nil || len(configs) == 0 {
+		return err
+	}
+	trig := e.Trigger
 	now := core.Micros(core.Now())
 	n := 0
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		for _, c := range configs {
-			if !c.Subscribes(trig) || c.Destination == Email {
+			if !c.Subscribes(trig) || (c.Destination == Email && s.o.SMTP == nil) {
 				continue
 			}
 			body, err := Body(c, e)
@@ -314,8 +322,16 @@ const Retention = 7 * 24 * time.Hour
 // maxResponseBody bounds what is kept of a destination's answer.
 const maxResponseBody = 4 << 10
 
-// send makes one request to the destination, bounded by Timeout.
+// send makes one request to the destination, bounded by Timeout: an
+// HTTP POST, or for email a message through the SMTP server.
 func (s *Service) send(ctx context.Context, c *Configuration, body []byte) Response {
+	if c.Destination == Email {
+		if s.o.SMTP == nil {
+			return Response{URL: "smtp:", SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{},
+				Body: "no SMTP server is configured"}
+		}
+		return s.sendMail(ctx, c, body)
+	}
 	r := Response{URL: c.URL, SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{}}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()

@@ -24,6 +24,11 @@ type Event struct {
 	WorkspaceID   string
 	WorkspaceName string
 	Organization  string
+
+	// assessment, when set, makes this an assessment notification (the
+	// v2 payload for generic destinations); baseURL builds its links.
+	assessment *assessmentDetails
+	baseURL    string
 }
 
 // Sign is the X-TFE-Notification-Signature of body: hex HMAC-SHA512 keyed
@@ -92,6 +97,12 @@ func Body(c *Configuration, e Event) ([]byte, error) {
 		return json.Marshal(slackBody(e))
 	case MicrosoftTeams:
 		return json.Marshal(teamsBody(e))
+	case Email:
+		return json.Marshal(emailBody(e))
+	}
+	if e.assessment != nil {
+		return json.Marshal(v2Payload{PayloadVersion: "2", ConfigID: c.ID, ConfigURL: e.baseURL + "/api/v2/notification-configurations/" + c.ID,
+			TriggerScope: "assessment", Trigger: string(e.Trigger), Message: e.Message, Details: e.assessment})
 	}
 	return json.Marshal(genericPayload{
 		PayloadVersion: 1, ConfigID: c.ID,

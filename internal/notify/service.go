@@ -41,6 +41,11 @@ type Options struct {
 	// HTTP sends requests; defaults to a client without a global timeout
 	// (each request gets Timeout).
 	HTTP *http.Client
+	// SMTP sends email destinations; nil when no SMTP server is
+	// configured (enabling an email configuration is then refused).
+	SMTP *SMTP
+	// UserEmails resolves the users of email configurations.
+	UserEmails UserEmails
 }
 
 // Service manages configurations and their deliveries.
@@ -213,15 +218,21 @@ func apply(c *Configuration, o Changes) error {
 	return validate(c)
 }
 
+// errNoSMTP refuses email when the server has no SMTP server configured.
+var errNoSMTP = core.Invalid("email notifications need an SMTP server, and this server has none configured (terrace server --smtp-addr): use a generic, slack or microsoft-teams destination, or save the configuration disabled")
+
 // checkEnable verifies an enabled configuration: email needs an SMTP
-// server (none is configurable yet), the others a 2xx to a test request.
-// The response is kept on c either way.
+// server (its recipients verify it, as in HCP Terraform: nothing is sent),
+// the others a 2xx to a test request. The response is kept on c either way.
 func (s *Service) checkEnable(ctx context.Context, c *Configuration) error {
 	if !c.Enabled {
 		return nil
 	}
 	if c.Destination == Email {
-		return core.Invalid("email notifications need an SMTP server, and this server has none configured: use a generic, slack or microsoft-teams destination, or save the configuration disabled")
+		if s.o.SMTP == nil {
+			return errNoSMTP
+		}
+		return nil
 	}
 	resp := s.send(ctx, c, mustBody(c, verificationEvent()))
 	c.Responses = keep(c.Responses, resp)
@@ -343,8 +354,8 @@ func (s *Service) Verify(ctx context.Context, id string) (*Configuration, error)
 	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return nil, err
 	}
-	if c.Destination == Email {
-		return nil, core.Invalid("email configurations are verified by their recipients, and this server has no SMTP server configured")
+	if c.Destination == Email && s.o.SMTP == nil {
+		return nil, errNoSMTP
 	}
 	resp := s.send(ctx, c, mustBody(c, verificationEvent()))
 	if err := s.record(ctx, c.ID, resp); err != nil {

@@ -18,18 +18,24 @@ type Job struct {
 	Signal <-chan string // in-process runners: "cancel" or "force"
 }
 
-// Claim gives the runner the oldest queued job, or nil when there is none.
-// The claim is a lease that Heartbeat must extend.
+// Claim gives the runner the oldest queued job of the run queue, or nil
+// when there is none. The claim is a lease that Heartbeat must extend.
 func (s *Service) Claim(ctx context.Context, runnerID string) (*Job, error) {
+	return s.ClaimFrom(ctx, runnerID, QueueRuns)
+}
+
+// ClaimFrom is Claim from one queue: the assessment runner claims from
+// QueueAssessments, every other runner (and agent) from QueueRuns.
+func (s *Service) ClaimFrom(ctx context.Context, runnerID string, queue Queue) (*Job, error) {
 	var job *Job
 	var started *Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
-		q := `SELECT id, run_id, phase FROM jobs WHERE status = 'queued' ORDER BY created_at, id LIMIT 1`
+		q := `SELECT id, run_id, phase FROM jobs WHERE status = 'queued' AND queue = ? ORDER BY created_at, id LIMIT 1`
 		if tx.Driver().Name() == "postgres" {
 			q += ` FOR UPDATE SKIP LOCKED`
 		}
 		var j Job
-		if err := tx.QueryRow(ctx, q).Scan(&j.ID, &j.RunID, &j.Phase); err != nil {
+		if err := tx.QueryRow(ctx, q, string(queue)).Scan(&j.ID, &j.RunID, &j.Phase); err != nil {
 			if store.IsNoRows(err) {
 				return nil
 			}

@@ -44,6 +44,11 @@ type Run struct {
 	Plan                   Phase     `json:"plan"`
 	Apply                  Phase     `json:"apply"`
 
+	// Assessment marks a health assessment (a refresh-only plan started by
+	// internal/assessment): left out of run lists and queue counts, its
+	// job waits in QueueAssessments.
+	Assessment bool `json:"assessment,omitempty"`
+
 	// moves are the transitions made since the run was read, reported to
 	// observers once they are committed (see Service.Observe).
 	moves []move

@@ -78,6 +78,9 @@ type Service struct {
 	signals   map[string]chan string // job id -> cancel signals for in-process runners
 	onChange  []func(ctx context.Context, r *Run)
 	observers []func(ctx context.Context, t Transition)
+
+	// assessWake nudges the assessment runner: an assessment was queued.
+	assessWake chan struct{}
 }
 
 // NewService returns a run service.
@@ -91,7 +94,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: make(chan struct{}, 1), signals: map[string]chan string{}}
+	return &Service{Options: o, wake: make(chan struct{}, 1), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}}
 }
 
 // OnChange registers a function called after every committed status
@@ -330,8 +333,8 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 		return err
 	}
 	now := core.Micros(core.Now())
-	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?)`,
-		core.NewID("job"), r.ID, phase, now, now)
+	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
+		core.NewID("job"), r.ID, phase, string(queueOf(r)), now, now)
 	return err
 }
 
@@ -392,6 +395,12 @@ func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, erro
 
 func (s *Service) get(ctx context.Context, id string) (*Run, error) {
 	return getRun(ctx, s.DB, "id", id, false)
+}
+
+// System returns a run without checking the caller, for the server's own
+// work on behalf of the system.
+func (s *Service) System(ctx context.Context, id string) (*Run, error) {
+	return s.get(ctx, id)
 }
 
 // Get returns a run the caller may see.
@@ -503,7 +512,7 @@ func (s *Service) List(ctx context.Context, workspaceID string, o ListOptions) (
 	if _, err := s.Workspaces.Get(ctx, workspaceID); err != nil {
 		return nil, err
 	}
-	all, err := listRuns(ctx, s.DB, `workspace_id = ? ORDER BY created_at DESC, id DESC`, workspaceID)
+	all, err := listRuns(ctx, s.DB, `workspace_id = ? AND assessment = ? ORDER BY created_at DESC, id DESC`, workspaceID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -521,7 +530,7 @@ func (s *Service) ListOrganization(ctx context.Context, org string, o ListOption
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	all, err := listRuns(ctx, s.DB, `organization_name = ? ORDER BY created_at DESC, id DESC`, org)
+	all, err := listRuns(ctx, s.DB, `organization_name = ? AND assessment = ? ORDER BY created_at DESC, id DESC`, org, false)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +563,7 @@ func (s *Service) Queue(ctx context.Context, org string) ([]*Run, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	return listRuns(ctx, s.DB, `organization_name = ? AND status IN ('plan_queued','planning','apply_queued','applying') ORDER BY created_at, id`, org)
+	return listRuns(ctx, s.DB, `organization_name = ? AND assessment = ? AND status IN ('plan_queued','planning','apply_queued','applying') ORDER BY created_at, id`, org, false)
 }
 
 // Capacity counts an organization's queued and executing runs.
@@ -562,7 +571,7 @@ func (s *Service) Capacity(ctx context.Context, org string) (pending, running in
 	err = s.DB.QueryRow(ctx, `SELECT
 		COALESCE(SUM(CASE WHEN status IN ('plan_queued','apply_queued') THEN 1 ELSE 0 END), 0),
 		COALESCE(SUM(CASE WHEN status IN ('planning','applying') THEN 1 ELSE 0 END), 0)
-		FROM runs WHERE organization_name = ?`, org).Scan(&pending, &running)
+		FROM runs WHERE organization_name = ? AND assessment = ?`, org, false).Scan(&pending, &running)
 	return pending, running, err
 }
 
@@ -580,7 +589,7 @@ func (s *Service) PositionInQueue(ctx context.Context, r *Run) int {
 // CurrentRunID returns the workspace's newest run ("" when none).
 func (s *Service) CurrentRunID(ctx context.Context, workspaceID string) (string, error) {
 	var id string
-	err := s.DB.QueryRow(ctx, `SELECT id FROM runs WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID).Scan(&id)
+	err := s.DB.QueryRow(ctx, `SELECT id FROM runs WHERE workspace_id = ? AND assessment = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, false).Scan(&id)
 	if store.IsNoRows(err) {
 		return "", nil
 	}
@@ -888,7 +897,7 @@ func (s *Service) ForceExecute(ctx context.Context, id string) error {
 // workspace-kpis-runs-count).
 func (s *Service) RunsCount(ctx context.Context, workspaceID string) (int, error) {
 	var n int
-	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ?`, workspaceID).Scan(&n)
+	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND assessment = ?`, workspaceID, false).Scan(&n)
 	return n, err
 }
 
@@ -896,7 +905,7 @@ func (s *Service) RunsCount(ctx context.Context, workspaceID string) (int, error
 // created; zero when it has none.
 func (s *Service) CurrentRunCreatedAt(ctx context.Context, workspaceID string) (time.Time, error) {
 	var at int64
-	err := s.DB.QueryRow(ctx, `SELECT created_at FROM runs WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID).Scan(&at)
+	err := s.DB.QueryRow(ctx, `SELECT created_at FROM runs WHERE workspace_id = ? AND assessment = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, false).Scan(&at)
 	if store.IsNoRows(err) {
 		return time.Time{}, nil
 	}

@@ -45,9 +45,27 @@ func (a notifySubscribables) Organization(ctx context.Context, kind, id string) 
 // wireNotify builds the notification service and subscribes it to runs.
 func (s *Server) wireNotify() error {
 	var err error
+	var mail *notify.SMTP
+	if s.cfg.SMTPAddr != "" {
+		mail = &notify.SMTP{Addr: s.cfg.SMTPAddr, From: s.cfg.SMTPFrom, Username: s.cfg.SMTPUsername, Password: s.cfg.SMTPPassword}
+	}
 	s.Notify, err = notify.NewService(notify.Options{
 		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL,
 		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
+		SMTP:          mail,
+		UserEmails: func(ctx context.Context, ids []string) ([]string, error) {
+			users, err := s.Auth.GetUsers(ctx, ids)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]string, 0, len(users))
+			for _, u := range users {
+				if u.Email != "" {
+					out = append(out, u.Email)
+				}
+			}
+			return out, nil
+		},
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -39,7 +40,15 @@ func (s *Server) wireTriggers() error {
 	var err error
 	s.Triggers, err = trigger.NewService(trigger.Options{
 		DB: s.DB, Workspaces: triggerWorkspaces{s.Workspaces}, CreateRun: s.Runs.Create,
-		Outputs: s.currentOutputs, Logger: s.logger.With("component", "trigger"),
+		Outputs: s.currentOutputs, Logger: s.logger.With("component", "trigger"), RunConfig: s.runConfig,
+		Hold: s.cfg.TriggerHold,
+		Speculative: func(ctx context.Context, runID string) (bool, error) {
+			r, err := s.Runs.System(ctx, runID)
+			if err != nil {
+				return false, err
+			}
+			return r.PlanOnly, nil
+		},
 	})
 	if err != nil {
 		return err
@@ -51,6 +60,31 @@ func (s *Server) wireTriggers() error {
 		}
 	}
 	return nil
+}
+
+// startTriggers starts the fan-out loop; stop waits for it. Fan-outs an
+// earlier process of this data dir had claimed are taken back at once.
+func (s *Server) startTriggers(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	prefix := "trigger-" + s.instanceID() + "-"
+	done := make(chan struct{})
+	go func() { defer close(done); s.Triggers.Run(ctx, prefix+core.RandomString(10), prefix) }()
+	return func() { cancel(); <-done }
+}
+
+// runConfig reads the configuration version archive a run executes, for
+// the trigger domain (which outputs a consumer reads).
+func (s *Server) runConfig(ctx context.Context, runID string) ([]byte, error) {
+	r, err := s.Runs.System(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	rc, _, err := s.ConfigVersions.OpenArchiveUnchecked(ctx, r.ConfigurationVersionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, 64<<20))
 }
 
 // currentOutputs reads a workspace's current outputs for the trigger

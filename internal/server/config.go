@@ -66,6 +66,26 @@ type Config struct {
 	// RunTaskRetryBackoff is the first wait before a refused run task
 	// request is sent again (it doubles). Defaults to 1s.
 	RunTaskRetryBackoff time.Duration
+	// AssessmentInterval is how long after a workspace's last health
+	// assessment the scheduler starts the next. Defaults to 24h; the
+	// scheduler looks for due workspaces every AssessmentInterval/10,
+	// at most once a minute. A negative interval turns the scheduler off
+	// (assessments then start only on request).
+	AssessmentInterval time.Duration
+	// AssessmentConcurrency is how many assessments the assessment runner
+	// executes at once, beside the run queue's RunnerConcurrency.
+	// Defaults to 1.
+	AssessmentConcurrency int
+	// SMTPAddr (host:port) is the mail server email notifications are sent
+	// through; empty means none, and email configurations cannot be
+	// enabled. SMTPFrom is the sender (defaults to terrace@<hostname>);
+	// SMTPUsername and SMTPPassword authenticate (PLAIN), when set.
+	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPassword string
+	// TriggerHold is how long an apply's fan-out (the runs it starts in
+	// dependent workspaces) waits in its queue before it is done; 0 (the
+	// default) means at once. Fault tests hold fan-outs to kill the
+	// server while one is queued.
+	TriggerHold time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -77,6 +97,15 @@ func (c *Config) setDefaults() {
 	c.RunnerConcurrency = cmp.Or(c.RunnerConcurrency, 2)
 	c.EnginesDir = cmp.Or(c.EnginesDir, filepath.Join(c.DataDir, "engines"))
 	c.CancelGrace = cmp.Or(c.CancelGrace, 10*time.Second)
+	c.AssessmentInterval = cmp.Or(c.AssessmentInterval, 24*time.Hour)
+	c.AssessmentConcurrency = cmp.Or(c.AssessmentConcurrency, 1)
+	if c.SMTPFrom == "" {
+		host, _, err := net.SplitHostPort(cmp.Or(c.Hostname, hostnameFor(c.Addr)))
+		if err != nil {
+			host = "localhost"
+		}
+		c.SMTPFrom = "terrace@" + host
+	}
 }
 
 // hostnameFor is the default public hostname for a listen address.

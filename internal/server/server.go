@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/agent"
+	"github.com/terracehq/terrace/internal/assessment"
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
@@ -111,6 +112,9 @@ type Server struct {
 	// RunTasks keeps organization run tasks and their workspace
 	// attachments.
 	RunTasks *runtask.Service
+	// Assessments runs health assessments (drift detection) and keeps
+	// their results.
+	Assessments *assessment.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -191,6 +195,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireAssessments(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.NoCode = nocode.NewService(s.DB)
 	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Variables = s.Registry, s.Workspaces, s.Variables
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
@@ -257,6 +265,8 @@ func (s *Server) routes() http.Handler {
 	(&audit.API{Service: s.Audit}).Register(api)
 	(&notify.API{Service: s.Notify}).Register(api)
 	(&runtask.API{Service: s.RunTasks}).Register(api)
+	(&assessment.API{Service: s.Assessments}).Register(api)
+	wsAPI.CurrentAssessment = s.Assessments.CurrentID
 	(&trigger.API{Service: s.Triggers, IncludeWorkspace: func(r *http.Request, id string) (any, error) {
 		w, err := s.Workspaces.Get(r.Context(), id)
 		if err != nil {
@@ -315,6 +325,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Run task requests and deadlines, on the same lifecycle.
 	stopRunTasks := s.startRunTasks(ctx)
 	defer stopRunTasks()
+	// Dependent runs are queued from the durable fan-out queue.
+	stopTriggers := s.startTriggers(ctx)
+	defer stopTriggers()
 	// Stack deployment runs advance on the same lifecycle.
 	stacksDone := make(chan struct{})
 	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()
@@ -323,6 +336,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)
 	defer stopRunner()
+	// Health assessments: their own runner and the scheduler (after the
+	// runner, whose start-up recovery also covers assessment jobs).
+	stopAssessments := s.startAssessments(ctx)
+	defer stopAssessments()
 	// Deployments stop watching their runs before the runner stops.
 	defer s.Orchestration.Shutdown()
 	errc := make(chan error, 1)

@@ -50,6 +50,11 @@ type Options struct {
 	// RunTask* shorten the run task timeouts and retries (server
 	// defaults when zero).
 	RunTaskProgressTimeout, RunTaskTimeout, RunTaskRetryBackoff time.Duration
+	// AssessmentInterval is the server's health assessment interval
+	// (24h when zero).
+	AssessmentInterval time.Duration
+	// SMTPAddr is the SMTP server for email notifications (none when empty).
+	SMTPAddr string
 }
 
 // Env is a running server.
@@ -113,6 +118,8 @@ func New(t testing.TB, opts Options) *Env {
 		RunTaskProgressTimeout: opts.RunTaskProgressTimeout,
 		RunTaskTimeout:         opts.RunTaskTimeout,
 		RunTaskRetryBackoff:    opts.RunTaskRetryBackoff,
+		AssessmentInterval:     opts.AssessmentInterval,
+		SMTPAddr:               opts.SMTPAddr,
 	})
 	if err != nil {
 		cancel()

@@ -56,13 +56,22 @@ func (s *Service) RecordRead(ctx context.Context, producerID, consumerID, runID 
 	if err != nil {
 		return err
 	}
-	seen := map[string]string{}
-	for name, v := range outs {
-		seen[name] = digest(v)
-	}
 	producer, err := s.o.Workspaces.System(ctx, producerID)
 	if err != nil {
 		return err
+	}
+	read := s.outputsReadBy(ctx, runID, producer)
+	seen := map[string]string{}
+	for name, v := range outs {
+		if read.all || read.names[name] {
+			seen[name] = digest(v)
+		}
+	}
+	speculative := false
+	if s.o.Speculative != nil {
+		if speculative, err = s.o.Speculative(ctx, runID); err != nil {
+			return err
+		}
 	}
 	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		cycle, err := s.pathFrom(ctx, tx, consumerID, producerID)
@@ -70,6 +79,19 @@ func (s *Service) RecordRead(ctx context.Context, producerID, consumerID, runID 
 			return err
 		}
 		now := core.Micros(core.Now())
+		if speculative {
+			// A plan-only run (a speculative plan, a health assessment)
+			// keeps the edge but not what it saw: the digests stay those
+			// of the consumer's last real run, so a queued fan-out of the
+			// producer still finds its changed outputs.
+			res, err := tx.Exec(ctx, `UPDATE derived_edges SET updated_at = ? WHERE producer_id = ? AND consumer_id = ?`, now, producerID, consumerID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				return nil
+			}
+		}
 		res, err := tx.Exec(ctx, `UPDATE derived_edges SET run_id = ?, outputs = ?, cycle = ?, updated_at = ? WHERE producer_id = ? AND consumer_id = ?`,
 			runID, jsonText(seen), cycle, now, producerID, consumerID)
 		if err != nil {
@@ -89,6 +111,20 @@ func (s *Service) RecordRead(ctx context.Context, producerID, consumerID, runID 
 		}
 		return err
 	})
+}
+
+// outputsReadBy is which of producer's outputs the configuration of
+// runID reads (every output when that cannot be told).
+func (s *Service) outputsReadBy(ctx context.Context, runID string, producer *Workspace) readSet {
+	if s.o.RunConfig == nil {
+		return readSet{all: true}
+	}
+	archive, err := s.o.RunConfig(ctx, runID)
+	if err != nil {
+		s.o.Logger.Warn("reading a consumer's configuration: its derived edge carries every output", "run", runID, "error", err)
+		return readSet{all: true}
+	}
+	return outputsRead(archive, producer.Organization, producer.Name)
 }
 
 func jsonText(v any) string {
@@ -174,8 +210,10 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 	if t.To != run.Applied {
 		return
 	}
-	if err := s.fanOut(ctx, t); err != nil {
-		s.o.Logger.Error("queueing dependent runs", "workspace", t.Run.WorkspaceID, "run", t.Run.ID, "error", err)
+	// The fan-out itself happens in the fan-out loop (fanout.go), from a
+	// row that survives a crash.
+	if err := s.enqueueFanOut(ctx, t.Run.ID, t.Run.WorkspaceID); err != nil {
+		s.o.Logger.Error("queueing the fan-out of an apply", "workspace", t.Run.WorkspaceID, "run", t.Run.ID, "error", err)
 	}
 }
 
@@ -184,8 +222,11 @@ type target struct {
 	reason string // "declared" or the derived outputs that changed
 }
 
-func (s *Service) fanOut(ctx context.Context, t run.Transition) error {
-	src := t.Run.WorkspaceID
+// fanOut queues the dependent runs of srcRunID, an applied run of
+// srcWS. Done again after a crash, it finishes its own unfinished claims
+// and skips the targets it already queued.
+func (s *Service) fanOut(ctx context.Context, srcRunID string, srcWS *Workspace) error {
+	src := srcWS.ID
 	var targets []target
 	declared, err := store.All(ctx, s.o.DB, scanEdge, `SELECT `+cols+` FROM run_triggers WHERE sourceable_id = ? ORDER BY created_at, id`, src)
 	if err != nil {
@@ -237,30 +278,41 @@ func (s *Service) fanOut(ctx context.Context, t run.Transition) error {
 	if _, err := s.o.DB.Exec(ctx, `DELETE FROM triggered_runs WHERE created_at < ?`, core.Micros(core.Now().Add(-30*24*time.Hour))); err != nil {
 		return err
 	}
-	origin := t.Run.ID
+	origin := srcRunID
 	var o string
-	if err := s.o.DB.QueryRow(ctx, `SELECT origin_run_id FROM triggered_runs WHERE run_id = ?`, t.Run.ID).Scan(&o); err == nil {
+	if err := s.o.DB.QueryRow(ctx, `SELECT origin_run_id FROM triggered_runs WHERE run_id = ?`, srcRunID).Scan(&o); err == nil {
 		origin = o
 	} else if !store.IsNoRows(err) {
 		return err
 	}
 	// The origin's own workspace is never queued again by its chain.
-	if err := s.claim(ctx, origin, src); err != nil && !isTaken(err) {
+	if err := s.claim(ctx, origin, src, srcRunID); err != nil && !isTaken(err) {
 		return err
 	}
+	var failed error
 	for _, tg := range targets {
-		if err := s.claim(ctx, origin, tg.id); err != nil {
+		if err := s.claim(ctx, origin, tg.id, srcRunID); err != nil {
 			if isTaken(err) {
 				continue // this origin already queued a run there
 			}
 			s.o.Logger.Warn("not queueing a dependent run", "origin", origin, "target", tg.id, "error", err)
 			continue
 		}
-		if err := s.queue(ctx, t, origin, tg); err != nil {
-			s.o.Logger.Error("queueing a dependent run failed after retries", "source_run", t.Run.ID, "target", tg.id, "error", err)
+		if err := s.queue(ctx, srcRunID, srcWS.Name, origin, tg); err != nil {
+			kind := core.KindOf(err)
+			if kind == core.KindInvalid || kind == core.KindConflict || kind == core.KindNotFound {
+				// Final: the target cannot take a run (local execution,
+				// no configuration, …). Reported, not retried.
+				s.o.Logger.Error("a dependent run cannot be queued", "source_run", srcRunID, "target", tg.id, "error", err)
+				if _, err := s.o.DB.Exec(ctx, `UPDATE trigger_origins SET run_id = ? WHERE origin_run_id = ? AND workspace_id = ?`, "none", origin, tg.id); err != nil {
+					return err
+				}
+				continue
+			}
+			failed = fmt.Errorf("queueing a run in %s: %w", tg.id, err)
 		}
 	}
-	return nil
+	return failed
 }
 
 type takenError struct{}
@@ -270,9 +322,22 @@ func (takenError) Error() string { return "already queued for this origin" }
 func isTaken(err error) bool { _, ok := err.(takenError); return ok }
 
 // claim reserves one run in a workspace for an origin apply, within the
-// fan-out bound.
-func (s *Service) claim(ctx context.Context, origin, workspaceID string) error {
+// fan-out bound. A claim made by the same source run that has no run yet
+// (a fan-out interrupted between its claim and its run) is this fan-out's
+// own and is not taken.
+func (s *Service) claim(ctx context.Context, origin, workspaceID, sourceRunID string) error {
 	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		var src, runID string
+		err := tx.QueryRow(ctx, `SELECT source_run_id, run_id FROM trigger_origins WHERE origin_run_id = ? AND workspace_id = ?`+store.ForUpdate(tx), origin, workspaceID).Scan(&src, &runID)
+		if err == nil {
+			if src == sourceRunID && runID == "" {
+				return nil
+			}
+			return takenError{}
+		}
+		if !store.IsNoRows(err) {
+			return err
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM trigger_origins WHERE origin_run_id = ?`, origin).Scan(&n); err != nil {
 			return err
@@ -280,7 +345,7 @@ func (s *Service) claim(ctx context.Context, origin, workspaceID string) error {
 		if n > s.o.MaxFanOut {
 			return fmt.Errorf("origin run %s already queued %d runs, the most one apply may start", origin, s.o.MaxFanOut)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO trigger_origins (origin_run_id, workspace_id, created_at) VALUES (?, ?, ?)`, origin, workspaceID, core.Micros(core.Now()))
+		_, err = tx.Exec(ctx, `INSERT INTO trigger_origins (origin_run_id, workspace_id, source_run_id, created_at) VALUES (?, ?, ?, ?)`, origin, workspaceID, sourceRunID, core.Micros(core.Now()))
 		if store.IsUniqueViolation(tx, err) {
 			return takenError{}
 		}
@@ -290,14 +355,14 @@ func (s *Service) claim(ctx context.Context, origin, workspaceID string) error {
 
 // queue creates the dependent run, retrying a failed creation with
 // doubling waits.
-func (s *Service) queue(ctx context.Context, t run.Transition, origin string, tg target) error {
+func (s *Service) queue(ctx context.Context, srcRunID, srcName, origin string, tg target) error {
 	target, err := s.o.Workspaces.System(ctx, tg.id)
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("Triggered by run trigger: workspace %q applied %s", t.Workspace.Name, t.Run.ID)
+	msg := fmt.Sprintf("Triggered by run trigger: workspace %q applied %s", srcName, srcRunID)
 	if tg.reason != "declared" {
-		msg = fmt.Sprintf("Triggered by a dependency: workspace %q applied %s, changing outputs %s that this workspace reads", t.Workspace.Name, t.Run.ID, tg.reason)
+		msg = fmt.Sprintf("Triggered by a dependency: workspace %q applied %s, changing outputs %s that this workspace reads", srcName, srcRunID, tg.reason)
 	}
 	auto := target.AutoApplyRunTrigger || target.AutoApply
 	if tg.reason == "declared" {
@@ -309,9 +374,14 @@ func (s *Service) queue(ctx context.Context, t run.Transition, origin string, tg
 		r, err = s.o.CreateRun(system(ctx), run.CreateOptions{WorkspaceID: target.ID, Message: &msg, AutoApply: &auto,
 			Source: RunSource, TriggerReason: RunReason})
 		if err == nil {
-			_, err = s.o.DB.Exec(ctx, `INSERT INTO triggered_runs (run_id, origin_run_id, source_run_id, created_at) VALUES (?, ?, ?, ?)`,
-				r.ID, origin, t.Run.ID, core.Micros(core.Now()))
-			return err
+			return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+				if _, err := tx.Exec(ctx, `INSERT INTO triggered_runs (run_id, origin_run_id, source_run_id, created_at) VALUES (?, ?, ?, ?)`,
+					r.ID, origin, srcRunID, core.Micros(core.Now())); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `UPDATE trigger_origins SET run_id = ? WHERE origin_run_id = ? AND workspace_id = ?`, r.ID, origin, tg.id)
+				return err
+			})
 		}
 		kind := core.KindOf(err)
 		if attempt >= s.o.Retries || kind == core.KindInvalid || kind == core.KindConflict || kind == core.KindNotFound {

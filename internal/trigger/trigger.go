@@ -65,17 +65,31 @@ type Options struct {
 	// Outputs returns a workspace's current outputs, name to value
 	// (sensitive ones included: only their digests are kept).
 	Outputs func(ctx context.Context, workspaceID string) (map[string][]byte, error)
-	Logger  *slog.Logger
+	// RunConfig returns the configuration version archive (tar.gz) a run
+	// executes, from which a derived edge learns which outputs the
+	// consumer reads (nil, or an error: every output).
+	RunConfig func(ctx context.Context, runID string) ([]byte, error)
+	// Speculative reports whether a run is plan-only (speculative plans
+	// and health assessments); nil: none is.
+	Speculative func(ctx context.Context, runID string) (bool, error)
+	Logger      *slog.Logger
 	// MaxFanOut bounds how many runs one origin apply may queue, over the
 	// whole chain. Defaults to 500.
 	MaxFanOut int
 	// Retries is how many times a failed run creation is tried again
 	// (with doubling waits from 100ms) before it is reported. Defaults to 3.
 	Retries int
+	// Hold is how long a queued fan-out waits before the loop starts its
+	// runs (0: at once). Fault tests use it to kill the server while a
+	// fan-out is queued.
+	Hold time.Duration
 }
 
 // Service manages run triggers and fires them.
-type Service struct{ o Options }
+type Service struct {
+	o    Options
+	wake chan struct{} // nudges the fan-out loop
+}
 
 // NewService validates o and returns a service.
 func NewService(o Options) (*Service, error) {
@@ -91,7 +105,7 @@ func NewService(o Options) (*Service, error) {
 	if o.Retries <= 0 {
 		o.Retries = 3
 	}
-	return &Service{o: o}, nil
+	return &Service{o: o, wake: make(chan struct{}, 1)}, nil
 }
 
 // authorize is the one decision for managing a workspace's run triggers and

@@ -28,6 +28,9 @@ type API struct {
 	Vars interface {
 		WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error)
 	}
+	// CurrentAssessment names the workspace's newest finished health
+	// assessment result ("" when none; nil: left out).
+	CurrentAssessment func(ctx context.Context, workspaceID string) (string, error)
 	// IncludeRun renders a run for ?include=current_run (nil: left out).
 	IncludeRun func(r *http.Request, id string) (any, error)
 	// IncludeConfigVersion renders a configuration version for
@@ -154,6 +157,7 @@ type jsonWorkspace struct {
 	AgentPool            *jsonRef                `jsonapi:"relation,agent-pool"`
 	CurrentRun           *jsonRunRef             `jsonapi:"relation,current-run"`
 	CurrentConfigVersion *jsonCVRef              `jsonapi:"relation,current-configuration-version,omitempty"`
+	CurrentAssessment    *jsonAssessmentRef      `jsonapi:"relation,current-assessment-result,omitempty"`
 	CurrentStateVersion  *jsonStateVersionRef    `jsonapi:"relation,current-state-version"`
 	Organization         *jsonOrgRef             `jsonapi:"relation,organization"`
 	Project              *jsonProjectRef         `jsonapi:"relation,project"`
@@ -197,6 +201,10 @@ type jsonPermissions struct {
 
 type jsonRef struct {
 	ID string `jsonapi:"primary,agent-pools"`
+}
+
+type jsonAssessmentRef struct {
+	ID string `jsonapi:"primary,assessment-results"`
 }
 
 type jsonRunRef struct {
@@ -399,6 +407,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 		if inc["outputs"] {
 			included = append(included, j.Outputs)
+		}
+	}
+	if a.CurrentAssessment != nil {
+		if id, err := a.CurrentAssessment(ctx, w.ID); err == nil && id != "" {
+			j.CurrentAssessment = &jsonAssessmentRef{ID: id}
 		}
 	}
 	if a.Service.Runs != nil {

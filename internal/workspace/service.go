@@ -970,6 +970,13 @@ func (s *Service) System(ctx context.Context, id string) (*Workspace, error) {
 	return s.loadUnchecked(ctx, s.db, id, false)
 }
 
+// AllSystem returns every workspace of every organization without checking
+// the caller (tag names left out), for background work such as the health
+// assessment scheduler.
+func (s *Service) AllSystem(ctx context.Context) ([]*Workspace, error) {
+	return store.All(ctx, s.db, scan, `SELECT `+cols+` FROM workspaces ORDER BY organization_name, name`)
+}
+
 // LockHolder returns who holds the workspace's lock: kind is "" when the
 // workspace is unlocked, else "users", "teams" or "runs" with the holder's ID.
 func (s *Service) LockHolder(ctx context.Context, id string) (kind, holderID string, err error) {

@@ -8,10 +8,16 @@
 //	    plan run locally; and the terraform CLI's own time for
 //	    apply -auto-approve with a cloud block (bounded by its 1–3s polling);
 //	(b) run creation to plan start, p50 and p99 over speculative runs;
-//	(c) runs per minute for many workspaces with one run each.
+//	(c) runs per minute for many workspaces with one run each;
+//	(d) run triggers: a chain of workspaces (each applies, then the next)
+//	    and a fan-out of one workspace to many: time from the origin's
+//	    apply to the last dependent applied, and the overhead per hop
+//	    beyond the runs themselves (a source applied → its dependent
+//	    starts planning).
 //
 //	go run ./tools/bench                    # everything (make bench)
 //	go run ./tools/bench -only a -iterations 10
+//	go run ./tools/bench -only d -chain 5 -fanout 10
 package main
 
 import (
@@ -73,21 +79,23 @@ type bench struct {
 }
 
 func main() {
-	only := flag.String("only", "abc", "which measurements to make: a, b, c")
+	only := flag.String("only", "abcd", "which measurements to make: a, b, c, d")
 	iterations := flag.Int("iterations", 10, "(a) runs measured on each side")
 	cliIterations := flag.Int("cli-iterations", 3, "(a) terraform apply -auto-approve runs with a cloud block")
 	plans := flag.Int("plans", 100, "(b) speculative runs")
 	workspaces := flag.Int("workspaces", 200, "(c) workspaces with one run each")
+	chain := flag.Int("chain", 50, "(d) workspaces in the chain")
+	fanout := flag.Int("fanout", 100, "(d) dependents of the fan-out's origin")
 	concurrency := flag.Int("concurrency", 4, "the in-process runner's concurrency")
 	verbose := flag.Bool("v", false, "server logs on stderr")
 	flag.Parse()
-	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *concurrency, *verbose); err != nil {
+	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *chain, *fanout, *concurrency, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(only string, iterations, cliIterations, plans, workspaces, concurrency int, verbose bool) error {
+func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, fanout, concurrency int, verbose bool) error {
 	tf, err := exec.LookPath("terraform")
 	if err != nil {
 		return errors.New("terraform is not on PATH")
@@ -151,6 +159,11 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, concurre
 	if strings.Contains(only, "c") {
 		if err := b.throughput(ctx, workspaces, concurrency); err != nil {
 			return fmt.Errorf("(c): %w", err)
+		}
+	}
+	if strings.Contains(only, "d") {
+		if err := b.triggers(ctx, chain, fanout, concurrency); err != nil {
+			return fmt.Errorf("(d): %w", err)
 		}
 	}
 	fmt.Printf("load average at the end: %s\n", loadavg())

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/terracehq/terrace/internal/mailsink"
 )
 
 func main() {
@@ -224,7 +226,14 @@ func runStore(ctx context.Context, o options, g *GoTFE, bin, runCLIConfig, work,
 		defer drop()
 		database = dsn
 	}
-	srv, err := startTerrace(ctx, bin, filepath.Join(work, store), database, runCLIConfig)
+	// A real SMTP server, so that email notification configurations can
+	// be enabled (go-tfe's update tests do).
+	mail, err := mailsink.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the local SMTP server: %w", err)
+	}
+	defer mail.Close()
+	srv, err := startTerrace(ctx, bin, filepath.Join(work, store), database, runCLIConfig, mail.Addr)
 	if err != nil {
 		return nil, err
 	}

@@ -65,8 +65,9 @@ func buildTerrace(ctx context.Context, repo, dir string) (string, error) {
 // startTerrace starts the server on a free loopback port with a fresh data
 // dir (dir/data, its log in dir/server.log) and waits until /healthz
 // answers over HTTPS. database is "" for the embedded SQLite store;
-// runCLIConfig, when set, is the CLI config file every run gets.
-func startTerrace(ctx context.Context, bin, dir, database, runCLIConfig string) (*Terrace, error) {
+// runCLIConfig, when set, is the CLI config file every run gets; smtpAddr,
+// when set, the SMTP server email notifications go to.
+func startTerrace(ctx context.Context, bin, dir, database, runCLIConfig, smtpAddr string) (*Terrace, error) {
 	dataDir := filepath.Join(dir, "data")
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the server binds it
@@ -80,7 +81,7 @@ func startTerrace(ctx context.Context, bin, dir, database, runCLIConfig string) 
 		if err != nil {
 			return nil, err
 		}
-		t, err := startOnce(ctx, bin, dataDir, database, runCLIConfig, port)
+		t, err := startOnce(ctx, bin, dataDir, database, runCLIConfig, smtpAddr, port)
 		if err == nil {
 			return t, nil
 		}
@@ -92,7 +93,7 @@ func startTerrace(ctx context.Context, bin, dir, database, runCLIConfig string) 
 	return nil, lastErr
 }
 
-func startOnce(ctx context.Context, bin, dataDir, database, runCLIConfig string, port int) (*Terrace, error) {
+func startOnce(ctx context.Context, bin, dataDir, database, runCLIConfig, smtpAddr string, port int) (*Terrace, error) {
 	t := &Terrace{
 		URL:     fmt.Sprintf("https://localhost:%d", port),
 		CAFile:  filepath.Join(dataDir, "tls", "ca.pem"),
@@ -110,6 +111,9 @@ func startOnce(ctx context.Context, bin, dataDir, database, runCLIConfig string,
 	}
 	if runCLIConfig != "" {
 		args = append(args, "--run-cli-config", runCLIConfig)
+	}
+	if smtpAddr != "" {
+		args = append(args, "--smtp-addr", smtpAddr)
 	}
 	t.cmd = exec.Command(bin, args...)
 	t.cmd.Env = withoutPrefixes(os.Environ(), "TERRACE_") // a developer's settings must not leak in

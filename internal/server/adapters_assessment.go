@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/terracehq/terrace/internal/assessment"
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/organization"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// assessmentWorkspaces shows workspaces to the assessment domain:
+// assessments are enabled by the workspace's assessments-enabled or its
+// organization's assessments-enforced.
+type assessmentWorkspaces struct {
+	ws   *workspace.Service
+	orgs *organization.Service
+}
+
+func (a assessmentWorkspaces) convert(ctx context.Context, w *workspace.Workspace, enforced map[string]bool) *assessment.Workspace {
+	on, ok := enforced[w.Organization]
+	if !ok {
+		sys := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+		if o, err := a.orgs.Get(sys, w.Organization); err == nil {
+			on = o.Settings.AssessmentsEnforced
+		}
+		enforced[w.Organization] = on
+	}
+	return &assessment.Workspace{ID: w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
+		Enabled: w.Settings.AssessmentsEnabled || on}
+}
+
+func (a assessmentWorkspaces) Get(ctx context.Context, id string) (*assessment.Workspace, error) {
+	w, err := a.ws.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.convert(ctx, w, map[string]bool{}), nil
+}
+
+func (a assessmentWorkspaces) System(ctx context.Context, id string) (*assessment.Workspace, error) {
+	w, err := a.ws.System(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.convert(ctx, w, map[string]bool{}), nil
+}
+
+func (a assessmentWorkspaces) Enabled(ctx context.Context) ([]*assessment.Workspace, error) {
+	all, err := a.ws.AllSystem(ctx)
+	if err != nil {
+		return nil, err
+	}
+	enforced := map[string]bool{}
+	var out []*assessment.Workspace
+	for _, w := range all {
+		if aw := a.convert(ctx, w, enforced); aw.Enabled {
+			out = append(out, aw)
+		}
+	}
+	return out, nil
+}
+
+// wireAssessments builds the health assessment service and subscribes it
+// to runs.
+func (s *Server) wireAssessments() error {
+	var err error
+	s.Assessments, err = assessment.NewService(assessment.Options{
+		DB: s.DB, Workspaces: assessmentWorkspaces{s.Workspaces, s.Orgs}, Runs: s.Runs, Notify: s.Notify,
+		Logger: s.logger.With("component", "assessment"), Interval: s.cfg.AssessmentInterval,
+	})
+	if err != nil {
+		return err
+	}
+	s.Runs.Observe(s.Assessments.RunTransition)
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, assessment.DeleteWorkspace)
+	return nil
+}
+
+// assessmentRunner is the runner.API of the assessment runner: the
+// in-process runner's, claiming from the assessment queue only.
+type assessmentRunner struct{ localRunner }
+
+func (a assessmentRunner) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
+	return a.s.Runs.ClaimFrom(ctx, runnerID, run.QueueAssessments)
+}
+
+// startAssessments starts the assessment runner and the scheduler loop,
+// both on ctx; stop ends and waits for them. It must start after
+// startRunner, whose start-up recovery takes back the jobs of this data
+// dir's earlier runners (assessment runners included).
+func (s *Server) startAssessments(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	id := "inproc-" + s.instanceID() + "-assess-" + core.RandomString(8)
+	r := runner.New(assessmentRunner{localRunner{s}}, runner.Config{
+		ID: id, Concurrency: s.cfg.AssessmentConcurrency, Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
+		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, Wake: s.Runs.AssessmentWake(),
+		Logger: s.logger.With("component", "assessment-runner"), CancelGrace: s.cfg.CancelGrace,
+	})
+	r.Start(ctx)
+	done := make(chan struct{})
+	if s.cfg.AssessmentInterval < 0 {
+		close(done) // no scheduler: assessments only on request
+	} else {
+		tick := min(max(s.cfg.AssessmentInterval/10, 10*time.Millisecond), time.Minute)
+		go func() { defer close(done); s.Assessments.Run(ctx, tick) }()
+	}
+	return func() {
+		cancel()
+		r.Stop()
+		<-done
+	}
+}
