@@ -22,8 +22,9 @@ func serverCmd() *cobra.Command {
 		Long: `Run the Terrace server.
 
 Every flag can also be set with an environment variable: --data-dir is
-TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret) may instead be
-read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
+TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret, --kek) may instead
+be read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE /
+TERRACE_KEK_FILE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := envTwins(cmd.Flags()); err != nil {
 				return err
@@ -63,6 +64,7 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate PEM file (default: a generated local CA and certificate)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key PEM file")
 	f.StringVar(&cfg.Secret, "secret", "", "secret that signs capability URLs; replicas must share it (default: generated into <data-dir>/secret)")
+	f.StringVar(&cfg.KEK, "kek", "", "key-encryption key (32 bytes as base64 or hex) for secrets and state at rest; replicas must share it (default: generated into <data-dir>/kek)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&cfg.RunnerConcurrency, "runner-concurrency", 2, "run phases the in-process runner executes at once")
 	f.StringVar(&cfg.EnginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (default <data-dir>/engines; PATH is searched too)")

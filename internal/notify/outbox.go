@@ -103,7 +103,7 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 
 func (s *Service) enqueue(ctx context.Context, t run.Transition, trig Trigger, msg string) error {
 	r, ws := t.Run, t.Workspace
-	configs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
+	configs, err := store.All(ctx, s.o.DB, s.scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
 		true, OnWorkspace, ws.ID, OnProject, ws.ProjectID)
 	if err != nil || len(configs) == 0 {
 		return err
@@ -277,7 +277,7 @@ func (s *Service) deliver(ctx context.Context, id string) {
 		}
 		return
 	}
-	c, err := scan(s.o.DB.QueryRow(ctx, `SELECT `+cols+` FROM notification_configurations WHERE id = ?`, cfgID))
+	c, err := s.scan(s.o.DB.QueryRow(ctx, `SELECT `+cols+` FROM notification_configurations WHERE id = ?`, cfgID))
 	if err != nil {
 		return // deleted: its deliveries went with it
 	}

@@ -46,7 +46,7 @@ func (a notifySubscribables) Organization(ctx context.Context, kind, id string) 
 func (s *Server) wireNotify() error {
 	var err error
 	s.Notify, err = notify.NewService(notify.Options{
-		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL,
+		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL, Keys: s.Keys,
 		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
 	})
 	if err != nil {

@@ -34,6 +34,11 @@ type Config struct {
 	// Secret signs capability URLs; replicas must share it. Defaults to a
 	// random secret kept in <data-dir>/secret.
 	Secret string
+	// KEK is the key-encryption key (32 bytes, base64 or hex) that wraps
+	// the data keys sealing secrets and blobs at rest; replicas must share
+	// it. Defaults to a key generated into <data-dir>/kek on the first
+	// start (internal/seal).
+	KEK string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 

@@ -32,6 +32,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
@@ -49,10 +50,12 @@ var Version = "0.1.0"
 
 // Server is a configured Terrace server.
 type Server struct {
-	cfg      Config
-	logger   *slog.Logger
-	DB       *store.DB
-	Blobs    *blob.Store
+	cfg    Config
+	logger *slog.Logger
+	DB     *store.DB
+	Blobs  *blob.Store
+	// Keys seals secrets and blobs at rest (internal/seal).
+	Keys     *seal.Keyring
 	Signer   *blob.Signer
 	Auth     *auth.Service
 	Orgs     *organization.Service
@@ -138,6 +141,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Signer = blob.NewSigner(secret, s.BaseURL)
+	if s.Keys, err = seal.Open(ctx, s.DB, seal.Source{Configured: cfg.KEK, DataDir: cfg.DataDir}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("encryption at rest: %w", err)
+	}
+	s.Blobs.Seal(s.Keys)
 
 	s.Teams = team.NewService(s.DB)
 	s.Projects = project.NewService(s.DB)
@@ -164,9 +172,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.Pools = s.AgentPools
 	s.Projects.Pools = s.AgentPools
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
+	s.Variables.Keys = s.Keys
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{ws: s.Workspaces, reads: &s.remoteStateRead})
+	s.States.Keys = s.Keys
 	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
@@ -194,6 +204,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
+	s.SSHKeys.Keys = s.Keys
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
 	if s.Authz, err = authz.NewService(authz.Options{DB: s.DB, Teams: authzTeams{s.Teams}, Resolver: authzResolver{s}}); err != nil {
@@ -203,6 +214,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Auth.TokenTTL = s.Authz.TokenTTL
 	if s.Audit, err = audit.NewService(audit.Options{DB: s.DB, Organizations: s.Orgs, Locate: s.locateForAudit,
 		Retention: cfg.AuditRetention, Logger: s.logger.With("component", "audit")}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.sealExisting(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -449,4 +464,34 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sealedColumns are the TEXT columns whose values are sealed at rest;
+// each domain declares its own.
+func sealedColumns() []seal.Column {
+	return append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, notify.TokenColumn}, state.SealedColumns...)
+}
+
+// sealExisting seals what was stored before encryption at rest existed:
+// the sealed columns' plain rows and every plain blob. Each conversion
+// runs once (recorded in seal_migrations).
+func (s *Server) sealExisting(ctx context.Context) error {
+	n, err := s.Keys.Migrate(ctx, s.DB, sealedColumns())
+	if err != nil {
+		return fmt.Errorf("encryption at rest: %w", err)
+	}
+	if n > 0 {
+		s.logger.Info("sealed existing secrets at rest", "rows", n)
+	}
+	done, err := seal.Done(ctx, s.DB, "blobs")
+	if err != nil || done {
+		return err
+	}
+	if n, err = s.Blobs.SealAll(ctx); err != nil {
+		return fmt.Errorf("encryption at rest: sealing blobs: %w", err)
+	}
+	if n > 0 {
+		s.logger.Info("sealed existing blobs at rest", "blobs", n)
+	}
+	return seal.MarkDone(ctx, s.DB, "blobs")
 }

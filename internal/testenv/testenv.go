@@ -47,6 +47,9 @@ type Options struct {
 	CancelGrace       time.Duration
 	// EnginesDir is the server's engines folder; EnginesDir() when empty.
 	EnginesDir string
+	// KEK is the key-encryption key (server.Config.KEK); "" keeps the
+	// one generated into the data dir.
+	KEK string
 }
 
 // Env is a running server.
@@ -106,6 +109,7 @@ func New(t testing.TB, opts Options) *Env {
 		RunnerConcurrency: opts.RunnerConcurrency,
 		CancelGrace:       opts.CancelGrace,
 		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
+		KEK:               opts.KEK,
 	})
 	if err != nil {
 		cancel()
