@@ -73,6 +73,13 @@ TERRACE_KEK_FILE.`,
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
+	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 20*time.Second, "how long a client may take to send a request's header")
+	f.DurationVar(&cfg.ReadTimeout, "read-timeout", 15*time.Minute, "how long a client may take to send a whole request (large state uploads)")
+	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 15*time.Minute, "how long writing a whole response may take (large state downloads)")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
+	f.Float64Var(&cfg.RateLimitPerToken, "rate-limit", 1000, "API requests a second per token, sent as X-RateLimit-Limit (negative: no limit)")
+	f.Float64Var(&cfg.RateLimitPerAddress, "rate-limit-per-address", 3000, "requests a second per client IP address (negative: no limit)")
+	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", 256<<20, "largest request body on any route (negative: no cap)")
 	return cmd
 }
 

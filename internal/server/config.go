@@ -62,6 +62,21 @@ type Config struct {
 	// AuditRetention is how long audit events are kept. Defaults to
 	// audit.DefaultRetention (90 days).
 	AuditRetention time.Duration
+
+	// HTTP limits. The timeouts are those of net/http.Server: reading a
+	// request's header (slow clients are cut off), reading a whole request
+	// and writing a whole response (long enough for a large state file
+	// over a slow link), and keeping an idle connection. Defaults: 20s,
+	// 15m, 15m, 2m.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// RateLimitPerToken is requests a second per API token (a burst of one
+	// second's worth), advertised in X-RateLimit-Limit; go-tfe paces
+	// itself by it. RateLimitPerAddress is requests a second per client
+	// IP, for every route. Defaults 1000 and 3000; negative disables.
+	RateLimitPerToken, RateLimitPerAddress float64
+	// MaxRequestBytes caps every request body (routes have tighter limits
+	// of their own). Defaults to 256 MiB; negative disables.
+	MaxRequestBytes int64
 }
 
 func (c *Config) setDefaults() {
@@ -73,6 +88,13 @@ func (c *Config) setDefaults() {
 	c.RunnerConcurrency = cmp.Or(c.RunnerConcurrency, 2)
 	c.EnginesDir = cmp.Or(c.EnginesDir, filepath.Join(c.DataDir, "engines"))
 	c.CancelGrace = cmp.Or(c.CancelGrace, 10*time.Second)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, 20*time.Second)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, 15*time.Minute)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 15*time.Minute)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, 2*time.Minute)
+	c.RateLimitPerToken = cmp.Or(c.RateLimitPerToken, 1000)
+	c.RateLimitPerAddress = cmp.Or(c.RateLimitPerAddress, 3000)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, 256<<20)
 }
 
 // hostnameFor is the default public hostname for a listen address.

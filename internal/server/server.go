@@ -25,6 +25,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/httplimit"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -65,6 +66,9 @@ type Server struct {
 	States   *state.Service
 	handler  http.Handler
 	cert     tls.Certificate
+	// TokenLimits and AddressLimits are the rate limiters (their Rejected
+	// counts show in tests).
+	TokenLimits, AddressLimits *httplimit.RateLimiter
 	// Hostname is the public host:port.
 	Hostname string
 	// BaseURL is https://Hostname.
@@ -225,6 +229,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.TokenLimits = httplimit.NewRateLimiter(cfg.RateLimitPerToken)
+	s.AddressLimits = httplimit.NewRateLimiter(cfg.RateLimitPerAddress)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -286,11 +292,14 @@ func (s *Server) routes() http.Handler {
 	guard := &authz.Guard{Service: s.Authz, Routes: authz.Routes}
 	// Every authenticated request passes the audit Recorder, the one place
 	// where events are recorded, then the authorization guard.
-	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error)))
+	// Rate limits per token run after authentication; per address around
+	// everything.
+	perToken := func(h http.Handler) http.Handler { return s.TokenLimits.Handler(tokenKey, h) }
+	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error))))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
-	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(s.Audit.Recorder(regProto, tfeapi.Error)))
+	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
-	return s.recoverer(apiHeaders(root))
+	return s.recoverer(s.AddressLimits.Handler(httplimit.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root))))
 }
 
 // Handler returns the server's HTTP handler.
@@ -300,7 +309,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    1 << 20,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.cert}, MinVersion: tls.VersionTLS12},
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -437,10 +450,14 @@ func ping(w http.ResponseWriter, r *http.Request) {
 
 // apiHeaders adds the headers go-tfe and terraform read from every API
 // response (they only require them on ping).
-func apiHeaders(next http.Handler) http.Handler {
+func (s *Server) apiHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			h := w.Header()
+			// The per-token limit, on ping too: go-tfe reads it there.
+			if s.TokenLimits.Enabled() {
+				h.Set(httplimit.HeaderLimit, s.TokenLimits.LimitHeader())
+			}
 			h.Set("TFP-API-Version", "2.6")
 			h.Set("TFP-AppName", "Terraform Enterprise")
 			h.Set("X-TFE-Version", "v202409-1")
@@ -494,4 +511,16 @@ func (s *Server) sealExisting(ctx context.Context) error {
 		s.logger.Info("sealed existing blobs at rest", "blobs", n)
 	}
 	return seal.MarkDone(ctx, s.DB, "blobs")
+}
+
+// tokenKey keys per-token rate limits: the token behind the request.
+func tokenKey(r *http.Request) string {
+	p := auth.FromContext(r.Context())
+	if p == nil {
+		return ""
+	}
+	if p.TokenID != "" {
+		return p.TokenID
+	}
+	return string(p.Kind) + ":" + p.UserID + p.TeamID + p.Organization
 }

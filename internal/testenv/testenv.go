@@ -50,6 +50,9 @@ type Options struct {
 	// KEK is the key-encryption key (server.Config.KEK); "" keeps the
 	// one generated into the data dir.
 	KEK string
+	// Configure, when set, adjusts the server's Config last (limits,
+	// timeouts).
+	Configure func(*server.Config)
 }
 
 // Env is a running server.
@@ -98,7 +101,7 @@ func New(t testing.TB, opts Options) *Env {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.New(ctx, server.Config{
+	cfg := server.Config{
 		DataDir:  opts.DataDir,
 		Addr:     opts.Addr,
 		Hostname: "localhost:" + port,
@@ -110,7 +113,11 @@ func New(t testing.TB, opts Options) *Env {
 		CancelGrace:       opts.CancelGrace,
 		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
 		KEK:               opts.KEK,
-	})
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	s, err := server.New(ctx, cfg)
 	if err != nil {
 		cancel()
 		ln.Close()
