@@ -1,11 +1,12 @@
 # Terrace: `make help` lists the targets.
 GO        ?= go
-FUZZTIME  ?= 20s
+FUZZTIME  ?= 8s
+FUZZTIME_LONG ?= 3m
 BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz conformance bench clean mirror engines
+.PHONY: help build run test test-short vet fuzz fuzz-long conformance bench clean mirror engines
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,8 +33,23 @@ vet: ## go vet, staticcheck and a gofmt check
 	$(GO) run $(STATICCHECK) ./...
 	@test -z "$$(gofmt -l cmd internal tools)" || { echo "gofmt would change:"; gofmt -l cmd internal tools; exit 1; }
 
-fuzz: ## fuzz the request decoders for $(FUZZTIME)
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBytes$$' -fuzztime $(FUZZTIME) ./internal/tfeapi
+# Every fuzz target, as package:function. A crash the fuzzer finds is saved
+# under the package's testdata/fuzz/<function>/, which plain `go test` then
+# runs as a regression test: commit it with the fix.
+FUZZ_TARGETS := \
+	internal/tfeapi:FuzzDecodeBytes \
+	internal/slug:FuzzUnpack \
+	internal/stack:FuzzParse \
+	internal/orchcli:FuzzReadManifest \
+	internal/orchestrator:FuzzPlaceholder \
+	internal/orchestrator:FuzzCompileManifest
+
+fuzz: ## run every fuzz target for $(FUZZTIME) each (CI): JSON:API, archives, stack HCL, manifest YAML, placeholders
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$fn ./$$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; done
+
+fuzz-long: ## run every fuzz target for $(FUZZTIME_LONG) each
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_LONG)
 
 conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server; flags in CONFORMANCE_FLAGS
 	$(GO) run ./tools/conformance $(CONFORMANCE_FLAGS)

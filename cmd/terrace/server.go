@@ -22,8 +22,9 @@ func serverCmd() *cobra.Command {
 		Long: `Run the Terrace server.
 
 Every flag can also be set with an environment variable: --data-dir is
-TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret) may instead be
-read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
+TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret, --kek) may instead
+be read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE /
+TERRACE_KEK_FILE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := envTwins(cmd.Flags()); err != nil {
 				return err
@@ -63,6 +64,7 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate PEM file (default: a generated local CA and certificate)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key PEM file")
 	f.StringVar(&cfg.Secret, "secret", "", "secret that signs capability URLs; replicas must share it (default: generated into <data-dir>/secret)")
+	f.StringVar(&cfg.KEK, "kek", "", "key-encryption key (32 bytes as base64 or hex) for secrets and state at rest; replicas must share it (default: generated into <data-dir>/kek)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&cfg.RunnerConcurrency, "runner-concurrency", 2, "run phases the in-process runner executes at once")
 	f.StringVar(&cfg.EnginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (default <data-dir>/engines; PATH is searched too)")
@@ -81,6 +83,13 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.SMTPPassword, "smtp-password", "", "SMTP password (also TERRACE_SMTP_PASSWORD_FILE)")
 	f.DurationVar(&cfg.TriggerHold, "trigger-hold", 0, "how long an apply's queued fan-out waits before it starts the dependent runs (0: at once)")
 	f.IntVar(&cfg.AssessmentConcurrency, "assessment-concurrency", 1, "health assessments executed at once (beside, not within, --runner-concurrency)")
+	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 20*time.Second, "how long a client may take to send a request's header")
+	f.DurationVar(&cfg.ReadTimeout, "read-timeout", 15*time.Minute, "how long a client may take to send a whole request (large state uploads)")
+	f.DurationVar(&cfg.WriteTimeout, "write-timeout", 15*time.Minute, "how long writing a whole response may take (large state downloads)")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
+	f.Float64Var(&cfg.RateLimitPerToken, "rate-limit", 1000, "API requests a second per token, sent as X-RateLimit-Limit (negative: no limit)")
+	f.Float64Var(&cfg.RateLimitPerAddress, "rate-limit-per-address", 3000, "requests a second per client IP address (negative: no limit)")
+	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", 256<<20, "largest request body on any route (negative: no cap)")
 	return cmd
 }
 

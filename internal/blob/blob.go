@@ -8,7 +8,10 @@
 package blob
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -22,12 +25,21 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 )
 
 // Store holds blobs.
 type Store struct {
 	b *blob.Bucket
+	// keys seals every blob written and opens sealed blobs read (nil:
+	// blobs are stored as given). Set once by Seal before use.
+	keys *seal.Keyring
 }
+
+// Seal makes the store encrypt every blob it writes with keys, and open
+// the sealed blobs it reads. Blobs written before (plain) stay readable;
+// SealAll converts them. Call it before the store is used.
+func (s *Store) Seal(keys *seal.Keyring) { s.keys = keys }
 
 // Open opens the store named by spec: "" or a folder path for local disk,
 // or s3://bucket?endpoint=…&region=…&use_path_style=true for S3-compatible
@@ -69,6 +81,13 @@ func (s *Store) Close() error { return s.b.Close() }
 
 // Put writes data under key, replacing any object there.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if s.keys != nil {
+		sealed, err := s.keys.SealBytes(data)
+		if err != nil {
+			return fmt.Errorf("sealing blob %s: %w", key, err)
+		}
+		data = sealed
+	}
 	if err := s.b.WriteAll(ctx, key, data, nil); err != nil {
 		return fmt.Errorf("writing blob %s: %w", key, err)
 	}
@@ -84,7 +103,17 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit in
 	if err != nil {
 		return 0, fmt.Errorf("writing blob %s: %w", key, err)
 	}
-	n, err := io.Copy(w, io.LimitReader(r, limit+1))
+	var dst io.Writer = w
+	var sw io.WriteCloser
+	if s.keys != nil {
+		if sw, err = s.keys.SealWriter(w); err != nil {
+			cancel()
+			_ = w.Close()
+			return 0, fmt.Errorf("sealing blob %s: %w", key, err)
+		}
+		dst = sw
+	}
+	n, err := io.Copy(dst, io.LimitReader(r, limit+1))
 	if err == nil && n > limit {
 		err = &core.Error{Kind: core.KindTooLarge, Detail: fmt.Sprintf("upload is larger than the limit of %d bytes", limit)}
 	}
@@ -92,6 +121,13 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit in
 		cancel() // abandons the write: gocloud discards a writer whose context ended
 		_ = w.Close()
 		return 0, err
+	}
+	if sw != nil {
+		if err := sw.Close(); err != nil {
+			cancel()
+			_ = w.Close()
+			return 0, fmt.Errorf("sealing blob %s: %w", key, err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		return 0, fmt.Errorf("writing blob %s: %w", key, err)
@@ -108,6 +144,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("reading blob %s: %w", key, err)
 	}
+	if s.keys != nil && seal.IsSealedHeader(b) {
+		if b, err = s.keys.OpenBytes(b); err != nil {
+			return nil, fmt.Errorf("opening sealed blob %s: %w", key, err)
+		}
+	}
 	return b, nil
 }
 
@@ -120,7 +161,34 @@ func (s *Store) Reader(ctx context.Context, key string) (io.ReadCloser, int64, e
 		}
 		return nil, 0, fmt.Errorf("reading blob %s: %w", key, err)
 	}
-	return r, r.Size(), nil
+	if s.keys == nil {
+		return r, r.Size(), nil
+	}
+	// Tell a sealed blob from a plain one (written before encryption at
+	// rest) by its first bytes, then stream the plaintext.
+	head := make([]byte, len(seal.Magic)+1)
+	m, err := io.ReadFull(r, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		r.Close()
+		return nil, 0, fmt.Errorf("reading blob %s: %w", key, err)
+	}
+	head = head[:m]
+	rest := io.MultiReader(bytes.NewReader(head), r)
+	if !seal.IsSealedHeader(head) {
+		return readCloser{rest, r}, r.Size(), nil
+	}
+	size := seal.PlainSize(r.Size(), seal.HeaderSize(head))
+	pr, err := s.keys.OpenReader(rest)
+	if err != nil || size < 0 {
+		r.Close()
+		return nil, 0, fmt.Errorf("opening sealed blob %s: %w", key, cmp.Or(err, errors.New("bad size")))
+	}
+	return readCloser{pr, r}, size, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // Exists reports whether an object is stored at key.
@@ -135,4 +203,54 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("deleting blob %s: %w", key, err)
 	}
 	return nil
+}
+
+// SealAll rewrites every plain blob sealed (blobs written before
+// encryption at rest) and returns how many it rewrote. Rewrites are
+// atomic and keep the plaintext, so readers see the same content before
+// and after. Blobs deleted meanwhile are skipped.
+func (s *Store) SealAll(ctx context.Context) (int, error) {
+	if s.keys == nil {
+		return 0, errors.New("the blob store has no keys to seal with")
+	}
+	n := 0
+	it := s.b.List(nil)
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("listing blobs: %w", err)
+		}
+		if obj.IsDir {
+			continue
+		}
+		var head []byte
+		r, err := s.b.NewRangeReader(ctx, obj.Key, 0, int64(len(seal.Magic)), nil)
+		if err == nil {
+			head, err = io.ReadAll(r)
+			r.Close()
+		}
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("reading blob %s: %w", obj.Key, err)
+		}
+		if seal.IsSealedHeader(head) {
+			continue
+		}
+		b, err := s.b.ReadAll(ctx, obj.Key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("reading blob %s: %w", obj.Key, err)
+		}
+		if err := s.Put(ctx, obj.Key, b); err != nil {
+			return n, err
+		}
+		n++
+	}
 }

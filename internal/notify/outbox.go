@@ -113,7 +113,7 @@ func (s *Service) enqueue(ctx context.Context, t run.Transition, trig Trigger, m
 // workspace (and its project) that subscribes to e's trigger, in one
 // transaction.
 func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID string, e Event) error {
-	configs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
+	configs, err := store.All(ctx, s.o.DB, s.scan, `SELECT `+cols+` FROM notification_configurations WHERE enabled = ? AND ((subscribable_type = ? AND subscribable_id = ?) OR (subscribable_type = ? AND subscribable_id = ?))`,
 		true, OnWorkspace, workspaceID, OnProject, projectID)
 	if err != nil || len(configs) == 0 {
 		return err
@@ -285,7 +285,7 @@ func (s *Service) deliver(ctx context.Context, id string) {
 		}
 		return
 	}
-	c, err := scan(s.o.DB.QueryRow(ctx, `SELECT `+cols+` FROM notification_configurations WHERE id = ?`, cfgID))
+	c, err := s.scan(s.o.DB.QueryRow(ctx, `SELECT `+cols+` FROM notification_configurations WHERE id = ?`, cfgID))
 	if err != nil {
 		return // deleted: its deliveries went with it
 	}

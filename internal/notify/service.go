@@ -11,6 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -46,6 +47,24 @@ type Options struct {
 	SMTP *SMTP
 	// UserEmails resolves the users of email configurations.
 	UserEmails UserEmails
+	// Keys seals tokens at rest (TokenColumn); nil stores them as given.
+	Keys *seal.Keyring
+}
+
+// TokenColumn is the sealed column of this domain (seal.Keyring.Migrate
+// seals rows written before encryption at rest).
+var TokenColumn = seal.Column{Table: "notification_configurations", IDColumn: "id", Column: "token", Purpose: "notification_configurations.token"}
+
+// scan reads a configuration and opens its sealed token.
+func (s *Service) scan(sc interface{ Scan(...any) error }) (*Configuration, error) {
+	c, err := scan(sc)
+	if err != nil {
+		return nil, err
+	}
+	if c.token, err = s.o.Keys.OpenString(TokenColumn.Purpose, c.token); err != nil {
+		return nil, fmt.Errorf("notification configuration %s: %w", c.ID, err)
+	}
+	return c, nil
 }
 
 // Service manages configurations and their deliveries.
@@ -144,7 +163,7 @@ func (s *Service) List(ctx context.Context, kind, id string) ([]*Configuration, 
 	if _, err := s.o.Subscribables.Organization(ctx, kind, id); err != nil {
 		return nil, err
 	}
-	return store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM notification_configurations WHERE subscribable_type = ? AND subscribable_id = ? ORDER BY created_at, id`, kind, id)
+	return store.All(ctx, s.o.DB, s.scan, `SELECT `+cols+` FROM notification_configurations WHERE subscribable_type = ? AND subscribable_id = ? ORDER BY created_at, id`, kind, id)
 }
 
 // Create adds a configuration. An enabled configuration is verified first
@@ -174,8 +193,12 @@ func (s *Service) Create(ctx context.Context, kind, id string, o Changes) (*Conf
 		if n >= MaxPerSubscribable {
 			return core.Invalid("a %s can have at most %d notification configurations", kind[:len(kind)-1], MaxPerSubscribable)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO notification_configurations (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), c.URL, c.token, c.Enabled,
+		token, err := s.o.Keys.SealString(TokenColumn.Purpose, c.token)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO notification_configurations (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), c.URL, token, c.Enabled,
 			jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), c.LastFailure,
 			core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
 		return redact(err, c.token)
@@ -273,7 +296,7 @@ func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool
 	if forUpdate {
 		query += store.ForUpdate(q)
 	}
-	c, err := scan(q.QueryRow(ctx, query, id))
+	c, err := s.scan(q.QueryRow(ctx, query, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("notification configuration %q not found", id)
 	}
@@ -321,8 +344,12 @@ func (s *Service) Update(ctx context.Context, id string, o Changes) (*Configurat
 		if _, err := s.load(ctx, tx, id, true); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE notification_configurations SET name = ?, url = ?, token = ?, enabled = ?, triggers = ?, email_addresses = ?, email_user_ids = ?, delivery_responses = ?, updated_at = ? WHERE id = ?`,
-			c.Name, c.URL, c.token, c.Enabled, jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), core.Micros(c.UpdatedAt), c.ID)
+		token, err := s.o.Keys.SealString(TokenColumn.Purpose, c.token)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE notification_configurations SET name = ?, url = ?, token = ?, enabled = ?, triggers = ?, email_addresses = ?, email_user_ids = ?, delivery_responses = ?, updated_at = ? WHERE id = ?`,
+			c.Name, c.URL, token, c.Enabled, jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), core.Micros(c.UpdatedAt), c.ID)
 		return redact(err, c.token)
 	})
 	if err != nil {

@@ -155,7 +155,7 @@ func (s *Service) request(ctx context.Context, r *Result) ([]byte, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	t, err := loadTask(ctx, s.o.DB, r.TaskID)
+	t, err := loadTask(ctx, s.o.DB, s.o.Keys, r.TaskID)
 	if err != nil {
 		return nil, "", fmt.Errorf("the run task was deleted")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -84,6 +85,9 @@ type Options struct {
 	// HTTP sends requests; defaults to a client without a global timeout
 	// (each request gets Timeout).
 	HTTP *http.Client
+	// Keys seals HMAC keys at rest (HMACKeyColumn); nil stores them as
+	// given (unit tests without a server).
+	Keys *seal.Keyring
 }
 
 // Service manages run tasks, their workspace attachments, and the task
@@ -130,12 +134,12 @@ func (s *Service) List(ctx context.Context, org string) ([]*Task, error) {
 	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
 		return nil, err
 	}
-	return store.All(ctx, s.o.DB, scanTask, `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
+	return store.All(ctx, s.o.DB, taskScanner(s.o.Keys), `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
 }
 
 // Get returns a task the caller may see.
 func (s *Service) Get(ctx context.Context, id string) (*Task, error) {
-	t, err := loadTask(ctx, s.o.DB, id)
+	t, err := loadTask(ctx, s.o.DB, s.o.Keys, id)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +168,7 @@ func (s *Service) Create(ctx context.Context, org string, c TaskChanges) (*Task,
 	if err := s.verify(ctx, t); err != nil {
 		return nil, err
 	}
-	if err := insertTask(ctx, s.o.DB, t); err != nil {
+	if err := insertTask(ctx, s.o.DB, s.o.Keys, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -229,7 +233,7 @@ func (s *Service) Update(ctx context.Context, id string, c TaskChanges) (*Task, 
 		}
 	}
 	t.UpdatedAt = core.Now()
-	if err := updateTask(ctx, s.o.DB, t); err != nil {
+	if err := updateTask(ctx, s.o.DB, s.o.Keys, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -315,7 +319,7 @@ func (s *Service) AttachTask(ctx context.Context, workspaceID string, c Workspac
 	if c.TaskID == "" {
 		return nil, core.Invalid("relationships.task is required")
 	}
-	t, err := loadTask(ctx, s.o.DB, c.TaskID)
+	t, err := loadTask(ctx, s.o.DB, s.o.Keys, c.TaskID)
 	if err != nil || t.Organization != org {
 		return nil, core.Invalid("run task %q does not exist in organization %s", c.TaskID, org)
 	}

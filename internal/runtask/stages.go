@@ -212,7 +212,7 @@ func (s *Service) tasksOf(ctx context.Context, q store.Q, org, workspaceID strin
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := store.All(ctx, q, scanTask, `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
+	tasks, err := store.All(ctx, q, taskScanner(s.o.Keys), `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,27 @@ import (
 	"fmt"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
+
+// HMACKeyColumn is this domain's column sealed at rest (docs/design/storage.md):
+// a task's HMAC key is stored sealed and opened when the task is read.
+var HMACKeyColumn = seal.Column{Table: "run_tasks", IDColumn: "id", Column: "hmac_key", Purpose: "run_tasks.hmac_key"}
+
+// taskScanner reads tasks and opens their sealed HMAC keys with k.
+func taskScanner(k *seal.Keyring) func(store.Scanner) (*Task, error) {
+	return func(sc store.Scanner) (*Task, error) {
+		t, err := scanTask(sc)
+		if err != nil {
+			return nil, err
+		}
+		if t.hmacKey, err = k.OpenString(HMACKeyColumn.Purpose, t.hmacKey); err != nil {
+			return nil, fmt.Errorf("run task %s: %w", t.ID, err)
+		}
+		return t, nil
+	}
+}
 
 const taskCols = `id, organization_name, name, url, description, category, hmac_key, enabled, global_enabled, global_stages, global_enforcement, created_at, updated_at`
 
@@ -39,9 +58,13 @@ func stagesOrEmpty(s []Stage) []Stage {
 	return s
 }
 
-func insertTask(ctx context.Context, q store.Q, t *Task) error {
-	_, err := q.Exec(ctx, `INSERT INTO run_tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Organization, t.Name, t.URL, t.Description, t.Category, t.hmacKey, t.Enabled,
+func insertTask(ctx context.Context, q store.Q, k *seal.Keyring, t *Task) error {
+	key, err := k.SealString(HMACKeyColumn.Purpose, t.hmacKey)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO run_tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Organization, t.Name, t.URL, t.Description, t.Category, key, t.Enabled,
 		t.Global.Enabled, jsonText(stagesOrEmpty(t.Global.Stages)), string(t.Global.EnforcementLevel), core.Micros(t.CreatedAt), core.Micros(t.UpdatedAt))
 	if store.IsUniqueViolation(q, err) {
 		return core.Invalid("name %q is already taken by another run task in organization %s", t.Name, t.Organization)
@@ -49,9 +72,13 @@ func insertTask(ctx context.Context, q store.Q, t *Task) error {
 	return redact(err, t.hmacKey)
 }
 
-func updateTask(ctx context.Context, q store.Q, t *Task) error {
-	_, err := q.Exec(ctx, `UPDATE run_tasks SET name = ?, url = ?, description = ?, category = ?, hmac_key = ?, enabled = ?, global_enabled = ?, global_stages = ?, global_enforcement = ?, updated_at = ? WHERE id = ?`,
-		t.Name, t.URL, t.Description, t.Category, t.hmacKey, t.Enabled, t.Global.Enabled, jsonText(stagesOrEmpty(t.Global.Stages)),
+func updateTask(ctx context.Context, q store.Q, k *seal.Keyring, t *Task) error {
+	key, err := k.SealString(HMACKeyColumn.Purpose, t.hmacKey)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE run_tasks SET name = ?, url = ?, description = ?, category = ?, hmac_key = ?, enabled = ?, global_enabled = ?, global_stages = ?, global_enforcement = ?, updated_at = ? WHERE id = ?`,
+		t.Name, t.URL, t.Description, t.Category, key, t.Enabled, t.Global.Enabled, jsonText(stagesOrEmpty(t.Global.Stages)),
 		string(t.Global.EnforcementLevel), core.Micros(t.UpdatedAt), t.ID)
 	if store.IsUniqueViolation(q, err) {
 		return core.Invalid("name %q is already taken by another run task in organization %s", t.Name, t.Organization)
@@ -59,11 +86,11 @@ func updateTask(ctx context.Context, q store.Q, t *Task) error {
 	return redact(err, t.hmacKey)
 }
 
-func loadTask(ctx context.Context, q store.Q, id string) (*Task, error) {
+func loadTask(ctx context.Context, q store.Q, k *seal.Keyring, id string) (*Task, error) {
 	if !core.HasPrefix(id, PrefixTask) {
 		return nil, core.NotFound("run task %q not found", id)
 	}
-	t, err := scanTask(q.QueryRow(ctx, `SELECT `+taskCols+` FROM run_tasks WHERE id = ?`, id))
+	t, err := taskScanner(k)(q.QueryRow(ctx, `SELECT `+taskCols+` FROM run_tasks WHERE id = ?`, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("run task %q not found", id)
 	}

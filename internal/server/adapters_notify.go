@@ -50,7 +50,7 @@ func (s *Server) wireNotify() error {
 		mail = &notify.SMTP{Addr: s.cfg.SMTPAddr, From: s.cfg.SMTPFrom, Username: s.cfg.SMTPUsername, Password: s.cfg.SMTPPassword}
 	}
 	s.Notify, err = notify.NewService(notify.Options{
-		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL,
+		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL, Keys: s.Keys,
 		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
 		SMTP:          mail,
 		UserEmails: func(ctx context.Context, ids []string) ([]string, error) {

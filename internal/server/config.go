@@ -34,6 +34,11 @@ type Config struct {
 	// Secret signs capability URLs; replicas must share it. Defaults to a
 	// random secret kept in <data-dir>/secret.
 	Secret string
+	// KEK is the key-encryption key (32 bytes, base64 or hex) that wraps
+	// the data keys sealing secrets and blobs at rest; replicas must share
+	// it. Defaults to a key generated into <data-dir>/kek on the first
+	// start (internal/seal).
+	KEK string
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 
@@ -86,6 +91,21 @@ type Config struct {
 	// default) means at once. Fault tests hold fan-outs to kill the
 	// server while one is queued.
 	TriggerHold time.Duration
+
+	// HTTP limits. The timeouts are those of net/http.Server: reading a
+	// request's header (slow clients are cut off), reading a whole request
+	// and writing a whole response (long enough for a large state file
+	// over a slow link), and keeping an idle connection. Defaults: 20s,
+	// 15m, 15m, 2m.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// RateLimitPerToken is requests a second per API token (a burst of one
+	// second's worth), advertised in X-RateLimit-Limit; go-tfe paces
+	// itself by it. RateLimitPerAddress is requests a second per client
+	// IP, for every route. Defaults 1000 and 3000; negative disables.
+	RateLimitPerToken, RateLimitPerAddress float64
+	// MaxRequestBytes caps every request body (routes have tighter limits
+	// of their own). Defaults to 256 MiB; negative disables.
+	MaxRequestBytes int64
 }
 
 func (c *Config) setDefaults() {
@@ -106,6 +126,13 @@ func (c *Config) setDefaults() {
 		}
 		c.SMTPFrom = "terrace@" + host
 	}
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, 20*time.Second)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, 15*time.Minute)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 15*time.Minute)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, 2*time.Minute)
+	c.RateLimitPerToken = cmp.Or(c.RateLimitPerToken, 1000)
+	c.RateLimitPerAddress = cmp.Or(c.RateLimitPerAddress, 3000)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, 256<<20)
 }
 
 // hostnameFor is the default public hostname for a listen address.

@@ -26,6 +26,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/httplimit"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -34,6 +35,7 @@ import (
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
@@ -51,10 +53,12 @@ var Version = "0.1.0"
 
 // Server is a configured Terrace server.
 type Server struct {
-	cfg      Config
-	logger   *slog.Logger
-	DB       *store.DB
-	Blobs    *blob.Store
+	cfg    Config
+	logger *slog.Logger
+	DB     *store.DB
+	Blobs  *blob.Store
+	// Keys seals secrets and blobs at rest (internal/seal).
+	Keys     *seal.Keyring
 	Signer   *blob.Signer
 	Auth     *auth.Service
 	Orgs     *organization.Service
@@ -64,6 +68,9 @@ type Server struct {
 	States   *state.Service
 	handler  http.Handler
 	cert     tls.Certificate
+	// TokenLimits and AddressLimits are the rate limiters (their Rejected
+	// counts show in tests).
+	TokenLimits, AddressLimits *httplimit.RateLimiter
 	// Hostname is the public host:port.
 	Hostname string
 	// BaseURL is https://Hostname.
@@ -146,6 +153,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Signer = blob.NewSigner(secret, s.BaseURL)
+	if s.Keys, err = seal.Open(ctx, s.DB, seal.Source{Configured: cfg.KEK, DataDir: cfg.DataDir}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("encryption at rest: %w", err)
+	}
+	s.Blobs.Seal(s.Keys)
 
 	s.Teams = team.NewService(s.DB)
 	s.Projects = project.NewService(s.DB)
@@ -172,9 +184,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.Pools = s.AgentPools
 	s.Projects.Pools = s.AgentPools
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
+	s.Variables.Keys = s.Keys
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{ws: s.Workspaces, reads: &s.remoteStateRead})
+	s.States.Keys = s.Keys
 	s.Workspaces.State = workspaceState{s.States, s.Workspaces}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.States.DeleteWorkspaceStates)
 	s.ConfigVersions = configversion.NewService(s.DB, s.Blobs, s.Signer, configVersionWorkspaces{s.Workspaces}, configversion.Options{Logger: s.logger})
@@ -210,6 +224,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.SSHKeys = sshkey.NewService(s.DB, sshKeyOrgs{s.Orgs})
+	s.SSHKeys.Keys = s.Keys
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
 	if s.Authz, err = authz.NewService(authz.Options{DB: s.DB, Teams: authzTeams{s.Teams}, Resolver: authzResolver{s}}); err != nil {
@@ -222,10 +237,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.sealExisting(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if err := s.siteToken(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.TokenLimits = httplimit.NewRateLimiter(cfg.RateLimitPerToken)
+	s.AddressLimits = httplimit.NewRateLimiter(cfg.RateLimitPerAddress)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -290,11 +311,14 @@ func (s *Server) routes() http.Handler {
 	guard := &authz.Guard{Service: s.Authz, Routes: authz.Routes}
 	// Every authenticated request passes the audit Recorder, the one place
 	// where events are recorded, then the authorization guard.
-	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error)))
+	// Rate limits per token run after authentication; per address around
+	// everything.
+	perToken := func(h http.Handler) http.Handler { return s.TokenLimits.Handler(tokenKey, h) }
+	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error))))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
-	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(s.Audit.Recorder(regProto, tfeapi.Error)))
+	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
-	return s.recoverer(apiHeaders(root))
+	return s.recoverer(s.AddressLimits.Handler(httplimit.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root))))
 }
 
 // Handler returns the server's HTTP handler.
@@ -304,7 +328,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    1 << 20,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.cert}, MinVersion: tls.VersionTLS12},
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -451,10 +479,14 @@ func ping(w http.ResponseWriter, r *http.Request) {
 
 // apiHeaders adds the headers go-tfe and terraform read from every API
 // response (they only require them on ping).
-func apiHeaders(next http.Handler) http.Handler {
+func (s *Server) apiHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			h := w.Header()
+			// The per-token limit, on ping too: go-tfe reads it there.
+			if s.TokenLimits.Enabled() {
+				h.Set(httplimit.HeaderLimit, s.TokenLimits.LimitHeader())
+			}
 			h.Set("TFP-API-Version", "2.6")
 			h.Set("TFP-AppName", "Terraform Enterprise")
 			h.Set("X-TFE-Version", "v202409-1")
@@ -478,4 +510,46 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sealedColumns are the TEXT columns whose values are sealed at rest;
+// each domain declares its own.
+func sealedColumns() []seal.Column {
+	return append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, notify.TokenColumn, runtask.HMACKeyColumn}, state.SealedColumns...)
+}
+
+// sealExisting seals what was stored before encryption at rest existed:
+// the sealed columns' plain rows and every plain blob. Each conversion
+// runs once (recorded in seal_migrations).
+func (s *Server) sealExisting(ctx context.Context) error {
+	n, err := s.Keys.Migrate(ctx, s.DB, sealedColumns())
+	if err != nil {
+		return fmt.Errorf("encryption at rest: %w", err)
+	}
+	if n > 0 {
+		s.logger.Info("sealed existing secrets at rest", "rows", n)
+	}
+	done, err := seal.Done(ctx, s.DB, "blobs")
+	if err != nil || done {
+		return err
+	}
+	if n, err = s.Blobs.SealAll(ctx); err != nil {
+		return fmt.Errorf("encryption at rest: sealing blobs: %w", err)
+	}
+	if n > 0 {
+		s.logger.Info("sealed existing blobs at rest", "blobs", n)
+	}
+	return seal.MarkDone(ctx, s.DB, "blobs")
+}
+
+// tokenKey keys per-token rate limits: the token behind the request.
+func tokenKey(r *http.Request) string {
+	p := auth.FromContext(r.Context())
+	if p == nil {
+		return ""
+	}
+	if p.TokenID != "" {
+		return p.TokenID
+	}
+	return string(p.Kind) + ":" + p.UserID + p.TeamID + p.Organization
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -19,7 +20,13 @@ type Service struct {
 	// OnDelete hooks run inside the delete transaction, after the key's row
 	// is locked and before it is deleted.
 	OnDelete []OnDelete
+	// Keys seals values at rest (ValueColumn); nil stores them as given.
+	Keys *seal.Keyring
 }
+
+// ValueColumn is the sealed column of this domain (seal.Keyring.Migrate
+// seals rows written before encryption at rest).
+var ValueColumn = seal.Column{Table: "ssh_keys", IDColumn: "id", Column: "value", Purpose: "ssh_keys.value"}
 
 // Organizations checks that an organization exists and that the caller in
 // ctx may see it (core.NotFound otherwise); the organization domain
@@ -112,8 +119,12 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Key, erro
 	}
 	now := core.Now()
 	k := &Key{ID: core.NewID(core.PrefixSSHKey), Organization: org, Name: *o.Name, CreatedAt: now, UpdatedAt: now}
-	_, err := s.db.Exec(ctx, `INSERT INTO ssh_keys (id, organization_name, name, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		k.ID, org, k.Name, *o.Value, core.Micros(now), core.Micros(now))
+	sealed, err := s.Keys.SealString(ValueColumn.Purpose, *o.Value)
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO ssh_keys (id, organization_name, name, value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		k.ID, org, k.Name, sealed, core.Micros(now), core.Micros(now))
 	if err != nil {
 		return nil, fmt.Errorf("creating SSH key %s: %w", k.ID, redact(err, *o.Value))
 	}
@@ -171,7 +182,11 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Key, error
 			if err := validValue(*o.Value); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE ssh_keys SET value = ? WHERE id = ?`, *o.Value, k.ID); err != nil {
+			sealed, err := s.Keys.SealString(ValueColumn.Purpose, *o.Value)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE ssh_keys SET value = ? WHERE id = ?`, sealed, k.ID); err != nil {
 				return fmt.Errorf("updating SSH key %s: %w", k.ID, redact(err, *o.Value))
 			}
 		}
@@ -226,5 +241,8 @@ func (s *Service) PrivateKey(ctx context.Context, id string) (string, error) {
 	if store.IsNoRows(err) {
 		return "", core.NotFound("SSH key %q not found", id)
 	}
-	return v, err
+	if err != nil {
+		return "", err
+	}
+	return s.Keys.OpenString(ValueColumn.Purpose, v)
 }

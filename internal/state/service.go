@@ -16,6 +16,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -46,6 +47,19 @@ type Service struct {
 	maxSize atomic.Int64
 	strict  atomic.Bool
 	lastGC  atomic.Int64
+
+	// Keys seals output values and json-state-outputs at rest
+	// (SealedColumns); nil stores them as given. The state files
+	// themselves are sealed by the blob store.
+	Keys *seal.Keyring
+}
+
+// SealedColumns are this domain's sealed columns: output values (sensitive
+// outputs hold secrets) and the json-state-outputs a client uploads
+// (seal.Keyring.Migrate seals rows written before encryption at rest).
+var SealedColumns = []seal.Column{
+	{Table: "state_version_outputs", IDColumn: "id", Column: "value", Purpose: "state_version_outputs.value"},
+	{Table: "state_versions", IDColumn: "id", Column: "json_outputs", Purpose: "state_versions.json_outputs"},
 }
 
 type workspacesBox struct{ Workspaces }
@@ -212,7 +226,7 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 			if err := checkAgainst(cur, v.Serial, v.Lineage, v.MD5, nil, v.Force); err != nil {
 				return err
 			}
-			return insertVersion(ctx, tx, v)
+			return s.insertVersion(ctx, tx, v)
 		})
 		if err != nil {
 			return nil, err
@@ -246,7 +260,7 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 		if err := checkAgainst(cur, v.Serial, v.Lineage, pr.md5, pr, v.Force); err != nil {
 			return err
 		}
-		if err := insertVersion(ctx, tx, v); err != nil {
+		if err := s.insertVersion(ctx, tx, v); err != nil {
 			return err
 		}
 		return s.finalize(ctx, tx, v, pr, stateKey, keys)
@@ -261,7 +275,15 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 // checkContent validates a state file for version v on its own (before
 // comparing it with the current state).
 func (s *Service) checkContent(v *Version, data []byte) (*parsed, error) {
-	pr, err := parseState(data, s.MaxSize(), v.jsonOutputs)
+	jsonOutputs := v.jsonOutputs
+	if jsonOutputs != nil {
+		plain, err := s.Keys.OpenString(SealedColumns[1].Purpose, string(jsonOutputs))
+		if err != nil {
+			return nil, err
+		}
+		jsonOutputs = []byte(plain)
+	}
+	pr, err := parseState(data, s.MaxSize(), jsonOutputs)
 	if err != nil {
 		return nil, err
 	}
@@ -394,8 +416,12 @@ func (s *Service) finalize(ctx context.Context, tx *store.Tx, v *Version, pr *pa
 	}
 	for _, o := range pr.outputs {
 		o.ID, o.StateVersionID = core.NewID(core.PrefixStateOutput), v.ID
+		value, err := s.Keys.SealString(SealedColumns[0].Purpose, string(o.Value))
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			o.ID, v.ID, o.Name, o.Sensitive, o.Type, string(o.DetailedType), string(o.Value)); err != nil {
+			o.ID, v.ID, o.Name, o.Sensitive, o.Type, string(o.DetailedType), value); err != nil {
 			return fmt.Errorf("storing output %s: %w", o.Name, err)
 		}
 	}
@@ -541,10 +567,14 @@ func scanVersion(sc interface{ Scan(...any) error }) (*Version, error) {
 	return &v, nil
 }
 
-func insertVersion(ctx context.Context, q store.Q, v *Version) error {
+func (s *Service) insertVersion(ctx context.Context, q store.Q, v *Version) error {
 	var jo any
 	if v.jsonOutputs != nil {
-		jo = string(v.jsonOutputs)
+		sealed, err := s.Keys.SealString(SealedColumns[1].Purpose, string(v.jsonOutputs))
+		if err != nil {
+			return err
+		}
+		jo = sealed
 	}
 	_, err := q.Exec(ctx, `INSERT INTO state_versions (id, workspace_id, status, serial, lineage, md5, forced, run_id, created_by, json_outputs, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -664,8 +694,22 @@ func scanOutput(sc interface{ Scan(...any) error }) (*Output, error) {
 	return &o, nil
 }
 
+// scanOutput reads an output and opens its sealed value.
+func (s *Service) scanOutput(sc interface{ Scan(...any) error }) (*Output, error) {
+	o, err := scanOutput(sc)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.Keys.OpenString(SealedColumns[0].Purpose, string(o.Value))
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", o.ID, err)
+	}
+	o.Value = json.RawMessage(v)
+	return o, nil
+}
+
 func (s *Service) outputs(ctx context.Context, svID string) ([]*Output, error) {
-	return store.All(ctx, s.db, scanOutput, `SELECT `+outputCols+` FROM state_version_outputs WHERE state_version_id = ? ORDER BY name`, svID)
+	return store.All(ctx, s.db, s.scanOutput, `SELECT `+outputCols+` FROM state_version_outputs WHERE state_version_id = ? ORDER BY name`, svID)
 }
 
 // Outputs returns the outputs of a state version the caller may see, with
@@ -683,7 +727,7 @@ func (s *Service) Output(ctx context.Context, id string) (*Output, error) {
 	if !core.HasPrefix(id, core.PrefixStateOutput) {
 		return nil, core.NotFound("state version output %s not found", id)
 	}
-	o, err := scanOutput(s.db.QueryRow(ctx, `SELECT `+outputCols+` FROM state_version_outputs WHERE id = ?`, id))
+	o, err := s.scanOutput(s.db.QueryRow(ctx, `SELECT `+outputCols+` FROM state_version_outputs WHERE id = ?`, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("state version output %s not found", id)
 	}

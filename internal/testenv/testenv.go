@@ -55,6 +55,12 @@ type Options struct {
 	AssessmentInterval time.Duration
 	// SMTPAddr is the SMTP server for email notifications (none when empty).
 	SMTPAddr string
+	// KEK is the key-encryption key (server.Config.KEK); "" keeps the
+	// one generated into the data dir.
+	KEK string
+	// Configure, when set, adjusts the server's Config last (limits,
+	// timeouts).
+	Configure func(*server.Config)
 }
 
 // Env is a running server.
@@ -103,7 +109,7 @@ func New(t testing.TB, opts Options) *Env {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.New(ctx, server.Config{
+	cfg := server.Config{
 		DataDir:  opts.DataDir,
 		Addr:     opts.Addr,
 		Hostname: "localhost:" + port,
@@ -120,7 +126,12 @@ func New(t testing.TB, opts Options) *Env {
 		RunTaskRetryBackoff:    opts.RunTaskRetryBackoff,
 		AssessmentInterval:     opts.AssessmentInterval,
 		SMTPAddr:               opts.SMTPAddr,
-	})
+		KEK:                    opts.KEK,
+	}
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	s, err := server.New(ctx, cfg)
 	if err != nil {
 		cancel()
 		ln.Close()

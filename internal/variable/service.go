@@ -11,6 +11,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -19,7 +20,15 @@ type Service struct {
 	db         *store.DB
 	workspaces Workspaces
 	projects   Projects
+	// Keys seals every variable's value at rest (ValueColumn); nil stores
+	// values as given.
+	Keys *seal.Keyring
 }
+
+// ValueColumn is the sealed column of this domain: every value, sensitive
+// or not, of workspace variables and variable sets (seal.Keyring.Migrate
+// seals rows written before encryption at rest).
+var ValueColumn = seal.Column{Table: "variables", IDColumn: "id", Column: "value", Purpose: "variables.value"}
 
 // NewService returns a variable service. workspaces and projects may be nil
 // until those domains exist; then every workspace or project lookup is a
@@ -110,7 +119,7 @@ func scanVar(sc interface{ Scan(...any) error }) (*Variable, error) {
 	return &v, nil
 }
 
-func queryVars(ctx context.Context, q store.Q, where string, args ...any) ([]*Variable, error) {
+func (s *Service) queryVars(ctx context.Context, q store.Q, where string, args ...any) ([]*Variable, error) {
 	rows, err := q.Query(ctx, `SELECT `+varCols+` FROM variables WHERE `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, err
@@ -122,6 +131,9 @@ func queryVars(ctx context.Context, q store.Q, where string, args ...any) ([]*Va
 		if err != nil {
 			return nil, err
 		}
+		if v.Value, err = s.Keys.OpenString(ValueColumn.Purpose, v.Value); err != nil {
+			return nil, fmt.Errorf("variable %s: %w", v.ID, err)
+		}
 		out = append(out, v)
 	}
 	return out, rows.Err()
@@ -129,10 +141,10 @@ func queryVars(ctx context.Context, q store.Q, where string, args ...any) ([]*Va
 
 func (s *Service) listVars(ctx context.Context, o owner) ([]*Variable, error) {
 	w, arg := o.where()
-	return queryVars(ctx, s.db, w, arg)
+	return s.queryVars(ctx, s.db, w, arg)
 }
 
-func getVar(ctx context.Context, q store.Q, o owner, id string, lock bool) (*Variable, error) {
+func (s *Service) getVar(ctx context.Context, q store.Q, o owner, id string, lock bool) (*Variable, error) {
 	if !core.HasPrefix(id, core.PrefixVariable) {
 		return nil, core.NotFound("variable %q not found", id)
 	}
@@ -145,7 +157,13 @@ func getVar(ctx context.Context, q store.Q, o owner, id string, lock bool) (*Var
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("variable %q not found", id)
 	}
-	return v, err
+	if err != nil {
+		return nil, err
+	}
+	if v.Value, err = s.Keys.OpenString(ValueColumn.Purpose, v.Value); err != nil {
+		return nil, fmt.Errorf("variable %s: %w", v.ID, err)
+	}
+	return v, nil
 }
 
 func nullable(s string) any {
@@ -176,8 +194,12 @@ func (s *Service) createVar(ctx context.Context, o owner, opts VarOptions) (*Var
 		return nil, err
 	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO variables (id, organization_name, workspace_id, varset_id, var_key, value, description, category, hcl, sensitive, version_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			v.ID, v.Organization, nullable(v.WorkspaceID), nullable(v.VarsetID), v.Key, v.Value, v.Description, string(v.Category), v.HCL, v.Sensitive, v.VersionID, core.Micros(now), core.Micros(now))
+		sealed, err := s.Keys.SealString(ValueColumn.Purpose, v.Value)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO variables (id, organization_name, workspace_id, varset_id, var_key, value, description, category, hcl, sensitive, version_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			v.ID, v.Organization, nullable(v.WorkspaceID), nullable(v.VarsetID), v.Key, sealed, v.Description, string(v.Category), v.HCL, v.Sensitive, v.VersionID, core.Micros(now), core.Micros(now))
 		if store.IsUniqueViolation(tx, err) {
 			return duplicateKey(v)
 		}
@@ -197,7 +219,7 @@ func (s *Service) updateVar(ctx context.Context, o owner, id string, opts VarOpt
 	var v *Variable
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		if v, err = getVar(ctx, tx, o, id, true); err != nil {
+		if v, err = s.getVar(ctx, tx, o, id, true); err != nil {
 			return err
 		}
 		if err := opts.apply(v, false); err != nil {
@@ -205,8 +227,12 @@ func (s *Service) updateVar(ctx context.Context, o owner, id string, opts VarOpt
 		}
 		v.VersionID = newVersionID()
 		v.UpdatedAt = core.Now()
+		sealed, err := s.Keys.SealString(ValueColumn.Purpose, v.Value)
+		if err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `UPDATE variables SET var_key = ?, value = ?, description = ?, category = ?, hcl = ?, sensitive = ?, version_id = ?, updated_at = ? WHERE id = ?`,
-			v.Key, v.Value, v.Description, string(v.Category), v.HCL, v.Sensitive, v.VersionID, core.Micros(v.UpdatedAt), v.ID)
+			v.Key, sealed, v.Description, string(v.Category), v.HCL, v.Sensitive, v.VersionID, core.Micros(v.UpdatedAt), v.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return duplicateKey(v)
 		}
@@ -276,7 +302,7 @@ func (s *Service) GetWorkspaceVariable(ctx context.Context, workspaceID, id stri
 	if err != nil {
 		return nil, err
 	}
-	return getVar(ctx, s.db, owner{org: ws.Organization, workspaceID: ws.ID}, id, false)
+	return s.getVar(ctx, s.db, owner{org: ws.Organization, workspaceID: ws.ID}, id, false)
 }
 
 // UpdateWorkspaceVariable changes a workspace variable; every update gets a
@@ -398,7 +424,7 @@ func (s *Service) effective(ctx context.Context, org, workspaceID, projectID str
 		set  string // variable set name, "" for workspace variables
 	}
 	var cands []candidate
-	wsVars, err := queryVars(ctx, s.db, `workspace_id = ?`, workspaceID)
+	wsVars, err := s.queryVars(ctx, s.db, `workspace_id = ?`, workspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +469,7 @@ SELECT vs.id, vs.name, vs.is_priority, 2 FROM variable_sets vs JOIN variable_set
 		return nil, err
 	}
 	for id, sr := range sets {
-		vars, err := queryVars(ctx, s.db, `varset_id = ?`, id)
+		vars, err := s.queryVars(ctx, s.db, `varset_id = ?`, id)
 		if err != nil {
 			return nil, err
 		}

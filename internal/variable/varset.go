@@ -431,7 +431,7 @@ func (s *Service) GetVarsetVariable(ctx context.Context, varsetID, id string) (*
 	if err != nil {
 		return nil, err
 	}
-	return getVar(ctx, s.db, o, id, false)
+	return s.getVar(ctx, s.db, o, id, false)
 }
 
 // UpdateVarsetVariable changes a variable of a variable set.

@@ -1,0 +1,120 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestPlainDataSealedAtStart: rows and blobs stored before encryption at
+// rest (made here by writing them back in plain text and forgetting the
+// conversions) are sealed at the next start and read back unchanged.
+func TestPlainDataSealedAtStart(t *testing.T) {
+	t.Parallel()
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := testenv.New(t, testenv.Options{Store: st})
+			if _, err := e.Client.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+				t.Fatal(err)
+			}
+			ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := e.Client.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("k"), Value: tfe.String("v"), Category: tfe.Category(tfe.CategoryEnv)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := []byte(`{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"legacy-lineage","outputs":{"o":{"value":"legacy-output","type":"string"}},"resources":[]}`)
+			sum := md5.Sum(state)
+			if _, err := e.Client.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			sv, err := e.Client.StateVersions.Upload(ctx, ws.ID, tfe.StateVersionUploadOptions{
+				StateVersionCreateOptions: tfe.StateVersionCreateOptions{Serial: tfe.Int64(1), MD5: tfe.String(hex.EncodeToString(sum[:])), Lineage: tfe.String("legacy-lineage")},
+				RawState:                  state,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Stop(t)
+
+			// Back to plain text, as an older Terrace stored them.
+			db, err := store.Open(ctx, e.Opts.Database)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{
+				`UPDATE variables SET value = 'legacy-plain-value'`,
+				`UPDATE state_version_outputs SET value = '"legacy-output"'`,
+				`DELETE FROM seal_migrations`,
+			} {
+				if _, err := db.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			var stateFile string
+			_ = filepath.WalkDir(filepath.Join(e.Opts.DataDir, "blobs", "state-versions"), func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".attrs") {
+					stateFile = p
+				}
+				return err
+			})
+			if stateFile == "" {
+				t.Fatal("no state blob file found")
+			}
+			if err := os.WriteFile(stateFile, state, 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			e = testenv.New(t, e.Opts)
+			b, err := os.ReadFile(stateFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !seal.IsSealedHeader(b) || bytes.Contains(b, []byte("legacy-lineage")) {
+				t.Fatal("the plain state blob was not sealed at start")
+			}
+			db, err = store.Open(ctx, e.Opts.Database)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, q := range []string{`SELECT value FROM variables`, `SELECT value FROM state_version_outputs`} {
+				var raw string
+				if err := db.QueryRow(ctx, q).Scan(&raw); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(raw, "tsl1.") || strings.Contains(raw, "legacy") {
+					t.Fatalf("%s: %q was not sealed at start", q, raw)
+				}
+			}
+			got, err := e.Client.Variables.Read(ctx, ws.ID, v.ID)
+			if err != nil || got.Value != "legacy-plain-value" {
+				t.Fatalf("variable after sealing: %+v, %v", got, err)
+			}
+			dl, err := e.Client.StateVersions.Download(ctx, sv.DownloadURL)
+			if err != nil || !bytes.Equal(dl, state) {
+				t.Fatalf("state after sealing: %q, %v", dl, err)
+			}
+			outs, err := e.Client.StateVersions.ListOutputs(ctx, sv.ID, nil)
+			if err != nil || len(outs.Items) != 1 || outs.Items[0].Value != "legacy-output" {
+				t.Fatalf("outputs after sealing: %+v, %v", outs, err)
+			}
+		})
+	}
+}
