@@ -23,7 +23,8 @@ func serverCmd() *cobra.Command {
 
 Every flag can also be set with an environment variable: --data-dir is
 TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret) may instead be
-read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
+read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE
+(and --metrics-token from TERRACE_METRICS_TOKEN_FILE).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := envTwins(cmd.Flags()); err != nil {
 				return err
@@ -71,6 +72,8 @@ read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE.`,
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
+	f.StringVar(&cfg.MetricsAccess, "metrics-access", "site-admin", "who may read /metrics: site-admin (a site admin's token or --metrics-token), open, or off")
+	f.StringVar(&cfg.MetricsToken, "metrics-token", "", "a bearer token that may read /metrics (for a scraper; TERRACE_METRICS_TOKEN_FILE works too)")
 	return cmd
 }
 

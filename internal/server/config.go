@@ -57,6 +57,11 @@ type Config struct {
 	// AuditRetention is how long audit events are kept. Defaults to
 	// audit.DefaultRetention (90 days).
 	AuditRetention time.Duration
+	// MetricsAccess is who may read /metrics: "site-admin" (the default:
+	// a site admin's token, or MetricsToken), "open" or "off".
+	MetricsAccess string
+	// MetricsToken, when set, is a bearer token that may read /metrics.
+	MetricsToken string
 }
 
 func (c *Config) setDefaults() {

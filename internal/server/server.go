@@ -25,6 +25,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/metrics"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -107,6 +108,8 @@ type Server struct {
 	remoteStateRead func(ctx context.Context, producerID, consumerID, runID string)
 	// Stacks keeps stacks and their configurations.
 	Stacks *stack.Service
+	// Metrics serves /metrics and /debug/pprof/ (see wireMetrics).
+	Metrics *metrics.Metrics
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -210,6 +213,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -275,7 +282,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(s.Audit.Recorder(regProto, tfeapi.Error)))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
-	return s.recoverer(apiHeaders(root))
+	return s.metricsRoutes(root, s.recoverer(apiHeaders(root)), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
 }
 
 // Handler returns the server's HTTP handler.

@@ -47,6 +47,8 @@ type Options struct {
 	CancelGrace       time.Duration
 	// EnginesDir is the server's engines folder; EnginesDir() when empty.
 	EnginesDir string
+	// MetricsAccess and MetricsToken configure /metrics (server.Config).
+	MetricsAccess, MetricsToken string
 }
 
 // Env is a running server.
@@ -106,6 +108,8 @@ func New(t testing.TB, opts Options) *Env {
 		RunnerConcurrency: opts.RunnerConcurrency,
 		CancelGrace:       opts.CancelGrace,
 		EnginesDir:        cmp.Or(opts.EnginesDir, EnginesDir()),
+		MetricsAccess:     opts.MetricsAccess,
+		MetricsToken:      opts.MetricsToken,
 	})
 	if err != nil {
 		cancel()
