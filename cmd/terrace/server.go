@@ -22,9 +22,10 @@ func serverCmd() *cobra.Command {
 		Long: `Run the Terrace server.
 
 Every flag can also be set with an environment variable: --data-dir is
-TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret, --kek) may instead
-be read from a file named by TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE /
-TERRACE_KEK_FILE.`,
+TERRACE_DATA_DIR, and so on. Secrets (--site-token, --secret, --kek,
+--metrics-token) may instead be read from a file named by
+TERRACE_SITE_TOKEN_FILE / TERRACE_SECRET_FILE / TERRACE_KEK_FILE /
+TERRACE_METRICS_TOKEN_FILE.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := envTwins(cmd.Flags()); err != nil {
 				return err
@@ -90,6 +91,8 @@ TERRACE_KEK_FILE.`,
 	f.Float64Var(&cfg.RateLimitPerToken, "rate-limit", 1000, "API requests a second per token, sent as X-RateLimit-Limit (negative: no limit)")
 	f.Float64Var(&cfg.RateLimitPerAddress, "rate-limit-per-address", 3000, "requests a second per client IP address (negative: no limit)")
 	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", 256<<20, "largest request body on any route (negative: no cap)")
+	f.StringVar(&cfg.MetricsAccess, "metrics-access", "site-admin", "who may read /metrics: site-admin (a site admin's token or --metrics-token), open, or off")
+	f.StringVar(&cfg.MetricsToken, "metrics-token", "", "a bearer token that may read /metrics (for a scraper; TERRACE_METRICS_TOKEN_FILE works too)")
 	return cmd
 }
 

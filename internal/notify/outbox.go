@@ -290,8 +290,12 @@ func (s *Service) deliver(ctx context.Context, id string) {
 		return // deleted: its deliveries went with it
 	}
 	if !c.Enabled {
-		if _, err := move(ctx, s.o.DB, id, sending, failed, "last_error = ?", "the configuration was disabled before delivery"); err != nil && ctx.Err() == nil {
+		ok, err := move(ctx, s.o.DB, id, sending, failed, "last_error = ?", "the configuration was disabled before delivery")
+		if err != nil && ctx.Err() == nil {
 			s.o.Logger.Error("dropping a notification", "delivery", id, "error", err)
+		}
+		if ok {
+			s.attemptDone(c.Destination, AttemptDropped)
 		}
 		return
 	}
@@ -299,20 +303,51 @@ func (s *Service) deliver(ctx context.Context, id string) {
 	if ctx.Err() != nil {
 		return
 	}
+	var outcome AttemptOutcome
+	var moved bool
 	switch {
 	case resp.Successful:
-		_, err = move(ctx, s.o.DB, id, sending, delivered, "last_error = ''")
+		outcome = AttemptDelivered
+		moved, err = move(ctx, s.o.DB, id, sending, delivered, "last_error = ''")
 	case attempts >= s.o.MaxAttempts:
-		_, err = move(ctx, s.o.DB, id, sending, failed, "last_error = ?", "gave up after "+strconv.Itoa(attempts)+" attempts: "+describe(resp))
+		outcome = AttemptFailed
+		moved, err = move(ctx, s.o.DB, id, sending, failed, "last_error = ?", "gave up after "+strconv.Itoa(attempts)+" attempts: "+describe(resp))
 	default:
-		_, err = move(ctx, s.o.DB, id, sending, pending, "claimed_by = '', last_error = ?, next_attempt_at = ?",
+		outcome = AttemptRetry
+		moved, err = move(ctx, s.o.DB, id, sending, pending, "claimed_by = '', last_error = ?, next_attempt_at = ?",
 			describe(resp), core.Micros(core.Now().Add(s.backoff(attempts))))
+	}
+	if moved {
+		s.attemptDone(c.Destination, outcome)
 	}
 	if err == nil {
 		err = s.record(ctx, c.ID, resp)
 	}
 	if err != nil && ctx.Err() == nil {
 		s.o.Logger.Error("recording a notification delivery", "delivery", id, "configuration", c.ID, "error", err)
+	}
+}
+
+// AttemptOutcome is what became of one delivery attempt, as OnAttempt
+// hears it.
+type AttemptOutcome string
+
+const (
+	AttemptDelivered AttemptOutcome = "delivered" // a 2xx came back
+	AttemptRetry     AttemptOutcome = "retry"     // refused or unreachable; tried again later
+	AttemptFailed    AttemptOutcome = "failed"    // refused on the last attempt: given up
+	AttemptDropped   AttemptOutcome = "dropped"   // the configuration was disabled before delivery
+)
+
+// OnAttempt registers fn to hear the outcome of every delivery attempt
+// this process records (metrics). Call it before Run; fn must be quick.
+func (s *Service) OnAttempt(fn func(Destination, AttemptOutcome)) {
+	s.onAttempt = append(s.onAttempt, fn)
+}
+
+func (s *Service) attemptDone(d Destination, o AttemptOutcome) {
+	for _, fn := range s.onAttempt {
+		fn(d, o)
 	}
 }
 

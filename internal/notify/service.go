@@ -74,6 +74,7 @@ type Service struct {
 	// delivered is signalled after each delivery attempt (tests wait on it
 	// through Attempted).
 	attempted chan struct{}
+	onAttempt []func(Destination, AttemptOutcome)
 }
 
 // NewService validates o and returns a service.

@@ -106,6 +106,11 @@ type Config struct {
 	// MaxRequestBytes caps every request body (routes have tighter limits
 	// of their own). Defaults to 256 MiB; negative disables.
 	MaxRequestBytes int64
+	// MetricsAccess is who may read /metrics: "site-admin" (the default:
+	// a site admin's token, or MetricsToken), "open" or "off".
+	MetricsAccess string
+	// MetricsToken, when set, is a bearer token that may read /metrics.
+	MetricsToken string
 }
 
 func (c *Config) setDefaults() {

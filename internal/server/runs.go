@@ -306,7 +306,7 @@ func (s *Server) startRunner(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	prefix := "inproc-" + s.instanceID() + "-"
 	id := prefix + core.RandomString(10)
-	r := runner.New(localRunner{s}, runner.Config{
+	r := runner.New(s.Metrics.CountClaims(localRunner{s}), runner.Config{
 		ID: id, Concurrency: s.cfg.RunnerConcurrency, Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
 		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, Wake: s.Runs.Wake(),
 		Logger: s.logger.With("component", "runner"), CancelGrace: s.cfg.CancelGrace,

@@ -27,6 +27,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/httplimit"
+	"github.com/terracehq/terrace/internal/metrics"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -122,6 +123,8 @@ type Server struct {
 	// Assessments runs health assessments (drift detection) and keeps
 	// their results.
 	Assessments *assessment.Service
+	// Metrics serves /metrics and /debug/pprof/ (see wireMetrics).
+	Metrics *metrics.Metrics
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -247,6 +250,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.TokenLimits = httplimit.NewRateLimiter(cfg.RateLimitPerToken)
 	s.AddressLimits = httplimit.NewRateLimiter(cfg.RateLimitPerAddress)
+	if err := s.wireMetrics(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -318,7 +325,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
-	return s.recoverer(s.AddressLimits.Handler(httplimit.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root))))
+	return s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(httplimit.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
 }
 
 // Handler returns the server's HTTP handler.

@@ -61,6 +61,8 @@ type Options struct {
 	// Configure, when set, adjusts the server's Config last (limits,
 	// timeouts).
 	Configure func(*server.Config)
+	// MetricsAccess and MetricsToken configure /metrics (server.Config).
+	MetricsAccess, MetricsToken string
 }
 
 // Env is a running server.
@@ -127,6 +129,8 @@ func New(t testing.TB, opts Options) *Env {
 		AssessmentInterval:     opts.AssessmentInterval,
 		SMTPAddr:               opts.SMTPAddr,
 		KEK:                    opts.KEK,
+		MetricsAccess:          opts.MetricsAccess,
+		MetricsToken:           opts.MetricsToken,
 	}
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
