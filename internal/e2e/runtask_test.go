@@ -445,6 +445,23 @@ func testRunTasks(t *testing.T, e *testenv.Env, c *cli) {
 		t.Fatalf("after %d refused requests the stage is %s with %+v; want passed (advisory) with an errored result saying why, after retries",
 			refused, ts.Status, ts.TaskResults)
 	}
+	// /metrics counts the requests by outcome: accepted ones from the
+	// earlier steps, and this service's retries and its final refusal.
+	fams, err := e.Server.Metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() == "terrace_run_task_request_attempts_total" {
+			for _, m := range f.GetMetric() {
+				attempts[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if attempts["accepted"] < 1 || attempts["retry"] < float64(refused-1) || attempts["errored"] < 1 {
+		t.Fatalf("run task request metrics %v after %d refused requests; want accepted, retry and errored counted", attempts, refused)
+	}
 
 	// 7. terraform apply through the cloud block waits for the tasks and
 	// shows them.

@@ -39,6 +39,7 @@ import (
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/runtask"
 )
 
 // Access says who may read /metrics.
@@ -98,6 +99,8 @@ type Metrics struct {
 	claims     *prometheus.CounterVec
 	queueWait  *prometheus.HistogramVec
 	deliveries *prometheus.CounterVec
+	// taskRequests counts requests to run task services by outcome.
+	taskRequests *prometheus.CounterVec
 
 	// Scrape-time figures, refreshed under scrapeMu before each scrape.
 	scrapeMu      sync.Mutex
@@ -155,6 +158,10 @@ func New(o Options) (*Metrics, error) {
 		Name: "terrace_notification_delivery_attempts_total",
 		Help: "Notification delivery attempts recorded by this process, by destination type and outcome (delivered, retry, failed, dropped).",
 	}, []string{"destination", "outcome"})
+	m.taskRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terrace_run_task_request_attempts_total",
+		Help: "Requests this process sent to run task services, by outcome (accepted, retry, errored).",
+	}, []string{"outcome"})
 	m.runs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terrace_runs",
 		Help: "Runs in the store by status (read at scrape time).",
@@ -175,7 +182,7 @@ func New(o Options) (*Metrics, error) {
 		Name: "terrace_metrics_store_errors_total",
 		Help: "Scrapes whose store-derived figures could not be read (they are left out of that scrape).",
 	})
-	m.reg.MustRegister(m.requests, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries,
+	m.reg.MustRegister(m.requests, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries, m.taskRequests,
 		m.runs, m.queued, m.oldest, m.outbox, m.scrapeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every phase and status class starts at zero, so that a rate() over
@@ -219,6 +226,11 @@ func (m *Metrics) RunTransition(_ context.Context, t run.Transition) {
 // NotificationAttempt is a notify.Service hook.
 func (m *Metrics) NotificationAttempt(d notify.Destination, o notify.AttemptOutcome) {
 	m.deliveries.WithLabelValues(string(d), string(o)).Inc()
+}
+
+// RunTaskAttempt is a runtask.Service hook.
+func (m *Metrics) RunTaskAttempt(o runtask.AttemptOutcome) {
+	m.taskRequests.WithLabelValues(string(o)).Inc()
 }
 
 // CountClaims wraps a runner's API so that every job it claims is

@@ -119,6 +119,7 @@ func (s *Service) deliver(ctx context.Context, id string) {
 		return
 	}
 	if sendErr == nil {
+		s.attempted(AttemptAccepted)
 		now := core.Now()
 		_, err = moveResult(ctx, s.o.DB, r, ResultRunning, "next_attempt_at = 0, claimed_by = '', last_error = '', progress_deadline = ?",
 			core.Micros(now.Add(s.o.ProgressTimeout)))
@@ -131,6 +132,7 @@ func (s *Service) deliver(ctx context.Context, id string) {
 	// attempt mints its own.
 	_ = s.o.Tokens.DeleteTokens(ctx, s.o.DB, auth.KindTaskResult, r.ID)
 	if r.Attempts >= s.o.MaxAttempts {
+		s.attempted(AttemptErrored)
 		msg := fmt.Sprintf("The run task service did not accept the request after %d attempts: %v", r.Attempts, sendErr)
 		if _, err := moveResult(ctx, s.o.DB, r, ResultErrored, "message = ?, last_error = ?", msg, sendErr.Error()); err != nil {
 			s.o.Logger.Error("recording a failed task request", "result", id, "error", err)
@@ -141,6 +143,7 @@ func (s *Service) deliver(ctx context.Context, id string) {
 		}
 		return
 	}
+	s.attempted(AttemptRetry)
 	if _, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = '', last_error = ?, next_attempt_at = ? WHERE id = ? AND status = ? AND claimed_by <> ''`,
 		sendErr.Error(), core.Micros(core.Now().Add(s.backoff(r.Attempts))), r.ID, string(ResultPending)); err != nil {
 		s.o.Logger.Error("rescheduling a task request", "result", id, "error", err)

@@ -93,8 +93,29 @@ type Options struct {
 // Service manages run tasks, their workspace attachments, and the task
 // stages and results of runs.
 type Service struct {
-	o    Options
-	wake chan struct{}
+	o         Options
+	wake      chan struct{}
+	onAttempt []func(AttemptOutcome)
+}
+
+// AttemptOutcome is what came of one request to a task service.
+type AttemptOutcome string
+
+// Attempt outcomes.
+const (
+	AttemptAccepted AttemptOutcome = "accepted" // the service answered 200
+	AttemptRetry    AttemptOutcome = "retry"    // refused or unreachable: sent again later
+	AttemptErrored  AttemptOutcome = "errored"  // refused on the last attempt: the result errors
+)
+
+// OnAttempt registers fn to hear the outcome of every task request this
+// process sends (metrics). Call it before Run; fn must be quick.
+func (s *Service) OnAttempt(fn func(AttemptOutcome)) { s.onAttempt = append(s.onAttempt, fn) }
+
+func (s *Service) attempted(o AttemptOutcome) {
+	for _, fn := range s.onAttempt {
+		fn(o)
+	}
 }
 
 // NewService validates o and returns a service.

@@ -7,7 +7,8 @@ import (
 )
 
 // wireMetrics builds the server's metrics and subscribes them to the
-// domains they follow (run transitions, notification deliveries). Job
+// domains they follow (run transitions, notification deliveries, run
+// task requests). Job
 // claims are counted by the runner's API (startRunner).
 func (s *Server) wireMetrics() error {
 	var err error
@@ -20,6 +21,7 @@ func (s *Server) wireMetrics() error {
 	}
 	s.Runs.Observe(s.Metrics.RunTransition)
 	s.Notify.OnAttempt(s.Metrics.NotificationAttempt)
+	s.RunTasks.OnAttempt(s.Metrics.RunTaskAttempt)
 	return nil
 }
 
