@@ -11,6 +11,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
@@ -287,7 +288,9 @@ func TestReplicaStartSparesOtherRunners(t *testing.T) {
 	}
 	engines(t)
 	database := storetest.PostgresDSN(t)
-	a := startProc(t, t.TempDir(), database, "")
+	// Replicas of one database share its key-encryption key.
+	kek := seal.GenerateKEK().String()
+	a := startProc(t, t.TempDir(), database, "", "--kek", kek)
 	ctx := mustCtx()
 	c := a.Client
 	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
@@ -303,7 +306,7 @@ func TestReplicaStartSparesOtherRunners(t *testing.T) {
 
 	// Replica b starts (as after its own restart); its recovery has run
 	// by the time it answers /healthz.
-	startProc(t, t.TempDir(), database, "")
+	startProc(t, t.TempDir(), database, "", "--kek", kek)
 	time.Sleep(500 * time.Millisecond)
 	got, err := c.Runs.Read(ctx, r.ID)
 	if err != nil {
