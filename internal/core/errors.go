@@ -10,14 +10,15 @@ import (
 type Kind int
 
 const (
-	KindInternal     Kind = iota // anything unexpected: 500
-	KindNotFound                 // missing, or not visible to the caller: 404
-	KindConflict                 // the state of the resource forbids it: 409
-	KindInvalid                  // the request is malformed or breaks a rule: 422
-	KindBadRequest               // the request cannot be understood: 400
-	KindUnauthorized             // no or bad credentials: 401
-	KindForbidden                // known caller, not allowed: 403
-	KindTooLarge                 // body over the limit: 413
+	KindInternal        Kind = iota // anything unexpected: 500
+	KindNotFound                    // missing, or not visible to the caller: 404
+	KindConflict                    // the state of the resource forbids it: 409
+	KindInvalid                     // the request is malformed or breaks a rule: 422
+	KindBadRequest                  // the request cannot be understood: 400
+	KindUnauthorized                // no or bad credentials: 401
+	KindForbidden                   // known caller, not allowed: 403
+	KindTooLarge                    // body over the limit: 413
+	KindTooManyRequests             // over a rate limit: 429
 )
 
 // Error is a classified error with a message meant for the API caller.

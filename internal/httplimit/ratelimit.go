@@ -9,6 +9,7 @@
 package httplimit
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -17,6 +18,9 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
 // Header names, as HCP Terraform sends them.
@@ -111,19 +115,18 @@ func (l *RateLimiter) Handler(key func(*http.Request) string, next http.Handler)
 		h.Set(HeaderReset, strconv.FormatFloat(wait.Seconds(), 'f', 3, 64))
 		if !ok {
 			l.rejected.Add(1)
-			TooMany(w, wait)
+			TooMany(w, r, wait)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// TooMany writes a 429 JSON:API error.
-func TooMany(w http.ResponseWriter, wait time.Duration) {
-	w.Header().Set("Content-Type", "application/vnd.api+json")
+// TooMany answers 429 with Retry-After.
+func TooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write([]byte(`{"errors":[{"status":"429","title":"too many requests","detail":"the rate limit was exceeded: retry after ` + strconv.FormatFloat(wait.Seconds(), 'f', 3, 64) + ` seconds (X-RateLimit-Reset)"}]}`))
+	tfeapi.Error(w, r, &core.Error{Kind: core.KindTooManyRequests,
+		Detail: "the rate limit was exceeded: retry after " + strconv.FormatFloat(wait.Seconds(), 'f', 3, 64) + " seconds (X-RateLimit-Reset)"})
 }
 
 // Address is the client's IP address, a key for per-address limits.
@@ -144,9 +147,7 @@ func MaxBody(limit int64, next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
-			w.Header().Set("Content-Type", "application/vnd.api+json")
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			_, _ = w.Write([]byte(`{"errors":[{"status":"413","title":"request too large","detail":"the request body is larger than the limit of ` + strconv.FormatInt(limit, 10) + ` bytes"}]}`))
+			tfeapi.Error(w, r, &core.Error{Kind: core.KindTooLarge, Detail: fmt.Sprintf("request body is larger than the limit of %d bytes", limit)})
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {

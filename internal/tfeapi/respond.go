@@ -182,25 +182,27 @@ type ErrorObject struct {
 }
 
 var kindStatus = map[core.Kind]int{
-	core.KindInternal:     http.StatusInternalServerError,
-	core.KindNotFound:     http.StatusNotFound,
-	core.KindConflict:     http.StatusConflict,
-	core.KindInvalid:      http.StatusUnprocessableEntity,
-	core.KindBadRequest:   http.StatusBadRequest,
-	core.KindUnauthorized: http.StatusUnauthorized,
-	core.KindForbidden:    http.StatusForbidden,
-	core.KindTooLarge:     http.StatusRequestEntityTooLarge,
+	core.KindInternal:        http.StatusInternalServerError,
+	core.KindNotFound:        http.StatusNotFound,
+	core.KindConflict:        http.StatusConflict,
+	core.KindInvalid:         http.StatusUnprocessableEntity,
+	core.KindBadRequest:      http.StatusBadRequest,
+	core.KindUnauthorized:    http.StatusUnauthorized,
+	core.KindForbidden:       http.StatusForbidden,
+	core.KindTooLarge:        http.StatusRequestEntityTooLarge,
+	core.KindTooManyRequests: http.StatusTooManyRequests,
 }
 
 var kindTitle = map[core.Kind]string{
-	core.KindInternal:     "internal server error",
-	core.KindNotFound:     "not found",
-	core.KindConflict:     "conflict",
-	core.KindInvalid:      "invalid attribute",
-	core.KindBadRequest:   "bad request",
-	core.KindUnauthorized: "unauthorized",
-	core.KindForbidden:    "forbidden",
-	core.KindTooLarge:     "request entity too large",
+	core.KindInternal:        "internal server error",
+	core.KindNotFound:        "not found",
+	core.KindConflict:        "conflict",
+	core.KindInvalid:         "invalid attribute",
+	core.KindBadRequest:      "bad request",
+	core.KindUnauthorized:    "unauthorized",
+	core.KindForbidden:       "forbidden",
+	core.KindTooLarge:        "request entity too large",
+	core.KindTooManyRequests: "too many requests",
 }
 
 // Error writes err as a JSON:API error document. The status comes from the
