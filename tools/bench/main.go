@@ -23,14 +23,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -47,6 +44,7 @@ import (
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/slug"
+	"github.com/terracehq/terrace/tools/internal/localserver"
 )
 
 const bigConfig = `
@@ -107,41 +105,24 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 	defer os.RemoveAll(tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	srv, err := server.New(ctx, server.Config{
-		DataDir: filepath.Join(tmp, "data"), Addr: ln.Addr().String(), Hostname: "localhost:" + port,
-		Logger: logger, RunnerConcurrency: concurrency, ScratchDir: tmp,
+	srv, err := localserver.Start(ctx, server.Config{
+		DataDir: filepath.Join(tmp, "data"), Logger: logger, RunnerConcurrency: concurrency, ScratchDir: tmp,
 	})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-served }()
-
-	pem, err := os.ReadFile(srv.CAFile)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	tr := srv.Transport
 	tr.MaxIdleConnsPerHost = 64
 	c, err := tfe.NewClient(&tfe.Config{Address: srv.BaseURL, Token: srv.SiteToken, HTTPClient: &http.Client{Transport: tr, Timeout: time.Minute}})
 	if err != nil {
 		return err
 	}
-	b := &bench{srv: srv, c: c, tf: tf, caFile: srv.CAFile, host: srv.Hostname, token: srv.SiteToken, tmp: tmp, org: "bench"}
+	b := &bench{srv: srv.Server, c: c, tf: tf, caFile: srv.CAFile, host: srv.Hostname, token: srv.SiteToken, tmp: tmp, org: "bench"}
 	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(b.org), Email: tfe.String("bench@example.test")}); err != nil {
 		return err
 	}

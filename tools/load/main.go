@@ -13,15 +13,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,6 +33,7 @@ import (
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store/storetest"
+	"github.com/terracehq/terrace/tools/internal/localserver"
 )
 
 const config = `
@@ -104,31 +102,15 @@ func run(clients int, duration time.Duration, st string, concurrency int) error 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	srv, err := server.New(ctx, server.Config{
-		DataDir: filepath.Join(tmp, "data"), Database: database, Addr: ln.Addr().String(), Hostname: "localhost:" + port,
+	srv, err := localserver.Start(ctx, server.Config{
+		DataDir: filepath.Join(tmp, "data"), Database: database,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RunnerConcurrency: concurrency, ScratchDir: tmp,
 	})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-served }()
-
-	pem, err := os.ReadFile(srv.CAFile)
-	if err != nil {
-		return err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	tr := srv.Transport
 	tr.MaxIdleConnsPerHost = clients
 	count := &counting{next: tr}
 	newClient := func() (*tfe.Client, error) {
