@@ -427,12 +427,8 @@ func (k *Keyring) Migrate(ctx context.Context, db *store.DB, cols []Column) (int
 		var n int
 		err := db.Tx(ctx, func(tx *store.Tx) error {
 			n = 0
-			var done int
-			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM seal_migrations WHERE name = ?`, name).Scan(&done); err != nil {
+			if done, err := Done(ctx, tx, name); err != nil || done {
 				return err
-			}
-			if done > 0 {
-				return nil
 			}
 			type row struct{ id, v string }
 			rows, err := store.All(ctx, tx, func(sc store.Scanner) (row, error) {
@@ -456,8 +452,7 @@ func (k *Keyring) Migrate(ctx context.Context, db *store.DB, cols []Column) (int
 				}
 				n++
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO seal_migrations (name, done_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, core.Micros(core.Now()))
-			return err
+			return MarkDone(ctx, tx, name)
 		})
 		if err != nil {
 			return total, fmt.Errorf("sealing %s.%s: %w", c.Table, c.Column, err)
