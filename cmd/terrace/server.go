@@ -90,6 +90,7 @@ TERRACE_METRICS_TOKEN_FILE.`,
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
 	f.Float64Var(&cfg.RateLimitPerToken, "rate-limit", 1000, "API requests a second per token, sent as X-RateLimit-Limit (negative: no limit)")
 	f.Float64Var(&cfg.RateLimitPerAddress, "rate-limit-per-address", 3000, "requests a second per client IP address (negative: no limit)")
+	f.StringSliceVar(&cfg.TrustedProxies, "trusted-proxies", nil, "CIDRs of reverse proxies whose X-Forwarded-For names the client for per-address limits (comma-separated)")
 	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", 256<<20, "largest request body on any route (negative: no cap)")
 	f.StringVar(&cfg.MetricsAccess, "metrics-access", "site-admin", "who may read /metrics: site-admin (a site admin's token or --metrics-token), open, or off")
 	f.StringVar(&cfg.MetricsToken, "metrics-token", "", "a bearer token that may read /metrics (for a scraper; TERRACE_METRICS_TOKEN_FILE works too)")

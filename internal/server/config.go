@@ -103,6 +103,10 @@ type Config struct {
 	// itself by it. RateLimitPerAddress is requests a second per client
 	// IP, for every route. Defaults 1000 and 3000; negative disables.
 	RateLimitPerToken, RateLimitPerAddress float64
+	// TrustedProxies are CIDRs (or addresses) of reverse proxies whose
+	// X-Forwarded-For is believed when keying per-address limits; a
+	// request from anywhere else is keyed by its own address.
+	TrustedProxies []string
 	// MaxRequestBytes caps every request body (routes have tighter limits
 	// of their own). Defaults to 256 MiB; negative disables.
 	MaxRequestBytes int64

@@ -72,6 +72,7 @@ type Server struct {
 	// TokenLimits and AddressLimits are the rate limiters (their Rejected
 	// counts show in tests).
 	TokenLimits, AddressLimits *httplimit.RateLimiter
+	proxies                    httplimit.Proxies
 	// Hostname is the public host:port.
 	Hostname string
 	// BaseURL is https://Hostname.
@@ -141,6 +142,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	host, _, _ := net.SplitHostPort(s.Hostname)
 	var err error
+	if s.proxies, err = httplimit.ParseProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	if s.cert, s.CAFile, err = ensureTLS(cfg.DataDir, cfg.TLSCert, cfg.TLSKey, host); err != nil {
 		return nil, fmt.Errorf("setting up TLS: %w", err)
 	}
@@ -325,7 +329,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
-	return s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(httplimit.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
+	return s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
 }
 
 // Handler returns the server's HTTP handler.
