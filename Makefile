@@ -42,9 +42,11 @@ FUZZ_TARGETS := \
 	internal/stack:FuzzParse \
 	internal/orchcli:FuzzReadManifest \
 	internal/orchestrator:FuzzPlaceholder \
-	internal/orchestrator:FuzzCompileManifest
+	internal/orchestrator:FuzzCompileManifest \
+	internal/runtask:FuzzDecodeCallback \
+	internal/notify:FuzzDecodeConfiguration
 
-fuzz: ## run every fuzz target for $(FUZZTIME) each (CI): JSON:API, archives, stack HCL, manifest YAML, placeholders
+fuzz: ## run every fuzz target for $(FUZZTIME) each (CI): JSON:API, archives, stack HCL, manifest YAML, placeholders, run task callbacks, notification configurations
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$fn ./$$pkg"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; done
 

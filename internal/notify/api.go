@@ -111,11 +111,17 @@ func toJSON(c *Configuration) *jsonConfig {
 }
 
 func decode(w http.ResponseWriter, r *http.Request) (Changes, error) {
-	var o Changes
 	doc, err := tfeapi.Decode(w, r, 0)
 	if err != nil {
-		return o, err
+		return Changes{}, err
 	}
+	return decodeChanges(doc)
+}
+
+// decodeChanges reads a notification configuration's create or update
+// document.
+func decodeChanges(doc *tfeapi.Document) (Changes, error) {
+	var o Changes
 	if doc.Type != "" && doc.Type != "notification-configurations" {
 		return o, core.Invalid("data.type must be notification-configurations, not %q", doc.Type)
 	}

@@ -521,9 +521,24 @@ func (a *API) callback(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	if doc.Type != "" && doc.Type != "task-results" {
-		tfeapi.Error(w, r, core.Invalid("data.type must be task-results, not %q", doc.Type))
+	rep, err := DecodeCallback(doc)
+	if err != nil {
+		tfeapi.Error(w, r, err)
 		return
+	}
+	if err := a.Service.Callback(r.Context(), r.PathValue("id"), rep); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// DecodeCallback reads a run task service's callback document (PATCH
+// /api/v2/task-results/:id/callback): status, message, url and the
+// optional outcomes relationship.
+func DecodeCallback(doc *tfeapi.Document) (Report, error) {
+	if doc.Type != "" && doc.Type != "task-results" {
+		return Report{}, core.Invalid("data.type must be task-results, not %q", doc.Type)
 	}
 	var b struct {
 		Status  ResultStatus `json:"status"`
@@ -531,8 +546,7 @@ func (a *API) callback(w http.ResponseWriter, r *http.Request) {
 		URL     string       `json:"url"`
 	}
 	if err := doc.Attrs(&b); err != nil {
-		tfeapi.Error(w, r, err)
-		return
+		return Report{}, err
 	}
 	rep := Report{Status: b.Status, Message: b.Message, URL: b.URL}
 	if rel, ok := doc.Relationships["outcomes"]; ok && len(rel.Data) > 0 && string(rel.Data) != "null" {
@@ -541,21 +555,15 @@ func (a *API) callback(w http.ResponseWriter, r *http.Request) {
 			Attributes Outcome `json:"attributes"`
 		}
 		if err := json.Unmarshal(rel.Data, &items); err != nil {
-			tfeapi.Error(w, r, core.Invalid("relationships.outcomes.data must be a list of task-result-outcomes: %v", err))
-			return
+			return Report{}, core.Invalid("relationships.outcomes.data must be a list of task-result-outcomes: %v", err)
 		}
 		rep.Outcomes = []Outcome{}
 		for _, it := range items {
 			if it.Type != "task-result-outcomes" {
-				tfeapi.Error(w, r, core.Invalid("outcomes must be of type task-result-outcomes, not %q", it.Type))
-				return
+				return Report{}, core.Invalid("outcomes must be of type task-result-outcomes, not %q", it.Type)
 			}
 			rep.Outcomes = append(rep.Outcomes, it.Attributes)
 		}
 	}
-	if err := a.Service.Callback(r.Context(), r.PathValue("id"), rep); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
+	return rep, nil
 }

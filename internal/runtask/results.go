@@ -130,17 +130,9 @@ type Report struct {
 // maxOutcomeBody is HCP Terraform's limit on an outcome's body.
 const maxOutcomeBody = 5 << 20
 
-// Callback records what a task service reports. Only the result's own
-// access token may report; running may come many times, passed and failed
-// once.
-func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
-	p := auth.FromContext(ctx)
-	if p == nil || p.Kind != auth.KindTaskResult {
-		return core.Unauthorized("a task result callback needs the access token the run task request carried")
-	}
-	if p.TaskResultID != id {
-		return core.NotFound("task result %q not found", id)
-	}
+// Validate checks what a report may say: a callback status, outcome
+// bodies within HCP Terraform's limit, tag levels it knows.
+func (rep Report) Validate() error {
 	switch rep.Status {
 	case ResultRunning, ResultPassed, ResultFailed:
 	default:
@@ -159,6 +151,23 @@ func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// Callback records what a task service reports. Only the result's own
+// access token may report; running may come many times, passed and failed
+// once.
+func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
+	p := auth.FromContext(ctx)
+	if p == nil || p.Kind != auth.KindTaskResult {
+		return core.Unauthorized("a task result callback needs the access token the run task request carried")
+	}
+	if p.TaskResultID != id {
+		return core.NotFound("task result %q not found", id)
+	}
+	if err := rep.Validate(); err != nil {
+		return err
 	}
 	r, err := s.loadResult(ctx, id)
 	if err != nil {
