@@ -74,6 +74,7 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 		"variable-set value": "setSecret-4a8b6c2d0e",
 		"SSH private key":    "-----BEGIN OPENSSH PRIVATE KEY-----\nsshSecret-7d1e5f3a9c\n-----END OPENSSH PRIVATE KEY-----",
 		"notification token": "hookToken-2c6e0a4b8d",
+		"notification URL":   "https://hooks.example.test/services/T0/B0/urlSecret-3e7a9c1b5d",
 		"run task HMAC key":  "taskKey-5b9d3f1a7c",
 	}
 	// A run task service that accepts only requests signed with the
@@ -121,10 +122,11 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Client.NotificationConfigurations.Create(ctx, ws.ID, tfe.NotificationConfigurationCreateOptions{
-		Name: tfe.String("hook"), DestinationType: tfe.NotificationDestination(tfe.NotificationDestinationTypeGeneric),
-		Enabled: tfe.Bool(false), URL: tfe.String("https://hooks.example.test/x"), Token: tfe.String(secrets["notification token"]),
-	}); err != nil {
+	hook, err := e.Client.NotificationConfigurations.Create(ctx, ws.ID, tfe.NotificationConfigurationCreateOptions{
+		Name: tfe.String("hook"), DestinationType: tfe.NotificationDestination(tfe.NotificationDestinationTypeSlack),
+		Enabled: tfe.Bool(false), URL: tfe.String(secrets["notification URL"]), Token: tfe.String(secrets["notification token"]),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	task, err := e.Client.RunTasks.Create(ctx, org, tfe.RunTaskCreateOptions{Name: "scanner", URL: taskSrv.URL, Category: "task",
@@ -179,6 +181,9 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	}
 	if signedRight.Load() != 2 || signedWrong.Load() != 0 {
 		t.Fatalf("task service saw %d correctly and %d wrongly signed requests, want 2 and 0", signedRight.Load(), signedWrong.Load())
+	}
+	if nc, err := e.Client.NotificationConfigurations.Read(ctx, hook.ID); err != nil || nc.URL != secrets["notification URL"] {
+		t.Fatalf("after rotation the notification configuration reads %v, %v; want its URL back", nc, err)
 	}
 	pk, err := e.Server.SSHKeys.PrivateKey(ctx, key.ID)
 	if err != nil || pk != secrets["SSH private key"] {

@@ -51,20 +51,38 @@ type Options struct {
 	Keys *seal.Keyring
 }
 
-// TokenColumn is the sealed column of this domain (seal.Keyring.Migrate
-// seals rows written before encryption at rest).
-var TokenColumn = seal.Column{Table: "notification_configurations", IDColumn: "id", Column: "token", Purpose: "notification_configurations.token"}
+// The sealed columns of this domain (seal.Keyring.Migrate seals rows
+// written before encryption at rest): the token, and the URL with what
+// repeats it (Slack and Teams webhook URLs carry their secret in the path):
+// the recorded delivery responses and the last failure.
+var (
+	TokenColumn     = seal.Column{Table: "notification_configurations", IDColumn: "id", Column: "token", Purpose: "notification_configurations.token"}
+	URLColumn       = seal.Column{Table: "notification_configurations", IDColumn: "id", Column: "url", Purpose: "notification_configurations.url"}
+	ResponsesColumn = seal.Column{Table: "notification_configurations", IDColumn: "id", Column: "delivery_responses", Purpose: "notification_configurations.delivery_responses"}
+	FailureColumn   = seal.Column{Table: "notification_configurations", IDColumn: "id", Column: "last_failure", Purpose: "notification_configurations.last_failure"}
+	SealedColumns   = []seal.Column{TokenColumn, URLColumn, ResponsesColumn, FailureColumn}
+)
 
-// scan reads a configuration and opens its sealed token.
+// scan reads a configuration and opens its sealed columns.
 func (s *Service) scan(sc interface{ Scan(...any) error }) (*Configuration, error) {
-	c, err := scan(sc)
-	if err != nil {
-		return nil, err
+	var c *Configuration
+	err := scanWith(sc, func(col seal.Column, v string) (string, error) { return s.o.Keys.OpenString(col.Purpose, v) }, &c)
+	return c, err
+}
+
+// sealed seals the values of the sealed columns in the order url, token,
+// delivery_responses, last_failure.
+func (s *Service) sealed(c *Configuration, responses, failure string) (url, token, resp, fail string, err error) {
+	out := make([]string, 4)
+	for i, v := range []struct {
+		col seal.Column
+		v   string
+	}{{URLColumn, c.URL}, {TokenColumn, c.token}, {ResponsesColumn, responses}, {FailureColumn, failure}} {
+		if out[i], err = s.o.Keys.SealString(v.col.Purpose, v.v); err != nil {
+			return
+		}
 	}
-	if c.token, err = s.o.Keys.OpenString(TokenColumn.Purpose, c.token); err != nil {
-		return nil, fmt.Errorf("notification configuration %s: %w", c.ID, err)
-	}
-	return c, nil
+	return out[0], out[1], out[2], out[3], nil
 }
 
 // Service manages configurations and their deliveries.
@@ -127,24 +145,36 @@ func authorize(ctx context.Context, org, kind, id string) error {
 
 const cols = `id, organization_name, subscribable_type, subscribable_id, name, destination_type, url, token, enabled, triggers, email_addresses, email_user_ids, delivery_responses, last_failure, created_at, updated_at`
 
-func scan(sc interface{ Scan(...any) error }) (*Configuration, error) {
+// scanWith reads a configuration, passing each sealed column's value
+// through open.
+func scanWith(sc interface{ Scan(...any) error }, open func(seal.Column, string) (string, error), out **Configuration) error {
 	var c Configuration
 	var triggers, addrs, users, resp string
 	var created, updated int64
 	if err := sc.Scan(&c.ID, &c.Organization, &c.SubscribableType, &c.SubscribableID, &c.Name, &c.Destination, &c.URL, &c.token,
 		&c.Enabled, &triggers, &addrs, &users, &resp, &c.LastFailure, &created, &updated); err != nil {
-		return nil, err
+		return err
+	}
+	for _, f := range []struct {
+		col seal.Column
+		v   *string
+	}{{URLColumn, &c.URL}, {TokenColumn, &c.token}, {ResponsesColumn, &resp}, {FailureColumn, &c.LastFailure}} {
+		var err error
+		if *f.v, err = open(f.col, *f.v); err != nil {
+			return fmt.Errorf("notification configuration %s: %w", c.ID, err)
+		}
 	}
 	for _, f := range []struct {
 		raw string
 		dst any
 	}{{triggers, &c.Triggers}, {addrs, &c.EmailAddresses}, {users, &c.EmailUserIDs}, {resp, &c.Responses}} {
 		if err := json.Unmarshal([]byte(f.raw), f.dst); err != nil {
-			return nil, fmt.Errorf("decoding notification configuration %s: %w", c.ID, err)
+			return fmt.Errorf("decoding notification configuration %s: %w", c.ID, err)
 		}
 	}
 	c.CreatedAt, c.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
-	return &c, nil
+	*out = &c
+	return nil
 }
 
 func jsonText(v any) string {
@@ -194,13 +224,13 @@ func (s *Service) Create(ctx context.Context, kind, id string, o Changes) (*Conf
 		if n >= MaxPerSubscribable {
 			return core.Invalid("a %s can have at most %d notification configurations", kind[:len(kind)-1], MaxPerSubscribable)
 		}
-		token, err := s.o.Keys.SealString(TokenColumn.Purpose, c.token)
+		url, token, resp, failure, err := s.sealed(c, jsonText(c.Responses), c.LastFailure)
 		if err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO notification_configurations (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), c.URL, token, c.Enabled,
-			jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), c.LastFailure,
+			c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), url, token, c.Enabled,
+			jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), resp, failure,
 			core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
 		return redact(err, c.token)
 	})
@@ -345,12 +375,12 @@ func (s *Service) Update(ctx context.Context, id string, o Changes) (*Configurat
 		if _, err := s.load(ctx, tx, id, true); err != nil {
 			return err
 		}
-		token, err := s.o.Keys.SealString(TokenColumn.Purpose, c.token)
+		url, token, resp, _, err := s.sealed(c, jsonText(c.Responses), "")
 		if err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE notification_configurations SET name = ?, url = ?, token = ?, enabled = ?, triggers = ?, email_addresses = ?, email_user_ids = ?, delivery_responses = ?, updated_at = ? WHERE id = ?`,
-			c.Name, c.URL, token, c.Enabled, jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), jsonText(c.Responses), core.Micros(c.UpdatedAt), c.ID)
+			c.Name, url, token, c.Enabled, jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), resp, core.Micros(c.UpdatedAt), c.ID)
 		return redact(err, c.token)
 	})
 	if err != nil {
@@ -403,6 +433,9 @@ func (s *Service) record(ctx context.Context, id string, r Response) error {
 		if err != nil {
 			return err
 		}
+		if raw, err = s.o.Keys.OpenString(ResponsesColumn.Purpose, raw); err != nil {
+			return fmt.Errorf("notification configuration %s: %w", id, err)
+		}
 		var rs []Response
 		if err := json.Unmarshal([]byte(raw), &rs); err != nil {
 			return err
@@ -411,7 +444,14 @@ func (s *Service) record(ctx context.Context, id string, r Response) error {
 		if !r.Successful {
 			failure = fmt.Sprintf("%s: %s answered %s", r.SentAt.Format(time.RFC3339), r.URL, describe(r))
 		}
-		_, err = tx.Exec(ctx, `UPDATE notification_configurations SET delivery_responses = ?, last_failure = ? WHERE id = ?`, jsonText(keep(rs, r)), failure, id)
+		resp, err := s.o.Keys.SealString(ResponsesColumn.Purpose, jsonText(keep(rs, r)))
+		if err != nil {
+			return err
+		}
+		if failure, err = s.o.Keys.SealString(FailureColumn.Purpose, failure); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE notification_configurations SET delivery_responses = ?, last_failure = ? WHERE id = ?`, resp, failure, id)
 		return err
 	})
 }

@@ -526,7 +526,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // sealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
 func sealedColumns() []seal.Column {
-	return append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, notify.TokenColumn, runtask.HMACKeyColumn}, state.SealedColumns...)
+	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 
 // sealExisting seals what was stored before encryption at rest existed:
