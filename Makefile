@@ -6,7 +6,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz fuzz-long conformance bench clean mirror engines
+.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -55,6 +55,10 @@ fuzz-long: ## run every fuzz target for $(FUZZTIME_LONG) each
 
 conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server; flags in CONFORMANCE_FLAGS
 	$(GO) run ./tools/conformance $(CONFORMANCE_FLAGS)
+
+LOAD_FLAGS ?= -clients 200 -duration 60s -max-pending-runs 8
+load: ## 200 go-tfe clients for 60 s against one server, per store (tools/load; flags in LOAD_FLAGS): fails on a 5xx or a run that does not end, prints p99 per operation
+	@for st in sqlite postgres; do echo "== load $$st"; $(GO) run ./tools/load $(LOAD_FLAGS) -store $$st || exit 1; done
 
 BENCH_FLAGS ?=
 bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput, run-trigger chain and fan-out (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks

@@ -7,6 +7,9 @@
 //
 //	go run ./tools/load -clients 200 -duration 60s -store sqlite
 //	go run ./tools/load -clients 200 -duration 60s -store postgres
+//
+// make load (run by .ci/run) runs both stores with -max-pending-runs 8, so
+// the wait for the last runs after the clients stop stays short.
 package main
 
 import (
@@ -47,8 +50,9 @@ func main() {
 	duration := flag.Duration("duration", 60*time.Second, "how long the clients send requests")
 	st := flag.String("store", "sqlite", "sqlite or postgres (a throwaway server is started)")
 	concurrency := flag.Int("runner-concurrency", 4, "the in-process runner's concurrency")
+	maxRuns := flag.Int("max-pending-runs", 0, "at most this many runs unfinished at once (0: one per client); bounds the wait for every run to end")
 	flag.Parse()
-	if err := run(*clients, *duration, *st, *concurrency); err != nil {
+	if err := run(*clients, *duration, *st, *concurrency, *maxRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(1)
 	}
@@ -85,7 +89,7 @@ func (t *timings) add(op string, d time.Duration) {
 	t.mu.Unlock()
 }
 
-func run(clients int, duration time.Duration, st string, concurrency int) error {
+func run(clients int, duration time.Duration, st string, concurrency, maxRuns int) error {
 	tmp, err := os.MkdirTemp("", "terrace-load-")
 	if err != nil {
 		return err
@@ -136,7 +140,12 @@ func run(clients int, duration time.Duration, st string, concurrency int) error 
 		return err
 	}
 
-	fmt.Printf("load: %d go-tfe clients for %s, %s, runner concurrency %d, %d CPUs\n", clients, duration, st, concurrency, runtime.NumCPU())
+	if maxRuns <= 0 {
+		maxRuns = clients
+	}
+	fmt.Printf("load: %d go-tfe clients for %s, %s, runner concurrency %d, at most %d runs pending, %d CPUs\n", clients, duration, st, concurrency, maxRuns, runtime.NumCPU())
+	// pending counts runs created and not yet seen ending by their client.
+	var pending atomic.Int64
 	tm := &timings{m: map[string][]time.Duration{}}
 	var runIDs sync.Map
 	var failures atomic.Int64
@@ -224,12 +233,20 @@ func run(clients int, duration time.Duration, st string, concurrency int) error 
 						if err != nil || !final(r.Status) {
 							continue
 						}
+						lastRun = ""
+						pending.Add(-1)
+					}
+					if pending.Add(1) > int64(maxRuns) {
+						pending.Add(-1)
+						continue
 					}
 					_ = timed("create run", func() error {
 						r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
 						if err == nil {
 							lastRun = r.ID
 							runIDs.Store(r.ID, true)
+						} else {
+							pending.Add(-1)
 						}
 						return err
 					})
