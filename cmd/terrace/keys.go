@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -94,6 +96,84 @@ and replaces <data-dir>/kek.`,
 	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
 	f.StringVar(&kek, "kek", "", "the current key-encryption key (base64 or hex; default <data-dir>/kek)")
 	f.StringVar(&newKEK, "new-kek", "", "the new key-encryption key (base64 or hex; generated into <data-dir>/kek when the current key is there)")
-	cmd.AddCommand(rotate)
+	cmd.AddCommand(rotate, reencryptCmd())
+	return cmd
+}
+
+func reencryptCmd() *cobra.Command {
+	var dataDir, database, blobs, kek string
+	cmd := &cobra.Command{
+		Use:   "reencrypt",
+		Short: "Re-seal every secret and blob under a new data key, while servers run",
+		Long: `Re-seal every sealed secret and blob under a new data key.
+
+A new data key (wrapped by the current key-encryption key) is stored, then
+every sealed column value and blob that is sealed under an older data key
+is opened and sealed again under the new one, in small batches. Servers may
+keep running: they load the new data key when they first meet a value
+sealed with it, and seal under it from then on. Stopped part-way, the same
+command resumes with the same new key; once it finishes, a later run makes
+another.
+
+The key-encryption key is --kek (TERRACE_KEK, TERRACE_KEK_FILE) or
+<data-dir>/kek, as for the server.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := envTwins(cmd.Flags()); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			dataDir = cmp.Or(dataDir, ".terrace")
+			database = cmp.Or(database, filepath.Join(dataDir, "terrace.db"))
+			blobs = cmp.Or(blobs, filepath.Join(dataDir, "blobs"))
+			if kek == "" {
+				if _, err := os.Stat(filepath.Join(dataDir, seal.KEKFile)); err != nil {
+					return fmt.Errorf("no key-encryption key: give --kek (TERRACE_KEK or TERRACE_KEK_FILE), or --data-dir holding %s", seal.KEKFile)
+				}
+			}
+			db, err := store.Open(ctx, database)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			keys, err := seal.Open(ctx, db, seal.Source{Configured: kek, DataDir: dataDir})
+			if err != nil {
+				return err
+			}
+			bs, err := blob.Open(ctx, blobs)
+			if err != nil {
+				return err
+			}
+			defer bs.Close()
+			bs.Seal(keys)
+			id, resumed, err := keys.Target(ctx, db)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if resumed {
+				fmt.Fprintf(out, "resuming the re-encryption to data key %s\n", id)
+			} else {
+				fmt.Fprintf(out, "new data key %s\n", id)
+			}
+			rows, err := keys.Reseal(ctx, db, server.SealedColumns())
+			if err != nil {
+				return fmt.Errorf("%w (run the command again to resume)", err)
+			}
+			n, err := bs.Reseal(ctx)
+			if err != nil {
+				return fmt.Errorf("%w (run the command again to resume)", err)
+			}
+			if err := seal.Finish(ctx, db, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "re-sealed %d value(s) and %d blob(s) under data key %s\n", rows, n, id)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", ".terrace", "the server's data dir")
+	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
+	f.StringVar(&blobs, "blobs", "", "blob folder or s3://… URL, as given to the server (default <data-dir>/blobs)")
+	f.StringVar(&kek, "kek", "", "the key-encryption key (base64 or hex; default <data-dir>/kek)")
 	return cmd
 }

@@ -61,3 +61,41 @@ func TestKeysRotate(t *testing.T) {
 		t.Fatalf("rotate without --new-kek: %v", err)
 	}
 }
+
+// TestKeysReencrypt: `terrace keys reencrypt` makes a new data key and
+// re-seals under it; the server starts afterwards and the next run makes
+// yet another key.
+func TestKeysReencrypt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := server.New(ctx, server.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("starting: %v", err)
+	}
+	s.Close()
+	for _, want := range []string{"new data key dk2", "new data key dk3"} {
+		cmd := keysCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{"reencrypt", "--data-dir", dir})
+		if err := cmd.ExecuteContext(ctx); err != nil {
+			t.Fatalf("reencrypt: %v", err)
+		}
+		if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "re-sealed") {
+			t.Fatalf("reencrypt said %q, want %q", out.String(), want)
+		}
+		s, err := server.New(ctx, server.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatalf("starting after reencrypt: %v", err)
+		}
+		if got := s.Keys.Active(); got != strings.TrimPrefix(want, "new data key ") {
+			t.Fatalf("the server seals under %q after the re-encryption, want the new key", got)
+		}
+		s.Close()
+	}
+	cmd := keysCmd()
+	cmd.SetArgs([]string{"reencrypt", "--data-dir", t.TempDir()})
+	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "no key-encryption key") {
+		t.Fatalf("reencrypt without a key: %v", err)
+	}
+}

@@ -254,3 +254,58 @@ func (s *Store) SealAll(ctx context.Context) (int, error) {
 		n++
 	}
 }
+
+// Reseal re-seals every blob sealed under a data key other than the
+// keyring's active one (a re-encryption, internal/seal), streaming each
+// through the keyring; it returns how many it re-sealed. Plain blobs are
+// SealAll's. A blob rewritten in place is replaced whole (gocloud commits
+// a write on Close), so readers see the old or the new sealing, never a
+// mix.
+func (s *Store) Reseal(ctx context.Context) (int, error) {
+	if s.keys == nil {
+		return 0, errors.New("the blob store has no keys to seal with")
+	}
+	active := s.keys.Active()
+	n := 0
+	it := s.b.List(nil)
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("listing blobs: %w", err)
+		}
+		if obj.IsDir {
+			continue
+		}
+		var head []byte
+		r, err := s.b.NewRangeReader(ctx, obj.Key, 0, int64(len(seal.Magic))+256, nil)
+		if err == nil {
+			head, err = io.ReadAll(r)
+			r.Close()
+		}
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("reading blob %s: %w", obj.Key, err)
+		}
+		if id, ok := seal.KeyID(head); !ok || id == active {
+			continue
+		}
+		rc, _, err := s.Reader(ctx, obj.Key)
+		if core.KindOf(err) == core.KindNotFound {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		_, err = s.PutReader(ctx, obj.Key, rc, 1<<62)
+		rc.Close()
+		if err != nil {
+			return n, fmt.Errorf("re-sealing blob %s: %w", obj.Key, err)
+		}
+		n++
+	}
+}

@@ -38,6 +38,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -122,6 +123,10 @@ type Keyring struct {
 	mu     sync.RWMutex
 	keys   map[string]cipher.AEAD
 	active string
+	// db and keks let the keyring load a data key added after it was
+	// opened (by `terrace keys reencrypt` while servers run).
+	db   *store.DB
+	keks []KEK
 }
 
 const dataKeyID = "dk1"
@@ -181,7 +186,7 @@ func dataKeys(ctx context.Context, q store.Q) ([]dataKeyRow, error) {
 		var r dataKeyRow
 		err := sc.Scan(&r.id, &r.wrapped, &r.kekID)
 		return r, err
-	}, `SELECT id, wrapped, kek_id FROM seal_data_keys ORDER BY id`)
+	}, `SELECT id, wrapped, kek_id FROM seal_data_keys ORDER BY created_at, id`)
 }
 
 // Open loads the data keys from db, unwrapping them with the KEK from src;
@@ -214,22 +219,48 @@ func Open(ctx context.Context, db *store.DB, src Source) (*Keyring, error) {
 			return nil, fmt.Errorf("reading data keys: %w", err)
 		}
 	}
-	k := &Keyring{keys: map[string]cipher.AEAD{}}
-	for _, r := range rows {
-		dk, err := unwrapAny(keks, r)
-		if err != nil {
-			return nil, err
-		}
-		aead, err := newAEAD(dk)
-		if err != nil {
-			return nil, err
-		}
-		k.keys[r.id] = aead
-		if r.id > k.active {
-			k.active = r.id
-		}
+	k := &Keyring{keys: map[string]cipher.AEAD{}, db: db, keks: keks}
+	if err := k.add(rows); err != nil {
+		return nil, err
 	}
 	return k, nil
+}
+
+// add unwraps the data keys of rows it does not hold yet; the newest
+// (rows are in creation order) becomes the active one. The caller holds
+// k.mu or owns k alone.
+func (k *Keyring) add(rows []dataKeyRow) error {
+	for _, r := range rows {
+		if _, ok := k.keys[r.id]; !ok {
+			dk, err := unwrapAny(k.keks, r)
+			if err != nil {
+				return err
+			}
+			aead, err := newAEAD(dk)
+			if err != nil {
+				return err
+			}
+			k.keys[r.id] = aead
+		}
+		k.active = r.id
+	}
+	return nil
+}
+
+// reload reads data keys added since the keyring was opened.
+func (k *Keyring) reload() error {
+	if k.db == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := dataKeys(ctx, k.db)
+	if err != nil {
+		return fmt.Errorf("reading data keys: %w", err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.add(rows)
 }
 
 func unwrapAny(keks []KEK, r dataKeyRow) ([]byte, error) {
@@ -333,9 +364,20 @@ func KEKIDs(ctx context.Context, db *store.DB) (map[string]string, error) {
 
 func (k *Keyring) key(id string) (cipher.AEAD, error) {
 	k.mu.RLock()
-	defer k.mu.RUnlock()
 	a, ok := k.keys[id]
-	if !ok {
+	k.mu.RUnlock()
+	if ok {
+		return a, nil
+	}
+	// Sealed under a data key added since this keyring was opened (a
+	// re-encryption running beside this server): load it, and seal under
+	// it from now on too.
+	if err := k.reload(); err != nil {
+		return nil, err
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if a, ok = k.keys[id]; !ok {
 		return nil, fmt.Errorf("sealed with unknown data key %q", id)
 	}
 	return a, nil

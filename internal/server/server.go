@@ -523,9 +523,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-// sealedColumns are the TEXT columns whose values are sealed at rest;
+// SealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
-func sealedColumns() []seal.Column {
+func SealedColumns() []seal.Column {
 	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 
@@ -533,7 +533,7 @@ func sealedColumns() []seal.Column {
 // the sealed columns' plain rows and every plain blob. Each conversion
 // runs once (recorded in seal_migrations).
 func (s *Server) sealExisting(ctx context.Context) error {
-	n, err := s.Keys.Migrate(ctx, s.DB, sealedColumns())
+	n, err := s.Keys.Migrate(ctx, s.DB, SealedColumns())
 	if err != nil {
 		return fmt.Errorf("encryption at rest: %w", err)
 	}
