@@ -210,77 +210,48 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // atomic and keep the plaintext, so readers see the same content before
 // and after. Blobs deleted meanwhile are skipped.
 func (s *Store) SealAll(ctx context.Context) (int, error) {
-	if s.keys == nil {
-		return 0, errors.New("the blob store has no keys to seal with")
-	}
-	n := 0
-	it := s.b.List(nil)
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("listing blobs: %w", err)
-		}
-		if obj.IsDir {
-			continue
-		}
-		var head []byte
-		r, err := s.b.NewRangeReader(ctx, obj.Key, 0, int64(len(seal.Magic)), nil)
-		if err == nil {
-			head, err = io.ReadAll(r)
-			r.Close()
-		}
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("reading blob %s: %w", obj.Key, err)
-		}
-		if seal.IsSealedHeader(head) {
-			continue
-		}
-		b, err := s.b.ReadAll(ctx, obj.Key)
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("reading blob %s: %w", obj.Key, err)
-		}
-		if err := s.Put(ctx, obj.Key, b); err != nil {
-			return n, err
-		}
-		n++
-	}
+	return s.rewrite(ctx, int64(len(seal.Magic)), func(head []byte) bool { return !seal.IsSealedHeader(head) })
 }
 
 // Reseal re-seals every blob sealed under a data key other than the
 // keyring's active one (a re-encryption, internal/seal), streaming each
 // through the keyring; it returns how many it re-sealed. Plain blobs are
-// SealAll's. A blob rewritten in place is replaced whole (gocloud commits
-// a write on Close), so readers see the old or the new sealing, never a
-// mix.
+// SealAll's.
 func (s *Store) Reseal(ctx context.Context) (int, error) {
 	if s.keys == nil {
 		return 0, errors.New("the blob store has no keys to seal with")
 	}
 	active := s.keys.Active()
-	n := 0
+	return s.rewrite(ctx, int64(len(seal.Magic))+256, func(head []byte) bool {
+		id, ok := seal.KeyID(head)
+		return ok && id != active
+	})
+}
+
+// rewrite streams every blob whose first n bytes pick it through the
+// store again (opening it and sealing it under the active data key) and
+// returns how many it rewrote. gocloud commits a write on Close, so
+// readers see the old or the new object whole, never a mix; blobs deleted
+// meanwhile are skipped.
+func (s *Store) rewrite(ctx context.Context, n int64, pick func(head []byte) bool) (int, error) {
+	if s.keys == nil {
+		return 0, errors.New("the blob store has no keys to seal with")
+	}
+	done := 0
 	it := s.b.List(nil)
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {
-			return n, nil
+			return done, nil
 		}
 		if err != nil {
-			return n, fmt.Errorf("listing blobs: %w", err)
+			return done, fmt.Errorf("listing blobs: %w", err)
 		}
 		if obj.IsDir {
 			continue
 		}
 		var head []byte
-		r, err := s.b.NewRangeReader(ctx, obj.Key, 0, int64(len(seal.Magic))+256, nil)
+		r, err := s.b.NewRangeReader(ctx, obj.Key, 0, n, nil)
 		if err == nil {
 			head, err = io.ReadAll(r)
 			r.Close()
@@ -289,9 +260,9 @@ func (s *Store) Reseal(ctx context.Context) (int, error) {
 			continue
 		}
 		if err != nil {
-			return n, fmt.Errorf("reading blob %s: %w", obj.Key, err)
+			return done, fmt.Errorf("reading blob %s: %w", obj.Key, err)
 		}
-		if id, ok := seal.KeyID(head); !ok || id == active {
+		if !pick(head) {
 			continue
 		}
 		rc, _, err := s.Reader(ctx, obj.Key)
@@ -299,13 +270,13 @@ func (s *Store) Reseal(ctx context.Context) (int, error) {
 			continue
 		}
 		if err != nil {
-			return n, err
+			return done, err
 		}
 		_, err = s.PutReader(ctx, obj.Key, rc, 1<<62)
 		rc.Close()
 		if err != nil {
-			return n, fmt.Errorf("re-sealing blob %s: %w", obj.Key, err)
+			return done, fmt.Errorf("rewriting blob %s: %w", obj.Key, err)
 		}
-		n++
+		done++
 	}
 }

@@ -17,6 +17,7 @@ import (
 	tfe "github.com/hashicorp/go-tfe"
 	_ "github.com/jackc/pgx/v5/stdlib" // reads PostgreSQL rows raw
 
+	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/server"
@@ -182,6 +183,10 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	if signedRight.Load() != 2 || signedWrong.Load() != 0 {
 		t.Fatalf("task service saw %d correctly and %d wrongly signed requests, want 2 and 0", signedRight.Load(), signedWrong.Load())
 	}
+	// Re-encrypt under a new data key while this server runs: it goes on
+	// reading everything sealed (the apply below reads the sealed
+	// variables and state).
+	reencrypt(ctx, t, e, kek2)
 	if nc, err := e.Client.NotificationConfigurations.Read(ctx, hook.ID); err != nil || nc.URL != secrets["notification URL"] {
 		t.Fatalf("after rotation the notification configuration reads %v, %v; want its URL back", nc, err)
 	}
@@ -231,6 +236,45 @@ func rotateKEK(ctx context.Context, database string, old, next seal.KEK) error {
 		err = fmt.Errorf("re-wrapped %d data keys, want 1", n)
 	}
 	return err
+}
+
+// reencrypt runs what `terrace keys reencrypt` runs against e's database
+// and blobs, beside the running server.
+func reencrypt(ctx context.Context, t *testing.T, e *testenv.Env, kek seal.KEK) {
+	t.Helper()
+	db, err := store.Open(ctx, e.Opts.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keys, err := seal.Open(ctx, db, seal.Source{Configured: kek.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := blob.Open(ctx, filepath.Join(e.Opts.DataDir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bs.Close()
+	bs.Seal(keys)
+	id, _, err := keys.Target(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := keys.Reseal(ctx, db, server.SealedColumns())
+	if err != nil {
+		t.Fatalf("re-sealing columns: %v", err)
+	}
+	blobs, err := bs.Reseal(ctx)
+	if err != nil {
+		t.Fatalf("re-sealing blobs: %v", err)
+	}
+	if rows < 5 || blobs < 3 {
+		t.Fatalf("re-sealed %d values and %d blobs: fewer than the test stored", rows, blobs)
+	}
+	if err := seal.Finish(ctx, db, id); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // assertNoSecrets reads every database row (PostgreSQL) or the database
