@@ -50,6 +50,13 @@ func TestPlainDataSealedAtStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			nc, err := e.Client.NotificationConfigurations.Create(ctx, ws.ID, tfe.NotificationConfigurationCreateOptions{
+				Name: tfe.String("hook"), DestinationType: tfe.NotificationDestination(tfe.NotificationDestinationTypeSlack),
+				Enabled: tfe.Bool(false), URL: tfe.String("https://hooks.example.test/services/T/B/sealed-later"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			e.Stop(t)
 
 			// Back to plain text, as an older Terrace stored them.
@@ -60,6 +67,7 @@ func TestPlainDataSealedAtStart(t *testing.T) {
 			for _, q := range []string{
 				`UPDATE variables SET value = 'legacy-plain-value'`,
 				`UPDATE state_version_outputs SET value = '"legacy-output"'`,
+				`UPDATE notification_configurations SET url = 'https://hooks.example.test/services/T/B/legacy-url', delivery_responses = '[]', last_failure = ''`,
 				`DELETE FROM seal_migrations`,
 			} {
 				if _, err := db.Exec(ctx, q); err != nil {
@@ -94,7 +102,7 @@ func TestPlainDataSealedAtStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			for _, q := range []string{`SELECT value FROM variables`, `SELECT value FROM state_version_outputs`} {
+			for _, q := range []string{`SELECT value FROM variables`, `SELECT value FROM state_version_outputs`, `SELECT url FROM notification_configurations`, `SELECT delivery_responses FROM notification_configurations`} {
 				var raw string
 				if err := db.QueryRow(ctx, q).Scan(&raw); err != nil {
 					t.Fatal(err)
@@ -106,6 +114,9 @@ func TestPlainDataSealedAtStart(t *testing.T) {
 			got, err := e.Client.Variables.Read(ctx, ws.ID, v.ID)
 			if err != nil || got.Value != "legacy-plain-value" {
 				t.Fatalf("variable after sealing: %+v, %v", got, err)
+			}
+			if got, err := e.Client.NotificationConfigurations.Read(ctx, nc.ID); err != nil || got.URL != "https://hooks.example.test/services/T/B/legacy-url" {
+				t.Fatalf("notification configuration after sealing: %+v, %v", got, err)
 			}
 			dl, err := e.Client.StateVersions.Download(ctx, sv.DownloadURL)
 			if err != nil || !bytes.Equal(dl, state) {
