@@ -144,8 +144,36 @@ func run(clients int, duration time.Duration, st string, concurrency, maxRuns in
 		maxRuns = clients
 	}
 	fmt.Printf("load: %d go-tfe clients for %s, %s, runner concurrency %d, at most %d runs pending, %d CPUs\n", clients, duration, st, concurrency, maxRuns, runtime.NumCPU())
-	// pending counts runs created and not yet seen ending by their client.
-	var pending atomic.Int64
+	// pending holds the runs created and not yet seen ending (a watcher
+	// reads them); reserved counts creations under way.
+	var pmu sync.Mutex
+	pending := map[string]bool{}
+	reserved := 0
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for tick := time.NewTicker(500 * time.Millisecond); ; {
+			select {
+			case <-watchCtx.Done():
+				tick.Stop()
+				return
+			case <-tick.C:
+			}
+			pmu.Lock()
+			ids := make([]string, 0, len(pending))
+			for id := range pending {
+				ids = append(ids, id)
+			}
+			pmu.Unlock()
+			for _, id := range ids {
+				if r, err := admin.Runs.Read(watchCtx, id); err == nil && final(r.Status) {
+					pmu.Lock()
+					delete(pending, id)
+					pmu.Unlock()
+				}
+			}
+		}
+	}()
 	tm := &timings{m: map[string][]time.Duration{}}
 	var runIDs sync.Map
 	var failures atomic.Int64
@@ -228,26 +256,27 @@ func run(clients int, duration time.Duration, st string, concurrency, maxRuns in
 					})
 				default:
 					// One speculative run outstanding per client.
-					if lastRun != "" {
-						r, err := c.Runs.Read(ctx, lastRun)
-						if err != nil || !final(r.Status) {
-							continue
-						}
-						lastRun = ""
-						pending.Add(-1)
+					// One run outstanding per client, maxRuns in all.
+					pmu.Lock()
+					skip := pending[lastRun] || len(pending)+reserved >= maxRuns
+					if !skip {
+						reserved++
 					}
-					if pending.Add(1) > int64(maxRuns) {
-						pending.Add(-1)
+					pmu.Unlock()
+					if skip {
+						_ = timed("read workspace", func() error { _, err := c.Workspaces.Read(ctx, org, ws.Name); return err })
 						continue
 					}
 					_ = timed("create run", func() error {
 						r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+						pmu.Lock()
+						reserved--
 						if err == nil {
 							lastRun = r.ID
+							pending[r.ID] = true
 							runIDs.Store(r.ID, true)
-						} else {
-							pending.Add(-1)
 						}
+						pmu.Unlock()
 						return err
 					})
 				}
