@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -34,6 +35,9 @@ type jobExec struct {
 	out    *logWriter
 	cancel string // "", "cancel" or "force": the strongest signal seen
 	sig    chan string
+	// describeLater: the plan was reported without its JSON, which is
+	// made while terraform applies (see plan).
+	describeLater bool
 }
 
 func (j *jobExec) run(ctx context.Context) error {
@@ -75,13 +79,19 @@ func (j *jobExec) run(ctx context.Context) error {
 		if err != nil || !cont {
 			return err
 		}
+		// The plan's JSON, when the plan did not wait for it, is made
+		// while terraform applies and reported with the apply.
+		var described <-chan planDescription
+		if res.PlanJSON == nil && j.describeLater {
+			described = j.describeInBackground(ctx, in)
+		}
 		// Auto-apply: same folder, same plan, no second init.
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
-		return j.finishApply(ctx, j.apply(ctx, in, res))
+		return j.finishApply(ctx, j.apply(ctx, res, described))
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
 		return j.finish(ctx, err, nil)
@@ -89,7 +99,9 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err := j.init(ctx); err != nil {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 	}
-	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{}))
+	// The plan's counts were recorded when it finished: no show -json here.
+	p := r.Plan
+	return j.finishApply(ctx, j.apply(ctx, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}, nil))
 }
 
 // header starts a phase's log as HCP Terraform's do: three lines naming
@@ -288,7 +300,7 @@ func writeVarFiles(wd string, vars []Variable, runVars []run.RunVar) error {
 // terraform runs the engine with args, streaming its output to the log.
 // It returns the exit code; a cancel signal interrupts it (SIGINT, then
 // SIGKILL after the grace period; "force" kills at once).
-func (j *jobExec) terraform(ctx context.Context, stdout *bytes.Buffer, args ...string) (int, error) {
+func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...string) (int, error) {
 	cmd := exec.Command(j.bin, args...)
 	cmd.Dir = j.wd
 	cmd.Env = j.env
@@ -386,7 +398,8 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.InvokeActionAddrs {
 		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
 	}
-	code, err := j.terraform(ctx, nil, args...)
+	summary := &planSummary{}
+	code, err := j.terraform(ctx, io.MultiWriter(j.out, summary), args...)
 	switch {
 	case j.cancel != "":
 		return run.PlanResult{Canceled: true, Error: "canceled"}
@@ -396,14 +409,19 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		return run.PlanResult{Error: "terraform plan failed"}
 	}
 	res := run.PlanResult{HasChanges: code == 2}
-	var js bytes.Buffer
-	if code, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && code == 0 {
-		res.PlanJSON = js.Bytes()
-		res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(res.PlanJSON)
-		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)))
-		var schemas bytes.Buffer
-		if code, err := j.terraform(ctx, &schemas, "providers", "schema", "-json"); err == nil && code == 0 {
-			res.RedactedJSON = withProviderSchemas(res.RedactedJSON, schemas.Bytes())
+	res.Additions, res.Changes, res.Destructions, res.Imports = summary.counts()
+	if r.AutoApply && !r.SavePlan && !r.PlanOnly && !in.KeepPlan && res.HasChanges {
+		// The run goes straight on to apply in this job and nothing reads
+		// the plan's JSON before it applies (no run task waits on it): the
+		// plan is reported with the counts from terraform's summary line,
+		// and show -json and the provider schemas run beside the apply
+		// instead of before it.
+		j.describeLater = true
+	} else {
+		d := j.describe(ctx, in)
+		if d.planJSON != nil {
+			res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
+			res.Additions, res.Changes, res.Destructions, res.Imports = d.add, d.change, d.destroy, d.imports
 		}
 	}
 	if !r.AutoApply || r.SavePlan || r.PlanOnly || in.KeepPlan {
@@ -418,15 +436,20 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	return res
 }
 
-func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult) run.ApplyResult {
+// apply applies the saved plan in the working directory. planned carries
+// the plan's counts; described, when not nil, delivers the plan's JSON
+// being made beside the apply, which the result then carries.
+func (j *jobExec) apply(ctx context.Context, planned run.PlanResult, described <-chan planDescription) run.ApplyResult {
 	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
 	code, err := j.terraform(ctx, nil, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve", "tfplan")
 	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
-	if planned.PlanJSON == nil {
-		var js bytes.Buffer
-		if c, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && c == 0 {
-			res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(js.Bytes())
+	if described != nil {
+		t0 := time.Now()
+		if d := <-described; d.planJSON != nil {
+			res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
+			res.Additions, res.Changes, res.Destructions, res.Imports = d.add, d.change, d.destroy, d.imports
 		}
+		j.took("wait for plan JSON", t0)
 	}
 	// The state terraform left counts even when the apply failed.
 	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
