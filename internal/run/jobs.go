@@ -302,10 +302,6 @@ type ApplyResult struct {
 	// State is the state terraform left (also after a failed or
 	// interrupted apply); nil when it did not change.
 	State []byte
-	// PlanJSON and RedactedJSON are the plan's JSON when the plan was
-	// reported without it: a run that applies in the same job makes them
-	// beside the apply, off its critical path (see docs/design/runs.md).
-	PlanJSON, RedactedJSON []byte `json:",omitempty"`
 }
 
 // StateSink stores the state an apply produced as a new state version.
@@ -330,20 +326,6 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	if err != nil {
 		return err
 	}
-	// The plan's JSON matters less than the apply's outcome: failing to
-	// store it is said in the log, not made the run's error.
-	jsonErr := ""
-	for _, name := range []string{"json", "json-redacted"} {
-		data := res.PlanJSON
-		if name == "json-redacted" {
-			data = res.RedactedJSON
-		}
-		if data != nil && jsonErr == "" {
-			if err := s.Blobs.Put(ctx, planKey(r.Plan.ID, name), data); err != nil {
-				jsonErr = fmt.Sprintf("\nstoring the plan's JSON failed: %v\n", err)
-			}
-		}
-	}
 	stateErr := ""
 	if res.State != nil {
 		if err := states.CreateFromRun(ctx, r.WorkspaceID, r.ID, res.State); err != nil {
@@ -357,7 +339,6 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	if stateErr != "" {
 		tail += "\n" + stateErr + "\n"
 	}
-	tail += jsonErr
 	if err := s.endLog(ctx, r.Apply.ID, tail); err != nil {
 		return err
 	}

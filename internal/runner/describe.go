@@ -3,9 +3,12 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
 	"os/exec"
-	"regexp"
-	"strconv"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -20,12 +23,22 @@ type planDescription struct {
 }
 
 // describe makes the plan's description from the saved plan in the
-// working directory: terraform show -json, then providers schema -json
-// for the redacted form. A failure leaves the description empty (the run
-// itself does not depend on it) and is logged.
+// working directory. show -json and the provider schemas are independent
+// reads, so they run side by side; the schemas come from the runner's
+// cache when this engine build has already described the same providers.
+// A failure leaves the description empty (the run does not depend on it)
+// and is logged.
 func (j *jobExec) describe(ctx context.Context, in *Inputs) planDescription {
 	var d planDescription
+	var schemas []byte
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		schemas = j.providerSchemas(ctx)
+	}()
 	js, err := j.capture(ctx, "show", "-json", "-no-color", "tfplan")
+	wg.Wait()
 	if err != nil {
 		j.log.Warn("the plan's JSON could not be made", "error", err)
 		return d
@@ -33,23 +46,78 @@ func (j *jobExec) describe(ctx context.Context, in *Inputs) planDescription {
 	d.planJSON = js
 	d.add, d.change, d.destroy, d.imports = countChanges(js)
 	d.redactedJSON = Redact(js, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)))
-	if schemas, err := j.capture(ctx, "providers", "schema", "-json"); err == nil {
+	if schemas != nil {
 		d.redactedJSON = withProviderSchemas(d.redactedJSON, schemas)
-	} else {
-		j.log.Warn("the provider schemas could not be read for the redacted plan JSON", "error", err)
 	}
 	return d
 }
 
-// describeInBackground runs describe beside whatever the job does next
-// and delivers its result once.
-func (j *jobExec) describeInBackground(ctx context.Context, in *Inputs) <-chan planDescription {
-	out := make(chan planDescription, 1)
-	go func() {
-		defer j.took("plan JSON (beside the apply)", time.Now())
-		out <- j.describe(ctx, in)
-	}()
-	return out
+// providerSchemas returns terraform providers schema -json for the
+// working directory (nil when it fails). The answer depends only on the
+// engine build and the providers installed, which the dependency lock
+// file pins by version and checksum, so it is cached under those.
+func (j *jobExec) providerSchemas(ctx context.Context) []byte {
+	key, ok := j.schemaKey()
+	if ok {
+		if b, hit := j.r.schemas.get(key); hit {
+			return b
+		}
+	}
+	b, err := j.capture(ctx, "providers", "schema", "-json")
+	if err != nil {
+		j.log.Warn("the provider schemas could not be read for the redacted plan JSON", "error", err)
+		return nil
+	}
+	if ok {
+		j.r.schemas.put(key, b)
+	}
+	return b
+}
+
+// schemaKey names the engine build (path, size, modification time) and
+// the lock file's contents; ok is false when either cannot be read.
+func (j *jobExec) schemaKey() (string, bool) {
+	st, err := os.Stat(j.bin)
+	if err != nil {
+		return "", false
+	}
+	lock, err := os.ReadFile(filepath.Join(j.wd, ".terraform.lock.hcl"))
+	if err != nil && !os.IsNotExist(err) {
+		return "", false // no lock file: built-in providers only
+	}
+	return fmt.Sprintf("%s|%d|%d|%x", j.bin, st.Size(), st.ModTime().UnixNano(), sha256.Sum256(lock)), true
+}
+
+// schemaCache keeps the provider schemas of the last few provider sets.
+type schemaCache struct {
+	mu      sync.Mutex
+	entries map[string][]byte
+	order   []string // oldest first
+}
+
+const schemaCacheEntries = 16
+
+func (c *schemaCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.entries[key]
+	return b, ok
+}
+
+func (c *schemaCache) put(key string, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string][]byte{}
+	}
+	if _, ok := c.entries[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.entries[key] = b
+	for len(c.order) > schemaCacheEntries {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
 }
 
 // capture runs the engine in the working directory for its standard
@@ -68,59 +136,4 @@ func (j *jobExec) capture(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	return stdout.Bytes(), nil
-}
-
-// planSummary watches terraform plan's human output for its summary line,
-// "Plan: 1 to import, 2 to add, 0 to change, 1 to destroy." (OpenTofu may
-// add "1 to forget"), so that a plan can be reported with its counts
-// before show -json has run. It keeps only the start of each line.
-type planSummary struct {
-	cur  []byte
-	line string
-}
-
-const summaryLineMax = 256
-
-func (p *planSummary) Write(b []byte) (int, error) {
-	n := len(b)
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		chunk := b
-		if i >= 0 {
-			chunk = b[:i]
-		}
-		if room := summaryLineMax - len(p.cur); room > 0 {
-			p.cur = append(p.cur, chunk[:min(room, len(chunk))]...)
-		}
-		if i < 0 {
-			break
-		}
-		if bytes.HasPrefix(p.cur, []byte("Plan: ")) {
-			p.line = string(bytes.TrimSpace(p.cur))
-		}
-		p.cur = p.cur[:0]
-		b = b[i+1:]
-	}
-	return n, nil
-}
-
-var summaryCount = regexp.MustCompile(`(\d+) to (import|add|change|destroy)\b`)
-
-// counts returns the summary line's counts; all zero when terraform
-// printed none (no changes, or changes to outputs only).
-func (p *planSummary) counts() (add, change, destroy, imports int) {
-	for _, m := range summaryCount.FindAllStringSubmatch(p.line, -1) {
-		v, _ := strconv.Atoi(m[1])
-		switch m[2] {
-		case "import":
-			imports = v
-		case "add":
-			add = v
-		case "change":
-			change = v
-		case "destroy":
-			destroy = v
-		}
-	}
-	return
 }

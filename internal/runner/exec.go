@@ -35,9 +35,6 @@ type jobExec struct {
 	out    *logWriter
 	cancel string // "", "cancel" or "force": the strongest signal seen
 	sig    chan string
-	// describeLater: the plan was reported without its JSON, which is
-	// made while terraform applies (see plan).
-	describeLater bool
 }
 
 func (j *jobExec) run(ctx context.Context) error {
@@ -79,19 +76,13 @@ func (j *jobExec) run(ctx context.Context) error {
 		if err != nil || !cont {
 			return err
 		}
-		// The plan's JSON, when the plan did not wait for it, is made
-		// while terraform applies and reported with the apply.
-		var described <-chan planDescription
-		if res.PlanJSON == nil && j.describeLater {
-			described = j.describeInBackground(ctx, in)
-		}
 		// Auto-apply: same folder, same plan, no second init.
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
-		return j.finishApply(ctx, j.apply(ctx, res, described))
+		return j.finishApply(ctx, j.apply(ctx, res))
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
 		return j.finish(ctx, err, nil)
@@ -101,7 +92,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	}
 	// The plan's counts were recorded when it finished: no show -json here.
 	p := r.Plan
-	return j.finishApply(ctx, j.apply(ctx, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}, nil))
+	return j.finishApply(ctx, j.apply(ctx, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}))
 }
 
 // header starts a phase's log as HCP Terraform's do: three lines naming
@@ -398,8 +389,7 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.InvokeActionAddrs {
 		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
 	}
-	summary := &planSummary{}
-	code, err := j.terraform(ctx, io.MultiWriter(j.out, summary), args...)
+	code, err := j.terraform(ctx, nil, args...)
 	switch {
 	case j.cancel != "":
 		return run.PlanResult{Canceled: true, Error: "canceled"}
@@ -409,21 +399,12 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		return run.PlanResult{Error: "terraform plan failed"}
 	}
 	res := run.PlanResult{HasChanges: code == 2}
-	res.Additions, res.Changes, res.Destructions, res.Imports = summary.counts()
-	if r.AutoApply && !r.SavePlan && !r.PlanOnly && !in.KeepPlan && res.HasChanges {
-		// The run goes straight on to apply in this job and nothing reads
-		// the plan's JSON before it applies (no run task waits on it): the
-		// plan is reported with the counts from terraform's summary line,
-		// and show -json and the provider schemas run beside the apply
-		// instead of before it.
-		j.describeLater = true
-	} else {
-		d := j.describe(ctx, in)
-		if d.planJSON != nil {
-			res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
-			res.Additions, res.Changes, res.Destructions, res.Imports = d.add, d.change, d.destroy, d.imports
-		}
-	}
+	// What the API serves about the plan (json-output, the redacted JSON
+	// terraform's cloud backend reads as soon as the plan ends, the counts)
+	// is reported with the plan.
+	d := j.describe(ctx, in)
+	res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
+	res.Additions, res.Changes, res.Destructions, res.Imports = d.add, d.change, d.destroy, d.imports
 	if !r.AutoApply || r.SavePlan || r.PlanOnly || in.KeepPlan {
 		// The run may wait for confirmation: keep what the apply needs.
 		if b, err := os.ReadFile(filepath.Join(j.wd, "tfplan")); err == nil {
@@ -436,21 +417,12 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	return res
 }
 
-// apply applies the saved plan in the working directory. planned carries
-// the plan's counts; described, when not nil, delivers the plan's JSON
-// being made beside the apply, which the result then carries.
-func (j *jobExec) apply(ctx context.Context, planned run.PlanResult, described <-chan planDescription) run.ApplyResult {
+// apply applies the saved plan in the working directory; planned carries
+// the plan's counts.
+func (j *jobExec) apply(ctx context.Context, planned run.PlanResult) run.ApplyResult {
 	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
 	code, err := j.terraform(ctx, nil, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve", "tfplan")
 	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
-	if described != nil {
-		t0 := time.Now()
-		if d := <-described; d.planJSON != nil {
-			res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
-			res.Additions, res.Changes, res.Destructions, res.Imports = d.add, d.change, d.destroy, d.imports
-		}
-		j.took("wait for plan JSON", t0)
-	}
 	// The state terraform left counts even when the apply failed.
 	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
 		res.State = after
