@@ -226,6 +226,9 @@ func (s *Service) DeleteTokens(ctx context.Context, q store.Q, kind Kind, subjec
 
 // Authenticate turns a bearer token into a principal.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, error) {
+	if p, ok, err := s.authenticateOnce(ctx, secret); ok {
+		return p, err
+	}
 	var (
 		id, kind, subject string
 		created           int64
@@ -243,11 +246,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Principal, 
 	if exp.Valid && core.FromMicros(exp.Int64).Before(now) {
 		return nil, core.Unauthorized("token has expired")
 	}
-	// Record use at most once a minute so that reads stay reads.
-	if !used.Valid || now.Sub(core.FromMicros(used.Int64)) > time.Minute {
-		if _, err := s.db.Exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, core.Micros(now), id); err != nil {
-			return nil, fmt.Errorf("recording token use: %w", err)
-		}
+	if err := s.recordUse(ctx, id, used, now); err != nil {
+		return nil, err
 	}
 	return s.principal(ctx, id, Kind(kind), subject, created)
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -223,6 +224,7 @@ func testRunOptionsAPI(t *testing.T, e *testenv.Env) {
 	if len(r.ReplaceAddrs) != 1 || r.Plan == nil {
 		t.Fatalf("the run does not echo replace-addrs: %+v", r)
 	}
+	checkAppliedPlanDescribed(ctx, t, c, r, secret)
 	before = res
 
 	// target-addrs changes only the targeted resource.
@@ -537,5 +539,67 @@ func testRunOptionsCLI(t *testing.T, e *testenv.Env, c *cli) {
 	}
 	if r := latest(); !r.IsDestroy {
 		t.Fatal("the destroy run is not is-destroy")
+	}
+}
+
+// checkAppliedPlanDescribed checks what the API says about the plan of a
+// run that applied in the same job as its plan (auto-apply, nothing in
+// between), whose JSON the runner makes beside the apply: the plan's and
+// the apply's counts (one replacement: one added, one destroyed), the
+// plan JSON with that replacement, and the redacted JSON with the provider
+// schemas and without the sensitive value.
+func checkAppliedPlanDescribed(ctx context.Context, t *testing.T, c *tfe.Client, r *tfe.Run, secret string) {
+	t.Helper()
+	p, err := c.Plans.Read(ctx, r.Plan.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ResourceAdditions != 1 || p.ResourceDestructions != 1 || p.ResourceChanges != 0 {
+		t.Fatalf("plan counts %d added, %d changed, %d destroyed; want 1, 0, 1", p.ResourceAdditions, p.ResourceChanges, p.ResourceDestructions)
+	}
+	a, err := c.Applies.Read(ctx, r.Apply.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ResourceAdditions != 1 || a.ResourceDestructions != 1 {
+		t.Fatalf("apply counts %d added, %d destroyed; want 1, 1", a.ResourceAdditions, a.ResourceDestructions)
+	}
+	raw, err := c.Plans.ReadJSONOutput(ctx, r.Plan.ID)
+	if err != nil {
+		t.Fatalf("the plan JSON of an auto-applied run: %v", err)
+	}
+	var doc struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+		ProviderSchemas json.RawMessage `json:"provider_schemas"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("plan JSON: %v", err)
+	}
+	replaced := false
+	for _, rc := range doc.ResourceChanges {
+		replaced = replaced || rc.Address == "terraform_data.b" && len(rc.Change.Actions) == 2
+	}
+	if !replaced {
+		t.Fatalf("the plan JSON does not show terraform_data.b replaced: %s", raw)
+	}
+	req, err := c.NewRequest("GET", "plans/"+r.Plan.ID+"/json-output-redacted", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := req.Do(ctx, &buf); err != nil {
+		t.Fatalf("the redacted plan JSON of an auto-applied run: %v", err)
+	}
+	doc.ProviderSchemas = nil
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.ProviderSchemas) < 10 {
+		t.Fatalf("the redacted plan JSON has no provider schemas (%v): %.300s", err, buf.String())
+	}
+	if strings.Contains(buf.String(), secret) {
+		t.Fatal("the redacted plan JSON holds the sensitive value")
 	}
 }

@@ -20,7 +20,16 @@ type Finder struct {
 	Dir string
 
 	mu       sync.Mutex
-	versions map[string]string // binary path -> version
+	versions map[binaryKey]string
+}
+
+// binaryKey names one build of a binary: its path, size and modification
+// time. A binary replaced in place (an upgrade in the engines folder) is a
+// new key, so its version is asked again; an unchanged one never is.
+type binaryKey struct {
+	path  string
+	size  int64
+	mtime int64
 }
 
 // Find returns the path of a binary for version: "latest" or "" means the
@@ -68,8 +77,13 @@ func (f *Finder) Find(ctx context.Context, version string) (string, error) {
 }
 
 func (f *Finder) version(ctx context.Context, bin string) (string, error) {
+	st, err := os.Stat(bin)
+	if err != nil {
+		return "", err
+	}
+	key := binaryKey{path: bin, size: st.Size(), mtime: st.ModTime().UnixNano()}
 	f.mu.Lock()
-	if v, ok := f.versions[bin]; ok {
+	if v, ok := f.versions[key]; ok {
 		f.mu.Unlock()
 		return v, nil
 	}
@@ -93,14 +107,15 @@ func (f *Finder) version(ctx context.Context, bin string) (string, error) {
 	}
 	f.mu.Lock()
 	if f.versions == nil {
-		f.versions = map[string]string{}
+		f.versions = map[binaryKey]string{}
 	}
-	f.versions[bin] = v
+	f.versions[key] = v
 	f.mu.Unlock()
 	return v, nil
 }
 
-// Version returns the version of the binary at path.
+// Version returns the version of the binary at path, asking the binary
+// only the first time it is seen (by path, size and modification time).
 func (f *Finder) Version(ctx context.Context, path string) (string, error) {
 	return f.version(ctx, path)
 }

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,5 +30,49 @@ func TestFind(t *testing.T) {
 	_, err = f.Find(ctx, "0.0.1")
 	if err == nil || !strings.Contains(err.Error(), "0.0.1 is not installed") {
 		t.Fatalf("missing version: %v", err)
+	}
+}
+
+// TestVersionAskedOncePerBinary: the finder asks a binary its version once,
+// however many runs use it, and asks again when the file is replaced.
+func TestVersionAskedOncePerBinary(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	bin := filepath.Join(dir, "terraform", "9.9.9", "terraform")
+	write := func(version string) {
+		t.Helper()
+		script := fmt.Sprintf("#!/bin/sh\necho called >> %q\necho '{\"terraform_version\":%q}'\n", calls, version)
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "called")
+	}
+	write("9.9.9")
+	f := &Finder{Dir: dir}
+	ctx := context.Background()
+	for range 3 {
+		if p, err := f.Find(ctx, "9.9.9"); err != nil || p != bin {
+			t.Fatalf("find 9.9.9: %q %v", p, err)
+		}
+		if v, err := f.Version(ctx, bin); err != nil || v != "9.9.9" {
+			t.Fatalf("version: %q %v", v, err)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("the binary was asked its version %d times, want once", n)
+	}
+	// Replaced in place by another build: asked again, new answer.
+	write("9.9.10-dev")
+	if v, err := f.Version(ctx, bin); err != nil || v != "9.9.10" {
+		t.Fatalf("version after replacing the binary: %q %v", v, err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("after the binary was replaced it was asked %d times in all, want 2", n)
 	}
 }

@@ -352,3 +352,9 @@ func (s *Service) UserTokensDisabled(ctx context.Context, names []string) ([]str
 	}
 	return out, rows.Err()
 }
+
+// UserTokensDisabledSQL says in SQL what UserTokensDisabled answers, for
+// the one query that authenticates a request (internal/auth).
+func (s *Service) UserTokensDisabledSQL() string {
+	return `SELECT name FROM organizations WHERE user_tokens_enabled = FALSE`
+}

@@ -210,6 +210,12 @@ func runPermissions(ctx context.Context, r *Run) *jsonRunPermissions {
 }
 
 func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
+	return a.toJSONAt(req, r, a.Service.PositionInQueue(req.Context(), r))
+}
+
+// toJSONAt is toJSON with the run's queue position already known (a list
+// computes its runs' positions in one query).
+func (a *API) toJSONAt(req *http.Request, r *Run, position int) (*jsonRun, error) {
 	var forceAt time.Time
 	if !r.CancelRequestedAt.IsZero() {
 		forceAt = r.CancelRequestedAt.Add(a.Service.ForceCancelAfter)
@@ -225,7 +231,7 @@ func (a *API) toJSON(req *http.Request, r *Run) (*jsonRun, error) {
 		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
 		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),
 		TargetAddrs: r.TargetAddrs, InvokeActionAddrs: r.InvokeActionAddrs, PolicyPaths: r.PolicyPaths, TerraformVersion: r.TerraformVersion, TriggerReason: r.TriggerReason,
-		Variables: Redacted(r.Variables), PositionInQueue: a.Service.PositionInQueue(req.Context(), r),
+		Variables: Redacted(r.Variables), PositionInQueue: position,
 		Actions: &jsonRunActions{
 			IsCancelable: r.Status.Cancelable(), IsConfirmable: r.confirmable(),
 			IsDiscardable: r.Status.Discardable(), IsForceCancelable: canForce,
@@ -430,22 +436,35 @@ func (a *API) listOptions(req *http.Request) (ListOptions, error) {
 	return o, nil
 }
 
-func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run) {
-	page, err := tfeapi.ParsePage(req)
-	if err != nil {
-		tfeapi.Error(w, req, err)
-		return
-	}
+// respondList writes a page of runs: all of them paged here, or, when
+// page is not nil, the page the store returned out of total.
+func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run, page *tfeapi.Page, total int) {
 	inc, err := tfeapi.Includes(req, runIncludes...)
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(runs, page)
+	var items []*Run
+	var pg tfeapi.Pagination
+	if page == nil {
+		p, err := tfeapi.ParsePage(req)
+		if err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
+		items, pg = tfeapi.Paginate(runs, p)
+	} else {
+		items, pg = runs, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
+	}
+	positions, err := a.Service.QueuePositions(req.Context(), items)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
 	out := make([]*jsonRun, len(items))
 	var included []any
 	for i, r := range items {
-		if out[i], err = a.toJSON(req, r); err != nil {
+		if out[i], err = a.toJSONAt(req, r, positions[r.ID]); err != nil {
 			tfeapi.Error(w, req, err)
 			return
 		}
@@ -459,32 +478,43 @@ func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run)
 	tfeapi.RespondList(w, req, out, pg, included...)
 }
 
-func (a *API) list(w http.ResponseWriter, req *http.Request) {
+// pagedOptions reads a list's filters and page.
+func (a *API) pagedOptions(req *http.Request) (ListOptions, tfeapi.Page, error) {
 	o, err := a.listOptions(req)
 	if err != nil {
-		tfeapi.Error(w, req, err)
-		return
+		return o, tfeapi.Page{}, err
 	}
-	runs, err := a.Service.List(req.Context(), req.PathValue("id"), o)
+	page, err := tfeapi.ParsePage(req)
+	o.Offset, o.Limit = page.Offset(), page.Size
+	return o, page, err
+}
+
+func (a *API) list(w http.ResponseWriter, req *http.Request) {
+	o, page, err := a.pagedOptions(req)
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	a.respondList(w, req, runs)
+	runs, total, err := a.Service.ListPage(req.Context(), req.PathValue("id"), o)
+	if err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	a.respondList(w, req, runs, &page, total)
 }
 
 func (a *API) listOrg(w http.ResponseWriter, req *http.Request) {
-	o, err := a.listOptions(req)
+	o, page, err := a.pagedOptions(req)
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	runs, err := a.Service.ListOrganization(req.Context(), req.PathValue("org"), o)
+	runs, total, err := a.Service.ListOrganizationPage(req.Context(), req.PathValue("org"), o)
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	a.respondList(w, req, runs)
+	a.respondList(w, req, runs, &page, total)
 }
 
 func (a *API) queue(w http.ResponseWriter, req *http.Request) {
@@ -493,7 +523,7 @@ func (a *API) queue(w http.ResponseWriter, req *http.Request) {
 		tfeapi.Error(w, req, err)
 		return
 	}
-	a.respondList(w, req, runs)
+	a.respondList(w, req, runs, nil, 0)
 }
 
 func (a *API) action(w http.ResponseWriter, req *http.Request) {

@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -346,7 +345,7 @@ func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) 
 	if err != nil || len(active) > 0 {
 		return nil, err
 	}
-	next, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status = 'pending' ORDER BY created_at, id LIMIT 1`, workspaceID, false)
+	next, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status = ? ORDER BY created_at, id LIMIT 1`, workspaceID, false, string(Pending))
 	if err != nil || len(next) == 0 {
 		return nil, err
 	}
@@ -436,141 +435,19 @@ func (s *Service) GetByPhase(ctx context.Context, phaseID string) (*Run, error) 
 	return r, nil
 }
 
-// ListOptions filter run lists.
-type ListOptions struct {
-	Statuses   []string
-	Operations []string // plan_only | plan_and_apply | destroy | refresh_only | save_plan
-	Sources    []string
-	// Searches: CreatedBy matches the creator's ID (the API resolves
-	// search[user]); Commit matches nothing, as no run comes from VCS;
-	// Basic matches the run ID, message or creator.
-	CreatedBy, Commit, Basic string
-	NoSuchUser               bool // search[user] named no user: nothing matches
-	// Organization lists only: workspace names and agent pool names.
-	WorkspaceNames, AgentPools []string
-	// StatusGroup is "non_final", "final" or "discardable".
-	StatusGroup string
-}
-
-func (o ListOptions) match(r *Run) bool {
-	if len(o.Statuses) > 0 && !contains(o.Statuses, string(r.Status)) {
-		return false
-	}
-	if len(o.Sources) > 0 && !contains(o.Sources, r.Source) {
-		return false
-	}
-	if o.NoSuchUser || o.Commit != "" || (o.CreatedBy != "" && r.CreatedBy != o.CreatedBy) {
-		return false
-	}
-	if o.Basic != "" && !strings.Contains(r.ID, o.Basic) && !strings.Contains(strings.ToLower(r.Message), strings.ToLower(o.Basic)) && r.CreatedBy != o.Basic {
-		return false
-	}
-	switch o.StatusGroup {
-	case "non_final":
-		if r.Status.Final() {
-			return false
-		}
-	case "final":
-		if !r.Status.Final() {
-			return false
-		}
-	case "discardable":
-		if !r.Status.Discardable() {
-			return false
-		}
-	}
-	if len(o.Operations) > 0 {
-		op := "plan_and_apply"
-		switch {
-		case r.PlanOnly:
-			op = "plan_only"
-		case r.IsDestroy:
-			op = "destroy"
-		case r.RefreshOnly:
-			op = "refresh_only"
-		case r.SavePlan:
-			op = "save_plan"
-		}
-		if !contains(o.Operations, op) {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if strings.TrimSpace(x) == v {
-			return true
-		}
-	}
-	return false
-}
-
-// List returns a workspace's runs, newest first.
-func (s *Service) List(ctx context.Context, workspaceID string, o ListOptions) ([]*Run, error) {
-	if _, err := s.Workspaces.Get(ctx, workspaceID); err != nil {
-		return nil, err
-	}
-	all, err := listRuns(ctx, s.DB, `workspace_id = ? AND assessment = ? ORDER BY created_at DESC, id DESC`, workspaceID, false)
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for _, r := range all {
-		if o.match(r) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// ListOrganization returns an organization's runs, newest first.
-func (s *Service) ListOrganization(ctx context.Context, org string, o ListOptions) ([]*Run, error) {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return nil, err
-	}
-	all, err := listRuns(ctx, s.DB, `organization_name = ? AND assessment = ? ORDER BY created_at DESC, id DESC`, org, false)
-	if err != nil {
-		return nil, err
-	}
-	workspaces := map[string]*Workspace{}
-	out := all[:0]
-	for _, r := range all {
-		if !o.match(r) {
-			continue
-		}
-		if len(o.WorkspaceNames) > 0 || len(o.AgentPools) > 0 {
-			w, ok := workspaces[r.WorkspaceID]
-			if !ok {
-				if w, err = s.Workspaces.Get(ctx, r.WorkspaceID); err != nil && core.KindOf(err) != core.KindNotFound {
-					return nil, err
-				}
-				workspaces[r.WorkspaceID] = w
-			}
-			if w == nil || (len(o.WorkspaceNames) > 0 && !contains(o.WorkspaceNames, w.Name)) ||
-				(len(o.AgentPools) > 0 && !contains(o.AgentPools, w.AgentPool)) {
-				continue
-			}
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // Queue returns the organization's runs that wait for or hold a runner.
 func (s *Service) Queue(ctx context.Context, org string) ([]*Run, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	return listRuns(ctx, s.DB, `organization_name = ? AND assessment = ? AND status IN ('plan_queued','planning','apply_queued','applying') ORDER BY created_at, id`, org, false)
+	return listRuns(ctx, s.DB, `organization_name = ? AND assessment = ? AND status IN `+sqlExecuting+` ORDER BY created_at, id`, org, false)
 }
 
 // Capacity counts an organization's queued and executing runs.
 func (s *Service) Capacity(ctx context.Context, org string) (pending, running int, err error) {
 	err = s.DB.QueryRow(ctx, `SELECT
-		COALESCE(SUM(CASE WHEN status IN ('plan_queued','apply_queued') THEN 1 ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN status IN ('planning','applying') THEN 1 ELSE 0 END), 0)
+		COALESCE(SUM(CASE WHEN status IN `+sqlQueued+` THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN status IN `+sqlRunning+` THEN 1 ELSE 0 END), 0)
 		FROM runs WHERE organization_name = ? AND assessment = ?`, org, false).Scan(&pending, &running)
 	return pending, running, err
 }

@@ -126,6 +126,35 @@ func finals() []Status {
 	return out
 }
 
+// statuses lists every status of the state machine: those that the
+// transition table leads from or to.
+func statuses() []Status {
+	seen := map[Status]bool{}
+	var out []Status
+	for from, tos := range transitions {
+		for _, s := range append([]Status{from}, tos...) {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// statusesWhere lists the statuses for which pred holds: how SQL status
+// sets are made from the methods below instead of written a second time.
+func statusesWhere(pred func(Status) bool) []Status {
+	var out []Status
+	for _, s := range statuses() {
+		if pred(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // sqlStatuses renders statuses as an SQL list: ('a','b'). Status values
 // are the constants above, never input.
 func sqlStatuses(ss ...Status) string {
@@ -151,8 +180,21 @@ var notAhead = sqlStatuses(append(finals(), PlannedAndSaved)...)
 
 // Executing reports whether a runner is (or is about to be) working on it.
 func (s Status) Executing() bool {
-	return s == PlanQueued || s == Planning || s == ApplyQueued || s == Applying
+	return s.Queued() || s.Running()
 }
+
+// Queued reports whether the run waits for a runner to take its phase.
+func (s Status) Queued() bool { return s == PlanQueued || s == ApplyQueued }
+
+// Running reports whether a runner executes the run's phase.
+func (s Status) Running() bool { return s == Planning || s == Applying }
+
+// The executing, queued and running statuses as SQL lists.
+var (
+	sqlExecuting = sqlStatuses(statusesWhere(Status.Executing)...)
+	sqlQueued    = sqlStatuses(statusesWhere(Status.Queued)...)
+	sqlRunning   = sqlStatuses(statusesWhere(Status.Running)...)
+)
 
 // ErrBadTransition is returned for a move the state machine forbids.
 type ErrBadTransition struct{ From, To Status }

@@ -16,6 +16,12 @@ func insertRun(ctx context.Context, q store.Q, r *Run) error {
 	}
 	_, err = q.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.WorkspaceID, r.Organization, r.ConfigurationVersionID, string(r.Status), r.PlanOnly, r.Assessment, r.Plan.ID, r.Apply.ID, core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt), string(doc))
+	if err != nil || r.Assessment {
+		return err
+	}
+	// The workspace's run count, for the total of an unfiltered list.
+	_, err = q.Exec(ctx, `INSERT INTO run_counts (workspace_id, runs) VALUES (?, 1)
+		ON CONFLICT (workspace_id) DO UPDATE SET runs = run_counts.runs + 1`, r.WorkspaceID)
 	return err
 }
 

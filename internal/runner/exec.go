@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -81,7 +82,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
-		return j.finishApply(ctx, j.apply(ctx, in, res))
+		return j.finishApply(ctx, j.apply(ctx, res))
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
 		return j.finish(ctx, err, nil)
@@ -89,7 +90,9 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err := j.init(ctx); err != nil {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 	}
-	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{}))
+	// The plan's counts were recorded when it finished: no show -json here.
+	p := r.Plan
+	return j.finishApply(ctx, j.apply(ctx, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}))
 }
 
 // header starts a phase's log as HCP Terraform's do: three lines naming
@@ -288,7 +291,7 @@ func writeVarFiles(wd string, vars []Variable, runVars []run.RunVar) error {
 // terraform runs the engine with args, streaming its output to the log.
 // It returns the exit code; a cancel signal interrupts it (SIGINT, then
 // SIGKILL after the grace period; "force" kills at once).
-func (j *jobExec) terraform(ctx context.Context, stdout *bytes.Buffer, args ...string) (int, error) {
+func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...string) (int, error) {
 	cmd := exec.Command(j.bin, args...)
 	cmd.Dir = j.wd
 	cmd.Env = j.env
@@ -396,16 +399,12 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		return run.PlanResult{Error: "terraform plan failed"}
 	}
 	res := run.PlanResult{HasChanges: code == 2}
-	var js bytes.Buffer
-	if code, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && code == 0 {
-		res.PlanJSON = js.Bytes()
-		res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(res.PlanJSON)
-		res.RedactedJSON = Redact(res.PlanJSON, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)))
-		var schemas bytes.Buffer
-		if code, err := j.terraform(ctx, &schemas, "providers", "schema", "-json"); err == nil && code == 0 {
-			res.RedactedJSON = withProviderSchemas(res.RedactedJSON, schemas.Bytes())
-		}
-	}
+	// What the API serves about the plan (json-output, the redacted JSON
+	// terraform's cloud backend reads as soon as the plan ends, the counts)
+	// is reported with the plan.
+	d := j.describe(ctx, in)
+	res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
+	res.Additions, res.Changes, res.Destructions, res.Imports = d.add, d.change, d.destroy, d.imports
 	if !r.AutoApply || r.SavePlan || r.PlanOnly || in.KeepPlan {
 		// The run may wait for confirmation: keep what the apply needs.
 		if b, err := os.ReadFile(filepath.Join(j.wd, "tfplan")); err == nil {
@@ -418,16 +417,12 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	return res
 }
 
-func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult) run.ApplyResult {
+// apply applies the saved plan in the working directory; planned carries
+// the plan's counts.
+func (j *jobExec) apply(ctx context.Context, planned run.PlanResult) run.ApplyResult {
 	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
 	code, err := j.terraform(ctx, nil, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve", "tfplan")
 	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
-	if planned.PlanJSON == nil {
-		var js bytes.Buffer
-		if c, err := j.terraform(ctx, &js, "show", "-json", "-no-color", "tfplan"); err == nil && c == 0 {
-			res.Additions, res.Changes, res.Destructions, res.Imports = countChanges(js.Bytes())
-		}
-	}
 	// The state terraform left counts even when the apply failed.
 	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
 		res.State = after

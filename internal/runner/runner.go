@@ -84,6 +84,8 @@ type Runner struct {
 	api  API
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+	// schemas caches provider schemas for the redacted plan JSON.
+	schemas schemaCache
 }
 
 // New returns a runner.

@@ -605,3 +605,12 @@ func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team,
 func (s *Service) System(ctx context.Context, id string) (*Team, error) {
 	return s.load(ctx, s.db, id)
 }
+
+// UserOrganizationsSQL says in SQL what UserOrganizations answers, for the
+// one query that authenticates a request (internal/auth): every
+// organization of every user, with owner 1 when through the owners team.
+func (s *Service) UserOrganizationsSQL() string {
+	return `SELECT user_id, organization_name, 0 AS owner FROM organization_memberships
+		UNION ALL SELECT m.user_id, t.organization_name, CASE WHEN t.name = '` + OwnersTeam + `' THEN 1 ELSE 0 END
+		FROM teams t JOIN team_members m ON m.team_id = t.id`
+}

@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// MembershipsSQL is implemented by a Memberships provider that can say in
+// SQL what UserOrganizations answers: a query with the columns user_id,
+// organization_name and owner (1 when through the owners team, else 0).
+type MembershipsSQL interface {
+	UserOrganizationsSQL() string
+}
+
+// OrganizationsSQL is implemented by an Organizations provider that can
+// say in SQL what UserTokensDisabled answers: a query with one column,
+// name, listing the organizations that refuse user tokens.
+type OrganizationsSQL interface {
+	UserTokensDisabledSQL() string
+}
+
+// authQuery is the one query that authenticates a bearer token: the token
+// and, for a user token, its user, each organization the user belongs to,
+// whether through the owners team, and whether that organization refuses
+// user tokens; one row per organization (one with NULLs for none). Nothing
+// of it is cached, so a revoked token, a removed user or membership, or a
+// changed organization setting counts on the very next request, on every
+// replica. "" when the providers cannot say it in SQL.
+func (s *Service) authQuery() string {
+	m, ok1 := s.memberships.(MembershipsSQL)
+	o, ok2 := s.orgs.(OrganizationsSQL)
+	if !ok1 || !ok2 {
+		return ""
+	}
+	return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
+		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name
+		FROM tokens t
+		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
+		LEFT JOIN (` + m.UserOrganizationsSQL() + `) x ON x.user_id = u.id
+		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
+		WHERE t.hash = ?`
+}
+
+// authenticateOnce is Authenticate in one store round trip for user tokens
+// (other kinds go on to principal, which asks their own domains). ok is
+// false when the providers cannot say it in SQL.
+func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
+	query := s.authQuery()
+	if query == "" {
+		return nil, false, nil
+	}
+	rows, err := s.db.Query(ctx, query, HashToken(secret))
+	if err != nil {
+		return nil, true, fmt.Errorf("looking up token: %w", err)
+	}
+	defer rows.Close()
+	var (
+		id, kind, subject string
+		created           int64
+		used, exp         sql.NullInt64
+		userID, username  sql.NullString
+		siteAdmin         sql.NullBool
+		seen              bool
+		member, owner     []string
+		blocked           []string
+	)
+	for rows.Next() {
+		var org, disabled sql.NullString
+		var isOwner sql.NullInt64
+		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled); err != nil {
+			return nil, true, fmt.Errorf("looking up token: %w", err)
+		}
+		seen = true
+		if !org.Valid {
+			continue
+		}
+		if !slices.Contains(member, org.String) {
+			member = append(member, org.String)
+		}
+		if isOwner.Int64 == 1 && !slices.Contains(owner, org.String) {
+			owner = append(owner, org.String)
+		}
+		if disabled.Valid && !slices.Contains(blocked, org.String) {
+			blocked = append(blocked, org.String)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, true, fmt.Errorf("looking up token: %w", err)
+	}
+	rows.Close()
+	if !seen {
+		return nil, true, core.Unauthorized("invalid token")
+	}
+	now := core.Now()
+	if exp.Valid && core.FromMicros(exp.Int64).Before(now) {
+		return nil, true, core.Unauthorized("token has expired")
+	}
+	if err := s.recordUse(ctx, id, used, now); err != nil {
+		return nil, true, err
+	}
+	if Kind(kind) != KindUser {
+		p, err := s.principal(ctx, id, Kind(kind), subject, created)
+		return p, true, err
+	}
+	if !userID.Valid {
+		return nil, true, core.Unauthorized("the token's user no longer exists")
+	}
+	slices.Sort(member)
+	slices.Sort(owner)
+	slices.Sort(blocked)
+	return &Principal{Kind: KindUser, TokenID: id, UserID: userID.String, Username: username.String, SiteAdmin: siteAdmin.Bool,
+		Orgs: member, Owns: owner, UserTokensBlocked: blocked}, true, nil
+}
+
+// recordUse records a token's use at most once a minute, so that reads
+// stay reads.
+func (s *Service) recordUse(ctx context.Context, id string, used sql.NullInt64, now time.Time) error {
+	if used.Valid && now.Sub(core.FromMicros(used.Int64)) <= time.Minute {
+		return nil
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, core.Micros(now), id); err != nil {
+		return fmt.Errorf("recording token use: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// planDescription is what the API serves about a plan besides its log:
+// terraform show -json of the saved plan, its redacted form with the
+// provider schemas, and the change counts taken from it. planJSON is nil
+// when show -json failed.
+type planDescription struct {
+	planJSON, redactedJSON        []byte
+	add, change, destroy, imports int
+}
+
+// describe makes the plan's description from the saved plan in the
+// working directory. show -json and the provider schemas are independent
+// reads, so they run side by side; the schemas come from the runner's
+// cache when this engine build has already described the same providers.
+// A failure leaves the description empty (the run does not depend on it)
+// and is logged.
+func (j *jobExec) describe(ctx context.Context, in *Inputs) planDescription {
+	var d planDescription
+	var schemas []byte
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		schemas = j.providerSchemas(ctx)
+	}()
+	js, err := j.capture(ctx, "show", "-json", "-no-color", "tfplan")
+	wg.Wait()
+	if err != nil {
+		j.log.Warn("the plan's JSON could not be made", "error", err)
+		return d
+	}
+	d.planJSON = js
+	d.add, d.change, d.destroy, d.imports = countChanges(js)
+	d.redactedJSON = Redact(js, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)))
+	if schemas != nil {
+		d.redactedJSON = withProviderSchemas(d.redactedJSON, schemas)
+	}
+	return d
+}
+
+// providerSchemas returns terraform providers schema -json for the
+// working directory (nil when it fails). The answer depends only on the
+// engine build and the providers installed, which the dependency lock
+// file pins by version and checksum, so it is cached under those.
+func (j *jobExec) providerSchemas(ctx context.Context) []byte {
+	key, ok := j.schemaKey()
+	if ok {
+		if b, hit := j.r.schemas.get(key); hit {
+			return b
+		}
+	}
+	b, err := j.capture(ctx, "providers", "schema", "-json")
+	if err != nil {
+		j.log.Warn("the provider schemas could not be read for the redacted plan JSON", "error", err)
+		return nil
+	}
+	if ok {
+		j.r.schemas.put(key, b)
+	}
+	return b
+}
+
+// schemaKey names the engine build (path, size, modification time) and
+// the lock file's contents; ok is false when either cannot be read.
+func (j *jobExec) schemaKey() (string, bool) {
+	st, err := os.Stat(j.bin)
+	if err != nil {
+		return "", false
+	}
+	lock, err := os.ReadFile(filepath.Join(j.wd, ".terraform.lock.hcl"))
+	if err != nil && !os.IsNotExist(err) {
+		return "", false // no lock file: built-in providers only
+	}
+	return fmt.Sprintf("%s|%d|%d|%x", j.bin, st.Size(), st.ModTime().UnixNano(), sha256.Sum256(lock)), true
+}
+
+// schemaCache keeps the provider schemas of the last few provider sets.
+type schemaCache struct {
+	mu      sync.Mutex
+	entries map[string][]byte
+	order   []string // oldest first
+}
+
+const schemaCacheEntries = 16
+
+func (c *schemaCache) get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.entries[key]
+	return b, ok
+}
+
+func (c *schemaCache) put(key string, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string][]byte{}
+	}
+	if _, ok := c.entries[key]; !ok {
+		c.order = append(c.order, key)
+	}
+	c.entries[key] = b
+	for len(c.order) > schemaCacheEntries {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// capture runs the engine in the working directory for its standard
+// output only (its standard error is not part of any log). Unlike
+// terraform it does not listen for cancel signals, so it may run beside
+// another command: these commands only read, and end quickly; the job's
+// context still stops them with their whole process group.
+func (j *jobExec) capture(ctx context.Context, args ...string) ([]byte, error) {
+	defer j.took("terraform "+args[0], time.Now())
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, j.bin, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = j.wd, j.env, &stdout, &stderr
+	cmd.SysProcAttr = procAttr()
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	return stdout.Bytes(), nil
+}

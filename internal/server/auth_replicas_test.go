@@ -1,0 +1,126 @@
+package server_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestRevocationReachesEveryReplica: two servers on one database (both
+// stores). A user reads a workspace through a team on both; once the team
+// membership is removed through one replica, the very next read on either
+// is refused; once the token is deleted through one, the very next request
+// with it on either is a 401. Requests authenticate in one query that
+// reads the token, the user and the memberships afresh each time.
+func TestRevocationReachesEveryReplica(t *testing.T) {
+	t.Parallel()
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			kek := seal.GenerateKEK().String()
+			a := testenv.New(t, testenv.Options{Store: st, KEK: kek})
+			b := testenv.New(t, testenv.Options{Store: st, Database: a.Opts.Database, KEK: kek})
+			ctx := context.Background()
+			org := testenv.NewOrg(t, a.Client, "acme")
+			ws, err := a.Client.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			devs, err := a.Client.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String("devs")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: devs, Workspace: ws}); err != nil {
+				t.Fatal(err)
+			}
+			m, err := a.Client.OrganizationMemberships.Create(ctx, org.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("dev@acme.test"), Teams: []*tfe.Team{devs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, secret, err := a.Server.Auth.CreateToken(ctx, a.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			replicas := map[string]*tfe.Client{"a": a.NewClient(t, secret), "b": b.NewClient(t, secret)}
+			for name, c := range replicas {
+				if _, err := c.Workspaces.ReadByID(ctx, ws.ID); err != nil {
+					t.Fatalf("replica %s: a team member cannot read the workspace: %v", name, err)
+				}
+			}
+
+			// Removed from the team through replica b: refused at once on both.
+			if err := b.Client.TeamMembers.Remove(ctx, devs.ID, tfe.TeamMemberRemoveOptions{Usernames: []string{m.User.Username}}); err != nil {
+				t.Fatal(err)
+			}
+			for name, c := range replicas {
+				if _, err := c.Workspaces.ReadByID(ctx, ws.ID); err == nil {
+					t.Fatalf("replica %s: the workspace was read after the team membership was removed", name)
+				}
+				if _, err := c.Users.ReadCurrent(ctx); err != nil {
+					t.Fatalf("replica %s: the token stopped working with the membership: %v", name, err)
+				}
+			}
+
+			// The token deleted through replica a: a 401 at once on both.
+			if err := replicas["a"].UserTokens.Delete(ctx, tok.ID); err != nil {
+				t.Fatal(err)
+			}
+			for name, c := range replicas {
+				if _, err := c.Users.ReadCurrent(ctx); err != tfe.ErrUnauthorized {
+					t.Fatalf("replica %s: a deleted token got %v, want %v", name, err, tfe.ErrUnauthorized)
+				}
+			}
+		})
+	}
+}
+
+// TestAuthenticationIsOneQuery: a user token with memberships in two
+// organizations, one refusing user tokens, becomes the same principal
+// through the one query as through the domain services one by one.
+func TestAuthenticationIsOneQuery(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		acme, beta := testenv.NewOrg(t, e.Client, "acme"), testenv.NewOrg(t, e.Client, "beta")
+		owners, err := e.Client.Teams.List(ctx, acme.Name, &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("owners team: %v", err)
+		}
+		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test"), Teams: owners.Items})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Server.DB.Exec(ctx, `UPDATE organizations SET user_tokens_enabled = ? WHERE name = ?`, false, beta.Name); err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.Server.Auth.Authenticate(ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		member, owner, err := e.Server.Teams.UserOrganizations(ctx, m.User.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocked, err := e.Server.Orgs.UserTokensDisabled(ctx, member)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.UserID != m.User.ID || p.Username != m.User.Username || !slices.Equal(p.Orgs, member) || !slices.Equal(p.Owns, owner) ||
+			!slices.Equal(p.UserTokensBlocked, blocked) || len(member) != 2 || len(owner) != 1 || len(blocked) != 1 {
+			t.Fatalf("principal %+v; services say member of %v, owner of %v, refused by %v", p, member, owner, blocked)
+		}
+	})
+}
