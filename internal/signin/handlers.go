@@ -18,24 +18,24 @@ const maxFormBytes = 64 << 10
 // CrossOriginProtection, which refuses cross-site form posts.
 func (s *Service) Register(mux *http.ServeMux) {
 	cop := http.NewCrossOriginProtection()
-	get := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.Middleware(h)) }
-	post := func(pattern string, h http.HandlerFunc) {
-		mux.Handle(pattern, cop.Handler(s.Middleware(http.MaxBytesHandler(h, maxFormBytes))))
+	page := func(h http.HandlerFunc) http.Handler { return s.Middleware(h) }
+	form := func(h http.HandlerFunc) http.Handler {
+		return cop.Handler(s.Middleware(http.MaxBytesHandler(h, maxFormBytes)))
 	}
-	get("GET /app/signin", s.signinForm)
-	post("POST /app/signin", s.signin)
-	post("POST /app/signout", s.signout)
-	get("GET /app/settings/tokens", s.tokensPage)
-	post("POST /app/settings/tokens", s.createToken)
-	post("POST /app/settings/tokens/{id}/delete", s.deleteToken)
-	get("GET /app/invitations/{token}", s.invitationPage)
-	post("POST /app/invitations/{token}", s.acceptInvitation)
-	get("GET /app/oauth/authorization", s.authorizePage)
-	post("POST /app/oauth/authorization", s.authorize)
+	mux.Handle("GET /app/signin", page(s.signinForm))
+	mux.Handle("POST /app/signin", form(s.signin))
+	mux.Handle("POST /app/signout", form(s.signout))
+	mux.Handle("GET /app/settings/tokens", page(s.tokensPage))
+	mux.Handle("POST /app/settings/tokens", form(s.createToken))
+	mux.Handle("POST /app/settings/tokens/{id}/delete", form(s.deleteToken))
+	mux.Handle("GET /app/invitations/{token}", page(s.invitationPage))
+	mux.Handle("POST /app/invitations/{token}", form(s.acceptInvitation))
+	mux.Handle("GET /app/oauth/authorization", page(s.authorizePage))
+	mux.Handle("POST /app/oauth/authorization", form(s.authorize))
 	// The CLI posts here directly (no browser, no session).
 	mux.Handle("POST /app/oauth/token", http.MaxBytesHandler(http.HandlerFunc(s.token), maxFormBytes))
-	get("GET /app/sso/start", s.ssoStart)
-	get("GET /app/sso/callback", s.ssoCallback)
+	mux.Handle("GET /app/sso/start", page(s.ssoStart))
+	mux.Handle("GET /app/sso/callback", page(s.ssoCallback))
 }
 
 // requireUser returns the signed-in user, or sends the browser to the
