@@ -28,6 +28,7 @@ import (
 // redeems the code on its localhost listener and stores the token, and
 // that token then works for `plan` with a cloud block.
 func TestTerraformLogin(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}

@@ -95,6 +95,7 @@ func freePort(t *testing.T) int {
 // created for the provider's verified email address; a second sign-in
 // finds the same user.
 func TestBrowserOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	issuer := "http://localhost:" + strconv.Itoa(port) + "/"
 	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) {

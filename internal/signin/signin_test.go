@@ -56,6 +56,7 @@ func apiStatus(t *testing.T, e *testenv.Env, token string) int {
 // repeated attempts on one account are refused even with the right
 // password.
 func TestBrowserPasswordSignIn(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t, testenv.Options{})
 	newUser(t, e, "alice")
 	newUser(t, e, "mallory")
@@ -175,6 +176,7 @@ var linkRE = regexp.MustCompile(`https://\S+/app/invitations/[A-Za-z0-9_-]+`)
 // through the TFE API; the invitation email's link lets the person choose
 // a password, which signs them in and makes the membership active.
 func TestBrowserInvitation(t *testing.T) {
+	t.Parallel()
 	sink, err := mailsink.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -246,6 +248,7 @@ func TestBrowserInvitation(t *testing.T) {
 // never send (another client, a redirect off the loopback interface or
 // outside the CLI's ports, no PKCE), without redirecting anywhere.
 func TestLoginRequestChecks(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t, testenv.Options{})
 	noRedirect := *e.HTTP
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
