@@ -16,6 +16,7 @@ import (
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/signin"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/team"
 )
 
 // signinFlags are the server's browser sign-in flags.
@@ -77,6 +78,64 @@ The database is --database (TERRACE_DATABASE) or <data-dir>/terrace.db.`,
 	f.StringVar(&dataDir, "data-dir", ".terrace", "the server's data dir")
 	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
 	f.StringVar(&username, "username", "", "the user")
-	cmd.AddCommand(setPassword)
+	cmd.AddCommand(setPassword, inviteLinkCmd())
+	return cmd
+}
+
+func inviteLinkCmd() *cobra.Command {
+	var dataDir, database, hostname, org, email string
+	cmd := &cobra.Command{
+		Use:   "invite-link",
+		Short: "Print a fresh invitation link for an invited organization member",
+		Long: `Print a fresh link that accepts an invitation to an organization (the
+earlier link stops working). Terrace emails invitation links itself when it
+has a mail server (--smtp-addr); without one, a site admin hands this link
+to the person:
+
+    terrace user invite-link --organization acme --email ana@example.com
+
+--hostname (TERRACE_HOSTNAME) is the server's public host:port, the start of
+the link.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := envTwins(cmd.Flags()); err != nil {
+				return err
+			}
+			if org == "" || email == "" {
+				return errors.New("--organization and --email are required")
+			}
+			ctx := cmd.Context()
+			dataDir = cmp.Or(dataDir, ".terrace")
+			database = cmp.Or(database, filepath.Join(dataDir, "terrace.db"))
+			db, err := store.Open(ctx, database)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			users := auth.NewService(db, nil, nil, nil)
+			teams := team.NewService(db)
+			teams.SetAuth(users, users)
+			admin := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+			ms, _, err := teams.ListMemberships(admin, org, team.MembershipFilter{Emails: []string{email}, Status: team.StatusInvited})
+			if err != nil {
+				return err
+			}
+			if len(ms) == 0 {
+				return fmt.Errorf("organization %q has no invited member with email %s", org, email)
+			}
+			m := ms[0]
+			link, err := signin.InvitationLink(ctx, db, "https://"+hostname, team.Invitation{Organization: m.Organization, MembershipID: m.ID, UserID: m.UserID, Email: email})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), link)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", ".terrace", "the server's data dir")
+	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
+	f.StringVar(&hostname, "hostname", "localhost:8443", "the server's public host:port")
+	f.StringVar(&org, "organization", "", "the organization")
+	f.StringVar(&email, "email", "", "the invited email address")
 	return cmd
 }

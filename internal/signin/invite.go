@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -15,8 +16,8 @@ import (
 // Invite records an invitation for a membership created by email (inside
 // the membership's transaction, q) and returns the sending of its link,
 // for after the commit. The link is emailed with Options.Mail; without a
-// mailer nothing is sent and the owner resends it from the CLI (see
-// InvitationLink).
+// mailer nothing is sent and a site admin makes a link with `terrace user
+// invite-link` (InvitationLink).
 func (s *Service) Invite(ctx context.Context, q store.Q, inv team.Invitation) (func(context.Context), error) {
 	link, err := s.newInvitation(ctx, q, inv)
 	if err != nil {
@@ -37,26 +38,34 @@ func (s *Service) Invite(ctx context.Context, q store.Q, inv team.Invitation) (f
 // newInvitation stores an invitation (replacing an earlier one for the
 // same membership) and returns its link.
 func (s *Service) newInvitation(ctx context.Context, q store.Q, inv team.Invitation) (string, error) {
+	return storeInvitation(ctx, q, s.opts.BaseURL, s.opts.InvitationLifetime, inv)
+}
+
+// DefaultInvitationLifetime is how long an invitation link works.
+const DefaultInvitationLifetime = 7 * 24 * time.Hour
+
+func storeInvitation(ctx context.Context, q store.Q, baseURL string, lifetime time.Duration, inv team.Invitation) (string, error) {
 	secret := randomSecret()
 	now := core.Now()
 	if _, err := q.Exec(ctx, `DELETE FROM invitations WHERE membership_id = ?`, inv.MembershipID); err != nil {
 		return "", err
 	}
 	_, err := q.Exec(ctx, `INSERT INTO invitations (token_hash, membership_id, organization_name, user_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		hash(secret), inv.MembershipID, inv.Organization, inv.UserID, core.Micros(now), core.Micros(now.Add(s.opts.InvitationLifetime)))
+		hash(secret), inv.MembershipID, inv.Organization, inv.UserID, core.Micros(now), core.Micros(now.Add(lifetime)))
 	if err != nil {
 		return "", fmt.Errorf("storing the invitation of %s: %w", inv.MembershipID, err)
 	}
-	return strings.TrimSuffix(s.opts.BaseURL, "/") + "/app/invitations/" + secret, nil
+	return strings.TrimSuffix(baseURL, "/") + "/app/invitations/" + secret, nil
 }
 
-// InvitationLink makes a fresh link for a membership still invited (the
-// earlier link stops working); for `terrace user invite-link`.
-func (s *Service) InvitationLink(ctx context.Context, inv team.Invitation) (string, error) {
+// InvitationLink makes a fresh link for a membership still invited (an
+// earlier link stops working), straight in the store, for `terrace user
+// invite-link` when no mail server sends invitations.
+func InvitationLink(ctx context.Context, db *store.DB, baseURL string, inv team.Invitation) (string, error) {
 	var link string
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	err := db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		link, err = s.newInvitation(ctx, tx, inv)
+		link, err = storeInvitation(ctx, tx, baseURL, DefaultInvitationLifetime, inv)
 		return err
 	})
 	return link, err

@@ -67,8 +67,8 @@ type Options struct {
 	Users       Users
 	Tokens      Tokens
 	Memberships Memberships
-	// Mail sends invitation links; without it invitations are only shown
-	// to the owner who created them (Invite returns the link).
+	// Mail sends invitation links; without it a site admin makes them
+	// with `terrace user invite-link` (InvitationLink).
 	Mail Mailer
 	// BaseURL is https://host:port, the start of every link.
 	BaseURL string
@@ -109,7 +109,7 @@ func NewService(o Options) (*Service, error) {
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	o.IdleTimeout = cmp.Or(o.IdleTimeout, 12*time.Hour)
 	o.Lifetime = cmp.Or(o.Lifetime, 7*24*time.Hour)
-	o.InvitationLifetime = cmp.Or(o.InvitationLifetime, 7*24*time.Hour)
+	o.InvitationLifetime = cmp.Or(o.InvitationLifetime, DefaultInvitationLifetime)
 	if o.Hash == (HashParams{}) {
 		o.Hash = DefaultHashParams
 	}
