@@ -122,6 +122,10 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusInternalServerError, "Authorize the CLI", "The authorization failed; try again.", "")
 		return
 	}
+	// Codes never redeemed are swept by the next authorization.
+	if _, err := s.db.Exec(r.Context(), `DELETE FROM oauth_codes WHERE expires_at < ?`, core.Micros(core.Now())); err != nil {
+		s.opts.Logger.Warn("removing expired authorization codes", "err", err)
+	}
 	q.Set("code", code)
 	back.RawQuery = q.Encode()
 	http.Redirect(w, r, back.String(), http.StatusSeeOther)

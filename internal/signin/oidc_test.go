@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/server"
+	"github.com/terracehq/terrace/internal/signin"
+	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -138,6 +141,36 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	if err != nil || again.ID != u.ID {
 		t.Fatalf("the second SSO sign-in found user %v (%v), want %s", again, err, u.ID)
 	}
+
+	// An invitation accepted with single sign-on: the provider's verified
+	// address is the invited one, so the invited user signs in and the
+	// membership turns active.
+	ctx := context.Background()
+	testenv.NewOrg(t, e.Client, "acme")
+	m, err := e.Client.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("test-user2@zitadel.ch")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := signin.InvitationLink(ctx, e.Server.DB, e.URL, team.Invitation{Organization: "acme", MembershipID: m.ID, UserID: m.User.ID, Email: "test-user2@zitadel.ch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.run("signing out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("sso")))
+	b.run("opening the invitation", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("sso")))
+	b.run("accepting with SSO", chromedp.Click(chromedp.ID("sso")), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SetValue(chromedp.ID("username"), "test-user2"),
+		chromedp.SetValue(chromedp.ID("password"), "verysecure"),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitNotPresent(chromedp.ID("password")))
+	got, err := e.Client.OrganizationMemberships.Read(ctx, m.ID)
+	if err != nil || got.Status != tfe.OrganizationMembershipActive {
+		t.Fatalf("membership after accepting with SSO: %+v %v, want active", got, err)
+	}
+	b.run("opening the tokens page", chromedp.Navigate(e.URL+"/app/settings/tokens"), chromedp.WaitVisible(chromedp.ID("create-token")))
+	if !strings.Contains(b.text("header"), m.User.Username) {
+		t.Fatalf("after accepting with SSO signed in as %q, want the invited %s", b.text("header"), m.User.Username)
+	}
+
 	// A callback with a state Terrace never issued is refused.
 	resp, err := e.HTTP.Get(e.URL + "/app/sso/callback?state=forged&code=whatever")
 	if err != nil {

@@ -25,6 +25,12 @@ func (s *Service) StartSession(ctx context.Context, userID string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("starting a session for %s: %w", userID, err)
 	}
+	// Sessions nobody presents again are removed here rather than by a
+	// background loop: each sign-in sweeps the expired ones.
+	if _, err := s.db.Exec(ctx, `DELETE FROM sessions WHERE expires_at < ? OR last_seen_at < ?`,
+		core.Micros(now), core.Micros(now.Add(-s.opts.IdleTimeout))); err != nil {
+		return "", fmt.Errorf("removing expired sessions: %w", err)
+	}
 	return secret, nil
 }
 
