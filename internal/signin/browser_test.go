@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +109,22 @@ func (b *browser) fail(what string, err error) {
 func (b *browser) text(sel string) string {
 	b.t.Helper()
 	return strings.TrimSpace(get(b, "reading "+sel, chromedp.Text(chromedp.CSS(sel))))
+}
+
+// waitAt waits until the page's URL is url, at the end of a chain of
+// redirects (asking while the page navigates may fail: it asks again).
+func (b *browser) waitAt(url string) {
+	b.t.Helper()
+	for {
+		loc, err := chromedp.Run(b.ctx, chromedp.Location())
+		if err == nil && loc == url {
+			return
+		}
+		if b.ctx.Err() != nil {
+			b.fail("waiting for "+url, fmt.Errorf("still at %s (%v)", loc, err))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // location returns the page's URL.

@@ -2,7 +2,6 @@ package signin_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,24 +114,6 @@ func runCLI(t *testing.T, e *testenv.Env, eng testenv.Engine, home, dir string, 
 	return string(out)
 }
 
-// syncBuffer collects a process's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // cliLogin runs `<engine> login <host>`, completes the browser step
 // (signing in first when signIn) and returns the token the CLI stored.
 func cliLogin(t *testing.T, e *testenv.Env, b *browser, eng testenv.Engine, home, username string, signIn bool) string {
@@ -143,7 +123,7 @@ func cliLogin(t *testing.T, e *testenv.Env, b *browser, eng testenv.Engine, home
 	cmd := exec.CommandContext(ctx, eng.Path, "login", e.Host)
 	cmd.Env = cliEnv(t, e, home)
 	cmd.Stdin = strings.NewReader("yes\n")
-	var stderr syncBuffer
+	var stderr testenv.SyncBuffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -152,7 +132,7 @@ func cliLogin(t *testing.T, e *testenv.Env, b *browser, eng testenv.Engine, home
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(io.TeeReader(stdout, &out))

@@ -46,7 +46,7 @@ func oidcProvider(t *testing.T, port int, redirectURL string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "REDIRECT_URI="+redirectURL)
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -160,8 +160,8 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	b.run("accepting with SSO", chromedp.Click(chromedp.ID("sso")), chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.SetValue(chromedp.ID("username"), "test-user2"),
 		chromedp.SetValue(chromedp.ID("password"), "verysecure"),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
-		chromedp.WaitNotPresent(chromedp.ID("password")))
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)))
+	b.waitAt(e.URL + "/app")
 	got, err := e.Client.OrganizationMemberships.Read(ctx, m.ID)
 	if err != nil || got.Status != tfe.OrganizationMembershipActive {
 		t.Fatalf("membership after accepting with SSO: %+v %v, want active", got, err)

@@ -222,8 +222,8 @@ func TestBrowserInvitation(t *testing.T) {
 	b.run("accepting",
 		chromedp.SetValue(chromedp.ID("password"), goodPassword),
 		chromedp.SetValue(chromedp.ID("confirm"), goodPassword),
-		chromedp.Click(chromedp.ID("accept")),
-		chromedp.WaitNotPresent(chromedp.ID("accept")))
+		chromedp.Click(chromedp.ID("accept")))
+	b.waitAt(e.URL + "/app")
 	got, err := e.Client.OrganizationMemberships.Read(ctx, m.ID)
 	if err != nil || got.Status != tfe.OrganizationMembershipActive {
 		t.Fatalf("membership after acceptance: %+v %v, want active", got, err)
