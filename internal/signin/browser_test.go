@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,14 +168,4 @@ func (b *browser) cookies(url string) []*network.Cookie {
 		return cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
 	})
 	return res.Cookies
-}
-
-// lookPath finds a program or fails the test saying what is missing.
-func lookPath(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s is not on PATH: %v", name, err)
-	}
-	return p
 }
