@@ -6,7 +6,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines
+.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines oidc-provider
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,7 +21,11 @@ ENGINES_DIR ?= $(CURDIR)/.cache/engines
 engines: ## build terraform 1.5.7 and OpenTofu (tools/engines/versions) from the Go module proxy into $(ENGINES_DIR), once
 	tools/engines/build.sh $(ENGINES_DIR)
 
-test: vet engines ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), real HTTPS
+OIDC_PROVIDER_DIR ?= $(CURDIR)/.cache/oidc-provider
+oidc-provider: ## build the OpenID provider the sign-in tests use (zitadel/oidc's example server) from the Go module proxy into $(OIDC_PROVIDER_DIR), once
+	tools/oidcprovider/build.sh $(OIDC_PROVIDER_DIR)
+
+test: vet engines oidc-provider ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), real HTTPS
 	TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)

@@ -26,6 +26,7 @@ func main() {
 	}
 	root.AddCommand(serverCmd())
 	root.AddCommand(keysCmd())
+	root.AddCommand(userCmd())
 	root.AddCommand(orchcli.Commands()...)
 	root.AddCommand(stackcli.Command(nil))
 	if err := root.ExecuteContext(ctx); err != nil {

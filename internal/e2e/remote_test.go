@@ -213,7 +213,7 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	// and the state is whatever terraform saved.
 	cmd := exec.Command(c.bin, "apply", "-auto-approve", "-var", "sleep=60", "-var", "name=slow")
 	cmd.Dir, cmd.Env = dir, c.env
-	slow := &syncBuffer{}
+	slow := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = slow, slow
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -377,22 +377,4 @@ func phaseLogs(ctx context.Context, t *testing.T, e *testenv.Env, r *tfe.Run) []
 		}
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer safe for a writing process and a reading test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -115,6 +115,16 @@ type Config struct {
 	MetricsAccess string
 	// MetricsToken, when set, is a bearer token that may read /metrics.
 	MetricsToken string
+
+	// Browser sign-in (internal/signin). SessionIdleTimeout ends a session
+	// unused this long, SessionLifetime any session this long after
+	// sign-in; defaults 12h and 7 days.
+	SessionIdleTimeout, SessionLifetime time.Duration
+	// OIDCIssuer enables OpenID Connect single sign-on with that provider;
+	// OIDCClientID and OIDCClientSecret are Terrace's client there, and
+	// OIDCRedirectURL the callback registered with it (default
+	// <base URL>/app/sso/callback). OIDCName labels the sign-in button.
+	OIDCIssuer, OIDCClientID, OIDCClientSecret, OIDCRedirectURL, OIDCName string
 }
 
 func (c *Config) setDefaults() {

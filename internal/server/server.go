@@ -37,6 +37,7 @@ import (
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
 	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/signin"
 	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
@@ -126,6 +127,9 @@ type Server struct {
 	Assessments *assessment.Service
 	// Metrics serves /metrics and /debug/pprof/ (see wireMetrics).
 	Metrics *metrics.Metrics
+	// Signin signs people in to /app (passwords, sessions, invitations,
+	// OIDC) and serves terraform login's login.v1 flow.
+	Signin *signin.Service
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -252,6 +256,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireSignin(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.TokenLimits = httplimit.NewRateLimiter(cfg.RateLimitPerToken)
 	s.AddressLimits = httplimit.NewRateLimiter(cfg.RateLimitPerAddress)
 	if err := s.wireMetrics(); err != nil {
@@ -329,6 +337,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
+	s.signinRoutes(root)
 	return s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
 }
 

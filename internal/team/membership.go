@@ -187,8 +187,9 @@ func (s *Service) usernameFor(ctx context.Context, email string) (string, error)
 
 // CreateMembership invites an email address into an organization (and
 // optionally into some of its teams); only owners may. A user with that
-// address is created when none exists: Terrace has no invitation step, so
-// the membership is usable at once while it shows as "invited".
+// address is created when none exists. The membership shows as "invited"
+// until the person accepts the invitation link sent by Invitations
+// (internal/signin), which makes it "active".
 func (s *Service) CreateMembership(ctx context.Context, org, email string, teamIDs []string) (*Membership, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
@@ -220,6 +221,7 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 		return nil, err
 	}
 	id := core.NewID(prefixMembership)
+	var send func(context.Context)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if u == nil {
 			var err error
@@ -240,10 +242,18 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 				return err
 			}
 		}
+		if s.Invitations != nil {
+			var err error
+			send, err = s.Invitations.Invite(ctx, tx, Invitation{Organization: org, MembershipID: id, UserID: u.ID, Email: email})
+			return err
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if send != nil {
+		send(ctx)
 	}
 	return s.loadMembership(ctx, s.db, id)
 }
@@ -298,4 +308,28 @@ func (s *Service) MembershipIDs(ctx context.Context, org string) (map[string]str
 // rendering relationships of objects the caller already may see.
 func (s *Service) Membership(ctx context.Context, id string) (*Membership, error) {
 	return s.loadMembership(ctx, s.db, id)
+}
+
+// Invitation is a membership created by email, waiting to be accepted.
+type Invitation struct {
+	Organization, MembershipID, UserID, Email string
+}
+
+// Inviter records an invitation inside the membership's transaction and
+// returns what to do once it is committed (send the link), or nil.
+type Inviter interface {
+	Invite(ctx context.Context, q store.Q, inv Invitation) (send func(context.Context), err error)
+}
+
+// ActivateMembership marks an invited membership active: its invitation
+// was accepted (internal/signin).
+func (s *Service) ActivateMembership(ctx context.Context, q store.Q, id string) error {
+	res, err := q.Exec(ctx, `UPDATE organization_memberships SET status = ? WHERE id = ?`, StatusActive, id)
+	if err != nil {
+		return fmt.Errorf("activating organization membership %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return core.NotFound("organization membership %q not found", id)
+	}
+	return nil
 }

@@ -38,6 +38,9 @@ type Service struct {
 	db     *store.DB
 	users  Users
 	tokens Tokens
+	// Invitations, when set, hears of each membership created by email
+	// (internal/signin sends the invitation link); see Inviter.
+	Invitations Inviter
 }
 
 // NewService returns a team service. SetAuth must be called before the

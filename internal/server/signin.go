@@ -1,0 +1,34 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/terracehq/terrace/internal/signin"
+)
+
+// wireSignin builds browser sign-in: passwords, sessions, invitations
+// (emailed through the notification mail server when there is one), OIDC
+// single sign-on and the login.v1 flow of terraform login.
+func (s *Server) wireSignin() error {
+	o := signin.Options{
+		DB: s.DB, Users: s.Auth, Tokens: s.Users, Memberships: s.Teams, BaseURL: s.BaseURL,
+		Logger:      s.logger.With("component", "signin"),
+		IdleTimeout: s.cfg.SessionIdleTimeout, Lifetime: s.cfg.SessionLifetime,
+		OIDC: signin.OIDC{Issuer: s.cfg.OIDCIssuer, ClientID: s.cfg.OIDCClientID, ClientSecret: s.cfg.OIDCClientSecret,
+			RedirectURL: s.cfg.OIDCRedirectURL, Name: s.cfg.OIDCName},
+	}
+	if s.Notify.CanMail() {
+		o.Mail = s.Notify.SendMail
+	}
+	var err error
+	if s.Signin, err = signin.NewService(o); err != nil {
+		return err
+	}
+	s.Teams.Invitations = s.Signin
+	return nil
+}
+
+// signinRoutes mounts the sign-in pages and the login.v1 endpoints. A
+// session resolves to a principal on /app paths only (Signin.Middleware);
+// /api/v2 stays bearer-token only.
+func (s *Server) signinRoutes(root *http.ServeMux) { s.Signin.Register(root) }

@@ -1,0 +1,202 @@
+package signin
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/httplimit"
+)
+
+// maxFormBytes bounds every form this package reads.
+const maxFormBytes = 64 << 10
+
+// Register adds the sign-in routes to mux. Every route resolves the session
+// cookie itself (Middleware); unsafe methods pass net/http's
+// CrossOriginProtection, which refuses cross-site form posts.
+func (s *Service) Register(mux *http.ServeMux) {
+	cop := http.NewCrossOriginProtection()
+	page := func(h http.HandlerFunc) http.Handler { return s.Middleware(h) }
+	form := func(h http.HandlerFunc) http.Handler {
+		return cop.Handler(s.Middleware(http.MaxBytesHandler(h, maxFormBytes)))
+	}
+	mux.Handle("GET /app/signin", page(s.signinForm))
+	mux.Handle("POST /app/signin", form(s.signin))
+	mux.Handle("POST /app/signout", form(s.signout))
+	mux.Handle("GET /app/settings/tokens", page(s.tokensPage))
+	mux.Handle("POST /app/settings/tokens", form(s.createToken))
+	mux.Handle("POST /app/settings/tokens/{id}/delete", form(s.deleteToken))
+	mux.Handle("GET /app/invitations/{token}", page(s.invitationPage))
+	mux.Handle("POST /app/invitations/{token}", form(s.acceptInvitation))
+	mux.Handle("GET /app/oauth/authorization", page(s.authorizePage))
+	mux.Handle("POST /app/oauth/authorization", form(s.authorize))
+	// The CLI posts here directly (no browser, no session).
+	mux.Handle("POST /app/oauth/token", http.MaxBytesHandler(http.HandlerFunc(s.token), maxFormBytes))
+	mux.Handle("GET /app/sso/start", page(s.ssoStart))
+	mux.Handle("GET /app/sso/callback", page(s.ssoCallback))
+}
+
+// requireUser returns the signed-in user, or sends the browser to the
+// sign-in page and returns nil.
+func requireUser(w http.ResponseWriter, r *http.Request) *auth.Principal {
+	p := auth.FromContext(r.Context())
+	if p.IsUser() {
+		return p
+	}
+	http.Redirect(w, r, SignInURL(r.URL.RequestURI()), http.StatusSeeOther)
+	return nil
+}
+
+type signinPage struct {
+	page
+	Next, Username, SSO string
+}
+
+func (s *Service) ssoName() string {
+	if s.sso == nil {
+		return ""
+	}
+	return s.opts.OIDC.Name
+}
+
+func (s *Service) signinForm(w http.ResponseWriter, r *http.Request) {
+	next := localPath(r.URL.Query().Get("next"))
+	if auth.FromContext(r.Context()).IsUser() {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	s.render(w, http.StatusOK, "signin", signinPage{page: page{Title: "Sign in"}, Next: next, SSO: s.ssoName()})
+}
+
+func (s *Service) signin(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		s.message(w, r, http.StatusBadRequest, "Sign in", "The form could not be read: "+err.Error(), "/app/signin")
+		return
+	}
+	next := localPath(r.PostFormValue("next"))
+	login := r.PostFormValue("username")
+	u, err := s.CheckPassword(r.Context(), login, r.PostFormValue("password"), httplimit.Address(r))
+	if err != nil {
+		status, msg := http.StatusUnauthorized, "Wrong username or password."
+		var tm tooMany
+		switch {
+		case errors.As(err, &tm):
+			status, msg = http.StatusTooManyRequests, "Too many sign-in attempts. "+tm.Error()+"."
+			w.Header().Set("Retry-After", strconv.Itoa(int(tm.wait.Seconds())+1))
+		case core.KindOf(err) != core.KindUnauthorized:
+			s.opts.Logger.Error("checking a password", "err", err)
+			status, msg = http.StatusInternalServerError, "Signing in failed; try again later."
+		}
+		s.render(w, status, "signin", signinPage{page: page{Title: "Sign in", Error: msg}, Next: next, Username: login, SSO: s.ssoName()})
+		return
+	}
+	if err := s.setCookie(r.Context(), w, u.ID); err != nil {
+		s.opts.Logger.Error("starting a session", "err", err)
+		s.message(w, r, http.StatusInternalServerError, "Sign in", "Signing in failed; try again later.", "")
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Service) signout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		if err := s.EndSession(r.Context(), c.Value); err != nil {
+			s.opts.Logger.Error("ending a session", "err", err)
+			s.message(w, r, http.StatusInternalServerError, "Sign out", "Signing out failed; try again.", "")
+			return
+		}
+	}
+	clearCookie(w)
+	http.Redirect(w, r, "/app/signin", http.StatusSeeOther)
+}
+
+type tokensPage struct {
+	page
+	Tokens []*auth.Token
+	Secret string
+}
+
+func (s *Service) tokensPage(w http.ResponseWriter, r *http.Request) {
+	s.showTokens(w, r, http.StatusOK, "", "")
+}
+
+func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int, secret, problem string) {
+	p := requireUser(w, r)
+	if p == nil {
+		return
+	}
+	toks, err := s.opts.Tokens.UserTokens(r.Context(), p.UserID)
+	if err != nil {
+		s.opts.Logger.Error("listing user tokens", "err", err)
+		s.message(w, r, http.StatusInternalServerError, "API tokens", "Your tokens could not be listed.", "")
+		return
+	}
+	s.render(w, status, "tokens", tokensPage{page: page{Title: "API tokens", User: p, Error: problem}, Tokens: toks, Secret: secret})
+}
+
+func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
+	p := requireUser(w, r)
+	if p == nil {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.showTokens(w, r, http.StatusBadRequest, "", "The form could not be read: "+err.Error())
+		return
+	}
+	desc := r.PostFormValue("description")
+	if desc == "" || len(desc) > 255 {
+		s.showTokens(w, r, http.StatusBadRequest, "", "A token needs a description of at most 255 characters.")
+		return
+	}
+	_, secret, err := s.opts.Tokens.CreateUserToken(r.Context(), p.UserID, desc, nil)
+	if err != nil {
+		s.showTokens(w, r, statusOf(err), "", "The token could not be created: "+detail(err))
+		return
+	}
+	s.showTokens(w, r, http.StatusOK, secret, "")
+}
+
+func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
+	p := requireUser(w, r)
+	if p == nil {
+		return
+	}
+	t, err := s.opts.Tokens.Token(r.Context(), r.PathValue("id"))
+	if err == nil {
+		err = s.opts.Tokens.DeleteUserToken(r.Context(), t)
+	}
+	if err != nil {
+		s.showTokens(w, r, statusOf(err), "", "The token could not be revoked: "+detail(err))
+		return
+	}
+	http.Redirect(w, r, "/app/settings/tokens", http.StatusSeeOther)
+}
+
+// statusOf maps an error kind to an HTTP status for pages.
+func statusOf(err error) int {
+	switch core.KindOf(err) {
+	case core.KindNotFound:
+		return http.StatusNotFound
+	case core.KindInvalid, core.KindBadRequest:
+		return http.StatusUnprocessableEntity
+	case core.KindUnauthorized:
+		return http.StatusUnauthorized
+	case core.KindForbidden:
+		return http.StatusForbidden
+	case core.KindConflict:
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+// detail is an error's message fit for a page: the detail of a classified
+// error, or a generic sentence for an internal one.
+func detail(err error) string {
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Kind != core.KindInternal {
+		return ce.Detail
+	}
+	return "an internal error occurred"
+}
