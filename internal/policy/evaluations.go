@@ -31,7 +31,7 @@ const (
 var evalMoves = map[EvalStatus][]EvalStatus{
 	EvalPending: {EvalRunning, EvalCanceled},
 	EvalRunning: {EvalRunning, EvalPassed, EvalFailed, EvalCanceled},
-	EvalFailed:  {EvalOverridden, EvalCanceled},
+	EvalFailed:  {EvalOverridden},
 }
 
 func (s EvalStatus) final() bool { return s != EvalPending && s != EvalRunning }
