@@ -224,7 +224,14 @@ func (s *Service) ListPolicies(ctx context.Context, org, search string, kind Kin
 	if err := readOrg(ctx, org); err != nil {
 		return nil, err
 	}
-	q := `SELECT ` + policyCols + ` FROM policies WHERE organization_name = ?`
+	q, args := orgQuery(`SELECT `+policyCols+` FROM policies`, org, search, kind)
+	return store.All(ctx, s.o.DB, scanPolicy, q, args...)
+}
+
+// orgQuery completes a list query of an organization's policies or sets:
+// a name substring and a kind when given, ordered by name.
+func orgQuery(sel, org, search string, kind Kind) (string, []any) {
+	q := sel + ` WHERE organization_name = ?`
 	args := []any{org}
 	if search != "" {
 		q += ` AND LOWER(name) LIKE ?`
@@ -234,7 +241,7 @@ func (s *Service) ListPolicies(ctx context.Context, org, search string, kind Kin
 		q += ` AND kind = ?`
 		args = append(args, string(kind))
 	}
-	return store.All(ctx, s.o.DB, scanPolicy, q+` ORDER BY name, id`, args...)
+	return q + ` ORDER BY name, id`, args
 }
 
 // resolveEnforcement turns the create/update attributes into a level and

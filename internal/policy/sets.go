@@ -112,17 +112,8 @@ func (s *Service) ListSets(ctx context.Context, org, search string, kind Kind) (
 	if err := readOrg(ctx, org); err != nil {
 		return nil, err
 	}
-	q := `SELECT ` + setCols + ` FROM policy_sets WHERE organization_name = ?`
-	args := []any{org}
-	if search != "" {
-		q += ` AND LOWER(name) LIKE ?`
-		args = append(args, "%"+strings.ToLower(search)+"%")
-	}
-	if kind != "" {
-		q += ` AND kind = ?`
-		args = append(args, string(kind))
-	}
-	sets, err := store.All(ctx, s.o.DB, scanSet, q+` ORDER BY name, id`, args...)
+	q, args := orgQuery(`SELECT `+setCols+` FROM policy_sets`, org, search, kind)
+	sets, err := store.All(ctx, s.o.DB, scanSet, q, args...)
 	if err != nil {
 		return nil, err
 	}
