@@ -32,6 +32,10 @@ const (
 	// OrgManageRunTasks creates, changes and deletes the organization's
 	// run tasks (the manage-run-tasks organization access).
 	OrgManageRunTasks Action = "organization:manage-run-tasks"
+	// OrgManagePolicies creates, changes and deletes the organization's
+	// policies, policy sets and their parameters and versions (the
+	// manage-policies organization access).
+	OrgManagePolicies Action = "organization:manage-policies"
 
 	TeamRead   Action = "team:read"
 	TeamManage Action = "team:manage"
@@ -154,6 +158,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageProjects }},
 	OrgManageRunTasks: {scope: scopeOrg, noun: "organization", verb: "manage run tasks",
 		org: func(st standing) bool { return st.access.ManageRunTasks }},
+	OrgManagePolicies: {scope: scopeOrg, noun: "organization", verb: "manage policies",
+		org: func(st standing) bool { return st.access.ManagePolicies }},
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",

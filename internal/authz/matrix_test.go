@@ -196,7 +196,7 @@ func expect(a authz.Action, service bool, who string) int {
 			return allow
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
-			authz.OrgManageRunTasks, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
+			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
 			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
 			authz.StackRead, authz.StackManage, authz.StackApprove:
 			return http.StatusForbidden
@@ -209,7 +209,7 @@ func expect(a authz.Action, service bool, who string) int {
 	case authz.OrgManage:
 		return in("owner")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
-		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.TeamManage,
+		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamManage,
 		authz.TeamMembers:
 		return in("owner", "organization-token")
 	case authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace:

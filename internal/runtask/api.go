@@ -412,11 +412,20 @@ func (a *API) StageJSON(ctx context.Context, st *TaskStageRecord, results []*Res
 	canOverride := authz.Allows(ctx, authz.RunOverrideTasks, authz.Resource{Organization: st.Organization, WorkspaceID: st.WorkspaceID, RunID: st.RunID}) == nil
 	j := &jsonStage{ID: st.ID, Stage: string(st.Stage), Status: string(st.Status), StatusTimestamps: stamps(st.Timestamps),
 		CreatedAt: timeText(st.CreatedAt), UpdatedAt: timeText(st.UpdatedAt),
-		Permissions: map[string]bool{"can-override-policy": false, "can-override-tasks": canOverride, "can-override": canOverride},
+		Permissions: map[string]bool{"can-override-policy": canOverride, "can-override-tasks": canOverride, "can-override": canOverride},
 		Actions:     map[string]bool{"is-overridable": overridable},
 		Run:         &jsonRunRef{ID: st.RunID}, TaskResults: []*jsonResultRef{}, PolicyEvaluations: []*jsonPolicyEval{}}
 	for _, r := range results {
 		j.TaskResults = append(j.TaskResults, &jsonResultRef{ID: r.ID})
+	}
+	if p := a.Service.o.Policies; p != nil {
+		ids, err := p.EvaluationIDs(ctx, st.ID)
+		if err != nil {
+			a.Service.o.Logger.Error("listing the policy evaluations of a task stage", "stage", st.ID, "error", err)
+		}
+		for _, id := range ids {
+			j.PolicyEvaluations = append(j.PolicyEvaluations, &jsonPolicyEval{ID: id})
+		}
 	}
 	return j
 }
@@ -468,6 +477,14 @@ func (a *API) getStage(w http.ResponseWriter, r *http.Request) {
 		for _, res := range results {
 			included = append(included, resultJSON(res, st.Stage))
 		}
+	}
+	if p := a.Service.o.Policies; p != nil && inc["policy_evaluations"] {
+		evals, err := p.Evaluations(r.Context(), st.ID)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		included = append(included, evals...)
 	}
 	tfeapi.Respond(w, r, http.StatusOK, a.StageJSON(r.Context(), st, results), included...)
 }

@@ -232,6 +232,11 @@ func (s *Service) repair(ctx context.Context, since time.Time) {
 	}
 	for _, st := range stages {
 		if st.Status == StageRunning {
+			if s.o.Policies != nil {
+				if err := s.o.Policies.Evaluate(ctx, st.ID); err != nil && ctx.Err() == nil {
+					s.o.Logger.Error("evaluating the policies of a task stage", "stage", st.ID, "error", err)
+				}
+			}
 			var open int
 			if err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM task_results WHERE stage_id = ? AND status IN (?, ?)`, st.ID, string(ResultPending), string(ResultRunning)).Scan(&open); err == nil && open == 0 {
 				_ = s.evaluate(ctx, st.ID)

@@ -215,10 +215,19 @@ func (s *Service) Override(ctx context.Context, id, comment string) (*TaskStageR
 	if st.Status != StageAwaitingOverride {
 		return nil, core.Conflict("task stage %s is %s: only a stage awaiting an override can be overridden", id, st.Status)
 	}
-	if ok, err := moveStage(ctx, s.o.DB, st, StagePassed); err != nil {
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if ok, err := moveStage(ctx, tx, st, StagePassed); err != nil {
+			return err
+		} else if !ok {
+			return core.Conflict("task stage %s changed meanwhile", id)
+		}
+		if s.o.Policies != nil {
+			return s.o.Policies.Ended(ctx, tx, st.ID, true)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	} else if !ok {
-		return nil, core.Conflict("task stage %s changed meanwhile", id)
 	}
 	msg := "Overridden"
 	if comment != "" {

@@ -88,6 +88,9 @@ type Options struct {
 	// Keys seals HMAC keys at rest (HMACKeyColumn); nil stores them as
 	// given (unit tests without a server).
 	Keys *seal.Keyring
+	// Policies adds policy evaluations to post-plan stages; nil runs
+	// tasks only.
+	Policies PolicyChecks
 }
 
 // Service manages run tasks, their workspace attachments, and the task

@@ -243,8 +243,14 @@ func (s *Service) tasksOf(ctx context.Context, q store.Q, org, workspaceID strin
 // transaction that creates the run).
 func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) error {
 	tasks, err := s.tasksOf(ctx, q, r.Organization, r.WorkspaceID)
-	if err != nil || len(tasks) == 0 {
+	if err != nil {
 		return err
+	}
+	policies := false
+	if s.o.Policies != nil {
+		if policies, err = s.o.Policies.Applies(ctx, q, r.Organization, r.WorkspaceID); err != nil {
+			return err
+		}
 	}
 	now := core.Now()
 	for _, stage := range Stages {
@@ -254,7 +260,8 @@ func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) error {
 				at = append(at, t)
 			}
 		}
-		if len(at) == 0 {
+		withPolicies := policies && stage == PostPlan
+		if len(at) == 0 && !withPolicies {
 			continue
 		}
 		stageID := core.NewID(PrefixStage)
@@ -262,6 +269,11 @@ func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) error {
 			stageID, r.ID, r.Organization, r.WorkspaceID, string(stage), string(StagePending), jsonText(map[string]time.Time{}),
 			core.Micros(now), core.Micros(now)); err != nil {
 			return err
+		}
+		if withPolicies {
+			if err := s.o.Policies.Prepare(ctx, q, stageID, r.ID, r.Organization, r.WorkspaceID); err != nil {
+				return err
+			}
 		}
 		for _, t := range at {
 			if _, err := q.Exec(ctx, `INSERT INTO task_results (id, stage_id, run_id, task_id, task_name, task_url, workspace_task_id, enforcement_level, status, outcomes, status_timestamps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -318,6 +330,13 @@ func (s *Service) Has(ctx context.Context, runID string, stages ...run.TaskStage
 // the run on. Advisory failures only warn; a mandatory result that did not
 // pass fails the stage, or (post-plan) makes it wait for an override.
 func (s *Service) evaluate(ctx context.Context, stageID string) error {
+	if s.o.Policies != nil {
+		// Outside the transaction: it reads the plan and runs OPA, then
+		// records the outcome in its own transaction.
+		if err := s.o.Policies.Evaluate(ctx, stageID); err != nil {
+			s.o.Logger.Error("evaluating the policies of a task stage", "stage", stageID, "error", err)
+		}
+	}
 	var st *TaskStageRecord
 	var msg string
 	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
@@ -342,11 +361,16 @@ func (s *Service) evaluate(ctx context.Context, stageID string) error {
 				blocking = append(blocking, fmt.Sprintf("%s %s", r.TaskName, r.Status))
 			}
 		}
+		verdict, err := s.policyVerdict(ctx, tx, stageID)
+		if err != nil || !verdict.Done {
+			return err
+		}
+		blocking = append(blocking, verdict.Blocking...)
 		to := StagePassed
 		if len(blocking) > 0 {
-			msg = fmt.Sprintf("Mandatory run tasks at %s did not pass: %s", st.Stage, strings.Join(blocking, ", "))
+			msg = fmt.Sprintf("Mandatory run tasks or policies at %s did not pass: %s", st.Stage, strings.Join(blocking, ", "))
 			to = StageFailed
-			if st.Stage == PostPlan {
+			if st.Stage == PostPlan && verdict.Overridable {
 				to = StageAwaitingOverride
 			}
 		}
@@ -414,6 +438,11 @@ func (s *Service) cancelStages(ctx context.Context, runID string) error {
 		for _, st := range stages {
 			if _, err := moveStage(ctx, tx, st, StageCanceled); err != nil {
 				return err
+			}
+			if s.o.Policies != nil {
+				if err := s.o.Policies.Ended(ctx, tx, st.ID, false); err != nil {
+					return err
+				}
 			}
 			results, err := store.All(ctx, tx, scanResult, `SELECT `+resultCols+` FROM task_results WHERE stage_id = ?`, st.ID)
 			if err != nil {

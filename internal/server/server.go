@@ -32,6 +32,7 @@ import (
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
+	"github.com/terracehq/terrace/internal/policy"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
@@ -122,6 +123,9 @@ type Server struct {
 	// RunTasks keeps organization run tasks and their workspace
 	// attachments.
 	RunTasks *runtask.Service
+	// Policies keeps policies and policy sets and evaluates them in
+	// post-plan task stages.
+	Policies *policy.Service
 	// Assessments runs health assessments (drift detection) and keeps
 	// their results.
 	Assessments *assessment.Service
@@ -220,6 +224,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wirePolicies(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if err := s.wireAssessments(); err != nil {
 		s.Close()
 		return nil, err
@@ -305,6 +313,13 @@ func (s *Server) routes() http.Handler {
 	(&audit.API{Service: s.Audit}).Register(api)
 	(&notify.API{Service: s.Notify}).Register(api)
 	(&runtask.API{Service: s.RunTasks}).Register(api)
+	s.policyAPI(api, capability, func(r *http.Request, id string) (any, error) {
+		w, err := s.Workspaces.Get(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return wsAPI.Render(r, w), nil
+	})
 	(&assessment.API{Service: s.Assessments}).Register(api)
 	wsAPI.CurrentAssessment = s.Assessments.CurrentID
 	(&trigger.API{Service: s.Triggers, IncludeWorkspace: func(r *http.Request, id string) (any, error) {
@@ -535,7 +550,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // SealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
 func SealedColumns() []seal.Column {
-	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn}, notify.SealedColumns...), state.SealedColumns...)
+	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 
 // sealExisting seals what was stored before encryption at rest existed:

@@ -1,0 +1,398 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Scope kinds: where a policy set applies, or does not.
+const (
+	ScopeWorkspace          = "workspace"
+	ScopeWorkspaceExclusion = "workspace-exclusion"
+	ScopeProject            = "project"
+	ScopeProjectExclusion   = "project-exclusion"
+)
+
+// Set is a policy set.
+type Set struct {
+	ID                   string
+	Organization         string
+	Name                 string
+	Description          string
+	Kind                 Kind
+	Global               bool
+	Overridable          bool
+	AgentEnabled         bool
+	PolicyToolVersion    string
+	PoliciesPath         string
+	Versioned            bool
+	CurrentVersionID     string
+	NewestVersionID      string
+	PolicyUpdatePatterns []string
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	// PolicyIDs and Scopes (kind → IDs) are filled by the service.
+	PolicyIDs []string
+	Scopes    map[string][]string
+}
+
+// SetChanges are the attributes and relationships of a create or update;
+// nil is absent.
+type SetChanges struct {
+	Name                 *string
+	Description          *string
+	Kind                 *Kind
+	Global               *bool
+	Overridable          *bool
+	AgentEnabled         *bool
+	PolicyToolVersion    *string
+	PoliciesPath         *string
+	PolicyUpdatePatterns *[]string
+	PolicyIDs            []string
+	Scopes               map[string][]string
+}
+
+const setCols = `id, organization_name, name, description, kind, global, overridable, agent_enabled, policy_tool_version, policies_path, versioned, current_version_id, newest_version_id, policy_update_patterns, created_at, updated_at`
+
+func scanSet(sc store.Scanner) (*Set, error) {
+	var s Set
+	var patterns string
+	var created, updated int64
+	if err := sc.Scan(&s.ID, &s.Organization, &s.Name, &s.Description, &s.Kind, &s.Global, &s.Overridable, &s.AgentEnabled,
+		&s.PolicyToolVersion, &s.PoliciesPath, &s.Versioned, &s.CurrentVersionID, &s.NewestVersionID, &patterns, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(patterns), &s.PolicyUpdatePatterns); err != nil {
+		return nil, fmt.Errorf("decoding policy set %s: %w", s.ID, err)
+	}
+	s.CreatedAt, s.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &s, nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// fill reads a set's policies and scopes.
+func (s *Service) fill(ctx context.Context, q store.Q, set *Set) error {
+	ids, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT sp.policy_id FROM policy_set_policies sp JOIN policies p ON p.id = sp.policy_id WHERE sp.policy_set_id = ? ORDER BY p.name, p.id`, set.ID)
+	if err != nil {
+		return err
+	}
+	set.PolicyIDs = ids
+	type scope struct{ kind, id string }
+	scopes, err := store.All(ctx, q, func(sc store.Scanner) (scope, error) {
+		var r scope
+		return r, sc.Scan(&r.kind, &r.id)
+	}, `SELECT kind, target_id FROM policy_set_scopes WHERE policy_set_id = ? ORDER BY kind, target_id`, set.ID)
+	if err != nil {
+		return err
+	}
+	set.Scopes = map[string][]string{}
+	for _, sc := range scopes {
+		set.Scopes[sc.kind] = append(set.Scopes[sc.kind], sc.id)
+	}
+	return nil
+}
+
+// ListSets returns an organization's policy sets, filtered by a name
+// substring and a kind when given.
+func (s *Service) ListSets(ctx context.Context, org, search string, kind Kind) ([]*Set, error) {
+	if err := readOrg(ctx, org); err != nil {
+		return nil, err
+	}
+	q, args := orgQuery(`SELECT `+setCols+` FROM policy_sets`, org, search, kind)
+	sets, err := store.All(ctx, s.o.DB, scanSet, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, set := range sets {
+		if err := s.fill(ctx, s.o.DB, set); err != nil {
+			return nil, err
+		}
+	}
+	return sets, nil
+}
+
+func (s *Service) loadSet(ctx context.Context, q store.Q, id string) (*Set, error) {
+	set, err := scanSet(q.QueryRow(ctx, `SELECT `+setCols+` FROM policy_sets WHERE id = ?`, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("policy set %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return set, s.fill(ctx, q, set)
+}
+
+// Set returns a policy set the caller may see.
+func (s *Service) Set(ctx context.Context, id string) (*Set, error) {
+	set, err := s.loadSet(ctx, s.o.DB, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := readOrg(ctx, set.Organization); err != nil {
+		return nil, core.NotFound("policy set %q not found", id)
+	}
+	return set, nil
+}
+
+func (s *Service) managedSet(ctx context.Context, id string) (*Set, error) {
+	set, err := s.Set(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return set, manageOrg(ctx, set.Organization)
+}
+
+// checkTargets makes sure the workspaces, projects and policies a set is
+// given exist in its organization (and that the caller sees them).
+func (s *Service) checkTargets(ctx context.Context, set *Set, kind string, ids []string) error {
+	for _, id := range ids {
+		var org string
+		var err error
+		switch kind {
+		case ScopeWorkspace, ScopeWorkspaceExclusion:
+			org, err = s.o.Workspaces.Organization(ctx, id)
+		case ScopeProject, ScopeProjectExclusion:
+			org, err = s.o.Workspaces.ProjectOrganization(ctx, id)
+		case "policy":
+			var p *Policy
+			p, err = s.Policy(ctx, id)
+			if err == nil {
+				org = p.Organization
+				if p.Kind != set.Kind {
+					return core.Invalid("policy %s is a %s policy; policy set %s holds %s policies", p.Name, p.Kind, set.Name, set.Kind)
+				}
+			}
+		}
+		if core.KindOf(err) == core.KindNotFound || (err == nil && org != set.Organization) {
+			return core.Invalid("%s %q not found in organization %s", strings.ReplaceAll(kind, "-", " "), id, set.Organization)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateSet adds a policy set with its policies and scopes.
+func (s *Service) CreateSet(ctx context.Context, org string, c SetChanges) (*Set, error) {
+	if err := manageOrg(ctx, org); err != nil {
+		return nil, err
+	}
+	set := &Set{ID: core.NewID(PrefixSet), Organization: org, Kind: Sentinel, PolicyUpdatePatterns: []string{}}
+	if c.Name != nil {
+		set.Name = *c.Name
+	}
+	if err := checkName("policy set", set.Name); err != nil {
+		return nil, err
+	}
+	if c.Kind != nil && *c.Kind != "" {
+		set.Kind = *c.Kind
+	}
+	if err := checkKind(set.Kind); err != nil {
+		return nil, err
+	}
+	applySetChanges(set, c)
+	if err := s.checkAll(ctx, set, c); err != nil {
+		return nil, err
+	}
+	now := core.Now()
+	set.CreatedAt, set.UpdatedAt = now, now
+	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO policy_sets (`+setCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			set.ID, org, set.Name, set.Description, string(set.Kind), set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion,
+			set.PoliciesPath, false, "", "", jsonText(set.PolicyUpdatePatterns), core.Micros(now), core.Micros(now))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("a policy set named %q already exists in organization %s", set.Name, org)
+		}
+		if err != nil {
+			return err
+		}
+		if err := addPolicies(ctx, tx, set.ID, c.PolicyIDs); err != nil {
+			return err
+		}
+		for kind, ids := range c.Scopes {
+			if err := addScopes(ctx, tx, set.ID, kind, ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.loadSet(ctx, s.o.DB, set.ID)
+}
+
+func applySetChanges(set *Set, c SetChanges) {
+	if c.Description != nil {
+		set.Description = *c.Description
+	}
+	if c.Global != nil {
+		set.Global = *c.Global
+	}
+	if c.Overridable != nil {
+		set.Overridable = *c.Overridable
+	}
+	if c.AgentEnabled != nil {
+		set.AgentEnabled = *c.AgentEnabled
+	}
+	if c.PolicyToolVersion != nil {
+		set.PolicyToolVersion = *c.PolicyToolVersion
+	}
+	if c.PoliciesPath != nil {
+		set.PoliciesPath = *c.PoliciesPath
+	}
+	if c.PolicyUpdatePatterns != nil {
+		set.PolicyUpdatePatterns = *c.PolicyUpdatePatterns
+	}
+}
+
+func (s *Service) checkAll(ctx context.Context, set *Set, c SetChanges) error {
+	if set.PoliciesPath != "" && (strings.HasPrefix(set.PoliciesPath, "/") || slices.Contains(strings.Split(set.PoliciesPath, "/"), "..")) {
+		return core.Invalid("policies-path %q must be a relative path inside the policy set", set.PoliciesPath)
+	}
+	if err := s.checkTargets(ctx, set, "policy", c.PolicyIDs); err != nil {
+		return err
+	}
+	for kind, ids := range c.Scopes {
+		if err := s.checkTargets(ctx, set, kind, ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addPolicies(ctx context.Context, q store.Q, setID string, ids []string) error {
+	for _, id := range ids {
+		if _, err := q.Exec(ctx, `INSERT INTO policy_set_policies (policy_set_id, policy_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, setID, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addScopes(ctx context.Context, q store.Q, setID, kind string, ids []string) error {
+	for _, id := range ids {
+		if _, err := q.Exec(ctx, `INSERT INTO policy_set_scopes (policy_set_id, kind, target_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, setID, kind, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UpdateSet changes a set's attributes (not its kind).
+func (s *Service) UpdateSet(ctx context.Context, id string, c SetChanges) (*Set, error) {
+	set, err := s.managedSet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Name != nil {
+		if err := checkName("policy set", *c.Name); err != nil {
+			return nil, err
+		}
+		set.Name = *c.Name
+	}
+	applySetChanges(set, c)
+	if err := s.checkAll(ctx, set, SetChanges{}); err != nil {
+		return nil, err
+	}
+	set.UpdatedAt = core.Now()
+	_, err = s.o.DB.Exec(ctx, `UPDATE policy_sets SET name = ?, description = ?, global = ?, overridable = ?, agent_enabled = ?, policy_tool_version = ?, policies_path = ?, policy_update_patterns = ?, updated_at = ? WHERE id = ?`,
+		set.Name, set.Description, set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion, set.PoliciesPath,
+		jsonText(set.PolicyUpdatePatterns), core.Micros(set.UpdatedAt), set.ID)
+	if store.IsUniqueViolation(s.o.DB, err) {
+		return nil, core.Invalid("a policy set named %q already exists in organization %s", set.Name, set.Organization)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// DeleteSet removes a policy set.
+func (s *Service) DeleteSet(ctx context.Context, id string) error {
+	set, err := s.managedSet(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.o.DB.Exec(ctx, `DELETE FROM policy_sets WHERE id = ?`, set.ID)
+	return err
+}
+
+// ChangeRelation adds or removes policies ("policy") or scopes (a Scope
+// kind) of a set.
+func (s *Service) ChangeRelation(ctx context.Context, id, kind string, ids []string, add bool) error {
+	set, err := s.managedSet(ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return core.Invalid("at least one %s is required", strings.ReplaceAll(kind, "-", " "))
+	}
+	if add {
+		if err := s.checkTargets(ctx, set, kind, ids); err != nil {
+			return err
+		}
+	}
+	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		for _, target := range ids {
+			var err error
+			switch {
+			case kind == "policy" && add:
+				err = addPolicies(ctx, tx, set.ID, []string{target})
+			case kind == "policy":
+				_, err = tx.Exec(ctx, `DELETE FROM policy_set_policies WHERE policy_set_id = ? AND policy_id = ?`, set.ID, target)
+			case add:
+				err = addScopes(ctx, tx, set.ID, kind, []string{target})
+			default:
+				_, err = tx.Exec(ctx, `DELETE FROM policy_set_scopes WHERE policy_set_id = ? AND kind = ? AND target_id = ?`, set.ID, kind, target)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE policy_sets SET updated_at = ? WHERE id = ?`, core.Micros(core.Now()), set.ID)
+		return err
+	})
+}
+
+// setsFor returns the policy sets that apply to a workspace: global sets,
+// sets naming it, and sets naming its project, minus those excluding the
+// workspace or (for global sets) its project.
+func (s *Service) setsFor(ctx context.Context, q store.Q, org, workspaceID, projectID string) ([]*Set, error) {
+	sets, err := store.All(ctx, q, scanSet, `SELECT `+setCols+` FROM policy_sets WHERE organization_name = ? ORDER BY name, id`, org)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Set
+	for _, set := range sets {
+		if err := s.fill(ctx, q, set); err != nil {
+			return nil, err
+		}
+		if slices.Contains(set.Scopes[ScopeWorkspaceExclusion], workspaceID) {
+			continue
+		}
+		if set.Global && projectID != "" && slices.Contains(set.Scopes[ScopeProjectExclusion], projectID) {
+			continue
+		}
+		if set.Global || slices.Contains(set.Scopes[ScopeWorkspace], workspaceID) ||
+			(projectID != "" && slices.Contains(set.Scopes[ScopeProject], projectID)) {
+			out = append(out, set)
+		}
+	}
+	return out, nil
+}
