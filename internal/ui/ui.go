@@ -18,8 +18,10 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
 	"github.com/terracehq/terrace/internal/state"
@@ -48,6 +50,8 @@ type Options struct {
 	Audit       *audit.Service
 	RunTasks    *runtask.Service
 	Assessments *assessment.Service
+	Registry    *registry.Service
+	NoCode      *nocode.Service
 	// Authz is the authorization model: every page asks it, as the API
 	// guard does.
 	Authz *authz.Service
@@ -189,6 +193,12 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/variable-sets", u.varsets)
 	mux.HandleFunc("GET /app/{org}/teams", u.teams)
 	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
+	mux.HandleFunc("GET /app/{org}/registry", u.modules)
+	mux.HandleFunc("GET /app/{org}/no-code/{id}/provision", u.provisionForm)
+	mux.HandleFunc("POST /app/{org}/no-code/{id}/provision", u.provision)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade", u.startUpgrade)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}/upgrade/{run}", u.upgrade)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade/{run}", u.confirmUpgrade)
 	mux.HandleFunc("/app/", u.notFound)
 }
 

@@ -170,6 +170,9 @@ type workspaceData struct {
 	Error    string
 	HasState bool
 	Health   string
+	// NoCode: the workspace was provisioned from a no-code module
+	// (NoCodeNewer: whose version has moved since).
+	NoCode, NoCodeNewer bool
 }
 
 func (u *UI) workspace(w http.ResponseWriter, r *http.Request) {
@@ -212,6 +215,12 @@ func (u *UI) showWorkspace(w http.ResponseWriter, r *http.Request, status int, f
 	}
 	if ws.Settings.AssessmentsEnabled {
 		d.Health = u.health(ctx, ws.ID)
+	}
+	if u.o.NoCode != nil {
+		if _, err := u.o.NoCode.WorkspaceModule(ctx, ws.ID); err == nil {
+			d.NoCode = true
+			_, d.NoCodeNewer = u.o.NoCode.WorkspaceNoCode(ctx, ws.ID)
+		}
 	}
 	u.render(w, r, status, "workspace", ws.Name, ws.Organization, d)
 }
