@@ -204,3 +204,17 @@ func (tb *tab) screenshot(name string) {
 		tb.t.Fatal(err)
 	}
 }
+
+// chromedpNodes returns the data-node attribute of every element matching sel.
+func chromedpNodes(sel string) chromedp.Action[[]string] {
+	return chromedp.Evaluate[[]string](fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(function(n){return n.getAttribute('data-node')})`, sel))
+}
+
+func chromedpCount(sel string) chromedp.Action[int] {
+	return chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// chromedpX is the x attribute of the first element matching sel.
+func chromedpX(sel string) chromedp.Action[float64] {
+	return chromedp.Evaluate[float64](fmt.Sprintf(`parseFloat(document.querySelector(%q).getAttribute('x'))`, sel))
+}

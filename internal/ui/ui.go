@@ -19,6 +19,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
@@ -52,6 +53,8 @@ type Options struct {
 	Assessments *assessment.Service
 	Registry    *registry.Service
 	NoCode      *nocode.Service
+	// Orchestration is the resource-graph orchestrator.
+	Orchestration *orchestration.Service
 	// Authz is the authorization model: every page asks it, as the API
 	// guard does.
 	Authz *authz.Service
@@ -93,10 +96,10 @@ func New(o Options) (*UI, error) {
 	}
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" {
+		if base == "layout" || base == "graph" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/graph.html", n)
 		if err != nil {
 			return nil, fmt.Errorf("ui: parsing %s: %w", n, err)
 		}
@@ -199,6 +202,9 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade", u.startUpgrade)
 	mux.HandleFunc("GET /app/{org}/workspaces/{name}/upgrade/{run}", u.upgrade)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade/{run}", u.confirmUpgrade)
+	mux.HandleFunc("GET /app/{org}/environments", u.environments)
+	mux.HandleFunc("GET /app/{org}/environments/{project}/{env}", u.environment)
+	mux.HandleFunc("GET /app/{org}/deployments/{id}", u.deployment)
 	mux.HandleFunc("/app/", u.notFound)
 }
 
