@@ -25,6 +25,7 @@ import (
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -55,6 +56,8 @@ type Options struct {
 	NoCode      *nocode.Service
 	// Orchestration is the resource-graph orchestrator.
 	Orchestration *orchestration.Service
+	// Stacks keeps stacks, their deployments and deployment runs.
+	Stacks *stack.Service
 	// Authz is the authorization model: every page asks it, as the API
 	// guard does.
 	Authz *authz.Service
@@ -205,6 +208,10 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/environments", u.environments)
 	mux.HandleFunc("GET /app/{org}/environments/{project}/{env}", u.environment)
 	mux.HandleFunc("GET /app/{org}/deployments/{id}", u.deployment)
+	mux.HandleFunc("GET /app/{org}/stacks", u.stacks)
+	mux.HandleFunc("GET /app/{org}/stacks/{id}", u.stackPage)
+	mux.HandleFunc("GET /app/{org}/stack-runs/{id}", u.stackRun)
+	mux.HandleFunc("POST /app/{org}/stack-runs/{id}/{action}", u.stackRunAction)
 	mux.HandleFunc("/app/", u.notFound)
 }
 
