@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
 )
@@ -13,32 +14,39 @@ type Latest struct {
 }
 
 // LatestByWorkspace returns the newest run (health assessments left out)
-// of every workspace of an organization that has one, in one query: what a
-// workspace list shows beside each workspace.
-func (s *Service) LatestByWorkspace(ctx context.Context, org string) (map[string]Latest, error) {
+// of each of the organization's workspaces named that has one, in one
+// query: what a page of a workspace list shows beside each workspace.
+func (s *Service) LatestByWorkspace(ctx context.Context, org string, workspaceIDs []string) (map[string]Latest, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	rows, err := s.DB.Query(ctx, `SELECT workspace_id, id, status FROM runs WHERE organization_name = ? AND assessment = ? ORDER BY workspace_id, created_at DESC, id DESC`, org, false)
+	out := map[string]Latest{}
+	if len(workspaceIDs) == 0 {
+		return out, nil
+	}
+	args := []any{false}
+	for _, id := range workspaceIDs {
+		args = append(args, id)
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(workspaceIDs)), ",")
+	rows, err := s.DB.Query(ctx, `SELECT workspace_id, id, status, organization_name FROM runs WHERE assessment = ? AND workspace_id IN (`+in+`) ORDER BY workspace_id, created_at DESC, id DESC`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]Latest{}
 	prev := ""
 	for rows.Next() {
-		var ws, id, status string
-		if err := rows.Scan(&ws, &id, &status); err != nil {
+		var ws, id, status, runOrg string
+		if err := rows.Scan(&ws, &id, &status, &runOrg); err != nil {
 			return nil, err
 		}
-		if ws == prev {
+		// Filtered here, not in SQL, so that the query uses the
+		// workspace index.
+		if ws == prev || runOrg != org {
 			continue
 		}
 		prev = ws
 		out[ws] = Latest{ID: id, Status: Status(status)}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,18 +17,19 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// One chromium serves the whole package: each test opens its own tab.
+// One chromium serves the whole package, started by the first test that
+// needs it: each test opens its own tab.
 var browser struct {
-	ctx context.Context
-	err error
+	once sync.Once
+	ctx  context.Context
+	stop func()
+	err  error
 }
 
 func TestMain(m *testing.M) {
-	stop, err := startBrowser()
-	browser.err = err
 	code := m.Run()
-	if stop != nil {
-		stop()
+	if browser.stop != nil {
+		browser.stop()
 	}
 	os.Exit(code)
 }
@@ -97,6 +99,7 @@ type tab struct {
 
 func newTab(t *testing.T, e *testenv.Env, token string) *tab {
 	t.Helper()
+	browser.once.Do(func() { browser.stop, browser.err = startBrowser() })
 	if browser.err != nil {
 		t.Fatalf("no browser: %v", browser.err)
 	}

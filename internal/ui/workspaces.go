@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/authz"
@@ -29,7 +30,14 @@ type workspacesData struct {
 	Create   bool
 	Error    string
 	Total    int
+	// Page is 1-based; Prev and Next are the neighbouring pages' query
+	// strings ("" when there is none).
+	Page       int
+	Prev, Next string
 }
+
+// pageSize is how many workspaces a page of the list shows.
+const pageSize = 50
 
 // workspaces lists an organization's workspaces the caller may read, with
 // their lock, latest run and health; filters come from the query string.
@@ -57,11 +65,6 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 		u.fail(w, r, err)
 		return
 	}
-	latest, err := u.o.Runs.LatestByWorkspace(ctx, org)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
 	if u.o.Projects != nil {
 		if d.Projects, err = u.o.Projects.List(ctx, org, project.ListOptions{}); err != nil {
 			u.fail(w, r, err)
@@ -72,6 +75,7 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	for _, p := range d.Projects {
 		names[p.ID] = p.Name
 	}
+	var shown []*workspace.Workspace
 	for _, ws := range list {
 		switch d.Filter.Lock {
 		case "locked":
@@ -83,6 +87,32 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 				continue
 			}
 		}
+		shown = append(shown, ws)
+	}
+	d.Total = len(shown)
+	d.Page, _ = strconv.Atoi(q.Get("page"))
+	last := max((d.Total+pageSize-1)/pageSize, 1)
+	d.Page = min(max(d.Page, 1), last)
+	from, to := (d.Page-1)*pageSize, min(d.Page*pageSize, d.Total)
+	shown = shown[from:to]
+	if d.Page > 1 {
+		q.Set("page", strconv.Itoa(d.Page-1))
+		d.Prev = "?" + q.Encode()
+	}
+	if d.Page < last {
+		q.Set("page", strconv.Itoa(d.Page+1))
+		d.Next = "?" + q.Encode()
+	}
+	ids := make([]string, len(shown))
+	for i, ws := range shown {
+		ids[i] = ws.ID
+	}
+	latest, err := u.o.Runs.LatestByWorkspace(ctx, org, ids)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	for _, ws := range shown {
 		row := workspaceRow{W: ws, Project: names[ws.ProjectID]}
 		if l, ok := latest[ws.ID]; ok {
 			row.Latest = &l
@@ -92,7 +122,6 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 		}
 		d.Rows = append(d.Rows, row)
 	}
-	d.Total = len(d.Rows)
 	d.Create = allowed(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org})
 	u.render(w, r, status, "workspaces", "Workspaces", org, d)
 }
