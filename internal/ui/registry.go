@@ -11,6 +11,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/workspace"
 )
 
 type moduleRow struct {
@@ -155,20 +156,26 @@ func (u *UI) provision(w http.ResponseWriter, r *http.Request) {
 
 func isStringType(t string) bool { return t == "string" || t == "any" || t == "" }
 
+// upgradable returns the page's workspace and the no-code module it was
+// provisioned from, when the caller may apply runs in it (an upgrade
+// applies).
+func (u *UI) upgradable(r *http.Request) (*workspace.Workspace, string, error) {
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := authz.Allows(r.Context(), authz.RunApply, res); err != nil {
+		return nil, "", err
+	}
+	id, err := u.o.NoCode.WorkspaceModule(r.Context(), ws.ID)
+	return ws, id, err
+}
+
 // startUpgrade plans the workspace with its no-code module's current
 // version (a plan-only run); the upgrade page shows the plan.
 func (u *UI) startUpgrade(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.RunApply, res); err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	id, err := u.o.NoCode.WorkspaceModule(ctx, ws.ID)
+	ws, id, err := u.upgradable(r)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -235,16 +242,7 @@ func (u *UI) showUpgrade(w http.ResponseWriter, r *http.Request, status int, for
 
 func (u *UI) confirmUpgrade(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.RunApply, res); err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	id, err := u.o.NoCode.WorkspaceModule(ctx, ws.ID)
+	ws, id, err := u.upgradable(r)
 	if err != nil {
 		u.fail(w, r, err)
 		return
