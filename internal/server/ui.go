@@ -22,9 +22,10 @@ func (s *Server) wireUI() error {
 }
 
 // uiRoutes mounts the pages at /app/ (a bearer token works there as on the
-// API; sessions come before it) and sends / to them.
+// API; sessions come before it; the per-token rate limit applies) and
+// sends / to them.
 func (s *Server) uiRoutes(root *http.ServeMux) {
-	root.Handle("/app/", ui.Authenticate(s.Auth)(s.UI.Handler()))
+	root.Handle("/app/", ui.Authenticate(s.Auth)(s.TokenLimits.Handler(tokenKey, s.UI.Handler())))
 	root.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app/", http.StatusSeeOther)
 	})

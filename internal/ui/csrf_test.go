@@ -19,10 +19,22 @@ func TestCrossSitePostIsRefused(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	testenv.NewOrg(t, e.Client, "acme")
 
+	// Without credentials a page sends the browser to sign in.
+	noRedirect := *e.HTTP
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Get(e.URL + "/app/acme/workspaces?search=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/app/signin?next="+url.QueryEscape("/app/acme/workspaces?search=x") {
+		t.Fatalf("a page without credentials: %d to %q", resp.StatusCode, loc)
+	}
+
 	// A page gives the CSRF cookie and the token its forms carry.
 	req, _ := http.NewRequest("GET", e.URL+"/app/acme/workspaces", nil)
 	req.Header.Set("Authorization", "Bearer "+e.Token)
-	resp, err := e.HTTP.Do(req)
+	resp, err = e.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
