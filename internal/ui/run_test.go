@@ -68,7 +68,8 @@ func TestRunFromTheBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#start-run button`)),
 		chromedp.WaitVisible(chromedp.CSS(`#plan-log`)),
 	)
-	if !strings.Contains(tb.location(), "/app/acme/workspaces/app/runs/run-") {
+	runPath := strings.TrimPrefix(tb.location(), e.URL)
+	if !strings.HasPrefix(runPath, "/app/acme/workspaces/app/runs/run-") {
 		t.Fatalf("starting a run led to %s", tb.location())
 	}
 	tb.waitText("#run-status", "planned", 2*time.Minute)
@@ -125,6 +126,17 @@ func TestRunFromTheBrowser(t *testing.T) {
 		}
 	}
 	tb.screenshot("states")
+
+	// On a phone-sized screen nothing scrolls sideways.
+	tb.do(chromedp.EmulateViewport(390, 844))
+	for _, p := range []string{"/app/acme/workspaces", "/app/acme/workspaces/app", runPath} {
+		tb.open(p)
+		if wide := must(tb, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`)); wide {
+			tb.screenshot("too-wide")
+			t.Errorf("%s is wider than a 390px screen", p)
+		}
+	}
+	tb.screenshot("narrow-run")
 }
 
 // A member whose team cannot see a workspace gets a not-found page for it
