@@ -221,3 +221,17 @@ func chromedpCount(sel string) chromedp.Action[int] {
 func chromedpX(sel string) chromedp.Action[float64] {
 	return chromedp.Evaluate[float64](fmt.Sprintf(`parseFloat(document.querySelector(%q).getAttribute('x'))`, sel))
 }
+
+// waitLocation waits until the tab's URL contains want (after a click
+// that navigates: the old page may match the next selector).
+func (tb *tab) waitLocation(want string) {
+	tb.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if loc, err := chromedp.Run(tb.ctx, chromedp.Location()); err == nil && strings.Contains(loc, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("the page never went to %s; at %s", want, tb.location())
+		}
+	}
+}

@@ -81,8 +81,10 @@ func TestRunFromTheBrowser(t *testing.T) {
 	}
 	tb.screenshot("planned")
 
+	// The confirm button is gone once the next page (apply queued) shows.
 	tb.do(
 		chromedp.Click(chromedp.CSS(`#confirm`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#confirm`)),
 		chromedp.WaitVisible(chromedp.CSS(`#apply-log[data-live]`)),
 	)
 	// Record what reaches the apply log after the page loaded: only the

@@ -56,7 +56,7 @@ func TestApproveStackDeployment(t *testing.T) {
 		t.Fatalf("steps: %q", tb.text("#steps"))
 	}
 	tb.screenshot("pending-approval")
-	tb.do(chromedp.Click(chromedp.CSS(`#approve button`)), chromedp.WaitVisible(chromedp.CSS(`#stack-run-status`)))
+	tb.do(chromedp.Click(chromedp.CSS(`#approve button`)), chromedp.WaitNotPresent(chromedp.CSS(`#approve`)))
 	for deadline := time.Now().Add(3 * time.Minute); tb.text("#stack-run-status") != "succeeded"; time.Sleep(300 * time.Millisecond) {
 		if s := tb.text("#stack-run-status"); s == "failed" || time.Now().After(deadline) {
 			t.Fatalf("after approval the deployment run is %s", s)
