@@ -46,9 +46,6 @@ func (u *UI) listOrganizations(w http.ResponseWriter, r *http.Request, status in
 	d := orgsData{Orgs: orgs, CanCreate: allowed(ctx, authz.UserOnly, authz.Resource{}), Form: form}
 	if len(orgs) == 0 && p.SiteAdmin {
 		d.FirstRun = true
-		if d.Form.Email == "" {
-			d.Form.Email = ""
-		}
 		u.render(w, r, status, "firstrun", "Welcome to Terrace", "", d)
 		return
 	}
