@@ -46,6 +46,7 @@ import (
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/trigger"
+	"github.com/terracehq/terrace/internal/ui"
 	"github.com/terracehq/terrace/internal/user"
 	"github.com/terracehq/terrace/internal/variable"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -134,6 +135,8 @@ type Server struct {
 	// Signin signs people in to /app (passwords, sessions, invitations,
 	// OIDC) and serves terraform login's login.v1 flow.
 	Signin *signin.Service
+	// UI serves the web pages under /app/ (see wireUI).
+	UI *ui.UI
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -274,6 +277,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireUI(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -353,6 +360,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	s.signinRoutes(root)
+	s.uiRoutes(root)
 	return s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
 }
 

@@ -266,3 +266,14 @@ func Includes(r *http.Request, allowed ...string) (map[string]bool, error) {
 }
 
 func normInclude(s string) string { return strings.ReplaceAll(s, "-", "_") }
+
+// Status returns the HTTP status and title err maps to (the table Error
+// uses), for responses that are not JSON:API documents (the web pages).
+func Status(err error) (int, string) {
+	kind := core.KindOf(err)
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Title != "" {
+		return kindStatus[kind], ce.Title
+	}
+	return kindStatus[kind], kindTitle[kind]
+}

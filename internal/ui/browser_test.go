@@ -1,0 +1,237 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// One chromium serves the whole package, started by the first test that
+// needs it: each test opens its own tab.
+var browser struct {
+	once sync.Once
+	ctx  context.Context
+	stop func()
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if browser.stop != nil {
+		browser.stop()
+	}
+	os.Exit(code)
+}
+
+// chromiumPath finds Debian's chromium (.ci/run installs it with apt-get).
+func chromiumPath() (string, error) {
+	if p := os.Getenv("TERRACE_TEST_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("chromium is not installed: the browser tests need it (apt-get install chromium, as .ci/run does, or set TERRACE_TEST_CHROMIUM)")
+}
+
+func startBrowser() (func(), error) {
+	path, err := chromiumPath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "terrace-ui-chromium-")
+	if err != nil {
+		return nil, err
+	}
+	// These flags keep chromium from reaching for the network (which
+	// hangs it on a closed machine).
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		// Each test server has its own generated CA.
+		chromedp.Flag("ignore-certificate-errors", true),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(1100, 900),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	// The first call starts the browser, which lives as long as ctx.
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		cancelAlloc()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting chromium %s: %w", path, err)
+	}
+	browser.ctx = ctx
+	return func() { cancel(); cancelAlloc(); os.RemoveAll(dir) }, nil
+}
+
+// tab is a browser tab signed in with an API token (sent on every
+// request, as a session cookie would be).
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	shot int
+}
+
+func newTab(t *testing.T, e *testenv.Env, token string) *tab {
+	t.Helper()
+	browser.once.Do(func() { browser.stop, browser.err = startBrowser() })
+	if browser.err != nil {
+		t.Fatalf("no browser: %v", browser.err)
+	}
+	ctx, cancel := chromedp.NewContext(browser.ctx)
+	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancel() })
+	tb := &tab{t: t, ctx: ctx, base: e.URL}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + token}}); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	return tb
+}
+
+func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	if err := chromedp.Do(tb.ctx, steps...); err != nil {
+		tb.screenshot("failed")
+		tb.t.Fatalf("browser: %v", err)
+	}
+}
+
+func must[T any](tb *tab, a chromedp.Action[T]) T {
+	tb.t.Helper()
+	v, err := chromedp.Run(tb.ctx, a)
+	if err != nil {
+		tb.t.Fatalf("browser: %v", err)
+	}
+	return v
+}
+
+// open loads a page and returns its HTTP status.
+func (tb *tab) open(path string) int {
+	tb.t.Helper()
+	resp, err := chromedp.Run(tb.ctx, chromedp.NavigateResponse(tb.base+path))
+	if err != nil {
+		tb.t.Fatalf("opening %s: %v", path, err)
+	}
+	return int(resp.Status)
+}
+
+// text returns the text of the first element matching sel.
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	return must(tb, chromedp.TextContent(chromedp.CSS(sel)))
+}
+
+// html returns the whole page's markup.
+func (tb *tab) html() string {
+	tb.t.Helper()
+	return must(tb, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+}
+
+func (tb *tab) location() string {
+	tb.t.Helper()
+	return must(tb, chromedp.Location())
+}
+
+// exists reports whether sel matches an element now.
+func (tb *tab) exists(sel string) bool {
+	tb.t.Helper()
+	return must(tb, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))) > 0
+}
+
+// waitText waits until the element's text contains want (the page may
+// reload meanwhile).
+func (tb *tab) waitText(sel, want string, within time.Duration) string {
+	tb.t.Helper()
+	var got string
+	deadline := time.Now().Add(within)
+	for {
+		got, _ = chromedp.Run(tb.ctx, chromedp.Evaluate[string](fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:""})()`, sel)))
+		if strings.Contains(got, want) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			tb.screenshot("timeout")
+			tb.t.Fatalf("%s never showed %q in %s; last: %q", sel, want, within, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// screenshot keeps the page as a test artifact under .cache/artifacts/ui/.
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	dir := filepath.Join(root, ".cache", "artifacts", "ui")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.t.Fatal(err)
+	}
+	buf, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	tb.shot++
+	file := filepath.Join(dir, fmt.Sprintf("%s-%02d-%s.png", strings.ReplaceAll(tb.t.Name(), "/", "_"), tb.shot, name))
+	if err := os.WriteFile(file, buf, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// chromedpNodes returns the data-node attribute of every element matching sel.
+func chromedpNodes(sel string) chromedp.Action[[]string] {
+	return chromedp.Evaluate[[]string](fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(function(n){return n.getAttribute('data-node')})`, sel))
+}
+
+func chromedpCount(sel string) chromedp.Action[int] {
+	return chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// chromedpX is the x attribute of the first element matching sel.
+func chromedpX(sel string) chromedp.Action[float64] {
+	return chromedp.Evaluate[float64](fmt.Sprintf(`parseFloat(document.querySelector(%q).getAttribute('x'))`, sel))
+}
+
+// waitLocation waits until the tab's URL contains want (after a click
+// that navigates: the old page may match the next selector).
+func (tb *tab) waitLocation(want string) {
+	tb.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if loc, err := chromedp.Run(tb.ctx, chromedp.Location()); err == nil && strings.Contains(loc, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("the page never went to %s; at %s", want, tb.location())
+		}
+	}
+}

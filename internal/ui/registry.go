@@ -1,0 +1,260 @@
+package ui
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/registry"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+type moduleRow struct {
+	M *registry.Module
+	// NoCode is the no-code module's ID ("" when it has none).
+	NoCode string
+}
+
+// modules lists the organization's private registry, with a provision
+// link for no-code modules.
+func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	mods, err := u.o.Registry.List(ctx, org, registry.ListOptions{Search: r.URL.Query().Get("search")})
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ids := make([]string, len(mods))
+	for i, m := range mods {
+		ids[i] = m.ID
+	}
+	nc, err := u.o.NoCode.NoCodeModuleIDs(ctx, ids)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	var rows []moduleRow
+	for _, m := range mods {
+		row := moduleRow{M: m}
+		if l := nc[m.ID]; len(l) > 0 {
+			row.NoCode = l[0]
+		}
+		rows = append(rows, row)
+	}
+	u.render(w, r, http.StatusOK, "modules", "Private registry", org, map[string]any{"Rows": rows, "Search": r.URL.Query().Get("search")})
+}
+
+// field is one variable of the provisioning form.
+type field struct {
+	nocode.ModuleVariable
+	Value string
+}
+
+type provisionData struct {
+	Module   *nocode.Module
+	Version  string
+	Fields   []field
+	Projects []*project.Project
+	Name     string
+	Project  string
+	Error    string
+}
+
+func (u *UI) provisionForm(w http.ResponseWriter, r *http.Request) {
+	u.showProvision(w, r, http.StatusOK, "")
+}
+
+func (u *UI) showProvision(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	n, version, vars, err := u.o.NoCode.ProvisionForm(ctx, r.PathValue("id"))
+	if err == nil && n.Organization != org {
+		err = core.NotFound("no-code module %q not found", r.PathValue("id"))
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := provisionData{Module: n, Version: version, Error: formErr, Name: r.PostFormValue("workspace_name"), Project: r.PostFormValue("project")}
+	for _, v := range vars {
+		d.Fields = append(d.Fields, field{ModuleVariable: v, Value: r.PostFormValue("var." + v.Name)})
+	}
+	ps, err := u.o.Projects.List(ctx, org, project.ListOptions{})
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	for _, p := range ps {
+		if allowed(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: p.ID}) {
+			d.Projects = append(d.Projects, p)
+		}
+	}
+	if len(d.Projects) == 0 {
+		u.fail(w, r, core.Forbidden("you may not create workspaces in any project of organization %q", org))
+		return
+	}
+	u.render(w, r, status, "provision", "Provision a workspace", org, d)
+}
+
+// provision creates a workspace from the no-code module with the chosen
+// values; the module service checks them against the allowed options.
+func (u *UI) provision(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	n, _, vars, err := u.o.NoCode.ProvisionForm(ctx, r.PathValue("id"))
+	if err == nil && n.Organization != org {
+		err = core.NotFound("no-code module %q not found", r.PathValue("id"))
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	projectID := r.PostFormValue("project")
+	if projectID == "" {
+		if projectID, err = u.o.Projects.DefaultID(ctx, org); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
+	if err := authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: projectID}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	opts := nocode.WorkspaceOptions{Name: strings.TrimSpace(r.PostFormValue("workspace_name")), ProjectID: projectID}
+	for _, v := range vars {
+		val := r.PostFormValue("var." + v.Name)
+		if val == "" && !v.Required {
+			continue // the module's default
+		}
+		if len(v.Options) > 0 && !slices.Contains(v.Options, val) {
+			u.showProvision(w, r, http.StatusUnprocessableEntity, "choose one of the allowed values for "+v.Name)
+			return
+		}
+		opts.Vars = append(opts.Vars, nocode.Var{Key: v.Name, Value: val, Category: "terraform", HCL: !isStringType(v.Type), Sensitive: v.Sensitive})
+	}
+	ws, err := u.o.NoCode.CreateWorkspace(ctx, n.ID, opts)
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
+			u.showProvision(w, r, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, orgPath(org, "workspaces", ws.Name), http.StatusSeeOther)
+}
+
+func isStringType(t string) bool { return t == "string" || t == "any" || t == "" }
+
+// upgradable returns the page's workspace and the no-code module it was
+// provisioned from, when the caller may apply runs in it (an upgrade
+// applies).
+func (u *UI) upgradable(r *http.Request) (*workspace.Workspace, string, error) {
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := authz.Allows(r.Context(), authz.RunApply, res); err != nil {
+		return nil, "", err
+	}
+	id, err := u.o.NoCode.WorkspaceModule(r.Context(), ws.ID)
+	return ws, id, err
+}
+
+// startUpgrade plans the workspace with its no-code module's current
+// version (a plan-only run); the upgrade page shows the plan.
+func (u *UI) startUpgrade(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, id, err := u.upgradable(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	up, err := u.o.NoCode.InitiateUpgrade(ctx, id, ws.ID, nil)
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict || k == core.KindForbidden {
+			u.showWorkspace(w, r, http.StatusConflict, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	if up.RunID == "" {
+		u.showWorkspace(w, r, http.StatusOK, up.Message)
+		return
+	}
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "upgrade", up.RunID), http.StatusSeeOther)
+}
+
+// upgrade shows an upgrade's plan and, once it finished, the confirm
+// button.
+func (u *UI) upgrade(w http.ResponseWriter, r *http.Request) {
+	u.showUpgrade(w, r, http.StatusOK, "")
+}
+
+func (u *UI) showUpgrade(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	id, err := u.o.NoCode.WorkspaceModule(ctx, ws.ID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	up, err := u.o.NoCode.ReadUpgrade(ctx, id, ws.ID, r.PathValue("run"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	rn, err := u.o.Runs.Get(ctx, up.RunID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := runData{Run: rn, Path: orgPath(ws.Organization, "workspaces", ws.Name, "runs", rn.ID), Error: formErr}
+	var done bool
+	if d.PlanLog, d.PlanOffset, done, err = u.readLog(r, rn.Plan.ID); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d.PlanLive = !done && !rn.Status.Final()
+	if raw, err := u.o.Runs.PlanBlob(ctx, rn.Plan.ID, "json-redacted"); err == nil {
+		d.Changes = planChanges(raw)
+	}
+	u.render(w, r, status, "upgrade", "Upgrade "+ws.Name, ws.Organization, map[string]any{
+		"R": d, "W": ws, "Upgrade": up,
+		"CanConfirm": rn.Status == run.PlannedAndFinished && allowed(ctx, authz.RunApply, res),
+	})
+}
+
+func (u *UI) confirmUpgrade(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, id, err := u.upgradable(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	runID, err := u.o.NoCode.ConfirmUpgrade(ctx, id, ws.ID, r.PathValue("run"))
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
+			u.showUpgrade(w, r, http.StatusConflict, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "runs", runID), http.StatusSeeOther)
+}

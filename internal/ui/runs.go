@@ -1,0 +1,274 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runtask"
+)
+
+// change is one resource change of a plan.
+type change struct {
+	Address string
+	Actions string
+}
+
+type stageView struct {
+	Stage   *runtask.TaskStageRecord
+	Results []*runtask.Result
+}
+
+type runData struct {
+	Run     *run.Run
+	Path    string
+	Changes []change
+	Stages  []stageView
+	// PlanLog and ApplyLog are the logs so far (without the STX/ETX
+	// framing); *Live tells whether they may still grow.
+	PlanLog, ApplyLog   string
+	PlanLive, ApplyLive bool
+	// PlanOffset and ApplyOffset are how much of each log the page
+	// holds: the live stream goes on from there.
+	PlanOffset, ApplyOffset int
+	Can                     map[string]bool
+	Error                   string
+}
+
+// loadRun finds the page's run inside the page's workspace.
+func (u *UI) loadRun(r *http.Request) (*run.Run, authz.Resource, error) {
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		return nil, res, err
+	}
+	rn, err := u.o.Runs.Get(r.Context(), r.PathValue("run"))
+	if err != nil || rn.WorkspaceID != ws.ID {
+		return nil, res, core.NotFound("run %q not found in workspace %q", r.PathValue("run"), ws.Name)
+	}
+	res.RunID = rn.ID
+	if err := authz.Allows(r.Context(), authz.RunRead, res); err != nil {
+		return nil, res, core.NotFound("run %q not found", rn.ID)
+	}
+	return rn, res, nil
+}
+
+func (u *UI) run(w http.ResponseWriter, r *http.Request) { u.showRun(w, r, http.StatusOK, "") }
+
+func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	ctx := r.Context()
+	rn, res, err := u.loadRun(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := runData{Run: rn, Path: orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), Error: formErr}
+	apply := allowed(ctx, authz.RunApply, res)
+	d.Can = map[string]bool{
+		"apply":   apply && rn.Status.Confirmable() && !rn.PlanOnly,
+		"discard": apply && rn.Status.Discardable(),
+		"cancel":  allowed(ctx, authz.RunPlan, res) && rn.Status.Cancelable(),
+	}
+	var done bool
+	if d.PlanLog, d.PlanOffset, done, err = u.readLog(r, rn.Plan.ID); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d.PlanLive = !done && !rn.Status.Final()
+	if d.ApplyLog, d.ApplyOffset, done, err = u.readLog(r, rn.Apply.ID); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d.ApplyLive = !done && !rn.Status.Final() && !rn.PlanOnly
+	if raw, err := u.o.Runs.PlanBlob(ctx, rn.Plan.ID, "json-redacted"); err == nil {
+		d.Changes = planChanges(raw)
+	}
+	if u.o.RunTasks != nil {
+		stages, results, err := u.o.RunTasks.StagesOfRun(ctx, rn.ID)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		for _, s := range stages {
+			d.Stages = append(d.Stages, stageView{Stage: s, Results: results[s.ID]})
+		}
+	}
+	u.render(w, r, status, "run", rn.ID, rn.Organization, d)
+}
+
+// readLog returns a phase's log so far, its length as stored (the
+// offset to follow it from) and whether it has ended.
+func (u *UI) readLog(r *http.Request, id string) (string, int, bool, error) {
+	b, err := u.o.Runs.ReadLog(r.Context(), id, 0, 0)
+	if err != nil {
+		return "", 0, false, err
+	}
+	text, done := unframe(b)
+	return text, len(b), done, nil
+}
+
+// unframe drops the STX/ETX framing of a log, telling whether ETX ended it.
+func unframe(b []byte) (string, bool) {
+	done := bytes.HasSuffix(b, []byte{3})
+	b = bytes.TrimPrefix(b, []byte{2})
+	b = bytes.TrimSuffix(b, []byte{3})
+	return string(b), done
+}
+
+// planChanges lists the resource changes of a plan's (redacted) JSON.
+func planChanges(raw []byte) []change {
+	var p struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return nil
+	}
+	var out []change
+	for _, c := range p.ResourceChanges {
+		a := strings.Join(c.Change.Actions, ", ")
+		if a == "no-op" || a == "read" {
+			continue
+		}
+		out = append(out, change{Address: c.Address, Actions: a})
+	}
+	return out
+}
+
+// runLog streams a phase's log as server-sent events, following it as the
+// API's log endpoint does (terraform polls that one): each event carries
+// new output; "end" says the phase's log is complete.
+func (u *UI) runLog(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	rn, _, err := u.loadRun(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	id := rn.Plan.ID
+	switch r.PathValue("phase") {
+	case "plan":
+	case "apply":
+		id = rn.Apply.ID
+	default:
+		u.fail(w, r, core.NotFound("a run has a plan and an apply log, not %q", r.PathValue("phase")))
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		u.fail(w, r, fmt.Errorf("ui: response cannot stream"))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// Start where the page's copy of the log ends, or resume where the
+	// browser's EventSource left off.
+	var offset int64
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		offset, _ = strconv.ParseInt(v, 10, 64)
+	} else {
+		offset, _ = strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	fmt.Fprint(w, "retry: 1000\n\n")
+	fl.Flush()
+	tick := time.NewTicker(u.o.LogPoll)
+	defer tick.Stop()
+	for {
+		b, err := u.o.Runs.ReadLog(ctx, id, offset, 0)
+		if err != nil {
+			return
+		}
+		if len(b) > 0 {
+			offset += int64(len(b))
+			text, done := unframe(b)
+			if text != "" {
+				writeEvent(w, "", offset, text)
+			}
+			if done {
+				writeEvent(w, "end", offset, "")
+				fl.Flush()
+				return
+			}
+			fl.Flush()
+		} else if offset == 0 {
+			// A phase that will never run (a discarded plan's apply,
+			// a finished plan-only run) ends the stream too.
+			if cur, err := u.o.Runs.Get(ctx, rn.ID); err == nil && cur.Status.Final() {
+				writeEvent(w, "end", offset, "")
+				fl.Flush()
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, event string, id int64, data string) {
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "id: %d\n", id)
+	for _, line := range strings.Split(data, "\n") {
+		fmt.Fprintf(w, "data: %s\n", line)
+	}
+	fmt.Fprint(w, "\n")
+}
+
+// runAction confirms (apply), discards or cancels a run, with the
+// permission the API asks for the same action.
+func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	rn, res, err := u.loadRun(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	comment := strings.TrimSpace(r.PostFormValue("comment"))
+	var act func() error
+	need := authz.RunApply
+	switch r.PathValue("action") {
+	case "apply":
+		act = func() error { return u.o.Runs.Apply(ctx, rn.ID, comment) }
+	case "discard":
+		act = func() error { return u.o.Runs.Discard(ctx, rn.ID, comment) }
+	case "cancel":
+		need = authz.RunPlan
+		act = func() error { return u.o.Runs.Cancel(ctx, rn.ID, comment) }
+	default:
+		u.fail(w, r, core.NotFound("a run can be applied, discarded or canceled, not %q", r.PathValue("action")))
+		return
+	}
+	if err := authz.Allows(ctx, need, res); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := act(); err != nil {
+		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
+			u.showRun(w, r, http.StatusConflict, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), http.StatusSeeOther)
+}

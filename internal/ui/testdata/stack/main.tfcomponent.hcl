@@ -1,0 +1,9 @@
+variable "name" {
+  type = string
+}
+
+component "box" {
+  source    = "./modules/box"
+  inputs    = { name = var.name }
+  providers = {}
+}

@@ -1,0 +1,7 @@
+variable "name" {
+  type = string
+}
+
+resource "terraform_data" "box" {
+  input = var.name
+}

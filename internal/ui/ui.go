@@ -1,0 +1,312 @@
+package ui
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/assessment"
+	"github.com/terracehq/terrace/internal/audit"
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/orchestration"
+	"github.com/terracehq/terrace/internal/organization"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/registry"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runtask"
+	"github.com/terracehq/terrace/internal/stack"
+	"github.com/terracehq/terrace/internal/state"
+	"github.com/terracehq/terrace/internal/team"
+	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/variable"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options are the domain services the pages call (directly, never over
+// HTTP) and what the pages need to know about the server.
+type Options struct {
+	Orgs        *organization.Service
+	Projects    *project.Service
+	Workspaces  *workspace.Service
+	Runs        *run.Service
+	States      *state.Service
+	Variables   *variable.Service
+	Teams       *team.Service
+	Audit       *audit.Service
+	RunTasks    *runtask.Service
+	Assessments *assessment.Service
+	Registry    *registry.Service
+	NoCode      *nocode.Service
+	// Orchestration is the resource-graph orchestrator.
+	Orchestration *orchestration.Service
+	// Stacks keeps stacks, their deployments and deployment runs.
+	Stacks *stack.Service
+	// Authz is the authorization model: every page asks it, as the API
+	// guard does.
+	Authz *authz.Service
+	// Hostname is the public host:port shown in the cloud block.
+	Hostname string
+	// Secret keys the CSRF tokens.
+	Secret []byte
+	Logger *slog.Logger
+	// LogPoll is how often a live log stream looks for new output
+	// (250ms when zero).
+	LogPoll time.Duration
+}
+
+// UI serves the /app pages.
+type UI struct {
+	o     Options
+	pages map[string]*template.Template
+	csrf  *CSRF
+}
+
+// New parses the templates and returns the pages.
+func New(o Options) (*UI, error) {
+	if o.Orgs == nil || o.Workspaces == nil || o.Runs == nil || o.Authz == nil {
+		return nil, errors.New("ui: organizations, workspaces, runs and authz services are required")
+	}
+	if len(o.Secret) == 0 {
+		return nil, errors.New("ui: a secret for CSRF tokens is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.LogPoll == 0 {
+		o.LogPoll = 250 * time.Millisecond
+	}
+	u := &UI{o: o, pages: map[string]*template.Template{}, csrf: NewCSRF(o.Secret)}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" || base == "graph" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/graph.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("ui: parsing %s: %w", n, err)
+		}
+		u.pages[base] = t
+	}
+	return u, nil
+}
+
+// CSRF returns the pages' CSRF protection, for other /app handlers
+// (sign-in pages) to share.
+func (u *UI) CSRF() *CSRF { return u.csrf }
+
+// Authenticator turns a bearer token into a principal (internal/auth).
+type Authenticator interface {
+	Authenticate(ctx context.Context, secret string) (*auth.Principal, error)
+}
+
+// Authenticate resolves an Authorization bearer token to the principal,
+// when the request carries one and no earlier middleware (a session
+// cookie) resolved the caller already. Without either the request goes on
+// unauthenticated, and pages send it to the sign-in page.
+func Authenticate(a Authenticator) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if auth.FromContext(r.Context()) == nil {
+				if secret, ok := bearer(r); ok {
+					p, err := a.Authenticate(r.Context(), secret)
+					if err != nil {
+						http.Error(w, "the API token is not valid", http.StatusUnauthorized)
+						return
+					}
+					r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
+	}
+	s := strings.TrimSpace(h[7:])
+	return s, s != ""
+}
+
+// Handler serves every /app page, behind the CSRF protection and the
+// sign-in redirect. The caller must run Authenticate (or a session
+// middleware) before it.
+func (u *UI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	u.Register(mux)
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix("/app/static/", http.FileServerFS(static))
+	return u.csrf.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/app/static/") {
+			w.Header().Set("Cache-Control", "public, max-age=3600")
+			files.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		if auth.FromContext(r.Context()) == nil {
+			http.Redirect(w, r, "/app/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		mux.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), u.o.Authz)))
+	}))
+}
+
+// Register adds the pages' routes to mux.
+func (u *UI) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /app/{$}", u.home)
+	mux.HandleFunc("GET /app/organizations", u.organizations)
+	mux.HandleFunc("POST /app/organizations", u.createOrganization)
+	mux.HandleFunc("GET /app/{org}", u.organization)
+	mux.HandleFunc("GET /app/{org}/getting-started", u.gettingStarted)
+	mux.HandleFunc("GET /app/{org}/projects", u.projects)
+	mux.HandleFunc("GET /app/{org}/workspaces", u.workspaces)
+	mux.HandleFunc("POST /app/{org}/workspaces", u.createWorkspace)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}", u.workspace)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/runs", u.startRun)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/lock", u.lockWorkspace)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/unlock", u.unlockWorkspace)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}/runs/{run}", u.run)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}/runs/{run}/logs/{phase}", u.runLog)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/runs/{run}/{action}", u.runAction)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}/states", u.states)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}/variables", u.variables)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/variables", u.createVariable)
+	mux.HandleFunc("GET /app/{org}/variable-sets", u.varsets)
+	mux.HandleFunc("GET /app/{org}/teams", u.teams)
+	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
+	mux.HandleFunc("GET /app/{org}/registry", u.modules)
+	mux.HandleFunc("GET /app/{org}/no-code/{id}/provision", u.provisionForm)
+	mux.HandleFunc("POST /app/{org}/no-code/{id}/provision", u.provision)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade", u.startUpgrade)
+	mux.HandleFunc("GET /app/{org}/workspaces/{name}/upgrade/{run}", u.upgrade)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade/{run}", u.confirmUpgrade)
+	mux.HandleFunc("GET /app/{org}/environments", u.environments)
+	mux.HandleFunc("GET /app/{org}/environments/{project}/{env}", u.environment)
+	mux.HandleFunc("GET /app/{org}/deployments/{id}", u.deployment)
+	mux.HandleFunc("GET /app/{org}/stacks", u.stacks)
+	mux.HandleFunc("GET /app/{org}/stacks/{id}", u.stackPage)
+	mux.HandleFunc("GET /app/{org}/stack-runs/{id}", u.stackRun)
+	mux.HandleFunc("POST /app/{org}/stack-runs/{id}/{action}", u.stackRunAction)
+	mux.HandleFunc("/app/", u.notFound)
+}
+
+// page is what every template sees.
+type page struct {
+	Title string
+	User  *auth.Principal
+	// Org is the organization the page is in ("" outside one).
+	Org  string
+	CSRF string
+	// Data is the page's own content.
+	Data any
+}
+
+func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, org string, data any) {
+	t, ok := u.pages[name]
+	if !ok {
+		u.fail(w, r, fmt.Errorf("ui: no template %q", name))
+		return
+	}
+	var buf strings.Builder
+	p := page{Title: title, User: auth.FromContext(r.Context()), Org: org, CSRF: CSRFToken(r.Context()), Data: data}
+	if err := t.Execute(&buf, p); err != nil {
+		u.o.Logger.ErrorContext(r.Context(), "rendering page", "page", name, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(buf.String()))
+}
+
+// fail renders err as an error page with the status its kind maps to (the
+// API's table): a resource the caller may not see is a 404 page.
+func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, title := tfeapi.Status(err)
+	detail := err.Error()
+	if core.KindOf(err) == core.KindInternal {
+		u.o.Logger.ErrorContext(r.Context(), "page failed", "path", r.URL.Path, "error", err)
+		detail = "something went wrong on the server; the error is in its log"
+	}
+	u.render(w, r, status, "error", title, r.PathValue("org"), map[string]any{"Status": status, "Title": title, "Detail": detail})
+}
+
+func (u *UI) notFound(w http.ResponseWriter, r *http.Request) {
+	u.fail(w, r, core.NotFound("there is no page at %s", r.URL.Path))
+}
+
+// allowed asks the model whether the caller may do action on res.
+func allowed(ctx context.Context, action authz.Action, res authz.Resource) bool {
+	return authz.Allows(ctx, action, res) == nil
+}
+
+// orgPath is the URL of a page of an organization.
+func orgPath(org string, parts ...string) string {
+	p := "/app/" + url.PathEscape(org)
+	for _, s := range parts {
+		p += "/" + url.PathEscape(s)
+	}
+	return p
+}
+
+var funcs = template.FuncMap{
+	"path": orgPath,
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		d := core.Now().Sub(t).Round(time.Second)
+		switch {
+		case d < time.Minute:
+			return fmt.Sprintf("%ds ago", int(d.Seconds()))
+		case d < time.Hour:
+			return fmt.Sprintf("%dm ago", int(d.Minutes()))
+		case d < 48*time.Hour:
+			return fmt.Sprintf("%dh ago", int(d.Hours()))
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	},
+	"statusClass": func(s any) string {
+		v := fmt.Sprint(s)
+		switch v {
+		case "applied", "planned_and_finished", "passed", "succeeded", "finished", "healthy", "deployed":
+			return "ok"
+		case "errored", "canceled", "force_canceled", "failed", "drifted", "discarded":
+			return "bad"
+		case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override":
+			return "wait"
+		}
+		return "busy"
+	},
+}

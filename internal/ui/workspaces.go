@@ -1,0 +1,350 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// workspaceRow is one line of the workspace list.
+type workspaceRow struct {
+	W       *workspace.Workspace
+	Project string
+	Latest  *run.Latest
+	// Health is "", "healthy", "drifted" or "errored" (assessments).
+	Health string
+}
+
+type workspacesData struct {
+	Rows     []workspaceRow
+	Projects []*project.Project
+	Filter   struct{ Search, Tag, Project, Lock string }
+	Create   bool
+	Error    string
+	Total    int
+	// Page is 1-based; Prev and Next are the neighbouring pages' query
+	// strings ("" when there is none).
+	Page       int
+	Prev, Next string
+}
+
+// pageSize is how many workspaces a page of the list shows.
+const pageSize = 50
+
+// workspaces lists an organization's workspaces the caller may read, with
+// their lock, latest run and health; filters come from the query string.
+func (u *UI) workspaces(w http.ResponseWriter, r *http.Request) {
+	u.listWorkspaces(w, r, http.StatusOK, "")
+}
+
+func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	var d workspacesData
+	d.Filter.Search, d.Filter.Tag, d.Filter.Project, d.Filter.Lock = q.Get("search"), q.Get("tag"), q.Get("project"), q.Get("lock")
+	d.Error = formErr
+	opts := workspace.ListOptions{Search: d.Filter.Search, ProjectID: d.Filter.Project, Sort: q.Get("sort")}
+	if d.Filter.Tag != "" {
+		opts.Tags = strings.Split(d.Filter.Tag, ",")
+	}
+	list, err := u.o.Workspaces.List(ctx, org, opts)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if u.o.Projects != nil {
+		if d.Projects, err = u.o.Projects.List(ctx, org, project.ListOptions{}); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
+	names := map[string]string{}
+	for _, p := range d.Projects {
+		names[p.ID] = p.Name
+	}
+	var shown []*workspace.Workspace
+	for _, ws := range list {
+		switch d.Filter.Lock {
+		case "locked":
+			if !ws.Locked() {
+				continue
+			}
+		case "unlocked":
+			if ws.Locked() {
+				continue
+			}
+		}
+		shown = append(shown, ws)
+	}
+	d.Total = len(shown)
+	d.Page, _ = strconv.Atoi(q.Get("page"))
+	last := max((d.Total+pageSize-1)/pageSize, 1)
+	d.Page = min(max(d.Page, 1), last)
+	from, to := (d.Page-1)*pageSize, min(d.Page*pageSize, d.Total)
+	shown = shown[from:to]
+	if d.Page > 1 {
+		q.Set("page", strconv.Itoa(d.Page-1))
+		d.Prev = "?" + q.Encode()
+	}
+	if d.Page < last {
+		q.Set("page", strconv.Itoa(d.Page+1))
+		d.Next = "?" + q.Encode()
+	}
+	ids := make([]string, len(shown))
+	for i, ws := range shown {
+		ids[i] = ws.ID
+	}
+	latest, err := u.o.Runs.LatestByWorkspace(ctx, org, ids)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	for _, ws := range shown {
+		row := workspaceRow{W: ws, Project: names[ws.ProjectID]}
+		if l, ok := latest[ws.ID]; ok {
+			row.Latest = &l
+		}
+		if ws.Settings.AssessmentsEnabled {
+			row.Health = u.health(ctx, ws.ID)
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	d.Create = allowed(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org})
+	u.render(w, r, status, "workspaces", "Workspaces", org, d)
+}
+
+// health is the workspace's latest finished assessment, in a word.
+func (u *UI) health(ctx context.Context, workspaceID string) string {
+	if u.o.Assessments == nil {
+		return ""
+	}
+	id, err := u.o.Assessments.CurrentID(ctx, workspaceID)
+	if err != nil || id == "" {
+		return ""
+	}
+	a, err := u.o.Assessments.Get(ctx, id)
+	switch {
+	case err != nil:
+		return ""
+	case !a.Succeeded:
+		return "errored"
+	case a.Drifted:
+		return "drifted"
+	}
+	return "healthy"
+}
+
+func (u *UI) createWorkspace(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	opts := workspace.Options{Name: &name}
+	if p := r.PostFormValue("project"); p != "" {
+		opts.ProjectID = &p
+	}
+	if r.PostFormValue("auto_apply") == "on" {
+		t := true
+		opts.AutoApply = &t
+	}
+	ws, err := u.o.Workspaces.Create(ctx, org, opts)
+	if err != nil {
+		if core.KindOf(err) == core.KindInvalid || core.KindOf(err) == core.KindConflict {
+			u.listWorkspaces(w, r, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, orgPath(org, "workspaces", ws.Name), http.StatusSeeOther)
+}
+
+// loadWorkspace finds the page's workspace; one the caller may not read is
+// not found, as in the API.
+func (u *UI) loadWorkspace(r *http.Request) (*workspace.Workspace, authz.Resource, error) {
+	ctx := r.Context()
+	org, name := r.PathValue("org"), r.PathValue("name")
+	ws, err := u.o.Workspaces.GetByName(ctx, org, name)
+	if err != nil {
+		return nil, authz.Resource{}, err
+	}
+	res := authz.Resource{Organization: ws.Organization, ProjectID: ws.ProjectID, WorkspaceID: ws.ID}
+	if err := authz.Allows(ctx, authz.WorkspaceRead, res); err != nil {
+		return nil, res, core.NotFound("workspace %q not found in organization %q", name, org)
+	}
+	return ws, res, nil
+}
+
+type workspaceData struct {
+	W        *workspace.Workspace
+	Runs     []*run.Run
+	Outputs  []outputView
+	Can      map[string]bool
+	Error    string
+	HasState bool
+	Health   string
+	// NoCode: the workspace was provisioned from a no-code module
+	// (NoCodeNewer: whose version has moved since).
+	NoCode, NoCodeNewer bool
+}
+
+func (u *UI) workspace(w http.ResponseWriter, r *http.Request) {
+	u.showWorkspace(w, r, http.StatusOK, "")
+}
+
+func (u *UI) showWorkspace(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := workspaceData{W: ws, Error: formErr, Can: map[string]bool{
+		"plan":     allowed(ctx, authz.RunPlan, res),
+		"apply":    allowed(ctx, authz.RunApply, res),
+		"lock":     allowed(ctx, authz.WorkspaceLock, res),
+		"outputs":  allowed(ctx, authz.StateReadOutputs, res),
+		"state":    allowed(ctx, authz.StateRead, res),
+		"vars":     allowed(ctx, authz.VariableRead, res),
+		"varwrite": allowed(ctx, authz.VariableWrite, res),
+	}}
+	runs, err := u.o.Runs.List(ctx, ws.ID, run.ListOptions{})
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if len(runs) > 20 {
+		runs = runs[:20]
+	}
+	d.Runs = runs
+	if d.Can["outputs"] && u.o.States != nil {
+		outs, err := u.o.States.CurrentOutputs(ctx, ws.ID)
+		if err != nil && core.KindOf(err) != core.KindNotFound {
+			u.fail(w, r, err)
+			return
+		}
+		d.Outputs = outputViews(outs)
+		d.HasState = err == nil
+	}
+	if ws.Settings.AssessmentsEnabled {
+		d.Health = u.health(ctx, ws.ID)
+	}
+	if u.o.NoCode != nil {
+		if _, err := u.o.NoCode.WorkspaceModule(ctx, ws.ID); err == nil {
+			d.NoCode = true
+			_, d.NoCodeNewer = u.o.NoCode.WorkspaceNoCode(ctx, ws.ID)
+		}
+	}
+	u.render(w, r, status, "workspace", ws.Name, ws.Organization, d)
+}
+
+// startRun queues a run of the workspace's latest configuration version.
+// A run that may apply needs apply permission; a plan-only run needs plan.
+func (u *UI) startRun(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	planOnly := r.PostFormValue("plan_only") == "on"
+	action := authz.RunApply
+	if planOnly {
+		action = authz.RunPlan
+	}
+	if err := authz.Allows(ctx, action, res); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	msg := strings.TrimSpace(r.PostFormValue("message"))
+	if msg == "" {
+		msg = "Queued from the web UI"
+	}
+	opts := run.CreateOptions{WorkspaceID: ws.ID, Message: &msg, PlanOnly: &planOnly, Source: "tfe-ui"}
+	if r.PostFormValue("destroy") == "on" {
+		t := true
+		opts.IsDestroy = &t
+	}
+	rn, err := u.o.Runs.Create(ctx, opts)
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
+			u.showWorkspace(w, r, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "runs", rn.ID), http.StatusSeeOther)
+}
+
+func (u *UI) lockWorkspace(w http.ResponseWriter, r *http.Request)   { u.setLock(w, r, true) }
+func (u *UI) unlockWorkspace(w http.ResponseWriter, r *http.Request) { u.setLock(w, r, false) }
+
+func (u *UI) setLock(w http.ResponseWriter, r *http.Request, lock bool) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := authz.Allows(ctx, authz.WorkspaceLock, res); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if lock {
+		_, err = u.o.Workspaces.Lock(ctx, ws.ID, strings.TrimSpace(r.PostFormValue("reason")))
+	} else {
+		_, err = u.o.Workspaces.Unlock(ctx, ws.ID, false)
+	}
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindConflict || k == core.KindForbidden {
+			u.showWorkspace(w, r, http.StatusConflict, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
+}
+
+func (u *UI) projects(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ps, err := u.o.Projects.List(ctx, org, project.ListOptions{Query: r.URL.Query().Get("search")})
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	type row struct {
+		P    *project.Project
+		Link string
+	}
+	var rows []row
+	for _, p := range ps {
+		if !allowed(ctx, authz.ProjectRead, authz.Resource{Organization: org, ProjectID: p.ID}) {
+			continue
+		}
+		rows = append(rows, row{P: p, Link: orgPath(org, "workspaces") + "?project=" + url.QueryEscape(p.ID)})
+	}
+	u.render(w, r, http.StatusOK, "projects", "Projects", org, map[string]any{"Rows": rows, "Search": r.URL.Query().Get("search")})
+}
