@@ -6,7 +6,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz fuzz-long conformance bench clean mirror engines
+.PHONY: help build run test test-short vet fuzz fuzz-long conformance bench clean mirror engines versitygw
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -21,7 +21,10 @@ ENGINES_DIR ?= $(CURDIR)/.cache/engines
 engines: ## build terraform 1.5.7 and OpenTofu (tools/engines/versions) from the Go module proxy into $(ENGINES_DIR), once
 	tools/engines/build.sh $(ENGINES_DIR)
 
-test: vet engines ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), real HTTPS
+versitygw: ## build versitygw (tools/versitygw/version), the S3-compatible server the S3 tests start, into .cache/versitygw, once
+	tools/versitygw/build.sh .cache
+
+test: vet engines versitygw ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, real HTTPS
 	TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
