@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
@@ -23,6 +25,13 @@ func wait[T any](t *testing.T, ch <-chan T, what string) {
 	}
 }
 
+// noLeaks checks, after everything else the test registered has been
+// cleaned up, that no goroutine the test started is left (the test must
+// not be parallel).
+func noLeaks(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+}
+
 func openDB(t *testing.T, dsn string) *store.DB {
 	t.Helper()
 	db, err := store.Open(context.Background(), dsn)
@@ -36,7 +45,7 @@ func openDB(t *testing.T, dsn string) *store.DB {
 // TestGroupStopWaits: Stop ends every loop's context and returns only once
 // every loop has returned; a panicking loop ends alone.
 func TestGroupStopWaits(t *testing.T) {
-	t.Parallel()
+	noLeaks(t)
 	g := loops.NewGroup(context.Background(), nil)
 	started := make(chan struct{}, 3)
 	returned := make(chan struct{}, 3)
@@ -67,7 +76,7 @@ func TestGroupStopWaits(t *testing.T) {
 
 // TestLeaderSQLite: one process owns a SQLite database, so it always leads.
 func TestLeaderSQLite(t *testing.T) {
-	t.Parallel()
+	noLeaks(t)
 	db := openDB(t, storetest.SQLiteDSN(t))
 	ran := make(chan struct{})
 	l := &loops.Leader{DB: db, Replica: "only"}

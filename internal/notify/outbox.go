@@ -144,7 +144,23 @@ func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID strin
 	return err
 }
 
+// Announce sets fn, called at every local wake-up of this service's
+// loop so that other replicas hear of it too (the server rings its
+// cluster bell); set it before the loops start.
+func (s *Service) Announce(fn func()) { s.announce = fn }
+
+// Nudge wakes this service's loop (the server calls it when another
+// replica announced work).
+func (s *Service) Nudge() { s.wakeLocal() }
+
 func (s *Service) nudge() {
+	s.wakeLocal()
+	if s.announce != nil {
+		s.announce()
+	}
+}
+
+func (s *Service) wakeLocal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:

@@ -71,6 +71,8 @@ func (s *Service) scan(sc interface{ Scan(...any) error }) (*Configuration, erro
 type Service struct {
 	o    Options
 	wake chan struct{}
+	// announce tells other replicas of a wake-up (Announce).
+	announce func()
 	// delivered is signalled after each delivery attempt (tests wait on it
 	// through Attempted).
 	attempted chan struct{}

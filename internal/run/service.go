@@ -81,6 +81,8 @@ type Service struct {
 
 	// assessWake nudges the assessment runner: an assessment was queued.
 	assessWake chan struct{}
+	// announce tells other replicas that a job was queued (Announce).
+	announce func()
 }
 
 // NewService returns a run service.
@@ -146,10 +148,24 @@ func (s *Service) changed(ctx context.Context, runs ...*Run) {
 // Wake returns the channel on which in-process runners are nudged.
 func (s *Service) Wake() <-chan struct{} { return s.wake }
 
-func (s *Service) nudge() {
+// Announce sets fn, called whenever a job is queued so that the runners
+// of other replicas hear of it too (the server rings its cluster bell);
+// set it before the runners start.
+func (s *Service) Announce(fn func()) { s.announce = fn }
+
+// Nudge wakes this process's runners (the server calls it when another
+// replica announced a queued job).
+func (s *Service) Nudge() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+}
+
+func (s *Service) nudge() {
+	s.Nudge()
+	if s.announce != nil {
+		s.announce()
 	}
 }
 

@@ -93,8 +93,10 @@ type Options struct {
 // Service manages run tasks, their workspace attachments, and the task
 // stages and results of runs.
 type Service struct {
-	o         Options
-	wake      chan struct{}
+	o    Options
+	wake chan struct{}
+	// announce tells other replicas of a wake-up (Announce).
+	announce  func()
 	onAttempt []func(AttemptOutcome)
 }
 

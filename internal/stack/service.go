@@ -79,6 +79,8 @@ type Service struct {
 	exec     Executor
 	states   States
 	wake     chan struct{}
+	// announce tells other replicas of a wake-up (Announce).
+	announce func()
 }
 
 // NewService validates o and returns a service.

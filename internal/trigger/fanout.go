@@ -73,10 +73,7 @@ func (s *Service) enqueueFanOut(ctx context.Context, runID, workspaceID string) 
 		return nil // seen twice
 	}
 	if err == nil {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.nudge()
 	}
 	return err
 }
@@ -182,4 +179,27 @@ func (s *Service) PendingFanOuts(ctx context.Context) (int, error) {
 	var n int
 	err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM trigger_fanouts WHERE status IN (?, ?)`, string(fanPending), string(fanClaimed)).Scan(&n)
 	return n, err
+}
+
+// Announce sets fn, called at every local wake-up of the fan-out loop so
+// that other replicas hear of it too (the server rings its cluster bell);
+// set it before the loops start.
+func (s *Service) Announce(fn func()) { s.announce = fn }
+
+// Nudge wakes the fan-out loop (the server calls it when another replica
+// announced work).
+func (s *Service) Nudge() { s.wakeLocal() }
+
+func (s *Service) nudge() {
+	s.wakeLocal()
+	if s.announce != nil {
+		s.announce()
+	}
+}
+
+func (s *Service) wakeLocal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }

@@ -89,6 +89,8 @@ type Options struct {
 type Service struct {
 	o    Options
 	wake chan struct{} // nudges the fan-out loop
+	// announce tells other replicas of a wake-up (Announce).
+	announce func()
 }
 
 // NewService validates o and returns a service.
