@@ -75,3 +75,37 @@ func Listen(ctx context.Context, db *store.DB, channel string, retry time.Durati
 		}
 	}
 }
+
+// Wake is a loop's wake-up: a one-slot signal the loop selects on (C).
+// Signal wakes the loop and announces the wake-up to other replicas (the
+// function set with Announce, the server's Bell.Ring); Local only wakes
+// the loop (the server calls it when another replica announced work).
+type Wake struct {
+	c        chan struct{}
+	announce func()
+}
+
+// NewWake returns a wake-up with nothing announced.
+func NewWake() *Wake { return &Wake{c: make(chan struct{}, 1)} }
+
+// C is the channel the loop waits on.
+func (w *Wake) C() <-chan struct{} { return w.c }
+
+// Announce sets fn, called at every Signal; set it before the loops start.
+func (w *Wake) Announce(fn func()) { w.announce = fn }
+
+// Local wakes the loop without telling other replicas.
+func (w *Wake) Local() {
+	select {
+	case w.c <- struct{}{}:
+	default:
+	}
+}
+
+// Signal wakes the loop and announces it.
+func (w *Wake) Signal() {
+	w.Local()
+	if w.announce != nil {
+		w.announce()
+	}
+}

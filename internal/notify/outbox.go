@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -144,28 +145,11 @@ func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID strin
 	return err
 }
 
-// Announce sets fn, called at every local wake-up of this service's
-// loop so that other replicas hear of it too (the server rings its
-// cluster bell); set it before the loops start.
-func (s *Service) Announce(fn func()) { s.announce = fn }
+// Wake is the delivery loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
 
-// Nudge wakes this service's loop (the server calls it when another
-// replica announced work).
-func (s *Service) Nudge() { s.wakeLocal() }
-
-func (s *Service) nudge() {
-	s.wakeLocal()
-	if s.announce != nil {
-		s.announce()
-	}
-}
-
-func (s *Service) wakeLocal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) nudge() { s.wake.Signal() }
 
 // backoff is the wait after the n-th failed attempt: Backoff doubled each
 // time, capped at MaxBackoff.
@@ -271,7 +255,7 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-s.wake:
+		case <-s.wake.C():
 		case <-done:
 		case <-t.C:
 		}

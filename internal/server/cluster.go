@@ -21,11 +21,11 @@ const wakeChannel = "terrace_wake"
 // metrics exist.
 func (s *Server) wireCluster() error {
 	s.bell = loops.NewBell(s.DB, wakeChannel, s.logger.With("component", "wake"))
-	s.Runs.Announce(s.bell.Ring)
-	s.Notify.Announce(s.bell.Ring)
-	s.RunTasks.Announce(s.bell.Ring)
-	s.Triggers.Announce(s.bell.Ring)
-	s.Stacks.Announce(s.bell.Ring)
+	s.Runs.Wakes().Announce(s.bell.Ring)
+	s.Notify.Wake().Announce(s.bell.Ring)
+	s.RunTasks.Wake().Announce(s.bell.Ring)
+	s.Triggers.Wake().Announce(s.bell.Ring)
+	s.Stacks.Wake().Announce(s.bell.Ring)
 	s.Replica = s.instanceID()
 	s.leaderGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terrace_cluster_leader",
@@ -38,11 +38,11 @@ func (s *Server) wireCluster() error {
 // wakeLocal wakes this replica's loops after another replica announced
 // work (or after a lapse in listening, when anything may have come).
 func (s *Server) wakeLocal() {
-	s.Runs.Nudge()
-	s.Notify.Nudge()
-	s.RunTasks.Nudge()
-	s.Triggers.Nudge()
-	s.Stacks.Nudge()
+	s.Runs.Wakes().Local()
+	s.Notify.Wake().Local()
+	s.RunTasks.Wake().Local()
+	s.Triggers.Wake().Local()
+	s.Stacks.Wake().Local()
 }
 
 // startLoops starts every background loop that is not a runner on one

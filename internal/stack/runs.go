@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -310,33 +311,16 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-s.wake:
+		case <-s.wake.C():
 		}
 	}
 }
 
-// Announce sets fn, called at every local wake-up of this service's
-// loop so that other replicas hear of it too (the server rings its
-// cluster bell); set it before the loops start.
-func (s *Service) Announce(fn func()) { s.announce = fn }
+// Wake is the deployment-run loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
 
-// Nudge wakes this service's loop (the server calls it when another
-// replica announced work).
-func (s *Service) Nudge() { s.wakeLocal() }
-
-func (s *Service) nudge() {
-	s.wakeLocal()
-	if s.announce != nil {
-		s.announce()
-	}
-}
-
-func (s *Service) wakeLocal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) nudge() { s.wake.Signal() }
 
 // Advance moves every unfinished deployment run one step further where it
 // can. Errors are recorded on the run (it fails) or logged when the store

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -97,7 +98,7 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.wake:
+		case <-s.wake.C():
 		case <-t.C:
 		}
 	}
@@ -181,25 +182,8 @@ func (s *Service) PendingFanOuts(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Announce sets fn, called at every local wake-up of the fan-out loop so
-// that other replicas hear of it too (the server rings its cluster bell);
-// set it before the loops start.
-func (s *Service) Announce(fn func()) { s.announce = fn }
+// Wake is the fan-out loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
 
-// Nudge wakes the fan-out loop (the server calls it when another replica
-// announced work).
-func (s *Service) Nudge() { s.wakeLocal() }
-
-func (s *Service) nudge() {
-	s.wakeLocal()
-	if s.announce != nil {
-		s.announce()
-	}
-}
-
-func (s *Service) wakeLocal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) nudge() { s.wake.Signal() }
