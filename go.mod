@@ -17,12 +17,11 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/zclconf/go-cty v1.19.0
+	go.uber.org/goleak v1.3.0
 	gocloud.dev v0.47.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
 )
-
-require go.uber.org/goleak v1.3.0
 
 require (
 	github.com/agext/levenshtein v1.2.2 // indirect
