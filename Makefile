@@ -6,7 +6,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines oidc-provider
+.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines oidc-provider versitygw
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -25,7 +25,10 @@ OIDC_PROVIDER_DIR ?= $(CURDIR)/.cache/oidc-provider
 oidc-provider: ## build the OpenID provider the sign-in tests use (zitadel/oidc's example server) from the Go module proxy into $(OIDC_PROVIDER_DIR), once
 	tools/oidcprovider/build.sh $(OIDC_PROVIDER_DIR)
 
-test: vet engines oidc-provider ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), real HTTPS
+versitygw: ## build versitygw (tools/versitygw/version), the S3-compatible server the S3 tests start, into .cache/versitygw, once
+	tools/versitygw/build.sh .cache
+
+test: vet engines oidc-provider versitygw ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, real HTTPS
 	TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)

@@ -3,22 +3,19 @@ package blob_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/testenv"
 )
 
 // stores returns every kind of blob store: a local folder, and an S3 bucket
-// served over real HTTP on loopback by an in-process S3 implementation.
+// served by a real S3-compatible server (versitygw, testenv.StartS3).
 func stores(t *testing.T) map[string]*blob.Store {
 	ctx := context.Background()
 	local, err := blob.Open(ctx, t.TempDir())
@@ -27,22 +24,9 @@ func stores(t *testing.T) map[string]*blob.Store {
 	}
 	t.Cleanup(func() { local.Close() })
 
-	backend := s3mem.New()
-	if err := backend.CreateBucket("terrace"); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(gofakes3.New(backend).Server())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "terrace")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "terrace-secret")
-	s3, err := blob.Open(ctx, "s3://terrace?endpoint="+srv.URL+"&region=us-east-1&use_path_style=true&disable_https=true")
+	srv := testenv.StartS3(t)
+	srv.SetEnv(t)
+	s3, err := blob.Open(ctx, srv.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

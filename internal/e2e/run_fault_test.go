@@ -108,18 +108,8 @@ func TestKillDuringApply(t *testing.T) {
 			if got.Status != tfe.RunErrored {
 				t.Fatalf("the run killed mid-apply is %s after the restart, want errored", got.Status)
 			}
-			events, err := c.RunEvents.List(ctx, slow.ID, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			why := ""
-			for _, ev := range events.Items {
-				if ev.Action == "errored" {
-					why = ev.Description
-				}
-			}
-			if !strings.Contains(why, "server restarted") || !strings.Contains(why, "applying") {
-				t.Fatalf("the errored event does not say why: %q (events %+v)", why, events.Items)
+			if why := erroredReason(ctx, t, c, slow.ID); !strings.Contains(why, "server restarted") || !strings.Contains(why, "applying") {
+				t.Fatalf("the errored event does not say why: %q", why)
 			}
 			if a, err := c.Applies.Read(ctx, got.Apply.ID); err != nil || a.Status != tfe.ApplyErrored {
 				t.Fatalf("apply of the killed run: %+v %v", a, err)

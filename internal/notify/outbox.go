@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -144,12 +145,11 @@ func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID strin
 	return err
 }
 
-func (s *Service) nudge() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+// Wake is the delivery loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
+
+func (s *Service) nudge() { s.wake.Signal() }
 
 // backoff is the wait after the n-th failed attempt: Backoff doubled each
 // time, capped at MaxBackoff.
@@ -255,7 +255,7 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-s.wake:
+		case <-s.wake.C():
 		case <-done:
 		case <-t.C:
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -88,7 +89,7 @@ func (s *Service) sealed(c *Configuration, responses, failure string) (url, toke
 // Service manages configurations and their deliveries.
 type Service struct {
 	o    Options
-	wake chan struct{}
+	wake *loops.Wake
 	// delivered is signalled after each delivery attempt (tests wait on it
 	// through Attempted).
 	attempted chan struct{}
@@ -121,7 +122,7 @@ func NewService(o Options) (*Service, error) {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{}
 	}
-	return &Service{o: o, wake: make(chan struct{}, 1), attempted: make(chan struct{}, 1)}, nil
+	return &Service{o: o, wake: loops.NewWake(), attempted: make(chan struct{}, 1)}, nil
 }
 
 // authorize is the one decision for managing notification configurations,

@@ -9,6 +9,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 // Service runs the run lifecycle.
 type Service struct {
 	Options
-	wake      chan struct{} // nudges in-process runners: a job was queued
+	wake      *loops.Wake // nudges in-process runners: a job was queued
 	mu        sync.Mutex
 	signals   map[string]chan string // job id -> cancel signals for in-process runners
 	onChange  []func(ctx context.Context, r *Run)
@@ -93,7 +94,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: make(chan struct{}, 1), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}}
+	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}}
 }
 
 // OnChange registers a function called after every committed status
@@ -143,14 +144,13 @@ func (s *Service) changed(ctx context.Context, runs ...*Run) {
 }
 
 // Wake returns the channel on which in-process runners are nudged.
-func (s *Service) Wake() <-chan struct{} { return s.wake }
+func (s *Service) Wake() <-chan struct{} { return s.wake.C() }
 
-func (s *Service) nudge() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+// Wakes is the runners' wake-up: the server announces it to other
+// replicas (a job was queued) and wakes it when they announce theirs.
+func (s *Service) Wakes() *loops.Wake { return s.wake }
+
+func (s *Service) nudge() { s.wake.Signal() }
 
 // CreateOptions are the attributes of a new run.
 type CreateOptions struct {

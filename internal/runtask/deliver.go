@@ -9,6 +9,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -18,12 +19,11 @@ import (
 // finishes stages whose end a crash interrupted. Everything it needs is in
 // the store, so a restarted server carries on where the last one stopped.
 
-func (s *Service) nudge() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+// Wake is the delivery loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
+
+func (s *Service) nudge() { s.wake.Signal() }
 
 // claim is how long a claimed request stays away from other claimants.
 func (s *Service) claim() time.Duration { return s.o.Timeout + 30*time.Second }
@@ -93,7 +93,7 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-s.wake:
+		case <-s.wake.C():
 		case <-t.C:
 		}
 		t.Stop()

@@ -10,6 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
@@ -97,7 +98,7 @@ type Options struct {
 // stages and results of runs.
 type Service struct {
 	o         Options
-	wake      chan struct{}
+	wake      *loops.Wake // the loop's wake-up (Wake)
 	onAttempt []func(AttemptOutcome)
 }
 
@@ -150,7 +151,7 @@ func NewService(o Options) (*Service, error) {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{}
 	}
-	return &Service{o: o, wake: make(chan struct{}, 1)}, nil
+	return &Service{o: o, wake: loops.NewWake()}, nil
 }
 
 // List returns the organization's tasks.

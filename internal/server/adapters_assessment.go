@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"github.com/terracehq/terrace/internal/assessment"
 	"github.com/terracehq/terrace/internal/auth"
@@ -89,8 +88,8 @@ func (a assessmentRunner) Claim(ctx context.Context, runnerID string) (*run.Job,
 	return a.s.Runs.ClaimFrom(ctx, runnerID, run.QueueAssessments)
 }
 
-// startAssessments starts the assessment runner and the scheduler loop,
-// both on ctx; stop ends and waits for them. It must start after
+// startAssessments starts the assessment runner on ctx (the scheduler is a
+// leader loop, see cluster.go); stop ends and waits for it. It must start after
 // startRunner, whose start-up recovery takes back the jobs of this data
 // dir's earlier runners (assessment runners included).
 func (s *Server) startAssessments(ctx context.Context) (stop func()) {
@@ -102,16 +101,8 @@ func (s *Server) startAssessments(ctx context.Context) (stop func()) {
 		Logger: s.logger.With("component", "assessment-runner"), CancelGrace: s.cfg.CancelGrace,
 	})
 	r.Start(ctx)
-	done := make(chan struct{})
-	if s.cfg.AssessmentInterval < 0 {
-		close(done) // no scheduler: assessments only on request
-	} else {
-		tick := min(max(s.cfg.AssessmentInterval/10, 10*time.Millisecond), time.Minute)
-		go func() { defer close(done); s.Assessments.Run(ctx, tick) }()
-	}
 	return func() {
 		cancel()
 		r.Stop()
-		<-done
 	}
 }

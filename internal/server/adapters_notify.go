@@ -75,12 +75,3 @@ func (s *Server) wireNotify() error {
 	s.Projects.OnDelete = append(s.Projects.OnDelete, notify.DeleteSubscribable)
 	return nil
 }
-
-// startNotify starts the delivery loop; stop waits for it.
-func (s *Server) startNotify(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	prefix := "notify-" + s.instanceID() + "-"
-	done := make(chan struct{})
-	go func() { defer close(done); s.Notify.Run(ctx, prefix+core.RandomString(10), prefix) }()
-	return func() { cancel(); <-done }
-}

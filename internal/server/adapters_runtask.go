@@ -69,12 +69,3 @@ func (s *Server) wireRunTasks() error {
 	s.Auth.SetTaskResultResolver(s.RunTasks)
 	return nil
 }
-
-// startRunTasks starts the run task delivery loop; stop waits for it.
-func (s *Server) startRunTasks(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	prefix := "runtask-" + s.instanceID() + "-"
-	done := make(chan struct{})
-	go func() { defer close(done); s.RunTasks.Run(ctx, prefix+core.RandomString(10), prefix) }()
-	return func() { cancel(); <-done }
-}

@@ -62,16 +62,6 @@ func (s *Server) wireTriggers() error {
 	return nil
 }
 
-// startTriggers starts the fan-out loop; stop waits for it. Fan-outs an
-// earlier process of this data dir had claimed are taken back at once.
-func (s *Server) startTriggers(ctx context.Context) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	prefix := "trigger-" + s.instanceID() + "-"
-	done := make(chan struct{})
-	go func() { defer close(done); s.Triggers.Run(ctx, prefix+core.RandomString(10), prefix) }()
-	return func() { cancel(); <-done }
-}
-
 // runConfig reads the configuration version archive a run executes, for
 // the trigger domain (which outputs a consumer reads).
 func (s *Server) runConfig(ctx context.Context, runID string) ([]byte, error) {

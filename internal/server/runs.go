@@ -296,8 +296,7 @@ func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
 	wsAPI.IncludeConfigVersion = runAPI.IncludeConfigVersion
 }
 
-// startRunner starts the in-process runner and the job reaper. The reaper
-// first takes back the jobs of this server's earlier processes: in-process
+// startRunner starts the in-process runner. It first takes back the jobs of this server's earlier processes: in-process
 // runner IDs are "inproc-<instance>-<random>", the instance being this data
 // dir's, so that a replica starting on the same database leaves the jobs
 // other replicas are running alone (those are recovered when their leases
@@ -322,26 +321,11 @@ func (s *Server) startRunner(ctx context.Context) (stop func()) {
 		s.logger.Info("removed job folders left by an earlier server process", "folders", n)
 	}
 	r.Start(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, err := s.Runs.ReapExpired(ctx, "", ""); err != nil && ctx.Err() == nil {
-					s.logger.Error("reaping expired jobs", "error", err)
-				}
-			}
-		}
-	}()
+	// Jobs whose leases expired are reaped by the cluster's leader
+	// (reapExpiredJobs in cluster.go).
 	return func() {
 		cancel()
 		r.Stop()
-		<-done
 	}
 }
 

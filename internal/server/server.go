@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/assessment"
 	"github.com/terracehq/terrace/internal/audit"
@@ -27,6 +29,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/httplimit"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/metrics"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/notify"
@@ -137,6 +140,13 @@ type Server struct {
 	Signin *signin.Service
 	// UI serves the web pages under /app/ (see wireUI).
 	UI *ui.UI
+	// Replica names this server among replicas (its data dir's instance
+	// ID); Leader campaigns for the loops that run once per cluster
+	// (cluster.go; set while serving).
+	Replica     string
+	Leader      *loops.Leader
+	bell        *loops.Bell
+	leaderGauge *prometheus.GaugeVec
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -281,6 +291,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireCluster(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -380,29 +394,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	// Sweep the archives of deleted workspaces' configuration versions.
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	swept := make(chan struct{})
-	go func() { defer close(swept); s.ConfigVersions.Run(sweepCtx, time.Minute) }()
-	sweptModules := make(chan struct{})
-	go func() { defer close(sweptModules); s.Registry.Run(sweepCtx, time.Minute) }()
-	// Prune audit events past their retention.
-	pruned := make(chan struct{})
-	go func() { defer close(pruned); s.Audit.Run(sweepCtx) }()
-	// Notifications are delivered until the server stops; what is in
-	// flight then is sent again after the next start.
-	stopNotify := s.startNotify(ctx)
-	defer stopNotify()
-	// Run task requests and deadlines, on the same lifecycle.
-	stopRunTasks := s.startRunTasks(ctx)
-	defer stopRunTasks()
-	// Dependent runs are queued from the durable fan-out queue.
-	stopTriggers := s.startTriggers(ctx)
-	defer stopTriggers()
-	// Stack deployment runs advance on the same lifecycle.
-	stacksDone := make(chan struct{})
-	go func() { defer close(stacksDone); s.Stacks.Run(sweepCtx, 500*time.Millisecond) }()
-	defer func() { stopSweep(); <-swept; <-sweptModules; <-pruned; <-stacksDone }()
+	// Every background loop but the runners, on one lifecycle: deliveries,
+	// fan-out, stack steps, the job reaper, sweeps and schedulers run on
+	// the cluster's leader (cluster.go). Stopped after the runner, so that
+	// what the runner's last reports queue is still seen; what is in
+	// flight is taken up again after the next start.
+	stopLoops := s.startLoops(ctx)
+	defer stopLoops()
 	// The in-process runner; stopped after the HTTP server so that its
 	// last reports still reach the stores.
 	stopRunner := s.startRunner(ctx)

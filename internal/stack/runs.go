@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -310,17 +311,16 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-s.wake:
+		case <-s.wake.C():
 		}
 	}
 }
 
-func (s *Service) nudge() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+// Wake is the deployment-run loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
+
+func (s *Service) nudge() { s.wake.Signal() }
 
 // Advance moves every unfinished deployment run one step further where it
 // can. Errors are recorded on the run (it fails) or logged when the store

@@ -20,6 +20,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -78,7 +79,7 @@ type Service struct {
 	maxBytes int64
 	exec     Executor
 	states   States
-	wake     chan struct{}
+	wake     *loops.Wake // the loop's wake-up (Wake)
 }
 
 // NewService validates o and returns a service.
@@ -93,7 +94,7 @@ func NewService(o Options) (*Service, error) {
 		o.MaxUploadBytes = DefaultMaxUploadBytes
 	}
 	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
-		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1)}, nil
+		exec: o.Executor, states: o.States, wake: loops.NewWake()}, nil
 }
 
 // Authorization: every decision asks the one model (internal/authz) with

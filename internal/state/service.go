@@ -46,7 +46,6 @@ type Service struct {
 	ws      atomic.Pointer[workspacesBox]
 	maxSize atomic.Int64
 	strict  atomic.Bool
-	lastGC  atomic.Int64
 
 	// Keys seals output values and json-state-outputs at rest
 	// (SealedColumns); nil stores them as given. The state files
@@ -213,7 +212,6 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 			return nil, err
 		}
 	}
-	s.maybeCollectGarbage()
 	if opts.State == nil {
 		if opts.JSONState != nil {
 			return nil, core.Invalid("json-state needs state; without state, upload the JSON state to hosted-json-state-upload-url")
@@ -896,21 +894,21 @@ func (s *Service) CollectGarbage(ctx context.Context, olderThan time.Duration) (
 	return n, errors.Join(errs...)
 }
 
-// maybeCollectGarbage runs the collector in the background at most every
-// ten minutes, so that no separate scheduler is needed.
-func (s *Service) maybeCollectGarbage() {
-	now := time.Now().Unix()
-	last := s.lastGC.Load()
-	if now-last < 600 || !s.lastGC.CompareAndSwap(last, now) {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if n, err := s.CollectGarbage(ctx, OrphanAge); err != nil {
-			slog.Debug("state garbage collection", "removed", n, "error", err)
+// RunGarbageCollector collects orphaned state blobs every interval until
+// ctx ends: a loop on the server's lifecycle, run once per cluster.
+func (s *Service) RunGarbageCollector(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-	}()
+		if n, err := s.CollectGarbage(ctx, OrphanAge); err != nil && ctx.Err() == nil {
+			slog.Warn("state garbage collection", "removed", n, "error", err)
+		}
+	}
 }
 
 // CurrentResources lists the managed resource instances in the current

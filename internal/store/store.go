@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/terracehq/terrace/internal/store/postgres"
 	"github.com/terracehq/terrace/internal/store/sqlite"
@@ -45,6 +46,9 @@ type Q interface {
 type DB struct {
 	driver Driver
 	w, r   *sql.DB
+	// local holds the in-process listeners of Notify (cluster.go).
+	localOnce sync.Once
+	local     *local
 }
 
 // Open opens the database named by dsn: a postgres:// or postgresql:// URL

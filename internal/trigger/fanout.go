@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -73,10 +74,7 @@ func (s *Service) enqueueFanOut(ctx context.Context, runID, workspaceID string) 
 		return nil // seen twice
 	}
 	if err == nil {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.nudge()
 	}
 	return err
 }
@@ -100,7 +98,7 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.wake:
+		case <-s.wake.C():
 		case <-t.C:
 		}
 	}
@@ -183,3 +181,9 @@ func (s *Service) PendingFanOuts(ctx context.Context) (int, error) {
 	err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM trigger_fanouts WHERE status IN (?, ?)`, string(fanPending), string(fanClaimed)).Scan(&n)
 	return n, err
 }
+
+// Wake is the fan-out loop's wake-up (the server announces it to other
+// replicas and wakes it when they announce theirs).
+func (s *Service) Wake() *loops.Wake { return s.wake }
+
+func (s *Service) nudge() { s.wake.Signal() }

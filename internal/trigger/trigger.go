@@ -14,6 +14,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -88,7 +89,7 @@ type Options struct {
 // Service manages run triggers and fires them.
 type Service struct {
 	o    Options
-	wake chan struct{} // nudges the fan-out loop
+	wake *loops.Wake // the loop's wake-up (Wake)
 }
 
 // NewService validates o and returns a service.
@@ -105,7 +106,7 @@ func NewService(o Options) (*Service, error) {
 	if o.Retries <= 0 {
 		o.Retries = 3
 	}
-	return &Service{o: o, wake: make(chan struct{}, 1)}, nil
+	return &Service{o: o, wake: loops.NewWake()}, nil
 }
 
 // authorize is the one decision for managing a workspace's run triggers and
