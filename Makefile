@@ -55,7 +55,7 @@ conformance: ## go-tfe's own tests (conformance/allow.txt) against a real server
 	$(GO) run ./tools/conformance $(CONFORMANCE_FLAGS)
 
 BENCH_FLAGS ?=
-bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput, run-trigger chain and fan-out (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
+bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput, run-trigger chain and fan-out, runs/min with 2 agents vs the in-process runner (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
 	$(GO) run ./tools/bench $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$(grep -rl --include='*_test.go' '^func Benchmark' cmd internal tools | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
