@@ -68,7 +68,7 @@ load: ## 200 go-tfe clients for 60 s against one server, per store (tools/load; 
 	@for st in sqlite postgres; do echo "== load $$st"; $(GO) run ./tools/load $(LOAD_FLAGS) -store $$st || exit 1; done
 
 BENCH_FLAGS ?=
-bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput, run-trigger chain and fan-out (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
+bench: ## run benchmarks: remote run time vs local terraform, queue latency, throughput, run-trigger chain and fan-out, runs/min with 2 agents vs the in-process runner (tools/bench; flags in BENCH_FLAGS), then the Go benchmarks
 	$(GO) run ./tools/bench $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$(grep -rl --include='*_test.go' '^func Benchmark' cmd internal tools | xargs -n1 dirname | sort -u | sed 's|^|./|')
 

@@ -25,6 +25,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serverCmd())
+	root.AddCommand(agentCmd())
 	root.AddCommand(keysCmd())
 	root.AddCommand(userCmd())
 	root.AddCommand(orchcli.Commands()...)

@@ -73,6 +73,7 @@ TERRACE_METRICS_TOKEN_FILE.`,
 	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every run gets (e.g. provider_installation for a mirror)")
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")
 	f.DurationVar(&cfg.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
+	f.DurationVar(&cfg.JobHeartbeatTimeout, "job-heartbeat-timeout", 30*time.Second, "a runner or agent silent this long loses its job: a plan is re-queued, an apply errors")
 	f.DurationVar(&cfg.AuditRetention, "audit-retention", 90*24*time.Hour, "how long audit trail events are kept before they are pruned")
 	f.DurationVar(&cfg.RunTaskProgressTimeout, "run-task-progress-timeout", 10*time.Minute, "a run task result with no progress report for this long errors")
 	f.DurationVar(&cfg.RunTaskTimeout, "run-task-timeout", 60*time.Minute, "a run task result with no final status this long after its stage started errors")
@@ -100,13 +101,17 @@ TERRACE_METRICS_TOKEN_FILE.`,
 
 // envTwins sets every flag not given on the command line from its
 // TERRACE_* environment variable, or for secrets from TERRACE_*_FILE.
-func envTwins(fs *pflag.FlagSet) error {
+func envTwins(fs *pflag.FlagSet) error { return envTwinsWith(fs, "TERRACE_") }
+
+// envTwinsWith is envTwins with another prefix (TERRACE_AGENT_ for
+// `terrace agent`).
+func envTwinsWith(fs *pflag.FlagSet, prefix string) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Changed || err != nil {
 			return
 		}
-		name := "TERRACE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := prefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(name); ok {
 			err = fs.Set(f.Name, v)
 			return

@@ -1,7 +1,8 @@
-// Package agent keeps agent pools. This is a minimal version: pools can be
-// created, read, listed, renamed and deleted so that workspaces and
-// projects can select the "agent" execution mode; agents themselves and
-// agent tokens are not implemented yet.
+// Package agent keeps agent pools (with the workspaces and projects they
+// serve), agent tokens and the agents registered with them. A workspace
+// in the "agent" execution mode runs only on its pool's agents: `terrace
+// agent` processes speaking the job protocol (internal/jobapi).
+// docs/design/agents.md describes the whole.
 package agent
 
 import (
@@ -25,11 +26,21 @@ type Pool struct {
 	Name               string
 	OrganizationScoped bool
 	CreatedAt          time.Time
+	// Scope: the workspaces and projects a pool that is not organization
+	// scoped serves, and the workspaces it never serves.
+	AllowedWorkspaces, AllowedProjects, ExcludedWorkspaces []string
 }
 
-// Service manages agent pools.
+// Service manages agent pools, agent tokens and agents.
 type Service struct {
 	db *store.DB
+	// Auth stores agent tokens; Lookup checks workspaces and projects
+	// (both wired by the composition root).
+	Auth   *auth.Service
+	Lookup Lookup
+	// HeartbeatTimeout is how long an agent may stay silent before it
+	// reads as unknown (the job lease). Defaults to 30s.
+	HeartbeatTimeout time.Duration
 }
 
 // NewService returns an agent pool service.
@@ -64,7 +75,16 @@ func (s *Service) Get(ctx context.Context, id string) (*Pool, error) {
 	if !auth.FromContext(ctx).CanAccessOrganization(p.Organization) {
 		return nil, core.NotFound("agent pool %q not found", id)
 	}
-	return p, nil
+	return p, s.loadScopes(ctx, p)
+}
+
+func (s *Service) loadScopes(ctx context.Context, p *Pool) error {
+	sc, err := s.scopes(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	p.AllowedWorkspaces, p.AllowedProjects, p.ExcludedWorkspaces = sc[scopeAllowedWorkspace], sc[scopeAllowedProject], sc[scopeExcludedWorkspace]
+	return nil
 }
 
 // List returns an organization's pools, optionally filtered by a name substring.
@@ -72,7 +92,38 @@ func (s *Service) List(ctx context.Context, org string) ([]*Pool, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	return store.All(ctx, s.db, scan, `SELECT `+cols+` FROM agent_pools WHERE organization_name = ? ORDER BY name`, org)
+	ps, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM agent_pools WHERE organization_name = ? ORDER BY name`, org)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ps {
+		if err := s.loadScopes(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// Scope is a change of a pool's scope: nil lists are left as they are.
+type Scope struct {
+	AllowedWorkspaces, AllowedProjects, ExcludedWorkspaces *[]string
+}
+
+func (s *Service) saveScope(ctx context.Context, q store.Q, p *Pool, sc Scope) error {
+	for _, c := range []struct {
+		kind string
+		ids  *[]string
+		dst  *[]string
+	}{{scopeAllowedWorkspace, sc.AllowedWorkspaces, &p.AllowedWorkspaces}, {scopeAllowedProject, sc.AllowedProjects, &p.AllowedProjects}, {scopeExcludedWorkspace, sc.ExcludedWorkspaces, &p.ExcludedWorkspaces}} {
+		if c.ids == nil {
+			continue
+		}
+		if err := s.setScope(ctx, q, p, c.kind, *c.ids); err != nil {
+			return err
+		}
+		*c.dst = *c.ids
+	}
+	return nil
 }
 
 func requireOwner(ctx context.Context, org string) error {
@@ -83,7 +134,7 @@ func requireOwner(ctx context.Context, org string) error {
 }
 
 // Create adds a pool.
-func (s *Service) Create(ctx context.Context, org, name string, scoped *bool) (*Pool, error) {
+func (s *Service) Create(ctx context.Context, org, name string, scoped *bool, sc Scope) (*Pool, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
@@ -94,8 +145,13 @@ func (s *Service) Create(ctx context.Context, org, name string, scoped *bool) (*
 		return nil, core.Invalid("name %q is invalid: use 1 to 90 letters, digits, spaces, '.', '-' and '_'", name)
 	}
 	p := &Pool{ID: core.NewID(PrefixPool), Organization: org, Name: name, OrganizationScoped: scoped == nil || *scoped, CreatedAt: core.Now()}
-	_, err := s.db.Exec(ctx, `INSERT INTO agent_pools (id, organization_name, name, organization_scoped, created_at) VALUES (?, ?, ?, ?, ?)`,
-		p.ID, org, p.Name, p.OrganizationScoped, core.Micros(p.CreatedAt))
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO agent_pools (id, organization_name, name, organization_scoped, created_at) VALUES (?, ?, ?, ?, ?)`,
+			p.ID, org, p.Name, p.OrganizationScoped, core.Micros(p.CreatedAt)); err != nil {
+			return err
+		}
+		return s.saveScope(ctx, tx, p, sc)
+	})
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Invalid("name %q has already been taken", name)
 	}
@@ -106,7 +162,7 @@ func (s *Service) Create(ctx context.Context, org, name string, scoped *bool) (*
 }
 
 // Update renames a pool or changes its scope.
-func (s *Service) Update(ctx context.Context, id string, name *string, scoped *bool) (*Pool, error) {
+func (s *Service) Update(ctx context.Context, id string, name *string, scoped *bool, sc Scope) (*Pool, error) {
 	p, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -123,7 +179,12 @@ func (s *Service) Update(ctx context.Context, id string, name *string, scoped *b
 	if scoped != nil {
 		p.OrganizationScoped = *scoped
 	}
-	_, err = s.db.Exec(ctx, `UPDATE agent_pools SET name = ?, organization_scoped = ? WHERE id = ?`, p.Name, p.OrganizationScoped, p.ID)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE agent_pools SET name = ?, organization_scoped = ? WHERE id = ?`, p.Name, p.OrganizationScoped, p.ID); err != nil {
+			return err
+		}
+		return s.saveScope(ctx, tx, p, sc)
+	})
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Invalid("name %q has already been taken", p.Name)
 	}
@@ -139,8 +200,16 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if err := requireOwner(ctx, p.Organization); err != nil {
 		return err
 	}
-	_, err = s.db.Exec(ctx, `DELETE FROM agent_pools WHERE id = ?`, p.ID)
-	return err
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM agent_pools WHERE id = ?`, p.ID); err != nil {
+			return err
+		}
+		if s.Auth != nil {
+			// Its agent tokens go with it.
+			return s.Auth.DeleteTokens(ctx, tx, auth.KindAgent, p.ID)
+		}
+		return nil
+	})
 }
 
 // PoolOrganization returns the organization of a pool the caller may see;

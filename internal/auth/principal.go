@@ -25,6 +25,10 @@ const (
 	// run's plan JSON and configuration download (internal/authz), and
 	// are deleted when the task stage ends.
 	KindTaskResult Kind = "task-result"
+	// KindRunner is the server's own in-process runner speaking the job
+	// protocol (internal/jobapi). No token has this kind: the in-process
+	// transport puts the principal in the request itself.
+	KindRunner Kind = "runner"
 )
 
 // Principal is an authenticated caller.
@@ -56,6 +60,9 @@ type Principal struct {
 	// Run tokens: the run and its workspace.
 	RunID       string
 	WorkspaceID string
+
+	// Agent tokens: the agent pool whose jobs the token reaches.
+	AgentPoolID string
 
 	// Task result tokens: the result (and RunID, WorkspaceID and
 	// Organization of its run, with the run's configuration version).

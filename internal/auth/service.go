@@ -58,6 +58,7 @@ type Service struct {
 	orgs        Organizations
 	runs        RunResolver
 	taskResults TaskResultResolver
+	agentPools  AgentPoolResolver
 	// TokenTTL, when set, is the longest a token of kind may live in
 	// org (the organization's token TTL policy); older organization and
 	// team tokens are refused.
@@ -71,6 +72,15 @@ func NewService(db *store.DB, m Memberships, o Organizations, runs RunResolver) 
 
 // SetRunResolver wires the run domain in once it exists.
 func (s *Service) SetRunResolver(r RunResolver) { s.runs = r }
+
+// AgentPoolResolver names the organization of an agent pool: agent tokens
+// belong to a pool.
+type AgentPoolResolver interface {
+	PoolOrganizationSystem(ctx context.Context, poolID string) (org string, err error)
+}
+
+// SetAgentPoolResolver wires the agent domain in.
+func (s *Service) SetAgentPoolResolver(r AgentPoolResolver) { s.agentPools = r }
 
 // SetTaskResultResolver wires the run task domain in.
 func (s *Service) SetTaskResultResolver(r TaskResultResolver) { s.taskResults = r }
@@ -304,7 +314,16 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		if p.OwnersTeam, err = s.memberships.IsOwnersTeam(ctx, subject); err != nil {
 			return nil, err
 		}
-	case KindOrganization, KindAgent, KindAuditTrails:
+	case KindAgent:
+		if s.agentPools == nil {
+			return nil, core.Unauthorized("agent tokens are not accepted")
+		}
+		p.AgentPoolID = subject
+		p.Organization, err = s.agentPools.PoolOrganizationSystem(ctx, subject)
+		if err != nil {
+			return nil, core.Unauthorized("the token's agent pool no longer exists")
+		}
+	case KindOrganization, KindAuditTrails:
 		p.Organization, err = s.orgs.NameByID(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's organization no longer exists")

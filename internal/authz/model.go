@@ -57,6 +57,9 @@ type Resource struct {
 	// ConfigVersionID is set for a configuration version (what a task
 	// result token may download).
 	ConfigVersionID string
+	// AgentPoolID is the pool of a job of the job protocol ("" for the
+	// jobs of the server's own runners).
+	AgentPoolID string
 }
 
 // Service is the authorization model and the store of team access grants.
@@ -299,6 +302,9 @@ func (s *Service) Check(ctx context.Context, action Action, res Resource) error 
 
 // Decide is the one decision: principal × action × resource.
 func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, res Resource) error {
+	if p != nil && (action == AgentJobs || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner) {
+		return agentDecision(p, action, res)
+	}
 	rule, ok := rules[action]
 	if !ok {
 		return fmt.Errorf("authz: no rule for action %q", action)
@@ -309,6 +315,7 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	if p.Kind == auth.KindTaskResult {
 		return taskResultDecision(p, action, res)
 	}
+
 	if rule.scope == scopeAny {
 		return rule.any(p)
 	}

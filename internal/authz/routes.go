@@ -77,6 +77,12 @@ var Routes = map[string]Route{
 	"GET /api/v2/agent-pools/{id}":    {Action: Authenticated, Service: true},
 	"PATCH /api/v2/agent-pools/{id}":  {Action: Authenticated, Service: true},
 	"DELETE /api/v2/agent-pools/{id}": {Action: Authenticated, Service: true},
+	// Agent tokens and agents: the agent domain checks the pool (owners
+	// manage tokens; members see agents).
+	"GET /api/v2/agent-pools/{id}/authentication-tokens":  {Action: Authenticated, Service: true},
+	"POST /api/v2/agent-pools/{id}/authentication-tokens": {Action: Authenticated, Service: true},
+	"GET /api/v2/agent-pools/{id}/agents":                 {Action: Authenticated, Service: true},
+	"GET /api/v2/agents/{id}":                             {Action: Authenticated, Service: true},
 	// Run tasks: the run task service checks the organization of a task
 	// named by ID (reading needs membership, changing manage-run-tasks).
 	"GET /api/v2/tasks/{id}":    {Action: Authenticated, Service: true},

@@ -39,8 +39,8 @@ resource "terraform_data" "slow" {
 
 // TestKillDuringApply kills the server while a run is applying. After a
 // restart the run has errored with a message saying why, the workspace is
-// unlocked, the current state is still the last one stored, and a new run
-// plans and applies.
+// unlocked, the current state is the last snapshot the apply saved (what
+// it had made is recorded), and a new run plans and applies.
 func TestKillDuringApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
@@ -77,7 +77,7 @@ func TestKillDuringApply(t *testing.T) {
 			}
 
 			// A second workspace never had state: its first run is killed
-			// too, and it must stay without state.
+			// too: what it had made before the kill must be in its state.
 			fresh, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("fresh"), ExecutionMode: tfe.String("remote")})
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +90,11 @@ func TestKillDuringApply(t *testing.T) {
 			slowFresh := createRun(ctx, t, c, fresh.ID, freshCV.ID, slowVars)
 			waitRun(ctx, t, c, slow.ID, 3*time.Minute, tfe.RunApplying)
 			waitRun(ctx, t, c, slowFresh.ID, 3*time.Minute, tfe.RunApplying)
-			time.Sleep(time.Second) // terraform is inside the apply
+			// terraform saves state after each resource and the runner
+			// uploads it: wait for the apply's first snapshots, then kill
+			// the server while the slow resource is still being made.
+			snap := waitSnapshot(ctx, t, c, ws.ID, sv1.ID)
+			freshSnap := waitSnapshot(ctx, t, c, fresh.ID, "")
 			p.kill()
 			// The killed server's terraform does not go on changing
 			// resources behind the errored run's back. (Left alone it
@@ -141,8 +145,8 @@ func TestKillDuringApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cur.ID != sv1.ID {
-				t.Fatalf("current state after the crash is %s (serial %d), want the last stored %s (serial %d)", cur.ID, cur.Serial, sv1.ID, sv1.Serial)
+			if cur.ID == sv1.ID || cur.Serial < snap.Serial {
+				t.Fatalf("current state after the crash is %s (serial %d), want the killed apply's last snapshot (%s, serial %d, or later)", cur.ID, cur.Serial, snap.ID, snap.Serial)
 			}
 
 			// The killed runs' job folders (variable files, sensitive
@@ -155,12 +159,12 @@ func TestKillDuringApply(t *testing.T) {
 				}
 			}
 
-			// The fresh workspace's killed run left no state behind.
+			// The fresh workspace keeps what its killed run had made.
 			if got := waitRun(ctx, t, c, slowFresh.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled); got.Status != tfe.RunErrored {
 				t.Fatalf("the fresh workspace's killed run is %s, want errored", got.Status)
 			}
-			if sv, err := c.StateVersions.ReadCurrent(ctx, fresh.ID); err != tfe.ErrResourceNotFound {
-				t.Fatalf("the fresh workspace has current state %+v (%v) after its only run was killed mid-apply", sv, err)
+			if sv, err := c.StateVersions.ReadCurrent(ctx, fresh.ID); err != nil || sv.Serial < freshSnap.Serial {
+				t.Fatalf("the fresh workspace's current state is %+v (%v), want the killed apply's snapshot %s", sv, err, freshSnap.ID)
 			}
 			if w, err := c.Workspaces.ReadByID(ctx, fresh.ID); err != nil || w.Locked {
 				t.Fatalf("the fresh workspace is locked after its killed run was recovered (%v)", err)
@@ -179,6 +183,21 @@ func TestKillDuringApply(t *testing.T) {
 				t.Fatal("workspace locked after the last run")
 			}
 		})
+	}
+}
+
+// waitSnapshot waits until the workspace's current state version is no
+// longer not (a snapshot of a running apply has arrived) and returns it.
+func waitSnapshot(ctx context.Context, t *testing.T, c *tfe.Client, wsID, not string) *tfe.StateVersion {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		sv, err := c.StateVersions.ReadCurrent(ctx, wsID)
+		if err == nil && sv.ID != not {
+			return sv
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no state snapshot of the running apply reached workspace %s in a minute (%v)", wsID, err)
+		}
 	}
 }
 

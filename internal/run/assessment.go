@@ -94,6 +94,7 @@ func (s *Service) CreateAssessment(ctx context.Context, workspaceID string, prep
 	case s.assessWake <- struct{}{}:
 	default:
 	}
+	s.nudge() // long-polling claims of the assessment queue
 	r.moves = append([]move{{"", Pending}}, r.moves...)
 	s.changed(ctx, r)
 	return s.get(ctx, r.ID)

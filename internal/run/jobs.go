@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -27,15 +28,21 @@ func (s *Service) Claim(ctx context.Context, runnerID string) (*Job, error) {
 // ClaimFrom is Claim from one queue: the assessment runner claims from
 // QueueAssessments, every other runner (and agent) from QueueRuns.
 func (s *Service) ClaimFrom(ctx context.Context, runnerID string, queue Queue) (*Job, error) {
+	return s.ClaimPool(ctx, runnerID, queue, "")
+}
+
+// ClaimPool is ClaimFrom for the runners of one agent pool: an agent
+// claims only its pool's jobs, the server's runners only jobs of no pool.
+func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, pool string) (*Job, error) {
 	var job *Job
 	var started *Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
-		q := `SELECT id, run_id, phase FROM jobs WHERE status = 'queued' AND queue = ? ORDER BY created_at, id LIMIT 1`
+		q := `SELECT id, run_id, phase FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ? ORDER BY created_at, id LIMIT 1`
 		if tx.Driver().Name() == "postgres" {
 			q += ` FOR UPDATE SKIP LOCKED`
 		}
 		var j Job
-		if err := tx.QueryRow(ctx, q, string(queue)).Scan(&j.ID, &j.RunID, &j.Phase); err != nil {
+		if err := tx.QueryRow(ctx, q, string(queue), pool).Scan(&j.ID, &j.RunID, &j.Phase); err != nil {
 			if store.IsNoRows(err) {
 				return nil
 			}
@@ -104,6 +111,40 @@ func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (string
 	var sig string
 	err = s.DB.QueryRow(ctx, `SELECT signal FROM jobs WHERE id = ?`, jobID).Scan(&sig)
 	return sig, err
+}
+
+// JobInfo is who may act on a job: its run, phase, agent pool ("" for the
+// server's own runners) and the runner holding it.
+type JobInfo struct {
+	ID, RunID, Phase, Pool, RunnerID, Status string
+}
+
+// JobInfo returns a job's holder and pool (404 when it no longer exists).
+func (s *Service) JobInfo(ctx context.Context, jobID string) (*JobInfo, error) {
+	j := &JobInfo{ID: jobID}
+	err := s.DB.QueryRow(ctx, `SELECT run_id, phase, agent_pool_id, runner_id, status FROM jobs WHERE id = ?`, jobID).Scan(&j.RunID, &j.Phase, &j.Pool, &j.RunnerID, &j.Status)
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
+	}
+	return j, err
+}
+
+// WaitSignal waits up to d for a cancel signal to the run's job given on
+// this replica ("" when none came). Heartbeats wait here, so that a
+// runner hears of a cancel at once without polling.
+func (s *Service) WaitSignal(ctx context.Context, runID string, d time.Duration) string {
+	s.mu.Lock()
+	ch := s.signals[runID] // nil (blocks forever) when the job was claimed on another replica
+	s.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case sig := <-ch:
+		return sig
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return ""
 }
 
 // PlanResult is what a runner reports when a plan ends.
@@ -513,6 +554,9 @@ func (s *Service) ReapExpired(ctx context.Context, lostPrefix, keep string) (int
 				return 0, err
 			}
 		}
+	}
+	if len(found) > 0 {
+		s.nudge() // re-queued plans wake the claims waiting for work
 	}
 	return len(found), nil
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 type Workspace struct {
 	ID, Name, Organization, ProjectID string
 	AgentPool                         string // name of the agent pool of an agent-mode workspace
+	AgentPoolID                       string // its ID: the workspace's jobs go to that pool's agents only
 	TerraformVersion                  string
 	WorkingDirectory                  string
 	ExecutionMode                     string
@@ -73,7 +75,8 @@ type Options struct {
 // Service runs the run lifecycle.
 type Service struct {
 	Options
-	wake      *loops.Wake // nudges in-process runners: a job was queued
+	wake      *loops.Wake   // nudges in-process runners: a job was queued
+	queued    chan struct{} // closed (and replaced) whenever a job is queued: wakes every long-polling claim
 	mu        sync.Mutex
 	signals   map[string]chan string // job id -> cancel signals for in-process runners
 	onChange  []func(ctx context.Context, r *Run)
@@ -94,7 +97,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}}
+	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}, queued: make(chan struct{})}
 }
 
 // OnChange registers a function called after every committed status
@@ -150,7 +153,32 @@ func (s *Service) Wake() <-chan struct{} { return s.wake.C() }
 // replicas (a job was queued) and wakes it when they announce theirs.
 func (s *Service) Wakes() *loops.Wake { return s.wake }
 
-func (s *Service) nudge() { s.wake.Signal() }
+func (s *Service) nudge() {
+	s.wake.Signal()
+	s.wakeClaims()
+}
+
+// WakeLocal wakes this replica's runners and long-polling claims (agents'
+// included) after another replica announced a queued job.
+func (s *Service) WakeLocal() {
+	s.wake.Local()
+	s.wakeClaims()
+}
+
+func (s *Service) wakeClaims() {
+	s.mu.Lock()
+	close(s.queued)
+	s.queued = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Queued returns a channel closed when the next job is queued (or goes
+// back to the queue): claims that found nothing wait on it.
+func (s *Service) Queued() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queued
+}
 
 // CreateOptions are the attributes of a new run.
 type CreateOptions struct {
@@ -331,11 +359,38 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	if err := updateRun(ctx, q, r); err != nil {
 		return err
 	}
+	pool := ""
+	if !r.Assessment {
+		ws, err := s.Workspaces.System(ctx, r.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if ws.ExecutionMode == "agent" {
+			pool = ws.AgentPoolID
+			if pool == "" {
+				pool = NoPool
+			}
+			name := ws.AgentPool
+			if name == "" {
+				name = "(none: set the workspace's agent pool)"
+			}
+			if err := addEvent(ctx, q, r.ID, EventWaitingForAgent, fmt.Sprintf("The %s is waiting for an agent of pool %s: the workspace runs on agents only.", phase, name), ""); err != nil {
+				return err
+			}
+		}
+	}
 	now := core.Micros(core.Now())
-	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
-		core.NewID("job"), r.ID, phase, string(queueOf(r)), now, now)
+	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
+		core.NewID("job"), r.ID, phase, string(queueOf(r)), pool, now, now)
 	return err
 }
+
+// EventWaitingForAgent is the run event of a job queued for an agent pool.
+const EventWaitingForAgent = "waiting-for-agent"
+
+// NoPool is the pool of the jobs of an agent-mode workspace without an
+// agent pool: no agent claims them until the workspace names one.
+const NoPool = "apool-none"
 
 // schedule starts the next pending run of a workspace when no other run
 // holds it: the workspace lock is taken for the run, which serializes

@@ -55,7 +55,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err != nil {
 		return j.finish(ctx, fmt.Errorf("preparing the run: %w", err), nil)
 	}
-	j.out = newLogWriter(ctx, j.r.api, logID, withRunSecrets(in.Variables, r.Variables))
+	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, withRunSecrets(in.Variables, r.Variables))
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 	defer j.out.Close()
 
@@ -78,7 +78,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		}
 		// Auto-apply: same folder, same plan, no second init.
 		j.out.Close()
-		j.out = newLogWriter(ctx, j.r.api, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
+		j.out = newLogWriter(ctx, j.r.api, j.job.ID, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
@@ -113,6 +113,9 @@ func (j *jobExec) header(ctx context.Context) {
 		name = "OpenTofu"
 	}
 	fmt.Fprintf(j.out, "%s v%s\non %s_%s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v, "v"), runtime.GOOS, runtime.GOARCH)
+	if j.r.cfg.Describe != "" {
+		fmt.Fprintln(j.out, j.r.cfg.Describe)
+	}
 }
 
 // finish reports a job that failed before terraform ran.
@@ -141,23 +144,25 @@ func (j *jobExec) took(step string, start time.Time) {
 	j.log.Debug("job step", "step", step, "ms", time.Since(start).Milliseconds())
 }
 
+// heartbeat keeps the job's lease: each heartbeat waits on the server for
+// a signal, so a cancel arrives at once; after a signal or an error the
+// next one waits for the heartbeat interval.
 func (j *jobExec) heartbeat(ctx context.Context) {
-	t := time.NewTicker(j.r.cfg.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case s := <-j.job.Signal:
-			j.sig <- s
-		case <-t.C:
-			s, err := j.r.api.Heartbeat(ctx, j.job.ID, j.r.cfg.ID)
-			if err != nil {
-				j.log.Warn("heartbeat failed", "error", err)
-				continue
+	for ctx.Err() == nil {
+		s, err := j.r.api.Heartbeat(ctx, j.job.ID, j.r.cfg.ID)
+		if err != nil && ctx.Err() == nil {
+			j.log.Warn("heartbeat failed", "error", err)
+		}
+		if s != "" {
+			select {
+			case j.sig <- s:
+			default: // a signal is already waiting
 			}
-			if s != "" {
-				j.sig <- s
+		}
+		if err != nil || s != "" {
+			select {
+			case <-ctx.Done():
+			case <-time.After(j.r.cfg.Heartbeat):
 			}
 		}
 	}
@@ -421,7 +426,9 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 // the plan's counts.
 func (j *jobExec) apply(ctx context.Context, planned run.PlanResult) run.ApplyResult {
 	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
+	stopSnapshots := j.snapshots(ctx, before)
 	code, err := j.terraform(ctx, nil, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve", "tfplan")
+	stopSnapshots()
 	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
 	// The state terraform left counts even when the apply failed.
 	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
@@ -436,6 +443,45 @@ func (j *jobExec) apply(ctx context.Context, planned run.PlanResult) run.ApplyRe
 		res.Error = "terraform apply failed"
 	}
 	return res
+}
+
+// snapshots uploads the state terraform saves while it applies: its local
+// state manager rewrites terraform.tfstate after every resource it
+// changes, and each new complete version goes to the server as a state
+// version of the run, so that an apply killed halfway (the runner's
+// machine dies) leaves what it had made in the workspace's current state.
+// The returned function stops the watcher and waits for it.
+func (j *jobExec) snapshots(ctx context.Context, before []byte) func() {
+	upload := context.WithoutCancel(ctx) // an upload under way when terraform ends completes
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := before
+		t := time.NewTicker(j.r.cfg.SnapshotEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cur, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
+			// terraform rewrites the file in place: a half-written file is
+			// not valid JSON and waits for the next tick.
+			if err != nil || bytes.Equal(cur, last) || !json.Valid(cur) {
+				continue
+			}
+			if err := j.r.api.SaveState(upload, j.job.ID, cur); err != nil {
+				if ctx.Err() == nil {
+					j.log.Warn("a state snapshot was refused", "error", err)
+				}
+				continue
+			}
+			last = cur
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // countChanges counts additions, changes, destructions and imports in a

@@ -14,6 +14,7 @@ import (
 type logWriter struct {
 	ctx     context.Context
 	api     API
+	jobID   string
 	logID   string
 	secrets []string
 
@@ -27,8 +28,8 @@ type logWriter struct {
 	wg      sync.WaitGroup
 }
 
-func newLogWriter(ctx context.Context, api API, logID string, vars []Variable) *logWriter {
-	w := &logWriter{ctx: ctx, api: api, logID: logID, secrets: sortedSecrets(vars), done: make(chan struct{})}
+func newLogWriter(ctx context.Context, api API, jobID, logID string, vars []Variable) *logWriter {
+	w := &logWriter{ctx: ctx, api: api, jobID: jobID, logID: logID, secrets: sortedSecrets(vars), done: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -92,7 +93,7 @@ func (w *logWriter) ship(all bool) {
 	if len(data) > 0 {
 		// A chunk the server refuses is lost from the live log; terraform
 		// goes on either way, so it is logged, not fatal.
-		if err := w.api.AppendLog(context.WithoutCancel(w.ctx), w.logID, data); err != nil && w.onError != nil {
+		if err := w.api.AppendLog(context.WithoutCancel(w.ctx), w.jobID, w.logID, data); err != nil && w.onError != nil {
 			w.onError(err)
 		}
 	}

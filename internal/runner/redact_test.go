@@ -74,7 +74,7 @@ output "region" { value = var.region }
 
 func TestLogWriterMasksAcrossWrites(t *testing.T) {
 	api := &fakeLogs{}
-	w := newLogWriter(t.Context(), api, "plan-1", []Variable{{Key: "k", Value: "s3cr3t-value", Sensitive: true}})
+	w := newLogWriter(t.Context(), api, "job-1", "plan-1", []Variable{{Key: "k", Value: "s3cr3t-value", Sensitive: true}})
 	w.Write([]byte("password is s3cr3"))
 	w.Write([]byte("t-value and more\nnext line s3cr3t-value"))
 	w.Close()
@@ -89,7 +89,7 @@ type fakeLogs struct {
 	strings.Builder
 }
 
-func (f *fakeLogs) AppendLog(_ context.Context, _ string, data []byte) error {
+func (f *fakeLogs) AppendLog(_ context.Context, _, _ string, data []byte) error {
 	f.Write(data)
 	return nil
 }

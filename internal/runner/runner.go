@@ -1,8 +1,9 @@
 // Package runner executes run jobs: it claims a job, prepares a scratch
 // folder (configuration, state, variables, CLI config with a per-run
 // token), runs terraform or tofu, streams the output with sensitive values
-// masked, and reports the result. The in-process runner and a remote agent
-// use the same API interface.
+// masked, uploads the state terraform saves while it applies, and reports
+// the result. The in-process runner and `terrace agent` are the same
+// runner speaking the job protocol (internal/jobapi) through an API.
 package runner
 
 import (
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -41,12 +43,17 @@ type Inputs struct {
 	KeepPlan bool `json:",omitempty"`
 }
 
-// API is the server as a runner sees it.
+// API is the server as a runner sees it (internal/jobapi.Client).
 type API interface {
+	// Claim waits a while for a job; nil when none came.
 	Claim(ctx context.Context, runnerID string) (*run.Job, error)
+	// Heartbeat extends the job's lease, waiting a while for a signal
+	// ("cancel" or "force"; "" when none came).
 	Heartbeat(ctx context.Context, jobID, runnerID string) (string, error)
 	Inputs(ctx context.Context, job *run.Job) (*Inputs, error)
-	AppendLog(ctx context.Context, logID string, data []byte) error
+	AppendLog(ctx context.Context, jobID, logID string, data []byte) error
+	// SaveState stores a state snapshot terraform wrote mid-apply.
+	SaveState(ctx context.Context, jobID string, state []byte) error
 	FinishPlan(ctx context.Context, jobID, runnerID string, res run.PlanResult) (bool, error)
 	FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error
 }
@@ -69,21 +76,30 @@ type Config struct {
 	// CancelGrace is how long terraform gets to stop after SIGINT before
 	// SIGKILL. Defaults to 10s.
 	CancelGrace time.Duration
-	// Heartbeat is the heartbeat interval. Defaults to 5s.
+	// Heartbeat is the longest time between heartbeats after a signal
+	// or an error (a heartbeat otherwise waits for a signal on the
+	// server). Defaults to 5s.
 	Heartbeat time.Duration
-	// Wake, when set, nudges the runner to claim at once.
-	Wake <-chan struct{}
-	// Poll is how often to look for jobs without a nudge. Defaults to 2s.
-	Poll   time.Duration
-	Logger *slog.Logger
+	// Poll is how long to wait before claiming again after an error.
+	// Defaults to 2s.
+	Poll time.Duration
+	// SnapshotEvery is how often the state file is checked for a new
+	// snapshot during an apply. Defaults to 1s.
+	SnapshotEvery time.Duration
+	// Describe, when set, is a line added to each phase's log after the
+	// header (an agent names itself there).
+	Describe string
+	Logger   *slog.Logger
 }
 
 // Runner claims and executes jobs.
 type Runner struct {
-	cfg  Config
-	api  API
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	cfg   Config
+	api   API
+	stop  context.CancelFunc
+	drain context.CancelFunc
+	wg    sync.WaitGroup
+	busy  atomic.Int32
 	// schemas caches provider schemas for the redacted plan JSON.
 	schemas schemaCache
 }
@@ -107,6 +123,9 @@ func New(api API, cfg Config) *Runner {
 	}
 	if cfg.Poll == 0 {
 		cfg.Poll = 2 * time.Second
+	}
+	if cfg.SnapshotEvery == 0 {
+		cfg.SnapshotEvery = time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -148,14 +167,16 @@ func (r *Runner) RemoveScratch(prefix string) (int, error) {
 // ID returns the runner's ID.
 func (r *Runner) ID() string { return r.cfg.ID }
 
-// Start launches the workers; Stop ends them.
+// Start launches the workers; Stop or Drain ends them.
 func (r *Runner) Start(ctx context.Context) {
 	ctx, r.stop = context.WithCancel(ctx)
+	claimCtx, drain := context.WithCancel(ctx)
+	r.drain = drain
 	for range r.cfg.Concurrency {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			r.work(ctx)
+			r.work(ctx, claimCtx)
 		}()
 	}
 }
@@ -168,29 +189,40 @@ func (r *Runner) Stop() {
 	r.wg.Wait()
 }
 
-func (r *Runner) work(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Poll)
-	defer t.Stop()
-	for {
-		for ctx.Err() == nil {
-			job, err := r.api.Claim(ctx, r.cfg.ID)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.cfg.Logger.Error("claiming a job", "error", err)
-				}
-				break
+// Drain stops claiming and waits for the running jobs to end on their own.
+func (r *Runner) Drain() {
+	if r.drain != nil {
+		r.drain()
+	}
+	r.wg.Wait()
+}
+
+// Busy reports how many jobs the runner is executing.
+func (r *Runner) Busy() int { return int(r.busy.Load()) }
+
+// work claims (on claimCtx, which Drain cancels) and executes (on ctx,
+// which Stop cancels) until claimCtx ends.
+func (r *Runner) work(ctx, claimCtx context.Context) {
+	for claimCtx.Err() == nil {
+		job, err := r.api.Claim(claimCtx, r.cfg.ID)
+		if err != nil {
+			if claimCtx.Err() != nil {
+				return
 			}
-			if job == nil {
-				break
+			r.cfg.Logger.Error("claiming a job", "error", err)
+			select {
+			case <-claimCtx.Done():
+				return
+			case <-time.After(r.cfg.Poll):
 			}
-			r.execute(ctx, job)
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.cfg.Wake:
-		case <-t.C:
+		if job == nil {
+			continue
 		}
+		r.busy.Add(1)
+		r.execute(ctx, job)
+		r.busy.Add(-1)
 	}
 }
 

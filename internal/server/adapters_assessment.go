@@ -80,14 +80,6 @@ func (s *Server) wireAssessments() error {
 	return nil
 }
 
-// assessmentRunner is the runner.API of the assessment runner: the
-// in-process runner's, claiming from the assessment queue only.
-type assessmentRunner struct{ localRunner }
-
-func (a assessmentRunner) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
-	return a.s.Runs.ClaimFrom(ctx, runnerID, run.QueueAssessments)
-}
-
 // startAssessments starts the assessment runner on ctx (the scheduler is a
 // leader loop, see cluster.go); stop ends and waits for it. It must start after
 // startRunner, whose start-up recovery takes back the jobs of this data
@@ -95,9 +87,11 @@ func (a assessmentRunner) Claim(ctx context.Context, runnerID string) (*run.Job,
 func (s *Server) startAssessments(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	id := "inproc-" + s.instanceID() + "-assess-" + core.RandomString(8)
-	r := runner.New(assessmentRunner{localRunner{s}}, runner.Config{
+	// The assessment runner is the in-process runner claiming from the
+	// assessment queue only.
+	r := runner.New(s.inProcessJobs(id, run.QueueAssessments), runner.Config{
 		ID: id, Concurrency: s.cfg.AssessmentConcurrency, Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
-		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, Wake: s.Runs.AssessmentWake(),
+		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir,
 		Logger: s.logger.With("component", "assessment-runner"), CancelGrace: s.cfg.CancelGrace,
 	})
 	r.Start(ctx)

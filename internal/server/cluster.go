@@ -38,7 +38,7 @@ func (s *Server) wireCluster() error {
 // wakeLocal wakes this replica's loops after another replica announced
 // work (or after a lapse in listening, when anything may have come).
 func (s *Server) wakeLocal() {
-	s.Runs.Wakes().Local()
+	s.Runs.WakeLocal()
 	s.Notify.Wake().Local()
 	s.RunTasks.Wake().Local()
 	s.Triggers.Wake().Local()
@@ -98,9 +98,10 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 }
 
 // reapExpiredJobs fails or re-queues the jobs whose runners stopped
-// heartbeating (a replica that died, an agent gone), every 5s.
+// heartbeating (a replica that died, an agent gone): within the heartbeat
+// timeout and a fifth of it (at most every 5s).
 func (s *Server) reapExpiredJobs(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(min(5*time.Second, max(s.Runs.LeaseTTL/5, 10*time.Millisecond)))
 	defer t.Stop()
 	for {
 		select {

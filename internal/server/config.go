@@ -59,6 +59,11 @@ type Config struct {
 	// CancelGrace is how long terraform gets to stop after an interrupt
 	// before it is killed. Defaults to 10s.
 	CancelGrace time.Duration
+	// JobHeartbeatTimeout is how long a runner (an agent, or a replica's
+	// in-process runner) may go without a heartbeat before its job is
+	// re-queued (a plan) or errored (an apply), and an agent reads as
+	// unknown. Defaults to 30s; tests make it short.
+	JobHeartbeatTimeout time.Duration
 	// AuditRetention is how long audit events are kept. Defaults to
 	// audit.DefaultRetention (90 days).
 	AuditRetention time.Duration
@@ -136,6 +141,7 @@ func (c *Config) setDefaults() {
 	c.RunnerConcurrency = cmp.Or(c.RunnerConcurrency, 2)
 	c.EnginesDir = cmp.Or(c.EnginesDir, filepath.Join(c.DataDir, "engines"))
 	c.CancelGrace = cmp.Or(c.CancelGrace, 10*time.Second)
+	c.JobHeartbeatTimeout = cmp.Or(c.JobHeartbeatTimeout, 30*time.Second)
 	c.AssessmentInterval = cmp.Or(c.AssessmentInterval, 24*time.Hour)
 	c.AssessmentConcurrency = cmp.Or(c.AssessmentConcurrency, 1)
 	if c.SMTPFrom == "" {

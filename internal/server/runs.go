@@ -2,17 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"github.com/terracehq/terrace/internal/runtask"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
@@ -20,7 +15,6 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
-	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/user"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -36,13 +30,19 @@ func (a runWorkspaces) convert(ctx context.Context, w *workspace.Workspace) *run
 	mode, poolID := a.ws.EffectiveExecution(ctx, w)
 	pool := ""
 	if poolID != "" && a.pools != nil {
-		if p, err := a.pools.Get(ctx, poolID); err == nil {
-			pool = p.Name
+		pool = a.pools.PoolName(ctx, poolID)
+	}
+	if poolID != "" && a.pools != nil {
+		// A pool that does not serve the workspace (not allowed, or
+		// excluded) never gets its jobs: they wait for the NoPool agents,
+		// which do not exist, and the run's event says why.
+		if ok, err := a.pools.Serves(ctx, poolID, w.ID, w.ProjectID); err == nil && !ok {
+			poolID, pool = run.NoPool, pool+" (which does not serve this workspace: add it to the pool's allowed workspaces or projects)"
 		}
 	}
 	return &run.Workspace{
-		AgentPool: pool,
-		ID:        w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
+		AgentPool: pool, AgentPoolID: poolID,
+		ID: w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
 		TerraformVersion: w.Settings.TerraformVersion, WorkingDirectory: w.Settings.WorkingDirectory,
 		ExecutionMode: mode, AutoApply: w.Settings.AutoApply, StructuredRunOutput: w.Settings.StructuredRunOutputEnabled,
 	}
@@ -61,7 +61,6 @@ func (a runWorkspaces) System(ctx context.Context, id string) (*run.Workspace, e
 	if err != nil {
 		return nil, err
 	}
-	a.pools = nil // no caller to check the pool against
 	return a.convert(ctx, w), nil
 }
 
@@ -95,115 +94,11 @@ func (a runConfigs) Latest(ctx context.Context, workspaceID string) (*run.Config
 	return a.Get(ctx, id)
 }
 
-// localRunner is the runner.API of the in-process runner: the run service
-// for the job lifecycle, plus the inputs it gathers from the other domains
-// directly. A remote agent gets the same calls over HTTPS.
-type localRunner struct {
-	s *Server
-}
-
-func (l localRunner) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
-	return l.s.Runs.Claim(ctx, runnerID)
-}
-
-func (l localRunner) Heartbeat(ctx context.Context, jobID, runnerID string) (string, error) {
-	return l.s.Runs.Heartbeat(ctx, jobID, runnerID)
-}
-
-func (l localRunner) AppendLog(ctx context.Context, logID string, data []byte) error {
-	return l.s.Runs.AppendLog(ctx, logID, data)
-}
-
-func (l localRunner) FinishPlan(ctx context.Context, jobID, runnerID string, res run.PlanResult) (bool, error) {
-	return l.s.Runs.FinishPlan(ctx, jobID, runnerID, res)
-}
-
-func (l localRunner) FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error {
-	return l.s.Runs.FinishApply(ctx, jobID, runnerID, res, runStates{l.s.States, l.s.Workspaces})
-}
-
-// Inputs gathers what a job needs. The run token it mints lives as long
-// as the run: auth refuses run tokens of finished runs.
-func (l localRunner) Inputs(ctx context.Context, job *run.Job) (*runner.Inputs, error) {
-	r := job.Run
-	ws, err := runWorkspaces{ws: l.s.Workspaces}.System(ctx, r.WorkspaceID)
-	if err != nil {
-		return nil, err
-	}
-	in := &runner.Inputs{Workspace: ws, Hostname: l.s.Hostname, CAFile: l.s.CAFile}
-	if l.s.Runs.Stages != nil && job.Phase == "plan" {
-		if in.KeepPlan, err = l.s.Runs.Stages.Has(ctx, r.ID, run.StagePostPlan, run.StagePreApply); err != nil {
-			return nil, err
-		}
-	}
-	rc, _, err := l.s.ConfigVersions.OpenArchiveUnchecked(ctx, r.ConfigurationVersionID)
-	if err != nil {
-		return nil, fmt.Errorf("reading configuration version %s: %w", r.ConfigurationVersionID, err)
-	}
-	in.Archive, err = io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		return nil, err
-	}
-	if _, raw, err := l.s.States.CurrentState(ctx, r.WorkspaceID); err == nil {
-		in.State = raw
-	} else if core.KindOf(err) != core.KindNotFound {
-		return nil, fmt.Errorf("reading the current state: %w", err)
-	}
-	vars, err := l.s.Variables.EffectiveVariables(ctx, r.WorkspaceID, ws.ProjectID)
-	if err != nil {
-		return nil, fmt.Errorf("reading variables: %w", err)
-	}
-	for _, v := range vars {
-		in.Variables = append(in.Variables, runner.Variable{Key: v.Key, Value: v.Value, Category: string(v.Category), HCL: v.HCL, Sensitive: v.Sensitive})
-	}
-	exp := core.Now().Add(24 * time.Hour)
-	_, in.Token, err = l.s.Auth.CreateToken(ctx, l.s.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID, Description: "run token", ExpiredAt: &exp})
-	if err != nil {
-		return nil, err
-	}
-	if job.Phase == "apply" {
-		if in.PlanFile, err = l.s.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {
-			return nil, fmt.Errorf("reading the saved plan: %w", err)
-		}
-		if lock, err := l.s.Runs.PlanBlob(ctx, r.Plan.ID, "lock"); err == nil {
-			in.LockFile = lock
-		}
-	}
-	return in, nil
-}
-
-// runStates stores an apply's state as a state version written by the run
-// (which holds the workspace lock).
-type runStates struct {
-	states *state.Service
-	ws     *workspace.Service
-}
-
-func (a runStates) CreateFromRun(ctx context.Context, workspaceID, runID string, raw []byte) error {
-	var head struct {
-		Serial  int64  `json:"serial"`
-		Lineage string `json:"lineage"`
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return fmt.Errorf("the state terraform wrote is not JSON: %w", err)
-	}
-	w, err := a.ws.System(ctx, workspaceID)
-	if err != nil {
-		return err
-	}
-	ctx = auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindRun, RunID: runID, WorkspaceID: w.ID, Organization: w.Organization})
-	sum := md5.Sum(raw)
-	md := hex.EncodeToString(sum[:])
-	_, err = a.states.Create(ctx, workspaceID, state.CreateOptions{Serial: &head.Serial, Lineage: &head.Lineage, MD5: &md, RunID: runID, State: raw})
-	return err
-}
-
 // wireRuns builds the run service and connects it to the other domains.
 func (s *Server) wireRuns() {
 	s.Runs = run.NewService(run.Options{
 		DB: s.DB, Blobs: s.Blobs, Signer: s.Signer, Logger: s.logger.With("component", "runs"),
-		Workspaces: runWorkspaces{s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB},
+		Workspaces: runWorkspaces{s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB}, LeaseTTL: s.cfg.JobHeartbeatTimeout,
 	})
 	s.Auth.SetRunResolver(s.Runs)
 	s.Workspaces.Runs = s.Runs
@@ -305,9 +200,9 @@ func (s *Server) startRunner(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	prefix := "inproc-" + s.instanceID() + "-"
 	id := prefix + core.RandomString(10)
-	r := runner.New(s.Metrics.CountClaims(localRunner{s}), runner.Config{
+	r := runner.New(s.Metrics.CountClaims(s.inProcessJobs(id, "")), runner.Config{
 		ID: id, Concurrency: s.cfg.RunnerConcurrency, Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
-		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, Wake: s.Runs.Wake(),
+		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir,
 		Logger: s.logger.With("component", "runner"), CancelGrace: s.cfg.CancelGrace,
 	})
 	if n, err := s.Runs.ReapExpired(ctx, prefix, id); err != nil {

@@ -94,6 +94,9 @@ type Server struct {
 	// Workspaces.Runs (run domain) once they exist.
 	Workspaces *workspace.Service
 	AgentPools *agent.Service
+	// jobHandler serves the job protocol (internal/jobapi): agents reach
+	// it under /api/agent/, the in-process runner directly.
+	jobHandler http.Handler
 	// Variables keeps workspace variables and variable sets.
 	Variables *variable.Service
 	// Runs is the run lifecycle; engines finds terraform/tofu for runners.
@@ -295,6 +298,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.wireJobs(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -311,11 +318,12 @@ func (s *Server) routes() http.Handler {
 	orgAPI.Register(api)
 	teamAPI := &team.API{Service: s.Teams}
 	teamAPI.Register(api)
-	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI}}).Register(api)
+	agentAPI := &agent.API{Service: s.AgentPools}
+	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI, auth.KindAgent: agentAPI}}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
 	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables, NoCode: s.NoCode}
 	wsAPI.Register(api)
-	(&agent.API{Service: s.AgentPools}).Register(api)
+	agentAPI.Register(api)
 	(&sshkey.API{Service: s.SSHKeys}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
 	stateAPI := &state.API{Service: s.States}
@@ -371,6 +379,7 @@ func (s *Server) routes() http.Handler {
 	perToken := func(h http.Handler) http.Handler { return s.TokenLimits.Handler(tokenKey, h) }
 	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error))))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
+	root.Handle("/api/agent/", s.Auth.Middleware(tfeapi.Error)(perToken(s.jobHandler)))
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	s.signinRoutes(root)

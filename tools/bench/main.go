@@ -13,7 +13,11 @@
 //	    and a fan-out of one workspace to many: time from the origin's
 //	    apply to the last dependent applied, and the overhead per hop
 //	    beyond the runs themselves (a source applied → its dependent
-//	    starts planning).
+//	    starts planning);
+//	(e) reads: go-tfe Workspaces.Read by concurrent clients, Runs.List of
+//	    one page by history size, resident memory;
+//	(f) the job protocol's overhead: (c) with the in-process runner, then
+//	    with two agents over HTTPS.
 //
 //	go run ./tools/bench                    # everything (make bench)
 //	go run ./tools/bench -only a -iterations 10
@@ -77,14 +81,16 @@ type bench struct {
 	tmp     string
 	org     string
 	seq     int
+	// pool, when set, puts new workspaces in agent execution mode on it.
+	pool string
 }
 
 func main() {
-	only := flag.String("only", "abcde", "which measurements to make: a, b, c, d, e")
+	only := flag.String("only", "abcdef", "which measurements to make: a, b, c, d, e, f")
 	iterations := flag.Int("iterations", 10, "(a) runs measured on each side")
 	cliIterations := flag.Int("cli-iterations", 3, "(a) terraform apply -auto-approve runs with a cloud block")
 	plans := flag.Int("plans", 100, "(b) speculative runs")
-	workspaces := flag.Int("workspaces", 200, "(c) workspaces with one run each")
+	workspaces := flag.Int("workspaces", 200, "(c, e) workspaces with one run each")
 	chain := flag.Int("chain", 50, "(d) workspaces in the chain")
 	fanout := flag.Int("fanout", 100, "(d) dependents of the fan-out's origin")
 	concurrency := flag.Int("concurrency", 4, "the in-process runner's concurrency")
@@ -177,8 +183,13 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 		}
 	}
 	if strings.Contains(only, "c") {
-		if err := b.throughput(ctx, workspaces, concurrency); err != nil {
+		if _, err := b.throughput(ctx, "(c)", workspaces, concurrency); err != nil {
 			return fmt.Errorf("(c): %w", err)
+		}
+	}
+	if strings.Contains(only, "f") {
+		if err := b.agents(ctx, workspaces, concurrency); err != nil {
+			return fmt.Errorf("(f): %w", err)
 		}
 	}
 	if strings.Contains(only, "d") {
@@ -198,7 +209,11 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 // workspace creates a remote workspace with an uploaded configuration.
 func (b *bench) workspace(ctx context.Context, config string) (*tfe.Workspace, *tfe.ConfigurationVersion, error) {
 	b.seq++
-	ws, err := b.c.Workspaces.Create(ctx, b.org, tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("ws-%d", b.seq)), ExecutionMode: tfe.String("remote")})
+	opts := tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("ws-%d", b.seq)), ExecutionMode: tfe.String("remote")}
+	if b.pool != "" {
+		opts.ExecutionMode, opts.AgentPoolID = tfe.String("agent"), tfe.String(b.pool)
+	}
+	ws, err := b.c.Workspaces.Create(ctx, b.org, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -470,7 +485,8 @@ func (b *bench) queueLatency(ctx context.Context, n int) error {
 }
 
 // throughput is (c): n workspaces with one auto-apply run each.
-func (b *bench) throughput(ctx context.Context, n, concurrency int) error {
+// throughput measures runs per minute: n workspaces, one auto-apply run each.
+func (b *bench) throughput(ctx context.Context, label string, n, concurrency int) (float64, error) {
 	type target struct {
 		ws *tfe.Workspace
 		cv *tfe.ConfigurationVersion
@@ -479,7 +495,7 @@ func (b *bench) throughput(ctx context.Context, n, concurrency int) error {
 	for range n {
 		ws, cv, err := b.workspace(ctx, smallConfig)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		targets = append(targets, target{ws, cv})
 	}
@@ -504,7 +520,7 @@ func (b *bench) throughput(ctx context.Context, n, concurrency int) error {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return err
+		return 0, err
 	}
 	created := time.Since(start)
 	// Poll cheaply (the poller must not slow the server down): walk the
@@ -515,13 +531,13 @@ func (b *bench) throughput(ctx context.Context, n, concurrency int) error {
 	var last time.Time
 	for len(pending) > 0 {
 		if time.Since(start) > 30*time.Minute {
-			return fmt.Errorf("%d runs still not done after 30 minutes", len(pending))
+			return 0, fmt.Errorf("%d runs still not done after 30 minutes", len(pending))
 		}
 		time.Sleep(50 * time.Millisecond)
 		for len(pending) > 0 {
 			r, err := b.stored(ctx, pending[0])
 			if err != nil {
-				return err
+				return 0, err
 			}
 			if !r.Status.Final() {
 				break
@@ -532,9 +548,10 @@ func (b *bench) throughput(ctx context.Context, n, concurrency int) error {
 		}
 	}
 	d := last.Sub(start)
-	fmt.Printf("\n(c) %d workspaces, one auto-apply run each (1 resource), runner concurrency %d\n", n, concurrency)
-	fmt.Printf("  %d runs in %s (all created in %s): %.0f runs per minute; outcomes %v\n", n, d.Round(100*time.Millisecond), created.Round(time.Millisecond), float64(n)/d.Minutes(), statuses)
-	return nil
+	perMin := float64(n) / d.Minutes()
+	fmt.Printf("\n%s %d workspaces, one auto-apply run each (1 resource), runner concurrency %d\n", label, n, concurrency)
+	fmt.Printf("  %d runs in %s (all created in %s): %.0f runs per minute; outcomes %v\n", n, d.Round(100*time.Millisecond), created.Round(time.Millisecond), perMin, statuses)
+	return perMin, nil
 }
 
 func median(d []time.Duration) time.Duration { return percentile(d, 50) }

@@ -41,6 +41,7 @@ var reasonKinds = []string{
 	"needs VCS/OAuth",
 	"needs a run executor (_RunDependent)",
 	"needs paid admin endpoint",
+	"needs HashiCorp's own agent binary",
 	"not implemented yet: ",
 }
 

@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+)
+
+// agentProc is a `terrace agent` process.
+type agentProc struct {
+	cmd *exec.Cmd
+	log string
+}
+
+func startAgent(t *testing.T, p *proc, token, name string) *agentProc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(terraceBinary(t), "agent", "--address", p.URL, "--name", name,
+		"--ca-file", filepath.Join(p.dataDir, "tls", "ca.pem"), "--heartbeat", "500ms")
+	// The token comes from the environment, as an operator would give it.
+	cmd.Env = append(os.Environ(), "TERRACE_AGENT_TOKEN="+token)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &agentProc{cmd: cmd, log: logPath}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		}
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("agent %s log:\n%s", name, b)
+		}
+	})
+	return a
+}
+
+func readAll(t *testing.T, r io.Reader, err error) string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	done := make(chan error, 1)
+	go func() { _, err := b.ReadFrom(r); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a log never ended")
+	}
+	return b.String()
+}
+
+func waitAgentStatus(ctx context.Context, t *testing.T, c *tfe.Client, id, want string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		a, err := c.Agents.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %s is %s after %s, want %s", id, a.Status, limit, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestAgentRunsPoolWorkspaces: a workspace in agent execution mode runs
+// only on its pool's agents. With no agent its run waits, visibly; a
+// `terrace agent` started later runs its plan and apply (the logs name the
+// agent); an agent killed with SIGKILL mid-apply loses its job within the
+// heartbeat timeout, the workspace unlocks, and what the apply had made
+// is in the current state (the runner uploaded terraform's snapshot); an
+// agent told to stop exits and says so.
+func TestAgentRunsPoolWorkspaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	const heartbeatTimeout = 3 * time.Second
+	p := startProc(t, t.TempDir(), "", "", "--job-heartbeat-timeout", heartbeatTimeout.String())
+	ctx := mustCtx()
+	c := p.Client
+	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("e2e")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("private-app"),
+		ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := uploadConfig(ctx, t, c, ws.ID, slowApplyConfig)
+
+	// No agent yet: the run waits in the queue (the server's own runner,
+	// idle, does not take it) and its events say what it waits for.
+	first := createRun(ctx, t, c, ws.ID, cv.ID, nil)
+	time.Sleep(2 * time.Second)
+	if r, err := c.Runs.Read(ctx, first.ID); err != nil || r.Status != tfe.RunPlanQueued {
+		t.Fatalf("with no agent the run is %v (%v), want plan_queued", r.Status, err)
+	}
+	events, err := c.RunEvents.List(ctx, first.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := false
+	for _, ev := range events.Items {
+		waiting = waiting || (ev.Action == "waiting-for-agent" && strings.Contains(ev.Description, "private"))
+	}
+	if !waiting {
+		t.Fatalf("the queued run's events do not say it waits for an agent of pool private: %+v", events.Items)
+	}
+
+	// An agent starts: it runs the plan and the apply.
+	one := startAgent(t, p, tok.Token, "agent-one")
+	first = waitRun(ctx, t, c, first.ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored, tfe.RunCanceled)
+	if first.Status != tfe.RunApplied {
+		t.Fatalf("the run on the agent ended %s", first.Status)
+	}
+	pr, err := c.Plans.Logs(ctx, first.Plan.ID)
+	planLog := readAll(t, pr, err)
+	ar, err := c.Applies.Logs(ctx, first.Apply.ID)
+	applyLog := readAll(t, ar, err)
+	for name, log := range map[string]string{"plan": planLog, "apply": applyLog} {
+		if !strings.Contains(log, `agent "agent-one"`) {
+			t.Fatalf("the %s log does not name the agent that ran it:\n%s", name, log)
+		}
+	}
+	agents, err := c.Agents.List(ctx, pool.ID, nil)
+	if err != nil || len(agents.Items) != 1 || agents.Items[0].Name != "agent-one" {
+		t.Fatalf("agents of the pool: %+v (%v), want agent-one", agents, err)
+	}
+	oneID := agents.Items[0].ID
+	waitAgentStatus(ctx, t, c, oneID, "idle", 30*time.Second)
+
+	// A slow apply in a workspace without state; the agent dies mid-apply
+	// once the first resource's snapshot reached the server.
+	fresh, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("private-fresh"),
+		ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshCV := uploadConfig(ctx, t, c, fresh.ID, slowApplyConfig)
+	slow := createRun(ctx, t, c, fresh.ID, freshCV.ID, []*tfe.RunVariable{{Key: "sleep", Value: "120"}})
+	waitRun(ctx, t, c, slow.ID, 3*time.Minute, tfe.RunApplying)
+	var snap *tfe.StateVersion
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if snap, err = c.StateVersions.ReadCurrent(ctx, fresh.ID); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no state snapshot reached the server during the apply: %v", err)
+		}
+	}
+	if r, _ := c.Runs.Read(ctx, slow.ID); r == nil || r.Status != tfe.RunApplying {
+		t.Fatalf("the run is no longer applying when its snapshot arrived: %+v", r)
+	}
+	if err := one.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = one.cmd.Process.Wait()
+	killed := time.Now()
+	got := waitRun(ctx, t, c, slow.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled)
+	if got.Status != tfe.RunErrored {
+		t.Fatalf("the run whose agent was killed mid-apply is %s, want errored", got.Status)
+	}
+	t.Logf("the killed agent's run errored %s after the kill (heartbeat timeout %s)", time.Since(killed).Round(100*time.Millisecond), heartbeatTimeout)
+	w, err := c.Workspaces.ReadByID(ctx, fresh.ID)
+	if err != nil || w.Locked {
+		t.Fatalf("the workspace is locked after its run's agent died (%v)", err)
+	}
+	cur, err := c.StateVersions.ReadCurrent(ctx, fresh.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.ID != snap.ID && cur.Serial < snap.Serial {
+		t.Fatalf("the current state %s (serial %d) is older than the snapshot %s (serial %d)", cur.ID, cur.Serial, snap.ID, snap.Serial)
+	}
+	raw, err := c.StateVersions.Download(ctx, cur.DownloadURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"terraform_data"`)) || !bytes.Contains(raw, []byte(`"name": "app"`)) {
+		t.Fatalf("the current state does not hold the resource the killed apply created:\n%s", raw)
+	}
+	waitAgentStatus(ctx, t, c, oneID, "unknown", time.Minute)
+
+	// The next run of the workspace sees what the killed one made: a new
+	// agent plans no new terraform_data.app.
+	two := startAgent(t, p, tok.Token, "agent-two")
+	next := createRun(ctx, t, c, fresh.ID, freshCV.ID, nil)
+	next = waitRun(ctx, t, c, next.ID, 3*time.Minute, tfe.RunApplied, tfe.RunPlannedAndFinished, tfe.RunErrored, tfe.RunCanceled)
+	if next.Status != tfe.RunApplied && next.Status != tfe.RunPlannedAndFinished {
+		t.Fatalf("the run after the kill ended %s", next.Status)
+	}
+	if pl, err := c.Plans.Read(ctx, next.Plan.ID); err != nil || pl.ResourceAdditions != 0 {
+		t.Fatalf("the run after the kill plans to add %d resources (%v): it did not see the snapshot", pl.ResourceAdditions, err)
+	}
+
+	// SIGTERM: the idle agent takes no new job, exits and says so.
+	agents, err = c.Agents.List(ctx, pool.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoID := ""
+	for _, a := range agents.Items {
+		if a.Name == "agent-two" {
+			twoID = a.ID
+		}
+	}
+	if err := two.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := two.cmd.Wait(); err != nil {
+		t.Fatalf("the agent did not exit cleanly on SIGTERM: %v", err)
+	}
+	waitAgentStatus(ctx, t, c, twoID, "exited", 10*time.Second)
+}

@@ -1,0 +1,111 @@
+package jobapi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/runner"
+)
+
+// AgentConfig configures `terrace agent`.
+type AgentConfig struct {
+	// Address is the server's URL (https://host:port).
+	Address string
+	// Token is an agent token of the pool the agent serves.
+	Token string
+	// Name is shown in the agents API and in every log the agent writes.
+	// Defaults to the host name.
+	Name string
+	// CAFile, when set, is the CA that signed the server's certificate
+	// (for the agent's calls and for terraform's).
+	CAFile string
+	// Runner configures job execution (engines, scratch and cache
+	// folders, CLI config, concurrency: 1 unless set).
+	Runner runner.Config
+	Logger *slog.Logger
+}
+
+// RunAgent registers an agent and runs jobs until ctx ends; then it
+// drains (finishes the jobs it runs, takes no new one), reports itself
+// exited and returns. It needs no inbound connection: every call goes
+// from the agent to the server.
+func RunAgent(ctx context.Context, cfg AgentConfig) (err error) {
+	if cfg.Address == "" || cfg.Token == "" {
+		return errors.New("an agent needs the server's address and an agent token")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Name == "" {
+		cfg.Name, _ = os.Hostname()
+	}
+	httpc, err := agentHTTP(cfg.CAFile)
+	if err != nil {
+		return err
+	}
+	heartbeat := cmpDur(cfg.Runner.Heartbeat, 5*time.Second)
+	c := &Client{BaseURL: strings.TrimSuffix(cfg.Address, "/"), HTTP: httpc, Token: cfg.Token,
+		ClaimWait: 25 * time.Second, HeartbeatWait: heartbeat, CAFile: cfg.CAFile}
+	reg, err := c.Register(ctx, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("registering with %s: %w", cfg.Address, err)
+	}
+	log := cfg.Logger.With("agent", reg.ID, "name", cfg.Name, "pool", reg.Pool)
+	log.Info("agent registered; waiting for jobs")
+	rc := cfg.Runner
+	rc.ID = reg.ID
+	if rc.Concurrency <= 0 {
+		rc.Concurrency = 1
+	}
+	rc.Describe = fmt.Sprintf("Executed by agent %q (%s) of agent pool %s", cfg.Name, reg.ID, reg.Pool)
+	rc.Logger = log
+	r := runner.New(c, rc)
+	// Jobs run on a context that the stop signal does not cancel: a
+	// draining agent finishes what it started.
+	r.Start(context.WithoutCancel(ctx))
+	<-ctx.Done()
+	log.Info("stopping: finishing the running jobs, taking no new one", "running", r.Busy())
+	r.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := c.SetStatus(sctx, "exited"); serr != nil {
+		log.Warn("reporting the agent's exit", "error", serr)
+	}
+	log.Info("agent exited")
+	return nil
+}
+
+func cmpDur(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// agentHTTP is the agent's HTTPS client: the system roots plus caFile.
+func agentHTTP(caFile string) (*http.Client, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the CA file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("the CA file %s holds no PEM certificate", caFile)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr}, nil
+}

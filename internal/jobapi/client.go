@@ -1,0 +1,213 @@
+package jobapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runner"
+)
+
+// Client is a runner's side of the job protocol: runner.API over HTTP.
+type Client struct {
+	// BaseURL is the server's address (https://host:port).
+	BaseURL string
+	// HTTP sends the calls: a TLS client for an agent, InProcess for the
+	// server's own runner.
+	HTTP *http.Client
+	// Token is the agent token (empty in-process).
+	Token string
+	// RunnerID is the lease holder ID: the agent ID for an agent.
+	RunnerID string
+	// Queue is the job queue to claim from ("" for runs).
+	Queue string
+	// ClaimWait and HeartbeatWait are the long-polls' lengths.
+	ClaimWait, HeartbeatWait time.Duration
+	// CAFile, when set, is given to terraform (SSL_CERT_FILE) to reach
+	// the server: the runner's own copy of the server's CA.
+	CAFile string
+}
+
+var _ runner.API = (*Client)(nil)
+
+// Error is a refusal from the server.
+type Error struct {
+	Status int
+	Detail string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Detail) }
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, body)
+	if err != nil {
+		return 0, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	req.Header.Set(RunnerHeader, c.RunnerID)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var doc struct {
+			Errors []struct {
+				Title, Detail string
+			} `json:"errors"`
+		}
+		detail := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &doc) == nil && len(doc.Errors) > 0 {
+			detail = doc.Errors[0].Detail
+			if detail == "" {
+				detail = doc.Errors[0].Title
+			}
+		}
+		return resp.StatusCode, &Error{Status: resp.StatusCode, Detail: detail}
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decoding the answer to %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func (c *Client) call(ctx context.Context, method, path string, in, out any) (int, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, err
+		}
+		body = bytes.NewReader(b)
+	}
+	return c.do(ctx, method, path, body, "application/json", out)
+}
+
+// Register registers an agent of the token's pool; the returned ID
+// becomes the client's RunnerID.
+func (c *Client) Register(ctx context.Context, name string) (*RegisterResponse, error) {
+	var out RegisterResponse
+	if _, err := c.call(ctx, http.MethodPost, "/api/agent/register", RegisterRequest{Name: name}, &out); err != nil {
+		return nil, err
+	}
+	c.RunnerID = out.ID
+	return &out, nil
+}
+
+// SetStatus reports the agent's status (exited, errored).
+func (c *Client) SetStatus(ctx context.Context, status string) error {
+	_, err := c.call(ctx, http.MethodPost, "/api/agent/status", StatusRequest{Status: status}, nil)
+	return err
+}
+
+// Claim long-polls for a job; nil when none came within ClaimWait.
+func (c *Client) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
+	var out Job
+	code, err := c.call(ctx, http.MethodPost, "/api/agent/claim", ClaimRequest{WaitMS: c.ClaimWait.Milliseconds(), Queue: c.Queue}, &out)
+	if err != nil || code == http.StatusNoContent {
+		return nil, err
+	}
+	return &run.Job{ID: out.ID, RunID: out.RunID, Phase: out.Phase, Run: out.Run}, nil
+}
+
+// Heartbeat extends the lease, waiting up to HeartbeatWait for a signal.
+func (c *Client) Heartbeat(ctx context.Context, jobID, runnerID string) (string, error) {
+	var out HeartbeatResponse
+	_, err := c.call(ctx, http.MethodPost, "/api/agent/jobs/"+jobID+"/heartbeat", HeartbeatRequest{WaitMS: c.HeartbeatWait.Milliseconds()}, &out)
+	return out.Signal, err
+}
+
+// Inputs fetches what the job needs.
+func (c *Client) Inputs(ctx context.Context, job *run.Job) (*runner.Inputs, error) {
+	var in runner.Inputs
+	if _, err := c.call(ctx, http.MethodGet, "/api/agent/jobs/"+job.ID+"/inputs", nil, &in); err != nil {
+		return nil, err
+	}
+	in.CAFile = c.CAFile
+	return &in, nil
+}
+
+// AppendLog sends a chunk of a phase's log.
+func (c *Client) AppendLog(ctx context.Context, jobID, logID string, data []byte) error {
+	_, err := c.do(ctx, http.MethodPost, "/api/agent/jobs/"+jobID+"/logs/"+logID, bytes.NewReader(data), "application/octet-stream", nil)
+	return err
+}
+
+// SaveState uploads a state snapshot terraform wrote during an apply.
+func (c *Client) SaveState(ctx context.Context, jobID string, state []byte) error {
+	_, err := c.do(ctx, http.MethodPut, "/api/agent/jobs/"+jobID+"/state", bytes.NewReader(state), "application/json", nil)
+	return err
+}
+
+// FinishPlan reports a plan; true when the runner applies it at once.
+func (c *Client) FinishPlan(ctx context.Context, jobID, runnerID string, res run.PlanResult) (bool, error) {
+	var out PlanResponse
+	_, err := c.call(ctx, http.MethodPost, "/api/agent/jobs/"+jobID+"/plan", res, &out)
+	return out.Continue, err
+}
+
+// FinishApply reports an apply (with the final state).
+func (c *Client) FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error {
+	_, err := c.call(ctx, http.MethodPost, "/api/agent/jobs/"+jobID+"/apply", res, nil)
+	return err
+}
+
+// InProcess is an http.Client whose calls go straight to h, as the
+// server's own runner: no network, no token, the same handler an agent
+// reaches over HTTPS.
+func InProcess(h http.Handler) *http.Client {
+	return &http.Client{Transport: inProcess{h}}
+}
+
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := auth.WithPrincipal(req.Context(), &auth.Principal{Kind: auth.KindRunner})
+	if req.Body == nil {
+		req.Body = http.NoBody
+	}
+	rec := &recorder{header: http.Header{}}
+	t.h.ServeHTTP(rec, req.WithContext(ctx))
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return &http.Response{
+		StatusCode: rec.status, Status: http.StatusText(rec.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: rec.header, Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()), Request: req,
+	}, nil
+}
+
+// recorder is the response of an in-process call.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}

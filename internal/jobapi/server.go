@@ -1,0 +1,547 @@
+// Package jobapi is the job protocol: how a runner (the server's own
+// in-process runner, or `terrace agent` on another machine) claims run
+// jobs, heartbeats, streams logs, uploads state and reports results. It is
+// plain HTTP+JSON under /api/agent/, authenticated by agent tokens; the
+// in-process runner speaks it through an in-process transport (no
+// network, the same handler), so there is one runner code path.
+// docs/design/agents.md describes the endpoints and the job lifecycle.
+package jobapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// Prefix is where the job protocol lives (not under /api/v2: it is not
+// part of the TFE API).
+const Prefix = "/api/agent/"
+
+// RunnerHeader names the runner (its lease holder ID) on every call.
+const RunnerHeader = "X-Terrace-Runner"
+
+// Agents is the agent domain as the protocol sees it.
+type Agents interface {
+	// Register records a new agent of a pool and returns its ID.
+	Register(ctx context.Context, poolID, name, address string) (string, error)
+	// AgentPool returns the pool of an agent ("" when it does not exist).
+	AgentPool(ctx context.Context, agentID string) (string, error)
+	// SetStatus records what an agent reports (idle, busy, exited, errored)
+	// and that it is alive.
+	SetStatus(ctx context.Context, agentID, status string) error
+}
+
+// Sources gather what a job needs from the domains that own it.
+type Sources struct {
+	// Archive opens a configuration version's tar.gz.
+	Archive func(ctx context.Context, cvID string) (io.ReadCloser, error)
+	// State returns the workspace's current state (nil when none).
+	State func(ctx context.Context, workspaceID string) ([]byte, error)
+	// Variables returns the variables a run of the workspace gets.
+	Variables func(ctx context.Context, workspaceID, projectID string) ([]runner.Variable, error)
+	// RunToken mints a token for the run, valid while the run lasts.
+	RunToken func(ctx context.Context, runID string) (string, error)
+	// SaveState stores a state terraform wrote during the run's apply.
+	SaveState func(ctx context.Context, workspaceID, runID string, state []byte) error
+}
+
+// Options configure the protocol's server side.
+type Options struct {
+	Runs    *run.Service
+	Agents  Agents
+	Sources Sources
+	// Hostname is the server's host[:port] as runs reach it.
+	Hostname string
+	// MaxWait bounds a long-poll (claim, heartbeat). Defaults to 30s.
+	MaxWait time.Duration
+	Logger  *slog.Logger
+}
+
+// Server serves the job protocol.
+type Server struct {
+	o Options
+}
+
+// NewServer returns the protocol's server side.
+func NewServer(o Options) (*Server, error) {
+	if o.Runs == nil || o.Agents == nil || o.Sources.Archive == nil || o.Sources.State == nil || o.Sources.Variables == nil ||
+		o.Sources.RunToken == nil || o.Sources.SaveState == nil {
+		return nil, errors.New("jobapi: runs, agents and every source are required")
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Server{o: o}, nil
+}
+
+// Register adds the protocol's routes to mux. The caller's principal must
+// already be in the request context (auth middleware, or the in-process
+// transport).
+func (s *Server) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/agent/register", s.handle(s.register))
+	mux.HandleFunc("POST /api/agent/status", s.handle(s.status))
+	mux.HandleFunc("POST /api/agent/claim", s.handle(s.claim))
+	mux.HandleFunc("POST /api/agent/jobs/{id}/heartbeat", s.handle(s.heartbeat))
+	mux.HandleFunc("GET /api/agent/jobs/{id}/inputs", s.handle(s.inputs))
+	mux.HandleFunc("POST /api/agent/jobs/{id}/logs/{log}", s.handle(s.appendLog))
+	mux.HandleFunc("PUT /api/agent/jobs/{id}/state", s.handle(s.saveState))
+	mux.HandleFunc("POST /api/agent/jobs/{id}/plan", s.handle(s.finishPlan))
+	mux.HandleFunc("POST /api/agent/jobs/{id}/apply", s.handle(s.finishApply))
+}
+
+func (s *Server) handle(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			tfeapi.Error(w, r, err)
+		}
+	}
+}
+
+// maxBody bounds what a runner may send in one call (a state or a plan
+// with its JSON); log chunks are far smaller.
+const maxBody = 512 << 20
+
+func decode(r *http.Request, v any) error {
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {
+		return core.Invalid("the request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+func respond(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// runnerOf returns the runner ID of a call, checked against the caller:
+// an agent token acts only as an agent of its own pool.
+func (s *Server) runnerOf(r *http.Request) (string, error) {
+	id := r.Header.Get(RunnerHeader)
+	if id == "" {
+		return "", core.Invalid("the %s header is required", RunnerHeader)
+	}
+	p := auth.FromContext(r.Context())
+	if p != nil && p.Kind == auth.KindAgent {
+		pool, err := s.o.Agents.AgentPool(r.Context(), id)
+		if err != nil {
+			return "", err
+		}
+		if pool != p.AgentPoolID {
+			return "", core.NotFound("agent %s not found", id)
+		}
+	}
+	return id, nil
+}
+
+// poolOf is the agent pool whose jobs the caller may claim.
+func poolOf(ctx context.Context) (string, error) {
+	p := auth.FromContext(ctx)
+	if p == nil {
+		return "", core.Unauthorized("this request needs an agent token in the Authorization header")
+	}
+	switch p.Kind {
+	case auth.KindAgent:
+		return p.AgentPoolID, authz.Allows(ctx, authz.AgentJobs, authz.Resource{Organization: p.Organization, AgentPoolID: p.AgentPoolID})
+	case auth.KindRunner:
+		return "", authz.Allows(ctx, authz.AgentJobs, authz.Resource{})
+	}
+	return "", authz.Allows(ctx, authz.AgentJobs, authz.Resource{Organization: p.Organization})
+}
+
+// job loads a job and checks that the caller may act on it and holds it.
+func (s *Server) job(r *http.Request) (*run.JobInfo, string, error) {
+	ctx := r.Context()
+	j, err := s.o.Runs.JobInfo(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, "", err
+	}
+	p := auth.FromContext(ctx)
+	org := ""
+	if p != nil {
+		org = p.Organization
+	}
+	if err := authz.Allows(ctx, authz.AgentJobs, authz.Resource{Organization: org, AgentPoolID: j.Pool}); err != nil {
+		return nil, "", err
+	}
+	runnerID, err := s.runnerOf(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if j.RunnerID != runnerID || j.Status != "running" {
+		return nil, "", core.Conflict("job %s is not held by runner %s", j.ID, runnerID)
+	}
+	return j, runnerID, nil
+}
+
+// RegisterRequest registers an agent.
+type RegisterRequest struct {
+	Name string `json:"name"`
+}
+
+// RegisterResponse names the new agent: its ID is its runner ID.
+type RegisterResponse struct {
+	ID   string `json:"id"`
+	Pool string `json:"pool"`
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	p := auth.FromContext(ctx)
+	if p == nil || p.Kind != auth.KindAgent {
+		return core.Forbidden("only agent tokens register agents")
+	}
+	pool, err := poolOf(ctx)
+	if err != nil {
+		return err
+	}
+	var req RegisterRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	id, err := s.o.Agents.Register(ctx, pool, req.Name, clientAddress(r))
+	if err != nil {
+		return err
+	}
+	respond(w, http.StatusCreated, RegisterResponse{ID: id, Pool: pool})
+	return nil
+}
+
+func clientAddress(r *http.Request) string {
+	host := r.RemoteAddr
+	for i := len(host) - 1; i >= 0; i-- {
+		if host[i] == ':' {
+			return host[:i]
+		}
+	}
+	return host
+}
+
+// StatusRequest is an agent's report of its own status.
+type StatusRequest struct {
+	Status string `json:"status"` // idle, busy, exited, errored
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	p := auth.FromContext(ctx)
+	if p == nil || p.Kind != auth.KindAgent {
+		w.WriteHeader(http.StatusNoContent) // the in-process runner has no agent record
+		return nil
+	}
+	id, err := s.runnerOf(r)
+	if err != nil {
+		return err
+	}
+	var req StatusRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := s.o.Agents.SetStatus(ctx, id, req.Status); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ClaimRequest asks for a job, waiting up to WaitMS for one.
+type ClaimRequest struct {
+	WaitMS int64 `json:"wait_ms"`
+	// Queue is the job queue ("runs" unless the server's assessment
+	// runner asks for "assessments").
+	Queue string `json:"queue,omitempty"`
+}
+
+// Job is a claimed job on the wire.
+type Job struct {
+	ID    string   `json:"id"`
+	RunID string   `json:"run_id"`
+	Phase string   `json:"phase"`
+	Run   *run.Run `json:"run"`
+}
+
+func (s *Server) wait(ms int64) time.Duration {
+	d := time.Duration(ms) * time.Millisecond
+	if d < 0 {
+		d = 0
+	}
+	return min(d, s.o.MaxWait)
+}
+
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	pool, err := poolOf(ctx)
+	if err != nil {
+		return err
+	}
+	runnerID, err := s.runnerOf(r)
+	if err != nil {
+		return err
+	}
+	var req ClaimRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	queue := run.QueueRuns
+	if req.Queue != "" && req.Queue != string(run.QueueRuns) {
+		if p := auth.FromContext(ctx); p.Kind != auth.KindRunner || req.Queue != string(run.QueueAssessments) {
+			return core.Invalid("queue %q is not a queue this runner may claim from", req.Queue)
+		}
+		queue = run.QueueAssessments
+	}
+	agent := auth.FromContext(ctx).Kind == auth.KindAgent
+	deadline := time.NewTimer(s.wait(req.WaitMS))
+	defer deadline.Stop()
+	for {
+		queued := s.o.Runs.Queued()
+		job, err := s.o.Runs.ClaimPool(ctx, runnerID, queue, pool)
+		if err != nil {
+			return err
+		}
+		if job != nil {
+			if agent {
+				if err := s.o.Agents.SetStatus(ctx, runnerID, "busy"); err != nil {
+					s.o.Logger.Warn("recording an agent's status", "agent", runnerID, "error", err)
+				}
+			}
+			respond(w, http.StatusOK, Job{ID: job.ID, RunID: job.RunID, Phase: job.Phase, Run: job.Run})
+			return nil
+		}
+		if agent {
+			if err := s.o.Agents.SetStatus(ctx, runnerID, "idle"); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-queued:
+		case <-deadline.C:
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		case <-ctx.Done():
+			return nil // the runner stopped waiting (it drains or stops)
+		}
+	}
+}
+
+// HeartbeatRequest extends a job's lease and waits up to WaitMS for a
+// cancel signal.
+type HeartbeatRequest struct {
+	WaitMS int64 `json:"wait_ms"`
+}
+
+// HeartbeatResponse carries a signal for the job: "", "cancel" or "force".
+type HeartbeatResponse struct {
+	Signal string `json:"signal"`
+}
+
+func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	var req HeartbeatRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	j, runnerID, err := s.job(r)
+	if k := core.KindOf(err); k == core.KindNotFound || k == core.KindConflict {
+		// Force-canceled, reaped or taken over: the runner must stop.
+		respond(w, http.StatusOK, HeartbeatResponse{Signal: "force"})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sig, err := s.o.Runs.Heartbeat(ctx, j.ID, runnerID)
+	if err != nil {
+		return err
+	}
+	if sig == "" {
+		// Wait no longer than a third of the lease, which this call has
+		// just extended.
+		sig = s.o.Runs.WaitSignal(ctx, j.RunID, min(s.wait(req.WaitMS), s.o.Runs.LeaseTTL/3))
+	}
+	if p := auth.FromContext(ctx); p.Kind == auth.KindAgent {
+		if err := s.o.Agents.SetStatus(ctx, runnerID, "busy"); err != nil {
+			s.o.Logger.Warn("recording an agent's status", "agent", runnerID, "error", err)
+		}
+	}
+	respond(w, http.StatusOK, HeartbeatResponse{Signal: sig})
+	return nil
+}
+
+func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	j, _, err := s.job(r)
+	if err != nil {
+		return err
+	}
+	rn, err := s.o.Runs.System(ctx, j.RunID)
+	if err != nil {
+		return err
+	}
+	in, err := s.gather(ctx, rn, j.Phase)
+	if err != nil {
+		return err
+	}
+	respond(w, http.StatusOK, in)
+	return nil
+}
+
+// gather collects what a job needs. The run token it mints lives as long
+// as the run: auth refuses run tokens of finished runs.
+func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.Inputs, error) {
+	ws, err := s.o.Runs.Workspaces.System(ctx, r.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	in := &runner.Inputs{Workspace: ws, Hostname: s.o.Hostname}
+	if s.o.Runs.Stages != nil && phase == "plan" {
+		if in.KeepPlan, err = s.o.Runs.Stages.Has(ctx, r.ID, run.StagePostPlan, run.StagePreApply); err != nil {
+			return nil, err
+		}
+	}
+	rc, err := s.o.Sources.Archive(ctx, r.ConfigurationVersionID)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration version %s: %w", r.ConfigurationVersionID, err)
+	}
+	in.Archive, err = io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	if in.State, err = s.o.Sources.State(ctx, r.WorkspaceID); err != nil {
+		return nil, fmt.Errorf("reading the current state: %w", err)
+	}
+	if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, ws.ProjectID); err != nil {
+		return nil, fmt.Errorf("reading variables: %w", err)
+	}
+	if in.Token, err = s.o.Sources.RunToken(ctx, r.ID); err != nil {
+		return nil, err
+	}
+	if phase == "apply" {
+		if in.PlanFile, err = s.o.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {
+			return nil, fmt.Errorf("reading the saved plan: %w", err)
+		}
+		if lock, err := s.o.Runs.PlanBlob(ctx, r.Plan.ID, "lock"); err == nil {
+			in.LockFile = lock
+		}
+	}
+	return in, nil
+}
+
+func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	j, _, err := s.job(r)
+	if err != nil {
+		return err
+	}
+	rn, err := s.o.Runs.System(ctx, j.RunID)
+	if err != nil {
+		return err
+	}
+	logID := r.PathValue("log")
+	if logID != rn.Plan.ID && logID != rn.Apply.ID {
+		return core.NotFound("log %s is not a log of job %s", logID, j.ID)
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if err := s.o.Runs.AppendLog(ctx, logID, data); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// saveState stores a state snapshot terraform wrote during an apply.
+func (s *Server) saveState(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	j, _, err := s.job(r)
+	if err != nil {
+		return err
+	}
+	if j.Phase != "apply" {
+		return core.Conflict("job %s is not applying: only an apply writes state", j.ID)
+	}
+	rn, err := s.o.Runs.System(ctx, j.RunID)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return err
+	}
+	if err := s.o.Sources.SaveState(ctx, rn.WorkspaceID, rn.ID, data); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// PlanResponse says whether the runner applies the plan it holds at once.
+type PlanResponse struct {
+	Continue bool `json:"continue"`
+}
+
+func (s *Server) finishPlan(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	var res run.PlanResult
+	if err := decode(r, &res); err != nil {
+		return err
+	}
+	j, runnerID, err := s.job(r)
+	if core.KindOf(err) == core.KindNotFound {
+		respond(w, http.StatusOK, PlanResponse{}) // force-canceled meanwhile: nothing to record
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	cont, err := s.o.Runs.FinishPlan(ctx, j.ID, runnerID, res)
+	if err != nil {
+		return err
+	}
+	respond(w, http.StatusOK, PlanResponse{Continue: cont})
+	return nil
+}
+
+func (s *Server) finishApply(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	var res run.ApplyResult
+	if err := decode(r, &res); err != nil {
+		return err
+	}
+	j, runnerID, err := s.job(r)
+	if core.KindOf(err) == core.KindNotFound {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.o.Runs.FinishApply(ctx, j.ID, runnerID, res, stateSink(s.o.Sources.SaveState)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type stateSink func(ctx context.Context, workspaceID, runID string, state []byte) error
+
+func (f stateSink) CreateFromRun(ctx context.Context, workspaceID, runID string, state []byte) error {
+	return f(ctx, workspaceID, runID, state)
+}

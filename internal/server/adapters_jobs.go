@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/jobapi"
+	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/state"
+	"github.com/terracehq/terrace/internal/workspace"
+)
+
+// wireJobs builds the job protocol (internal/jobapi) that the in-process
+// runner and `terrace agent` share, and connects agent pools to tokens,
+// workspaces and projects.
+func (s *Server) wireJobs() error {
+	s.AgentPools.Auth = s.Auth
+	s.AgentPools.Lookup = poolLookup{s.Workspaces, s.Projects}
+	s.AgentPools.HeartbeatTimeout = s.cfg.JobHeartbeatTimeout
+	s.Auth.SetAgentPoolResolver(s.AgentPools)
+	jobs, err := jobapi.NewServer(jobapi.Options{
+		Runs: s.Runs, Agents: s.AgentPools, Hostname: s.Hostname, Logger: s.logger.With("component", "jobs"),
+		Sources: jobapi.Sources{
+			Archive: func(ctx context.Context, cvID string) (io.ReadCloser, error) {
+				rc, _, err := s.ConfigVersions.OpenArchiveUnchecked(ctx, cvID)
+				return rc, err
+			},
+			State: func(ctx context.Context, workspaceID string) ([]byte, error) {
+				_, raw, err := s.States.CurrentState(ctx, workspaceID)
+				if core.KindOf(err) == core.KindNotFound {
+					return nil, nil
+				}
+				return raw, err
+			},
+			Variables: func(ctx context.Context, workspaceID, projectID string) ([]runner.Variable, error) {
+				vars, err := s.Variables.EffectiveVariables(ctx, workspaceID, projectID)
+				if err != nil {
+					return nil, err
+				}
+				out := make([]runner.Variable, 0, len(vars))
+				for _, v := range vars {
+					out = append(out, runner.Variable{Key: v.Key, Value: v.Value, Category: string(v.Category), HCL: v.HCL, Sensitive: v.Sensitive})
+				}
+				return out, nil
+			},
+			RunToken: func(ctx context.Context, runID string) (string, error) {
+				exp := core.Now().Add(24 * time.Hour)
+				_, tok, err := s.Auth.CreateToken(ctx, s.DB, auth.NewToken{Kind: auth.KindRun, Subject: runID, Description: "run token", ExpiredAt: &exp})
+				return tok, err
+			},
+			SaveState: func(ctx context.Context, workspaceID, runID string, raw []byte) error {
+				_, err := s.States.CreateFromRun(ctx, workspaceID, runID, raw)
+				return err
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", http.NotFound)
+	jobs.Register(mux)
+	s.jobHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), s.Authz)))
+	})
+	return nil
+}
+
+// inProcessJobs is the job protocol client of an in-process runner: the
+// same calls an agent makes over HTTPS, sent straight to the handler.
+func (s *Server) inProcessJobs(runnerID string, queue run.Queue) *jobapi.Client {
+	q := ""
+	if queue != run.QueueRuns {
+		q = string(queue)
+	}
+	return &jobapi.Client{
+		BaseURL: "http://in-process", HTTP: jobapi.InProcess(s.jobHandler), RunnerID: runnerID, Queue: q,
+		ClaimWait: 30 * time.Second, HeartbeatWait: 5 * time.Second, CAFile: s.CAFile,
+	}
+}
+
+// poolLookup shows workspaces and projects to the agent pool domain.
+type poolLookup struct {
+	ws       *workspace.Service
+	projects *project.Service
+}
+
+func (l poolLookup) WorkspaceOrganization(ctx context.Context, id string) (string, error) {
+	w, err := l.ws.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return w.Organization, nil
+}
+
+func (l poolLookup) ProjectOrganization(ctx context.Context, id string) (string, error) {
+	p, err := l.projects.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return p.Organization, nil
+}
+
+func (l poolLookup) WorkspacesOfPool(ctx context.Context, org, poolID string) ([]string, error) {
+	all, err := l.ws.List(ctx, org, workspace.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, w := range all {
+		if _, p := l.ws.EffectiveExecution(ctx, w); p == poolID {
+			out = append(out, w.ID)
+		}
+	}
+	return out, nil
+}
+
+func (l poolLookup) WorkspaceID(ctx context.Context, org, name string) (string, error) {
+	w, err := l.ws.GetByName(ctx, org, name)
+	if err != nil {
+		return "", err
+	}
+	return w.ID, nil
+}
+
+func (l poolLookup) ProjectID(ctx context.Context, org, name string) (string, error) {
+	ps, err := l.projects.List(ctx, org, project.ListOptions{Names: []string{name}})
+	if err != nil {
+		return "", err
+	}
+	if len(ps) == 0 {
+		return "", core.NotFound("project %q not found", name)
+	}
+	return ps[0].ID, nil
+}
+
+// System reads a workspace without a caller, for state versions written
+// by a run's job (state.Service.CreateFromRun).
+func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspace, error) {
+	w, err := a.ws.System(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return toStateWorkspace(w), nil
+}
