@@ -344,6 +344,7 @@ func (s *Service) Advance(ctx context.Context) {
 			s.logger.Error("advancing deployment run", "run", r.ID, "error", err)
 		}
 	}
+	s.releaseAbandoned(ctx)
 }
 
 func (s *Service) advance(ctx context.Context, r *DeploymentRun) error {
@@ -536,13 +537,23 @@ func (s *Service) startApply(ctx context.Context, r *DeploymentRun, seq int) err
 	}
 	msg := fmt.Sprintf("Applying the approved plan of stack deployment %s (deployment run %s)", r.Deployment, r.ID)
 	if err := s.exec.Apply(ctx, r.Organization, plan.TFERunID, msg); err != nil {
-		if core.KindOf(err) == core.KindConflict {
-			// The workspace is busy (a plan of another run of this
-			// deployment): try again on the next tick.
-			return nil
+		if core.KindOf(err) != core.KindConflict {
+			return s.fail(ctx, r, nil, fmt.Sprintf("applying the approved plan (run %s): %v", plan.TFERunID, err))
 		}
-		return s.fail(ctx, r, nil, fmt.Sprintf("applying the approved plan (run %s): %v", plan.TFERunID, err))
+		// The workspace is busy (another run on it, or someone locked
+		// it): try again on the next tick, for at most applyWait.
+		if waited, over := s.busyFor(r.ID); over {
+			s.clearBusy(r.ID)
+			// The saved plan will never be applied: discard it too.
+			if _, err := s.db.Exec(ctx, `UPDATE stack_deployment_steps SET release_run = ? WHERE id = ?`, plan.TFERunID, plan.ID); err != nil {
+				return err
+			}
+			return s.fail(ctx, r, nil, fmt.Sprintf("The approved plan (run %s) was not applied: the deployment's workspace stayed busy or locked for %s (%v). "+
+				"Unlock the workspace or let its other run finish, then rerun the deployment.", plan.TFERunID, waited.Round(time.Second), err))
+		}
+		return nil
 	}
+	s.clearBusy(r.ID)
 	now := nowUTC()
 	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: OpApply, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		TFERunID: plan.TFERunID, CreatedAt: now, UpdatedAt: now}
@@ -550,6 +561,27 @@ func (s *Service) startApply(ctx context.Context, r *DeploymentRun, seq int) err
 		return err
 	}
 	return insertStep(ctx, s.db, st)
+}
+
+// busyFor records that run r found its workspace busy and reports how
+// long it has been waiting and whether that is longer than applyWait.
+func (s *Service) busyFor(runID string) (time.Duration, bool) {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	now := time.Now()
+	since, ok := s.busySince[runID]
+	if !ok {
+		s.busySince[runID] = now
+		return 0, false
+	}
+	waited := now.Sub(since)
+	return waited, waited > s.applyWait
+}
+
+func (s *Service) clearBusy(runID string) {
+	s.busyMu.Lock()
+	delete(s.busySince, runID)
+	s.busyMu.Unlock()
 }
 
 // staleMessage explains why an approved plan cannot be applied.
@@ -735,6 +767,7 @@ func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
 
 // finish ends a run and releases the deployment's lock if it held it.
 func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, msg string) error {
+	s.clearBusy(r.ID)
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		from := r.Status
 		if err := transitionRun(r, to); err != nil {
@@ -908,6 +941,13 @@ func abandon(ctx context.Context, q store.Q, r *DeploymentRun) error {
 			if err := saveStep(ctx, q, st); err != nil {
 				return err
 			}
+			if st.TFERunID != "" {
+				// Its saved plan (or a plan still running) must not
+				// linger on the workspace: releaseAbandoned discards it.
+				if _, err := q.Exec(ctx, `UPDATE stack_deployment_steps SET release_run = ? WHERE id = ?`, st.TFERunID, st.ID); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	from := r.Status
@@ -931,7 +971,6 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
-	var running []string
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		r, err := loadRun(ctx, tx, runID, true)
 		if err != nil {
@@ -940,26 +979,56 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 		if r.Status.Final() {
 			return core.Conflict("deployment run %s is %s", r.ID, r.Status)
 		}
-		steps, err := runSteps(ctx, tx, r.ID)
-		if err != nil {
-			return err
-		}
-		for _, st := range steps {
-			if (st.Status == StepRunning || st.Status == StepPendingOperator) && st.TFERunID != "" {
-				running = append(running, st.TFERunID)
-			}
-		}
 		return abandon(ctx, tx, r)
 	})
 	if err != nil {
 		return err
 	}
-	for _, id := range running {
-		if err := s.exec.Cancel(context.WithoutCancel(ctx), r.Organization, id); err != nil {
-			s.logger.Warn("cancelling the run of a cancelled deployment run", "run", id, "error", err)
+	if s.exec != nil {
+		s.releaseAbandoned(context.WithoutCancel(ctx))
+	}
+	s.nudge()
+	return nil
+}
+
+// releaseAbandoned discards the saved plans (and cancels the plans still
+// running) of abandoned steps: a plan dismissed by a newer approval or a
+// cancel must not keep its plan file, nor later take the workspace. Each
+// step is marked in the transaction that abandons it and unmarked once its
+// run has ended, so a failure or a restart only delays the release to the
+// next tick.
+func (s *Service) releaseAbandoned(ctx context.Context) {
+	type pending struct{ stepID, runID, org string }
+	rows, err := store.All(ctx, s.db, func(sc store.Scanner) (pending, error) {
+		var p pending
+		return p, sc.Scan(&p.stepID, &p.runID, &p.org)
+	}, `SELECT t.id, t.release_run, s.organization_name FROM stack_deployment_steps t
+		JOIN stack_deployment_runs r ON r.id = t.stack_deployment_run_id JOIN stacks s ON s.id = r.stack_id WHERE t.release_run <> ''`)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logger.Error("listing abandoned plans", "error", err)
+		}
+		return
+	}
+	for _, p := range rows {
+		// Once the run service has the discard (or the cancel: a runner
+		// stops the plan and the run ends), the step is released.
+		rep, err := s.exec.Status(ctx, p.org, p.runID)
+		if err == nil && !rep.Final {
+			err = s.exec.Cancel(ctx, p.org, p.runID)
+			if core.KindOf(err) == core.KindConflict {
+				// Its status changed meanwhile; look again next tick.
+				continue
+			}
+		}
+		if err != nil && core.KindOf(err) != core.KindNotFound {
+			s.logger.Warn("discarding the plan of an abandoned deployment step", "step", p.stepID, "run", p.runID, "error", err)
+			continue
+		}
+		if _, err := s.db.Exec(ctx, `UPDATE stack_deployment_steps SET release_run = '' WHERE id = ? AND release_run = ?`, p.stepID, p.runID); err != nil {
+			s.logger.Error("recording a released plan", "step", p.stepID, "error", err)
 		}
 	}
-	return nil
 }
 
 // groupStatus derives a deployment group's status from its runs.

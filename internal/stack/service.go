@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -65,7 +66,14 @@ type Options struct {
 	Executor Executor
 	// States reads deployments' states (nil: no stack states).
 	States States
+	// ApplyWait bounds how long an approved plan waits for its busy or
+	// locked workspace before the deployment run fails (DefaultApplyWait
+	// when zero).
+	ApplyWait time.Duration
 }
+
+// DefaultApplyWait is Options.ApplyWait's default.
+const DefaultApplyWait = 10 * time.Minute
 
 // Service manages stacks and their configurations.
 type Service struct {
@@ -78,6 +86,12 @@ type Service struct {
 	maxBytes int64
 	exec     Executor
 	states   States
+	// applyWait bounds an apply's wait for a busy workspace; busySince
+	// (under busyMu) holds when each waiting run first found it busy. It
+	// is memory only: a restart gives a waiting run the full wait again.
+	applyWait time.Duration
+	busyMu    sync.Mutex
+	busySince map[string]time.Time
 	wake     chan struct{}
 }
 
@@ -92,8 +106,11 @@ func NewService(o Options) (*Service, error) {
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = DefaultMaxUploadBytes
 	}
+	if o.ApplyWait <= 0 {
+		o.ApplyWait = DefaultApplyWait
+	}
 	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
-		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1)}, nil
+		exec: o.Executor, states: o.States, wake: make(chan struct{}, 1), applyWait: o.ApplyWait, busySince: map[string]time.Time{}}, nil
 }
 
 // Authorization: every decision asks the one model (internal/authz) with
