@@ -92,7 +92,7 @@ type Service struct {
 	applyWait time.Duration
 	busyMu    sync.Mutex
 	busySince map[string]time.Time
-	wake     chan struct{}
+	wake      chan struct{}
 }
 
 // NewService validates o and returns a service.
