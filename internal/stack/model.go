@@ -93,6 +93,10 @@ type Provider struct {
 	DeclRange hcl.Range
 }
 
+// BuiltinTerraform is the source of the provider built into Terraform
+// (terraform_data); it needs no version.
+const BuiltinTerraform = "terraform.io/builtin/terraform"
+
 // RequiredProvider is one entry of required_providers.
 type RequiredProvider struct {
 	Name    string
