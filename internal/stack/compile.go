@@ -342,7 +342,7 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 	if d.Inputs == nil {
 		return out
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{}, Functions: checkFunctions}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream)}, Functions: checkFunctions}
 	locals := map[string]cty.Value{}
 	// Locals may refer to each other: evaluate in passes until none is new.
 	for pass := 0; pass <= len(w.cfg.DeployLocals); pass++ {
@@ -364,7 +364,7 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 	ctx.Variables["local"] = cty.ObjectVal(locals)
 	for _, tr := range d.Inputs.Variables() {
 		switch tr.RootName() {
-		case "identity_token", "store", "upstream_input":
+		case "identity_token", "store":
 			w.errorf(tr.SourceRange(), "Unsupported input", fmt.Sprintf("%s values cannot be used by deployments yet.", tr.RootName()))
 			return out
 		}

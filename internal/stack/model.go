@@ -43,6 +43,12 @@ type Config struct {
 	IdentityTokens   []*IdentityToken
 	DeployLocals     []*Local
 
+	// Upstream holds the values the stacks named by UpstreamInputs
+	// publish (input name → object of outputs), set by the service
+	// before Compile; deployments' inputs read them as
+	// upstream_input.<name>.<output>.
+	Upstream map[string]cty.Value
+
 	// Sources holds the files read (name → content), for snippets of
 	// diagnostics found later.
 	Sources map[string][]byte

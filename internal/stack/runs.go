@@ -67,6 +67,16 @@ type Executor interface {
 	// Cancel cancels a run that has not finished, or discards a saved
 	// plan that waits.
 	Cancel(ctx context.Context, org, runID string) error
+	// Outputs returns the root outputs of a workspace's current state
+	// (none when it has no state).
+	Outputs(ctx context.Context, org, workspaceID string) (map[string]OutputValue, error)
+}
+
+// OutputValue is a state output in Terraform's JSON: its value and its
+// type in the type syntax.
+type OutputValue struct {
+	Value, Type json.RawMessage
+	Sensitive   bool
 }
 
 // RunRequest is a run to start on a deployment's workspace.
@@ -442,6 +452,9 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
+	if cfg.Upstream, diags = s.upstreamValues(ctx, c.Organization, cfg); diags.HasErrors() {
+		return nil, nil, diags
+	}
 	out, diags := cfg.Compile(deployment)
 	if diags.HasErrors() {
 		return nil, nil, diags
@@ -768,7 +781,7 @@ func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
 // finish ends a run and releases the deployment's lock if it held it.
 func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, msg string) error {
 	s.clearBusy(r.ID)
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		from := r.Status
 		if err := transitionRun(r, to); err != nil {
 			return err
@@ -780,6 +793,13 @@ func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, ms
 		_, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
 		return err
 	})
+	if err == nil && to == RunSucceeded && r.Mode == ModeNormal {
+		// Its outputs may change what the stack publishes.
+		if err := s.publish(ctx, r); err != nil {
+			s.logger.Error("publishing the stack's outputs", "run", r.ID, "error", err)
+		}
+	}
+	return err
 }
 
 // fail ends the step (if any) and the run as failed, with a diagnostic.
