@@ -61,6 +61,9 @@ func (c *Config) Compile(deployment string) (*Compiled, Diagnostics) {
 	for _, r := range c.Removed {
 		w.removed(r)
 	}
+	if d.Import && !d.Destroy {
+		w.imports()
+	}
 	for _, o := range c.Outputs {
 		w.printf("output %q {\n  value = %s\n", o.Name, w.expr(o.Value))
 		if o.Sensitive {

@@ -48,6 +48,10 @@ type Config struct {
 	// before Compile; deployments' inputs read them as
 	// upstream_input.<name>.<output>.
 	Upstream map[string]cty.Value
+	// Imports holds the import blocks lifted out of the components'
+	// modules (liftImports), written into the root module of a deployment
+	// with import = true.
+	Imports []*ImportBlock
 
 	// Sources holds the files read (name → content), for snippets of
 	// diagnostics found later.

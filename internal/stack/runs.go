@@ -29,13 +29,21 @@ const MaxApplies = 4
 const (
 	ModeNormal  = "normal"
 	ModeDestroy = "destroy"
+	// ModeImport: a deployment with import = true (a workspace migrated
+	// into the stack): the import blocks of its components' modules are
+	// active, and its first apply step is an import step.
+	ModeImport = "import"
 )
 
 // Operation types of steps.
 const (
-	OpPlan  = "plan"
-	OpApply = "apply"
+	OpPlan   = "plan"
+	OpApply  = "apply"
+	OpImport = "import" // the first apply of an import-mode run
 )
+
+// applies tells whether a step applies a plan (and needs the state).
+func applies(op string) bool { return op == OpApply || op == OpImport }
 
 // Executor runs Terraform for deployments through the platform's own
 // workspaces, configuration versions and runs (so the job queue, runners,
@@ -274,8 +282,11 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 	now := nowUTC()
 	for _, d := range cfg.Deployments {
 		mode := ModeNormal
-		if d.Destroy || c.DestroyAll {
+		switch {
+		case d.Destroy || c.DestroyAll:
 			mode = ModeDestroy
+		case d.Import:
+			mode = ModeImport
 		}
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: c.ID, Deployment: d.Name, GroupID: groups[d.Group],
 			Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
@@ -455,6 +466,15 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 	if cfg.Upstream, diags = s.upstreamValues(ctx, c.Organization, cfg); diags.HasErrors() {
 		return nil, nil, diags
 	}
+	// Import blocks of the components' modules move to the root module
+	// (for a deployment in import mode) or go.
+	imports, idiags := liftImports(root, cfg)
+	if d := cfg.Deployment(deployment); d != nil && d.Import && !d.Destroy {
+		if idiags.HasErrors() {
+			return nil, nil, idiags
+		}
+		cfg.Imports = imports
+	}
 	out, diags := cfg.Compile(deployment)
 	if diags.HasErrors() {
 		return nil, nil, diags
@@ -568,7 +588,11 @@ func (s *Service) startApply(ctx context.Context, r *DeploymentRun, seq int) err
 	}
 	s.clearBusy(r.ID)
 	now := nowUTC()
-	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: OpApply, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
+	op := OpApply
+	if r.Mode == ModeImport && r.Applies == 0 {
+		op = OpImport
+	}
+	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		TFERunID: plan.TFERunID, CreatedAt: now, UpdatedAt: now}
 	if err := transitionStep(st, StepRunning); err != nil {
 		return err
@@ -631,7 +655,7 @@ func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 		return s.fail(ctx, r, st, msg)
 	}
 	st.Changes = rep.Changes
-	if st.Operation == OpApply {
+	if applies(st.Operation) {
 		if err := transitionStep(st, StepCompleted); err != nil {
 			return err
 		}
@@ -735,11 +759,7 @@ func (s *Service) autoApproved(ctx context.Context, r *DeploymentRun, st *Step) 
 	if d := cfg.Deployment(r.Deployment); d != nil {
 		group = d.Group
 	}
-	mode := ModeNormal
-	if r.Mode == ModeDestroy {
-		mode = "destroy"
-	}
-	a, d := cfg.AutoApprove(group, PlanContext{Operation: "plan", Success: true, Mode: mode, Applyable: true, Changes: st.Changes,
+	a, d := cfg.AutoApprove(group, PlanContext{Operation: "plan", Success: true, Mode: r.Mode, Applyable: true, Changes: st.Changes,
 		Replans: r.Applies, Deployment: r.Deployment})
 	if len(d) > 0 {
 		if err := s.recordDiagnostics(ctx, r.ConfigurationID, d); err != nil {
@@ -1120,7 +1140,7 @@ func (s *Service) StepArtifact(ctx context.Context, stepID, name string) ([]byte
 	switch name {
 	case ArtifactPlanDescription, ArtifactPlanDebugLog:
 	case ArtifactApplyDescription, ArtifactApplyDebugLog:
-		if st.Operation != OpApply {
+		if !applies(st.Operation) {
 			return nil, core.NotFound("step %s is a %s step: it has no %s", st.ID, st.Operation, name)
 		}
 	case "":
