@@ -64,31 +64,29 @@ func writeInputs(t *testing.T, dir string, vars map[string]string) {
 	}
 }
 
-// TestCompileRunsWithTerraform compiles one deployment of a two-component
-// stack (app reads network's output) and applies it with the real
-// terraform binary: the outputs flow between the components, a second
-// plan is empty, and removing a component destroys its resources.
-func TestCompileRunsWithTerraform(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs terraform")
-	}
+// compileFixture copies a fixture folder and compiles one deployment of it.
+func compileFixture(t *testing.T, fixture, deployment string) (string, *Compiled) {
+	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Skip("terraform is not on PATH")
+		t.Fatal("terraform is not on PATH: this test runs the generated configuration with it")
 	}
-	t.Parallel()
 	dir := t.TempDir()
-	copyTree(t, "testdata/tfdata", dir)
+	copyTree(t, fixture, dir)
 	cfg, diags := ParseFS(os.DirFS(dir))
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
-	out, diags := cfg.Compile("staging")
+	out, diags := cfg.Compile(deployment)
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
-	if got := out.Variables; len(got) != 2 || got["prefix"] != `"acme-staging"` || got["replicas"] != "2" {
-		t.Fatalf("variables = %v", got)
-	}
+	return dir, out
+}
+
+// initAndApply writes the generated module and the inputs into dir and
+// applies them with terraform.
+func initAndApply(t *testing.T, dir string, out *Compiled) {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, GeneratedFile), out.File, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +97,22 @@ func TestCompileRunsWithTerraform(t *testing.T) {
 	if text, code := terraform(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
 		t.Fatalf("apply:\n%s\n%s", text, out.File)
 	}
+}
+
+// TestCompileRunsWithTerraform compiles one deployment of a two-component
+// stack (app reads network's output) and applies it with the real
+// terraform binary: the outputs flow between the components, a second
+// plan is empty, and removing a component destroys its resources.
+func TestCompileRunsWithTerraform(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	dir, out := compileFixture(t, "testdata/tfdata", "staging")
+	if got := out.Variables; len(got) != 2 || got["prefix"] != `"acme-staging"` || got["replicas"] != "2" {
+		t.Fatalf("variables = %v", got)
+	}
+	initAndApply(t, dir, out)
 	text, _ := terraform(t, dir, "output", "-json", "app_ids")
 	var ids []string
 	if err := json.Unmarshal([]byte(text), &ids); err != nil || strings.Join(ids, " ") != "acme-staging-net/app-0 acme-staging-net/app-1" {
@@ -115,7 +129,7 @@ func TestCompileRunsWithTerraform(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "components.tfcomponent.hcl"), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags = ParseFS(os.DirFS(dir))
+	cfg, diags := ParseFS(os.DirFS(dir))
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
@@ -143,20 +157,8 @@ func TestCompileProviderForEach(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
 	}
-	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Fatal("terraform is not on PATH: this test runs the generated configuration with it")
-	}
 	t.Parallel()
-	dir := t.TempDir()
-	copyTree(t, "testdata/regions", dir)
-	cfg, diags := ParseFS(os.DirFS(dir))
-	if diags.HasErrors() {
-		t.Fatal(diags.Err())
-	}
-	out, diags := cfg.Compile("global")
-	if diags.HasErrors() {
-		t.Fatal(diags.Err())
-	}
+	dir, out := compileFixture(t, "testdata/regions", "global")
 	for _, want := range []string{
 		`alias = "region__eu-west-1"`, `alias = "region__us-east-1"`,
 		`module "site__eu-west-1"`, `terraform = terraform.region__eu-west-1`, `region = "eu-west-1"`, `zones  = 2`,
@@ -166,16 +168,7 @@ func TestCompileProviderForEach(t *testing.T) {
 			t.Errorf("generated file lacks %q:\n%s", want, out.File)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, GeneratedFile), out.File, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	writeInputs(t, dir, out.Variables)
-	if text, code := terraform(t, dir, "init", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("init:\n%s\n%s", text, out.File)
-	}
-	if text, code := terraform(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
-		t.Fatalf("apply:\n%s\n%s", text, out.File)
-	}
+	initAndApply(t, dir, out)
 	text, _ := terraform(t, dir, "output", "-json", "sites")
 	var sites map[string]string
 	if err := json.Unmarshal([]byte(text), &sites); err != nil || sites["us-east-1"] != "us-east-1/3" || sites["eu-west-1"] != "eu-west-1/2" || len(sites) != 2 {
@@ -241,7 +234,7 @@ component "z" {
   providers = { terraform = provider.terraform.r["b"] }
 }
 `)...)
-	cfg, diags = Parse(bad)
+	cfg, diags := Parse(bad)
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}

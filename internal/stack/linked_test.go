@@ -46,38 +46,25 @@ func TestLinkedStacks(t *testing.T) {
 			t.Errorf("diagnostics = %s, want the missing upstream value named with its file and line", d)
 		}
 
-		// The upstream publishes: the reader deploys with the value.
+		// The upstream publishes, then changes the value: each time the
+		// reader gets a configuration of its own and deploys with it.
 		netDir := copyDir(t, "testdata/linked/net")
-		n1, err := c.StackConfigurations.CreateAndUpload(ctx, net.ID, netDir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := waitRun(t, c, groupRun(t, c, n1.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
-			t.Fatalf("net = %s: %s", r.Status, diagnostics(t, c, n1.ID))
-		}
-		a2 := waitConfigurations(t, c, app.ID, 2)
-		if r := waitRun(t, c, groupRun(t, c, a2.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
-			t.Fatalf("the reader after the upstream published = %s: %s", r.Status, diagnostics(t, c, a2.ID))
-		}
-		if got := outputs(t, c, org.Name, "stack-"+app.ID+"-prod")["app"]; got != "app-on-v1-net" {
-			t.Errorf("app output = %v", got)
-		}
-
-		// The published value changes: the reader follows.
-		rewrite(t, filepath.Join(netDir, "deployments.tfdeploy.hcl"), `name = "v1"`, `name = "v2"`)
-		n2, err := c.StackConfigurations.CreateAndUpload(ctx, net.ID, netDir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := waitRun(t, c, groupRun(t, c, n2.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
-			t.Fatalf("net v2 = %s: %s", r.Status, diagnostics(t, c, n2.ID))
-		}
-		a3 := waitConfigurations(t, c, app.ID, 3)
-		if r := waitRun(t, c, groupRun(t, c, a3.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
-			t.Fatalf("the reader after the value changed = %s: %s", r.Status, diagnostics(t, c, a3.ID))
-		}
-		if got := outputs(t, c, org.Name, "stack-"+app.ID+"-prod")["app"]; got != "app-on-v2-net" {
-			t.Errorf("app output = %v", got)
+		for i, version := range []string{"v1", "v2"} {
+			rewrite(t, filepath.Join(netDir, "deployments.tfdeploy.hcl"), `name = "v1"`, `name = "`+version+`"`)
+			n, err := c.StackConfigurations.CreateAndUpload(ctx, net.ID, netDir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := waitRun(t, c, groupRun(t, c, n.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
+				t.Fatalf("net %s = %s: %s", version, r.Status, diagnostics(t, c, n.ID))
+			}
+			a := waitConfigurations(t, c, app.ID, i+2)
+			if r := waitRun(t, c, groupRun(t, c, a.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
+				t.Fatalf("the reader after net published %s = %s: %s", version, r.Status, diagnostics(t, c, a.ID))
+			}
+			if got := outputs(t, c, org.Name, "stack-"+app.ID+"-prod")["app"]; got != "app-on-"+version+"-net" {
+				t.Errorf("app output after net published %s = %v", version, got)
+			}
 		}
 	})
 }
