@@ -84,6 +84,7 @@ TERRACE_METRICS_TOKEN_FILE.`,
 	f.StringVar(&cfg.SMTPUsername, "smtp-username", "", "SMTP user name (PLAIN authentication; needs STARTTLS unless the server is localhost)")
 	f.StringVar(&cfg.SMTPPassword, "smtp-password", "", "SMTP password (also TERRACE_SMTP_PASSWORD_FILE)")
 	f.DurationVar(&cfg.TriggerHold, "trigger-hold", 0, "how long an apply's queued fan-out waits before it starts the dependent runs (0: at once)")
+	f.DurationVar(&cfg.StackApplyWait, "stack-apply-wait", 10*time.Minute, "how long an approved stack deployment plan waits for its busy or locked workspace before the deployment run fails")
 	f.IntVar(&cfg.AssessmentConcurrency, "assessment-concurrency", 1, "health assessments executed at once (beside, not within, --runner-concurrency)")
 	f.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", 20*time.Second, "how long a client may take to send a request's header")
 	f.DurationVar(&cfg.ReadTimeout, "read-timeout", 15*time.Minute, "how long a client may take to send a whole request (large state uploads)")

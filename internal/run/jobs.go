@@ -383,6 +383,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	if err := s.endLog(ctx, r.Apply.ID, tail); err != nil {
 		return err
 	}
+	var staleIDs []string
 	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
 			return nil, err
@@ -424,6 +425,10 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 				return nil, err
 			}
 		}
+		staleIDs = staleIDs[:0]
+		for _, o := range stale {
+			staleIDs = append(staleIDs, o.ID)
+		}
 		if r.Status == PostApplyRunning {
 			// The run holds the workspace until its post-apply tasks end.
 			_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
@@ -437,6 +442,8 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		for _, name := range []string{"tfplan", "lock"} {
 			_ = s.Blobs.Delete(ctx, planKey(r.Plan.ID, name))
 		}
+		// The saved plans this apply made stale keep no plan file either.
+		s.dropPlanFiles(ctx, staleIDs...)
 	}
 	return err
 }

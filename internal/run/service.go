@@ -632,7 +632,24 @@ func (s *Service) Discard(ctx context.Context, id, comment string) error {
 		}
 		return s.release(ctx, tx, r)
 	})
+	if err == nil {
+		s.dropPlanFiles(ctx, id)
+	}
 	return err
+}
+
+// dropPlanFiles deletes the plan file and lock file a discarded run kept
+// for its apply: it can never be applied now. The JSON plans stay.
+func (s *Service) dropPlanFiles(ctx context.Context, runIDs ...string) {
+	for _, id := range runIDs {
+		r, err := s.get(ctx, id)
+		if err != nil || r.Plan.ID == "" {
+			continue
+		}
+		for _, name := range []string{"tfplan", "lock"} {
+			_ = s.Blobs.Delete(ctx, planKey(r.Plan.ID, name))
+		}
+	}
 }
 
 // Cancel interrupts a run. A run not yet picked up by a runner ends at

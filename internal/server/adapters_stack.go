@@ -24,7 +24,7 @@ func (s *Server) wireStacks() error {
 	var err error
 	s.Stacks, err = stack.NewService(stack.Options{DB: s.DB, Blobs: s.Blobs, Signer: s.Signer,
 		Projects: stackProjects{s.Projects}, Orgs: orchOrgs{s}, Logger: s.logger.With("component", "stack"),
-		Executor: stackExecutor{s}, States: stackStates{s}})
+		Executor: stackExecutor{s}, States: stackStates{s}, ApplyWait: s.cfg.StackApplyWait})
 	if err != nil {
 		return err
 	}
@@ -49,6 +49,14 @@ func (a stackProjects) Organization(ctx context.Context, id string) (string, err
 		return "", err
 	}
 	return p.Organization, nil
+}
+
+func (a stackProjects) Name(ctx context.Context, org, id string) (string, error) {
+	p, err := a.p.Get(asOrg(ctx, org), id)
+	if err != nil {
+		return "", err
+	}
+	return p.Name, nil
 }
 
 // stackExecutor runs deployments as runs on one workspace per deployment,
@@ -157,6 +165,18 @@ func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
 		return e.s.Runs.Discard(ctx, runID, "Discarded with its stack deployment run")
 	}
 	return e.s.Runs.Cancel(ctx, runID, "Cancelled with its stack deployment run")
+}
+
+func (e stackExecutor) Outputs(ctx context.Context, org, workspaceID string) (map[string]stack.OutputValue, error) {
+	outs, err := e.s.States.CurrentOutputs(asOrg(ctx, org), workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]stack.OutputValue{}
+	for _, o := range outs {
+		m[o.Name] = stack.OutputValue{Value: o.Value, Type: o.DetailedType, Sensitive: o.Sensitive}
+	}
+	return m, nil
 }
 
 // stackStates reads deployments' state versions with the caller's rights.

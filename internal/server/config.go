@@ -96,6 +96,10 @@ type Config struct {
 	// default) means at once. Fault tests hold fan-outs to kill the
 	// server while one is queued.
 	TriggerHold time.Duration
+	// StackApplyWait bounds how long an approved stack deployment plan
+	// waits for its workspace to be free (unlocked, no other run) before
+	// the deployment run fails saying so. Defaults to 10m.
+	StackApplyWait time.Duration
 
 	// HTTP limits. The timeouts are those of net/http.Server: reading a
 	// request's header (slow clients are cut off), reading a whole request
@@ -144,6 +148,7 @@ func (c *Config) setDefaults() {
 	c.JobHeartbeatTimeout = cmp.Or(c.JobHeartbeatTimeout, 30*time.Second)
 	c.AssessmentInterval = cmp.Or(c.AssessmentInterval, 24*time.Hour)
 	c.AssessmentConcurrency = cmp.Or(c.AssessmentConcurrency, 1)
+	c.StackApplyWait = cmp.Or(c.StackApplyWait, 10*time.Minute)
 	if c.SMTPFrom == "" {
 		host, _, err := net.SplitHostPort(cmp.Or(c.Hostname, hostnameFor(c.Addr)))
 		if err != nil {

@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,6 +40,8 @@ func (c *Config) Compile(deployment string) (*Compiled, Diagnostics) {
 	if d == nil {
 		return nil, Diagnostics{{Severity: SeverityError, Summary: "No such deployment", Detail: fmt.Sprintf("The configuration has no deployment %q.", deployment)}}
 	}
+	vars := w.inputs(d)
+	w.expand()
 	w.header()
 	for _, v := range c.Variables {
 		w.variable(v)
@@ -57,6 +61,9 @@ func (c *Config) Compile(deployment string) (*Compiled, Diagnostics) {
 	for _, r := range c.Removed {
 		w.removed(r)
 	}
+	if d.Import && !d.Destroy {
+		w.imports()
+	}
 	for _, o := range c.Outputs {
 		w.printf("output %q {\n  value = %s\n", o.Name, w.expr(o.Value))
 		if o.Sensitive {
@@ -64,7 +71,6 @@ func (c *Config) Compile(deployment string) (*Compiled, Diagnostics) {
 		}
 		w.printf("}\n\n")
 	}
-	vars := w.inputs(d)
 	diags := fromHCL(w.diags, c.Sources)
 	if diags.HasErrors() {
 		return nil, diags
@@ -76,6 +82,25 @@ type compiler struct {
 	cfg   *Config
 	b     strings.Builder
 	diags hcl.Diagnostics
+	// vars holds the deployment's inputs and the variables' defaults, for
+	// what must be known before Terraform runs (provider for_each).
+	vars map[string]cty.Value
+	// providers holds the instances of each provider with for_each
+	// ("type.alias" → key → generated alias), and components the
+	// instances of each component expanded into one module per instance
+	// (its providers differ per instance, which Terraform's module
+	// for_each cannot express).
+	providers  map[string]map[string]string
+	components map[string][]instance
+	// each is the instance being written: each.key and each.value in its
+	// expressions become literals.
+	each *instance
+}
+
+// instance is one element of a for_each evaluated at compile time.
+type instance struct {
+	key   string
+	value cty.Value
 }
 
 func (w *compiler) printf(format string, args ...any) { fmt.Fprintf(&w.b, format, args...) }
@@ -97,7 +122,11 @@ func (w *compiler) header() {
 	w.printf("terraform {\n  required_providers {\n")
 	for _, n := range names {
 		rp := w.cfg.RequiredProviders[n]
-		w.printf("    %s = {\n      source = %s\n      version = %s\n    }\n", n, literal(cty.StringVal(rp.Source)), literal(cty.StringVal(rp.Version)))
+		w.printf("    %s = {\n      source = %s\n", n, literal(cty.StringVal(rp.Source)))
+		if rp.Version != "" {
+			w.printf("      version = %s\n", literal(cty.StringVal(rp.Version)))
+		}
+		w.printf("    }\n")
 	}
 	w.printf("  }\n}\n\n")
 }
@@ -122,11 +151,20 @@ func (w *compiler) variable(v *Variable) {
 }
 
 func (w *compiler) provider(p *Provider) {
-	if p.ForEach != nil {
-		w.errorf(p.DeclRange, "Unsupported provider", "Providers with for_each cannot be deployed yet.")
+	if p.ForEach == nil {
+		w.providerBlock(p, p.Alias)
 		return
 	}
-	w.printf("provider %q {\n  alias = %q\n", p.Type, p.Alias)
+	insts := w.providers[p.Type+"."+p.Alias]
+	for _, in := range w.instancesOf(p.ForEach) {
+		w.each = &in
+		w.providerBlock(p, insts[in.key])
+	}
+	w.each = nil
+}
+
+func (w *compiler) providerBlock(p *Provider, alias string) {
+	w.printf("provider %q {\n  alias = %q\n", p.Type, alias)
 	if body, ok := p.Config.(*hclsyntax.Body); ok {
 		src := w.cfg.Sources[body.SrcRange.Filename]
 		start, end := clamp(body.SrcRange.Start.Byte, 0, len(src)), clamp(body.SrcRange.End.Byte, 0, len(src))
@@ -140,28 +178,65 @@ func (w *compiler) provider(p *Provider) {
 }
 
 func (w *compiler) module(c *Component) {
-	w.printf("module %q {\n  source = %s\n", c.Name, literal(cty.StringVal(c.Source)))
+	insts, expanded := w.components[c.Name]
+	if !expanded {
+		w.moduleBlock(c, c.Name)
+		return
+	}
+	// One module per instance, each with its own providers; the local
+	// terrace_component_<name> maps the keys to them, so component.<name>
+	// (rewritten to it) reads as the for_each component would.
+	var refs []string
+	for _, in := range insts {
+		w.each = &in
+		name := c.Name + "__" + identFor(in.key)
+		w.moduleBlock(c, name)
+		refs = append(refs, fmt.Sprintf("    %s = module.%s\n", literal(cty.StringVal(in.key)), name))
+	}
+	w.each = nil
+	w.printf("locals {\n  %s = {\n%s  }\n}\n\n", componentLocal(c.Name), strings.Join(refs, ""))
+}
+
+// componentLocal names the local that stands for an expanded component.
+func componentLocal(name string) string { return "terrace_component_" + name }
+
+// identFor turns a for_each key into a part of a Terraform name: the key
+// itself when it is an identifier, else a digest of it.
+func identFor(key string) string {
+	if hclsyntax.ValidIdentifier(key) {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "k" + hex.EncodeToString(sum[:6])
+}
+
+func (w *compiler) moduleBlock(c *Component, name string) {
+	w.printf("module %q {\n  source = %s\n", name, literal(cty.StringVal(c.Source)))
 	if c.Version != "" {
 		w.printf("  version = %s\n", literal(cty.StringVal(c.Version)))
 	}
-	if c.ForEach != nil {
+	if c.ForEach != nil && w.each == nil {
 		w.printf("  for_each = %s\n", w.expr(c.ForEach))
 	}
 	if len(c.Providers) > 0 {
 		w.printf("  providers = {\n")
 		for _, p := range c.Providers {
-			if p.Key != nil {
-				w.errorf(p.Range, "Unsupported provider", "Provider instances (provider.<type>.<alias>[key]) cannot be deployed yet.")
-				continue
+			if alias, ok := w.providerAlias(p); ok {
+				w.printf("    %s = %s.%s\n", p.LocalName, p.Type, alias)
 			}
-			w.printf("    %s = %s.%s\n", p.LocalName, p.Type, p.Alias)
 		}
 		w.printf("  }\n")
 	}
 	if len(c.DependsOn) > 0 {
-		deps := make([]string, len(c.DependsOn))
-		for i, d := range c.DependsOn {
-			deps[i] = "module." + d
+		var deps []string
+		for _, d := range c.DependsOn {
+			if insts, ok := w.components[d]; ok {
+				for _, in := range insts {
+					deps = append(deps, "module."+d+"__"+identFor(in.key))
+				}
+				continue
+			}
+			deps = append(deps, "module."+d)
 		}
 		w.printf("  depends_on = [%s]\n", strings.Join(deps, ", "))
 	}
@@ -220,7 +295,26 @@ func (w *compiler) rewrite(r hcl.Range, text string, trs []hcl.Traversal, base i
 		}
 		switch tr.RootName() {
 		case "component":
+			if a, ok := attrStep(tr); ok && w.components[a.Name] != nil {
+				if end := a.SrcRange.End.Byte - base; end <= len(text) {
+					edits = append(edits, edit{s, end, "local." + componentLocal(a.Name)})
+				}
+				continue
+			}
 			edits = append(edits, edit{s, e, "module"})
+		case "each":
+			a, ok := attrStep(tr)
+			if w.each == nil || !ok {
+				continue
+			}
+			end := a.SrcRange.End.Byte - base
+			switch {
+			case end > len(text):
+			case a.Name == "key":
+				edits = append(edits, edit{s, end, literal(cty.StringVal(w.each.key))})
+			case a.Name == "value":
+				edits = append(edits, edit{s, end, literal(w.each.value)})
+			}
 		case "provider":
 			if e < len(text) && text[e] == '.' {
 				edits = append(edits, edit{s, e + 1, ""})
@@ -240,10 +334,18 @@ func (w *compiler) rewrite(r hcl.Range, text string, trs []hcl.Traversal, base i
 // locals and returns each as an HCL literal.
 func (w *compiler) inputs(d *Deployment) map[string]string {
 	out := map[string]string{}
+	w.vars = map[string]cty.Value{}
+	for _, v := range w.cfg.Variables {
+		if v.HasDefault {
+			w.vars[v.Name] = v.Default
+		} else {
+			w.vars[v.Name] = cty.DynamicVal
+		}
+	}
 	if d.Inputs == nil {
 		return out
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{}, Functions: checkFunctions}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream)}, Functions: checkFunctions}
 	locals := map[string]cty.Value{}
 	// Locals may refer to each other: evaluate in passes until none is new.
 	for pass := 0; pass <= len(w.cfg.DeployLocals); pass++ {
@@ -265,7 +367,7 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 	ctx.Variables["local"] = cty.ObjectVal(locals)
 	for _, tr := range d.Inputs.Variables() {
 		switch tr.RootName() {
-		case "identity_token", "store", "upstream_input":
+		case "identity_token", "store":
 			w.errorf(tr.SourceRange(), "Unsupported input", fmt.Sprintf("%s values cannot be used by deployments yet.", tr.RootName()))
 			return out
 		}
@@ -292,7 +394,154 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 				continue
 			}
 			out[name] = literal(conv)
+			w.vars[name] = conv
 		}
 	}
 	return out
+}
+
+// attrStep returns a traversal's second step when it is an attribute.
+func attrStep(tr hcl.Traversal) (hcl.TraverseAttr, bool) {
+	if len(tr) < 2 {
+		return hcl.TraverseAttr{}, false
+	}
+	a, ok := tr[1].(hcl.TraverseAttr)
+	return a, ok
+}
+
+// expand evaluates, before anything is written, the for_each of every
+// provider that has one (each instance becomes a provider block with an
+// alias of its own) and of every component whose providers pick such an
+// instance by its own each (it becomes a module per instance).
+func (w *compiler) expand() {
+	w.providers = map[string]map[string]string{}
+	w.components = map[string][]instance{}
+	for _, p := range w.cfg.Providers {
+		if p.ForEach == nil {
+			continue
+		}
+		insts := map[string]string{}
+		for _, in := range w.instancesOf(p.ForEach) {
+			insts[in.key] = p.Alias + "__" + identFor(in.key)
+		}
+		w.providers[p.Type+"."+p.Alias] = insts
+	}
+	for _, c := range w.cfg.Components {
+		if c.ForEach == nil {
+			continue
+		}
+		perInstance := false
+		for _, p := range c.Providers {
+			if p.Key == nil {
+				continue
+			}
+			for _, tr := range p.Key.Variables() {
+				if tr.RootName() == "each" {
+					perInstance = true
+				}
+			}
+		}
+		if perInstance {
+			w.components[c.Name] = w.instancesOf(c.ForEach)
+		}
+	}
+}
+
+// static evaluates an expression that must be known before Terraform
+// runs: it may use the deployment's inputs (var.*), each (within an
+// instance), literals and functions.
+func (w *compiler) static(e hcl.Expression, what string) (cty.Value, bool) {
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(w.vars)}, Functions: checkFunctions}
+	if w.each != nil {
+		ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(w.each.key), "value": w.each.value})
+	}
+	v, diags := e.Value(ctx)
+	if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+		detail := what + " must be known before the deployment plans: it may use only the deployment's inputs (var.*), each, literals and functions."
+		if diags.HasErrors() {
+			detail += " " + diags.Error()
+		}
+		w.errorf(e.Range(), "Invalid "+what, detail)
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+// instancesOf evaluates a for_each: a map or object (its keys), or a set
+// of strings (its elements), in key order.
+func (w *compiler) instancesOf(e hcl.Expression) []instance {
+	if name := w.sensitiveIn(e); name != "" {
+		// Its keys and values would be written into the configuration.
+		w.errorf(e.Range(), "Invalid for_each", fmt.Sprintf("A for_each that picks provider instances cannot use the sensitive variable %q.", name))
+		return nil
+	}
+	v, ok := w.static(e, "for_each")
+	if !ok {
+		return nil
+	}
+	var out []instance
+	switch {
+	case v.Type().IsMapType() || v.Type().IsObjectType():
+		for it := v.ElementIterator(); it.Next(); {
+			k, val := it.Element()
+			out = append(out, instance{key: k.AsString(), value: val})
+		}
+	case v.Type().IsSetType() && v.Type().ElementType() == cty.String:
+		for it := v.ElementIterator(); it.Next(); {
+			_, val := it.Element()
+			out = append(out, instance{key: val.AsString(), value: val})
+		}
+	default:
+		w.errorf(e.Range(), "Invalid for_each", "for_each must be a map, an object or a set of strings; use toset() for a list.")
+		return nil
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// providerAlias names the Terraform provider configuration a component's
+// provider entry passes in: the provider's alias, or the generated alias
+// of the instance its key picks.
+func (w *compiler) providerAlias(p *ProviderRef) (string, bool) {
+	insts, forEach := w.providers[p.Type+"."+p.Alias]
+	switch {
+	case p.Key == nil && !forEach:
+		return p.Alias, true
+	case p.Key == nil:
+		w.errorf(p.Range, "Missing provider instance", fmt.Sprintf("provider.%s.%s has for_each: pick one of its instances, like provider.%s.%s[each.key].", p.Type, p.Alias, p.Type, p.Alias))
+		return "", false
+	case !forEach:
+		w.errorf(p.Range, "Invalid provider instance", fmt.Sprintf("provider.%s.%s has no for_each, so it has no instances to pick from.", p.Type, p.Alias))
+		return "", false
+	}
+	v, ok := w.static(p.Key, "provider key")
+	if !ok {
+		return "", false
+	}
+	if v.Type() != cty.String {
+		w.errorf(p.Key.Range(), "Invalid provider key", "A provider instance key must be a string.")
+		return "", false
+	}
+	alias, ok := insts[v.AsString()]
+	if !ok {
+		w.errorf(p.Key.Range(), "No such provider instance", fmt.Sprintf("provider.%s.%s has no instance %q.", p.Type, p.Alias, v.AsString()))
+		return "", false
+	}
+	return alias, true
+}
+
+// sensitiveIn names a sensitive variable e reads, or "".
+func (w *compiler) sensitiveIn(e hcl.Expression) string {
+	for _, tr := range e.Variables() {
+		a, ok := attrStep(tr)
+		if tr.RootName() != "var" || !ok {
+			continue
+		}
+		for _, v := range w.cfg.Variables {
+			if v.Name == a.Name && v.Sensitive {
+				return v.Name
+			}
+		}
+	}
+	return ""
 }

@@ -64,31 +64,29 @@ func writeInputs(t *testing.T, dir string, vars map[string]string) {
 	}
 }
 
-// TestCompileRunsWithTerraform compiles one deployment of a two-component
-// stack (app reads network's output) and applies it with the real
-// terraform binary: the outputs flow between the components, a second
-// plan is empty, and removing a component destroys its resources.
-func TestCompileRunsWithTerraform(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs terraform")
-	}
+// compileFixture copies a fixture folder and compiles one deployment of it.
+func compileFixture(t *testing.T, fixture, deployment string) (string, *Compiled) {
+	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Skip("terraform is not on PATH")
+		t.Fatal("terraform is not on PATH: this test runs the generated configuration with it")
 	}
-	t.Parallel()
 	dir := t.TempDir()
-	copyTree(t, "testdata/tfdata", dir)
+	copyTree(t, fixture, dir)
 	cfg, diags := ParseFS(os.DirFS(dir))
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
-	out, diags := cfg.Compile("staging")
+	out, diags := cfg.Compile(deployment)
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
-	if got := out.Variables; len(got) != 2 || got["prefix"] != `"acme-staging"` || got["replicas"] != "2" {
-		t.Fatalf("variables = %v", got)
-	}
+	return dir, out
+}
+
+// initAndApply writes the generated module and the inputs into dir and
+// applies them with terraform.
+func initAndApply(t *testing.T, dir string, out *Compiled) {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, GeneratedFile), out.File, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +97,22 @@ func TestCompileRunsWithTerraform(t *testing.T) {
 	if text, code := terraform(t, dir, "apply", "-auto-approve", "-input=false", "-no-color"); code != 0 {
 		t.Fatalf("apply:\n%s\n%s", text, out.File)
 	}
+}
+
+// TestCompileRunsWithTerraform compiles one deployment of a two-component
+// stack (app reads network's output) and applies it with the real
+// terraform binary: the outputs flow between the components, a second
+// plan is empty, and removing a component destroys its resources.
+func TestCompileRunsWithTerraform(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	dir, out := compileFixture(t, "testdata/tfdata", "staging")
+	if got := out.Variables; len(got) != 2 || got["prefix"] != `"acme-staging"` || got["replicas"] != "2" {
+		t.Fatalf("variables = %v", got)
+	}
+	initAndApply(t, dir, out)
 	text, _ := terraform(t, dir, "output", "-json", "app_ids")
 	var ids []string
 	if err := json.Unmarshal([]byte(text), &ids); err != nil || strings.Join(ids, " ") != "acme-staging-net/app-0 acme-staging-net/app-1" {
@@ -115,7 +129,7 @@ func TestCompileRunsWithTerraform(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "components.tfcomponent.hcl"), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags = ParseFS(os.DirFS(dir))
+	cfg, diags := ParseFS(os.DirFS(dir))
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
@@ -130,6 +144,102 @@ func TestCompileRunsWithTerraform(t *testing.T) {
 	text, code := terraform(t, dir, "apply", "-auto-approve", "-input=false", "-no-color")
 	if code != 0 || !strings.Contains(text, "0 added, 0 changed, 2 destroyed") {
 		t.Fatalf("apply after removing app (exit %d):\n%s\n%s", code, text, out.File)
+	}
+}
+
+// TestCompileProviderForEach: a provider with for_each becomes one
+// aliased provider configuration per instance, and a component that picks
+// its provider instance by each.key becomes one module per instance,
+// each given its own; terraform applies it, every resource is managed by
+// its region's provider configuration, and the component still reads as a
+// map (component.site) in outputs and other components.
+func TestCompileProviderForEach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	dir, out := compileFixture(t, "testdata/regions", "global")
+	for _, want := range []string{
+		`alias = "region__eu-west-1"`, `alias = "region__us-east-1"`,
+		`module "site__eu-west-1"`, `terraform = terraform.region__eu-west-1`, `region = "eu-west-1"`, `zones  = 2`,
+		`"us-east-1" = module.site__us-east-1`,
+	} {
+		if !strings.Contains(string(out.File), want) {
+			t.Errorf("generated file lacks %q:\n%s", want, out.File)
+		}
+	}
+	initAndApply(t, dir, out)
+	text, _ := terraform(t, dir, "output", "-json", "sites")
+	var sites map[string]string
+	if err := json.Unmarshal([]byte(text), &sites); err != nil || sites["us-east-1"] != "us-east-1/3" || sites["eu-west-1"] != "eu-west-1/2" || len(sites) != 2 {
+		t.Fatalf("sites = %s (%v)", text, err)
+	}
+	state, _ := terraform(t, dir, "show", "-json")
+	var st struct {
+		Values struct {
+			Root struct {
+				Children []struct {
+					Address   string
+					Resources []struct {
+						ProviderName string `json:"provider_name"`
+						Values       map[string]any
+					}
+				} `json:"child_modules"`
+			} `json:"root_module"`
+		}
+	}
+	if err := json.Unmarshal([]byte(state), &st); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, m := range st.Values.Root.Children {
+		for _, r := range m.Resources {
+			got[m.Address] = r.Values["output"]
+		}
+	}
+	if got["module.site__us-east-1"] != "us-east-1/3" || got["module.site__eu-west-1"] != "eu-west-1/2" || got["module.summary"] != "eu-west-1/2,us-east-1/3/2" {
+		t.Errorf("resources = %v", got)
+	}
+	// Each instance's resources belong to its region's provider.
+	raw, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"module": "module.site__us-east-1"`, `"provider": "provider[\"terraform.io/builtin/terraform\"].region__us-east-1"`,
+		`"provider": "provider[\"terraform.io/builtin/terraform\"].region__eu-west-1"`,
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("state lacks %s:\n%s", want, raw)
+		}
+	}
+	if text, code := terraform(t, dir, "plan", "-detailed-exitcode", "-input=false", "-no-color"); code != 0 {
+		t.Fatalf("second plan is not empty (exit %d):\n%s", code, text)
+	}
+
+	// Instances must be known before the plan, and picked by a key that exists.
+	bad := stackFiles()
+	bad["main.tfcomponent.hcl"] = append(bad["main.tfcomponent.hcl"], []byte(`
+required_providers {
+  terraform = { source = "terraform.io/builtin/terraform" }
+}
+
+provider "terraform" "r" {
+  for_each = toset(["a"])
+}
+
+component "z" {
+  source    = "./z"
+  inputs    = {}
+  providers = { terraform = provider.terraform.r["b"] }
+}
+`)...)
+	cfg, diags := Parse(bad)
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if _, diags := cfg.Compile("dev"); !diags.HasErrors() || !strings.Contains(diags.Err().Error(), `has no instance "b"`) {
+		t.Errorf("picking a missing provider instance: %v", diags)
 	}
 }
 

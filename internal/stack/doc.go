@@ -10,4 +10,9 @@
 //     diagnostic, never a panic (see FuzzParse).
 //   - approve.go evaluates deployment_auto_approve checks on a plan context.
 //   - diag.go holds the diagnostic type the stack-diagnostics API serves.
+//   - compile.go writes a deployment's Terraform root module (providers
+//     with for_each expanded); imports.go lifts components' import blocks
+//     for import mode; upstream.go publishes outputs to linked stacks.
+//   - service.go, runs.go and the api files hold configurations,
+//     deployment runs and their HTTP API (docs/design/stacks.md).
 package stack

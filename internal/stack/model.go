@@ -43,6 +43,16 @@ type Config struct {
 	IdentityTokens   []*IdentityToken
 	DeployLocals     []*Local
 
+	// Upstream holds the values the stacks named by UpstreamInputs
+	// publish (input name → object of outputs), set by the service
+	// before Compile; deployments' inputs read them as
+	// upstream_input.<name>.<output>.
+	Upstream map[string]cty.Value
+	// Imports holds the import blocks lifted out of the components'
+	// modules (liftImports), written into the root module of a deployment
+	// with import = true.
+	Imports []*ImportBlock
+
 	// Sources holds the files read (name → content), for snippets of
 	// diagnostics found later.
 	Sources map[string][]byte
@@ -92,6 +102,10 @@ type Provider struct {
 	Config    hcl.Body // the config block's body; nil when absent
 	DeclRange hcl.Range
 }
+
+// BuiltinTerraform is the source of the provider built into Terraform
+// (terraform_data); it needs no version.
+const BuiltinTerraform = "terraform.io/builtin/terraform"
 
 // RequiredProvider is one entry of required_providers.
 type RequiredProvider struct {

@@ -398,6 +398,9 @@ func (p *parser) requiredProviders(b *hcl.Block) {
 				fv = v.Index(cty.StringVal(field))
 			}
 			if fv == cty.NilVal || fv.IsNull() || !fv.IsKnown() || !fv.Type().Equals(cty.String) {
+				if field == "version" && rp.Source == BuiltinTerraform {
+					continue // built into terraform: it has no versions
+				}
 				p.errorf(a.Expr.Range().Ptr(), "Invalid required provider", "The provider %q needs a string %q.", name, field)
 				continue
 			}

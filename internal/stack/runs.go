@@ -30,13 +30,21 @@ const MaxApplies = 4
 const (
 	ModeNormal  = "normal"
 	ModeDestroy = "destroy"
+	// ModeImport: a deployment with import = true (a workspace migrated
+	// into the stack): the import blocks of its components' modules are
+	// active, and its first apply step is an import step.
+	ModeImport = "import"
 )
 
 // Operation types of steps.
 const (
-	OpPlan  = "plan"
-	OpApply = "apply"
+	OpPlan   = "plan"
+	OpApply  = "apply"
+	OpImport = "import" // the first apply of an import-mode run
 )
+
+// applies tells whether a step applies a plan (and needs the state).
+func applies(op string) bool { return op == OpApply || op == OpImport }
 
 // Executor runs Terraform for deployments through the platform's own
 // workspaces, configuration versions and runs (so the job queue, runners,
@@ -68,6 +76,16 @@ type Executor interface {
 	// Cancel cancels a run that has not finished, or discards a saved
 	// plan that waits.
 	Cancel(ctx context.Context, org, runID string) error
+	// Outputs returns the root outputs of a workspace's current state
+	// (none when it has no state).
+	Outputs(ctx context.Context, org, workspaceID string) (map[string]OutputValue, error)
+}
+
+// OutputValue is a state output in Terraform's JSON: its value and its
+// type in the type syntax.
+type OutputValue struct {
+	Value, Type json.RawMessage
+	Sensitive   bool
 }
 
 // RunRequest is a run to start on a deployment's workspace.
@@ -265,8 +283,11 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 	now := nowUTC()
 	for _, d := range cfg.Deployments {
 		mode := ModeNormal
-		if d.Destroy || c.DestroyAll {
+		switch {
+		case d.Destroy || c.DestroyAll:
 			mode = ModeDestroy
+		case d.Import:
+			mode = ModeImport
 		}
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: c.ID, Deployment: d.Name, GroupID: groups[d.Group],
 			Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
@@ -344,6 +365,7 @@ func (s *Service) Advance(ctx context.Context) {
 			s.logger.Error("advancing deployment run", "run", r.ID, "error", err)
 		}
 	}
+	s.releaseAbandoned(ctx)
 }
 
 func (s *Service) advance(ctx context.Context, r *DeploymentRun) error {
@@ -441,6 +463,18 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
+	if cfg.Upstream, diags = s.upstreamValues(ctx, c.Organization, cfg); diags.HasErrors() {
+		return nil, nil, diags
+	}
+	// Import blocks of the components' modules move to the root module
+	// (for a deployment in import mode) or go.
+	imports, idiags := liftImports(root, cfg)
+	if d := cfg.Deployment(deployment); d != nil && d.Import && !d.Destroy {
+		if idiags.HasErrors() {
+			return nil, nil, idiags
+		}
+		cfg.Imports = imports
+	}
 	out, diags := cfg.Compile(deployment)
 	if diags.HasErrors() {
 		return nil, nil, diags
@@ -536,20 +570,55 @@ func (s *Service) startApply(ctx context.Context, r *DeploymentRun, seq int) err
 	}
 	msg := fmt.Sprintf("Applying the approved plan of stack deployment %s (deployment run %s)", r.Deployment, r.ID)
 	if err := s.exec.Apply(ctx, r.Organization, plan.TFERunID, msg); err != nil {
-		if core.KindOf(err) == core.KindConflict {
-			// The workspace is busy (a plan of another run of this
-			// deployment): try again on the next tick.
-			return nil
+		if core.KindOf(err) != core.KindConflict {
+			return s.fail(ctx, r, nil, fmt.Sprintf("applying the approved plan (run %s): %v", plan.TFERunID, err))
 		}
-		return s.fail(ctx, r, nil, fmt.Sprintf("applying the approved plan (run %s): %v", plan.TFERunID, err))
+		// The workspace is busy (another run on it, or someone locked
+		// it): try again on the next tick, for at most applyWait.
+		if waited, over := s.busyFor(r.ID); over {
+			s.clearBusy(r.ID)
+			// The saved plan will never be applied: discard it too.
+			if _, err := s.db.Exec(ctx, `UPDATE stack_deployment_steps SET release_run = ? WHERE id = ?`, plan.TFERunID, plan.ID); err != nil {
+				return err
+			}
+			return s.fail(ctx, r, nil, fmt.Sprintf("The approved plan (run %s) was not applied: the deployment's workspace stayed busy or locked for %s (%v). "+
+				"Unlock the workspace or let its other run finish, then rerun the deployment.", plan.TFERunID, waited.Round(time.Second), err))
+		}
+		return nil
 	}
+	s.clearBusy(r.ID)
 	now := nowUTC()
-	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: OpApply, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
+	op := OpApply
+	if r.Mode == ModeImport && r.Applies == 0 {
+		op = OpImport
+	}
+	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		TFERunID: plan.TFERunID, CreatedAt: now, UpdatedAt: now}
 	if err := transitionStep(st, StepRunning); err != nil {
 		return err
 	}
 	return insertStep(ctx, s.db, st)
+}
+
+// busyFor records that run r found its workspace busy and reports how
+// long it has been waiting and whether that is longer than applyWait.
+func (s *Service) busyFor(runID string) (time.Duration, bool) {
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	now := time.Now()
+	since, ok := s.busySince[runID]
+	if !ok {
+		s.busySince[runID] = now
+		return 0, false
+	}
+	waited := now.Sub(since)
+	return waited, waited > s.applyWait
+}
+
+func (s *Service) clearBusy(runID string) {
+	s.busyMu.Lock()
+	delete(s.busySince, runID)
+	s.busyMu.Unlock()
 }
 
 // staleMessage explains why an approved plan cannot be applied.
@@ -586,7 +655,7 @@ func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 		return s.fail(ctx, r, st, msg)
 	}
 	st.Changes = rep.Changes
-	if st.Operation == OpApply {
+	if applies(st.Operation) {
 		if err := transitionStep(st, StepCompleted); err != nil {
 			return err
 		}
@@ -690,11 +759,7 @@ func (s *Service) autoApproved(ctx context.Context, r *DeploymentRun, st *Step) 
 	if d := cfg.Deployment(r.Deployment); d != nil {
 		group = d.Group
 	}
-	mode := ModeNormal
-	if r.Mode == ModeDestroy {
-		mode = "destroy"
-	}
-	a, d := cfg.AutoApprove(group, PlanContext{Operation: "plan", Success: true, Mode: mode, Applyable: true, Changes: st.Changes,
+	a, d := cfg.AutoApprove(group, PlanContext{Operation: "plan", Success: true, Mode: r.Mode, Applyable: true, Changes: st.Changes,
 		Replans: r.Applies, Deployment: r.Deployment})
 	if len(d) > 0 {
 		if err := s.recordDiagnostics(ctx, r.ConfigurationID, d); err != nil {
@@ -735,7 +800,8 @@ func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
 
 // finish ends a run and releases the deployment's lock if it held it.
 func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, msg string) error {
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
+	s.clearBusy(r.ID)
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		from := r.Status
 		if err := transitionRun(r, to); err != nil {
 			return err
@@ -747,6 +813,13 @@ func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, ms
 		_, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
 		return err
 	})
+	if err == nil && to == RunSucceeded && r.Mode == ModeNormal {
+		// Its outputs may change what the stack publishes.
+		if err := s.publish(ctx, r); err != nil {
+			s.logger.Error("publishing the stack's outputs", "run", r.ID, "error", err)
+		}
+	}
+	return err
 }
 
 // fail ends the step (if any) and the run as failed, with a diagnostic.
@@ -908,6 +981,13 @@ func abandon(ctx context.Context, q store.Q, r *DeploymentRun) error {
 			if err := saveStep(ctx, q, st); err != nil {
 				return err
 			}
+			if st.TFERunID != "" {
+				// Its saved plan (or a plan still running) must not
+				// linger on the workspace: releaseAbandoned discards it.
+				if _, err := q.Exec(ctx, `UPDATE stack_deployment_steps SET release_run = ? WHERE id = ?`, st.TFERunID, st.ID); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	from := r.Status
@@ -931,7 +1011,6 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
-	var running []string
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		r, err := loadRun(ctx, tx, runID, true)
 		if err != nil {
@@ -940,26 +1019,56 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 		if r.Status.Final() {
 			return core.Conflict("deployment run %s is %s", r.ID, r.Status)
 		}
-		steps, err := runSteps(ctx, tx, r.ID)
-		if err != nil {
-			return err
-		}
-		for _, st := range steps {
-			if (st.Status == StepRunning || st.Status == StepPendingOperator) && st.TFERunID != "" {
-				running = append(running, st.TFERunID)
-			}
-		}
 		return abandon(ctx, tx, r)
 	})
 	if err != nil {
 		return err
 	}
-	for _, id := range running {
-		if err := s.exec.Cancel(context.WithoutCancel(ctx), r.Organization, id); err != nil {
-			s.logger.Warn("cancelling the run of a cancelled deployment run", "run", id, "error", err)
+	if s.exec != nil {
+		s.releaseAbandoned(context.WithoutCancel(ctx))
+	}
+	s.nudge()
+	return nil
+}
+
+// releaseAbandoned discards the saved plans (and cancels the plans still
+// running) of abandoned steps: a plan dismissed by a newer approval or a
+// cancel must not keep its plan file, nor later take the workspace. Each
+// step is marked in the transaction that abandons it and unmarked once its
+// run has ended, so a failure or a restart only delays the release to the
+// next tick.
+func (s *Service) releaseAbandoned(ctx context.Context) {
+	type pending struct{ stepID, runID, org string }
+	rows, err := store.All(ctx, s.db, func(sc store.Scanner) (pending, error) {
+		var p pending
+		return p, sc.Scan(&p.stepID, &p.runID, &p.org)
+	}, `SELECT t.id, t.release_run, s.organization_name FROM stack_deployment_steps t
+		JOIN stack_deployment_runs r ON r.id = t.stack_deployment_run_id JOIN stacks s ON s.id = r.stack_id WHERE t.release_run <> ''`)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.logger.Error("listing abandoned plans", "error", err)
+		}
+		return
+	}
+	for _, p := range rows {
+		// Once the run service has the discard (or the cancel: a runner
+		// stops the plan and the run ends), the step is released.
+		rep, err := s.exec.Status(ctx, p.org, p.runID)
+		if err == nil && !rep.Final {
+			err = s.exec.Cancel(ctx, p.org, p.runID)
+			if core.KindOf(err) == core.KindConflict {
+				// Its status changed meanwhile; look again next tick.
+				continue
+			}
+		}
+		if err != nil && core.KindOf(err) != core.KindNotFound {
+			s.logger.Warn("discarding the plan of an abandoned deployment step", "step", p.stepID, "run", p.runID, "error", err)
+			continue
+		}
+		if _, err := s.db.Exec(ctx, `UPDATE stack_deployment_steps SET release_run = '' WHERE id = ? AND release_run = ?`, p.stepID, p.runID); err != nil {
+			s.logger.Error("recording a released plan", "step", p.stepID, "error", err)
 		}
 	}
-	return nil
 }
 
 // groupStatus derives a deployment group's status from its runs.
@@ -1031,7 +1140,7 @@ func (s *Service) StepArtifact(ctx context.Context, stepID, name string) ([]byte
 	switch name {
 	case ArtifactPlanDescription, ArtifactPlanDebugLog:
 	case ArtifactApplyDescription, ArtifactApplyDebugLog:
-		if st.Operation != OpApply {
+		if !applies(st.Operation) {
 			return nil, core.NotFound("step %s is a %s step: it has no %s", st.ID, st.Operation, name)
 		}
 	case "":

@@ -89,7 +89,7 @@ func runJSON(r *DeploymentRun) *jsonRun {
 
 func stepJSON(st *Step) *jsonStep {
 	c := st.Changes
-	return &jsonStep{ID: st.ID, Status: string(st.Status), OperationType: st.Operation, RequiresStateLock: st.Operation == OpApply,
+	return &jsonStep{ID: st.ID, Status: string(st.Status), OperationType: st.Operation, RequiresStateLock: applies(st.Operation),
 		Changes: jsonChanges(c), StatusTimestamps: st.Timestamps,
 		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Run: &jsonRunRef{ID: st.RunID}}
 }

@@ -174,16 +174,7 @@ func TestDeploymentRuns(t *testing.T) {
 func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	ctx := context.Background()
 	c := e.Client
-	org := testenv.NewOrg(t, c, "deploy-"+strings.ReplaceAll(eng.Label(), ".", "-"))
-	prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setEngine(t, e, st.ID, eng.Version)
+	org, _, st := newStack(t, e, "deploy-"+strings.ReplaceAll(eng.Label(), ".", "-"), "web", eng.Version)
 	cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/e2e", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -375,16 +366,7 @@ func TestDeploymentRunLifecycle(t *testing.T) {
 func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	ctx := context.Background()
 	c := e.Client
-	org := testenv.NewOrg(t, c, "lifecycle-"+strings.ReplaceAll(eng.Label(), ".", "-"))
-	prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "web", Project: &tfe.Project{ID: prj.ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setEngine(t, e, st.ID, eng.Version)
+	org, prj, st := newStack(t, e, "lifecycle-"+strings.ReplaceAll(eng.Label(), ".", "-"), "web", eng.Version)
 	dir := copyDir(t, "testdata/e2e")
 	v1, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
 	if err != nil {

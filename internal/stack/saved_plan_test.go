@@ -41,15 +41,7 @@ func TestApprovedPlanIsApplied(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		org := testenv.NewOrg(t, c, "saved")
-		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "box", Project: prj})
-		if err != nil {
-			t.Fatal(err)
-		}
+		org, _, st := newStack(t, e, "saved", "box", "")
 		ws := "stack-" + st.ID + "-prod"
 
 		// 1. Approve: the plan's own run applies.

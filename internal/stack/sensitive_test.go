@@ -28,15 +28,7 @@ func TestSensitiveInputs(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		org := testenv.NewOrg(t, c, "secret")
-		prj, err := c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "platform"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vault", Project: prj})
-		if err != nil {
-			t.Fatal(err)
-		}
+		org, _, st := newStack(t, e, "secret", "vault", "")
 		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/secret", nil)
 		if err != nil {
 			t.Fatal(err)

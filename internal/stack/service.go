@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -44,6 +46,9 @@ type Projects interface {
 	// Organization returns the organization of a project the caller can
 	// see, or a not-found error.
 	Organization(ctx context.Context, projectID string) (string, error)
+	// Name returns the name of a project of org, read on the stack
+	// service's own behalf (upstream inputs name projects).
+	Name(ctx context.Context, org, projectID string) (string, error)
 }
 
 // Organizations tells whether an organization exists.
@@ -66,7 +71,14 @@ type Options struct {
 	Executor Executor
 	// States reads deployments' states (nil: no stack states).
 	States States
+	// ApplyWait bounds how long an approved plan waits for its busy or
+	// locked workspace before the deployment run fails (DefaultApplyWait
+	// when zero).
+	ApplyWait time.Duration
 }
+
+// DefaultApplyWait is Options.ApplyWait's default.
+const DefaultApplyWait = 10 * time.Minute
 
 // Service manages stacks and their configurations.
 type Service struct {
@@ -79,7 +91,13 @@ type Service struct {
 	maxBytes int64
 	exec     Executor
 	states   States
-	wake     *loops.Wake // the loop's wake-up (Wake)
+	// applyWait bounds an apply's wait for a busy workspace; busySince
+	// (under busyMu) holds when each waiting run first found it busy. It
+	// is memory only: a restart gives a waiting run the full wait again.
+	applyWait time.Duration
+	busyMu    sync.Mutex
+	busySince map[string]time.Time
+	wake      *loops.Wake // the loop's wake-up (Wake)
 }
 
 // NewService validates o and returns a service.
@@ -93,8 +111,11 @@ func NewService(o Options) (*Service, error) {
 	if o.MaxUploadBytes <= 0 {
 		o.MaxUploadBytes = DefaultMaxUploadBytes
 	}
+	if o.ApplyWait <= 0 {
+		o.ApplyWait = DefaultApplyWait
+	}
 	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
-		exec: o.Executor, states: o.States, wake: loops.NewWake()}, nil
+		exec: o.Executor, states: o.States, wake: loops.NewWake(), applyWait: o.ApplyWait, busySince: map[string]time.Time{}}, nil
 }
 
 // Authorization: every decision asks the one model (internal/authz) with
@@ -551,17 +572,26 @@ type ConfigurationOptions struct {
 // CreateConfiguration starts a configuration version: pending until its
 // archive is uploaded (or, with Reuse, prepared from the previous one).
 func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o ConfigurationOptions) (*Configuration, error) {
+	return s.createConfiguration(ctx, stackID, o, "")
+}
+
+// createConfiguration makes a configuration: for the caller (system ""),
+// or on the service's own behalf with that source (like "upstream", a
+// reuse when an upstream stack's published values changed).
+func (s *Service) createConfiguration(ctx context.Context, stackID string, o ConfigurationOptions, system string) (*Configuration, error) {
 	var c *Configuration
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		st, err := loadStack(ctx, tx, stackID, true)
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
-			return core.NotFound("stack %q not found", stackID)
-		}
-		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
-			return err
+		if system == "" {
+			if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
+				return core.NotFound("stack %q not found", stackID)
+			}
+			if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
+				return err
+			}
 		}
 		if o.Speculative && !st.SpeculativeEnabled {
 			return core.Invalid("stack %s does not allow speculative configurations; set speculative-enabled first", stackID)
@@ -569,7 +599,7 @@ func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o Con
 		source := "manual"
 		var key, sum string
 		if o.Reuse {
-			source = "reuse"
+			source = cmp.Or(system, "reuse")
 			err := tx.QueryRow(ctx, `SELECT blob_key, sha256 FROM stack_configurations WHERE stack_id = ? AND blob_key <> '' ORDER BY sequence_number DESC LIMIT 1`, stackID).Scan(&key, &sum)
 			if store.IsNoRows(err) {
 				return core.Invalid("stack %s has no uploaded configuration to reuse", stackID)
@@ -729,6 +759,11 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 		}
 		if err := recordDeployments(ctx, tx, cur, cfg); err != nil {
 			return err
+		}
+		if !cur.Speculative {
+			if err := recordUpstreams(ctx, tx, cur.StackID, cfg); err != nil {
+				return err
+			}
 		}
 		if s.exec != nil && !cur.Speculative {
 			if err := createRuns(ctx, tx, cur, cfg); err != nil {

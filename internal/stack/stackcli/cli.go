@@ -173,6 +173,10 @@ func (c *config) watch(ctx context.Context, api *tfe.Client, out io.Writer, args
 			if seen[st.ID] != string(st.Status) {
 				seen[st.ID] = string(st.Status)
 				fmt.Fprintf(out, "step %d %-6s %s\n", i+1, st.OperationType, st.Status)
+				switch st.Status {
+				case "completed", "failed", "pending-operator":
+					stepLog(ctx, api, out, st)
+				}
 			}
 		}
 		switch r.Status {
@@ -191,6 +195,29 @@ func (c *config) watch(ctx context.Context, api *tfe.Client, out io.Writer, args
 			return ctx.Err()
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// stepLog prints the log of a step that has ended or waits: the plan's
+// for a plan step, the apply's for an apply or import step.
+func stepLog(ctx context.Context, api *tfe.Client, out io.Writer, st *tfe.StackDeploymentStep) {
+	name := tfe.StackDeploymentStepArtifactPlanDebugLog
+	if st.OperationType != "plan" {
+		name = tfe.StackDeploymentStepArtifactApplyDebugLog
+	}
+	rc, err := api.StackDeploymentSteps.Artifacts(ctx, st.ID, name)
+	if err != nil {
+		fmt.Fprintf(out, "  (no %s: %v)\n", name, err)
+		return
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	if err != nil {
+		fmt.Fprintf(out, "  (reading %s: %v)\n", name, err)
+		return
+	}
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		fmt.Fprintf(out, "  | %s\n", line)
 	}
 }
 

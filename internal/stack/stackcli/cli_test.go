@@ -62,7 +62,8 @@ func TestStackCommands(t *testing.T) {
 	if ids["dev"] == "" || ids["prod"] == "" {
 		t.Fatalf("deployments:\n%s", out)
 	}
-	if out, err := run(t, e, "watch", ids["dev"]); err != nil || !strings.Contains(out, "run "+ids["dev"]+" succeeded") {
+	if out, err := run(t, e, "watch", ids["dev"]); err != nil || !strings.Contains(out, "run "+ids["dev"]+" succeeded") ||
+		!strings.Contains(out, "  | Plan: ") || !strings.Contains(out, "  | Apply complete!") {
 		t.Errorf("watch dev: %v\n%s", err, out)
 	}
 	if out, err := run(t, e, "watch", ids["prod"]); err != nil || !strings.Contains(out, "waits for approval") {

@@ -1,0 +1,14 @@
+variable "name" {
+  type = string
+}
+
+component "net" {
+  source    = "./modules/echo"
+  inputs    = { value = "${var.name}-net" }
+  providers = {}
+}
+
+output "net_id" {
+  type  = string
+  value = component.net.value
+}
