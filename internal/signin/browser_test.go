@@ -110,17 +110,27 @@ func (b *browser) text(sel string) string {
 	return strings.TrimSpace(get(b, "reading "+sel, chromedp.Text(chromedp.CSS(sel))))
 }
 
-// waitAt waits until the page's URL is url, at the end of a chain of
-// redirects (asking while the page navigates may fail: it asks again).
-func (b *browser) waitAt(url string) {
+// waitHome waits until the browser has left the sign-in pages for the
+// web UI under base+"/app/", at the end of a chain of redirects (the UI
+// may go on to an organization's page; asking while the page navigates
+// may fail: it asks again).
+func (b *browser) waitHome(base string) {
+	b.t.Helper()
+	b.waitFor("waiting for the web UI", func(loc string) bool {
+		rest, ok := strings.CutPrefix(loc, base+"/app/")
+		return ok && !strings.HasPrefix(rest, "signin") && !strings.HasPrefix(rest, "invitations/") && !strings.HasPrefix(rest, "sso/")
+	})
+}
+
+func (b *browser) waitFor(what string, ok func(loc string) bool) {
 	b.t.Helper()
 	for {
 		loc, err := chromedp.Run(b.ctx, chromedp.Location())
-		if err == nil && loc == url {
+		if err == nil && ok(loc) {
 			return
 		}
 		if b.ctx.Err() != nil {
-			b.fail("waiting for "+url, fmt.Errorf("still at %s (%v)", loc, err))
+			b.fail(what, fmt.Errorf("still at %s (%v)", loc, err))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

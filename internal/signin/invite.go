@@ -182,5 +182,5 @@ func (s *Service) acceptInvitation(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusInternalServerError, "Invitation", "The invitation was accepted, but signing in failed: sign in with your new password.", "/app/signin")
 		return
 	}
-	http.Redirect(w, r, "/app", http.StatusSeeOther)
+	http.Redirect(w, r, "/app/", http.StatusSeeOther)
 }

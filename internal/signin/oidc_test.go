@@ -161,7 +161,7 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("username"), "test-user2"),
 		chromedp.SetValue(chromedp.ID("password"), "verysecure"),
 		chromedp.Click(chromedp.CSS(`button[type=submit]`)))
-	b.waitAt(e.URL + "/app")
+	b.waitHome(e.URL)
 	got, err := e.Client.OrganizationMemberships.Read(ctx, m.ID)
 	if err != nil || got.Status != tfe.OrganizationMembershipActive {
 		t.Fatalf("membership after accepting with SSO: %+v %v, want active", got, err)

@@ -57,15 +57,15 @@ func (s *Service) message(w http.ResponseWriter, r *http.Request, status int, ti
 	s.render(w, status, "message", messagePage{page: page{Title: title, User: auth.FromContext(r.Context())}, Message: msg, Link: link})
 }
 
-// localPath returns next when it is a path on this server, else /app: a
+// localPath returns next when it is a path on this server, else /app/: a
 // sign-in never sends the browser elsewhere.
 func localPath(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
-		return "/app"
+		return "/app/"
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" {
-		return "/app"
+		return "/app/"
 	}
 	return next
 }

@@ -223,7 +223,7 @@ func TestBrowserInvitation(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("password"), goodPassword),
 		chromedp.SetValue(chromedp.ID("confirm"), goodPassword),
 		chromedp.Click(chromedp.ID("accept")))
-	b.waitAt(e.URL + "/app")
+	b.waitHome(e.URL)
 	got, err := e.Client.OrganizationMemberships.Read(ctx, m.ID)
 	if err != nil || got.Status != tfe.OrganizationMembershipActive {
 		t.Fatalf("membership after acceptance: %+v %v, want active", got, err)
