@@ -52,7 +52,7 @@ func (a policyRuns) Input(ctx context.Context, runID string) (map[string]any, ma
 	if err != nil {
 		return nil, nil, err
 	}
-	info, err := runTaskRuns{a.s}.RunInfo(ctx, runID)
+	info, err := runTaskRuns(a).RunInfo(ctx, runID)
 	if err != nil {
 		return nil, nil, err
 	}
