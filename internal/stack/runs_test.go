@@ -453,7 +453,9 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		t.Fatal(err)
 	}
 	// Destroying removes resources: the no_destroy check sends staging
-	// and dev to an operator.
+	// and dev to an operator. Both are approved before either is waited
+	// for, so the two destroys run side by side.
+	destroys := map[string]string{}
 	for _, name := range []string{"staging", "dev"} {
 		ids := deploymentRuns(t, c, e, st.ID, name)
 		if len(ids) == 0 {
@@ -469,7 +471,10 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		if r := waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+		destroys[name] = r.ID
+	}
+	for _, name := range []string{"staging", "dev"} {
+		if r := waitRun(t, c, destroys[name], is("succeeded", "failed")); r.Status != "succeeded" {
 			t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
 		}
 		ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
