@@ -151,11 +151,11 @@ func planLogHeader(t *testing.T, c *tfe.Client, org, ws string) string {
 }
 
 // TestDeploymentRuns is the end-to-end path of a stack with two components
-// (app reads network's output) and two deployments, through go-tfe and
+// (app reads network's output) and three deployments, through go-tfe and
 // every engine (terraform on PATH, and the engines of testenv.Engines:
-// terraform 1.5.7, OpenTofu 1.12.6) on both stores: dev's group
-// auto-approves plans that destroy nothing, so dev plans, applies and
-// converges (an empty re-plan) by itself; prod waits for an operator, is
+// terraform 1.5.7, OpenTofu 1.12.6) on both stores: dev's and staging's
+// groups auto-approve plans that destroy nothing, so dev and staging plan,
+// apply and converge (an empty re-plan) by themselves; prod waits for an operator, is
 // approved with Advance and then converges the same way. The stack's
 // terraform-version picks the engine; the runs' logs show which ran.
 func TestDeploymentRuns(t *testing.T) {
@@ -179,15 +179,18 @@ func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := groupRun(t, c, cfg.ID, "auto")
 	prod := groupRun(t, c, cfg.ID, "prod_default")
 
-	dev = waitRun(t, c, dev.ID, is("succeeded", "failed"))
-	if dev.Status != "succeeded" {
-		t.Fatalf("dev ended %s; diagnostics: %s", dev.Status, diagnostics(t, c, cfg.ID))
-	}
-	if got := stepSummary(steps(t, c, dev.ID)); got != "plan=completed apply=completed plan=completed" {
-		t.Errorf("dev steps = %s", got)
+	// dev and staging (whose group auto-approves plans that destroy
+	// nothing) converge by themselves.
+	for _, g := range []string{"auto", "canary"} {
+		r := waitRun(t, c, groupRun(t, c, cfg.ID, g).ID, is("succeeded", "failed"))
+		if r.Status != "succeeded" {
+			t.Fatalf("group %s's run ended %s; diagnostics: %s", g, r.Status, diagnostics(t, c, cfg.ID))
+		}
+		if got := stepSummary(steps(t, c, r.ID)); got != "plan=completed apply=completed plan=completed" {
+			t.Errorf("group %s's steps = %s", g, got)
+		}
 	}
 	prod = waitRun(t, c, prod.ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
 	if prod.Status != "pre-deploying-pending-operator" {
@@ -226,6 +229,10 @@ func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	if b, _ := json.Marshal(out["app_ids"]); string(b) != `["dev-net/app-0"]` {
 		t.Errorf("dev outputs = %s", b)
 	}
+	out = outputs(t, c, org.Name, "stack-"+st.ID+"-staging")
+	if b, _ := json.Marshal(out["app_ids"]); string(b) != `["staging-net/app-0"]` {
+		t.Errorf("staging outputs = %s", b)
+	}
 	// Stack states: one current state per deployment.
 	states, err := c.StackStates.List(ctx, st.ID, nil)
 	if err != nil {
@@ -235,10 +242,10 @@ func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	for _, s := range states.Items {
 		got = append(got, s.Deployment+":"+strconv.Itoa(s.ResourceInstanceCount))
 	}
-	if strings.Join(got, " ") != "dev:2 prod:3" {
+	if strings.Join(got, " ") != "dev:2 prod:3 staging:2" {
 		t.Errorf("stack states = %s", got)
 	}
-	if len(states.Items) == 2 {
+	if len(states.Items) == 3 {
 		one, err := c.StackStates.Read(ctx, states.Items[1].ID)
 		if err != nil || one.Deployment != "prod" || !one.IsCurrent {
 			t.Errorf("stack state = %+v, %v", one, err)
@@ -259,7 +266,7 @@ func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	}
 	// The engine the stack names ran every deployment.
 	want := map[string]string{"terraform": "Terraform", "tofu": "OpenTofu"}[eng.Name] + " v" + eng.Version
-	for _, d := range []string{"dev", "prod"} {
+	for _, d := range []string{"dev", "staging", "prod"} {
 		if h := planLogHeader(t, c, org.Name, "stack-"+st.ID+"-"+d); !strings.Contains(h, want) {
 			t.Errorf("%s's plan log starts %q, want %q", d, h, want)
 		}
@@ -328,16 +335,7 @@ func deploymentRuns(t *testing.T, c *tfe.Client, e *testenv.Env, stackID, name s
 			} `json:"attributes"`
 		} `json:"data"`
 	}
-	req, _ := http.NewRequest("GET", e.URL+"/api/v2/stacks/"+stackID+"/stack-deployments/"+name+"/stack-deployment-runs", nil)
-	req.Header.Set("Authorization", "Bearer "+e.Token)
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
+	apiGet(t, e, "/api/v2/stacks/"+stackID+"/stack-deployments/"+name+"/stack-deployment-runs", &out)
 	var ids []string
 	for _, d := range out.Data {
 		ids = append(ids, d.ID)
@@ -345,11 +343,45 @@ func deploymentRuns(t *testing.T, c *tfe.Client, e *testenv.Env, stackID, name s
 	return ids
 }
 
+// apiGet reads a JSON:API document go-tfe does not decode in full.
+func apiGet(t *testing.T, e *testenv.Env, path string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", e.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: status %d, %v", path, resp.StatusCode, err)
+	}
+}
+
+// runConfiguration returns the id of the configuration a deployment run
+// runs (a relationship go-tfe's StackDeploymentRun does not decode).
+func runConfiguration(t *testing.T, e *testenv.Env, runID string) string {
+	t.Helper()
+	var out struct {
+		Data struct {
+			Relationships struct {
+				Configuration struct {
+					Data struct {
+						ID string `json:"id"`
+					} `json:"data"`
+				} `json:"stack-configuration"`
+			} `json:"relationships"`
+		} `json:"data"`
+	}
+	apiGet(t, e, "/api/v2/stack-deployment-runs/"+runID, &out)
+	return out.Data.Relationships.Configuration.Data.ID
+}
+
 // TestDeploymentRunLifecycle covers what happens across configurations:
-// approving a newer plan abandons the older pending one; destroy = true
-// destroys a deployment; removing a deployment block destroys it with its
-// last configuration; a deployment that never converges fails with a
-// diagnostic.
+// approving a newer plan abandons the older pending one (prod); destroy =
+// true destroys a deployment (staging); removing a deployment block
+// destroys it with its last configuration (dev); a deployment that never
+// converges fails with a diagnostic.
 func TestDeploymentRunLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
@@ -373,7 +405,11 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		t.Fatal(err)
 	}
 	prod1 := waitRun(t, c, groupRun(t, c, v1.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
-	waitRun(t, c, groupRun(t, c, v1.ID, "auto").ID, is("succeeded", "failed"))
+	for _, g := range []string{"auto", "canary"} {
+		if r := waitRun(t, c, groupRun(t, c, v1.ID, g).ID, is("succeeded", "failed")); r.Status != "succeeded" {
+			t.Fatalf("group %s v1 = %s: %s", g, r.Status, diagnostics(t, c, v1.ID))
+		}
+	}
 
 	// A second version while prod's first plan waits.
 	rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "replicas = 2", "replicas = 3")
@@ -382,8 +418,10 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		t.Fatal(err)
 	}
 	prod2 := waitRun(t, c, groupRun(t, c, v2.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed"))
-	if dev2 := waitRun(t, c, groupRun(t, c, v2.ID, "auto").ID, is("succeeded", "failed")); dev2.Status != "succeeded" {
-		t.Fatalf("dev v2 = %s", dev2.Status)
+	for _, g := range []string{"auto", "canary"} {
+		if r := waitRun(t, c, groupRun(t, c, v2.ID, g).ID, is("succeeded", "failed")); r.Status != "succeeded" {
+			t.Fatalf("group %s v2 = %s: %s", g, r.Status, diagnostics(t, c, v2.ID))
+		}
 	}
 	if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, prod2.ID); err != nil {
 		t.Fatal(err)
@@ -401,11 +439,12 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		t.Errorf("prod outputs = %s", b)
 	}
 
-	// destroy = true on dev, and prod's block removed.
-	rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "  deployment_group = deployment_group.auto\n", "  deployment_group = deployment_group.auto\n  destroy = true\n")
+	// destroy = true on staging, and dev's block removed: dev is
+	// destroyed with its last configuration (v2's).
+	rewrite(t, filepath.Join(dir, "deployments.tfdeploy.hcl"), "  deployment_group = deployment_group.canary\n", "  deployment_group = deployment_group.canary\n  destroy = true\n")
 	b, _ := os.ReadFile(filepath.Join(dir, "deployments.tfdeploy.hcl"))
 	s := string(b)
-	s = s[:strings.Index(s, `deployment "prod"`)]
+	s = s[:strings.Index(s, `deployment "dev"`)] + s[strings.Index(s, `deployment "staging"`):]
 	if err := os.WriteFile(filepath.Join(dir, "deployments.tfdeploy.hcl"), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -413,9 +452,11 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Destroying removes resources: the no_destroy check sends dev to
-	// an operator too.
-	for _, name := range []string{"dev", "prod"} {
+	// Destroying removes resources: the no_destroy check sends staging
+	// and dev to an operator. Both are approved before either is waited
+	// for, so the two destroys run side by side.
+	destroys := map[string]string{}
+	for _, name := range []string{"staging", "dev"} {
 		ids := deploymentRuns(t, c, e, st.ID, name)
 		if len(ids) == 0 {
 			t.Fatalf("no runs for %s", name)
@@ -424,10 +465,16 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		if r.Status != "pre-deploying-pending-operator" {
 			t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
 		}
+		if got := runConfiguration(t, e, r.ID); got != map[string]string{"staging": v3.ID, "dev": v2.ID}[name] {
+			t.Errorf("%s destroy run has configuration %s (v2 %s, v3 %s)", name, got, v2.ID, v3.ID)
+		}
 		if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r.ID); err != nil {
 			t.Fatal(err)
 		}
-		if r := waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+		destroys[name] = r.ID
+	}
+	for _, name := range []string{"staging", "dev"} {
+		if r := waitRun(t, c, destroys[name], is("succeeded", "failed")); r.Status != "succeeded" {
 			t.Fatalf("%s destroy run = %s: %s", name, r.Status, diagnostics(t, c, v3.ID))
 		}
 		ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
@@ -437,6 +484,13 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 		if ws.ResourceCount != 0 {
 			t.Errorf("%s still has %d resources", name, ws.ResourceCount)
 		}
+	}
+	// prod, unchanged in v3, keeps its resources: its plan is empty.
+	if r := waitRun(t, c, groupRun(t, c, v3.ID, "prod_default").ID, is("succeeded", "failed")); r.Status != "succeeded" {
+		t.Errorf("prod v3 = %s: %s", r.Status, diagnostics(t, c, v3.ID))
+	}
+	if ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-prod"); err != nil || ws.ResourceCount != 4 {
+		t.Errorf("prod's workspace after v3 = %+v, %v", ws, err)
 	}
 
 	// A deployment that never converges fails with a diagnostic.
