@@ -2,6 +2,7 @@ package orchestration_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,9 +18,15 @@ import (
 // the deployment lifecycle can be driven step by step.
 type fakeCore struct {
 	mu            sync.Mutex
-	status        string
-	final, ok     bool
 	runs, uploads int
+	// results holds each run's status, by run ID: a deployment still
+	// watching an older run must not see the newest run's result.
+	results map[string]fakeResult
+}
+
+type fakeResult struct {
+	status    string
+	final, ok bool
 }
 
 func (f *fakeCore) Create(ctx context.Context, org, name string) (string, error) {
@@ -39,20 +46,32 @@ func (f fakeRuns) Create(ctx context.Context, ws, cv string, planOnly, destroy b
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.runs++
-	f.status, f.final, f.ok = "planning", false, false
-	return "run-fake", nil
+	if f.results == nil {
+		f.results = map[string]fakeResult{}
+	}
+	id := fmt.Sprintf("run-fake-%d", f.runs)
+	f.results[id] = fakeResult{status: "planning"}
+	return id, nil
 }
 
 func (f fakeRuns) Status(ctx context.Context, id string) (string, bool, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.status, f.final, f.ok, nil
+	r, ok := f.results[id]
+	if !ok {
+		return "", false, false, fmt.Errorf("no run %s", id)
+	}
+	return r.status, r.final, r.ok, nil
 }
 
 func (f *fakeCore) set(status string, final, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status, f.final, f.ok = status, final, ok
+	// The newest run takes the result.
+	if f.results == nil {
+		f.results = map[string]fakeResult{}
+	}
+	f.results[fmt.Sprintf("run-fake-%d", f.runs)] = fakeResult{status: status, final: final, ok: ok}
 }
 
 // A deployment whose server stopped watching its run is settled from the
