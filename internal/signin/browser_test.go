@@ -20,9 +20,6 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// chromium is Debian's chromium (.ci/run installs it when missing).
-const chromium = "/usr/bin/chromium"
-
 // browser is a headless chromium with a fresh profile that trusts exactly
 // the test server's certificate (by its public key).
 type browser struct {
@@ -32,23 +29,13 @@ type browser struct {
 
 func newBrowser(t *testing.T, e *testenv.Env) *browser {
 	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("the browser tests need Debian's chromium at %s (apt-get install chromium; .ci/run installs it): %v", chromium, err)
+	chromium, err := testenv.ChromiumPath()
+	if err != nil {
+		t.Fatal(err)
 	}
 	spki := serverSPKI(t, filepath.Join(filepath.Dir(e.CAFile), "server.pem"))
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("ignore-certificate-errors-spki-list", spki),
-		chromedp.UserDataDir(t.TempDir()),
-	}
+	opts := testenv.ChromiumOptions(chromium, t.TempDir(),
+		chromedp.Flag("ignore-certificate-errors-spki-list", spki))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,21 +33,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// chromiumPath finds Debian's chromium (.ci/run installs it with apt-get).
-func chromiumPath() (string, error) {
-	if p := os.Getenv("TERRACE_TEST_CHROMIUM"); p != "" {
-		return p, nil
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("chromium is not installed: the browser tests need it (apt-get install chromium, as .ci/run does, or set TERRACE_TEST_CHROMIUM)")
-}
-
 func startBrowser() (func(), error) {
-	path, err := chromiumPath()
+	path, err := testenv.ChromiumPath()
 	if err != nil {
 		return nil, err
 	}
@@ -56,25 +42,10 @@ func startBrowser() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	// These flags keep chromium from reaching for the network (which
-	// hangs it on a closed machine).
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
+	opts := testenv.ChromiumOptions(path, dir,
 		// Each test server has its own generated CA.
 		chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(1100, 900),
-	}
+		chromedp.WindowSize(1100, 900))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	// The first call starts the browser, which lives as long as ctx.
