@@ -17,7 +17,11 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-func migrate(ctx context.Context, db *DB) error {
+func migrate(ctx context.Context, db *DB) error { return migrateTo(ctx, db, "") }
+
+// migrateTo applies the migrations whose versions sort up to until
+// (all of them when until is empty).
+func migrateTo(ctx context.Context, db *DB, until string) error {
 	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		return err
 	}
@@ -47,6 +51,9 @@ func migrate(ctx context.Context, db *DB) error {
 					continue
 				}
 				version = d
+			}
+			if until != "" && version > until {
+				break
 			}
 			var n int
 			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
