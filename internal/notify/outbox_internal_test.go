@@ -1,25 +1,10 @@
 package notify
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/run"
 )
-
-func TestBackoffDoublesUpToTheCap(t *testing.T) {
-	s := &Service{o: Options{Backoff: time.Second, MaxBackoff: 10 * time.Second}}
-	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
-	for i, w := range want {
-		if got := s.backoff(i + 1); got != w {
-			t.Errorf("backoff after attempt %d = %s, want %s", i+1, got, w)
-		}
-	}
-	if got := s.backoff(1000); got != 10*time.Second {
-		t.Errorf("backoff after many attempts = %s", got)
-	}
-}
 
 func TestTriggerOf(t *testing.T) {
 	resting := &run.Run{Status: run.Planned}
@@ -46,14 +31,5 @@ func TestTriggerOf(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s -> %s (run %s): %q, want %q", c.from, c.to, c.r.Status, got, c.want)
 		}
-	}
-}
-
-func TestMoveRefusesWhatTheTableLacks(t *testing.T) {
-	if _, err := move(context.Background(), nil, "ncd-x", delivered, pending, ""); err == nil {
-		t.Fatal("a delivered notification went back to pending")
-	}
-	if _, err := move(context.Background(), nil, "ncd-x", pending, delivered, ""); err == nil {
-		t.Fatal("a notification was delivered without being sent")
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -88,11 +88,8 @@ func (s *Service) sealed(c *Configuration, responses, failure string) (url, toke
 
 // Service manages configurations and their deliveries.
 type Service struct {
-	o    Options
-	wake *loops.Wake
-	// delivered is signalled after each delivery attempt (tests wait on it
-	// through Attempted).
-	attempted chan struct{}
+	o         Options
+	queue     *outbox.Queue // the "notification" topic of the outbox
 	onAttempt []func(Destination, AttemptOutcome)
 }
 
@@ -122,7 +119,13 @@ func NewService(o Options) (*Service, error) {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{}
 	}
-	return &Service{o: o, wake: loops.NewWake(), attempted: make(chan struct{}, 1)}, nil
+	s := &Service{o: o}
+	var err error
+	s.queue, err = outbox.New(outbox.Options{DB: o.DB, Topic: "notification", Handle: s.deliver, Logger: o.Logger,
+		MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, MaxBackoff: o.MaxBackoff, Workers: o.Workers,
+		// A claim outlasts the request's timeout, with a margin to record.
+		ClaimTTL: o.Timeout + 30*time.Second, Retention: Retention})
+	return s, err
 }
 
 // authorize is the one decision for managing notification configurations,

@@ -4,150 +4,105 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/store"
 )
 
-// The delivery loop: the requests of running stages are rows of
-// task_results (the outbox), sent until the service answers 200 or the
-// attempts run out; the same loop errors results past their deadlines and
-// finishes stages whose end a crash interrupted. Everything it needs is in
-// the store, so a restarted server carries on where the last one stopped.
+// The delivery loop: the requests of running stages are the "run-task"
+// topic of the outbox (internal/outbox), one item per result keyed by the
+// result, enqueued in the transaction that starts the stage and sent until
+// the service answers 200 or the attempts run out; at every pass the same
+// loop errors results past their deadlines and finishes stages whose end a
+// crash interrupted. Everything it needs is in the store, so a restarted
+// server carries on where the last one stopped.
+
+// requestTopic is the task requests' topic in the outbox.
+const requestTopic = "run-task"
+
+func (s *Service) newRequestQueue() (*outbox.Queue, error) {
+	return outbox.New(outbox.Options{DB: s.o.DB, Topic: requestTopic, Handle: s.deliver, Logger: s.o.Logger,
+		MaxAttempts: s.o.MaxAttempts, Backoff: s.o.Backoff, MaxBackoff: time.Minute,
+		// A claim outlasts the request's timeout, with a margin to record.
+		ClaimTTL: s.o.Timeout + 30*time.Second, Workers: 50, Poll: s.o.Poll, Each: s.watch})
+}
 
 // Wake is the delivery loop's wake-up (the server announces it to other
 // replicas and wakes it when they announce theirs).
-func (s *Service) Wake() *loops.Wake { return s.wake }
+func (s *Service) Wake() *loops.Wake { return s.requests.Wake() }
 
-func (s *Service) nudge() { s.wake.Signal() }
-
-// claim is how long a claimed request stays away from other claimants.
-func (s *Service) claim() time.Duration { return s.o.Timeout + 30*time.Second }
-
-// backoff is the wait after the n-th refused request.
-func (s *Service) backoff(n int) time.Duration {
-	d := s.o.Backoff
-	for i := 1; i < n && d < time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, time.Minute)
-}
-
-type dueRow struct {
-	id      string
-	nextAt  int64
-	claimed string
-}
+func (s *Service) nudge() { s.requests.Wake().Signal() }
 
 // Run sends task requests and watches deadlines until ctx ends, then waits
 // for the requests in flight. claimant names this process in claims;
 // claims of earlier processes of the same server (names starting with
 // lostPrefix) are taken back at once, any other when it expires.
 func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
-	if lostPrefix != "" {
-		if _, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = '', next_attempt_at = ? WHERE status = ? AND claimed_by LIKE ? AND claimed_by <> ?`,
-			core.Micros(core.Now()), string(ResultPending), lostPrefix+"%", claimant); err != nil && ctx.Err() == nil {
-			s.o.Logger.Error("taking back the task requests of an earlier process", "error", err)
-		}
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	repairSince := time.Time{} // the first pass looks at every stage
-	for {
-		now := core.Micros(core.Now())
-		rows, err := store.All(ctx, s.o.DB, func(sc store.Scanner) (dueRow, error) {
-			var d dueRow
-			return d, sc.Scan(&d.id, &d.nextAt, &d.claimed)
-		}, `SELECT id, next_attempt_at, claimed_by FROM task_results WHERE status = ? AND next_attempt_at > 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 50`,
-			string(ResultPending), now)
-		if err != nil && ctx.Err() == nil {
-			s.o.Logger.Error("reading due task requests", "error", err)
-		}
-		for _, d := range rows {
-			// Claim the row as it was read: another process that read it
-			// too finds it changed.
-			res, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = ?, next_attempt_at = ?, attempts = attempts + 1 WHERE id = ? AND status = ? AND next_attempt_at = ? AND claimed_by = ?`,
-				claimant, core.Micros(core.Now().Add(s.claim())), d.id, string(ResultPending), d.nextAt, d.claimed)
-			if err != nil {
-				continue
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.deliver(ctx, d.id)
-			}()
-		}
-		s.expire(ctx)
-		started := core.Now()
-		s.repair(ctx, repairSince)
-		repairSince = started.Add(-time.Minute)
-		t := time.NewTimer(s.o.Poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-s.wake.C():
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	s.repairSince = time.Time{} // the first pass looks at every stage
+	s.requests.Run(ctx, claimant, lostPrefix)
 }
 
-// deliver sends one claimed request and records the outcome. When ctx ends
-// mid-request nothing is recorded: the claim is taken back after a restart
-// and the request is sent again.
-func (s *Service) deliver(ctx context.Context, id string) {
-	r, err := scanResult(s.o.DB.QueryRow(ctx, `SELECT `+resultCols+` FROM task_results WHERE id = ?`, id))
+// watch is the delivery loop's pass over deadlines and interrupted
+// stages (outbox.Options.Each: only the loop's goroutine calls it).
+func (s *Service) watch(ctx context.Context) {
+	s.expire(ctx)
+	started := core.Now()
+	s.repair(ctx, s.repairSince)
+	s.repairSince = started.Add(-time.Minute)
+}
+
+// deliver sends the request of one claimed item (its key is the result)
+// and records the outcome on the result. When ctx ends mid-request the
+// outbox records nothing: the claim is taken back after a restart and the
+// request is sent again.
+func (s *Service) deliver(ctx context.Context, it outbox.Item) error {
+	r, err := scanResult(s.o.DB.QueryRow(ctx, `SELECT `+resultCols+` FROM task_results WHERE id = ?`, it.Key))
+	if store.IsNoRows(err) {
+		return nil // the run went, and its results with it
+	}
 	if err != nil {
-		return
+		return fmt.Errorf("reading task result %s: %w", it.Key, err)
+	}
+	if r.Status != ResultPending {
+		return nil // answered, timed out or overridden meanwhile: nothing to send
 	}
 	body, key, err := s.request(ctx, r)
-	var sendErr error
+	sendErr := err
 	if err == nil {
 		sendErr = s.send(ctx, r.TaskURL, key, body)
-	} else {
-		sendErr = err
 	}
 	if ctx.Err() != nil {
-		return
+		return ctx.Err()
 	}
 	if sendErr == nil {
 		s.attempted(AttemptAccepted)
-		now := core.Now()
-		_, err = moveResult(ctx, s.o.DB, r, ResultRunning, "next_attempt_at = 0, claimed_by = '', last_error = '', progress_deadline = ?",
-			core.Micros(now.Add(s.o.ProgressTimeout)))
-		if err != nil {
-			s.o.Logger.Error("recording an accepted task request", "result", id, "error", err)
+		if _, err := moveResult(ctx, s.o.DB, r, ResultRunning, "progress_deadline = ?", core.Micros(core.Now().Add(s.o.ProgressTimeout))); err != nil {
+			s.o.Logger.Error("recording an accepted task request", "result", r.ID, "error", err)
 		}
-		return
+		return nil
 	}
 	// The token of a refused request is never used: it goes, and the next
 	// attempt mints its own.
 	_ = s.o.Tokens.DeleteTokens(ctx, s.o.DB, auth.KindTaskResult, r.ID)
-	if r.Attempts >= s.o.MaxAttempts {
-		s.attempted(AttemptErrored)
-		msg := fmt.Sprintf("The run task service did not accept the request after %d attempts: %v", r.Attempts, sendErr)
-		if _, err := moveResult(ctx, s.o.DB, r, ResultErrored, "message = ?, last_error = ?", msg, sendErr.Error()); err != nil {
-			s.o.Logger.Error("recording a failed task request", "result", id, "error", err)
-			return
-		}
-		if err := s.evaluate(ctx, r.StageID); err != nil {
-			s.o.Logger.Error("ending a task stage", "stage", r.StageID, "error", err)
-		}
-		return
+	if !it.Last {
+		s.attempted(AttemptRetry)
+		return sendErr
 	}
-	s.attempted(AttemptRetry)
-	if _, err := s.o.DB.Exec(ctx, `UPDATE task_results SET claimed_by = '', last_error = ?, next_attempt_at = ? WHERE id = ? AND status = ? AND claimed_by <> ''`,
-		sendErr.Error(), core.Micros(core.Now().Add(s.backoff(r.Attempts))), r.ID, string(ResultPending)); err != nil {
-		s.o.Logger.Error("rescheduling a task request", "result", id, "error", err)
+	s.attempted(AttemptErrored)
+	msg := fmt.Sprintf("The run task service did not accept the request after %d attempts: %v", it.Attempts, sendErr)
+	if _, err := moveResult(ctx, s.o.DB, r, ResultErrored, "message = ?", msg); err != nil {
+		// The result stays pending until its deadline errors it.
+		s.o.Logger.Error("recording a failed task request", "result", r.ID, "error", err)
+		return sendErr
 	}
+	if err := s.evaluate(ctx, r.StageID); err != nil {
+		s.o.Logger.Error("ending a task stage", "stage", r.StageID, "error", err)
+	}
+	return sendErr
 }
 
 // request builds the body of a result's request, with a fresh access

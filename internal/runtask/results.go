@@ -182,7 +182,7 @@ func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
 		args = append(args, jsonText(rep.Outcomes))
 	}
 	if rep.Status == ResultRunning {
-		set += ", next_attempt_at = 0, claimed_by = '', progress_deadline = ?"
+		set += ", progress_deadline = ?"
 		args = append(args, core.Micros(core.Now().Add(s.o.ProgressTimeout)))
 	}
 	ok, err := moveResult(ctx, s.o.DB, r, rep.Status, set, args...)

@@ -10,7 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
@@ -98,8 +98,11 @@ type Options struct {
 // stages and results of runs.
 type Service struct {
 	o         Options
-	wake      *loops.Wake // the loop's wake-up (Wake)
+	requests  *outbox.Queue // the requests to task services (deliver.go)
 	onAttempt []func(AttemptOutcome)
+	// repairSince is when the delivery loop's last repair pass started,
+	// less a margin (zero: look at every stage).
+	repairSince time.Time
 }
 
 // AttemptOutcome is what came of one request to a task service.
@@ -151,7 +154,10 @@ func NewService(o Options) (*Service, error) {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{}
 	}
-	return &Service{o: o, wake: loops.NewWake()}, nil
+	s := &Service{o: o}
+	var err error
+	s.requests, err = s.newRequestQueue()
+	return s, err
 }
 
 // List returns the organization's tasks.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -107,7 +108,6 @@ type Result struct {
 	URL             string
 	Outcomes        []Outcome
 	Timestamps      map[string]time.Time
-	Attempts        int
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -128,14 +128,14 @@ func scanStage(sc store.Scanner) (*TaskStageRecord, error) {
 	return &st, nil
 }
 
-const resultCols = `id, stage_id, run_id, task_id, task_name, task_url, workspace_task_id, enforcement_level, status, message, url, outcomes, status_timestamps, attempts, created_at, updated_at`
+const resultCols = `id, stage_id, run_id, task_id, task_name, task_url, workspace_task_id, enforcement_level, status, message, url, outcomes, status_timestamps, created_at, updated_at`
 
 func scanResult(sc store.Scanner) (*Result, error) {
 	var r Result
 	var outcomes, stamps string
 	var created, updated int64
 	if err := sc.Scan(&r.ID, &r.StageID, &r.RunID, &r.TaskID, &r.TaskName, &r.TaskURL, &r.WorkspaceTaskID, &r.Enforcement, &r.Status,
-		&r.Message, &r.URL, &outcomes, &stamps, &r.Attempts, &created, &updated); err != nil {
+		&r.Message, &r.URL, &outcomes, &stamps, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(outcomes), &r.Outcomes); err != nil {
@@ -178,7 +178,7 @@ func moveResult(ctx context.Context, q store.Q, r *Result, to ResultStatus, set 
 	r.Timestamps[string(to)+"-at"] = now
 	query := `UPDATE task_results SET status = ?, status_timestamps = ?, updated_at = ?`
 	if to.Final() {
-		query += `, next_attempt_at = 0, claimed_by = '', deadline = 0, progress_deadline = 0`
+		query += `, deadline = 0, progress_deadline = 0`
 	}
 	if set != "" {
 		query += ", " + set
@@ -303,12 +303,24 @@ func (s *Service) Start(ctx context.Context, q store.Q, r *run.Run, stage run.Ta
 		return false, err
 	}
 	now := core.Now()
-	if _, err := q.Exec(ctx, `UPDATE task_results SET next_attempt_at = ?, deadline = ?, updated_at = ? WHERE stage_id = ? AND status = ?`,
-		core.Micros(now), core.Micros(now.Add(s.o.TotalTimeout)), core.Micros(now), st.ID, string(ResultPending)); err != nil {
+	if _, err := q.Exec(ctx, `UPDATE task_results SET deadline = ?, updated_at = ? WHERE stage_id = ? AND status = ?`,
+		core.Micros(now.Add(s.o.TotalTimeout)), core.Micros(now), st.ID, string(ResultPending)); err != nil {
 		return false, err
 	}
+	ids, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
+		var id string
+		return id, sc.Scan(&id)
+	}, `SELECT id FROM task_results WHERE stage_id = ? AND status = ? ORDER BY created_at, id`, st.ID, string(ResultPending))
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if _, err := s.requests.Enqueue(ctx, q, outbox.Message{Key: id}); err != nil {
+			return false, err
+		}
+	}
 	// The delivery loop is nudged once the run's transaction committed
-	// (RunTransition): before that it would not see the due requests.
+	// (RunTransition): before that it would not see the queued requests.
 	return true, nil
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -88,8 +88,8 @@ type Options struct {
 
 // Service manages run triggers and fires them.
 type Service struct {
-	o    Options
-	wake *loops.Wake // the loop's wake-up (Wake)
+	o       Options
+	fanOuts *outbox.Queue // the fan-out queue (fanout.go)
 }
 
 // NewService validates o and returns a service.
@@ -106,7 +106,10 @@ func NewService(o Options) (*Service, error) {
 	if o.Retries <= 0 {
 		o.Retries = 3
 	}
-	return &Service{o: o, wake: loops.NewWake()}, nil
+	s := &Service{o: o}
+	var err error
+	s.fanOuts, err = s.newFanOutQueue()
+	return s, err
 }
 
 // authorize is the one decision for managing a workspace's run triggers and
