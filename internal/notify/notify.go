@@ -1,9 +1,10 @@
 // Package notify keeps notification configurations (on workspaces, teams
-// and projects) and delivers notifications through a durable outbox in the
-// store: every run transition that a configuration subscribes to becomes a
-// row in notification_deliveries, and a delivery loop sends it, retrying
-// with capped exponential backoff until the destination accepts it.
-// docs/design/notifications.md draws the delivery lifecycle.
+// and projects) and delivers notifications through the durable outbox
+// (internal/outbox, topic "notification"): every run transition that a
+// configuration subscribes to becomes an outbox item, and the outbox's
+// loop hands it to this package's handler, retrying with capped
+// exponential backoff until the destination accepts it.
+// docs/design/notifications.md describes the delivery.
 //
 // A configuration's token is write-only: it keys the HMAC-SHA512 signature
 // of generic deliveries (X-TFE-Notification-Signature) and is never

@@ -123,37 +123,39 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 // configuration. When ctx ends mid-request the outbox records nothing:
 // the claim is taken back after a restart (or when it expires) and the
 // notification is sent again.
-func (s *Service) deliver(ctx context.Context, it outbox.Item) error {
+func (s *Service) deliver(ctx context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 	c, err := s.scan(s.o.DB.QueryRow(ctx, `SELECT `+cols+` FROM notification_configurations WHERE id = ?`, it.Lane))
 	if store.IsNoRows(err) {
-		return nil // deleted: its notifications go with it
+		return nil, nil // deleted: its notifications go with it
 	}
 	if err != nil {
-		return fmt.Errorf("reading notification configuration %s: %w", it.Lane, err)
+		return nil, fmt.Errorf("reading notification configuration %s: %w", it.Lane, err)
 	}
 	if !c.Enabled {
-		s.attemptDone(c.Destination, AttemptDropped)
-		return outbox.Permanent(errors.New("the configuration was disabled before delivery"))
+		return func(outbox.Outcome) { s.attemptDone(c.Destination, AttemptDropped) },
+			outbox.Permanent(errors.New("the configuration was disabled before delivery"))
 	}
 	resp := s.send(ctx, c, []byte(it.Payload))
 	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	switch {
-	case resp.Successful:
-		s.attemptDone(c.Destination, AttemptDelivered)
-	case it.Last:
-		s.attemptDone(c.Destination, AttemptFailed)
-	default:
-		s.attemptDone(c.Destination, AttemptRetry)
+		return nil, ctx.Err()
 	}
 	if err := s.record(ctx, c.ID, resp); err != nil && ctx.Err() == nil {
 		s.o.Logger.Error("recording a notification delivery", "delivery", it.Key, "configuration", c.ID, "error", err)
 	}
-	if !resp.Successful {
-		return errors.New(describe(resp))
+	after := func(o outbox.Outcome) {
+		switch o {
+		case outbox.Handled:
+			s.attemptDone(c.Destination, AttemptDelivered)
+		case outbox.Retry:
+			s.attemptDone(c.Destination, AttemptRetry)
+		default:
+			s.attemptDone(c.Destination, AttemptFailed)
+		}
 	}
-	return nil
+	if !resp.Successful {
+		return after, errors.New(describe(resp))
+	}
+	return after, nil
 }
 
 // AttemptOutcome is what became of one delivery attempt, as OnAttempt
@@ -228,3 +230,6 @@ func (s *Service) send(ctx context.Context, c *Configuration, body []byte) Respo
 
 // Pending counts the deliveries not yet final, for operators and tests.
 func (s *Service) Pending(ctx context.Context) (int, error) { return s.queue.Pending(ctx) }
+
+// Outbox is the outbox queue of the notifications (the server hooks its metrics on).
+func (s *Service) Outbox() *outbox.Queue { return s.queue }

@@ -402,8 +402,12 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return err
 	}
-	_, err = s.o.DB.Exec(ctx, `DELETE FROM notification_configurations WHERE id = ?`, c.ID)
-	return err
+	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM notification_configurations WHERE id = ?`, c.ID); err != nil {
+			return err
+		}
+		return s.queue.ForgetLane(ctx, tx, c.ID) // its notifications go with it
+	})
 }
 
 // Verify sends the test request and records the response on the

@@ -22,6 +22,7 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,13 +77,14 @@ type Item struct {
 	CreatedAt time.Time
 }
 
-// Handler handles one claimed item. nil means handled (the item is
-// deleted). An error is retried after a backoff, unless the attempt was
+// Handler handles one claimed item. A nil error means handled (the item
+// is deleted). An error is retried after a backoff, unless the attempt was
 // the last (Item.Last) or the error is Permanent: then the item fails with
-// the error as its reason. A handler must be idempotent: a process that
-// dies after handling but before recording hands the item to the next.
-// When ctx ends the outcome is not recorded.
-type Handler func(ctx context.Context, it Item) error
+// the error as its reason. after, if not nil, hears the outcome once it is
+// recorded (the domain's metrics). A handler must be idempotent: a process
+// that dies after handling but before recording hands the item to the
+// next. When ctx ends the outcome is not recorded.
+type Handler func(ctx context.Context, it Item) (after func(Outcome), err error)
 
 type permanent struct{ err error }
 
@@ -128,6 +130,10 @@ type Options struct {
 	Each func(ctx context.Context)
 	// Retention is how long failed items are kept. Defaults to 7 days.
 	Retention time.Duration
+	// Hold keeps every item this long after it was enqueued before it is
+	// first due (0: at once). It is the running process's setting, not
+	// the item's: a process started without it handles held items at once.
+	Hold time.Duration
 }
 
 // Queue is one topic of the outbox.
@@ -199,6 +205,14 @@ func (q *Queue) Enqueue(ctx context.Context, db store.Q, msgs ...Message) (int, 
 		}
 	}
 	return n, nil
+}
+
+// ForgetLane deletes every item of lane in db (usually the transaction
+// that deletes what the lane delivers to). A handler still running on one
+// of them finds its outcome unrecorded.
+func (q *Queue) ForgetLane(ctx context.Context, db store.Q, lane string) error {
+	_, err := db.Exec(ctx, `DELETE FROM outbox_items WHERE topic = ? AND lane = ?`, q.o.Topic, lane)
+	return err
 }
 
 // Pending counts the items not yet handled nor failed.
@@ -305,8 +319,8 @@ func (q *Queue) Run(ctx context.Context, claimant, lostPrefix string) {
 				var d due
 				err := sc.Scan(&d.key, &d.lane, &d.payload, &d.status, &d.claimedBy, &d.attempts, &d.nextAt, &d.createdAt)
 				return d, err
-			}, `SELECT item_key, lane, payload, status, claimed_by, attempts, next_attempt_at, created_at FROM outbox_items WHERE topic = ? AND status IN (?, ?) AND next_attempt_at <= ? ORDER BY next_attempt_at, item_key LIMIT 100`,
-				q.o.Topic, string(Pending), string(Claimed), core.Micros(core.Now()))
+			}, `SELECT item_key, lane, payload, status, claimed_by, attempts, next_attempt_at, created_at FROM outbox_items WHERE topic = ? AND status IN (?, ?) AND next_attempt_at <= ? AND created_at <= ? ORDER BY next_attempt_at, item_key LIMIT 100`,
+				q.o.Topic, string(Pending), string(Claimed), core.Micros(core.Now()), core.Micros(core.Now().Add(-q.o.Hold)))
 			if err != nil && ctx.Err() == nil {
 				q.o.Logger.Error("reading the outbox", "topic", q.o.Topic, "error", err)
 			}
@@ -351,8 +365,13 @@ func (q *Queue) Run(ctx context.Context, claimant, lostPrefix string) {
 					}
 				}()
 			}
+			// Sleep until the next item falls due. One due already was
+			// left for a reason (its lane is busy, another claimant took
+			// it): a handler finishing wakes the loop (done), or the poll.
 			if next, err := q.nextDue(ctx); err == nil && next > 0 {
-				wait = min(wait, max(time.Until(core.FromMicros(next)), 0))
+				if until := time.Until(core.FromMicros(next)); until > 0 {
+					wait = min(wait, until)
+				}
 			}
 		}
 		if q.o.Each != nil {
@@ -373,7 +392,8 @@ func (q *Queue) Run(ctx context.Context, claimant, lostPrefix string) {
 
 func (q *Queue) nextDue(ctx context.Context) (int64, error) {
 	var next *int64
-	err := q.o.DB.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM outbox_items WHERE topic = ? AND status = ?`, q.o.Topic, string(Pending)).Scan(&next)
+	err := q.o.DB.QueryRow(ctx, `SELECT MIN(next_attempt_at) FROM outbox_items WHERE topic = ? AND status = ? AND created_at <= ?`,
+		q.o.Topic, string(Pending), core.Micros(core.Now().Add(-q.o.Hold))).Scan(&next)
 	if err != nil || next == nil {
 		return 0, err
 	}
@@ -383,35 +403,52 @@ func (q *Queue) nextDue(ctx context.Context) (int64, error) {
 // handle runs the handler on one claimed item and records the outcome,
 // only while the claim is still this claimant's.
 func (q *Queue) handle(ctx context.Context, claimant string, it Item) {
-	err := q.o.Handle(ctx, it)
+	after, err := q.o.Handle(ctx, it)
 	if ctx.Err() != nil {
 		return // the claim is taken back after a restart, or when it expires
 	}
 	var outcome Outcome
+	var recorded bool
 	var recErr error
 	var pe permanent
 	switch {
 	case err == nil:
 		outcome = Handled
-		_, recErr = q.o.DB.Exec(ctx, `DELETE FROM outbox_items WHERE topic = ? AND item_key = ? AND status = ? AND claimed_by = ?`,
+		var res sql.Result
+		res, recErr = q.o.DB.Exec(ctx, `DELETE FROM outbox_items WHERE topic = ? AND item_key = ? AND status = ? AND claimed_by = ?`,
 			q.o.Topic, it.Key, string(Claimed), claimant)
+		if recErr == nil {
+			n, _ := res.RowsAffected()
+			recorded = n == 1
+		}
 	case errors.As(err, &pe):
 		outcome = Gave
-		_, recErr = move(ctx, q.o.DB, q.o.Topic, it.Key, Claimed, Failed, claimant, -1, "claimed_by = '', last_error = ?", pe.err.Error())
+		recorded, recErr = move(ctx, q.o.DB, q.o.Topic, it.Key, Claimed, Failed, claimant, -1, "claimed_by = '', last_error = ?", pe.err.Error())
 	case it.Last:
 		outcome = Gave
-		_, recErr = move(ctx, q.o.DB, q.o.Topic, it.Key, Claimed, Failed, claimant, -1, "claimed_by = '', last_error = ?",
+		recorded, recErr = move(ctx, q.o.DB, q.o.Topic, it.Key, Claimed, Failed, claimant, -1, "claimed_by = '', last_error = ?",
 			"gave up after "+strconv.Itoa(it.Attempts)+" attempts: "+err.Error())
 	default:
 		outcome = Retry
-		_, recErr = move(ctx, q.o.DB, q.o.Topic, it.Key, Claimed, Pending, claimant, -1, "claimed_by = '', last_error = ?, next_attempt_at = ?",
+		recorded, recErr = move(ctx, q.o.DB, q.o.Topic, it.Key, Claimed, Pending, claimant, -1, "claimed_by = '', last_error = ?, next_attempt_at = ?",
 			err.Error(), core.Micros(core.Now().Add(q.backoff(it.Attempts))))
+	}
+	if recErr != nil {
+		if ctx.Err() == nil {
+			q.o.Logger.Error("recording an outbox item", "topic", q.o.Topic, "key", it.Key, "error", recErr)
+		}
+		return
+	}
+	if !recorded {
+		// The claim expired and another claimant took the item: its
+		// outcome is the other's to record.
+		return
+	}
+	if after != nil {
+		after(outcome)
 	}
 	for _, fn := range q.onAttempt {
 		fn(q.o.Topic, outcome)
-	}
-	if recErr != nil && ctx.Err() == nil {
-		q.o.Logger.Error("recording an outbox item", "topic", q.o.Topic, "key", it.Key, "error", recErr)
 	}
 	if outcome == Gave {
 		q.o.Logger.Warn("gave up an outbox item", "topic", q.o.Topic, "key", it.Key, "attempts", it.Attempts, "error", err)

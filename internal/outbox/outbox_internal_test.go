@@ -28,7 +28,7 @@ func TestMoveRefusesWhatTheTableLacks(t *testing.T) {
 }
 
 func TestNewRefusesWhatItNeeds(t *testing.T) {
-	if _, err := New(Options{Topic: "t", Handle: func(context.Context, Item) error { return nil }}); err == nil {
+	if _, err := New(Options{Topic: "t", Handle: func(context.Context, Item) (func(Outcome), error) { return nil, nil }}); err == nil {
 		t.Fatal("a queue without a database")
 	}
 }

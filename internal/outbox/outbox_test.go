@@ -19,24 +19,6 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// eachStore runs fn on a fresh database of each store.
-func eachStore(t *testing.T, fn func(t *testing.T, db *store.DB)) {
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			dsn := storetest.SQLiteDSN(t)
-			if name == "postgres" {
-				dsn = storetest.PostgresDSN(t)
-			}
-			db, err := store.Open(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			fn(t, db)
-		})
-	}
-}
-
 // wait fails the test unless ch sends within a minute: a bound against
 // hanging, not a timing assertion.
 func wait[T any](t *testing.T, ch <-chan T, what string) T {
@@ -75,15 +57,16 @@ func newQueue(t *testing.T, o outbox.Options) *outbox.Queue {
 
 // TestEnqueueFollowsTheTransaction: an item exists exactly when the
 // transaction that enqueued it committed, once per key, and is handled
-// once with its lane and payload; a handled item leaves the outbox.
+// once with its lane and payload; a handled item leaves the outbox, and
+// so do a forgotten lane's items.
 func TestEnqueueFollowsTheTransaction(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	eachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		got := make(chan outbox.Item, 10)
-		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: func(_ context.Context, it outbox.Item) error {
+		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: func(_ context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 			got <- it
-			return nil
+			return nil, nil
 		}})
 		rollback := errors.New("rolled back")
 		if err := db.Tx(ctx, func(tx *store.Tx) error {
@@ -103,25 +86,21 @@ func TestEnqueueFollowsTheTransaction(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := q.Enqueue(ctx, db, outbox.Message{Key: "gone", Lane: "deleted"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.ForgetLane(ctx, db, "deleted"); err != nil {
+			t.Fatal(err)
+		}
 		if n, err := q.Pending(ctx); err != nil || n != 1 {
-			t.Fatalf("Pending = %d, %v; want 1 (the rolled back item must not exist)", n, err)
+			t.Fatalf("Pending = %d, %v; want 1 (neither the rolled back item nor the forgotten lane's)", n, err)
 		}
 		running(t, q, "c-1", "")
 		it := wait(t, got, "the item to be handled")
 		if it.Key != "k1" || it.Lane != "l" || it.Payload != "p1" || it.Attempts != 1 || it.Last {
 			t.Fatalf("handled %+v", it)
 		}
-		q.Wake().Signal()
-		for {
-			n, err := q.Pending(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond) // polling the store for the recorded outcome, not timing it
-		}
+		waitNonePending(t, q)
 		if _, err := q.Get(ctx, "k1"); core.KindOf(err) != core.KindNotFound {
 			t.Fatalf("a handled item is still in the outbox: %v", err)
 		}
@@ -150,20 +129,39 @@ func waitState(t *testing.T, q *outbox.Queue, key string, ok func(outbox.State, 
 	}
 }
 
+// waitNonePending polls the store until q has no pending item (outcomes
+// are recorded just after the handler returns).
+func waitNonePending(t *testing.T, q *outbox.Queue) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		n, err := q.Pending(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d items still pending", n)
+		}
+	}
+}
+
 // TestRetryThenGiveUp: a failing handler is called again after a backoff
 // until MaxAttempts; the last attempt knows it is the last, and the item
 // ends failed with the attempts and the last error as its reason. A
 // Permanent error fails an item at once.
 func TestRetryThenGiveUp(t *testing.T) {
-	eachStore(t, func(t *testing.T, db *store.DB) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		calls := make(chan outbox.Item, 10)
-		q := newQueue(t, outbox.Options{DB: db, Topic: "t", MaxAttempts: 3, Handle: func(_ context.Context, it outbox.Item) error {
+		q := newQueue(t, outbox.Options{DB: db, Topic: "t", MaxAttempts: 3, Handle: func(_ context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 			calls <- it
 			if it.Key == "bad" {
-				return outbox.Permanent(errors.New("not worth retrying"))
+				return nil, outbox.Permanent(errors.New("not worth retrying"))
 			}
-			return fmt.Errorf("refused (%d)", it.Attempts)
+			return nil, fmt.Errorf("refused (%d)", it.Attempts)
 		}})
 		var outcomes []outbox.Outcome
 		var mu sync.Mutex
@@ -228,12 +226,13 @@ func claim(t *testing.T, db *store.DB, key, claimant string, until time.Time) {
 // TestTakeBack: at start-up the claims of this server's earlier processes
 // are taken back at once; another process's claim only once it expired.
 func TestTakeBack(t *testing.T) {
-	eachStore(t, func(t *testing.T, db *store.DB) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		got := make(chan outbox.Item, 10)
-		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: func(_ context.Context, it outbox.Item) error {
+		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: func(_ context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 			got <- it
-			return nil
+			return nil, nil
 		}})
 		if _, err := q.Enqueue(ctx, db, outbox.Message{Key: "mine"}, outbox.Message{Key: "theirs"}); err != nil {
 			t.Fatal(err)
@@ -267,13 +266,14 @@ func TestTakeBack(t *testing.T) {
 // TestClaimantsShareWithoutDoubles: two processes working one topic (two
 // replicas that both believe they lead) handle every item exactly once.
 func TestClaimantsShareWithoutDoubles(t *testing.T) {
-	eachStore(t, func(t *testing.T, db *store.DB) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		const items = 60
 		var mu sync.Mutex
 		handled := map[string]int{}
 		all := make(chan struct{})
-		handle := func(_ context.Context, it outbox.Item) error {
+		handle := func(_ context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 			time.Sleep(time.Millisecond) // widen the window for a double claim
 			mu.Lock()
 			handled[it.Key]++
@@ -285,7 +285,7 @@ func TestClaimantsShareWithoutDoubles(t *testing.T) {
 				}
 			}
 			mu.Unlock()
-			return nil
+			return nil, nil
 		}
 		a := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: handle, Workers: 4})
 		b := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: handle, Workers: 4})
@@ -299,16 +299,7 @@ func TestClaimantsShareWithoutDoubles(t *testing.T) {
 		running(t, a, "trigger-a-1", "trigger-a-")
 		running(t, b, "trigger-b-1", "trigger-b-")
 		wait(t, all, "every item to be handled")
-		for {
-			n, err := a.Pending(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitNonePending(t, a)
 		mu.Lock()
 		defer mu.Unlock()
 		var twice []string
@@ -326,14 +317,15 @@ func TestClaimantsShareWithoutDoubles(t *testing.T) {
 // TestOneProcessKeepsLanesSerial: within one process, a lane's items are
 // handled one at a time, while other lanes proceed.
 func TestOneProcessKeepsLanesSerial(t *testing.T) {
-	eachStore(t, func(t *testing.T, db *store.DB) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		var mu sync.Mutex
 		inLane := map[string]int{}
 		overlap := ""
 		count := 0
 		all := make(chan struct{})
-		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Workers: 8, Handle: func(_ context.Context, it outbox.Item) error {
+		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Workers: 8, Handle: func(_ context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 			mu.Lock()
 			inLane[it.Lane]++
 			if inLane[it.Lane] > 1 {
@@ -347,7 +339,7 @@ func TestOneProcessKeepsLanesSerial(t *testing.T) {
 				close(all)
 			}
 			mu.Unlock()
-			return nil
+			return nil, nil
 		}})
 		var msgs []outbox.Message
 		for i := range 30 {
@@ -366,23 +358,42 @@ func TestOneProcessKeepsLanesSerial(t *testing.T) {
 	})
 }
 
-// TestDueLater: an item enqueued for later is not handled before then.
+// TestDueLater: an item enqueued for later is not handled before then; a
+// queue's Hold keeps new items back while that process runs, and a
+// process started without it handles them at once.
 func TestDueLater(t *testing.T) {
-	eachStore(t, func(t *testing.T, db *store.DB) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		got := make(chan outbox.Item, 2)
-		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: func(_ context.Context, it outbox.Item) error {
+		got := make(chan outbox.Item, 4)
+		handle := func(_ context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 			got <- it
-			return nil
-		}})
-		if _, err := q.Enqueue(ctx, db, outbox.Message{Key: "later", At: time.Now().Add(time.Hour)}, outbox.Message{Key: "now"}); err != nil {
+			return nil, nil
+		}
+		passes := make(chan struct{}, 100)
+		held := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: handle, Hold: time.Hour,
+			Each: func(context.Context) { passes <- struct{}{} }})
+		if _, err := held.Enqueue(ctx, db, outbox.Message{Key: "later", At: time.Now().Add(time.Hour)}, outbox.Message{Key: "held"}); err != nil {
 			t.Fatal(err)
 		}
-		stop := running(t, q, "c-1", "")
-		if it := wait(t, got, "the due item"); it.Key != "now" {
+		stop := running(t, held, "c-1", "")
+		wait(t, passes, "a pass of the holding queue")
+		stop()
+		for _, key := range []string{"later", "held"} {
+			if s, err := held.Get(ctx, key); err != nil || s.Status != outbox.Pending || s.Attempts != 0 {
+				t.Fatalf("%s after a pass of the holding queue: %+v, %v", key, s, err)
+			}
+		}
+		if len(got) != 0 {
+			t.Fatalf("the holding queue handled %+v", <-got)
+		}
+
+		q := newQueue(t, outbox.Options{DB: db, Topic: "t", Handle: handle, Each: func(context.Context) { passes <- struct{}{} }})
+		stop = running(t, q, "c-2", "")
+		if it := wait(t, got, "the held item"); it.Key != "held" {
 			t.Fatalf("handled %s first", it.Key)
 		}
-		waitState(t, q, "now", func(_ outbox.State, err error) bool { return core.KindOf(err) == core.KindNotFound })
+		waitState(t, q, "held", func(_ outbox.State, err error) bool { return core.KindOf(err) == core.KindNotFound })
 		stop()
 		if s, err := q.Get(ctx, "later"); err != nil || s.Status != outbox.Pending || s.Attempts != 0 {
 			t.Fatalf("the later item: %+v, %v", s, err)

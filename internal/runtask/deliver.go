@@ -59,16 +59,16 @@ func (s *Service) watch(ctx context.Context) {
 // and records the outcome on the result. When ctx ends mid-request the
 // outbox records nothing: the claim is taken back after a restart and the
 // request is sent again.
-func (s *Service) deliver(ctx context.Context, it outbox.Item) error {
+func (s *Service) deliver(ctx context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 	r, err := scanResult(s.o.DB.QueryRow(ctx, `SELECT `+resultCols+` FROM task_results WHERE id = ?`, it.Key))
 	if store.IsNoRows(err) {
-		return nil // the run went, and its results with it
+		return nil, nil // the run went, and its results with it
 	}
 	if err != nil {
-		return fmt.Errorf("reading task result %s: %w", it.Key, err)
+		return nil, fmt.Errorf("reading task result %s: %w", it.Key, err)
 	}
 	if r.Status != ResultPending {
-		return nil // answered, timed out or overridden meanwhile: nothing to send
+		return nil, nil // answered, timed out or overridden meanwhile: nothing to send
 	}
 	body, key, err := s.request(ctx, r)
 	sendErr := err
@@ -76,33 +76,30 @@ func (s *Service) deliver(ctx context.Context, it outbox.Item) error {
 		sendErr = s.send(ctx, r.TaskURL, key, body)
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if sendErr == nil {
-		s.attempted(AttemptAccepted)
 		if _, err := moveResult(ctx, s.o.DB, r, ResultRunning, "progress_deadline = ?", core.Micros(core.Now().Add(s.o.ProgressTimeout))); err != nil {
 			s.o.Logger.Error("recording an accepted task request", "result", r.ID, "error", err)
 		}
-		return nil
+		return func(outbox.Outcome) { s.attempted(AttemptAccepted) }, nil
 	}
 	// The token of a refused request is never used: it goes, and the next
 	// attempt mints its own.
 	_ = s.o.Tokens.DeleteTokens(ctx, s.o.DB, auth.KindTaskResult, r.ID)
 	if !it.Last {
-		s.attempted(AttemptRetry)
-		return sendErr
+		return func(outbox.Outcome) { s.attempted(AttemptRetry) }, sendErr
 	}
-	s.attempted(AttemptErrored)
 	msg := fmt.Sprintf("The run task service did not accept the request after %d attempts: %v", it.Attempts, sendErr)
 	if _, err := moveResult(ctx, s.o.DB, r, ResultErrored, "message = ?", msg); err != nil {
 		// The result stays pending until its deadline errors it.
 		s.o.Logger.Error("recording a failed task request", "result", r.ID, "error", err)
-		return sendErr
+		return nil, sendErr
 	}
 	if err := s.evaluate(ctx, r.StageID); err != nil {
 		s.o.Logger.Error("ending a task stage", "stage", r.StageID, "error", err)
 	}
-	return sendErr
+	return func(outbox.Outcome) { s.attempted(AttemptErrored) }, sendErr
 }
 
 // request builds the body of a result's request, with a fresh access
@@ -211,3 +208,6 @@ func (s *Service) repair(ctx context.Context, since time.Time) {
 		}
 	}
 }
+
+// Outbox is the outbox queue of the task requests (the server hooks its metrics on).
+func (s *Service) Outbox() *outbox.Queue { return s.requests }

@@ -32,13 +32,13 @@ const fanOutTopic = "trigger-fan-out"
 func (s *Service) newFanOutQueue() (*outbox.Queue, error) {
 	return outbox.New(outbox.Options{DB: s.o.DB, Topic: fanOutTopic, Handle: s.fanOutItem, Logger: s.o.Logger,
 		MaxAttempts: MaxFanOutAttempts, Backoff: time.Second, MaxBackoff: time.Minute, ClaimTTL: fanClaimTTL,
-		Workers: 1, Poll: time.Second})
+		Workers: 1, Poll: time.Second, Hold: s.o.Hold})
 }
 
-// enqueueFanOut records that runID, a run of workspaceID, applied; the
-// fan-out is due after Hold. Seen twice, it is queued once.
+// enqueueFanOut records that runID, a run of workspaceID, applied. Seen
+// twice, it is queued once.
 func (s *Service) enqueueFanOut(ctx context.Context, runID, workspaceID string) error {
-	n, err := s.fanOuts.Enqueue(ctx, s.o.DB, outbox.Message{Key: runID, Payload: workspaceID, At: core.Now().Add(s.o.Hold)})
+	n, err := s.fanOuts.Enqueue(ctx, s.o.DB, outbox.Message{Key: runID, Payload: workspaceID})
 	if err == nil && n > 0 {
 		s.nudge()
 	}
@@ -54,18 +54,18 @@ func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
 
 // fanOutItem does one claimed fan-out: the item's key is the applied run,
 // its payload the run's workspace.
-func (s *Service) fanOutItem(ctx context.Context, it outbox.Item) error {
+func (s *Service) fanOutItem(ctx context.Context, it outbox.Item) (func(outbox.Outcome), error) {
 	src, err := s.o.Workspaces.System(ctx, it.Payload)
 	if err == nil {
 		err = s.fanOut(ctx, it.Key, src)
 	}
 	if core.KindOf(err) == core.KindNotFound {
-		return nil // the workspace is gone: nothing to fan out
+		return nil, nil // the workspace is gone: nothing to fan out
 	}
 	if err != nil && !it.Last && ctx.Err() == nil {
 		s.o.Logger.Warn("queueing the dependent runs of an apply failed; retrying", "run", it.Key, "attempt", it.Attempts, "error", err)
 	}
-	return err
+	return nil, err
 }
 
 // PendingFanOuts counts the fan-outs not yet done, for operators and tests.
@@ -76,3 +76,6 @@ func (s *Service) PendingFanOuts(ctx context.Context) (int, error) { return s.fa
 func (s *Service) Wake() *loops.Wake { return s.fanOuts.Wake() }
 
 func (s *Service) nudge() { s.fanOuts.Wake().Signal() }
+
+// Outbox is the outbox queue of the fan-outs (the server hooks its metrics on).
+func (s *Service) Outbox() *outbox.Queue { return s.fanOuts }
