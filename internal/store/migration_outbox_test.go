@@ -17,15 +17,11 @@ import (
 // failed moves with its attempts, claim and error; what was done does not;
 // the old tables and columns go.
 func TestOutboxMigrationMovesRows(t *testing.T) {
-	for _, name := range []string{"sqlite", "postgres"} {
+	for _, name := range storetest.Stores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dsn := storetest.SQLiteDSN(t)
-			if name == "postgres" {
-				dsn = storetest.PostgresDSN(t)
-			}
 			ctx := context.Background()
-			db, err := store.OpenUntil(ctx, dsn, "0759")
+			db, err := store.OpenUntil(ctx, storetest.DSN(t, name), "0759")
 			if err != nil {
 				t.Fatal(err)
 			}
