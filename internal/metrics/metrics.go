@@ -37,6 +37,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/notify"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 	"github.com/terracehq/terrace/internal/runtask"
@@ -101,6 +102,9 @@ type Metrics struct {
 	deliveries *prometheus.CounterVec
 	// taskRequests counts requests to run task services by outcome.
 	taskRequests *prometheus.CounterVec
+	// outboxAttempts counts the outbox's recorded attempts by topic and
+	// outcome (every durable delivery).
+	outboxAttempts *prometheus.CounterVec
 
 	// Scrape-time figures, refreshed under scrapeMu before each scrape.
 	scrapeMu      sync.Mutex
@@ -162,6 +166,10 @@ func New(o Options) (*Metrics, error) {
 		Name: "terrace_run_task_request_attempts_total",
 		Help: "Requests this process sent to run task services, by outcome (accepted, retry, errored).",
 	}, []string{"outcome"})
+	m.outboxAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "terrace_outbox_attempts_total",
+		Help: "Outbox attempts recorded by this process, by topic (notification, run-task, trigger-fan-out) and outcome (handled, retry, failed).",
+	}, []string{"topic", "outcome"})
 	m.runs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terrace_runs",
 		Help: "Runs in the store by status (read at scrape time).",
@@ -182,7 +190,7 @@ func New(o Options) (*Metrics, error) {
 		Name: "terrace_metrics_store_errors_total",
 		Help: "Scrapes whose store-derived figures could not be read (they are left out of that scrape).",
 	})
-	m.reg.MustRegister(m.requests, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries, m.taskRequests,
+	m.reg.MustRegister(m.requests, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries, m.taskRequests, m.outboxAttempts,
 		m.runs, m.queued, m.oldest, m.outbox, m.scrapeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every phase and status class starts at zero, so that a rate() over
@@ -231,6 +239,11 @@ func (m *Metrics) NotificationAttempt(d notify.Destination, o notify.AttemptOutc
 // RunTaskAttempt is a runtask.Service hook.
 func (m *Metrics) RunTaskAttempt(o runtask.AttemptOutcome) {
 	m.taskRequests.WithLabelValues(string(o)).Inc()
+}
+
+// OutboxAttempt is an outbox.Queue hook.
+func (m *Metrics) OutboxAttempt(topic string, o outbox.Outcome) {
+	m.outboxAttempts.WithLabelValues(topic, string(o)).Inc()
 }
 
 // CountClaims wraps a runner's API so that every job it claims is

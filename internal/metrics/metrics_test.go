@@ -236,6 +236,7 @@ func testMetricsAfterARealRun(t *testing.T, e *testenv.Env) {
 		{"terrace_job_queue_depth", map[string]string{"phase": "plan"}, 0},
 		{"terrace_job_queue_depth", map[string]string{"phase": "apply"}, 0},
 		{"terrace_notification_outbox_pending", nil, 0},
+		{"terrace_outbox_attempts_total", map[string]string{"topic": "notification", "outcome": "handled"}, 1},
 		{"terrace_http_request_duration_seconds", map[string]string{"route": "POST /api/v2/runs", "status_class": "2xx"}, 1},
 		{"terrace_metrics_store_errors_total", nil, 0},
 	}

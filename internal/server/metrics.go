@@ -4,11 +4,12 @@ import (
 	"net/http"
 
 	"github.com/terracehq/terrace/internal/metrics"
+	"github.com/terracehq/terrace/internal/outbox"
 )
 
 // wireMetrics builds the server's metrics and subscribes them to the
 // domains they follow (run transitions, notification deliveries, run
-// task requests). Job
+// task requests, every outbox topic). Job
 // claims are counted by the runner's API (startRunner).
 func (s *Server) wireMetrics() error {
 	var err error
@@ -22,6 +23,9 @@ func (s *Server) wireMetrics() error {
 	s.Runs.Observe(s.Metrics.RunTransition)
 	s.Notify.OnAttempt(s.Metrics.NotificationAttempt)
 	s.RunTasks.OnAttempt(s.Metrics.RunTaskAttempt)
+	for _, q := range []*outbox.Queue{s.Notify.Outbox(), s.RunTasks.Outbox(), s.Triggers.Outbox()} {
+		q.OnAttempt(s.Metrics.OutboxAttempt)
+	}
 	return nil
 }
 
