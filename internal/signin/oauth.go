@@ -86,7 +86,7 @@ func (s *Service) authorizePage(w http.ResponseWriter, r *http.Request) {
 	}
 	params := map[string]string{"client_id": lr.ClientID, "redirect_uri": lr.RedirectURI, "state": lr.State,
 		"code_challenge": lr.Challenge, "code_challenge_method": "S256", "response_type": "code"}
-	s.render(w, http.StatusOK, "authorize", authorizePage{page: page{Title: "Authorize the CLI", User: p}, Client: "terraform", RedirectURI: lr.RedirectURI, Params: params})
+	s.render(w, r, http.StatusOK, "authorize", "Authorize the CLI", authorizePage{Client: "terraform", RedirectURI: lr.RedirectURI, Params: params})
 }
 
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {

@@ -15,18 +15,6 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// trail returns every audit event of the server, oldest first (read as a
-// site admin, as GET /api/v2/admin/audit-trail does).
-func trail(t *testing.T, e *testenv.Env) []*audit.Event {
-	t.Helper()
-	ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
-	events, _, err := e.Server.Audit.ListAll(ctx, audit.Filter{Page: 1, Size: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return events
-}
-
 func describe(ev *audit.Event) string {
 	return fmt.Sprintf("%s %s %s by %s/%s in %q %v", ev.Resource.Action, ev.Resource.Type, ev.Resource.ID, ev.Actor.Kind, ev.Actor.ID, ev.OrganizationName, ev.Resource.Meta)
 }
@@ -110,7 +98,7 @@ func TestPageActionsAreAudited(t *testing.T) {
 	}
 
 	// The same through the API, as the same caller.
-	uiCount := len(uiEvents(trail(t, e)))
+	uiCount := len(uiEvents(e.AuditTrail(t)))
 	testenv.NewOrg(t, e.Client, "other")
 	api, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("api")})
 	if err != nil {
@@ -126,7 +114,7 @@ func TestPageActionsAreAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	events := trail(t, e)
+	events := e.AuditTrail(t)
 	apiByKey := map[string]*audit.Event{}
 	for _, ev := range events {
 		if ev.Resource.Meta["source"] == "" {
@@ -172,7 +160,7 @@ func TestPageActionsAreAudited(t *testing.T) {
 // pages with the resource type, action and (when not "") ID.
 func wantPageEvent(t *testing.T, e *testenv.Env, typ, action, id string) {
 	t.Helper()
-	events := uiEvents(trail(t, e))
+	events := uiEvents(e.AuditTrail(t))
 	for _, ev := range events {
 		if ev.Resource.Type == typ && ev.Resource.Action == action && (id == "" || ev.Resource.ID == id) {
 			return
