@@ -23,12 +23,17 @@ type attemptLimiter struct {
 	limit    int
 	window   time.Duration
 	rejected atomic.Int64
+	// now is the clock (core.Now when nil; tests move it).
+	now func() time.Time
 }
 
 // allow counts one attempt for key and reports whether it is within the
 // limit, and if not how long until one would be.
 func (l *attemptLimiter) allow(ctx context.Context, key string) (bool, time.Duration, error) {
 	now := core.Now()
+	if l.now != nil {
+		now = l.now()
+	}
 	w := l.window.Microseconds()
 	nowUS := core.Micros(now)
 	start := nowUS - nowUS%w
@@ -69,4 +74,16 @@ func (l *attemptLimiter) allow(ctx context.Context, key string) (bool, time.Dura
 		wait = time.Duration(excess / float64(prev) * float64(l.window))
 	}
 	return false, max(wait, time.Second), nil
+}
+
+// check counts an attempt for key: tooMany when it is over the limit.
+func (l *attemptLimiter) check(ctx context.Context, key string) error {
+	ok, wait, err := l.allow(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return tooMany{wait}
+	}
+	return nil
 }

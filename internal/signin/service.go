@@ -234,11 +234,11 @@ func (e tooMany) Error() string {
 // match. Attempts are limited per account and per address (addr).
 func (s *Service) CheckPassword(ctx context.Context, login, password, addr string) (*auth.User, error) {
 	login = strings.TrimSpace(login)
-	if ok, wait, err := s.perAddr.allow(ctx, addr); err != nil || !ok {
-		return nil, cmp.Or(err, error(tooMany{wait}))
+	if err := s.perAddr.check(ctx, addr); err != nil {
+		return nil, err
 	}
-	if ok, wait, err := s.perUser.allow(ctx, strings.ToLower(login)); err != nil || !ok {
-		return nil, cmp.Or(err, error(tooMany{wait}))
+	if err := s.perUser.check(ctx, strings.ToLower(login)); err != nil {
+		return nil, err
 	}
 	u, err := s.opts.Users.UserByName(ctx, login)
 	if core.KindOf(err) == core.KindNotFound && strings.Contains(login, "@") {

@@ -23,11 +23,8 @@ func (s *Service) ChangePassword(ctx context.Context, userID, current, password,
 	if err != nil {
 		return err
 	}
-	if ok, wait, err := s.perUser.allow(ctx, strings.ToLower(u.Username)); err != nil || !ok {
-		if err != nil {
-			return err
-		}
-		return tooMany{wait}
+	if err := s.perUser.check(ctx, strings.ToLower(u.Username)); err != nil {
+		return err
 	}
 	var stored string
 	err = s.db.QueryRow(ctx, `SELECT hash FROM user_passwords WHERE user_id = ?`, userID).Scan(&stored)
