@@ -88,15 +88,9 @@ func TestBrowserPasswordChange(t *testing.T) {
 			chromedp.Click(chromedp.ID("change-password")))
 	}
 	change("not the password", newPassword, newPassword)
-	b.run("waiting for the refusal", chromedp.WaitVisible(chromedp.ID("error")))
-	if msg := b.text("#error"); !strings.Contains(msg, "current password is wrong") {
-		t.Fatalf("a wrong current password shows %q", msg)
-	}
+	b.waitText("#error", "current password is wrong")
 	change(goodPassword, newPassword, "something else entirely")
-	b.run("waiting for the refusal", chromedp.WaitVisible(chromedp.ID("error")))
-	if msg := b.text("#error"); !strings.Contains(msg, "differ") {
-		t.Fatalf("differing new passwords show %q", msg)
-	}
+	b.waitText("#error", "differ")
 	if _, err := e.Server.Signin.SessionUser(ctx, other); err != nil {
 		t.Fatalf("a refused change ended another session: %v", err)
 	}
@@ -198,11 +192,7 @@ func TestSigninFormsNeedTheFormToken(t *testing.T) {
 	}
 	b.run("dropping the form's token", chromedp.Evaluate[chromedp.Void](`document.querySelector('form input[name=csrf_token]').remove()`))
 	b.signIn("alice", goodPassword)
-	b.run("waiting for the refusal", chromedp.WaitVisible(chromedp.CSS("body")))
-	b.waitFor("waiting for the refusal", func(string) bool {
-		body, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("body")))
-		return err == nil && strings.Contains(body, "CSRF token does not match")
-	})
+	b.waitText("body", "CSRF token does not match")
 	b.screenshot("no-token")
 	for _, c := range b.cookies(e.URL) {
 		if c.Name == "__Host-terrace-session" {
