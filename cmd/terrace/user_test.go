@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -42,19 +44,22 @@ func TestUserCommands(t *testing.T) {
 	if !strings.HasPrefix(link, e.URL+"/app/invitations/") {
 		t.Fatalf("invite-link printed %q", link)
 	}
-	resp, err := e.HTTP.Get(link)
+	// A browser: the page sets the form-token cookie its form must match.
+	noRedirect := *e.HTTP
+	noRedirect.Jar, _ = cookiejar.New(nil)
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := noRedirect.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "acme") {
-		t.Fatalf("the invitation page: %d\n%s", resp.StatusCode, page)
+	token := regexp.MustCompile(`name="csrf_token" value="([0-9a-f]+)"`).FindSubmatch(page)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "acme") || token == nil {
+		t.Fatalf("the invitation page (with a form token): %d\n%s", resp.StatusCode, page)
 	}
-	noRedirect := *e.HTTP
-	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	const pw = "erin's first password"
-	resp, err = noRedirect.PostForm(link, url.Values{"password": {pw}, "confirm": {pw}})
+	resp, err = noRedirect.PostForm(link, url.Values{"password": {pw}, "confirm": {pw}, "csrf_token": {string(token[1])}})
 	if err != nil {
 		t.Fatal(err)
 	}

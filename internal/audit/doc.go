@@ -7,7 +7,11 @@
 // Events are recorded in one place, the Recorder middleware that the
 // server puts between authentication and the API routes: it derives the
 // resource and action from the route pattern that served the request, so
-// domain services record nothing themselves. Request and response bodies
+// domain services record nothing themselves. The web UI's forms, which do
+// not pass the Recorder, call RecordPage with the equivalent API route, so
+// their events are derived by the same rules (marked source "ui"); the
+// sign-in pages record sign-ins, failures and sign-outs with RecordSignin.
+// Request and response bodies
 // are never stored, so no variable value, token or state can end up in a
 // record.
 //

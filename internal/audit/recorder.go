@@ -79,23 +79,28 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 		if rw.status >= 400 {
 			return
 		}
-		e := s.event(r, p, rt, values, rw)
+		e := s.event(r, p, rt, values, rw.status, rw.doc)
 		if !orgKnown {
 			org = s.organizationAfter(r.Context(), p, rw.doc())
 		}
-		ctx := context.WithoutCancel(r.Context())
-		if org != "" && !rt.site {
-			e.OrganizationName = org
-			id, err := s.orgs.IDByName(ctx, org)
-			if err != nil {
-				s.logger.Warn("audit: organization of an event not found", "organization", org, "request_id", reqID, "error", err)
-			}
-			e.OrganizationID = id
-		}
-		if _, err := s.Record(ctx, e); err != nil {
-			s.logger.Error("audit: recording an event failed", "request_id", reqID, "route", pattern, "error", err)
-		}
+		s.save(context.WithoutCancel(r.Context()), e, org, rt.site)
 	})
+}
+
+// save records e in org's trail ("" or site: the site's), logging what
+// fails: the request it describes has been served already.
+func (s *Service) save(ctx context.Context, e *Event, org string, site bool) {
+	if org != "" && !site {
+		e.OrganizationName = org
+		id, err := s.orgs.IDByName(ctx, org)
+		if err != nil {
+			s.logger.Warn("audit: organization of an event not found", "organization", org, "request_id", e.Request.ID, "error", err)
+		}
+		e.OrganizationID = id
+	}
+	if _, err := s.Record(ctx, e); err != nil {
+		s.logger.Error("audit: recording an event failed", "request_id", e.Request.ID, "route", e.Resource.Meta["route"], "error", err)
+	}
 }
 
 // recorded reports whether requests to pattern are recorded: writes, and
@@ -150,14 +155,16 @@ func (s *Service) organizationAfter(ctx context.Context, p *auth.Principal, d *r
 }
 
 // event describes a served request.
-func (s *Service) event(r *http.Request, p *auth.Principal, rt route, values map[string]string, rw *recordingWriter) *Event {
+// doc, when called, gives the response (a create's, to name the resource
+// created); status is the response's.
+func (s *Service) event(r *http.Request, p *auth.Principal, rt route, values map[string]string, status int, doc func() *responseDoc) *Event {
 	e := &Event{
 		Actor: actorOf(p),
 		Resource: Resource{
 			Type:   rt.typ,
 			ID:     values[rt.idParam],
 			Action: rt.action,
-			Meta:   map[string]string{"route": rt.pattern, "status": strconv.Itoa(rw.status)},
+			Meta:   map[string]string{"route": rt.pattern, "status": strconv.Itoa(status)},
 		},
 		Request: Request{ID: RequestID(r.Context()), ClientIP: clientIP(r), UserAgent: r.UserAgent()},
 	}
@@ -179,7 +186,7 @@ func (s *Service) event(r *http.Request, p *auth.Principal, rt route, values map
 		e.Resource.Meta["parent-id"] = values[rt.parentParam]
 	}
 	if rt.create {
-		if d := rw.doc(); d != nil && d.Data.ID != "" {
+		if d := doc(); d != nil && d.Data.ID != "" {
 			e.Resource.ID = d.Data.ID
 		}
 	}

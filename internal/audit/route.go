@@ -190,6 +190,13 @@ func parseRoute(pattern string) route {
 // overrides are the routes the rules above name wrongly.
 var overrides = map[string]struct{ typ, idParam, action string }{
 	"POST /api/v2/organizations/{org}/audit-configuration/test": {"audit-configuration", "org", "test"},
+	// The stacks API's actions are verbs after the resource, not under
+	// actions/.
+	"POST /api/v2/stack-deployment-runs/{id}/approve-all-plans":   {"stack-deployment-run", "id", "approve-all-plans"},
+	"POST /api/v2/stack-deployment-runs/{id}/cancel":              {"stack-deployment-run", "id", "cancel"},
+	"POST /api/v2/stack-deployment-groups/{id}/approve-all-plans": {"stack-deployment-group", "id", "approve-all-plans"},
+	"POST /api/v2/stack-deployment-groups/{id}/rerun":             {"stack-deployment-group", "id", "rerun"},
+	"POST /api/v2/stack-deployment-steps/{id}/advance":            {"stack-deployment-step", "id", "advance"},
 }
 
 // singular turns a collection name into a resource type.

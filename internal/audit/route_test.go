@@ -20,6 +20,7 @@ func TestParseRoute(t *testing.T) {
 		"PATCH /api/v2/organizations/{org}":                         {"organization", "org", "update", "", "", "org", "organizations"},
 		"POST /api/v2/organizations/{org}/audit-configuration/test": {"audit-configuration", "org", "test", "", "", "org", "organizations"},
 		"POST /api/terrace/v1/orgs/{org}/deployments":               {"deployment", "", "create", "organization", "org", "org", "orgs"},
+		"POST /api/v2/stack-deployment-runs/{id}/approve-all-plans": {"stack-deployment-run", "id", "approve-all-plans", "", "", "", "stack-deployment-runs"},
 	} {
 		rt := parseRoute(pattern)
 		got := struct{ typ, id, action, parentType, parent, org, owner string }{rt.typ, rt.idParam, rt.action, rt.parentType, rt.parentParam, rt.orgParam, rt.ownerCollection}

@@ -4,13 +4,20 @@ import (
 	"net/http"
 
 	"github.com/terracehq/terrace/internal/signin"
+	"github.com/terracehq/terrace/internal/ui"
 )
 
 // wireSignin builds browser sign-in: passwords, sessions, invitations
 // (emailed through the notification mail server when there is one), OIDC
 // single sign-on and the login.v1 flow of terraform login.
 func (s *Server) wireSignin() error {
+	secret, err := s.secret()
+	if err != nil {
+		return err
+	}
 	o := signin.Options{
+		// The web UI's form token, keyed by the same secret as the UI's.
+		CSRF: ui.NewCSRF(secret), Audit: s.Audit,
 		DB: s.DB, Users: s.Auth, Tokens: s.Users, Memberships: s.Teams, BaseURL: s.BaseURL,
 		Logger:      s.logger.With("component", "signin"),
 		IdleTimeout: s.cfg.SessionIdleTimeout, Lifetime: s.cfg.SessionLifetime,
@@ -20,7 +27,6 @@ func (s *Server) wireSignin() error {
 	if s.Notify.CanMail() {
 		o.Mail = s.Notify.SendMail
 	}
-	var err error
 	if s.Signin, err = signin.NewService(o); err != nil {
 		return err
 	}

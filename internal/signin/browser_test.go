@@ -123,6 +123,16 @@ func (b *browser) waitFor(what string, ok func(loc string) bool) {
 	}
 }
 
+// waitText waits until the first element matching sel shows want (a
+// page from before a click may still be there at first).
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	b.waitFor("waiting for "+sel+" to show "+want, func(string) bool {
+		got, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+		return err == nil && strings.Contains(got, want)
+	})
+}
+
 // location returns the page's URL.
 func (b *browser) location() string {
 	b.t.Helper()

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/httplimit"
@@ -14,13 +15,13 @@ import (
 const maxFormBytes = 64 << 10
 
 // Register adds the sign-in routes to mux. Every route resolves the session
-// cookie itself (Middleware); unsafe methods pass net/http's
-// CrossOriginProtection, which refuses cross-site form posts.
+// cookie itself (Middleware) and passes the web UI's CSRF protection:
+// pages get the form token, and unsafe methods must be same-origin
+// (net/http's CrossOriginProtection) and carry the token.
 func (s *Service) Register(mux *http.ServeMux) {
-	cop := http.NewCrossOriginProtection()
-	page := func(h http.HandlerFunc) http.Handler { return s.Middleware(h) }
+	page := func(h http.HandlerFunc) http.Handler { return s.csrf.Middleware(s.Middleware(h)) }
 	form := func(h http.HandlerFunc) http.Handler {
-		return cop.Handler(s.Middleware(http.MaxBytesHandler(h, maxFormBytes)))
+		return http.MaxBytesHandler(s.csrf.Middleware(s.Middleware(h)), maxFormBytes)
 	}
 	mux.Handle("GET /app/signin", page(s.signinForm))
 	mux.Handle("POST /app/signin", form(s.signin))
@@ -28,13 +29,17 @@ func (s *Service) Register(mux *http.ServeMux) {
 	mux.Handle("GET /app/settings/tokens", page(s.tokensPage))
 	mux.Handle("POST /app/settings/tokens", form(s.createToken))
 	mux.Handle("POST /app/settings/tokens/{id}/delete", form(s.deleteToken))
+	mux.Handle("GET /app/settings/password", page(s.settingsPage))
+	mux.Handle("POST /app/settings/password", form(s.changePassword))
+	mux.Handle("POST /app/settings/sessions/delete", form(s.signoutEverywhere))
 	mux.Handle("GET /app/invitations/{token}", page(s.invitationPage))
 	mux.Handle("POST /app/invitations/{token}", form(s.acceptInvitation))
 	mux.Handle("GET /app/oauth/authorization", page(s.authorizePage))
 	mux.Handle("POST /app/oauth/authorization", form(s.authorize))
-	// The CLI posts here directly (no browser, no session).
+	// The CLI posts here directly (no browser, no session, no form token:
+	// the PKCE verifier proves the caller).
 	mux.Handle("POST /app/oauth/token", http.MaxBytesHandler(http.HandlerFunc(s.token), maxFormBytes))
-	mux.Handle("GET /app/sso/start", page(s.ssoStart))
+	mux.Handle("POST /app/sso/start", form(s.ssoStart))
 	mux.Handle("GET /app/sso/callback", page(s.ssoCallback))
 }
 
@@ -67,7 +72,7 @@ func (s *Service) signinForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	s.render(w, http.StatusOK, "signin", signinPage{page: page{Title: "Sign in"}, Next: next, SSO: s.ssoName()})
+	s.render(w, r, http.StatusOK, "signin", "Sign in", signinPage{Next: next, SSO: s.ssoName()})
 }
 
 func (s *Service) signin(w http.ResponseWriter, r *http.Request) {
@@ -85,11 +90,14 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &tm):
 			status, msg = http.StatusTooManyRequests, "Too many sign-in attempts. "+tm.Error()+"."
 			w.Header().Set("Retry-After", strconv.Itoa(int(tm.wait.Seconds())+1))
-		case core.KindOf(err) != core.KindUnauthorized:
+			s.recordAttempt(r, audit.SignInRefused, login)
+		case core.KindOf(err) == core.KindUnauthorized:
+			s.recordAttempt(r, audit.SignInFailed, login)
+		default:
 			s.opts.Logger.Error("checking a password", "err", err)
 			status, msg = http.StatusInternalServerError, "Signing in failed; try again later."
 		}
-		s.render(w, status, "signin", signinPage{page: page{Title: "Sign in", Error: msg}, Next: next, Username: login, SSO: s.ssoName()})
+		s.render(w, r, status, "signin", "Sign in", signinPage{page: page{Error: msg}, Next: next, Username: login, SSO: s.ssoName()})
 		return
 	}
 	if err := s.setCookie(r.Context(), w, u.ID); err != nil {
@@ -97,6 +105,7 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusInternalServerError, "Sign in", "Signing in failed; try again later.", "")
 		return
 	}
+	s.recordSignin(r, audit.SignIn, u.ID, u.Username, "password")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -106,6 +115,9 @@ func (s *Service) signout(w http.ResponseWriter, r *http.Request) {
 			s.opts.Logger.Error("ending a session", "err", err)
 			s.message(w, r, http.StatusInternalServerError, "Sign out", "Signing out failed; try again.", "")
 			return
+		}
+		if p := auth.FromContext(r.Context()); p.IsUser() {
+			s.recordSignin(r, audit.SignOut, p.UserID, p.Username, "")
 		}
 	}
 	clearCookie(w)
@@ -133,7 +145,7 @@ func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int,
 		s.message(w, r, http.StatusInternalServerError, "API tokens", "Your tokens could not be listed.", "")
 		return
 	}
-	s.render(w, status, "tokens", tokensPage{page: page{Title: "API tokens", User: p, Error: problem}, Tokens: toks, Secret: secret})
+	s.render(w, r, status, "tokens", "API tokens", tokensPage{page: page{Error: problem}, Tokens: toks, Secret: secret})
 }
 
 func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
@@ -150,10 +162,13 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
 		s.showTokens(w, r, http.StatusBadRequest, "", "A token needs a description of at most 255 characters.")
 		return
 	}
-	_, secret, err := s.opts.Tokens.CreateUserToken(r.Context(), p.UserID, desc, nil)
+	tok, secret, err := s.opts.Tokens.CreateUserToken(r.Context(), p.UserID, desc, nil)
 	if err != nil {
 		s.showTokens(w, r, statusOf(err), "", "The token could not be created: "+detail(err))
 		return
+	}
+	if s.opts.Audit != nil {
+		s.opts.Audit.RecordPage(r, "", "POST /api/v2/users/{id}/authentication-tokens", map[string]string{"id": p.UserID}, tok.ID)
 	}
 	s.showTokens(w, r, http.StatusOK, secret, "")
 }
@@ -170,6 +185,9 @@ func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.showTokens(w, r, statusOf(err), "", "The token could not be revoked: "+detail(err))
 		return
+	}
+	if s.opts.Audit != nil {
+		s.opts.Audit.RecordPage(r, "", "DELETE /api/v2/authentication-tokens/{id}", map[string]string{"id": t.ID}, "")
 	}
 	http.Redirect(w, r, "/app/settings/tokens", http.StatusSeeOther)
 }

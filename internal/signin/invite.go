@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -137,7 +137,7 @@ func (s *Service) showInvitation(w http.ResponseWriter, r *http.Request, status 
 		s.message(w, r, statusOf(err), "Invitation", detail(err), "")
 		return
 	}
-	s.render(w, status, "invitation", invitationPage{page: page{Title: "Invitation", Error: problem, User: auth.FromContext(ctx)},
+	s.render(w, r, status, "invitation", "Invitation", invitationPage{page: page{Error: problem},
 		Token: secret, Organization: inv.Organization, Username: u.Username, SSO: s.ssoName(), HasPassword: has, MinLength: MinPasswordLength})
 }
 
@@ -182,5 +182,6 @@ func (s *Service) acceptInvitation(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusInternalServerError, "Invitation", "The invitation was accepted, but signing in failed: sign in with your new password.", "/app/signin")
 		return
 	}
+	s.recordSignin(r, audit.SignIn, inv.UserID, "", "invitation")
 	http.Redirect(w, r, "/app/", http.StatusSeeOther)
 }

@@ -67,6 +67,7 @@ func TestTerraformLogin(t *testing.T) {
 			if got := apiStatus(t, e, token); got != 200 {
 				t.Fatalf("the stored token on the API: %d", got)
 			}
+			wantEvents(t, signinEvents(t, e), "create authentication-token "+m.User.Username)
 			dir := t.TempDir()
 			cfg := fmt.Sprintf(`terraform {
   cloud {

@@ -86,7 +86,7 @@ func (s *Service) authorizePage(w http.ResponseWriter, r *http.Request) {
 	}
 	params := map[string]string{"client_id": lr.ClientID, "redirect_uri": lr.RedirectURI, "state": lr.State,
 		"code_challenge": lr.Challenge, "code_challenge_method": "S256", "response_type": "code"}
-	s.render(w, http.StatusOK, "authorize", authorizePage{page: page{Title: "Authorize the CLI", User: p}, Client: "terraform", RedirectURI: lr.RedirectURI, Params: params})
+	s.render(w, r, http.StatusOK, "authorize", "Authorize the CLI", authorizePage{Client: "terraform", RedirectURI: lr.RedirectURI, Params: params})
 }
 
 func (s *Service) authorize(w http.ResponseWriter, r *http.Request) {
@@ -203,6 +203,10 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 		s.opts.Logger.Error("creating a token for terraform login", "err", err)
 		tokenError(w, http.StatusInternalServerError, "server_error", "the token could not be created")
 		return
+	}
+	if s.opts.Audit != nil {
+		// As the user's own token request through the API would be.
+		s.opts.Audit.RecordPage(r.WithContext(auth.WithPrincipal(ctx, p)), "", "POST /api/v2/users/{id}/authentication-tokens", map[string]string{"id": userID}, t.ID)
 	}
 	resp := map[string]any{"access_token": secret, "token_type": "bearer"}
 	if t.ExpiredAt != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/client/rp"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 
+	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -65,10 +66,9 @@ func (s *Service) ssoStart(w http.ResponseWriter, r *http.Request) {
 		s.message(w, r, http.StatusBadGateway, "Single sign-on", "The identity provider cannot be reached; try again later or sign in with a password.", "/app/signin")
 		return
 	}
-	q := r.URL.Query()
 	state, nonce, verifier := randomSecret(), randomSecret(), randomSecret()
 	_, err = s.db.Exec(ctx, `INSERT INTO oidc_states (state_hash, nonce, code_verifier, next_path, invitation, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		hash(state), nonce, verifier, localPath(q.Get("next")), q.Get("invitation"), core.Micros(core.Now().Add(ssoStateLifetime)))
+		hash(state), nonce, verifier, localPath(r.PostFormValue("next")), r.PostFormValue("invitation"), core.Micros(core.Now().Add(ssoStateLifetime)))
 	if err != nil {
 		s.opts.Logger.Error("storing an OIDC state", "err", err)
 		s.message(w, r, http.StatusInternalServerError, "Single sign-on", "Single sign-on failed; try again.", "/app/signin")
@@ -167,6 +167,7 @@ func (s *Service) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusInternalServerError, "Signing in failed; try again.")
 		return
 	}
+	s.recordSignin(r, audit.SignIn, u.ID, u.Username, "oidc")
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -134,6 +134,7 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 		t.Fatalf("signed in as %q, want %s", b.text("header"), u.Username)
 	}
 	b.screenshot("oidc-signed-in")
+	wantEvents(t, signinEvents(t, e), "sign-in "+u.Username)
 
 	b.run("signing out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("sso")))
 	signInSSO()

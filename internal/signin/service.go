@@ -16,8 +16,8 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/httplimit"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/ui"
 )
 
 // Users is what sign-in needs from package auth.
@@ -81,21 +81,35 @@ type Options struct {
 	// Hash are the argon2id parameters of new hashes (DefaultHashParams).
 	Hash HashParams
 	// AttemptsPerAccount and AttemptsPerAddress limit password attempts
-	// per AttemptWindow (defaults 5 and 20 per 5 minutes).
+	// per AttemptWindow (defaults 5 and 20 per 5 minutes), counted in the
+	// store so that replicas share them.
 	AttemptsPerAccount, AttemptsPerAddress int
 	AttemptWindow                          time.Duration
 	// OIDC enables single sign-on when its Issuer is set.
 	OIDC OIDC
+	// CSRF is the web UI's form-token protection (ui.NewCSRF with the
+	// server's secret): every sign-in form carries its token.
+	CSRF *ui.CSRF
+	// Audit records sign-in events and token changes (none when nil).
+	Audit Recorder
+}
+
+// Recorder puts what people do on the sign-in pages in the audit trail
+// (package audit).
+type Recorder interface {
+	RecordSignin(r *http.Request, action, userID, username string, meta map[string]string)
+	RecordPage(r *http.Request, org, apiPattern string, values map[string]string, createdID string)
 }
 
 // Service signs people in.
 type Service struct {
-	opts      Options
-	db        *store.DB
-	perUser   *httplimit.RateLimiter
-	perAddr   *httplimit.RateLimiter
-	sso       *ssoProvider
-	templates *templates
+	opts    Options
+	db      *store.DB
+	perUser *attemptLimiter
+	perAddr *attemptLimiter
+	sso     *ssoProvider
+	pages   *ui.Pages
+	csrf    *ui.CSRF
 }
 
 // NewService checks the options and returns the service.
@@ -105,6 +119,9 @@ func NewService(o Options) (*Service, error) {
 	}
 	if o.BaseURL == "" {
 		return nil, errors.New("signin: BaseURL is required")
+	}
+	if o.CSRF == nil {
+		return nil, errors.New("signin: the web UI's CSRF protection is required")
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	o.IdleTimeout = cmp.Or(o.IdleTimeout, 12*time.Hour)
@@ -116,9 +133,9 @@ func NewService(o Options) (*Service, error) {
 	o.AttemptsPerAccount = cmp.Or(o.AttemptsPerAccount, 5)
 	o.AttemptsPerAddress = cmp.Or(o.AttemptsPerAddress, 20)
 	o.AttemptWindow = cmp.Or(o.AttemptWindow, 5*time.Minute)
-	s := &Service{opts: o, db: o.DB,
-		perUser: httplimit.NewAttemptLimiter(o.AttemptsPerAccount, o.AttemptWindow),
-		perAddr: httplimit.NewAttemptLimiter(o.AttemptsPerAddress, o.AttemptWindow),
+	s := &Service{opts: o, db: o.DB, csrf: o.CSRF,
+		perUser: &attemptLimiter{db: o.DB, kind: "account", limit: o.AttemptsPerAccount, window: o.AttemptWindow},
+		perAddr: &attemptLimiter{db: o.DB, kind: "address", limit: o.AttemptsPerAddress, window: o.AttemptWindow},
 	}
 	if o.OIDC.Issuer != "" {
 		if o.OIDC.ClientID == "" {
@@ -130,14 +147,14 @@ func NewService(o Options) (*Service, error) {
 		s.sso = &ssoProvider{cfg: o.OIDC}
 	}
 	var err error
-	if s.templates, err = parseTemplates(); err != nil {
+	if s.pages, err = ui.NewPages(templateFiles, o.Logger, pageNames...); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // Rejected counts sign-in attempts refused by the rate limits.
-func (s *Service) Rejected() int64 { return s.perUser.Rejected() + s.perAddr.Rejected() }
+func (s *Service) Rejected() int64 { return s.perUser.rejected.Load() + s.perAddr.rejected.Load() }
 
 // randomSecret returns 32 random bytes, base64url.
 func randomSecret() string {
@@ -165,17 +182,19 @@ func (s *Service) SetPassword(ctx context.Context, userID, password string) erro
 }
 
 func (s *Service) setPassword(ctx context.Context, q store.Q, userID, password string) error {
-	return storePassword(ctx, q, userID, password, s.opts.Hash)
+	return storePassword(ctx, q, userID, password, s.opts.Hash, "")
 }
 
 // SetUserPassword sets a user's password and ends the user's sessions,
 // straight in the store: `terrace user set-password` runs it without a
 // server.
 func SetUserPassword(ctx context.Context, db *store.DB, userID, password string) error {
-	return db.Tx(ctx, func(tx *store.Tx) error { return storePassword(ctx, tx, userID, password, DefaultHashParams) })
+	return db.Tx(ctx, func(tx *store.Tx) error { return storePassword(ctx, tx, userID, password, DefaultHashParams, "") })
 }
 
-func storePassword(ctx context.Context, q store.Q, userID, password string, params HashParams) error {
+// storePassword stores a new password hash and ends every session of the
+// user but keep (the secret of the session changing it; "" for none).
+func storePassword(ctx context.Context, q store.Q, userID, password string, params HashParams, keep string) error {
 	if len([]rune(password)) < MinPasswordLength {
 		return core.Invalid("a password needs at least %d characters", MinPasswordLength)
 	}
@@ -191,7 +210,11 @@ func storePassword(ctx context.Context, q store.Q, userID, password string, para
 		ON CONFLICT (user_id) DO UPDATE SET hash = excluded.hash, updated_at = excluded.updated_at`, userID, h, now); err != nil {
 		return fmt.Errorf("storing the password of %s: %w", userID, err)
 	}
-	if _, err := q.Exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID); err != nil {
+	keepHash := ""
+	if keep != "" {
+		keepHash = hash(keep)
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM sessions WHERE user_id = ? AND id_hash <> ?`, userID, keepHash); err != nil {
 		return fmt.Errorf("ending the sessions of %s: %w", userID, err)
 	}
 	return nil
@@ -211,11 +234,11 @@ func (e tooMany) Error() string {
 // match. Attempts are limited per account and per address (addr).
 func (s *Service) CheckPassword(ctx context.Context, login, password, addr string) (*auth.User, error) {
 	login = strings.TrimSpace(login)
-	if ok, wait := s.perAddr.Allow(addr); !ok {
-		return nil, tooMany{wait}
+	if err := s.perAddr.check(ctx, addr); err != nil {
+		return nil, err
 	}
-	if ok, wait := s.perUser.Allow(strings.ToLower(login)); !ok {
-		return nil, tooMany{wait}
+	if err := s.perUser.check(ctx, strings.ToLower(login)); err != nil {
+		return nil, err
 	}
 	u, err := s.opts.Users.UserByName(ctx, login)
 	if core.KindOf(err) == core.KindNotFound && strings.Contains(login, "@") {

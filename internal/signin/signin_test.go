@@ -154,6 +154,10 @@ func TestBrowserPasswordSignIn(t *testing.T) {
 	if e.Server.Signin.Rejected() == 0 {
 		t.Fatal("the limiter counted no refusal")
 	}
+	// Each step is in the site's audit trail, marked as done through the
+	// pages; the token changes as the API's requests would be.
+	wantEvents(t, signinEvents(t, e), "sign-in-failed alice", "sign-in alice", "create authentication-token alice",
+		"delete authentication-token alice", "sign-out alice", "sign-in-failed mallory", "sign-in-refused mallory")
 }
 
 type networkCookie struct {
@@ -242,6 +246,7 @@ func TestBrowserInvitation(t *testing.T) {
 	if _, err := e.Server.Signin.CheckPassword(ctx, "carol@example.test", goodPassword, "192.0.2.1"); err != nil {
 		t.Fatalf("signing in with the chosen password: %v", err)
 	}
+	wantEvents(t, signinEvents(t, e), "sign-in "+m.User.Username)
 }
 
 // TestLoginRequestChecks refuses authorization requests terraform would

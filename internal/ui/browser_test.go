@@ -74,7 +74,10 @@ func newTab(t *testing.T, e *testenv.Env, token string) *tab {
 	if browser.err != nil {
 		t.Fatalf("no browser: %v", browser.err)
 	}
-	ctx, cancel := chromedp.NewContext(browser.ctx)
+	// Each tab has its own cookies: servers on other ports of localhost
+	// share a host, and one test's CSRF cookie must not replace another's
+	// between a page and its form post.
+	ctx, cancel := chromedp.NewContext(browser.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() { cancelTime(); cancel() })
 	tb := &tab{t: t, ctx: ctx, base: e.URL}

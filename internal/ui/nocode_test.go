@@ -146,4 +146,10 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 	if outs := tb.text("#outputs"); !strings.Contains(outs, "large-ops-1.1.0") {
 		t.Fatalf("after the upgrade the outputs are %q", outs)
 	}
+	// Provisioning, confirming its run and both steps of the upgrade are
+	// in the audit trail as their API requests would be.
+	wantPageEvent(t, e, "workspace", "create", "")
+	wantPageEvent(t, e, "run", "apply", "")
+	wantPageEvent(t, e, "upgrade", "create", "")
+	wantPageEvent(t, e, "upgrade", "update", "")
 }

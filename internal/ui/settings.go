@@ -147,7 +147,7 @@ func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 	key, value, desc := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("description")
 	cat := variable.Category(r.PostFormValue("category"))
 	sensitive, hcl := r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
-	_, err = u.o.Variables.CreateWorkspaceVariable(ctx, ws.ID, variable.VarOptions{Key: &key, Value: &value, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl})
+	v, err := u.o.Variables.CreateWorkspaceVariable(ctx, ws.ID, variable.VarOptions{Key: &key, Value: &value, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl})
 	if err != nil {
 		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
 			u.showVariables(w, r, http.StatusUnprocessableEntity, err.Error())
@@ -156,6 +156,7 @@ func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	u.record(r, ws.Organization, "POST /api/v2/workspaces/{ws}/vars", v.ID, "ws", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "variables"), http.StatusSeeOther)
 }
 

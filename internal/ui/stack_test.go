@@ -67,4 +67,5 @@ func TestApproveStackDeployment(t *testing.T) {
 		t.Fatal("a finished run still offers approval")
 	}
 	tb.screenshot("approved")
+	wantPageEvent(t, e, "stack-deployment-run", "approve-all-plans", runLink[strings.LastIndex(runLink, "/")+1:])
 }

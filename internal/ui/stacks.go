@@ -152,5 +152,12 @@ func (u *UI) stackRunAction(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	u.record(r, st.Organization, stackRunRoutes[r.PathValue("action")], "", "id", dr.ID)
 	http.Redirect(w, r, orgPath(st.Organization, "stack-runs", dr.ID), http.StatusSeeOther)
+}
+
+// stackRunRoutes are the API routes of a deployment run's page actions.
+var stackRunRoutes = map[string]string{
+	"approve": "POST /api/v2/stack-deployment-runs/{id}/approve-all-plans",
+	"cancel":  "POST /api/v2/stack-deployment-runs/{id}/cancel",
 }

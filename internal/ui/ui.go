@@ -102,11 +102,9 @@ func New(o Options) (*UI, error) {
 		if base == "layout" || base == "graph" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/graph.html", n)
-		if err != nil {
-			return nil, fmt.Errorf("ui: parsing %s: %w", n, err)
+		if u.pages[base], err = parsePage(templateFS, n); err != nil {
+			return nil, err
 		}
-		u.pages[base] = t
 	}
 	return u, nil
 }
@@ -165,9 +163,7 @@ func (u *UI) Handler() http.Handler {
 			files.ServeHTTP(w, r)
 			return
 		}
-		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
-		w.Header().Set("Referrer-Policy", "same-origin")
+		setPageHeaders(w.Header())
 		if auth.FromContext(r.Context()) == nil {
 			http.Redirect(w, r, "/app/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
@@ -227,21 +223,7 @@ type page struct {
 }
 
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, org string, data any) {
-	t, ok := u.pages[name]
-	if !ok {
-		u.fail(w, r, fmt.Errorf("ui: no template %q", name))
-		return
-	}
-	var buf strings.Builder
-	p := page{Title: title, User: auth.FromContext(r.Context()), Org: org, CSRF: CSRFToken(r.Context()), Data: data}
-	if err := t.Execute(&buf, p); err != nil {
-		u.o.Logger.ErrorContext(r.Context(), "rendering page", "page", name, "error", err)
-		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(buf.String()))
+	writePage(w, r, u.o.Logger, u.pages[name], status, name, page{Title: title, Org: org, Data: data})
 }
 
 // fail renders err as an error page with the status its kind maps to (the

@@ -172,6 +172,7 @@ func (u *UI) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	u.record(r, org, "POST /api/v2/organizations/{org}/workspaces", ws.ID, "org", org)
 	http.Redirect(w, r, orgPath(org, "workspaces", ws.Name), http.StatusSeeOther)
 }
 
@@ -290,6 +291,7 @@ func (u *UI) startRun(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	u.record(r, ws.Organization, "POST /api/v2/runs", rn.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "runs", rn.ID), http.StatusSeeOther)
 }
 
@@ -320,6 +322,11 @@ func (u *UI) setLock(w http.ResponseWriter, r *http.Request, lock bool) {
 		u.fail(w, r, err)
 		return
 	}
+	action := "unlock"
+	if lock {
+		action = "lock"
+	}
+	u.record(r, ws.Organization, "POST /api/v2/workspaces/{id}/actions/"+action, "", "id", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
 }
 
