@@ -156,26 +156,3 @@ func MaxBody(limit int64, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// NewAttemptLimiter returns a limiter of n attempts per period per key,
-// all of which may be spent at once (sign-in attempts per account and per
-// address).
-func NewAttemptLimiter(n int, per time.Duration) *RateLimiter {
-	if n < 1 {
-		n = 1
-	}
-	return &RateLimiter{perSecond: float64(n) / per.Seconds(), burst: n, idle: max(time.Minute, per), buckets: map[string]*bucket{}}
-}
-
-// Allow spends one attempt of key's bucket; when none is left it returns
-// false and the wait until one is.
-func (l *RateLimiter) Allow(key string) (bool, time.Duration) {
-	if !l.Enabled() {
-		return true, 0
-	}
-	ok, wait := l.take(key, time.Now())
-	if !ok {
-		l.rejected.Add(1)
-	}
-	return ok, wait
-}

@@ -146,6 +146,10 @@ func (s *Service) recordAttempt(r *http.Request, action, login string) {
 	}
 	if err == nil {
 		id, login = u.ID, u.Username
+	} else {
+		// A name that matches no account is not recorded: it may be a
+		// password typed into the wrong field.
+		login = ""
 	}
 	s.recordSignin(r, action, id, login, "password")
 }
