@@ -141,17 +141,7 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	if r, err := c.Runs.Read(ctx, first.ID); err != nil || r.Status != tfe.RunPlanQueued {
 		t.Fatalf("with no agent the run is %v (%v), want plan_queued", r.Status, err)
 	}
-	events, err := c.RunEvents.List(ctx, first.ID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := false
-	for _, ev := range events.Items {
-		waiting = waiting || (ev.Action == "waiting-for-agent" && strings.Contains(ev.Description, "private"))
-	}
-	if !waiting {
-		t.Fatalf("the queued run's events do not say it waits for an agent of pool private: %+v", events.Items)
-	}
+	checkWaitsForAgent(ctx, t, c, first.ID, "private")
 
 	// An agent starts: it runs the plan and the apply.
 	// Its --heartbeat is far longer than the server's lease: the lease the
@@ -268,16 +258,7 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	}
 
 	// SIGTERM: the idle agent takes no new job, exits and says so.
-	agents, err = c.Agents.List(ctx, pool.ID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	twoID := ""
-	for _, a := range agents.Items {
-		if a.Name == "agent-two" {
-			twoID = a.ID
-		}
-	}
+	twoID := agentNamed(ctx, t, c, pool.ID, "agent-two").ID
 	// Idle for longer than the heartbeat timeout, it still reads idle: its
 	// claims come back within the lease.
 	waitAgentStatus(ctx, t, c, twoID, "idle", 30*time.Second)
@@ -303,17 +284,39 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	if err := three.cmd.Wait(); err == nil {
 		t.Fatal("an agent that cannot make working folders exited without an error")
 	}
-	agents, err = c.Agents.List(ctx, pool.ID, nil)
+	if threeStatus := agentNamed(ctx, t, c, pool.ID, "agent-three").Status; threeStatus != "errored" {
+		t.Fatalf("the agent that could not make working folders reads %q, want errored", threeStatus)
+	}
+}
+
+// agentNamed returns the agent of a pool with that name.
+func agentNamed(ctx context.Context, t *testing.T, c *tfe.Client, poolID, name string) *tfe.Agent {
+	t.Helper()
+	agents, err := c.Agents.List(ctx, poolID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	threeStatus := ""
 	for _, a := range agents.Items {
-		if a.Name == "agent-three" {
-			threeStatus = a.Status
+		if a.Name == name {
+			return a
 		}
 	}
-	if threeStatus != "errored" {
-		t.Fatalf("the agent that could not make working folders reads %q, want errored", threeStatus)
+	t.Fatalf("pool %s has no agent named %s: %+v", poolID, name, agents.Items)
+	return nil
+}
+
+// checkWaitsForAgent fails unless a run's events say it waits for an
+// agent of the pool named pool.
+func checkWaitsForAgent(ctx context.Context, t *testing.T, c *tfe.Client, runID, pool string) {
+	t.Helper()
+	events, err := c.RunEvents.List(ctx, runID, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, ev := range events.Items {
+		if ev.Action == "waiting-for-agent" && strings.Contains(ev.Description, pool) {
+			return
+		}
+	}
+	t.Fatalf("the queued run %s's events do not say it waits for an agent of pool %s: %+v", runID, pool, events.Items)
 }

@@ -76,17 +76,7 @@ func TestStackRunsOnAgents(t *testing.T) {
 	if r, err := c.Runs.Read(ctx, planRun.ID); err != nil || r.Status != tfe.RunPlanQueued {
 		t.Fatalf("with no agent the deployment's plan is %v (%v), want plan_queued", r.Status, err)
 	}
-	events, err := c.RunEvents.List(ctx, planRun.ID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := false
-	for _, ev := range events.Items {
-		waiting = waiting || (ev.Action == "waiting-for-agent" && strings.Contains(ev.Description, "private"))
-	}
-	if !waiting {
-		t.Fatalf("the deployment's queued plan does not say it waits for an agent of pool private: %+v", events.Items)
-	}
+	checkWaitsForAgent(ctx, t, c, planRun.ID, "private")
 	g, err := c.StackDeploymentGroups.ReadByName(ctx, cfg.ID, "auto")
 	if err != nil {
 		t.Fatal(err)
