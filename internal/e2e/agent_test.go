@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,45 +12,18 @@ import (
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
 )
 
 // agentProc is a `terrace agent` process.
-type agentProc struct {
-	cmd *exec.Cmd
-	log string
-}
+type agentProc = testenv.AgentProcess
 
 // startAgent starts `terrace agent` for p with token; extra flags come
-// last (they win over the defaults here).
+// last (they win over the defaults of testenv.StartAgent).
 func startAgent(t *testing.T, p *proc, token, name string, extra ...string) *agentProc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(terraceBinary(t), "agent", "--address", p.URL, "--name", name,
-		"--ca-file", filepath.Join(p.dataDir, "tls", "ca.pem"), "--heartbeat", "500ms")
-	cmd.Args = append(cmd.Args, extra...)
-	// The token comes from the environment, as an operator would give it.
-	cmd.Env = append(os.Environ(), "TERRACE_AGENT_TOKEN="+token)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a := &agentProc{cmd: cmd, log: logPath}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_, _ = cmd.Process.Wait()
-		}
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("agent %s log:\n%s", name, b)
-		}
-	})
-	return a
+	return testenv.StartAgent(t, p.Process, token, name, extra...)
 }
 
 func readAll(t *testing.T, r io.Reader, err error) string {
@@ -215,10 +187,10 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	if a, err := c.Agents.Read(ctx, oneID); err != nil || a.Status != "busy" {
 		t.Fatalf("the applying agent reads %v (%v), want busy", a, err)
 	}
-	if err := one.cmd.Process.Kill(); err != nil {
+	if err := one.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = one.cmd.Process.Wait()
+	_, _ = one.Cmd.Process.Wait()
 	killed := time.Now()
 	got := waitRun(ctx, t, c, slow.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled)
 	if got.Status != tfe.RunErrored {
@@ -266,10 +238,10 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	if a, err := c.Agents.Read(ctx, twoID); err != nil || a.Status != "idle" {
 		t.Fatalf("an agent idle for %s reads %v (%v), want idle", 2*heartbeatTimeout, a, err)
 	}
-	if err := two.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := two.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := two.cmd.Wait(); err != nil {
+	if err := two.Cmd.Wait(); err != nil {
 		t.Fatalf("the agent did not exit cleanly on SIGTERM: %v", err)
 	}
 	waitAgentStatus(ctx, t, c, twoID, "exited", 10*time.Second)
@@ -281,7 +253,7 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	three := startAgent(t, p, tok.Token, "agent-three", "--scratch-dir", filepath.Join(notDir, "scratch"))
-	if err := three.cmd.Wait(); err == nil {
+	if err := three.Cmd.Wait(); err == nil {
 		t.Fatal("an agent that cannot make working folders exited without an error")
 	}
 	if threeStatus := agentNamed(ctx, t, c, pool.ID, "agent-three").Status; threeStatus != "errored" {

@@ -1,4 +1,4 @@
-package e2e
+package replicas_test
 
 import (
 	"bufio"
@@ -31,6 +31,9 @@ const (
 	// killed replica's jobs (and those of the agent that talked to it)
 	// are taken back.
 	replicaLease = 5 * time.Second
+	// replicaInFlight bounds the run creations in flight per replica
+	// (see where the runs are submitted).
+	replicaInFlight = 16
 )
 
 // TestReplicasSurviveKill runs two terrace server processes on one
@@ -49,7 +52,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	engines(t)
+	testenv.Engines(t)
 	database := storetest.PostgresDSN(t)
 	s3 := testenv.StartS3(t)
 	s3.SetEnv(t) // the server processes inherit the bucket's credentials
@@ -57,13 +60,13 @@ func TestReplicasSurviveKill(t *testing.T) {
 	secret := core.RandomString(32)
 	flags := []string{"--kek", kek, "--secret", secret, "--blobs", s3.Spec(), "--log-level", "info",
 		"--job-heartbeat-timeout", replicaLease.String()}
-	reps := make([]*proc, 2)
+	reps := make([]*testenv.Process, 2)
 	var wg sync.WaitGroup
 	for i := range reps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reps[i] = startProc(t, t.TempDir(), database, "", flags...)
+			reps[i] = testenv.StartProcess(t, t.TempDir(), database, "", flags...)
 		}()
 	}
 	wg.Wait()
@@ -74,7 +77,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 	}
 	names := make([]string, len(reps))
 	for i, p := range reps {
-		b, err := os.ReadFile(filepath.Join(p.dataDir, "instance-id"))
+		b, err := os.ReadFile(filepath.Join(p.DataDir, "instance-id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +87,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 	leader := waitLeader(t, reps, names, -1)
 	t.Logf("replica %d (%s) leads", leader, names[leader])
 
-	ctx := mustCtx()
+	ctx := context.Background()
 	c0 := reps[0].Client
 	if _, err := c0.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
 		t.Fatal(err)
@@ -98,7 +101,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range reps {
-		startAgent(t, p, tok.Token, fmt.Sprintf("agent-%d", i), "--concurrency", "4")
+		testenv.StartAgent(t, p, tok.Token, fmt.Sprintf("agent-%d", i), "--concurrency", "4")
 	}
 	type target struct{ ws, cv string }
 	targets := make([]target, replicaWorkspaces)
@@ -119,7 +122,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 				setup <- err
 				return
 			}
-			cv := uploadConfig(ctx, t, c, ws.ID, replicaConfig)
+			cv := testenv.UploadConfig(ctx, t, c, ws.ID, replicaConfig)
 			targets[i] = target{ws.ID, cv.ID}
 		}()
 	}
@@ -129,14 +132,22 @@ func TestReplicasSurviveKill(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Submit every run at once, half through each replica.
+	// Submit every run at once, half through each replica, with at most
+	// replicaInFlight creations in flight per replica: with more than the
+	// PostgreSQL pool holds (32 connections), run creations can wait for
+	// each other until they time out, because queueing a run reads the
+	// workspace and its agent pool on a second connection while its
+	// transaction holds the first (a known defect, left for its owners).
 	start := time.Now()
 	ids := make([]string, replicaRuns)
 	errs := make(chan error, replicaRuns)
+	inFlight := []chan struct{}{make(chan struct{}, replicaInFlight), make(chan struct{}, replicaInFlight)}
 	for i := range ids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			inFlight[i%2] <- struct{}{}
+			defer func() { <-inFlight[i%2] }()
 			tg := targets[i%len(targets)]
 			r, err := reps[i%2].Client.Runs.Create(ctx, tfe.RunCreateOptions{
 				Workspace: &tfe.Workspace{ID: tg.ws}, ConfigurationVersion: &tfe.ConfigurationVersion{ID: tg.cv},
@@ -161,7 +172,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 	survivor := 1 - leader
 	sc := reps[survivor].Client
 	ended := waitRunsEnded(ctx, t, sc, replicaRuns/2, 5*time.Minute)
-	reps[leader].kill()
+	reps[leader].Kill()
 	t.Logf("killed replica %d (%s) with %d of %d runs ended, %s after submitting", leader, names[leader], ended, replicaRuns, time.Since(start).Round(time.Millisecond))
 
 	// The survivor takes the loops over.
@@ -169,7 +180,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 		t.Fatal("the survivor did not take the lead")
 	}
 	t.Logf("replica %d (%s) took the cluster's loops over", survivor, names[survivor])
-	if !strings.Contains(readLog(t, reps[survivor]), "this replica leads the cluster's background loops") {
+	if !strings.Contains(reps[survivor].Log(t), "this replica leads the cluster's background loops") {
 		t.Fatal("the survivor's log does not say it took the lead")
 	}
 
@@ -192,7 +203,7 @@ func TestReplicasSurviveKill(t *testing.T) {
 			nApplied++
 		case tfe.RunErrored:
 			nErrored++
-			why := erroredReason(ctx, t, sc, id)
+			why := testenv.ErroredReason(ctx, t, sc, id)
 			if why == "" {
 				t.Fatalf("run %s errored without a reason", id)
 			}
@@ -277,23 +288,6 @@ resource "terraform_data" "app" {
 }
 `
 
-// erroredReason is the description of a run's last "errored" event ("" when
-// it has none).
-func erroredReason(ctx context.Context, t *testing.T, c *tfe.Client, runID string) string {
-	t.Helper()
-	events, err := c.RunEvents.List(ctx, runID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	why := ""
-	for _, ev := range events.Items {
-		if ev.Action == "errored" {
-			why = ev.Description
-		}
-	}
-	return why
-}
-
 func isFinal(s tfe.RunStatus) bool {
 	switch s {
 	case tfe.RunApplied, tfe.RunErrored, tfe.RunCanceled, tfe.RunDiscarded, tfe.RunPlannedAndFinished:
@@ -311,18 +305,9 @@ func workspaceName(ctx context.Context, t *testing.T, c *tfe.Client, id string) 
 	return w.Name
 }
 
-func readLog(t *testing.T, p *proc) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(p.dataDir, "server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // waitLeader waits until exactly one of reps reports leading in its
 // terrace_cluster_leader gauge (want ≥ 0: that one) and returns its index.
-func waitLeader(t *testing.T, reps []*proc, names []string, want int) int {
+func waitLeader(t *testing.T, reps []*testenv.Process, names []string, want int) int {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -345,7 +330,7 @@ func waitLeader(t *testing.T, reps []*proc, names []string, want int) int {
 }
 
 // leaderGauge reads terrace_cluster_leader{replica=name} from p's /metrics.
-func leaderGauge(t *testing.T, p *proc, name string) bool {
+func leaderGauge(t *testing.T, p *testenv.Process, name string) bool {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, p.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+p.Token)
