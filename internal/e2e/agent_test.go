@@ -88,17 +88,7 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	p := startProc(t, t.TempDir(), "", "", "--job-heartbeat-timeout", heartbeatTimeout.String())
 	ctx := mustCtx()
 	c := p.Client
-	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("e2e")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, tok := acmeAgentPool(ctx, t, c)
 	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("private-app"),
 		ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
 	if err != nil {
@@ -291,4 +281,22 @@ func checkWaitsForAgent(ctx context.Context, t *testing.T, c *tfe.Client, runID,
 		}
 	}
 	t.Fatalf("the queued run %s's events do not say it waits for an agent of pool %s: %+v", runID, pool, events.Items)
+}
+
+// acmeAgentPool makes organization acme with an agent pool named private
+// and returns the pool and an agent token of it.
+func acmeAgentPool(ctx context.Context, t *testing.T, c *tfe.Client) (*tfe.AgentPool, *tfe.AgentToken) {
+	t.Helper()
+	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("e2e")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, tok
 }

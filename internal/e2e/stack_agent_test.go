@@ -25,17 +25,7 @@ func TestStackRunsOnAgents(t *testing.T) {
 	p := startProc(t, t.TempDir(), "", "")
 	ctx := mustCtx()
 	c := p.Client
-	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("stacks")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, tok := acmeAgentPool(ctx, t, c)
 	prj, err := c.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "platform"})
 	if err != nil {
 		t.Fatal(err)
