@@ -73,7 +73,7 @@ by --token-file or TERRACE_AGENT_TOKEN_FILE.`,
 	f.StringVar(&cfg.Runner.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by jobs")
 	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every job gets (e.g. provider_installation)")
 	f.DurationVar(&cfg.Runner.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
-	f.DurationVar(&cfg.Runner.Heartbeat, "heartbeat", 5*time.Second, "longest wait between heartbeats (keep it well under the server's --job-heartbeat-timeout)")
+	f.DurationVar(&cfg.Runner.Heartbeat, "heartbeat", 5*time.Second, "longest wait between heartbeats; the agent never waits more than a third of the lease the server gives each job (its --job-heartbeat-timeout)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

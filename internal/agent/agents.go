@@ -13,9 +13,11 @@ import (
 // PrefixAgent is the ID prefix of agents.
 const PrefixAgent = "agent"
 
-// Agent statuses, as HCP Terraform reports them. An agent reports idle,
-// busy, exited and errored itself; one silent for longer than the
-// heartbeat timeout reads as unknown.
+// Agent statuses, as HCP Terraform reports them. The server records idle
+// and busy as an agent claims and heartbeats; the agent reports exited
+// (it stopped) and errored (a job failed because of the agent, or a fatal
+// error before it exits); one idle or busy agent silent for longer than
+// the heartbeat timeout reads as unknown.
 const (
 	StatusIdle    = "idle"
 	StatusBusy    = "busy"
@@ -95,14 +97,20 @@ func (s *Service) AgentPool(ctx context.Context, agentID string) (string, error)
 	return pool, err
 }
 
-// SetStatus records an agent's status and that it is alive.
+// SetStatus records an agent's status and that it is alive. An errored
+// agent (one that could not run a job because of itself) stays errored
+// while it waits for jobs (idle): it reads busy again when it takes the
+// next job, and idle after that job.
 func (s *Service) SetStatus(ctx context.Context, agentID, status string) error {
+	q := `UPDATE agents SET status = ?, last_ping_at = ? WHERE id = ?`
 	switch status {
-	case StatusIdle, StatusBusy, StatusExited, StatusErrored:
+	case StatusIdle:
+		q = `UPDATE agents SET status = CASE WHEN status = '` + StatusErrored + `' THEN status ELSE ? END, last_ping_at = ? WHERE id = ?`
+	case StatusBusy, StatusExited, StatusErrored:
 	default:
 		return core.Invalid("status %q is not one of idle, busy, exited, errored", status)
 	}
-	_, err := s.db.Exec(ctx, `UPDATE agents SET status = ?, last_ping_at = ? WHERE id = ?`, status, core.Micros(core.Now()), agentID)
+	_, err := s.db.Exec(ctx, q, status, core.Micros(core.Now()), agentID)
 	return err
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,42 +12,18 @@ import (
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
 )
 
 // agentProc is a `terrace agent` process.
-type agentProc struct {
-	cmd *exec.Cmd
-	log string
-}
+type agentProc = testenv.AgentProcess
 
-func startAgent(t *testing.T, p *proc, token, name string) *agentProc {
+// startAgent starts `terrace agent` for p with token; extra flags come
+// last (they win over the defaults of testenv.StartAgent).
+func startAgent(t *testing.T, p *proc, token, name string, extra ...string) *agentProc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(terraceBinary(t), "agent", "--address", p.URL, "--name", name,
-		"--ca-file", filepath.Join(p.dataDir, "tls", "ca.pem"), "--heartbeat", "500ms")
-	// The token comes from the environment, as an operator would give it.
-	cmd.Env = append(os.Environ(), "TERRACE_AGENT_TOKEN="+token)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a := &agentProc{cmd: cmd, log: logPath}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_, _ = cmd.Process.Wait()
-		}
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("agent %s log:\n%s", name, b)
-		}
-	})
-	return a
+	return testenv.StartAgent(t, p.Process, token, name, extra...)
 }
 
 func readAll(t *testing.T, r io.Reader, err error) string {
@@ -95,6 +70,15 @@ func waitAgentStatus(ctx context.Context, t *testing.T, c *tfe.Client, id, want 
 // heartbeat timeout, the workspace unlocks, and what the apply had made
 // is in the current state (the runner uploaded terraform's snapshot); an
 // agent told to stop exits and says so.
+//
+// Along the way the agents go through every status HCP Terraform shows:
+// idle (also for longer than the heartbeat timeout: an idle agent's
+// long-poll follows the server's lease), errored (a run needs a
+// terraform version the agent cannot find; the agent stays errored until
+// it takes its next job), busy (for longer than the heartbeat timeout,
+// with the agent's own --heartbeat far longer: it follows the lease the
+// server gives at claim time), unknown (killed), exited (SIGTERM), and
+// errored before exiting (its scratch folder cannot be written).
 func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
@@ -104,17 +88,7 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	p := startProc(t, t.TempDir(), "", "", "--job-heartbeat-timeout", heartbeatTimeout.String())
 	ctx := mustCtx()
 	c := p.Client
-	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("e2e")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, tok := acmeAgentPool(ctx, t, c)
 	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("private-app"),
 		ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
 	if err != nil {
@@ -129,20 +103,12 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	if r, err := c.Runs.Read(ctx, first.ID); err != nil || r.Status != tfe.RunPlanQueued {
 		t.Fatalf("with no agent the run is %v (%v), want plan_queued", r.Status, err)
 	}
-	events, err := c.RunEvents.List(ctx, first.ID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := false
-	for _, ev := range events.Items {
-		waiting = waiting || (ev.Action == "waiting-for-agent" && strings.Contains(ev.Description, "private"))
-	}
-	if !waiting {
-		t.Fatalf("the queued run's events do not say it waits for an agent of pool private: %+v", events.Items)
-	}
+	checkWaitsForAgent(ctx, t, c, first.ID, "private")
 
 	// An agent starts: it runs the plan and the apply.
-	one := startAgent(t, p, tok.Token, "agent-one")
+	// Its --heartbeat is far longer than the server's lease: the lease the
+	// server gives with each job wins.
+	one := startAgent(t, p, tok.Token, "agent-one", "--heartbeat", "1m")
 	first = waitRun(ctx, t, c, first.ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored, tfe.RunCanceled)
 	if first.Status != tfe.RunApplied {
 		t.Fatalf("the run on the agent ended %s", first.Status)
@@ -163,6 +129,24 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	oneID := agents.Items[0].ID
 	waitAgentStatus(ctx, t, c, oneID, "idle", 30*time.Second)
 
+	// A job the agent cannot run because of itself (no such terraform on
+	// the agent): the run errors saying why, the agent reads errored.
+	old, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("private-old"),
+		ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID), TerraformVersion: tfe.String("1.0.99")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCV := uploadConfig(ctx, t, c, old.ID, slowApplyConfig)
+	bad := createRun(ctx, t, c, old.ID, oldCV.ID, nil)
+	if bad = waitRun(ctx, t, c, bad.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled); bad.Status != tfe.RunErrored {
+		t.Fatalf("a run needing terraform 1.0.99 on the agent ended %s, want errored", bad.Status)
+	}
+	pr, err = c.Plans.Logs(ctx, bad.Plan.ID)
+	if log := readAll(t, pr, err); !strings.Contains(log, "1.0.99 is not installed") {
+		t.Fatalf("the errored plan's log does not say the engine is missing:\n%s", log)
+	}
+	waitAgentStatus(ctx, t, c, oneID, "errored", 30*time.Second)
+
 	// A slow apply in a workspace without state; the agent dies mid-apply
 	// once the first resource's snapshot reached the server.
 	fresh, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("private-fresh"),
@@ -173,6 +157,8 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	freshCV := uploadConfig(ctx, t, c, fresh.ID, slowApplyConfig)
 	slow := createRun(ctx, t, c, fresh.ID, freshCV.ID, []*tfe.RunVariable{{Key: "sleep", Value: "120"}})
 	waitRun(ctx, t, c, slow.ID, 3*time.Minute, tfe.RunApplying)
+	applying := time.Now()
+	waitAgentStatus(ctx, t, c, oneID, "busy", 30*time.Second)
 	var snap *tfe.StateVersion
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if snap, err = c.StateVersions.ReadCurrent(ctx, fresh.ID); err == nil {
@@ -182,13 +168,19 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 			t.Fatalf("no state snapshot reached the server during the apply: %v", err)
 		}
 	}
+	// Twice the heartbeat timeout into the apply, the agent (whose own
+	// --heartbeat is a minute) still holds its job and reads busy.
+	time.Sleep(time.Until(applying.Add(2 * heartbeatTimeout)))
 	if r, _ := c.Runs.Read(ctx, slow.ID); r == nil || r.Status != tfe.RunApplying {
-		t.Fatalf("the run is no longer applying when its snapshot arrived: %+v", r)
+		t.Fatalf("the run is no longer applying %s into the apply: %+v", 2*heartbeatTimeout, r)
 	}
-	if err := one.cmd.Process.Kill(); err != nil {
+	if a, err := c.Agents.Read(ctx, oneID); err != nil || a.Status != "busy" {
+		t.Fatalf("the applying agent reads %v (%v), want busy", a, err)
+	}
+	if err := one.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = one.cmd.Process.Wait()
+	_, _ = one.Cmd.Process.Wait()
 	killed := time.Now()
 	got := waitRun(ctx, t, c, slow.ID, time.Minute, tfe.RunErrored, tfe.RunApplied, tfe.RunCanceled)
 	if got.Status != tfe.RunErrored {
@@ -228,21 +220,83 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 	}
 
 	// SIGTERM: the idle agent takes no new job, exits and says so.
-	agents, err = c.Agents.List(ctx, pool.ID, nil)
-	if err != nil {
+	twoID := agentNamed(ctx, t, c, pool.ID, "agent-two").ID
+	// Idle for longer than the heartbeat timeout, it still reads idle: its
+	// claims come back within the lease.
+	waitAgentStatus(ctx, t, c, twoID, "idle", 30*time.Second)
+	time.Sleep(2 * heartbeatTimeout)
+	if a, err := c.Agents.Read(ctx, twoID); err != nil || a.Status != "idle" {
+		t.Fatalf("an agent idle for %s reads %v (%v), want idle", 2*heartbeatTimeout, a, err)
+	}
+	if err := two.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	twoID := ""
-	for _, a := range agents.Items {
-		if a.Name == "agent-two" {
-			twoID = a.ID
-		}
-	}
-	if err := two.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := two.cmd.Wait(); err != nil {
+	if err := two.Cmd.Wait(); err != nil {
 		t.Fatalf("the agent did not exit cleanly on SIGTERM: %v", err)
 	}
 	waitAgentStatus(ctx, t, c, twoID, "exited", 10*time.Second)
+
+	// A fatal error: no job could get a working folder on this agent. It
+	// reports errored and exits with an error.
+	notDir := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	three := startAgent(t, p, tok.Token, "agent-three", "--scratch-dir", filepath.Join(notDir, "scratch"))
+	if err := three.Cmd.Wait(); err == nil {
+		t.Fatal("an agent that cannot make working folders exited without an error")
+	}
+	if threeStatus := agentNamed(ctx, t, c, pool.ID, "agent-three").Status; threeStatus != "errored" {
+		t.Fatalf("the agent that could not make working folders reads %q, want errored", threeStatus)
+	}
+}
+
+// agentNamed returns the agent of a pool with that name.
+func agentNamed(ctx context.Context, t *testing.T, c *tfe.Client, poolID, name string) *tfe.Agent {
+	t.Helper()
+	agents, err := c.Agents.List(ctx, poolID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents.Items {
+		if a.Name == name {
+			return a
+		}
+	}
+	t.Fatalf("pool %s has no agent named %s: %+v", poolID, name, agents.Items)
+	return nil
+}
+
+// checkWaitsForAgent fails unless a run's events say it waits for an
+// agent of the pool named pool.
+func checkWaitsForAgent(ctx context.Context, t *testing.T, c *tfe.Client, runID, pool string) {
+	t.Helper()
+	events, err := c.RunEvents.List(ctx, runID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Action == "waiting-for-agent" && strings.Contains(ev.Description, pool) {
+			return
+		}
+	}
+	t.Fatalf("the queued run %s's events do not say it waits for an agent of pool %s: %+v", runID, pool, events.Items)
+}
+
+// acmeAgentPool makes organization acme with an agent pool named private
+// and returns the pool and an agent token of it.
+func acmeAgentPool(ctx context.Context, t *testing.T, c *tfe.Client) (*tfe.AgentPool, *tfe.AgentToken) {
+	t.Helper()
+	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("e2e")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, tok
 }

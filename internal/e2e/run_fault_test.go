@@ -241,6 +241,13 @@ func createRun(ctx context.Context, t testing.TB, c *tfe.Client, wsID, cvID stri
 }
 
 // waitRun polls a run until it reaches one of the statuses.
+// erroredReason is the description of a run's last "errored" event ("" when
+// it has none).
+func erroredReason(ctx context.Context, t *testing.T, c *tfe.Client, runID string) string {
+	t.Helper()
+	return testenv.ErroredReason(ctx, t, c, runID)
+}
+
 func waitRun(ctx context.Context, t testing.TB, c *tfe.Client, id string, limit time.Duration, want ...tfe.RunStatus) *tfe.Run {
 	t.Helper()
 	deadline := time.Now().Add(limit)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 )
 
@@ -67,6 +68,15 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (err error) {
 	}
 	rc.Describe = fmt.Sprintf("Executed by agent %q (%s) of agent pool %s", cfg.Name, reg.ID, reg.Pool)
 	rc.Logger = log
+	if err := checkScratch(rc.ScratchDir); err != nil {
+		// Fatal: no job could run here. Say so before exiting.
+		reportStatus(c, log, "errored")
+		return err
+	}
+	rc.OnFault = func(job *run.Job, err error) {
+		log.Error("a job failed because of this agent", "run", job.RunID, "phase", job.Phase, "error", err)
+		reportStatus(c, log, "errored")
+	}
 	r := runner.New(c, rc)
 	// Jobs run on a context that the stop signal does not cancel: a
 	// draining agent finishes what it started.
@@ -74,13 +84,29 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (err error) {
 	<-ctx.Done()
 	log.Info("stopping: finishing the running jobs, taking no new one", "running", r.Busy())
 	r.Drain()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if serr := c.SetStatus(sctx, "exited"); serr != nil {
-		log.Warn("reporting the agent's exit", "error", serr)
-	}
+	reportStatus(c, log, "exited")
 	log.Info("agent exited")
 	return nil
+}
+
+// reportStatus tells the server the agent's status (exited, errored); a
+// failure is logged, as the agent has nothing better to do about it.
+func reportStatus(c *Client, log *slog.Logger, status string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.SetStatus(ctx, status); err != nil {
+		log.Warn("reporting the agent's status", "status", status, "error", err)
+	}
+}
+
+// checkScratch makes sure jobs can get working folders in dir (the OS
+// temp folder when empty).
+func checkScratch(dir string) error {
+	d, err := os.MkdirTemp(dir, "terrace-check-")
+	if err != nil {
+		return fmt.Errorf("jobs cannot get working folders: %w", err)
+	}
+	return os.Remove(d)
 }
 
 func cmpDur(d, def time.Duration) time.Duration {

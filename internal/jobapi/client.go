@@ -122,7 +122,7 @@ func (c *Client) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
 	if err != nil || code == http.StatusNoContent {
 		return nil, err
 	}
-	return &run.Job{ID: out.ID, RunID: out.RunID, Phase: out.Phase, Run: out.Run}, nil
+	return &run.Job{ID: out.ID, RunID: out.RunID, Phase: out.Phase, Run: out.Run, Lease: time.Duration(out.LeaseMS) * time.Millisecond}, nil
 }
 
 // Heartbeat extends the lease, waiting up to HeartbeatWait for a signal.

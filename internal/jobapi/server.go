@@ -273,6 +273,10 @@ type Job struct {
 	RunID string   `json:"run_id"`
 	Phase string   `json:"phase"`
 	Run   *run.Run `json:"run"`
+	// LeaseMS is the job's lease (the server's --job-heartbeat-timeout):
+	// a runner silent this long loses the job, so it heartbeats well
+	// within it.
+	LeaseMS int64 `json:"lease_ms"`
 }
 
 func (s *Server) wait(ms int64) time.Duration {
@@ -305,7 +309,14 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 		queue = run.QueueAssessments
 	}
 	agent := auth.FromContext(ctx).Kind == auth.KindAgent
-	deadline := time.NewTimer(s.wait(req.WaitMS))
+	wait := s.wait(req.WaitMS)
+	if agent {
+		// An idle agent shows it is alive by claiming: it must come back
+		// well within the heartbeat timeout, or it would read "unknown"
+		// while it waits here.
+		wait = min(wait, s.o.Runs.LeaseTTL/3)
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		queued := s.o.Runs.Queued()
@@ -319,7 +330,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 					s.o.Logger.Warn("recording an agent's status", "agent", runnerID, "error", err)
 				}
 			}
-			respond(w, http.StatusOK, Job{ID: job.ID, RunID: job.RunID, Phase: job.Phase, Run: job.Run})
+			respond(w, http.StatusOK, Job{ID: job.ID, RunID: job.RunID, Phase: job.Phase, Run: job.Run, LeaseMS: s.o.Runs.LeaseTTL.Milliseconds()})
 			return nil
 		}
 		if agent {

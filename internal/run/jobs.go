@@ -17,6 +17,10 @@ type Job struct {
 	Phase  string // plan | apply
 	Run    *Run
 	Signal <-chan string // in-process runners: "cancel" or "force"
+	// Lease is how long the claim lasts without a heartbeat, as the
+	// server that gave the job says (the job protocol carries it, so a
+	// runner heartbeats often enough whatever the server's setting).
+	Lease time.Duration
 }
 
 // Claim gives the runner the oldest queued job of the run queue, or nil

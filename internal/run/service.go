@@ -301,6 +301,10 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	r.UpdatedAt = r.CreatedAt
 	r.Timestamps.set("plan-queueable-at", r.CreatedAt)
 	var queued []*Run
+	// Queueing the run inside the transaction needs the workspace's agent
+	// pool: it was read above, so no second connection is taken while the
+	// transaction holds one.
+	ctx = withKnownWorkspace(ctx, ws)
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
 		if err := insertRun(ctx, tx, r); err != nil {
@@ -361,7 +365,7 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	}
 	pool := ""
 	if !r.Assessment {
-		ws, err := s.Workspaces.System(ctx, r.WorkspaceID)
+		ws, err := s.jobWorkspace(ctx, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
@@ -383,6 +387,27 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
 		core.NewID("job"), r.ID, phase, string(queueOf(r)), pool, now, now)
 	return err
+}
+
+// knownWorkspaceKey carries a workspace read before a transaction into it.
+type knownWorkspaceKey struct{}
+
+// withKnownWorkspace gives queuePhase a workspace already read. On
+// PostgreSQL a transaction that reads on a second connection waits for a
+// free one while it holds its own: with as many such transactions as the
+// pool has connections (a burst of run creations), they all wait until
+// their requests time out.
+func withKnownWorkspace(ctx context.Context, w *Workspace) context.Context {
+	return context.WithValue(ctx, knownWorkspaceKey{}, w)
+}
+
+// jobWorkspace returns the workspace a job is queued for: the one the
+// caller read before its transaction, else read now.
+func (s *Service) jobWorkspace(ctx context.Context, id string) (*Workspace, error) {
+	if w, ok := ctx.Value(knownWorkspaceKey{}).(*Workspace); ok && w != nil && w.ID == id {
+		return w, nil
+	}
+	return s.Workspaces.System(ctx, id)
 }
 
 // EventWaitingForAgent is the run event of a job queued for an agent pool.

@@ -53,7 +53,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	in, err := j.r.api.Inputs(ctx, j.job)
 	j.took("inputs", t0)
 	if err != nil {
-		return j.finish(ctx, fmt.Errorf("preparing the run: %w", err), nil)
+		return j.finish(ctx, j.r.fault(j.job, Fault{Err: fmt.Errorf("preparing the run: %w", err)}), nil)
 	}
 	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, withRunSecrets(in.Variables, r.Variables))
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
@@ -61,7 +61,7 @@ func (j *jobExec) run(ctx context.Context) error {
 
 	t0 = time.Now()
 	if err := j.prepare(ctx, in); err != nil {
-		return j.finish(ctx, err, nil)
+		return j.finish(ctx, j.r.fault(j.job, err), nil)
 	}
 	j.took("prepare", t0)
 	defer os.RemoveAll(j.dir)
@@ -162,10 +162,20 @@ func (j *jobExec) heartbeat(ctx context.Context) {
 		if err != nil || s != "" {
 			select {
 			case <-ctx.Done():
-			case <-time.After(j.r.cfg.Heartbeat):
+			case <-time.After(j.pause()):
 			}
 		}
 	}
+}
+
+// pause is the longest wait between heartbeats: the runner's setting,
+// but never more than a third of the lease the server gave the job.
+func (j *jobExec) pause() time.Duration {
+	d := j.r.cfg.Heartbeat
+	if j.job.Lease > 0 {
+		d = min(d, j.job.Lease/3)
+	}
+	return d
 }
 
 // prepare makes the scratch folder: configuration, backend override, state,
@@ -173,14 +183,14 @@ func (j *jobExec) heartbeat(ctx context.Context) {
 func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	var err error
 	if j.bin, err = j.r.cfg.Engines.Find(ctx, j.job.Run.TerraformVersion); err != nil {
-		return err
+		return Fault{Err: err}
 	}
 	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, scratchPrefix+j.r.cfg.ID+"-"+j.job.RunID+"-"); err != nil {
-		return err
+		return Fault{Err: fmt.Errorf("making the job's working folder: %w", err)}
 	}
 	cfgDir := filepath.Join(j.dir, "config")
 	if err := os.Mkdir(cfgDir, 0o700); err != nil {
-		return err
+		return Fault{Err: fmt.Errorf("making the job's working folder: %w", err)}
 	}
 	if err := slug.Unpack(bytes.NewReader(in.Archive), cfgDir, slug.Limits{}); err != nil {
 		return fmt.Errorf("unpacking the configuration: %w", err)

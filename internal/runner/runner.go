@@ -8,6 +8,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -86,6 +88,9 @@ type Config struct {
 	// SnapshotEvery is how often the state file is checked for a new
 	// snapshot during an apply. Defaults to 1s.
 	SnapshotEvery time.Duration
+	// OnFault, when set, hears of every job that failed because of the
+	// runner itself (see Fault); `terrace agent` reports itself errored.
+	OnFault func(job *run.Job, err error)
 	// Describe, when set, is a line added to each phase's log after the
 	// header (an agent names itself there).
 	Describe string
@@ -233,5 +238,26 @@ func (r *Runner) execute(ctx context.Context, job *run.Job) {
 	j := &jobExec{r: r, job: job, log: log}
 	if err := j.run(ctx); err != nil {
 		log.Error("job failed to report", "error", err)
+		if ctx.Err() == nil {
+			r.fault(job, Fault{Err: fmt.Errorf("reporting the job: %w", err)})
+		}
 	}
+}
+
+// Fault is a job failure caused by the runner, not by the run: its engine
+// cannot be found or installed, its working folder cannot be written, the
+// job protocol failed. The run errors with it like any other failure;
+// the runner also tells Config.OnFault.
+type Fault struct{ Err error }
+
+func (f Fault) Error() string { return f.Err.Error() }
+func (f Fault) Unwrap() error { return f.Err }
+
+// fault passes err to Config.OnFault when it is a Fault, and returns it.
+func (r *Runner) fault(job *run.Job, err error) error {
+	var f Fault
+	if r.cfg.OnFault != nil && errors.As(err, &f) {
+		r.cfg.OnFault(job, f.Err)
+	}
+	return err
 }

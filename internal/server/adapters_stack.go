@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,16 +69,29 @@ func asOrg(ctx context.Context, org string) context.Context {
 	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindOrganization, Organization: org})
 }
 
-func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name, version string) (string, error) {
+func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d stack.DeploymentWorkspace) (string, error) {
 	ctx = asOrg(ctx, org)
 	var tfVersion *string
-	if version != "" {
-		tfVersion = &version
+	if d.TerraformVersion != "" {
+		tfVersion = &d.TerraformVersion
 	}
-	w, err := e.s.Workspaces.GetByName(ctx, org, name)
+	// The stack's execution mode is the workspace's own (not its
+	// project's): an agent stack runs only on its pool's agents.
+	mode, pool := cmp.Or(d.ExecutionMode, "remote"), ""
+	if mode == "agent" {
+		pool = d.AgentPoolID
+	}
+	w, err := e.s.Workspaces.GetByName(ctx, org, d.Name)
 	if err == nil {
-		if tfVersion != nil && w.Settings.TerraformVersion != version {
-			if _, err := e.s.Workspaces.Update(ctx, w.ID, workspace.Options{TerraformVersion: tfVersion}); err != nil {
+		var o workspace.Options
+		if tfVersion != nil && w.Settings.TerraformVersion != d.TerraformVersion {
+			o.TerraformVersion = tfVersion
+		}
+		if !w.Settings.ExecutionModeOverwrite || w.Settings.ExecutionMode != mode || w.Settings.AgentPoolID != pool {
+			o.ExecutionMode, o.AgentPoolID = &mode, &pool
+		}
+		if o.TerraformVersion != nil || o.ExecutionMode != nil {
+			if _, err := e.s.Workspaces.Update(ctx, w.ID, o); err != nil {
 				return "", err
 			}
 		}
@@ -86,8 +100,8 @@ func (e stackExecutor) Workspace(ctx context.Context, org, projectID, name, vers
 	if !errors.Is(err, core.ErrNotFound) {
 		return "", err
 	}
-	w, err = e.s.Workspaces.Create(ctx, org, workspace.Options{Name: &name, ProjectID: &projectID, ExecutionMode: ptr("remote"), AutoApply: ptr(false),
-		TerraformVersion: tfVersion, Description: ptr("State of a stack deployment; changed by its deployment runs.")})
+	w, err = e.s.Workspaces.Create(ctx, org, workspace.Options{Name: &d.Name, ProjectID: &projectID, ExecutionMode: &mode, AgentPoolID: &pool,
+		AutoApply: ptr(false), TerraformVersion: tfVersion, Description: ptr("State of a stack deployment; changed by its deployment runs.")})
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"cmp"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -163,6 +164,16 @@ func (c *Config) setDefaults() {
 	c.RateLimitPerToken = cmp.Or(c.RateLimitPerToken, 1000)
 	c.RateLimitPerAddress = cmp.Or(c.RateLimitPerAddress, 3000)
 	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, 256<<20)
+}
+
+// check refuses settings that cannot work together.
+func (c *Config) check() error {
+	if c.JobHeartbeatTimeout < time.Second {
+		// Runners heartbeat and idle agents come back every third of it:
+		// below a second that is a busy loop, not a lease.
+		return fmt.Errorf("--job-heartbeat-timeout %s is too short: use at least 1s", c.JobHeartbeatTimeout)
+	}
+	return nil
 }
 
 // hostnameFor is the default public hostname for a listen address.

@@ -155,6 +155,9 @@ type Server struct {
 // New opens the stores, applies migrations, and builds every service.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.setDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, logger: cfg.Logger}
 	s.Hostname = cfg.Hostname
 	if s.Hostname == "" {

@@ -43,6 +43,18 @@ const (
 	OpImport = "import" // the first apply of an import-mode run
 )
 
+// DeploymentWorkspace is how a deployment's workspace is set up: from its
+// stack.
+type DeploymentWorkspace struct {
+	Name string
+	// TerraformVersion is the engine version ("" for the server's
+	// default).
+	TerraformVersion string
+	// ExecutionMode is "remote" (the server's runners) or "agent" (only
+	// the agents of AgentPoolID run its plans and applies).
+	ExecutionMode, AgentPoolID string
+}
+
 // applies tells whether a step applies a plan (and needs the state).
 func applies(op string) bool { return op == OpApply || op == OpImport }
 
@@ -52,10 +64,9 @@ func applies(op string) bool { return op == OpApply || op == OpImport }
 // composition root provides it.
 type Executor interface {
 	// Workspace returns the workspace backing a deployment, creating it
-	// in the project when it does not exist, with the engine version
-	// terraformVersion ("" for the server's default; an existing
-	// workspace is set to it).
-	Workspace(ctx context.Context, org, projectID, name, terraformVersion string) (string, error)
+	// in the project when it does not exist, with the stack's engine
+	// version and execution mode (an existing workspace is set to them).
+	Workspace(ctx context.Context, org, projectID string, ws DeploymentWorkspace) (string, error)
 	// Upload makes a configuration version of a tar.gz archive.
 	Upload(ctx context.Context, org, workspaceID string, tarGz []byte) (string, error)
 	// Start queues a run that plans and saves its plan (a saved plan,
@@ -416,7 +427,8 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 		}
 		return s.fail(ctx, r, nil, diags.Err().Error())
 	}
-	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, "stack-"+st.ID+"-"+r.Deployment, st.TerraformVersion)
+	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, DeploymentWorkspace{Name: "stack-" + st.ID + "-" + r.Deployment,
+		TerraformVersion: st.TerraformVersion, ExecutionMode: st.ExecutionMode, AgentPoolID: st.AgentPoolID})
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("preparing the deployment's workspace: %v", err))
 	}

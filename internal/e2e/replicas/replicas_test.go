@@ -1,4 +1,4 @@
-package e2e
+package replicas_test
 
 import (
 	"bufio"
@@ -22,42 +22,59 @@ import (
 )
 
 // replicaRuns is how many runs TestReplicasSurviveKill submits (half to
-// each replica); workspaces how many workspaces they spread over.
+// each replica); workspaces how many workspaces they spread over (every
+// other one in agent execution mode).
 const (
-	replicaRuns       = 20
-	replicaWorkspaces = 10
+	replicaRuns       = 100
+	replicaWorkspaces = 25
+	// replicaLease is the replicas' --job-heartbeat-timeout: how soon the
+	// killed replica's jobs (and those of the agent that talked to it)
+	// are taken back.
+	replicaLease = 5 * time.Second
 )
 
 // TestReplicasSurviveKill runs two terrace server processes on one
 // PostgreSQL database and one S3 bucket (versitygw), with the same KEK and
-// secret. Runs are submitted to both at once; when about half have ended,
-// the replica that leads the cluster's loops is killed with SIGKILL. Every
-// run then ends applied or errored with a reason, none is left stuck,
-// every applied run's state version is there and readable from the
-// survivor, and the survivor takes the loops over (it says so in
-// terrace_cluster_leader).
-//
-// The agents of issue 14 item 1–2 are not part of this test yet: when
-// `terrace agent` exists, start two here and give the workspaces agent
-// execution mode.
+// secret, and two `terrace agent` processes (one talking to each replica,
+// as behind two addresses). Half the workspaces run on the agents, half on
+// the replicas' own runners. Runs are submitted to both replicas at once;
+// when about half have ended, the replica that leads the cluster's loops
+// is killed with SIGKILL. Every run then ends applied or errored with a
+// reason, none is left stuck, every applied run's state version is there
+// and readable from the survivor, no workspace stays locked, and the
+// survivor takes the loops over (it says so in terrace_cluster_leader).
+// The agent of the killed replica is left without a server; the other one
+// runs the agent workspaces' remaining runs.
 func TestReplicasSurviveKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	engines(t)
+	testenv.Engines(t)
 	database := storetest.PostgresDSN(t)
 	s3 := testenv.StartS3(t)
 	s3.SetEnv(t) // the server processes inherit the bucket's credentials
 	kek := seal.GenerateKEK().String()
 	secret := core.RandomString(32)
-	flags := []string{"--kek", kek, "--secret", secret, "--blobs", s3.Spec(), "--log-level", "info"}
-	reps := []*proc{
-		startProc(t, t.TempDir(), database, "", flags...),
-		startProc(t, t.TempDir(), database, "", flags...),
+	flags := []string{"--kek", kek, "--secret", secret, "--blobs", s3.Spec(), "--log-level", "info",
+		"--job-heartbeat-timeout", replicaLease.String()}
+	reps := make([]*testenv.Process, 2)
+	var wg sync.WaitGroup
+	for i := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[i] = testenv.StartProcess(t, t.TempDir(), database, "", flags...)
+		}()
+	}
+	wg.Wait()
+	for _, p := range reps {
+		if p == nil {
+			t.FailNow() // startProc said why
+		}
 	}
 	names := make([]string, len(reps))
 	for i, p := range reps {
-		b, err := os.ReadFile(filepath.Join(p.dataDir, "instance-id"))
+		b, err := os.ReadFile(filepath.Join(p.DataDir, "instance-id"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,28 +84,58 @@ func TestReplicasSurviveKill(t *testing.T) {
 	leader := waitLeader(t, reps, names, -1)
 	t.Logf("replica %d (%s) leads", leader, names[leader])
 
-	ctx := mustCtx()
+	ctx := context.Background()
 	c0 := reps[0].Client
 	if _, err := c0.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
 		t.Fatal(err)
 	}
+	pool, err := c0.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c0.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("replicas")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range reps {
+		testenv.StartAgent(t, p, tok.Token, fmt.Sprintf("agent-%d", i), "--concurrency", "4")
+	}
 	type target struct{ ws, cv string }
 	targets := make([]target, replicaWorkspaces)
+	setup := make(chan error, replicaWorkspaces)
 	for i := range targets {
-		// Each workspace is set up through one replica and used through both.
-		c := reps[i%2].Client
-		ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("app-%d", i)), ExecutionMode: tfe.String("remote")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv := uploadConfig(ctx, t, c, ws.ID, replicaConfig)
-		targets[i] = target{ws.ID, cv.ID}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Each workspace is set up through one replica and used
+			// through both.
+			c := reps[i%2].Client
+			o := tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("app-%d", i)), ExecutionMode: tfe.String("remote")}
+			if i%2 == 0 {
+				o.ExecutionMode, o.AgentPoolID = tfe.String("agent"), tfe.String(pool.ID)
+			}
+			ws, err := c.Workspaces.Create(ctx, "acme", o)
+			if err != nil {
+				setup <- err
+				return
+			}
+			cv := testenv.UploadConfig(ctx, t, c, ws.ID, replicaConfig)
+			targets[i] = target{ws.ID, cv.ID}
+		}()
+	}
+	wg.Wait()
+	close(setup)
+	for err := range setup {
+		t.Fatal(err)
 	}
 
-	// Submit every run at once, half through each replica.
+	// Submit every run at once, half through each replica (50 requests
+	// at once each: more than a replica's PostgreSQL pool of 32
+	// connections, which once made run creations wait for each other until
+	// they timed out).
+	start := time.Now()
 	ids := make([]string, replicaRuns)
 	errs := make(chan error, replicaRuns)
-	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Add(1)
 		go func() {
@@ -111,52 +158,44 @@ func TestReplicasSurviveKill(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	t.Logf("%d runs submitted in %s", replicaRuns, time.Since(start).Round(time.Millisecond))
 
 	// Kill the leader halfway.
 	survivor := 1 - leader
 	sc := reps[survivor].Client
-	deadline := time.Now().Add(5 * time.Minute)
-	for done := 0; done < replicaRuns/2; {
-		done = 0
-		for _, id := range ids {
-			r, err := sc.Runs.Read(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if isFinal(r.Status) {
-				done++
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d runs ended within 5 minutes, before any replica was killed", done, replicaRuns)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	reps[leader].kill()
-	t.Logf("killed replica %d (%s)", leader, names[leader])
+	ended := waitRunsEnded(ctx, t, sc, replicaRuns/2, 5*time.Minute)
+	reps[leader].Kill()
+	t.Logf("killed replica %d (%s) with %d of %d runs ended, %s after submitting", leader, names[leader], ended, replicaRuns, time.Since(start).Round(time.Millisecond))
 
 	// The survivor takes the loops over.
 	if got := waitLeader(t, reps[survivor:survivor+1], names[survivor:survivor+1], 0); got != 0 {
 		t.Fatal("the survivor did not take the lead")
 	}
 	t.Logf("replica %d (%s) took the cluster's loops over", survivor, names[survivor])
-	if !strings.Contains(readLog(t, reps[survivor]), "this replica leads the cluster's background loops") {
+	if !strings.Contains(reps[survivor].Log(t), "this replica leads the cluster's background loops") {
 		t.Fatal("the survivor's log does not say it took the lead")
 	}
 
-	// Every run ends (the killed replica's jobs are reaped when their
-	// leases expire: 30s), applied or errored with a reason.
-	applied := map[string]int{} // workspace → applied runs
+	// Every run ends (the jobs of the killed replica and of its agent are
+	// taken back when their leases expire), applied or errored with a
+	// reason.
+	waitRunsEnded(ctx, t, sc, replicaRuns, 5*time.Minute)
+	t.Logf("every run ended %s after submitting", time.Since(start).Round(time.Millisecond))
+	applied := map[string][]string{} // workspace → its applied runs
 	var nApplied, nErrored int
 	for i, id := range ids {
-		r := waitRun(ctx, t, sc, id, 3*time.Minute, tfe.RunApplied, tfe.RunErrored, tfe.RunCanceled, tfe.RunDiscarded)
+		r, err := sc.Runs.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch r.Status {
 		case tfe.RunApplied:
-			applied[targets[i%len(targets)].ws]++
+			ws := targets[i%len(targets)].ws
+			applied[ws] = append(applied[ws], id)
 			nApplied++
 		case tfe.RunErrored:
 			nErrored++
-			why := erroredReason(ctx, t, sc, id)
+			why := testenv.ErroredReason(ctx, t, sc, id)
 			if why == "" {
 				t.Fatalf("run %s errored without a reason", id)
 			}
@@ -178,17 +217,56 @@ func TestReplicasSurviveKill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Items) != applied[tg.ws] {
-			t.Fatalf("workspace %s has %d state versions for %d applied runs", tg.ws, len(list.Items), applied[tg.ws])
-		}
+		byRun := map[string]bool{}
 		for _, sv := range list.Items {
+			if sv.Run != nil {
+				byRun[sv.Run.ID] = true
+			}
 			if _, err := sc.StateVersions.Download(ctx, sv.DownloadURL); err != nil {
 				t.Fatalf("state version %s cannot be read from the survivor: %v", sv.ID, err)
+			}
+		}
+		for _, id := range applied[tg.ws] {
+			if !byRun[id] {
+				t.Fatalf("applied run %s of workspace %s has no state version", id, tg.ws)
 			}
 		}
 		if w, err := sc.Workspaces.ReadByID(ctx, tg.ws); err != nil || w.Locked {
 			t.Fatalf("workspace %s locked after every run ended (%v)", tg.ws, err)
 		}
+	}
+}
+
+// waitRunsEnded waits until at least n runs of organization acme have
+// ended and returns how many have; one list call per look.
+func waitRunsEnded(ctx context.Context, t *testing.T, c *tfe.Client, n int, limit time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		done, total := 0, 0
+		for page := 1; page > 0; {
+			list, err := c.Runs.ListForOrganization(ctx, "acme", &tfe.RunListForOrganizationOptions{ListOptions: tfe.ListOptions{PageNumber: page, PageSize: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range list.Items {
+				total++
+				if isFinal(r.Status) {
+					done++
+				}
+			}
+			page = 0
+			if list.PaginationNextPrev != nil {
+				page = list.NextPage
+			}
+		}
+		if done >= n {
+			return done
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d runs ended within %s (want %d)", done, total, limit, n)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
@@ -201,23 +279,6 @@ resource "terraform_data" "app" {
   input = var.n
 }
 `
-
-// erroredReason is the description of a run's last "errored" event ("" when
-// it has none).
-func erroredReason(ctx context.Context, t *testing.T, c *tfe.Client, runID string) string {
-	t.Helper()
-	events, err := c.RunEvents.List(ctx, runID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	why := ""
-	for _, ev := range events.Items {
-		if ev.Action == "errored" {
-			why = ev.Description
-		}
-	}
-	return why
-}
 
 func isFinal(s tfe.RunStatus) bool {
 	switch s {
@@ -236,18 +297,9 @@ func workspaceName(ctx context.Context, t *testing.T, c *tfe.Client, id string) 
 	return w.Name
 }
 
-func readLog(t *testing.T, p *proc) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(p.dataDir, "server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // waitLeader waits until exactly one of reps reports leading in its
 // terrace_cluster_leader gauge (want ≥ 0: that one) and returns its index.
-func waitLeader(t *testing.T, reps []*proc, names []string, want int) int {
+func waitLeader(t *testing.T, reps []*testenv.Process, names []string, want int) int {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -270,7 +322,7 @@ func waitLeader(t *testing.T, reps []*proc, names []string, want int) int {
 }
 
 // leaderGauge reads terrace_cluster_leader{replica=name} from p's /metrics.
-func leaderGauge(t *testing.T, p *proc, name string) bool {
+func leaderGauge(t *testing.T, p *testenv.Process, name string) bool {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, p.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+p.Token)

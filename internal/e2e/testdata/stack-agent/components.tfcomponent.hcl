@@ -1,0 +1,11 @@
+variable "prefix" {
+  type = string
+}
+
+component "net" {
+  source = "./modules/net"
+  inputs = {
+    name = "${var.prefix}-net"
+  }
+  providers = {}
+}
