@@ -600,8 +600,21 @@ func checkOwnersLeft(ctx context.Context, q store.Q, org string) error {
 // MemberTeams returns the teams of org the user is in, whoever asks (the
 // authorization model reads them to know what the user may do).
 func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team, error) {
-	return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
+	// The guard and the renderer of a read both ask: the request memo
+	// answers the second. Each caller gets its own copies.
+	ts, err := core.Memoize(ctx, "member-teams:"+userID+"/"+org, func() ([]*Team, error) {
+		return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
 		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? ORDER BY t.name`, userID, org)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Team, len(ts))
+	for i, t := range ts {
+		c := *t
+		out[i] = &c
+	}
+	return out, nil
 }
 
 // System returns a team whoever asks (for the authorization model).
