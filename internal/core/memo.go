@@ -48,3 +48,16 @@ func Memoize[T any](ctx context.Context, key string, load func() (T, error)) (T,
 	m.mu.Unlock()
 	return t, nil
 }
+
+// Remember puts v under key in ctx's request memo (nothing without one):
+// a list that loads its rows' details in one query remembers each row's
+// share, and the per-row code that asks with Memoize finds it.
+func Remember[T any](ctx context.Context, key string, v T) {
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.m[key] = v
+	m.mu.Unlock()
+}
