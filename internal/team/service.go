@@ -622,6 +622,12 @@ func (s *Service) System(ctx context.Context, id string) (*Team, error) {
 	return s.load(ctx, s.db, id)
 }
 
+// TeamTokensSQL says in SQL what TeamOrganization and IsOwnersTeam
+// answer, for the one query that authenticates a team token.
+func (s *Service) TeamTokensSQL() string {
+	return `SELECT id, organization_name, CASE WHEN name = '` + OwnersTeam + `' THEN 1 ELSE 0 END AS owners FROM teams`
+}
+
 // UserOrganizationsSQL says in SQL what UserOrganizations answers, for the
 // one query that authenticates a request (internal/auth): every
 // organization of every user, with owner 1 when through the owners team.
