@@ -24,6 +24,19 @@ type OrganizationsSQL interface {
 	UserTokensDisabledSQL() string
 }
 
+// TeamsSQL is implemented by a Memberships provider that can say in SQL
+// what TeamOrganization and IsOwnersTeam answer: a query with the columns
+// id, organization_name and owners (1 for an owners team, else 0).
+type TeamsSQL interface {
+	TeamTokensSQL() string
+}
+
+// OrganizationIDsSQL is implemented by an Organizations provider that can
+// say in SQL what NameByID answers: a query with the columns id and name.
+type OrganizationIDsSQL interface {
+	OrganizationIDsSQL() string
+}
+
 // authQuery is the one query that authenticates a bearer token: the token
 // and, for a user token, its user, each organization the user belongs to,
 // whether through the owners team, and whether that organization refuses
@@ -37,13 +50,39 @@ func (s *Service) authQuery() string {
 	if !ok1 || !ok2 {
 		return ""
 	}
+	teams, orgIDs := `SELECT NULL AS id, NULL AS organization_name, NULL AS owners`, `SELECT NULL AS id, NULL AS name`
+	if ts, ok := s.memberships.(TeamsSQL); ok {
+		teams = ts.TeamTokensSQL()
+	}
+	if oq, ok := s.orgs.(OrganizationIDsSQL); ok {
+		orgIDs = oq.OrganizationIDsSQL()
+	}
 	return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
-		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name
+		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
+		tm.organization_name, tm.owners, o.name
 		FROM tokens t
 		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
 		LEFT JOIN (` + m.UserOrganizationsSQL() + `) x ON x.user_id = u.id
 		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
+		LEFT JOIN (` + teams + `) tm ON t.kind = '` + string(KindTeam) + `' AND tm.id = t.subject
+		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
 		WHERE t.hash = ?`
+}
+
+// sqlKinds are the token kinds the one query answers in full; the
+// others go on to principal, which asks their own domains.
+func (s *Service) sqlKinds(kind Kind) bool {
+	switch kind {
+	case KindUser:
+		return true
+	case KindTeam:
+		_, ok := s.memberships.(TeamsSQL)
+		return ok
+	case KindOrganization, KindAuditTrails:
+		_, ok := s.orgs.(OrganizationIDsSQL)
+		return ok
+	}
+	return false
 }
 
 // authenticateOnce is Authenticate in one store round trip for user tokens
@@ -68,11 +107,14 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 		seen              bool
 		member, owner     []string
 		blocked           []string
+		teamOrg, orgName  sql.NullString
+		ownersTeam        sql.NullInt64
 	)
 	for rows.Next() {
 		var org, disabled sql.NullString
 		var isOwner sql.NullInt64
-		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled); err != nil {
+		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled,
+			&teamOrg, &ownersTeam, &orgName); err != nil {
 			return nil, true, fmt.Errorf("looking up token: %w", err)
 		}
 		seen = true
@@ -103,8 +145,21 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	if err := s.recordUse(ctx, id, used, now); err != nil {
 		return nil, true, err
 	}
-	if Kind(kind) != KindUser {
-		p, err := s.principal(ctx, id, Kind(kind), subject, created)
+	switch k := Kind(kind); {
+	case !s.sqlKinds(k):
+		p, err := s.principal(ctx, id, k, subject, created)
+		return p, true, err
+	case k == KindTeam:
+		if !teamOrg.Valid {
+			return nil, true, core.Unauthorized("the token's team no longer exists")
+		}
+		p, err := s.checkTTL(ctx, &Principal{Kind: k, TokenID: id, TeamID: subject, Organization: teamOrg.String, OwnersTeam: ownersTeam.Int64 == 1}, created)
+		return p, true, err
+	case k == KindOrganization || k == KindAuditTrails:
+		if !orgName.Valid {
+			return nil, true, core.Unauthorized("the token's organization no longer exists")
+		}
+		p, err := s.checkTTL(ctx, &Principal{Kind: k, TokenID: id, Organization: orgName.String}, created)
 		return p, true, err
 	}
 	if !userID.Valid {

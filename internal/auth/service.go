@@ -349,6 +349,12 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 	default:
 		return nil, core.Unauthorized("unknown token kind")
 	}
+	return s.checkTTL(ctx, p, created)
+}
+
+// checkTTL refuses a team or organization token older than its
+// organization's token TTL policy allows.
+func (s *Service) checkTTL(ctx context.Context, p *Principal, created int64) (*Principal, error) {
 	if s.TokenTTL != nil && (p.Kind == KindTeam || p.Kind == KindOrganization) {
 		ttl, err := s.TokenTTL(ctx, p.Organization, p.Kind)
 		if err != nil {

@@ -353,6 +353,12 @@ func (s *Service) UserTokensDisabled(ctx context.Context, names []string) ([]str
 	return out, rows.Err()
 }
 
+// OrganizationIDsSQL says in SQL what NameByID answers, for the one query
+// that authenticates an organization token.
+func (s *Service) OrganizationIDsSQL() string {
+	return `SELECT id, name FROM organizations`
+}
+
 // UserTokensDisabledSQL says in SQL what UserTokensDisabled answers, for
 // the one query that authenticates a request (internal/auth).
 func (s *Service) UserTokensDisabledSQL() string {

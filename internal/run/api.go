@@ -21,6 +21,9 @@ type API struct {
 	// TaskStages renders a run's task stages: their IDs, and with
 	// objects their JSON:API objects (nil: runs have none).
 	TaskStages func(req *http.Request, runID string, objects bool) ([]string, []any, error)
+	// PrefetchTaskStages, when set, reads the task stage IDs of a page of
+	// runs in one go before TaskStages is asked for each.
+	PrefetchTaskStages func(req *http.Request, runIDs []string) error
 	// IncludeWorkspace and IncludeConfigVersion render related objects for
 	// ?include= (nil: the include is accepted but left out).
 	IncludeWorkspace     func(r *http.Request, id string) (any, error)
@@ -460,6 +463,21 @@ func (a *API) respondList(w http.ResponseWriter, req *http.Request, runs []*Run,
 	if err != nil {
 		tfeapi.Error(w, req, err)
 		return
+	}
+	// Each run's events and task stages, for the whole page at once.
+	if err := a.Service.prefetchRelations(req.Context(), items); err != nil {
+		tfeapi.Error(w, req, err)
+		return
+	}
+	if a.PrefetchTaskStages != nil && len(items) > 0 {
+		ids := make([]string, len(items))
+		for i, r := range items {
+			ids[i] = r.ID
+		}
+		if err := a.PrefetchTaskStages(req, ids); err != nil {
+			tfeapi.Error(w, req, err)
+			return
+		}
 	}
 	out := make([]*jsonRun, len(items))
 	var included []any

@@ -126,16 +126,55 @@ func (s *Service) GetEvent(ctx context.Context, id string) (*Event, error) {
 
 // relations returns the IDs of a run's events and comments, for the run's
 // run-events and comments relationships.
+// A list has them remembered in the request memo by prefetchRelations.
 func (s *Service) relations(ctx context.Context, runID string) (events, comments []string, err error) {
-	evs, err := listEvents(ctx, s.DB, runID)
+	rel, err := core.Memoize(ctx, relationsKey+runID, func() (runRelations, error) {
+		evs, err := listEvents(ctx, s.DB, runID)
+		var rel runRelations
+		for _, e := range evs {
+			rel.add(e)
+		}
+		return rel, err
+	})
+	return rel.events, rel.comments, err
+}
+
+const relationsKey = "run-relations:"
+
+// runRelations are a run's event and comment IDs.
+type runRelations struct{ events, comments []string }
+
+func (rel *runRelations) add(e *Event) {
+	rel.events = append(rel.events, e.ID)
+	if e.CommentID != "" {
+		rel.comments = append(rel.comments, e.CommentID)
+	}
+}
+
+// prefetchRelations reads the events of a page of runs in one query and
+// remembers each run's relations in the request memo, so that rendering
+// the page does not ask once per run.
+func (s *Service) prefetchRelations(ctx context.Context, runs []*Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	args := make([]any, len(runs))
+	for i, r := range runs {
+		args[i] = r.ID
+	}
+	evs, err := store.All(ctx, s.DB, scanEvent, `SELECT `+eventCols+` FROM run_events WHERE run_id IN (?`+strings.Repeat(",?", len(runs)-1)+`) ORDER BY created_at, id`, args...)
 	if err != nil {
-		return nil, nil, err
+		return err
+	}
+	byRun := make(map[string]*runRelations, len(runs))
+	for _, r := range runs {
+		byRun[r.ID] = &runRelations{}
 	}
 	for _, e := range evs {
-		events = append(events, e.ID)
-		if e.CommentID != "" {
-			comments = append(comments, e.CommentID)
-		}
+		byRun[e.RunID].add(e)
 	}
-	return events, comments, nil
+	for id, rel := range byRun {
+		core.Remember(ctx, relationsKey+id, *rel)
+	}
+	return nil
 }

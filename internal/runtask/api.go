@@ -441,6 +441,12 @@ func resultJSON(r *Result, stage Stage) *jsonResult {
 		Outcomes: outcomes, TaskStage: &jsonStageRef{ID: r.StageID}}
 }
 
+// PrefetchRunStages reads the task stage IDs of a page of runs at once
+// for RunStages (run.API's PrefetchTaskStages).
+func (a *API) PrefetchRunStages(req *http.Request, runIDs []string) error {
+	return a.Service.PrefetchStageIDs(req.Context(), runIDs)
+}
+
 // RunStages renders a run's task stages for the runs API (run.API's
 // TaskStages): IDs, and objects when asked for.
 func (a *API) RunStages(req *http.Request, runID string, objects bool) ([]string, []any, error) {

@@ -3,6 +3,7 @@ package runtask
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
@@ -68,28 +69,63 @@ func (s *Service) StagesOfRun(ctx context.Context, runID string) ([]*TaskStageRe
 }
 
 // StageIDsOfRun returns the IDs of a run's task stages, in stage order
-// (the caller already read the run).
+// (the caller already read the run). A list of runs has them remembered
+// in the request memo by PrefetchStageIDs.
 func (s *Service) StageIDsOfRun(ctx context.Context, runID string) ([]string, error) {
+	return core.Memoize(ctx, stageIDsKey+runID, func() ([]string, error) {
+		byRun, err := s.stageIDs(ctx, []string{runID})
+		return byRun[runID], err
+	})
+}
+
+const stageIDsKey = "task-stage-ids:"
+
+// PrefetchStageIDs reads the task stage IDs of a page of runs in one
+// query and remembers each run's in the request memo.
+func (s *Service) PrefetchStageIDs(ctx context.Context, runIDs []string) error {
+	if len(runIDs) == 0 {
+		return nil
+	}
+	byRun, err := s.stageIDs(ctx, runIDs)
+	if err != nil {
+		return err
+	}
+	for _, id := range runIDs {
+		core.Remember(ctx, stageIDsKey+id, byRun[id])
+	}
+	return nil
+}
+
+// stageIDs returns the task stage IDs of each run, in stage order (an
+// empty list for a run without stages).
+func (s *Service) stageIDs(ctx context.Context, runIDs []string) (map[string][]string, error) {
 	type row struct {
-		id    string
-		stage Stage
+		id, run string
+		stage   Stage
+	}
+	args := make([]any, len(runIDs))
+	for i, id := range runIDs {
+		args[i] = id
 	}
 	rows, err := store.All(ctx, s.o.DB, func(sc store.Scanner) (row, error) {
 		var r row
-		return r, sc.Scan(&r.id, &r.stage)
-	}, `SELECT id, stage FROM task_stages WHERE run_id = ?`, runID)
+		return r, sc.Scan(&r.id, &r.run, &r.stage)
+	}, `SELECT id, run_id, stage FROM task_stages WHERE run_id IN (?`+strings.Repeat(",?", len(runIDs)-1)+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
-	ids := []string{}
+	byRun := make(map[string][]string, len(runIDs))
+	for _, id := range runIDs {
+		byRun[id] = []string{}
+	}
 	for _, st := range Stages {
 		for _, r := range rows {
 			if r.stage == st {
-				ids = append(ids, r.id)
+				byRun[r.run] = append(byRun[r.run], r.id)
 			}
 		}
 	}
-	return ids, nil
+	return byRun, nil
 }
 
 // Result returns a task result the caller may read.

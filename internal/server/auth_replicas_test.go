@@ -124,3 +124,70 @@ func TestAuthenticationIsOneQuery(t *testing.T) {
 		}
 	})
 }
+
+// TestTeamAndOrganizationTokensInOneQuery: team and organization tokens
+// authenticate through the same one query as user tokens (the token TTL
+// policy aside): the principal names the team, its organization and
+// whether it is the owners team, or the organization; a deleted team's
+// token is refused on the very next request.
+func TestTeamAndOrganizationTokensInOneQuery(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "acme")
+		owners, err := e.Client.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("owners team: %v", err)
+		}
+		devs, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("devs")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orgTok, err := e.Client.OrganizationTokens.Create(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type who struct {
+			kind       auth.Kind
+			team, org  string
+			ownersTeam bool
+		}
+		type tokenCase struct {
+			name, secret string
+			want         who
+		}
+		cases := []tokenCase{{"organization", orgTok.Token, who{kind: auth.KindOrganization, org: "acme"}}}
+		for _, tm := range []*tfe.Team{owners.Items[0], devs} {
+			tok, err := e.Client.TeamTokens.Create(ctx, tm.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, tokenCase{tm.Name, tok.Token, who{kind: auth.KindTeam, team: tm.ID, org: "acme", ownersTeam: tm.Name == "owners"}})
+		}
+		for _, c := range cases {
+			if _, err := e.Server.Auth.Authenticate(ctx, c.secret); err != nil { // records the first use
+				t.Fatalf("%s token: %v", c.name, err)
+			}
+			before := e.Server.DB.Queries()
+			p, err := e.Server.Auth.Authenticate(ctx, c.secret)
+			if err != nil {
+				t.Fatalf("%s token: %v", c.name, err)
+			}
+			n := e.Server.DB.Queries() - before
+			got := who{kind: p.Kind, team: p.TeamID, org: p.Organization, ownersTeam: p.OwnersTeam}
+			if got != c.want || p.TokenID == "" {
+				t.Errorf("%s token: principal %+v, want %+v", c.name, got, c.want)
+			}
+			// The one query, and the organization's token TTL policy.
+			if n > 2 {
+				t.Errorf("%s token: authenticated in %d queries, want at most 2", c.name, n)
+			}
+		}
+		if err := e.Client.Teams.Delete(ctx, devs.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Server.Auth.Authenticate(ctx, cases[2].secret); err == nil {
+			t.Fatal("a deleted team's token still authenticates")
+		}
+	})
+}

@@ -154,9 +154,11 @@ func (s *Server) queueUploadedRun(ctx context.Context, cv *configversion.Configu
 
 // runAPI registers the run routes.
 func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
+	taskAPI := &runtask.API{Service: s.RunTasks}
 	runAPI := &run.API{
-		Service:    s.Runs,
-		TaskStages: (&runtask.API{Service: s.RunTasks}).RunStages,
+		Service:            s.Runs,
+		TaskStages:         taskAPI.RunStages,
+		PrefetchTaskStages: taskAPI.PrefetchRunStages,
 		IncludeWorkspace: func(r *http.Request, id string) (any, error) {
 			w, err := s.Workspaces.Get(r.Context(), id)
 			if err != nil {

@@ -380,7 +380,7 @@ func (s *Server) routes() http.Handler {
 	// Rate limits per token run after authentication; per address around
 	// everything.
 	perToken := func(h http.Handler) http.Handler { return s.TokenLimits.Handler(tokenKey, h) }
-	root.Handle("/api/v2/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error))))
+	root.Handle("/api/v2/", readMemo(s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error)))))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
 	root.Handle("/api/agent/", s.Auth.Middleware(tfeapi.Error)(perToken(s.jobHandler)))
 	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.Recorder(regProto, tfeapi.Error))))

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/terracehq/terrace/internal/store/postgres"
 	"github.com/terracehq/terrace/internal/store/sqlite"
@@ -46,6 +47,12 @@ type Q interface {
 type DB struct {
 	driver Driver
 	w, r   *sql.DB
+	// wc and rc cache prepared statements of the writer and reader pools
+	// (SQLite only; nil otherwise, see stmtCache).
+	wc, rc *stmtCache
+	// queries counts the statements run outside transactions (Exec, Query,
+	// QueryRow), for tests and benchmarks that count round trips.
+	queries atomic.Int64
 	// local holds the in-process listeners of Notify (cluster.go).
 	localOnce sync.Once
 	local     *local
@@ -66,6 +73,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("opening %s database: %w", d.Name(), err)
 	}
 	db := &DB{driver: d, w: w, r: r}
+	if d.Name() == "sqlite" {
+		db.wc, db.rc = newStmtCache(w), newStmtCache(r)
+	}
 	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating %s database: %w", d.Name(), err)
@@ -75,6 +85,10 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 
 // Close closes the pools.
 func (db *DB) Close() error {
+	if db.wc != nil {
+		db.wc.close()
+		db.rc.close()
+	}
 	err := db.w.Close()
 	if db.r != db.w {
 		err = errors.Join(err, db.r.Close())
@@ -87,18 +101,34 @@ func (db *DB) Driver() Driver { return db.driver }
 
 // Exec runs a statement on the writer pool.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	db.queries.Add(1)
+	if db.wc != nil {
+		return db.wc.exec(ctx, query, args)
+	}
 	return db.w.ExecContext(ctx, db.driver.Rebind(query), args...)
 }
 
 // Query runs a query on the reader pool.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	db.queries.Add(1)
+	if db.rc != nil {
+		return db.rc.query(ctx, query, args)
+	}
 	return db.r.QueryContext(ctx, db.driver.Rebind(query), args...)
 }
 
 // QueryRow runs a single-row query on the reader pool.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	db.queries.Add(1)
+	if db.rc != nil {
+		return db.rc.queryRow(ctx, query, args)
+	}
 	return db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...)
 }
+
+// Queries returns how many statements the DB has run outside
+// transactions since it was opened.
+func (db *DB) Queries() int64 { return db.queries.Load() }
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.r.PingContext(ctx) }

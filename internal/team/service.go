@@ -600,13 +600,32 @@ func checkOwnersLeft(ctx context.Context, q store.Q, org string) error {
 // MemberTeams returns the teams of org the user is in, whoever asks (the
 // authorization model reads them to know what the user may do).
 func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team, error) {
-	return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
+	// The guard and the renderer of a read both ask: the request memo
+	// answers the second. Each caller gets its own copies.
+	ts, err := core.Memoize(ctx, "member-teams:"+userID+"/"+org, func() ([]*Team, error) {
+		return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
 		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? ORDER BY t.name`, userID, org)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Team, len(ts))
+	for i, t := range ts {
+		c := *t
+		out[i] = &c
+	}
+	return out, nil
 }
 
 // System returns a team whoever asks (for the authorization model).
 func (s *Service) System(ctx context.Context, id string) (*Team, error) {
 	return s.load(ctx, s.db, id)
+}
+
+// TeamTokensSQL says in SQL what TeamOrganization and IsOwnersTeam
+// answer, for the one query that authenticates a team token.
+func (s *Service) TeamTokensSQL() string {
+	return `SELECT id, organization_name, CASE WHEN name = '` + OwnersTeam + `' THEN 1 ELSE 0 END AS owners FROM teams`
 }
 
 // UserOrganizationsSQL says in SQL what UserOrganizations answers, for the

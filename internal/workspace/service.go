@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -376,14 +377,42 @@ func (s *Service) loadUnchecked(ctx context.Context, q store.Q, id string, forUp
 	if !core.HasPrefix(id, core.PrefixWorkspace) {
 		return nil, core.NotFound("workspace %q not found", id)
 	}
-	query := `SELECT ` + cols + ` FROM workspaces WHERE id = ?`
-	if forUpdate {
-		query += store.ForUpdate(q)
-	}
-	w, err := scan(q.QueryRow(ctx, query, id))
+	w, err := s.loadRow(ctx, q, id, forUpdate)
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("workspace %q not found", id)
 	}
+	return w, err
+}
+
+// loadRow reads a workspace by id, from the request memo when outside a
+// transaction.
+func (s *Service) loadRow(ctx context.Context, q store.Q, id string, forUpdate bool) (*Workspace, error) {
+	if forUpdate || q != store.Q(s.db) {
+		return s.read(ctx, q, forUpdate, `id = ?`, id)
+	}
+	// Outside a transaction the row may come from the request memo.
+	return memoized(core.Memoize(ctx, "workspace:"+id, func() (*Workspace, error) { return s.read(ctx, q, false, `id = ?`, id) }))
+}
+
+// memoized returns a copy of a workspace from the request memo, so that a
+// caller changing it changes nobody else's.
+func memoized(w *Workspace, err error) (*Workspace, error) {
+	if err != nil {
+		return nil, err
+	}
+	c := *w
+	c.TagNames = slices.Clone(w.TagNames)
+	return &c, nil
+}
+
+// read reads the workspace matching where, and its tags, from the store;
+// sql.ErrNoRows when there is none.
+func (s *Service) read(ctx context.Context, q store.Q, forUpdate bool, where string, args ...any) (*Workspace, error) {
+	query := `SELECT ` + cols + ` FROM workspaces WHERE ` + where
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	w, err := scan(q.QueryRow(ctx, query, args...))
 	if err != nil {
 		return nil, err
 	}
@@ -422,15 +451,13 @@ func (s *Service) GetByName(ctx context.Context, org, name string) (*Workspace, 
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	var id string
-	err := s.db.QueryRow(ctx, `SELECT id FROM workspaces WHERE organization_name = ? AND name = ?`, org, name).Scan(&id)
+	w, err := memoized(core.Memoize(ctx, "workspace-name:"+org+"/"+name, func() (*Workspace, error) {
+		return s.read(ctx, s.db, false, `organization_name = ? AND name = ?`, org, name)
+	}))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("workspace %q not found in organization %q", name, org)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return s.Get(ctx, id)
+	return w, err
 }
 
 // CountInProject counts the workspaces in a project.

@@ -99,6 +99,7 @@ func main() {
 	readers := flag.Int("readers", 32, "(e) concurrent Workspaces.Read clients")
 	readFor := flag.Duration("read-for", 10*time.Second, "(e) how long the readers read")
 	histories := flag.String("histories", "100,10000,100000", "(e) run history sizes for Runs.List")
+	cpuProfile := flag.String("cpuprofile", "", "(e) write a CPU profile of the Workspaces.Read phase (server and clients) to this file")
 	flag.Parse()
 	var hs []int
 	for _, f := range strings.Split(*histories, ",") {
@@ -109,7 +110,7 @@ func main() {
 		}
 		hs = append(hs, n)
 	}
-	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs}
+	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile}
 	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *chain, *fanout, *concurrency, *verbose, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -122,6 +123,8 @@ type options struct {
 	readers   int
 	readFor   time.Duration
 	histories []int
+	// cpuProfile, when set, is where (e) writes a CPU profile of the reads.
+	cpuProfile string
 }
 
 func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, fanout, concurrency int, verbose bool, o options) error {
@@ -198,7 +201,7 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 		}
 	}
 	if strings.Contains(only, "e") {
-		if err := b.reads(ctx, o.readers, o.readFor, o.histories); err != nil {
+		if err := b.reads(ctx, o.readers, o.readFor, o.histories, o.cpuProfile); err != nil {
 			return fmt.Errorf("(e): %w", err)
 		}
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -23,7 +25,7 @@ import (
 // workspaces with growing histories (the history is written straight into
 // the runs table, copies of one real run); and the process's resident
 // memory before and after.
-func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histories []int) error {
+func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histories []int, cpuProfile string) error {
 	fmt.Printf("\n(e) reads: go-tfe Workspaces.Read, %d clients for %s; Runs.List of one page (20) by history size\n", clients, d)
 	fmt.Printf("  resident memory (the whole bench process: server and clients) before the reads: %s\n", rss())
 	owners, err := b.c.Teams.List(ctx, b.org, &tfe.TeamListOptions{Names: []string{"owners"}})
@@ -46,6 +48,23 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 	if err != nil {
 		return err
 	}
+	// One read first, to count its store round trips.
+	q0 := b.srv.DB.Queries()
+	if _, err := c.Workspaces.Read(ctx, b.org, ws.Name); err != nil {
+		return err
+	}
+	fmt.Printf("  store queries per Workspaces.Read: %d\n", b.srv.DB.Queries()-q0)
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	cpu0 := cpuTime()
 	var mu sync.Mutex
 	var lat []time.Duration
 	var failed int
@@ -71,8 +90,17 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 		}()
 	}
 	wg.Wait()
+	if cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	cpu := cpuTime() - cpu0
 	fmt.Printf("  Workspaces.Read: %.0f requests/s, p50 %s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(),
 		fmtDur(percentile(lat, 50)), fmtDur(percentile(lat, 99)), failed)
+	if len(lat) > 0 {
+		// Less sensitive to a busy machine than requests/s: the process's
+		// CPU time (server and clients together) per request.
+		fmt.Printf("  CPU time per Workspaces.Read (server and clients): %s\n", fmtDur(cpu/time.Duration(len(lat))))
+	}
 	runtime.GC()
 	fmt.Printf("  resident memory after the reads: %s\n", rss())
 
@@ -96,6 +124,11 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 		}
 		written := time.Since(t0)
 		var ls []time.Duration
+		q0 := b.srv.DB.Queries()
+		if _, err := c.Runs.List(ctx, hw.ID, &tfe.RunListOptions{ListOptions: tfe.ListOptions{PageSize: 20}}); err != nil {
+			return err
+		}
+		queries := b.srv.DB.Queries() - q0
 		for i := -5; i < 100; i++ {
 			t0 := time.Now()
 			page, err := c.Runs.List(ctx, hw.ID, &tfe.RunListOptions{ListOptions: tfe.ListOptions{PageSize: 20}})
@@ -110,7 +143,7 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 			}
 		}
 		medians = append(medians, median(ls))
-		fmt.Printf("  Runs.List, one page of a workspace with %d runs: median %s, p99 %s (history written in %s)\n", n, fmtDur(median(ls)), fmtDur(percentile(ls, 99)), written.Round(time.Millisecond))
+		fmt.Printf("  Runs.List, one page of a workspace with %d runs: median %s, p99 %s, %d store queries (history written in %s)\n", n, fmtDur(median(ls)), fmtDur(percentile(ls, 99)), queries, written.Round(time.Millisecond))
 	}
 	if len(medians) > 1 {
 		lo, hi := slices.Min(medians), slices.Max(medians)
@@ -158,6 +191,15 @@ func (b *bench) history(ctx context.Context, id string, n int) error {
 	}
 	_, err := b.srv.DB.Exec(ctx, `UPDATE run_counts SET runs = runs + ? WHERE workspace_id = ?`, n, tmpl.WorkspaceID)
 	return err
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rss is the process's resident set size from /proc.

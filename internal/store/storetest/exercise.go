@@ -175,4 +175,76 @@ func Exercise(t *testing.T, newDSN func(testing.TB) string) {
 			t.Fatalf("got %d rows, want %d", n, writers)
 		}
 	})
+
+	// SQLite's pools keep prepared statements by query text (stmtcache.go);
+	// every driver must behave as if each statement were new.
+	t.Run("RepeatedStatements", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		seedOrg(t, db, "rep")
+		const read = `SELECT email FROM organizations WHERE name = ?`
+		for i := range 3 {
+			want := fmt.Sprintf("v%d@example.com", i)
+			if _, err := db.Exec(ctx, `UPDATE organizations SET email = ? WHERE name = ?`, want, "rep"); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := db.QueryRow(ctx, read, "rep").Scan(&got); err != nil || got != want {
+				t.Fatalf("read %d: %q, %v; want %q", i, got, err, want)
+			}
+			if err := db.QueryRow(ctx, read, "nobody").Scan(&got); !store.IsNoRows(err) {
+				t.Fatalf("read of a missing row: %v, want no rows", err)
+			}
+			// A statement that cannot be prepared fails every time.
+			if _, err := db.Query(ctx, `SELECT nope FROM organizations`); err == nil {
+				t.Fatal("a query of a missing column succeeded")
+			}
+		}
+		// A query run while another's rows are open, many times over, and
+		// more distinct queries than any cache keeps.
+		rows, err := db.Query(ctx, `SELECT name FROM organizations`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 300 {
+				var n int
+				if err := db.QueryRow(ctx, fmt.Sprintf(`SELECT COUNT(*) + %d FROM organizations WHERE name = ?`, i), name).Scan(&n); err != nil || n != i+1 {
+					t.Fatalf("distinct query %d: %d, %v", i, n, err)
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		// Concurrent readers of one statement each get their own answer.
+		before := db.Queries()
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range 20 {
+					var n int
+					if err := db.QueryRow(ctx, `SELECT CAST(? AS INTEGER) + CAST(? AS INTEGER)`, i, j).Scan(&n); err != nil || n != i+j {
+						errs <- fmt.Errorf("reader %d, %d: %d, %v", i, j, n, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if got := db.Queries() - before; got != 16*20 {
+			t.Fatalf("Queries counted %d statements, want %d", got, 16*20)
+		}
+	})
 }
