@@ -41,7 +41,7 @@ func TestListsInSQL(t *testing.T) {
 					Status: st, Timestamps: Stamps{}, PlanOnly: i%7 == 3, IsDestroy: i%5 == 1, Assessment: assessment,
 					CreatedAt: base.Add(time.Duration(i/2) * time.Second), // pairs share a time: the ID breaks the tie
 					Plan:      Phase{ID: fmt.Sprintf("plan-%s-%03d", ws, i)}, Apply: Phase{ID: fmt.Sprintf("apply-%s-%03d", ws, i)}}
-				if err := insertRun(ctx, db, r); err != nil {
+				if err := insertRun(ctx, db, nil, r); err != nil {
 					t.Fatal(err)
 				}
 				return r
