@@ -566,7 +566,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // each domain declares its own.
 func SealedColumns() []seal.Column {
 	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn,
-		run.VariablesColumn, stack.VariablesColumn}, notify.SealedColumns...), state.SealedColumns...)
+		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 
 // sealExisting seals what was stored before encryption at rest existed:

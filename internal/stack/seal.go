@@ -15,6 +15,11 @@ import (
 // once, each step reads them.
 var VariablesColumn = seal.Column{Table: "stack_deployment_runs", IDColumn: "id", Column: "variables", Purpose: "stack_deployment_runs.variables"}
 
+// PublishedValueColumn holds the values a stack publishes (publish_output
+// blocks, which may carry a sensitive component output) as sealed
+// Terraform JSON.
+var PublishedValueColumn = seal.Column{Table: "stack_published_outputs", IDColumn: "id", Column: "value", Purpose: "stack_published_outputs.value"}
+
 // setVariables seals and stores a deployment run's inputs.
 func (s *Service) setVariables(ctx context.Context, runID string, vars map[string]string) error {
 	if vars == nil {
