@@ -13,7 +13,7 @@ import (
 // fresh database and blob folder.
 func eachStore(t *testing.T, fn func(t *testing.T, ctx context.Context, db *store.DB, s *Service)) {
 	t.Helper()
-	storetest.EachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		blobs, err := blob.Open(ctx, t.TempDir())
 		if err != nil {

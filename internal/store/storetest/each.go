@@ -7,21 +7,30 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 )
 
-// Stores make a fresh database's DSN for each store, by name.
-var Stores = map[string]func(testing.TB) string{"sqlite": SQLiteDSN, "postgres": PostgresDSN}
+// Stores names the stores every domain query runs on.
+var Stores = []string{"sqlite", "postgres"}
 
-// EachStore runs fn as a parallel subtest per store, each with a fresh,
-// migrated database that is closed when the subtest ends.
-func EachStore(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+// DSN returns a new, empty database of the named store ("sqlite" or
+// "postgres") for t.
+func DSN(t testing.TB, name string) string {
 	t.Helper()
-	for name, dsn := range Stores {
+	if name == "postgres" {
+		return PostgresDSN(t)
+	}
+	return SQLiteDSN(t)
+}
+
+// ForEachDB runs fn, in parallel subtests named after the stores, on a
+// new migrated database of each store (closed when the subtest ends).
+func ForEachDB(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	for _, name := range Stores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			db, err := store.Open(context.Background(), dsn(t))
+			db, err := store.Open(context.Background(), DSN(t, name))
 			if err != nil {
-				t.Fatalf("opening the %s store: %v", name, err)
+				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = db.Close() })
+			t.Cleanup(func() { db.Close() })
 			fn(t, db)
 		})
 	}
