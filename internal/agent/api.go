@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -250,73 +251,26 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 
 // --- agent tokens
 
-func (a *API) tokenJSON(r *http.Request, t *auth.Token, secret string) *user.TokenJSON {
-	j := user.TokenToJSON(r.Context(), t, secret, nil)
-	j.ExpiredAt = nil
-	return j
+// Tokens is the agent token kind, for authentication-tokens/{id}.
+// Agent tokens do not expire.
+func (a *API) Tokens() user.TokenKind {
+	return user.TokenKind{Check: a.Service.CheckToken, Delete: a.Service.DeleteToken,
+		JSON: func(ctx context.Context, t *auth.Token, secret string) *user.TokenJSON {
+			j := user.TokenToJSON(ctx, t, secret, nil)
+			j.ExpiredAt = nil
+			return j
+		}}
 }
 
 func (a *API) listTokens(w http.ResponseWriter, r *http.Request) {
-	page, err := tfeapi.ParsePage(r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	toks, err := a.Service.ListTokens(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	items, pg := tfeapi.Paginate(toks, page)
-	out := make([]*user.TokenJSON, len(items))
-	for i, t := range items {
-		out[i] = a.tokenJSON(r, t, "")
-	}
-	tfeapi.RespondList(w, r, out, pg)
+	a.Tokens().List(w, r, func() ([]*auth.Token, error) { return a.Service.ListTokens(r.Context(), r.PathValue("id")) })
 }
 
 func (a *API) createToken(w http.ResponseWriter, r *http.Request) {
-	doc, err := tfeapi.Decode(w, r, 0)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	var attrs struct {
-		Description *string `json:"description"`
-	}
-	if err := doc.Attrs(&attrs); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	desc := ""
-	if attrs.Description != nil {
-		desc = *attrs.Description
-	}
 	ctx := r.Context()
-	t, secret, err := a.Service.CreateToken(ctx, r.PathValue("id"), desc, user.CreatorOf(ctx, a.Service.Auth, auth.FromContext(ctx)))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, a.tokenJSON(r, t, secret))
-}
-
-// ReadToken serves GET authentication-tokens/{id} for agent tokens.
-func (a *API) ReadToken(w http.ResponseWriter, r *http.Request, t *auth.Token) {
-	if err := a.Service.CheckToken(r.Context(), t); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r, t, ""))
-}
-
-// DeleteToken serves DELETE authentication-tokens/{id} for agent tokens.
-func (a *API) DeleteToken(w http.ResponseWriter, r *http.Request, t *auth.Token) {
-	if err := a.Service.DeleteToken(r.Context(), t); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	a.Tokens().Create(w, r, func(attrs user.TokenAttrs) (*auth.Token, string, error) {
+		return a.Service.CreateToken(ctx, r.PathValue("id"), attrs.Desc(), user.CreatorOf(ctx, a.Service.Auth, auth.FromContext(ctx)))
+	})
 }
 
 // --- agents

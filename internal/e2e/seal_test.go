@@ -3,19 +3,16 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
-	_ "github.com/jackc/pgx/v5/stdlib" // reads PostgreSQL rows raw
 
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/notify"
@@ -35,8 +32,16 @@ variable "shared" {
   sensitive = true
 }
 variable "round" { type = string }
+variable "passed" {
+  type      = string
+  sensitive = true
+  default   = ""
+}
 resource "terraform_data" "secret" {
   input = "${var.secret}/${var.shared}/round-${var.round}"
+}
+resource "terraform_data" "passed" {
+  input = var.passed
 }
 output "marker" { value = "state-marker-${var.round}" }
 output "secret" {
@@ -46,9 +51,11 @@ output "secret" {
 `
 
 // TestSecretsSealedAtRest runs a real terraform apply with sensitive
-// workspace and variable-set variables, an SSH key and a notification
-// token, then reads the raw database and every blob file: no secret
-// appears. It rotates the key-encryption key, restarts with the new one
+// workspace and variable-set variables, a sensitive run-level variable
+// (-var: the run's variables), an SSH key and a notification token, then
+// reads the raw database and every blob file: no secret appears. (The
+// stack counterpart, a deployment's sensitive input, is
+// internal/stack's TestSensitiveInputs.) It rotates the key-encryption key, restarts with the new one
 // and applies again (variables and state still open), and starts with
 // the wrong key and with none: both fail naming the problem.
 func TestSecretsSealedAtRest(t *testing.T) {
@@ -77,6 +84,7 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 		"notification token": "hookToken-2c6e0a4b8d",
 		"notification URL":   "https://hooks.example.test/services/T0/B0/urlSecret-3e7a9c1b5d",
 		"run task HMAC key":  "taskKey-5b9d3f1a7c",
+		"run-level variable": "runVarSecret-8e2f4a6c1b",
 	}
 	// A run task service that accepts only requests signed with the
 	// task's key: the key must open right after a rotation too.
@@ -136,7 +144,16 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 		t.Fatalf("creating a signed run task: %v", err)
 	}
 
-	c.run(dir, "apply", "-auto-approve")
+	c.run(dir, "apply", "-auto-approve", "-var", "passed="+secrets["run-level variable"])
+	runs, err := e.Client.Runs.List(ctx, ws.ID, nil)
+	if err != nil || len(runs.Items) == 0 {
+		t.Fatalf("listing the runs: %v, %v", runs, err)
+	}
+	// The run holds its variable (sealed at rest, so it must open).
+	passed, err := e.Server.Runs.System(ctx, runs.Items[0].ID)
+	if err != nil || len(passed.Variables) != 1 || !strings.Contains(passed.Variables[0].Value, secrets["run-level variable"]) {
+		t.Fatalf("the run's variables read back as %+v, %v", passed, err)
+	}
 	sv, err := e.Client.StateVersions.ReadCurrent(ctx, ws.ID)
 	if err != nil {
 		t.Fatalf("no state after the apply: %v", err)
@@ -147,7 +164,7 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	}
 	// The state download is the plaintext terraform wrote: it holds the
 	// secrets (state always does), which is why it is sealed at rest.
-	for _, want := range []string{secrets["sensitive variable"], secrets["variable-set value"], "state-marker-1"} {
+	for _, want := range []string{secrets["sensitive variable"], secrets["variable-set value"], secrets["run-level variable"], "state-marker-1"} {
 		if !bytes.Contains(state1, []byte(want)) {
 			t.Fatalf("the downloaded state lacks %q:\n%s", want, state1)
 		}
@@ -156,7 +173,7 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	// Stopped, so SQLite's WAL is folded into the file and nothing is
 	// half-written.
 	e.Stop(t)
-	assertNoSecrets(t, e, secrets)
+	testenv.AssertNoSecrets(t, e, "shared", secrets)
 
 	// Rotate, then start with the new key: everything still opens, and a
 	// new apply reads the sealed variables.
@@ -190,6 +207,9 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	if nc, err := e.Client.NotificationConfigurations.Read(ctx, hook.ID); err != nil || nc.URL != secrets["notification URL"] {
 		t.Fatalf("after rotation the notification configuration reads %v, %v; want its URL back", nc, err)
 	}
+	if r, err := e.Server.Runs.System(ctx, passed.ID); err != nil || len(r.Variables) != 1 || !strings.Contains(r.Variables[0].Value, secrets["run-level variable"]) {
+		t.Fatalf("after re-encryption the run's variables read %+v, %v", r, err)
+	}
 	pk, err := e.Server.SSHKeys.PrivateKey(ctx, key.ID)
 	if err != nil || pk != secrets["SSH private key"] {
 		t.Fatalf("after rotation the SSH key reads %q, %v", pk, err)
@@ -197,7 +217,9 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 	if _, err := e.Client.Variables.Update(ctx, ws.ID, round.ID, tfe.VariableUpdateOptions{Value: tfe.String("2")}); err != nil {
 		t.Fatal(err)
 	}
-	c.run(dir, "apply", "-auto-approve")
+	// The run-level variable again: with it left out, terraform itself
+	// prints the old value of terraform_data.passed's output in the plan.
+	c.run(dir, "apply", "-auto-approve", "-var", "passed="+secrets["run-level variable"])
 	sv2, err := e.Client.StateVersions.ReadCurrent(ctx, ws.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +233,7 @@ func testSealedAtRest(t *testing.T, st string, eng testenv.Engine) {
 		t.Fatalf("the apply after rotation did not see the sealed variables: state lacks %q:\n%s", want, state2)
 	}
 	e.Stop(t)
-	assertNoSecrets(t, e, secrets)
+	testenv.AssertNoSecrets(t, e, "shared", secrets)
 
 	// The old key, and no key at all, are start-up errors naming the
 	// problem.
@@ -275,107 +297,4 @@ func reencrypt(ctx context.Context, t *testing.T, e *testenv.Env, kek seal.KEK) 
 	if err := seal.Finish(ctx, db, id); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// assertNoSecrets reads every database row (PostgreSQL) or the database
-// files (SQLite), and every blob file, looking for each secret.
-func assertNoSecrets(t *testing.T, e *testenv.Env, secrets map[string]string) {
-	t.Helper()
-	var raw [][]byte
-	var where []string
-	if e.Opts.Store == "postgres" {
-		raw = append(raw, postgresRows(t, e.Opts.Database))
-		where = append(where, "PostgreSQL rows")
-	} else {
-		for _, suffix := range []string{"", "-wal"} {
-			b, err := os.ReadFile(e.Opts.Database + suffix)
-			if err != nil && !os.IsNotExist(err) {
-				t.Fatal(err)
-			}
-			raw = append(raw, b)
-			where = append(where, "SQLite file "+filepath.Base(e.Opts.Database+suffix))
-		}
-	}
-	blobs := 0
-	err := filepath.WalkDir(filepath.Join(e.Opts.DataDir, "blobs"), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		// fileblob's .attrs sidecars hold content type and checksum.
-		if !strings.HasSuffix(path, ".attrs") {
-			blobs++
-		}
-		if !strings.HasSuffix(path, ".attrs") && !seal.IsSealedHeader(b) {
-			t.Errorf("blob %s is not sealed", path)
-		}
-		raw = append(raw, b)
-		where = append(where, "blob "+path)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if blobs < 3 { // configuration archive, plan, state, logs
-		t.Fatalf("found %d blob files: the test is not looking in the right place", blobs)
-	}
-	// The scan can fail: the database does hold the variable's name.
-	if !bytes.Contains(bytes.Join(raw, nil), []byte("shared")) {
-		t.Fatal("the raw data lacks the variable set's name: the scan reads nothing")
-	}
-	for what, s := range secrets {
-		// Keep the needle short enough to be found inside a JSON-escaped
-		// string too.
-		needle := s
-		if i := strings.Index(s, "sshSecret"); i >= 0 {
-			needle = s[i : i+len("sshSecret-7d1e5f3a9c")]
-		}
-		for i, b := range raw {
-			if j := bytes.Index(b, []byte(needle)); j >= 0 {
-				t.Errorf("the %s appears in plain text in %s: %q", what, where[i], b[max(0, j-300):min(len(b), j+100)])
-			}
-		}
-	}
-}
-
-// postgresRows returns every row of every table as text.
-func postgresRows(t *testing.T, dsn string) []byte {
-	t.Helper()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
-	var out bytes.Buffer
-	for _, tb := range tables {
-		r, err := db.Query(`SELECT t::text FROM "` + tb + `" t`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r.Next() {
-			var s string
-			if err := r.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.WriteString(&out, s+"\n")
-		}
-		r.Close()
-	}
-	return out.Bytes()
 }

@@ -189,6 +189,36 @@ func (s *Server) job(r *http.Request) (*run.JobInfo, string, error) {
 	return j, runnerID, nil
 }
 
+// jobCall is a call on one job, opened: its body decoded, the job
+// loaded and held by the calling runner, and (when asked) its run read.
+type jobCall struct {
+	job    *run.JobInfo
+	runner string
+	run    *run.Run
+}
+
+// openJob opens a call on the job the path names: it decodes the JSON body
+// into req (nil: the body is not JSON, the handler reads it), checks with
+// job that the caller holds the job, and with withRun reads its run.
+func (s *Server) openJob(r *http.Request, req any, withRun bool) (*jobCall, error) {
+	if req != nil {
+		if err := decode(r, req); err != nil {
+			return nil, err
+		}
+	}
+	j, runnerID, err := s.job(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &jobCall{job: j, runner: runnerID}
+	if withRun {
+		if c.run, err = s.o.Runs.System(r.Context(), j.RunID); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
 // RegisterRequest registers an agent.
 type RegisterRequest struct {
 	Name string `json:"name"`
@@ -363,10 +393,7 @@ type HeartbeatResponse struct {
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	var req HeartbeatRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	j, runnerID, err := s.job(r)
+	c, err := s.openJob(r, &req, false)
 	if k := core.KindOf(err); k == core.KindNotFound || k == core.KindConflict {
 		// Force-canceled, reaped or taken over: the runner must stop.
 		respond(w, http.StatusOK, HeartbeatResponse{Signal: "force"})
@@ -375,18 +402,18 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sig, err := s.o.Runs.Heartbeat(ctx, j.ID, runnerID)
+	sig, err := s.o.Runs.Heartbeat(ctx, c.job.ID, c.runner)
 	if err != nil {
 		return err
 	}
 	if sig == "" {
 		// Wait no longer than a third of the lease, which this call has
 		// just extended.
-		sig = s.o.Runs.WaitSignal(ctx, j.RunID, min(s.wait(req.WaitMS), s.o.Runs.LeaseTTL/3))
+		sig = s.o.Runs.WaitSignal(ctx, c.job.RunID, min(s.wait(req.WaitMS), s.o.Runs.LeaseTTL/3))
 	}
 	if p := auth.FromContext(ctx); p.Kind == auth.KindAgent {
-		if err := s.o.Agents.SetStatus(ctx, runnerID, "busy"); err != nil {
-			s.o.Logger.Warn("recording an agent's status", "agent", runnerID, "error", err)
+		if err := s.o.Agents.SetStatus(ctx, c.runner, "busy"); err != nil {
+			s.o.Logger.Warn("recording an agent's status", "agent", c.runner, "error", err)
 		}
 	}
 	respond(w, http.StatusOK, HeartbeatResponse{Signal: sig})
@@ -394,16 +421,11 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	j, _, err := s.job(r)
+	c, err := s.openJob(r, nil, true)
 	if err != nil {
 		return err
 	}
-	rn, err := s.o.Runs.System(ctx, j.RunID)
-	if err != nil {
-		return err
-	}
-	in, err := s.gather(ctx, rn, j.Phase)
+	in, err := s.gather(r.Context(), c.run, c.job.Phase)
 	if err != nil {
 		return err
 	}
@@ -454,24 +476,19 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.
 }
 
 func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	j, _, err := s.job(r)
-	if err != nil {
-		return err
-	}
-	rn, err := s.o.Runs.System(ctx, j.RunID)
+	c, err := s.openJob(r, nil, true)
 	if err != nil {
 		return err
 	}
 	logID := r.PathValue("log")
-	if logID != rn.Plan.ID && logID != rn.Apply.ID {
-		return core.NotFound("log %s is not a log of job %s", logID, j.ID)
+	if logID != c.run.Plan.ID && logID != c.run.Apply.ID {
+		return core.NotFound("log %s is not a log of job %s", logID, c.job.ID)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
 		return err
 	}
-	if err := s.o.Runs.AppendLog(ctx, logID, data); err != nil {
+	if err := s.o.Runs.AppendLog(r.Context(), logID, data); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -480,23 +497,18 @@ func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) error {
 
 // saveState stores a state snapshot terraform wrote during an apply.
 func (s *Server) saveState(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
-	j, _, err := s.job(r)
+	c, err := s.openJob(r, nil, true)
 	if err != nil {
 		return err
 	}
-	if j.Phase != "apply" {
-		return core.Conflict("job %s is not applying: only an apply writes state", j.ID)
-	}
-	rn, err := s.o.Runs.System(ctx, j.RunID)
-	if err != nil {
-		return err
+	if c.job.Phase != "apply" {
+		return core.Conflict("job %s is not applying: only an apply writes state", c.job.ID)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		return err
 	}
-	if err := s.o.Sources.SaveState(ctx, rn.WorkspaceID, rn.ID, data); err != nil {
+	if err := s.o.Sources.SaveState(r.Context(), c.run.WorkspaceID, c.run.ID, data); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -509,12 +521,8 @@ type PlanResponse struct {
 }
 
 func (s *Server) finishPlan(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
 	var res run.PlanResult
-	if err := decode(r, &res); err != nil {
-		return err
-	}
-	j, runnerID, err := s.job(r)
+	c, err := s.openJob(r, &res, false)
 	if core.KindOf(err) == core.KindNotFound {
 		respond(w, http.StatusOK, PlanResponse{}) // force-canceled meanwhile: nothing to record
 		return nil
@@ -522,7 +530,7 @@ func (s *Server) finishPlan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cont, err := s.o.Runs.FinishPlan(ctx, j.ID, runnerID, res)
+	cont, err := s.o.Runs.FinishPlan(r.Context(), c.job.ID, c.runner, res)
 	if err != nil {
 		return err
 	}
@@ -531,12 +539,8 @@ func (s *Server) finishPlan(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) finishApply(w http.ResponseWriter, r *http.Request) error {
-	ctx := r.Context()
 	var res run.ApplyResult
-	if err := decode(r, &res); err != nil {
-		return err
-	}
-	j, runnerID, err := s.job(r)
+	c, err := s.openJob(r, &res, false)
 	if core.KindOf(err) == core.KindNotFound {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
@@ -544,7 +548,7 @@ func (s *Server) finishApply(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.o.Runs.FinishApply(ctx, j.ID, runnerID, res, stateSink(s.o.Sources.SaveState)); err != nil {
+	if err := s.o.Runs.FinishApply(r.Context(), c.job.ID, c.runner, res, stateSink(s.o.Sources.SaveState)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -23,12 +23,12 @@ const Unmatched = "unmatched"
 // label never carries a raw path.
 func (m *Metrics) Instrument(next http.Handler, root *http.ServeMux, mounts map[string]*http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route := routeOf(r, root, mounts)
 		start := time.Now()
 		m.inFlight.Inc()
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			m.inFlight.Dec()
+			route := routeOf(r, root, mounts)
 			class := statusClass(sw.status)
 			if v := recover(); v != nil {
 				m.requests.WithLabelValues(route, "5xx").Observe(time.Since(start).Seconds())
@@ -40,8 +40,17 @@ func (m *Metrics) Instrument(next http.Handler, root *http.ServeMux, mounts map[
 	})
 }
 
+// routeOf names the route r took, once it has been served. The root mux
+// records the pattern it matched in r.Pattern as it dispatches (the
+// handlers in front of it pass r on as it is), so the route is not looked
+// up a second time: only a mounted mux's own pattern is (its dispatch
+// happens on a copy of r made by the middleware in front of it). A request
+// answered before it reached root (a rate limit) is looked up in root.
 func routeOf(r *http.Request, root *http.ServeMux, mounts map[string]*http.ServeMux) string {
-	_, pattern := root.Handler(r)
+	pattern := r.Pattern
+	if pattern == "" {
+		_, pattern = root.Handler(r)
+	}
 	if pattern == "" {
 		return Unmatched
 	}

@@ -74,7 +74,7 @@ func (s *Service) CreateAssessment(ctx context.Context, workspaceID string, prep
 	}
 	r.Timestamps.set("plan-queueable-at", now)
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
-		if err := insertRun(ctx, tx, r); err != nil {
+		if err := insertRun(ctx, tx, s.Keys, r); err != nil {
 			return err
 		}
 		if err := addEvent(ctx, tx, r.ID, "created", "Health assessment created", ""); err != nil {

@@ -57,7 +57,7 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 			runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), j.ID); err != nil {
 			return err
 		}
-		r, err := getRun(ctx, tx, "id", j.RunID, true)
+		r, err := getRun(ctx, tx, s.Keys, "id", j.RunID, true)
 		if err != nil {
 			return err
 		}
@@ -457,7 +457,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 // in HCP Terraform, terraform then refuses such a plan file with "Saved
 // plan is discarded … either another run was applied first".
 func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
-	saved, err := listRuns(ctx, tx, `workspace_id = ? AND status = ? AND id <> ?`+store.ForUpdate(tx), r.WorkspaceID, string(PlannedAndSaved), r.ID)
+	saved, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND status = ? AND id <> ?`+store.ForUpdate(tx), r.WorkspaceID, string(PlannedAndSaved), r.ID)
 	if err != nil {
 		return nil, err
 	}

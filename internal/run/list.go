@@ -187,7 +187,7 @@ func (s *Service) page(ctx context.Context, where string, args []any, o ListOpti
 	where, args = where+cond, append(args, more...)
 	const order = ` ORDER BY created_at DESC, id DESC`
 	if inGo || o.Limit <= 0 {
-		all, err := listRuns(ctx, s.DB, where+order, args...)
+		all, err := listRuns(ctx, s.DB, s.Keys, where+order, args...)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -226,7 +226,7 @@ func (s *Service) page(ctx context.Context, where string, args []any, o ListOpti
 	if o.Offset >= n {
 		return nil, n, nil
 	}
-	runs, err := listRuns(ctx, s.DB, where+order+` LIMIT ? OFFSET ?`, append(args, o.Limit, o.Offset)...)
+	runs, err := listRuns(ctx, s.DB, s.Keys, where+order+` LIMIT ? OFFSET ?`, append(args, o.Limit, o.Offset)...)
 	return runs, n, err
 }
 

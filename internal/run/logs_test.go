@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
@@ -17,54 +16,41 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // TestConcurrentLogAppends: writers appending to one log at once (a runner's
 // periodic shipper and a size-triggered flush) all land, on both stores.
 func TestConcurrentLogAppends(t *testing.T) {
-	for name, dsn := range map[string]func(testing.TB) string{"sqlite": storetest.SQLiteDSN, "postgres": storetest.PostgresDSN} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			db, err := store.Open(ctx, dsn(t))
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		if err := s.startLog(ctx, db, "plan-test"); err != nil {
+			t.Fatal(err)
+		}
+		const writers = 24
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- s.AppendLog(ctx, "plan-test", []byte(fmt.Sprintf("line %02d\n", i)))
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("append: %v", err)
 			}
-			defer db.Close()
-			blobs, err := blob.Open(ctx, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
+		}
+		if err := s.endLog(ctx, "plan-test", ""); err != nil {
+			t.Fatal(err)
+		}
+		log, err := s.ReadLog(ctx, "plan-test", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range writers {
+			if !strings.Contains(string(log), fmt.Sprintf("line %02d\n", i)) {
+				t.Fatalf("line %02d was lost:\n%q", i, log)
 			}
-			s := NewService(Options{DB: db, Blobs: blobs})
-			if err := s.startLog(ctx, db, "plan-test"); err != nil {
-				t.Fatal(err)
-			}
-			const writers = 24
-			var wg sync.WaitGroup
-			errs := make(chan error, writers)
-			for i := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs <- s.AppendLog(ctx, "plan-test", []byte(fmt.Sprintf("line %02d\n", i)))
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatalf("append: %v", err)
-				}
-			}
-			if err := s.endLog(ctx, "plan-test", ""); err != nil {
-				t.Fatal(err)
-			}
-			log, err := s.ReadLog(ctx, "plan-test", 0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range writers {
-				if !strings.Contains(string(log), fmt.Sprintf("line %02d\n", i)) {
-					t.Fatalf("line %02d was lost:\n%q", i, log)
-				}
-			}
-			if !strings.HasPrefix(string(log), stx) || !strings.HasSuffix(string(log), etx) {
-				t.Fatalf("log is not framed with STX/ETX: %q", log)
-			}
-		})
-	}
+		}
+		if !strings.HasPrefix(string(log), stx) || !strings.HasSuffix(string(log), etx) {
+			t.Fatalf("log is not framed with STX/ETX: %q", log)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -70,6 +71,9 @@ type Options struct {
 	ForceCancelAfter time.Duration
 	// Stages are the run tasks between the phases (nil: none).
 	Stages TaskStages
+	// Keys seals the runs' variables (VariablesColumn); nil stores them
+	// as given.
+	Keys *seal.Keyring
 }
 
 // Service runs the run lifecycle.
@@ -307,7 +311,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	ctx = withKnownWorkspace(ctx, ws)
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
-		if err := insertRun(ctx, tx, r); err != nil {
+		if err := insertRun(ctx, tx, s.Keys, r); err != nil {
 			return err
 		}
 		if err := addEvent(ctx, tx, r.ID, "created", "Run created", r.CreatedBy); err != nil {
@@ -421,11 +425,11 @@ const NoPool = "apool-none"
 // holds it: the workspace lock is taken for the run, which serializes
 // concurrent schedulers. It returns the runs it changed.
 func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) ([]*Run, error) {
-	active, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status NOT IN `+notHolding+` LIMIT 1`, workspaceID, false)
+	active, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND status NOT IN `+notHolding+` LIMIT 1`, workspaceID, false)
 	if err != nil || len(active) > 0 {
 		return nil, err
 	}
-	next, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND status = ? ORDER BY created_at, id LIMIT 1`, workspaceID, false, string(Pending))
+	next, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND status = ? ORDER BY created_at, id LIMIT 1`, workspaceID, false, string(Pending))
 	if err != nil || len(next) == 0 {
 		return nil, err
 	}
@@ -473,7 +477,7 @@ func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, erro
 }
 
 func (s *Service) get(ctx context.Context, id string) (*Run, error) {
-	return getRun(ctx, s.DB, "id", id, false)
+	return getRun(ctx, s.DB, s.Keys, "id", id, false)
 }
 
 // System returns a run without checking the caller, for the server's own
@@ -505,7 +509,7 @@ func (s *Service) GetByPhase(ctx context.Context, phaseID string) (*Run, error) 
 	} else if !core.HasPrefix(phaseID, core.PrefixPlan) {
 		return nil, core.NotFound("%s not found", phaseID)
 	}
-	r, err := getRun(ctx, s.DB, col, phaseID, false)
+	r, err := getRun(ctx, s.DB, s.Keys, col, phaseID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -520,7 +524,7 @@ func (s *Service) Queue(ctx context.Context, org string) ([]*Run, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	return listRuns(ctx, s.DB, `organization_name = ? AND assessment = ? AND status IN `+sqlExecuting+` ORDER BY created_at, id`, org, false)
+	return listRuns(ctx, s.DB, s.Keys, `organization_name = ? AND assessment = ? AND status IN `+sqlExecuting+` ORDER BY created_at, id`, org, false)
 }
 
 // Capacity counts an organization's queued and executing runs.
@@ -581,7 +585,7 @@ func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r
 	var changed []*Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		r, err = getRun(ctx, tx, "id", id, true)
+		r, err = getRun(ctx, tx, s.Keys, "id", id, true)
 		if err != nil {
 			return err
 		}
@@ -787,7 +791,7 @@ func (s *Service) fail(ctx context.Context, tx store.Q, r *Run, msg string) ([]*
 // UsesConfigVersion reports whether a run references the configuration
 // version (only runs that have not ended, with active).
 func (s *Service) UsesConfigVersion(ctx context.Context, cvID string, active bool) (bool, error) {
-	runs, err := listRuns(ctx, s.DB, `configuration_version_id = ?`, cvID)
+	runs, err := listRuns(ctx, s.DB, s.Keys, `configuration_version_id = ?`, cvID)
 	if err != nil {
 		return false, err
 	}
@@ -817,14 +821,14 @@ func (s *Service) ForceExecute(ctx context.Context, id string) error {
 	var changed []*Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		changed = nil
-		r, err := getRun(ctx, tx, "id", id, true)
+		r, err := getRun(ctx, tx, s.Keys, "id", id, true)
 		if err != nil {
 			return err
 		}
 		if r.Status != Pending || r.PlanOnly {
 			return core.Conflict("run %s is %s: only a pending run can be force-executed", r.ID, r.Status)
 		}
-		ahead, err := listRuns(ctx, tx, `workspace_id = ? AND plan_only = ? AND id <> ? ORDER BY created_at, id`, r.WorkspaceID, false, r.ID)
+		ahead, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND id <> ? ORDER BY created_at, id`, r.WorkspaceID, false, r.ID)
 		if err != nil {
 			return err
 		}

@@ -2,20 +2,51 @@ package run
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
 
-func insertRun(ctx context.Context, q store.Q, r *Run) error {
-	doc, err := json.Marshal(r)
+// VariablesColumn holds a run's variables (RunCreateOptions.Variables and
+// a stack deployment's inputs, some of them sensitive): sealed JSON, kept
+// out of the doc so that the doc holds no secret. NULL for a run without
+// variables.
+var VariablesColumn = seal.Column{Table: "runs", IDColumn: "id", Column: "variables", Purpose: "runs.variables"}
+
+// encodeRun returns the doc (without the variables) and the sealed
+// variables (nil when there are none).
+func encodeRun(keys *seal.Keyring, r *Run) (doc string, vars *string, err error) {
+	d := *r
+	d.Variables = nil
+	b, err := json.Marshal(&d)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(r.Variables) > 0 {
+		v, err := json.Marshal(r.Variables)
+		if err != nil {
+			return "", nil, err
+		}
+		sealed, err := keys.SealString(VariablesColumn.Purpose, string(v))
+		if err != nil {
+			return "", nil, err
+		}
+		vars = &sealed
+	}
+	return string(b), vars, nil
+}
+
+func insertRun(ctx context.Context, q store.Q, keys *seal.Keyring, r *Run) error {
+	doc, vars, err := encodeRun(keys, r)
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.WorkspaceID, r.Organization, r.ConfigurationVersionID, string(r.Status), r.PlanOnly, r.Assessment, r.Plan.ID, r.Apply.ID, core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt), string(doc))
+	_, err = q.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc, variables) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.WorkspaceID, r.Organization, r.ConfigurationVersionID, string(r.Status), r.PlanOnly, r.Assessment, r.Plan.ID, r.Apply.ID, core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt), doc, vars)
 	if err != nil || r.Assessment {
 		return err
 	}
@@ -25,47 +56,103 @@ func insertRun(ctx context.Context, q store.Q, r *Run) error {
 	return err
 }
 
+// updateRun writes r back. A run's variables never change after it is
+// created, so the sealed column is written only by insertRun (and by
+// SealVariables for runs stored before).
 func updateRun(ctx context.Context, q store.Q, r *Run) error {
-	doc, err := json.Marshal(r)
+	doc, _, err := encodeRun(nil, r)
 	if err != nil {
 		return err
 	}
 	_, err = q.Exec(ctx, `UPDATE runs SET status = ?, organization_name = ?, updated_at = ?, doc = ? WHERE id = ?`,
-		string(r.Status), r.Organization, core.Micros(r.UpdatedAt), string(doc), r.ID)
+		string(r.Status), r.Organization, core.Micros(r.UpdatedAt), doc, r.ID)
 	return err
 }
 
-func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
-	var doc string
-	if err := sc.Scan(&doc); err != nil {
-		return nil, err
+const runCols = `doc, variables`
+
+func scanRunWith(keys *seal.Keyring) func(sc store.Scanner) (*Run, error) {
+	return func(sc store.Scanner) (*Run, error) {
+		var doc string
+		var vars sql.NullString
+		if err := sc.Scan(&doc, &vars); err != nil {
+			return nil, err
+		}
+		r := &Run{}
+		if err := json.Unmarshal([]byte(doc), r); err != nil {
+			return nil, fmt.Errorf("decoding run: %w", err)
+		}
+		if r.Timestamps == nil {
+			r.Timestamps = Stamps{}
+		}
+		// A run stored before the column existed keeps its variables in
+		// the doc until SealVariables moves them.
+		if vars.Valid {
+			plain, err := keys.OpenString(VariablesColumn.Purpose, vars.String)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", r.ID, err)
+			}
+			r.Variables = nil
+			if err := json.Unmarshal([]byte(plain), &r.Variables); err != nil {
+				return nil, fmt.Errorf("decoding the variables of run %s: %w", r.ID, err)
+			}
+		}
+		return r, nil
 	}
-	r := &Run{}
-	if err := json.Unmarshal([]byte(doc), r); err != nil {
-		return nil, fmt.Errorf("decoding run: %w", err)
-	}
-	if r.Timestamps == nil {
-		r.Timestamps = Stamps{}
-	}
-	return r, nil
 }
 
 // getRun reads a run by a column (id, plan_id or apply_id), optionally
 // locking it for update inside a transaction.
-func getRun(ctx context.Context, q store.Q, col, id string, lock bool) (*Run, error) {
-	query := `SELECT doc FROM runs WHERE ` + col + ` = ?`
+func getRun(ctx context.Context, q store.Q, keys *seal.Keyring, col, id string, lock bool) (*Run, error) {
+	query := `SELECT ` + runCols + ` FROM runs WHERE ` + col + ` = ?`
 	if lock {
 		query += store.ForUpdate(q)
 	}
-	r, err := scanRun(q.QueryRow(ctx, query, id))
+	r, err := scanRunWith(keys)(q.QueryRow(ctx, query, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("run %s not found", id)
 	}
 	return r, err
 }
 
-func listRuns(ctx context.Context, q store.Q, where string, args ...any) ([]*Run, error) {
-	return store.All(ctx, q, scanRun, `SELECT doc FROM runs WHERE `+where, args...)
+func listRuns(ctx context.Context, q store.Q, keys *seal.Keyring, where string, args ...any) ([]*Run, error) {
+	return store.All(ctx, q, scanRunWith(keys), `SELECT `+runCols+` FROM runs WHERE `+where, args...)
+}
+
+// SealVariables moves the variables of runs stored before they had their
+// own sealed column out of the doc into it, once (recorded in
+// seal_migrations), in one transaction.
+func SealVariables(ctx context.Context, db *store.DB, keys *seal.Keyring) (int, error) {
+	const name = "runs.variables out of doc"
+	n := 0
+	err := db.Tx(ctx, func(tx *store.Tx) error {
+		n = 0
+		if done, err := seal.Done(ctx, tx, name); err != nil || done {
+			return err
+		}
+		runs, err := listRuns(ctx, tx, keys, `variables IS NULL AND doc LIKE ?`+store.ForUpdate(tx), `%"variables":%`)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if len(r.Variables) == 0 {
+				continue
+			}
+			doc, vars, err := encodeRun(keys, r)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE runs SET doc = ?, variables = ? WHERE id = ?`, doc, vars, r.ID); err != nil {
+				return err
+			}
+			n++
+		}
+		return seal.MarkDone(ctx, tx, name)
+	})
+	if err != nil {
+		return n, fmt.Errorf("sealing run variables: %w", err)
+	}
+	return n, nil
 }
 
 // Event is an entry of a run's history.

@@ -98,7 +98,7 @@ func (a runConfigs) Latest(ctx context.Context, workspaceID string) (*run.Config
 func (s *Server) wireRuns() {
 	s.Runs = run.NewService(run.Options{
 		DB: s.DB, Blobs: s.Blobs, Signer: s.Signer, Logger: s.logger.With("component", "runs"),
-		Workspaces: runWorkspaces{s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB}, LeaseTTL: s.cfg.JobHeartbeatTimeout,
+		Workspaces: runWorkspaces{s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB}, LeaseTTL: s.cfg.JobHeartbeatTimeout, Keys: s.Keys,
 	})
 	s.Auth.SetRunResolver(s.Runs)
 	s.Workspaces.Runs = s.Runs

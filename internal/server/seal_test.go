@@ -64,6 +64,15 @@ func TestPlainDataSealedAtStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A run as an older Terrace stored it: its variables inside
+			// the doc.
+			legacyDoc := `{"id":"run-legacyvars1","workspace_id":"` + ws.ID + `","organization":"acme","status":"discarded","timestamps":{},` +
+				`"variables":[{"key":"k","value":"\"legacy-run-var\""},{"key":"s","value":"\"legacy-sensitive-input\"","sensitive":true}],` +
+				`"plan":{"id":"plan-legacyvars1"},"apply":{"id":"apply-legacyvars1"},"created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z"}`
+			if _, err := db.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, plan_id, apply_id, created_at, updated_at, doc)
+				VALUES ('run-legacyvars1', ?, 'acme', 'cv-none', 'discarded', ?, 'plan-legacyvars1', 'apply-legacyvars1', 0, 0, ?)`, ws.ID, false, legacyDoc); err != nil {
+				t.Fatal(err)
+			}
 			for _, q := range []string{
 				`UPDATE variables SET value = 'legacy-plain-value'`,
 				`UPDATE state_version_outputs SET value = '"legacy-output"'`,
@@ -102,7 +111,15 @@ func TestPlainDataSealedAtStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			for _, q := range []string{`SELECT value FROM variables`, `SELECT value FROM state_version_outputs`, `SELECT url FROM notification_configurations`, `SELECT delivery_responses FROM notification_configurations`} {
+			var doc string
+			if err := db.QueryRow(ctx, `SELECT doc FROM runs WHERE id = 'run-legacyvars1'`).Scan(&doc); err != nil || strings.Contains(doc, "legacy-") {
+				t.Fatalf("the legacy run's doc still holds its variables: %q, %v", doc, err)
+			}
+			lr, err := e.Server.Runs.System(ctx, "run-legacyvars1")
+			if err != nil || len(lr.Variables) != 2 || lr.Variables[0].Value != `"legacy-run-var"` || lr.Variables[1].Value != `"legacy-sensitive-input"` || !lr.Variables[1].Sensitive {
+				t.Fatalf("the legacy run's variables after sealing: %+v, %v", lr, err)
+			}
+			for _, q := range []string{`SELECT variables FROM runs WHERE id = 'run-legacyvars1'`, `SELECT value FROM variables`, `SELECT value FROM state_version_outputs`, `SELECT url FROM notification_configurations`, `SELECT delivery_responses FROM notification_configurations`} {
 				var raw string
 				if err := db.QueryRow(ctx, q).Scan(&raw); err != nil {
 					t.Fatal(err)

@@ -322,7 +322,7 @@ func (s *Server) routes() http.Handler {
 	teamAPI := &team.API{Service: s.Teams}
 	teamAPI.Register(api)
 	agentAPI := &agent.API{Service: s.AgentPools}
-	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenHandler{auth.KindTeam: teamAPI, auth.KindAgent: agentAPI}}).Register(api)
+	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenKind{auth.KindTeam: teamAPI.Tokens(), auth.KindAgent: agentAPI.Tokens()}}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
 	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables, NoCode: s.NoCode}
 	wsAPI.Register(api)
@@ -568,14 +568,22 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // SealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
 func SealedColumns() []seal.Column {
-	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn}, notify.SealedColumns...), state.SealedColumns...)
+	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn,
+		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 
 // sealExisting seals what was stored before encryption at rest existed:
 // the sealed columns' plain rows and every plain blob. Each conversion
 // runs once (recorded in seal_migrations).
 func (s *Server) sealExisting(ctx context.Context) error {
-	n, err := s.Keys.Migrate(ctx, s.DB, SealedColumns())
+	n, err := run.SealVariables(ctx, s.DB, s.Keys)
+	if err != nil {
+		return fmt.Errorf("encryption at rest: %w", err)
+	}
+	if n > 0 {
+		s.logger.Info("sealed existing run variables at rest", "runs", n)
+	}
+	n, err = s.Keys.Migrate(ctx, s.DB, SealedColumns())
 	if err != nil {
 		return fmt.Errorf("encryption at rest: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -66,6 +67,19 @@ func TestLinkedStacks(t *testing.T) {
 			}
 			if got := outputs(t, c, org.Name, "stack-"+app.ID+"-prod")["app"]; got != "app-on-"+version+"-net" {
 				t.Errorf("app output after net published %s = %v", version, got)
+			}
+		}
+		// The published values are sealed at rest.
+		vals, err := store.All(ctx, e.Server.DB, func(sc store.Scanner) (string, error) {
+			var v string
+			return v, sc.Scan(&v)
+		}, `SELECT value FROM stack_published_outputs`)
+		if err != nil || len(vals) == 0 {
+			t.Fatalf("published outputs: %q, %v", vals, err)
+		}
+		for _, v := range vals {
+			if !strings.HasPrefix(v, "tsl1.") || strings.Contains(v, "-net") {
+				t.Errorf("a published output is stored in plain text: %q", v)
 			}
 		}
 	})

@@ -48,7 +48,7 @@ func TestLockInApprovalOrder(t *testing.T) {
 			// The newer configuration's run was approved first.
 			mk := func(id, cfg string, approved time.Time) *DeploymentRun {
 				r := &DeploymentRun{ID: id, StackID: "st-1", ConfigurationID: cfg, Deployment: "prod", Status: RunAcquiringLock, Mode: ModeNormal,
-					Variables: map[string]string{}, Timestamps: map[string]time.Time{}, ApprovedAt: approved, CreatedAt: nowUTC(), UpdatedAt: nowUTC()}
+					Timestamps: map[string]time.Time{}, ApprovedAt: approved, CreatedAt: nowUTC(), UpdatedAt: nowUTC()}
 				if err := insertRun(ctx, db, r); err != nil {
 					t.Fatal(err)
 				}

@@ -139,7 +139,6 @@ type DeploymentRun struct {
 	Status          RunStatus
 	Mode            string
 	ConfigVersionID string
-	Variables       map[string]string
 	Applies         int
 	ApprovedAt      time.Time
 	Error           string
@@ -163,20 +162,17 @@ type Step struct {
 }
 
 const runCols = `r.id, r.stack_id, s.organization_name, s.project_id, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
-	r.configuration_version_id, r.variables, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at`
+	r.configuration_version_id, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at`
 
 const runFrom = ` FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id JOIN stack_configurations c ON c.id = r.stack_configuration_id`
 
 func scanRun(sc store.Scanner) (*DeploymentRun, error) {
 	var r DeploymentRun
-	var vars, ts string
+	var ts string
 	var approved, cr, up int64
 	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ProjectID, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
-		&r.ConfigVersionID, &vars, &r.Applies, &approved, &r.Error, &ts, &cr, &up); err != nil {
+		&r.ConfigVersionID, &r.Applies, &approved, &r.Error, &ts, &cr, &up); err != nil {
 		return nil, err
-	}
-	if err := json.Unmarshal([]byte(vars), &r.Variables); err != nil {
-		return nil, fmt.Errorf("decoding deployment run %s: %w", r.ID, err)
 	}
 	if err := json.Unmarshal([]byte(ts), &r.Timestamps); err != nil {
 		return nil, fmt.Errorf("decoding deployment run %s: %w", r.ID, err)
@@ -204,12 +200,11 @@ func loadRun(ctx context.Context, q store.Q, id string, forUpdate bool) (*Deploy
 }
 
 func insertRun(ctx context.Context, q store.Q, r *DeploymentRun) error {
-	vars, _ := json.Marshal(r.Variables)
 	ts, _ := json.Marshal(r.Timestamps)
 	_, err := q.Exec(ctx, `INSERT INTO stack_deployment_runs (id, stack_id, stack_configuration_id, deployment_name, group_id, status, mode,
-		configuration_version_id, variables, applies, approved_at, error, status_timestamps, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.StackID, r.ConfigurationID, r.Deployment, r.GroupID, string(r.Status), r.Mode, r.ConfigVersionID, string(vars), r.Applies,
+		configuration_version_id, applies, approved_at, error, status_timestamps, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.StackID, r.ConfigurationID, r.Deployment, r.GroupID, string(r.Status), r.Mode, r.ConfigVersionID, r.Applies,
 		micros(r.ApprovedAt), r.Error, string(ts), core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt))
 	return err
 }
@@ -224,11 +219,10 @@ func micros(t time.Time) int64 {
 // saveRun writes r if its status is still from (another writer may have
 // moved it: then nothing is written and false is returned).
 func saveRun(ctx context.Context, q store.Q, r *DeploymentRun, from RunStatus) (bool, error) {
-	vars, _ := json.Marshal(r.Variables)
 	ts, _ := json.Marshal(r.Timestamps)
-	res, err := q.Exec(ctx, `UPDATE stack_deployment_runs SET status = ?, configuration_version_id = ?, variables = ?, applies = ?, approved_at = ?,
+	res, err := q.Exec(ctx, `UPDATE stack_deployment_runs SET status = ?, configuration_version_id = ?, applies = ?, approved_at = ?,
 		error = ?, status_timestamps = ?, updated_at = ? WHERE id = ? AND status = ?`,
-		string(r.Status), r.ConfigVersionID, string(vars), r.Applies, micros(r.ApprovedAt), r.Error, string(ts), core.Micros(r.UpdatedAt), r.ID, string(from))
+		string(r.Status), r.ConfigVersionID, r.Applies, micros(r.ApprovedAt), r.Error, string(ts), core.Micros(r.UpdatedAt), r.ID, string(from))
 	if err != nil {
 		return false, err
 	}
@@ -301,7 +295,7 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 			mode = ModeImport
 		}
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: c.ID, Deployment: d.Name, GroupID: groups[d.Group],
-			Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+			Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
 		if err := insertRun(ctx, q, r); err != nil {
 			return err
 		}
@@ -324,7 +318,7 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 			continue
 		}
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: g[1], Deployment: g[0], Status: RunPending, Mode: ModeDestroy,
-			Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+			Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
 		if err := insertRun(ctx, q, r); err != nil {
 			return err
 		}
@@ -439,7 +433,11 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("uploading the generated configuration: %v", err))
 	}
-	r.ConfigVersionID, r.Variables = cvID, vars
+	r.ConfigVersionID = cvID
+	// Before the status moves: a crash in between begins the run again.
+	if err := s.setVariables(ctx, r.ID, vars); err != nil {
+		return err
+	}
 	from := r.Status
 	if err := transitionRun(r, RunPreDeploying); err != nil {
 		return err
@@ -519,8 +517,12 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("reading the deployment's variables: %v", err))
 	}
+	vars, err := s.variables(ctx, r.ID)
+	if err != nil {
+		return err
+	}
 	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID,
-		Destroy: r.Mode == ModeDestroy, Variables: r.Variables, Sensitive: sensitive, Message: msg})
+		Destroy: r.Mode == ModeDestroy, Variables: vars, Sensitive: sensitive, Message: msg})
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("starting the %s: %v", op, err))
 	}
@@ -1224,7 +1226,7 @@ func (s *Service) Rerun(ctx context.Context, groupID string, deployments []strin
 				return err
 			}
 			r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: stackID, ConfigurationID: g.ConfigurationID, Deployment: name, GroupID: g.ID,
-				Status: RunPending, Mode: mode, Variables: map[string]string{}, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
+				Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
 			if err := insertRun(ctx, tx, r); err != nil {
 				return err
 			}

@@ -131,6 +131,17 @@ func TestSensitiveInputs(t *testing.T) {
 			t.Errorf("the deployment's state does not hold the input (%v)", err)
 		}
 
+		// At rest, the input appears in no database row or blob file
+		// (the deployment run's inputs, the workspace runs' variables,
+		// the state and plans are sealed). Checked before the input
+		// changes below: terraform's plan then prints the old value of
+		// module.box.terraform_data.kept's output, which is not marked
+		// sensitive, and the runner masks only the run's own values.
+		e.Stop(t)
+		testenv.AssertNoSecrets(t, e, st.ID, map[string]string{"sensitive input": secret})
+		e = testenv.New(t, e.Opts)
+		c = e.Client
+
 		// Cancelling a run whose plan waits discards that saved plan.
 		next := copyDir(t, "testdata/secret")
 		rewrite(t, next+"/main.tfdeploy.hcl", secret, "an0ther-secret")

@@ -23,6 +23,7 @@ import (
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -75,6 +76,9 @@ type Options struct {
 	// locked workspace before the deployment run fails (DefaultApplyWait
 	// when zero).
 	ApplyWait time.Duration
+	// Keys seals deployment runs' inputs (VariablesColumn); nil stores
+	// them as given.
+	Keys *seal.Keyring
 }
 
 // DefaultApplyWait is Options.ApplyWait's default.
@@ -98,6 +102,7 @@ type Service struct {
 	busyMu    sync.Mutex
 	busySince map[string]time.Time
 	wake      *loops.Wake // the loop's wake-up (Wake)
+	keys      *seal.Keyring
 }
 
 // NewService validates o and returns a service.
@@ -115,7 +120,7 @@ func NewService(o Options) (*Service, error) {
 		o.ApplyWait = DefaultApplyWait
 	}
 	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
-		exec: o.Executor, states: o.States, wake: loops.NewWake(), applyWait: o.ApplyWait, busySince: map[string]time.Time{}}, nil
+		exec: o.Executor, states: o.States, wake: loops.NewWake(), applyWait: o.ApplyWait, busySince: map[string]time.Time{}, keys: o.Keys}, nil
 }
 
 // Authorization: every decision asks the one model (internal/authz) with

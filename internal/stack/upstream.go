@@ -76,7 +76,7 @@ func (s *Service) upstreamValues(ctx context.Context, org string, cfg *Config) (
 			fail(fmt.Sprintf("The upstream input %q names %q, but there is no stack %q in project %q.", u.Name, u.Source, src.stack, src.project))
 			continue
 		}
-		vals, err := publishedValues(ctx, s.db, id)
+		vals, err := s.publishedValues(ctx, s.db, id)
 		if err != nil {
 			return nil, Diagnostics{{Severity: SeverityError, Summary: "Cannot read upstream stacks", Detail: err.Error()}}
 		}
@@ -107,7 +107,7 @@ func (s *Service) findStack(ctx context.Context, src upstreamSource) (string, er
 }
 
 // publishedValues reads what a stack publishes.
-func publishedValues(ctx context.Context, q store.Q, stackID string) (map[string]cty.Value, error) {
+func (s *Service) publishedValues(ctx context.Context, q store.Q, stackID string) (map[string]cty.Value, error) {
 	rows, err := store.All(ctx, q, func(sc store.Scanner) ([3]string, error) {
 		var p [3]string
 		return p, sc.Scan(&p[0], &p[1], &p[2])
@@ -117,7 +117,11 @@ func publishedValues(ctx context.Context, q store.Q, stackID string) (map[string
 	}
 	out := map[string]cty.Value{}
 	for _, r := range rows {
-		v, err := decodeJSONValue([]byte(r[1]), []byte(r[2]))
+		plain, err := s.keys.OpenString(PublishedValueColumn.Purpose, r[1])
+		if err != nil {
+			return nil, fmt.Errorf("published output %q of stack %s: %w", r[0], stackID, err)
+		}
+		v, err := decodeJSONValue([]byte(plain), []byte(r[2]))
 		if err != nil {
 			return nil, fmt.Errorf("published output %q of stack %s: %w", r[0], stackID, err)
 		}
@@ -203,18 +207,25 @@ func (s *Service) publish(ctx context.Context, r *DeploymentRun) error {
 		if err != nil {
 			return err
 		}
+		sealed, err := s.keys.SealString(PublishedValueColumn.Purpose, string(vj))
+		if err != nil {
+			return err
+		}
 		var oldV, oldT string
 		err = s.db.QueryRow(ctx, `SELECT value, type FROM stack_published_outputs WHERE stack_id = ? AND name = ?`, r.StackID, po.Name).Scan(&oldV, &oldT)
+		if err == nil {
+			oldV, err = s.keys.OpenString(PublishedValueColumn.Purpose, oldV)
+		}
 		switch {
 		case store.IsNoRows(err):
-			_, err = s.db.Exec(ctx, `INSERT INTO stack_published_outputs (stack_id, name, value, type, updated_at) VALUES (?, ?, ?, ?, ?)`,
-				r.StackID, po.Name, string(vj), string(tj), micros(nowUTC()))
+			_, err = s.db.Exec(ctx, `INSERT INTO stack_published_outputs (id, stack_id, name, value, type, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				r.StackID+"/"+po.Name, r.StackID, po.Name, sealed, string(tj), micros(nowUTC()))
 		case err != nil:
 		case bytes.Equal([]byte(oldV), vj) && bytes.Equal([]byte(oldT), tj):
 			continue
 		default:
 			_, err = s.db.Exec(ctx, `UPDATE stack_published_outputs SET value = ?, type = ?, updated_at = ? WHERE stack_id = ? AND name = ?`,
-				string(vj), string(tj), micros(nowUTC()), r.StackID, po.Name)
+				sealed, string(tj), micros(nowUTC()), r.StackID, po.Name)
 		}
 		if err != nil {
 			return err

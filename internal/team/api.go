@@ -541,43 +541,28 @@ func (a *API) deleteMembership(w http.ResponseWriter, r *http.Request) {
 
 // --- team tokens
 
-func (a *API) tokenJSON(ctx context.Context, tok *auth.Token, secret string) *user.TokenJSON {
-	// A team token's organization creator can only be the team's own
-	// organization.
-	return user.TokenToJSON(ctx, tok, secret, func(ctx context.Context, _ string) (string, error) {
-		return a.Service.TeamOrganization(ctx, tok.Subject)
-	})
+// Tokens is the team token kind, for authentication-tokens/{id}.
+func (a *API) Tokens() user.TokenKind {
+	return user.TokenKind{Check: a.Service.CheckToken, Delete: a.Service.DeleteToken,
+		JSON: func(ctx context.Context, tok *auth.Token, secret string) *user.TokenJSON {
+			// A team token's organization creator can only be the team's
+			// own organization.
+			return user.TokenToJSON(ctx, tok, secret, func(ctx context.Context, _ string) (string, error) {
+				return a.Service.TeamOrganization(ctx, tok.Subject)
+			})
+		}}
 }
 
 func (a *API) createToken(described bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		doc, err := tfeapi.Decode(w, r, 0)
-		if err != nil {
-			tfeapi.Error(w, r, err)
-			return
-		}
-		var attrs struct {
-			Description *string    `json:"description"`
-			ExpiredAt   *time.Time `json:"expired-at"`
-		}
-		if err := doc.Attrs(&attrs); err != nil {
-			tfeapi.Error(w, r, err)
-			return
-		}
-		opts := TokenOptions{ExpiredAt: attrs.ExpiredAt}
-		if described {
-			d := ""
-			if attrs.Description != nil {
-				d = *attrs.Description
+		a.Tokens().Create(w, r, func(attrs user.TokenAttrs) (*auth.Token, string, error) {
+			opts := TokenOptions{ExpiredAt: attrs.ExpiredAt}
+			if described {
+				d := attrs.Desc()
+				opts.Description = &d
 			}
-			opts.Description = &d
-		}
-		tok, secret, err := a.Service.CreateToken(r.Context(), r.PathValue("id"), opts)
-		if err != nil {
-			tfeapi.Error(w, r, err)
-			return
-		}
-		tfeapi.Respond(w, r, http.StatusCreated, a.tokenJSON(r.Context(), tok, secret))
+			return a.Service.CreateToken(r.Context(), r.PathValue("id"), opts)
+		})
 	}
 }
 
@@ -587,7 +572,7 @@ func (a *API) getLegacyToken(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r.Context(), tok, ""))
+	tfeapi.Respond(w, r, http.StatusOK, a.Tokens().JSON(r.Context(), tok, ""))
 }
 
 func (a *API) deleteLegacyToken(w http.ResponseWriter, r *http.Request) {
@@ -598,53 +583,13 @@ func (a *API) deleteLegacyToken(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (a *API) respondTokens(w http.ResponseWriter, r *http.Request, toks []*auth.Token) {
-	page, err := tfeapi.ParsePage(r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	items, pg := tfeapi.Paginate(toks, page)
-	out := make([]*user.TokenJSON, len(items))
-	for i, t := range items {
-		out[i] = a.tokenJSON(r.Context(), t, "")
-	}
-	tfeapi.RespondList(w, r, out, pg)
-}
-
 func (a *API) listTeamTokens(w http.ResponseWriter, r *http.Request) {
-	toks, err := a.Service.Tokens(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	a.respondTokens(w, r, toks)
+	a.Tokens().List(w, r, func() ([]*auth.Token, error) { return a.Service.Tokens(r.Context(), r.PathValue("id")) })
 }
 
 func (a *API) listOrgTokens(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	toks, err := a.Service.OrganizationTokens(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("sort"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	a.respondTokens(w, r, toks)
-}
-
-// ReadToken serves GET authentication-tokens/{id} for team tokens.
-func (a *API) ReadToken(w http.ResponseWriter, r *http.Request, tok *auth.Token) {
-	if err := a.Service.CheckToken(r.Context(), tok); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r.Context(), tok, ""))
-}
-
-// DeleteToken serves DELETE authentication-tokens/{id} for team tokens.
-func (a *API) DeleteToken(w http.ResponseWriter, r *http.Request, tok *auth.Token) {
-	if err := a.Service.DeleteToken(r.Context(), tok); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	a.Tokens().List(w, r, func() ([]*auth.Token, error) {
+		return a.Service.OrganizationTokens(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("sort"))
+	})
 }

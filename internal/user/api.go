@@ -1,19 +1,12 @@
 package user
 
 import (
+	"context"
 	"net/http"
-	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
-
-// TokenHandler serves authentication-tokens/{id} for one token kind owned
-// by another domain (team tokens, agent tokens).
-type TokenHandler interface {
-	ReadToken(w http.ResponseWriter, r *http.Request, t *auth.Token)
-	DeleteToken(w http.ResponseWriter, r *http.Request, t *auth.Token)
-}
 
 // API serves the account, users, user tokens, organization tokens and
 // authentication-tokens/{id}.
@@ -21,7 +14,7 @@ type API struct {
 	Service *Service
 	// Kinds serve authentication-tokens/{id} for the token kinds other
 	// domains own (auth.KindTeam, auth.KindAgent); others are 404s.
-	Kinds map[auth.Kind]TokenHandler
+	Kinds map[auth.Kind]TokenKind
 }
 
 // Register adds the routes to mux.
@@ -80,59 +73,31 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	a.respondUser(w, r, u)
 }
 
-func (a *API) tokenJSON(r *http.Request, t *auth.Token, secret string) *TokenJSON {
-	return TokenToJSON(r.Context(), t, secret, a.Service.orgs.NameByID)
-}
-
-type tokenAttrs struct {
-	Description *string    `json:"description"`
-	ExpiredAt   *time.Time `json:"expired-at"`
-}
-
-func decodeTokenAttrs(w http.ResponseWriter, r *http.Request) (tokenAttrs, error) {
-	var attrs tokenAttrs
-	doc, err := tfeapi.Decode(w, r, 0)
-	if err != nil {
-		return attrs, err
-	}
-	return attrs, doc.Attrs(&attrs)
+// userTokens is the user token kind.
+func (a *API) userTokens() TokenKind {
+	return TokenKind{Check: a.Service.CheckUserToken, Delete: a.Service.DeleteUserToken,
+		JSON: func(ctx context.Context, t *auth.Token, secret string) *TokenJSON {
+			return TokenToJSON(ctx, t, secret, a.Service.orgs.NameByID)
+		}}
 }
 
 func (a *API) listUserTokens(w http.ResponseWriter, r *http.Request) {
-	page, err := tfeapi.ParsePage(r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	toks, err := a.Service.UserTokens(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	items, pg := tfeapi.Paginate(toks, page)
-	out := make([]*TokenJSON, len(items))
-	for i, t := range items {
-		out[i] = a.tokenJSON(r, t, "")
-	}
-	tfeapi.RespondList(w, r, out, pg)
+	a.userTokens().List(w, r, func() ([]*auth.Token, error) { return a.Service.UserTokens(r.Context(), r.PathValue("id")) })
 }
 
 func (a *API) createUserToken(w http.ResponseWriter, r *http.Request) {
-	attrs, err := decodeTokenAttrs(w, r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
+	a.userTokens().Create(w, r, func(attrs TokenAttrs) (*auth.Token, string, error) {
+		return a.Service.CreateUserToken(r.Context(), r.PathValue("id"), attrs.Desc(), attrs.ExpiredAt)
+	})
+}
+
+// kind is the token kind that serves t: another domain's, or the user
+// token kind.
+func (a *API) kind(t *auth.Token) TokenKind {
+	if k, ok := a.Kinds[t.Kind]; ok && t.Kind != auth.KindUser {
+		return k
 	}
-	desc := ""
-	if attrs.Description != nil {
-		desc = *attrs.Description
-	}
-	t, secret, err := a.Service.CreateUserToken(r.Context(), r.PathValue("id"), desc, attrs.ExpiredAt)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, a.tokenJSON(r, t, secret))
+	return a.userTokens()
 }
 
 func (a *API) readToken(w http.ResponseWriter, r *http.Request) {
@@ -141,15 +106,7 @@ func (a *API) readToken(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	if h := a.Kinds[t.Kind]; h != nil && t.Kind != auth.KindUser {
-		h.ReadToken(w, r, t)
-		return
-	}
-	if err := a.Service.CheckUserToken(r.Context(), t); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r, t, ""))
+	a.kind(t).Read(w, r, t)
 }
 
 func (a *API) deleteToken(w http.ResponseWriter, r *http.Request) {
@@ -158,29 +115,13 @@ func (a *API) deleteToken(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	if h := a.Kinds[t.Kind]; h != nil && t.Kind != auth.KindUser {
-		h.DeleteToken(w, r, t)
-		return
-	}
-	if err := a.Service.DeleteUserToken(r.Context(), t); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	a.kind(t).Remove(w, r, t)
 }
 
 func (a *API) createOrgToken(w http.ResponseWriter, r *http.Request) {
-	attrs, err := decodeTokenAttrs(w, r)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	t, secret, err := a.Service.CreateOrganizationToken(r.Context(), r.PathValue("org"), r.URL.Query().Get("token"), attrs.ExpiredAt)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, a.tokenJSON(r, t, secret))
+	a.userTokens().Create(w, r, func(attrs TokenAttrs) (*auth.Token, string, error) {
+		return a.Service.CreateOrganizationToken(r.Context(), r.PathValue("org"), r.URL.Query().Get("token"), attrs.ExpiredAt)
+	})
 }
 
 func (a *API) readOrgToken(w http.ResponseWriter, r *http.Request) {
@@ -189,7 +130,7 @@ func (a *API) readOrgToken(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Respond(w, r, http.StatusOK, a.tokenJSON(r, t, ""))
+	tfeapi.Respond(w, r, http.StatusOK, a.userTokens().JSON(r.Context(), t, ""))
 }
 
 func (a *API) deleteOrgToken(w http.ResponseWriter, r *http.Request) {

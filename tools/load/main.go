@@ -33,6 +33,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store/storetest"
@@ -95,11 +96,16 @@ func run(clients int, duration time.Duration, st string, concurrency, maxRuns in
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	// What the load needs from the machine, said up front rather than
+	// as runs that all error after the clients stopped.
+	if _, err := (&engine.Finder{}).Find(context.Background(), "latest"); err != nil {
+		return fmt.Errorf("the load's runs need terraform: %w (.ci/run checks for it; terraform 1.11.4 is what the tests use)", err)
+	}
 	database := filepath.Join(tmp, "terrace.db")
 	if st == "postgres" {
 		dsn, stop, err := storetest.StartPostgres()
 		if err != nil {
-			return fmt.Errorf("starting PostgreSQL: %w", err)
+			return fmt.Errorf("starting PostgreSQL for -store postgres: %w (put the PostgreSQL 15 server binaries on PATH, as .ci/run does: apt-get install postgresql-15, then PATH=/usr/lib/postgresql/15/bin:$PATH)", err)
 		}
 		defer stop()
 		database = dsn
