@@ -11,9 +11,6 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// terraceBinary builds cmd/terrace once per test process.
-func terraceBinary(t *testing.T) string { return testenv.TerraceBinary(t) }
-
 // proc is a terrace server running as a separate process, so that tests can
 // kill it without mercy (testenv.Process, with the names this package's
 // tests use).

@@ -25,7 +25,7 @@ func TestInstrumentRoutes(t *testing.T) {
 	root.HandleFunc("GET /healthz", ok)
 	root.HandleFunc("GET /api/v2/ping", ok)
 	root.Handle("/api/v2/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		api.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), struct{}{}, 1)))
+		api.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mountedKey{}, 1)))
 	}))
 	// In front of root: refuses /limited before root sees it.
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,3 +58,6 @@ func TestInstrumentRoutes(t *testing.T) {
 		}
 	}
 }
+
+// mountedKey marks a request that went through the mounted mux.
+type mountedKey struct{}
