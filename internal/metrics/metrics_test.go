@@ -202,11 +202,15 @@ func testMetricsAfterARealRun(t *testing.T, e *testenv.Env) {
 	delivered := map[string]string{"destination": "generic", "outcome": "delivered"}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		fams = scrape(t, e)
-		if value(fams, "terrace_notification_delivery_attempts_total", delivered) >= 1 {
+		// The run's last transition and its apply duration are counted by
+		// observers that may run after the notification went out.
+		if value(fams, "terrace_notification_delivery_attempts_total", delivered) >= 1 &&
+			value(fams, "terrace_run_transitions_total", map[string]string{"status": "applied"}) >= 1 &&
+			value(fams, "terrace_run_phase_duration_seconds", map[string]string{"phase": "apply", "outcome": "applied"}) >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no delivered notification counted: %v", value(fams, "terrace_notification_delivery_attempts_total", delivered))
+			t.Fatalf("no delivered notification, applied transition or apply duration counted: %v", value(fams, "terrace_notification_delivery_attempts_total", delivered))
 		}
 	}
 	// The receiver first got the verification request (sent when the
