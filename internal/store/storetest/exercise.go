@@ -249,6 +249,7 @@ func Exercise(t *testing.T, newDSN func(testing.TB) string) {
 	})
 
 	t.Run("QueryOnDBInsideItsTxIsRefused", func(t *testing.T) {
+		t.Setenv(store.TxGuardEnv, "1")
 		db := open(t, newDSN(t))
 		seedOrg(t, db, "guarded")
 		const byName = `SELECT COUNT(*) FROM organizations WHERE name = ?`
