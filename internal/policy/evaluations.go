@@ -157,7 +157,7 @@ func moveEval(ctx context.Context, q store.Q, e *Evaluation, to EvalStatus, set 
 
 // stageSets returns the sets that apply to a workspace, by kind.
 func (s *Service) stageSets(ctx context.Context, q store.Q, org, workspaceID string) (map[Kind][]*Set, error) {
-	projectID, err := s.o.Workspaces.ProjectOf(ctx, workspaceID)
+	projectID, err := s.o.Workspaces.ProjectOf(ctx, q, workspaceID)
 	if err != nil {
 		return nil, err
 	}

@@ -88,8 +88,9 @@ type Workspaces interface {
 	Organization(ctx context.Context, workspaceID string) (string, error)
 	// ProjectOrganization does the same for a project.
 	ProjectOrganization(ctx context.Context, projectID string) (string, error)
-	// ProjectOf returns a workspace's project, whoever asks.
-	ProjectOf(ctx context.Context, workspaceID string) (string, error)
+	// ProjectOf returns a workspace's project, whoever asks, reading
+	// through q (the caller's transaction when it has one).
+	ProjectOf(ctx context.Context, q store.Q, workspaceID string) (string, error)
 }
 
 // Runs shows the service what it evaluates.

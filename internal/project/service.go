@@ -21,7 +21,9 @@ type OrgDefaults interface {
 // Workspaces counts the workspaces in a project; the workspace domain
 // provides it so that a project holding workspaces is not deleted.
 type Workspaces interface {
-	CountInProject(ctx context.Context, projectID string) (int, error)
+	// CountInProject counts through q, the transaction deleting the
+	// project.
+	CountInProject(ctx context.Context, q store.Q, projectID string) (int, error)
 }
 
 // AgentPools resolves agent pools; the agent domain provides it (nil
@@ -431,7 +433,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 			return core.Conflict("the default project of an organization cannot be deleted")
 		}
 		if s.Workspaces != nil {
-			n, err := s.Workspaces.CountInProject(ctx, p.ID)
+			n, err := s.Workspaces.CountInProject(ctx, tx, p.ID)
 			if err != nil {
 				return err
 			}

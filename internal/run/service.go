@@ -369,7 +369,7 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	}
 	pool := ""
 	if !r.Assessment {
-		ws, err := s.jobWorkspace(ctx, r.WorkspaceID)
+		ws, err := s.jobWorkspace(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -405,13 +405,31 @@ func withKnownWorkspace(ctx context.Context, w *Workspace) context.Context {
 	return context.WithValue(ctx, knownWorkspaceKey{}, w)
 }
 
-// jobWorkspace returns the workspace a job is queued for: the one the
-// caller read before its transaction, else read now.
-func (s *Service) jobWorkspace(ctx context.Context, id string) (*Workspace, error) {
-	if w, ok := ctx.Value(knownWorkspaceKey{}).(*Workspace); ok && w != nil && w.ID == id {
+// withWorkspaceRead reads a run's workspace before a transaction that may
+// queue one of its jobs, and hands it to the transaction in ctx (see
+// withKnownWorkspace). A workspace that cannot be read is left for the
+// transaction to report.
+func (s *Service) withWorkspaceRead(ctx context.Context, workspaceID string) context.Context {
+	if w, ok := ctx.Value(knownWorkspaceKey{}).(*Workspace); ok && w != nil && w.ID == workspaceID {
+		return ctx
+	}
+	ws, err := s.Workspaces.System(ctx, workspaceID)
+	if err != nil {
+		return ctx
+	}
+	return withKnownWorkspace(ctx, ws)
+}
+
+// jobWorkspace returns the workspace a job of r is queued for: the one
+// read before the transaction (kept with r, or given in ctx), else read now.
+func (s *Service) jobWorkspace(ctx context.Context, r *Run) (*Workspace, error) {
+	if w := r.workspace; w != nil && w.ID == r.WorkspaceID {
 		return w, nil
 	}
-	return s.Workspaces.System(ctx, id)
+	if w, ok := ctx.Value(knownWorkspaceKey{}).(*Workspace); ok && w != nil && w.ID == r.WorkspaceID {
+		return w, nil
+	}
+	return s.Workspaces.System(ctx, r.WorkspaceID)
 }
 
 // EventWaitingForAgent is the run event of a job queued for an agent pool.
@@ -448,6 +466,7 @@ func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) 
 // the workspace is unlocked by a user).
 func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
 	var changed []*Run
+	ctx = s.withWorkspaceRead(ctx, workspaceID)
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		changed, err = s.schedule(ctx, tx, workspaceID)
@@ -472,6 +491,10 @@ func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, erro
 	}
 	if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
 		return nil, err
+	}
+	if r.workspace != nil {
+		// The next run is of the same workspace.
+		ctx = withKnownWorkspace(ctx, r.workspace)
 	}
 	return s.schedule(ctx, tx, r.WorkspaceID)
 }
@@ -583,12 +606,24 @@ func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
 func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
 	var r *Run
 	var changed []*Run
+	// fn may queue a job of the run's workspace (the run's, or the next
+	// run's after a release): its workspace is read first. A run's
+	// workspace never changes.
+	// (fn closes over its caller's context: the workspace goes with r.)
+	var ws *Workspace
+	var workspaceID string
+	if err := s.DB.QueryRow(ctx, `SELECT workspace_id FROM runs WHERE id = ?`, id).Scan(&workspaceID); err == nil {
+		ws, _ = s.Workspaces.System(ctx, workspaceID)
+	} else if !store.IsNoRows(err) {
+		return nil, err
+	}
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		r, err = getRun(ctx, tx, s.Keys, "id", id, true)
 		if err != nil {
 			return err
 		}
+		r.workspace = ws
 		more, err := fn(tx, r)
 		if err != nil {
 			return err
@@ -815,11 +850,13 @@ func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) err
 // discarded, and the run takes the workspace. A run ahead that is executing
 // must be canceled first: force-execute never interrupts terraform.
 func (s *Service) ForceExecute(ctx context.Context, id string) error {
-	if _, err := s.Get(ctx, id); err != nil {
+	known, err := s.Get(ctx, id)
+	if err != nil {
 		return err
 	}
+	ctx = s.withWorkspaceRead(ctx, known.WorkspaceID)
 	var changed []*Run
-	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		changed = nil
 		r, err := getRun(ctx, tx, s.Keys, "id", id, true)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/policy"
+	"github.com/terracehq/terrace/internal/store"
 )
 
 // policyWorkspaces shows the policy domain the workspaces and projects
@@ -28,8 +29,8 @@ func (a policyWorkspaces) ProjectOrganization(ctx context.Context, id string) (s
 	return p.Organization, nil
 }
 
-func (a policyWorkspaces) ProjectOf(ctx context.Context, id string) (string, error) {
-	w, err := a.s.Workspaces.System(ctx, id)
+func (a policyWorkspaces) ProjectOf(ctx context.Context, q store.Q, id string) (string, error) {
+	w, err := a.s.Workspaces.SystemIn(ctx, q, id)
 	if err != nil {
 		return "", err
 	}

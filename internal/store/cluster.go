@@ -120,6 +120,9 @@ func (db *DB) Notify(ctx context.Context, channel string) error {
 	if !channelName.MatchString(channel) {
 		return fmt.Errorf("invalid notification channel %q", channel)
 	}
+	if err := db.guard.check("Notify " + channel); err != nil {
+		return err
+	}
 	l := db.locals()
 	l.mu.Lock()
 	for _, c := range l.subs[channel] {

@@ -21,6 +21,9 @@ func OpenUntil(ctx context.Context, dsn, version string) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{driver: d, w: w, r: r}
+	if txGuardOn() {
+		db.guard = &txGuard{}
+	}
 	if err := migrateTo(ctx, db, version); err != nil {
 		db.Close()
 		return nil, err

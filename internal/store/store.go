@@ -56,6 +56,9 @@ type DB struct {
 	// local holds the in-process listeners of Notify (cluster.go).
 	localOnce sync.Once
 	local     *local
+	// guard reports queries on the DB made inside its own transactions
+	// (txguard.go); nil when off.
+	guard *txGuard
 }
 
 // Open opens the database named by dsn: a postgres:// or postgresql:// URL
@@ -73,6 +76,9 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("opening %s database: %w", d.Name(), err)
 	}
 	db := &DB{driver: d, w: w, r: r}
+	if txGuardOn() {
+		db.guard = &txGuard{}
+	}
 	if d.Name() == "sqlite" {
 		db.wc, db.rc = newStmtCache(w), newStmtCache(r)
 	}
@@ -102,6 +108,9 @@ func (db *DB) Driver() Driver { return db.driver }
 // Exec runs a statement on the writer pool.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	db.queries.Add(1)
+	if err := db.guard.check(queryLabel(query)); err != nil {
+		return nil, err
+	}
 	if db.wc != nil {
 		return db.wc.exec(ctx, query, args)
 	}
@@ -111,6 +120,9 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // Query runs a query on the reader pool.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	db.queries.Add(1)
+	if err := db.guard.check(queryLabel(query)); err != nil {
+		return nil, err
+	}
 	if db.rc != nil {
 		return db.rc.query(ctx, query, args)
 	}
@@ -120,6 +132,9 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // QueryRow runs a single-row query on the reader pool.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	db.queries.Add(1)
+	if err := db.guard.check(queryLabel(query)); err != nil {
+		return failedRow(ctx, err)
+	}
 	if db.rc != nil {
 		return db.rc.queryRow(ctx, query, args)
 	}
@@ -135,7 +150,19 @@ func (db *DB) Ping(ctx context.Context) error { return db.r.PingContext(ctx) }
 
 // Tx runs fn in a write transaction, committing when fn returns nil and
 // rolling back otherwise.
+//
+// fn must reach the database only through tx: a query, a Notify or a nested
+// Tx on db itself takes a second pooled connection while the transaction
+// holds one, which deadlocks under load. With the guard on (txguard.go),
+// such a call returns ErrConnInTx.
 func (db *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.guard != nil {
+		leave, err := db.guard.enter("a nested DB.Tx")
+		if err != nil {
+			return err
+		}
+		defer leave()
+	}
 	stx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)

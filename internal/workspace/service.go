@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -460,10 +461,11 @@ func (s *Service) GetByName(ctx context.Context, org, name string) (*Workspace, 
 	return w, err
 }
 
-// CountInProject counts the workspaces in a project.
-func (s *Service) CountInProject(ctx context.Context, projectID string) (int, error) {
+// CountInProject counts the workspaces in a project, through q (the
+// caller's transaction, or the DB).
+func (s *Service) CountInProject(ctx context.Context, q store.Q, projectID string) (int, error) {
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces WHERE project_id = ?`, projectID).Scan(&n)
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces WHERE project_id = ?`, projectID).Scan(&n)
 	return n, err
 }
 
@@ -782,7 +784,24 @@ func (s *Service) orgBindings(ctx context.Context, org string) (map[string][]Tag
 
 // Update changes a workspace.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace, error) {
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	// The agent pool and the project are looked up before the transaction
+	// (a lookup inside it would take a second connection); their errors
+	// are reported after the access check. A workspace's organization
+	// never changes.
+	var poolErr, projectErr error
+	var projectID string
+	pre, err := s.loadUnchecked(ctx, s.db, id, false)
+	if err != nil && !errors.Is(err, core.ErrNotFound) {
+		return nil, err
+	}
+	if pre != nil {
+		poolErr = s.checkPool(ctx, pre.Organization, o)
+		if o.ProjectID != nil && *o.ProjectID != "" {
+			c := *pre
+			projectErr, projectID = s.setProject(ctx, &c, o.ProjectID), c.ProjectID
+		}
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		w, err := s.load(ctx, tx, id, true)
 		if err != nil {
 			return err
@@ -793,13 +812,14 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		if err := o.apply(w); err != nil {
 			return err
 		}
-		if err := s.checkPool(ctx, w.Organization, o); err != nil {
-			return err
+		if poolErr != nil {
+			return poolErr
 		}
 		if o.ProjectID != nil && *o.ProjectID != "" {
-			if err := s.setProject(ctx, w, o.ProjectID); err != nil {
-				return err
+			if projectErr != nil {
+				return projectErr
 			}
+			w.ProjectID = projectID
 		}
 		w.UpdatedAt = core.Now()
 		attrs, _ := json.Marshal(w.Settings)
@@ -995,6 +1015,12 @@ func (s *Service) UnlockForRun(ctx context.Context, q store.Q, workspaceID, runI
 // background work (schedulers, runners) that acts for the system.
 func (s *Service) System(ctx context.Context, id string) (*Workspace, error) {
 	return s.loadUnchecked(ctx, s.db, id, false)
+}
+
+// SystemIn is System reading through q: inside a transaction, its Tx (a
+// read on the DB there would take a second connection).
+func (s *Service) SystemIn(ctx context.Context, q store.Q, id string) (*Workspace, error) {
+	return s.loadUnchecked(ctx, q, id, false)
 }
 
 // AllSystem returns every workspace of every organization without checking

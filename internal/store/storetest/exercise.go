@@ -247,4 +247,53 @@ func Exercise(t *testing.T, newDSN func(testing.TB) string) {
 			t.Fatalf("Queries counted %d statements, want %d", got, 16*20)
 		}
 	})
+
+	t.Run("QueryOnDBInsideItsTxIsRefused", func(t *testing.T) {
+		t.Setenv(store.TxGuardEnv, "1")
+		db := open(t, newDSN(t))
+		seedOrg(t, db, "guarded")
+		const byName = `SELECT COUNT(*) FROM organizations WHERE name = ?`
+		refused := func(what string, err error) {
+			t.Helper()
+			if !errors.Is(err, store.ErrConnInTx) {
+				t.Errorf("%s on the DB inside its Tx: got %v, want store.ErrConnInTx", what, err)
+			}
+		}
+		// The other goroutine's query waits for this one to leave the Tx.
+		other := make(chan error, 1)
+		inTx := make(chan struct{})
+		err := db.Tx(ctx, func(tx *store.Tx) error {
+			var n int
+			refused("QueryRow", db.QueryRow(ctx, byName, "guarded").Scan(&n))
+			_, err := db.Query(ctx, byName, "guarded")
+			refused("Query", err)
+			_, err = db.Exec(ctx, `UPDATE organizations SET email = ? WHERE name = ?`, "z@example.com", "guarded")
+			refused("Exec", err)
+			refused("Notify", db.Notify(ctx, "guarded"))
+			refused("nested Tx", db.Tx(ctx, func(*store.Tx) error { return nil }))
+			// Another goroutine, even with the same context, is not refused.
+			go func() {
+				<-inTx
+				var n int
+				other <- db.QueryRow(ctx, byName, "guarded").Scan(&n)
+			}()
+			close(inTx)
+			if err := <-other; err != nil {
+				t.Errorf("a query on the DB from another goroutine during the Tx: %v", err)
+			}
+			// The Tx itself still works.
+			if err := tx.QueryRow(ctx, byName, "guarded").Scan(&n); err != nil || n != 1 {
+				t.Errorf("query through the Tx: %d, %v", n, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Tx: %v", err)
+		}
+		// After the Tx the DB answers again, and the refused write did nothing.
+		var email string
+		if err := db.QueryRow(ctx, `SELECT email FROM organizations WHERE name = ?`, "guarded").Scan(&email); err != nil || email != "x@example.com" {
+			t.Fatalf("after the Tx: email %q, %v; want the seeded x@example.com", email, err)
+		}
+	})
 }
