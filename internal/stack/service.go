@@ -311,16 +311,17 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 
 // UpdateStack changes a stack's attributes.
 func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*Stack, error) {
+	checked, err := s.checkManage(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	var out *Stack
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		st, err := loadStack(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
-			return core.NotFound("stack %q not found", id)
-		}
-		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
+		if err := sameProject(st, checked); err != nil {
 			return err
 		}
 		if err := o.apply(st); err != nil {
@@ -397,19 +398,47 @@ func (s *Service) ListStacks(ctx context.Context, org, projectID, search, sortBy
 	return items, total, err
 }
 
+// checkManage checks, before a transaction, that the caller may read and
+// manage stack id (authz reads the store, which must not be asked on a
+// second connection inside a transaction). It returns the project it
+// checked; the transaction compares it with the row it locks.
+func (s *Service) checkManage(ctx context.Context, id string) (string, error) {
+	st, err := loadStack(ctx, s.db, id, false)
+	if err != nil {
+		return "", err
+	}
+	if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
+		return "", core.NotFound("stack %q not found", id)
+	}
+	if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
+		return "", err
+	}
+	return st.ProjectID, nil
+}
+
+// sameProject refuses to go on when the stack moved to another project
+// between checkManage and the transaction's locked read.
+func sameProject(st *Stack, checked string) error {
+	if st.ProjectID != checked {
+		return core.Conflict("stack %s moved to another project while the request was checked; try again", st.ID)
+	}
+	return nil
+}
+
 // DeleteStack deletes a stack with its configurations. A stack that still
 // has deployments is only deleted with force.
 func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error {
+	checked, err := s.checkManage(ctx, id)
+	if err != nil {
+		return err
+	}
 	var keys []string
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		st, err := loadStack(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}
-		if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
-			return core.NotFound("stack %q not found", id)
-		}
-		if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
+		if err := sameProject(st, checked); err != nil {
 			return err
 		}
 		if !force {
@@ -584,6 +613,13 @@ func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o Con
 // or on the service's own behalf with that source (like "upstream", a
 // reuse when an upstream stack's published values changed).
 func (s *Service) createConfiguration(ctx context.Context, stackID string, o ConfigurationOptions, system string) (*Configuration, error) {
+	var checked string
+	if system == "" {
+		var err error
+		if checked, err = s.checkManage(ctx, stackID); err != nil {
+			return nil, err
+		}
+	}
 	var c *Configuration
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		st, err := loadStack(ctx, tx, stackID, true)
@@ -591,10 +627,7 @@ func (s *Service) createConfiguration(ctx context.Context, stackID string, o Con
 			return err
 		}
 		if system == "" {
-			if err := canRead(ctx, st.Organization, st.ProjectID); err != nil {
-				return core.NotFound("stack %q not found", stackID)
-			}
-			if err := canManage(ctx, st.Organization, st.ProjectID); err != nil {
+			if err := sameProject(st, checked); err != nil {
 				return err
 			}
 		}
