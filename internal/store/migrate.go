@@ -22,9 +22,6 @@ func migrate(ctx context.Context, db *DB) error { return migrateTo(ctx, db, "") 
 // migrateTo applies the migrations whose versions sort up to until
 // (all of them when until is empty).
 func migrateTo(ctx context.Context, db *DB, until string) error {
-	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return err
-	}
 	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return err
@@ -37,6 +34,11 @@ func migrateTo(ctx context.Context, db *DB, until string) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7351)`); err != nil {
 				return err
 			}
+		}
+		// Under the lock: two replicas creating the table at once collide
+		// in PostgreSQL's catalog even with IF NOT EXISTS.
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+			return err
 		}
 		for _, name := range names {
 			base := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
