@@ -56,7 +56,11 @@ func TestApproveStackDeployment(t *testing.T) {
 		t.Fatalf("steps: %q", tb.text("#steps"))
 	}
 	tb.screenshot("pending-approval")
-	tb.do(chromedp.Click(chromedp.CSS(`#approve button`)), chromedp.WaitNotPresent(chromedp.CSS(`#approve`)))
+	// No WaitNotPresent here: it polls node IDs while the form post
+	// navigates ("No node with given id found" on the CI run); the loop
+	// below reopens the page until the run has succeeded, and then the
+	// approve form must be gone.
+	tb.do(chromedp.Click(chromedp.CSS(`#approve button`)))
 	for deadline := time.Now().Add(3 * time.Minute); tb.text("#stack-run-status") != "succeeded"; time.Sleep(300 * time.Millisecond) {
 		if s := tb.text("#stack-run-status"); s == "failed" || time.Now().After(deadline) {
 			t.Fatalf("after approval the deployment run is %s", s)
