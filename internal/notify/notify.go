@@ -113,6 +113,9 @@ type Response struct {
 	Headers    map[string][]string `json:"headers"`
 	SentAt     time.Time           `json:"sent-at"`
 	Successful bool                `json:"successful"`
+	// cause is why no answer came, without the URL (set only by the
+	// request that failed; describe prefers it).
+	cause string
 }
 
 // maxResponses bounds the responses kept on a configuration.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,6 +146,46 @@ func TestDeadEndpointBlocksNoOne(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("the live destination got %d of 3 notifications while the dead one hangs", i)
 			}
+		}
+	})
+}
+
+// A destination that cannot be reached: the reason kept in the outbox
+// (and logged when the outbox gives up) says why, but not the URL, which
+// can itself be a secret (a chat webhook's path is its credential).
+func TestFailureReasonLeavesTheURLOut(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		const secretPath = "/hooks/T0KEN-s3cr3t-path"
+		if _, err := c.NotificationConfigurations.Create(ctx, ws.ID, tfe.NotificationConfigurationCreateOptions{
+			DestinationType: tfe.NotificationDestination(tfe.NotificationDestinationTypeGeneric), Enabled: tfe.Bool(true),
+			Name: tfe.String("hook"), URL: tfe.String(dest.URL + secretPath), Triggers: []tfe.NotificationTriggerType{tfe.NotificationTriggerErrored},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		dest.Close() // verified; from now on unreachable
+		r := &run.Run{ID: core.NewID(core.PrefixRun), WorkspaceID: ws.ID, Organization: "acme", Status: run.Errored, CreatedAt: core.Now(), UpdatedAt: core.Now()}
+		e.Server.Notify.RunTransition(ctx, run.Transition{Run: r, Workspace: &run.Workspace{ID: ws.ID, Name: "app", Organization: "acme"}, From: run.Planning, To: run.Errored})
+		reason := ""
+		for deadline := time.Now().Add(time.Minute); reason == ""; time.Sleep(50 * time.Millisecond) {
+			if err := e.Server.DB.QueryRow(ctx, `SELECT COALESCE(MAX(last_error), '') FROM outbox_items WHERE topic = 'notification'`).Scan(&reason); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no failed attempt was recorded in the outbox")
+			}
+		}
+		if strings.Contains(reason, "s3cr3t") || !strings.Contains(reason, "nothing (") {
+			t.Fatalf("the outbox's reason %q must say no answer came, without the URL", reason)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -213,8 +214,14 @@ func (s *Service) send(ctx context.Context, c *Configuration, body []byte) Respo
 	}
 	res, err := s.o.HTTP.Do(req)
 	if err != nil {
-		// The error names the URL and the cause, never the token.
+		// The body names the URL and the cause, never the token; the
+		// cause alone goes to the outbox's reason and the server's log,
+		// since a webhook URL can itself be a secret (sealed at rest).
 		r.Body = strings.TrimPrefix(err.Error(), "Post ")
+		r.cause = r.Body
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			r.cause = ue.Err.Error()
+		}
 		return r
 	}
 	defer res.Body.Close()

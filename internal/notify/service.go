@@ -302,6 +302,9 @@ func (s *Service) checkEnable(ctx context.Context, c *Configuration) error {
 
 func describe(r Response) string {
 	if r.Code == "" {
+		if r.cause != "" {
+			return "nothing (" + r.cause + ")"
+		}
 		return "nothing (" + r.Body + ")"
 	}
 	return "HTTP " + r.Code
