@@ -133,7 +133,7 @@ func newCrashTrials(t *testing.T, database string, eng testenv.Engine, rng *rand
 		t.Fatal(err)
 	}
 	ct.cli = &cli{t: t, bin: eng.Path, eng: eng, host: host, env: append(os.Environ(),
-		"TF_CLI_CONFIG_FILE="+rc, "SSL_CERT_FILE="+filepath.Join(ct.p.dataDir, "tls", "ca.pem"),
+		"TF_CLI_CONFIG_FILE="+rc, "SSL_CERT_FILE="+filepath.Join(ct.p.DataDir, "tls", "ca.pem"),
 		"TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_INPUT=0", "HOME="+home)}
 	ct.dir = writeConfig(t, map[string]string{"main.tf": cloudBlock(host, crashOrg, "cli") + crashConfig})
 	ct.cli.run(ct.dir, "init")

@@ -63,7 +63,7 @@ func TestFanOutSurvivesKill(t *testing.T) {
 			}
 			p.kill()
 
-			p = startProc(t, p.dataDir, p.database, p.addr)
+			p = startProc(t, p.DataDir, p.Database, p.Addr)
 			c = p.Client
 			var got []*tfe.Run
 			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {

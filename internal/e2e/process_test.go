@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -16,17 +15,13 @@ import (
 // tests use).
 type proc struct {
 	*testenv.Process
-	t        *testing.T
-	dataDir  string
-	database string
-	addr     string
-	cmd      *exec.Cmd
+	t *testing.T
 }
 
 func startProc(t *testing.T, dataDir, database, addr string, extra ...string) *proc {
 	t.Helper()
 	p := testenv.StartProcess(t, dataDir, database, addr, extra...)
-	return &proc{Process: p, t: t, dataDir: p.DataDir, database: p.Database, addr: p.Addr, cmd: p.Cmd}
+	return &proc{Process: p, t: t}
 }
 
 // kill sends SIGKILL and waits for the process to go.
@@ -35,7 +30,7 @@ func (p *proc) kill() { p.Kill() }
 // restart starts a new process on the same data, database and address.
 func (p *proc) restart() *proc {
 	p.kill()
-	return startProc(p.t, p.dataDir, p.database, p.addr)
+	return startProc(p.t, p.DataDir, p.Database, p.Addr)
 }
 
 func mustCtx() context.Context { return context.Background() }
