@@ -165,15 +165,9 @@ func (s *Service) RegenerateToken(ctx context.Context, n NewToken) (*Token, stri
 // ImportToken stores a token whose secret was chosen elsewhere (the site
 // token given with --site-token). An existing token with that secret is kept.
 func (s *Service) ImportToken(ctx context.Context, n NewToken, secret string) error {
-	var id string
-	err := s.db.QueryRow(ctx, `SELECT id FROM tokens WHERE hash = ?`, HashToken(secret)).Scan(&id)
-	if err == nil {
-		return nil
-	}
-	if !store.IsNoRows(err) {
-		return err
-	}
-	_, err = s.db.Exec(ctx, `INSERT INTO tokens (id, kind, subject, hash, description, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	// ON CONFLICT: a token already imported (a restart, or a replica
+	// starting at the same moment) is left as it is.
+	_, err := s.db.Exec(ctx, `INSERT INTO tokens (id, kind, subject, hash, description, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING`,
 		core.NewID(core.PrefixToken), string(n.Kind), n.Subject, HashToken(secret), n.Description, n.CreatedBy, core.Micros(core.Now()))
 	return err
 }

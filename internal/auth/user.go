@@ -119,6 +119,10 @@ func (s *Service) EnsureSiteAdmin(ctx context.Context, secret string) (*User, er
 	u, err := s.UserByName(ctx, "admin")
 	if core.KindOf(err) == core.KindNotFound {
 		u, err = s.CreateUser(ctx, s.db, "admin", "admin@terrace.local", true)
+		if core.KindOf(err) == core.KindConflict {
+			// Another replica starting beside this one created it first.
+			u, err = s.UserByName(ctx, "admin")
+		}
 	}
 	if err != nil {
 		return nil, err
