@@ -63,20 +63,20 @@ func TestPageActionsAreAudited(t *testing.T) {
 	tb.do(
 		chromedp.SendKeys(chromedp.CSS(`#create-org input[name=name]`), "acme"),
 		chromedp.SendKeys(chromedp.CSS(`#create-org input[name=email]`), "ops@acme.test"),
-		chromedp.Click(chromedp.CSS(`#create-org button`)),
-		chromedp.WaitVisible(chromedp.CSS(`#cloud-block`)),
 	)
+	tb.press(`#create-org button`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#cloud-block`)))
 	tb.open("/app/acme/workspaces")
 	tb.do(
 		chromedp.Click(chromedp.CSS(`details summary`)),
 		chromedp.SendKeys(chromedp.CSS(`#create-ws input[name=name]`), "web"),
-		chromedp.Click(chromedp.CSS(`#create-ws button`)),
 	)
+	tb.press(`#create-ws button`)
 	tb.waitLocation("/app/acme/workspaces/web")
 	tb.waitText("#lock-form button", "Lock", time.Minute)
-	tb.do(chromedp.Click(chromedp.CSS(`#lock-form button`)))
+	tb.press(`#lock-form button`)
 	tb.waitText("#lock-form button", "Unlock", time.Minute)
-	tb.do(chromedp.Click(chromedp.CSS(`#lock-form button`)))
+	tb.press(`#lock-form button`)
 	tb.waitText("#lock-form button", "Lock", time.Minute)
 	tb.open("/app/acme/workspaces/web/variables")
 	tb.do(
@@ -84,8 +84,8 @@ func TestPageActionsAreAudited(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#add-var input[name=key]`), "db_password"),
 		chromedp.SendKeys(chromedp.CSS(`#add-var input[name=value]`), "page-secret-value-77"),
 		chromedp.Click(chromedp.CSS(`#add-var input[name=sensitive]`)),
-		chromedp.Click(chromedp.CSS(`#add-var button`)),
 	)
+	tb.press(`#add-var button`)
 	tb.waitText("#vars", "db_password", time.Minute)
 	tb.screenshot("variables")
 	web, err := e.Client.Workspaces.Read(ctx, "acme", "web")

@@ -117,10 +117,70 @@ func (tb *tab) open(path string) int {
 	return int(resp.Status)
 }
 
-// text returns the text of the first element matching sel.
+// text returns the text of the first element matching sel, waiting for it
+// to appear. The page may be navigating (a form was just posted): an
+// evaluation that fails meanwhile is tried again. (chromedp.TextContent
+// addresses the element by node ID and failed there with "No node with
+// given id found".)
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
-	return must(tb, chromedp.TextContent(chromedp.CSS(sel)))
+	js := fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?"+"+e.textContent:"-"})()`, sel)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		got, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](js))
+		if err == nil && strings.HasPrefix(got, "+") {
+			return got[1:]
+		}
+		if time.Now().After(deadline) {
+			tb.screenshot("text-timeout")
+			tb.t.Fatalf("no %s on the page (at %s): %v", sel, tb.location(), err)
+		}
+	}
+}
+
+// press clicks the visible element matching sel (a form's button, a link
+// that navigates) once the page is loaded and no reload is pending after a
+// live log ended (app.js reloads the page then). The
+// click runs in the page: chromedp.Click addresses the element by a
+// DevTools node ID, and a page that reloaded or re-read its document between
+// the query and the click failed with "No node with given id found".
+func (tb *tab) press(sel string) {
+	tb.t.Helper()
+	js := fmt.Sprintf(`(function(){
+		if (document.readyState !== "complete" || document.querySelector("pre[data-ended]")) return false;
+		var e = document.querySelector(%q);
+		if (!e || e.getClientRects().length === 0) return false;
+		e.click();
+		return true;
+	})()`, sel)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		// The script runs to its end or not at all, and a form's
+		// navigation starts after it returns: an error (the page was
+		// reloading) means no click happened, so it is tried again.
+		clicked, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](js))
+		if clicked {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.screenshot("press-timeout")
+			tb.t.Fatalf("%s never became clickable on a loaded page (at %s): %v", sel, tb.location(), err)
+		}
+	}
+}
+
+// waitJS waits until the expression cond is true in the page (which may
+// navigate meanwhile: an evaluation that fails is tried again).
+func (tb *tab) waitJS(cond, what string) {
+	tb.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		ok, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.screenshot("wait-timeout")
+			tb.t.Fatalf("never %s (at %s): %v", what, tb.location(), err)
+		}
+	}
 }
 
 // html returns the whole page's markup.

@@ -86,7 +86,8 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 	tb := newTab(t, e, e.Token)
 	tb.open("/app/acme/registry")
 	tb.screenshot("registry")
-	tb.do(chromedp.Click(chromedp.CSS(`#modules a.provision`)), chromedp.WaitVisible(chromedp.CSS(`#provision`)))
+	tb.press(`#modules a.provision`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#provision`)))
 	opts := must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#provision select[name="var.size"] option')).map(function(o){return o.value})`))
 	if strings.Join(opts, ",") != "small,large" {
 		t.Fatalf("size is offered as %v, want the allowed values small and large", opts)
@@ -98,9 +99,9 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 	tb.do(
 		chromedp.SendKeys(chromedp.CSS(`#provision input[name=workspace_name]`), "bucket-prod"),
 		chromedp.SetValue(chromedp.CSS(`#provision select[name="var.size"]`), "large"),
-		chromedp.Click(chromedp.CSS(`#provision button`)),
-		chromedp.WaitVisible(chromedp.CSS(`#lock-state`)),
 	)
+	tb.press(`#provision button`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#lock-state`)))
 	if !strings.HasSuffix(tb.location(), "/app/acme/workspaces/bucket-prod") {
 		t.Fatalf("provisioning led to %s", tb.location())
 	}
@@ -113,13 +114,13 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 		t.Fatalf("provisioned variables: %v %+v", err, vars)
 	}
 	// The provisioning run waits for confirmation: confirm it on its page.
-	tb.do(chromedp.Click(chromedp.CSS(`table.runs a`)))
+	tb.press(`table.runs a`)
 	tb.waitLocation("/app/acme/workspaces/bucket-prod/runs/run-")
 	tb.waitText("#run-status", "planned", 2*time.Minute)
 	if log := tb.text("#plan-log"); !strings.Contains(log, "large-ops-1.0.0") {
 		t.Fatalf("the plan does not use the chosen value: %q", log)
 	}
-	tb.do(chromedp.Click(chromedp.CSS(`#confirm`)), chromedp.WaitNotPresent(chromedp.CSS(`#confirm`)))
+	tb.press(`#confirm`)
 	tb.waitText("#run-status", "applied", 2*time.Minute)
 
 	publish(t, e, id, "1.1.0")
@@ -127,7 +128,7 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 	if !strings.Contains(tb.text("#upgrade-form"), "new version available") {
 		t.Fatalf("upgrade button: %q", tb.text("#upgrade-form"))
 	}
-	tb.do(chromedp.Click(chromedp.CSS(`#upgrade-form button`)))
+	tb.press(`#upgrade-form button`)
 	tb.waitLocation("/app/acme/workspaces/bucket-prod/upgrade/run-")
 	tb.waitText("#run-status", "planned_and_finished", 2*time.Minute)
 	tb.open(strings.TrimPrefix(tb.location(), e.URL)) // the finished plan's changes
@@ -138,7 +139,7 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 		t.Fatalf("upgrade plan: %q", log)
 	}
 	tb.screenshot("upgrade-plan")
-	tb.do(chromedp.Click(chromedp.CSS(`#confirm-upgrade button`)))
+	tb.press(`#confirm-upgrade button`)
 	tb.waitLocation("/app/acme/workspaces/bucket-prod/runs/run-")
 	tb.waitText("#run-status", "applied", 2*time.Minute)
 	tb.screenshot("upgraded")

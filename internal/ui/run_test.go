@@ -65,9 +65,9 @@ func TestRunFromTheBrowser(t *testing.T) {
 	tb.screenshot("workspace")
 	tb.do(
 		chromedp.SendKeys(chromedp.CSS(`#start-run input[name=message]`), "from the browser"),
-		chromedp.Click(chromedp.CSS(`#start-run button`)),
-		chromedp.WaitVisible(chromedp.CSS(`#plan-log`)),
 	)
+	tb.press(`#start-run button`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#plan-log`)))
 	runPath := strings.TrimPrefix(tb.location(), e.URL)
 	if !strings.HasPrefix(runPath, "/app/acme/workspaces/app/runs/run-") {
 		t.Fatalf("starting a run led to %s", tb.location())
@@ -82,11 +82,8 @@ func TestRunFromTheBrowser(t *testing.T) {
 	tb.screenshot("planned")
 
 	// The confirm button is gone once the next page (apply queued) shows.
-	tb.do(
-		chromedp.Click(chromedp.CSS(`#confirm`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`#confirm`)),
-		chromedp.WaitVisible(chromedp.CSS(`#apply-log[data-live]`)),
-	)
+	tb.press(`#confirm`)
+	tb.waitJS(`!document.querySelector('#confirm') && document.querySelector('#apply-log[data-live]')`, "a page with a live apply log and no confirm button")
 	// Record what reaches the apply log after the page loaded: only the
 	// live stream can bring it (sessionStorage outlives the reload at the
 	// log's end).

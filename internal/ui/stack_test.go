@@ -32,7 +32,8 @@ func TestApproveStackDeployment(t *testing.T) {
 	}
 	tb := newTab(t, e, e.Token)
 	tb.open("/app/acme/stacks")
-	tb.do(chromedp.Click(chromedp.CSS(`#stacks a`)), chromedp.WaitVisible(chromedp.CSS(`section.deployment`)))
+	tb.press(`#stacks a`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`section.deployment`)))
 	// The deployment's run appears once the configuration is processed.
 	var runLink string
 	for deadline := time.Now().Add(2 * time.Minute); runLink == ""; time.Sleep(200 * time.Millisecond) {
@@ -56,11 +57,9 @@ func TestApproveStackDeployment(t *testing.T) {
 		t.Fatalf("steps: %q", tb.text("#steps"))
 	}
 	tb.screenshot("pending-approval")
-	// No WaitNotPresent here: it polls node IDs while the form post
-	// navigates ("No node with given id found" on the CI run); the loop
-	// below reopens the page until the run has succeeded, and then the
-	// approve form must be gone.
-	tb.do(chromedp.Click(chromedp.CSS(`#approve button`)))
+	// The loop below reopens the page until the run has succeeded, and
+	// then the approve form must be gone.
+	tb.press(`#approve button`)
 	for deadline := time.Now().Add(3 * time.Minute); tb.text("#stack-run-status") != "succeeded"; time.Sleep(300 * time.Millisecond) {
 		if s := tb.text("#stack-run-status"); s == "failed" || time.Now().After(deadline) {
 			t.Fatalf("after approval the deployment run is %s", s)
