@@ -24,23 +24,6 @@ func (o orgNames) IDByName(_ context.Context, name string) (string, error) {
 	return "", core.NotFound("organization %q not found", name)
 }
 
-func forEachStore(t *testing.T, fn func(t *testing.T, db *store.DB)) {
-	for _, st := range []string{"sqlite", "postgres"} {
-		t.Run(st, func(t *testing.T) {
-			dsn := storetest.SQLiteDSN(t)
-			if st == "postgres" {
-				dsn = storetest.PostgresDSN(t)
-			}
-			db, err := store.Open(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			fn(t, db)
-		})
-	}
-}
-
 func newTestService(t *testing.T, db *store.DB, retention time.Duration) *Service {
 	t.Helper()
 	ctx := context.Background()
@@ -69,7 +52,7 @@ func asOrgToken(org string) context.Context {
 }
 
 func TestStoreListFiltersAndPages(t *testing.T) {
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		s := newTestService(t, db, 0)
 		base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		for i := range 5 {
@@ -106,7 +89,7 @@ func TestStoreListFiltersAndPages(t *testing.T) {
 }
 
 func TestEventsAreAppendOnly(t *testing.T) {
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		s := newTestService(t, db, 0)
 		e := event("acme", core.Now(), "create")
 		if _, err := s.Record(context.Background(), e); err != nil {
@@ -120,7 +103,7 @@ func TestEventsAreAppendOnly(t *testing.T) {
 }
 
 func TestDisabledTrailRecordsNothing(t *testing.T) {
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		s := newTestService(t, db, 0)
 		owner := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, UserID: "user-1", Orgs: []string{"acme"}, Owns: []string{"acme"}})
 		c, err := s.SetTrailsEnabled(owner, "acme", false)
@@ -147,7 +130,7 @@ func TestDisabledTrailRecordsNothing(t *testing.T) {
 }
 
 func TestPruneLoopDeletesOldEventsAndStops(t *testing.T) {
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		s := newTestService(t, db, time.Hour)
 		now := core.Now()
 		for _, at := range []time.Time{now.Add(-3 * time.Hour), now.Add(-2 * time.Hour), now.Add(-time.Minute)} {

@@ -67,12 +67,8 @@ var principals = map[string]*auth.Principal{
 
 func newEnv(t *testing.T, st string, opts Options) *env {
 	t.Helper()
-	dsn := storetest.SQLiteDSN(t)
-	if st == "postgres" {
-		dsn = storetest.PostgresDSN(t)
-	}
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn)
+	db, err := store.Open(ctx, storetest.DSN(t, st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +139,7 @@ func acmeCtx() context.Context {
 }
 
 func forEachStore(t *testing.T, opts Options, fn func(t *testing.T, e *env)) {
-	for _, st := range []string{"sqlite", "postgres"} {
+	for _, st := range storetest.Stores {
 		t.Run(st, func(t *testing.T) { fn(t, newEnv(t, st, opts)) })
 	}
 }

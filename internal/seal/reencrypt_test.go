@@ -12,6 +12,7 @@ import (
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
 )
 
 // TestReencrypt: values and blobs sealed under the first data key are
@@ -21,7 +22,7 @@ import (
 // left to Migrate.
 func TestReencrypt(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		dir := t.TempDir()
 		if _, err := db.Exec(ctx, `CREATE TABLE reencrypt_test (id TEXT PRIMARY KEY, v TEXT)`); err != nil {

@@ -20,11 +20,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 
 func openDB(t *testing.T, st string) *store.DB {
 	t.Helper()
-	dsn := storetest.SQLiteDSN(t)
-	if st == "postgres" {
-		dsn = storetest.PostgresDSN(t)
-	}
-	db, err := store.Open(context.Background(), dsn)
+	db, err := store.Open(context.Background(), storetest.DSN(t, st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,18 +28,9 @@ func openDB(t *testing.T, st string) *store.DB {
 	return db
 }
 
-func forEachStore(t *testing.T, fn func(t *testing.T, db *store.DB)) {
-	for _, st := range []string{"sqlite", "postgres"} {
-		t.Run(st, func(t *testing.T) {
-			t.Parallel()
-			fn(t, openDB(t, st))
-		})
-	}
-}
-
 func TestKeysAndRotation(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		dir := t.TempDir()
 		// First start: a key is generated into the data dir, mode 0600.
@@ -116,7 +103,7 @@ func TestKeysAndRotation(t *testing.T) {
 
 func TestMigrateSealsPlainRowsOnce(t *testing.T) {
 	t.Parallel()
-	forEachStore(t, func(t *testing.T, db *store.DB) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		if _, err := db.Exec(ctx, `CREATE TABLE seal_probe (id TEXT PRIMARY KEY, v TEXT)`); err != nil {
 			t.Fatal(err)
