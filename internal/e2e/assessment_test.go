@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,17 +37,9 @@ type assessmentJSON struct {
 // (when not nil), failing the test unless the status is want.
 func api(t *testing.T, e *testenv.Env, method, path string, want int, out any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+e.Token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	code, raw := e.API(t, "", method, path, nil)
+	if code != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, code, raw, want)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {

@@ -132,13 +132,6 @@ func TestNotificationEmail(t *testing.T) {
 // statusOf sends a JSON:API request as the site admin and returns the status.
 func statusOf(t *testing.T, e *testenv.Env, method, path, body string) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+e.Token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	code, _ := e.API(t, "", method, path, body)
+	return code
 }

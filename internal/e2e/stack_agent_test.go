@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
+	"github.com/terracehq/terrace/internal/testenv"
 )
 
 // TestStackRunsOnAgents: a stack in execution mode "agent" runs its
@@ -123,14 +124,7 @@ func setStackAgentMode(t *testing.T, p *proc, stackID, pool string) {
 	t.Helper()
 	body := `{"data":{"type":"stacks","attributes":{"execution-mode":"agent"},` +
 		`"relationships":{"agent-pool":{"data":{"type":"agent-pools","id":"` + pool + `"}}}}}`
-	req, _ := http.NewRequest(http.MethodPatch, p.URL+"/api/v2/stacks/"+stackID, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+p.Token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := p.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, raw := testenv.Raw(t, p.HTTP, p.URL, p.Token, http.MethodPatch, "/api/v2/stacks/"+stackID, body)
 	var out struct {
 		Data struct {
 			Attributes struct {
@@ -138,7 +132,7 @@ func setStackAgentMode(t *testing.T, p *proc, stackID, pool string) {
 			} `json:"attributes"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Data.Attributes.ExecutionMode != "agent" {
-		t.Fatalf("setting the stack's execution mode: status %d, %+v, %v", resp.StatusCode, out, err)
+	if err := json.Unmarshal(raw, &out); err != nil || code != http.StatusOK || out.Data.Attributes.ExecutionMode != "agent" {
+		t.Fatalf("setting the stack's execution mode: status %d, %s, %v", code, raw, err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,24 +76,7 @@ func publish(t *testing.T, c *tfe.Client, org, version string) {
 // raw sends a request go-tfe has no method for and returns status and body.
 func raw(t *testing.T, e *testenv.Env, token, method, path string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, e.URL+"/api/v2/"+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return testenv.Raw(t, e.HTTP, e.URL, token, method, "/api/v2/"+path, body)
 }
 
 type upgradeDoc struct {

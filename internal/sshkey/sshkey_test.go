@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -47,22 +45,8 @@ func newWorkspace(t *testing.T, c *tfe.Client, org, name string) *tfe.Workspace 
 // status and body.
 func raw(t *testing.T, e *testenv.Env, token, method, path, body string) (int, string) {
 	t.Helper()
-	if token == "" {
-		token = e.Token
-	}
-	req, err := http.NewRequest(method, e.URL+"/api/v2/"+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, b := e.API(t, token, method, "/api/v2/"+path, body)
+	return code, string(b)
 }
 
 func userToken(t *testing.T, e *testenv.Env, name string) string {

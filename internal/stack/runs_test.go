@@ -105,14 +105,7 @@ func outputs(t *testing.T, c *tfe.Client, org, ws string) map[string]any {
 func setEngine(t *testing.T, e *testenv.Env, stackID, version string) {
 	t.Helper()
 	body := `{"data":{"type":"stacks","attributes":{"terraform-version":"` + version + `"}}}`
-	req, _ := http.NewRequest("PATCH", e.URL+"/api/v2/stacks/"+stackID, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+e.Token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, raw := e.API(t, "", http.MethodPatch, "/api/v2/stacks/"+stackID, body)
 	var out struct {
 		Data struct {
 			Attributes struct {
@@ -120,8 +113,8 @@ func setEngine(t *testing.T, e *testenv.Env, stackID, version string) {
 			} `json:"attributes"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Data.Attributes.TerraformVersion != version {
-		t.Fatalf("setting terraform-version %s: status %d, %+v, %v", version, resp.StatusCode, out, err)
+	if err := json.Unmarshal(raw, &out); err != nil || code != http.StatusOK || out.Data.Attributes.TerraformVersion != version {
+		t.Fatalf("setting terraform-version %s: status %d, %s, %v", version, code, raw, err)
 	}
 }
 

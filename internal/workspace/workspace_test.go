@@ -3,8 +3,6 @@ package workspace_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -45,19 +43,8 @@ func newUserClient(t *testing.T, e *testenv.Env, name string, siteAdmin bool) *t
 // raw sends a JSON:API request with the site token and returns status and body.
 func raw(t *testing.T, e *testenv.Env, method, path, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+e.Token)
-	req.Header.Set("Content-Type", "application/vnd.api+json")
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, b := e.API(t, "", method, path, body)
+	return code, string(b)
 }
 
 func TestWorkspaceCRUD(t *testing.T) {
