@@ -21,7 +21,7 @@ func TestPlanJSONMadeBesideTheApply(t *testing.T) {
 		add := func(id string, st Status, later bool) *Run {
 			r := &Run{ID: id, WorkspaceID: "ws-a", Organization: "acme", ConfigurationVersionID: "cv-x", Status: st, Timestamps: Stamps{},
 				AutoApply: true, PlanJSONLater: later, CreatedAt: core.Now(),
-				Plan:  Phase{ID: "plan-" + id, Additions: 2, HasChanges: true}, Apply: Phase{ID: "apply-" + id}}
+				Plan: Phase{ID: "plan-" + id, Additions: 2, HasChanges: true}, Apply: Phase{ID: "apply-" + id}}
 			if err := insertRun(ctx, db, nil, r); err != nil {
 				t.Fatal(err)
 			}
