@@ -46,16 +46,8 @@ func TestAutoApplyPlanJSONMadeBesideApply(t *testing.T) {
 func testAutoApplyPlanJSONMadeBesideApply(t *testing.T, e *testenv.Env) {
 	ctx := context.Background()
 	c := e.Client
-	org := testenv.NewOrg(t, c, "acme")
-	ws, err := c.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("planjson")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const secret = "Pl4n-JSON-s3cret"
-	if _, err := c.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("secret"), Value: tfe.String(secret),
-		Category: tfe.Category(tfe.CategoryTerraform), Sensitive: tfe.Bool(true)}); err != nil {
-		t.Fatal(err)
-	}
+	ws := workspaceWithSecret(ctx, t, c, "planjson", secret)
 	cv := uploadFiles(ctx, t, c, ws.ID, map[string]string{"main.tf": planJSONConfig}, false)
 	r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, AutoApply: tfe.Bool(true)})
 	if err != nil {
