@@ -122,6 +122,11 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 			t.Fatalf("the %s log does not name the agent that ran it:\n%s", name, log)
 		}
 	}
+	// The plan's JSON, which the agent made beside the apply, came over
+	// the job protocol before the job ended.
+	if raw, err := c.Plans.ReadJSONOutput(ctx, first.Plan.ID); err != nil || !strings.Contains(string(raw), `"resource_changes"`) {
+		t.Fatalf("the plan JSON of the run on the agent (%v): %.200s", err, raw)
+	}
 	agents, err := c.Agents.List(ctx, pool.ID, nil)
 	if err != nil || len(agents.Items) != 1 || agents.Items[0].Name != "agent-one" {
 		t.Fatalf("agents of the pool: %+v (%v), want agent-one", agents, err)

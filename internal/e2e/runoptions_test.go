@@ -183,16 +183,8 @@ func TestRunOptionsAPI(t *testing.T) {
 func testRunOptionsAPI(t *testing.T, e *testenv.Env) {
 	ctx := context.Background()
 	c := e.Client
-	org := testenv.NewOrg(t, c, "acme")
-	ws, err := c.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("opts")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const secret = "Tr4ce-S3cret-value"
-	if _, err := c.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("secret"), Value: tfe.String(secret),
-		Category: tfe.Category(tfe.CategoryTerraform), Sensitive: tfe.Bool(true)}); err != nil {
-		t.Fatal(err)
-	}
+	ws := workspaceWithSecret(ctx, t, c, "opts", secret)
 	cv := uploadFiles(ctx, t, c, ws.ID, map[string]string{"main.tf": optionsConfig}, false)
 	run := func(o tfe.RunCreateOptions, want ...tfe.RunStatus) *tfe.Run {
 		t.Helper()
@@ -540,6 +532,22 @@ func testRunOptionsCLI(t *testing.T, e *testenv.Env, c *cli) {
 	if r := latest(); !r.IsDestroy {
 		t.Fatal("the destroy run is not is-destroy")
 	}
+}
+
+// workspaceWithSecret makes a workspace in a new organization "acme"
+// with the sensitive terraform variable "secret".
+func workspaceWithSecret(ctx context.Context, t *testing.T, c *tfe.Client, name, secret string) *tfe.Workspace {
+	t.Helper()
+	org := testenv.NewOrg(t, c, "acme")
+	ws, err := c.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String("secret"), Value: tfe.String(secret),
+		Category: tfe.Category(tfe.CategoryTerraform), Sensitive: tfe.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }
 
 // checkAppliedPlanDescribed checks what the API says about the plan of a

@@ -161,6 +161,12 @@ func (c *Client) FinishPlan(ctx context.Context, jobID, runnerID string, res run
 	return out.Continue, err
 }
 
+// SavePlanJSON uploads the JSON of a plan reported without it.
+func (c *Client) SavePlanJSON(ctx context.Context, jobID, runnerID string, d run.PlanDescription) error {
+	_, err := c.call(ctx, http.MethodPut, "/api/agent/jobs/"+jobID+"/plan-json", d, nil)
+	return err
+}
+
 // FinishApply reports an apply (with the final state).
 func (c *Client) FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error {
 	_, err := c.call(ctx, http.MethodPost, "/api/agent/jobs/"+jobID+"/apply", res, nil)

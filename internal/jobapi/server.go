@@ -101,6 +101,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/agent/jobs/{id}/logs/{log}", s.handle(s.appendLog))
 	mux.HandleFunc("PUT /api/agent/jobs/{id}/state", s.handle(s.saveState))
 	mux.HandleFunc("POST /api/agent/jobs/{id}/plan", s.handle(s.finishPlan))
+	mux.HandleFunc("PUT /api/agent/jobs/{id}/plan-json", s.handle(s.savePlanJSON))
 	mux.HandleFunc("POST /api/agent/jobs/{id}/apply", s.handle(s.finishApply))
 }
 
@@ -535,6 +536,21 @@ func (s *Server) finishPlan(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	respond(w, http.StatusOK, PlanResponse{Continue: cont})
+	return nil
+}
+
+// savePlanJSON stores the JSON of a plan reported without it, which the
+// runner made while the same job applies.
+func (s *Server) savePlanJSON(w http.ResponseWriter, r *http.Request) error {
+	var d run.PlanDescription
+	c, err := s.openJob(r, &d, false)
+	if err != nil {
+		return err
+	}
+	if err := s.o.Runs.SavePlanJSON(r.Context(), c.job.ID, c.runner, d); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

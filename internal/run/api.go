@@ -790,10 +790,13 @@ func (a *API) writePlanJSON(w http.ResponseWriter, req *http.Request, r *Run, na
 			return
 		}
 	}
-	b, err := a.Service.PlanBlob(req.Context(), r.Plan.ID, name)
+	b, err := a.Service.PlanJSON(req.Context(), r, name)
 	if core.KindOf(err) == core.KindNotFound {
 		w.WriteHeader(http.StatusNoContent)
 		return
+	}
+	if core.KindOf(err) == core.KindTooManyRequests {
+		w.Header().Set("Retry-After", "1")
 	}
 	if err != nil {
 		tfeapi.Error(w, req, err)

@@ -160,6 +160,10 @@ type PlanResult struct {
 	PlanJSON                                  []byte // terraform show -json of the plan
 	RedactedJSON                              []byte // the same without sensitive values
 	PlanFile, LockFile                        []byte // kept when the run waits for confirmation
+	// JSONLater: PlanJSON and RedactedJSON are left out and come with
+	// SavePlanJSON while the same job applies (the counts are terraform's
+	// summary line). Only for a run that goes straight on to apply.
+	JSONLater bool `json:",omitempty"`
 }
 
 func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string) (string, string, error) {
@@ -292,6 +296,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				return nil, err
 			}
 			r.Apply.setPhase(PhaseQueued)
+			r.PlanJSONLater = res.JSONLater && res.PlanJSON == nil
 			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = 'apply', updated_at = ? WHERE id = ?`, core.Micros(core.Now()), jobID); err != nil {
 				return nil, err
 			}

@@ -43,6 +43,10 @@ type Run struct {
 	CancelRequestedAt      time.Time `json:"cancel_requested_at,omitzero"`
 	Plan                   Phase     `json:"plan"`
 	Apply                  Phase     `json:"apply"`
+	// PlanJSONLater: the plan was reported without its JSON, which the
+	// runner makes beside the apply of the same job and uploads before
+	// the job ends (see SavePlanJSON); until then the JSON is pending.
+	PlanJSONLater bool `json:"plan_json_later,omitempty"`
 
 	// Assessment marks a health assessment (a refresh-only plan started by
 	// internal/assessment): left out of run lists and queue counts, its

@@ -88,6 +88,12 @@ type Service struct {
 
 	// assessWake nudges the assessment runner: an assessment was queued.
 	assessWake chan struct{}
+
+	// planJSONWait bounds a read of a plan's JSON that is still being
+	// made (PlanJSONWait); onPlanJSONWait, when set (tests), hears each
+	// wait of such a read.
+	planJSONWait   time.Duration
+	onPlanJSONWait func()
 }
 
 // NewService returns a run service.
@@ -101,7 +107,8 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}, queued: make(chan struct{})}
+	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}, queued: make(chan struct{}),
+		planJSONWait: PlanJSONWait}
 }
 
 // OnChange registers a function called after every committed status

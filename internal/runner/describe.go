@@ -8,9 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/terracehq/terrace/internal/run"
 )
 
 // planDescription is what the API serves about a plan besides its log:
@@ -136,4 +140,82 @@ func (j *jobExec) capture(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, err
 	}
 	return stdout.Bytes(), nil
+}
+
+// planSummary watches terraform plan's human output for its summary line,
+// "Plan: 1 to import, 2 to add, 0 to change, 1 to destroy." (OpenTofu and
+// newer terraform may add "1 to forget"), so that a plan can be reported
+// with its counts before show -json has run. It keeps only the start of
+// each line.
+type planSummary struct {
+	cur  []byte
+	line string
+}
+
+const summaryLineMax = 256
+
+func (p *planSummary) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		chunk := b
+		if i >= 0 {
+			chunk = b[:i]
+		}
+		if room := summaryLineMax - len(p.cur); room > 0 {
+			p.cur = append(p.cur, chunk[:min(room, len(chunk))]...)
+		}
+		if i < 0 {
+			break
+		}
+		if bytes.HasPrefix(p.cur, []byte("Plan: ")) {
+			p.line = string(bytes.TrimSpace(p.cur))
+		}
+		p.cur = p.cur[:0]
+		b = b[i+1:]
+	}
+	return n, nil
+}
+
+var summaryCount = regexp.MustCompile(`(\d+) to (import|add|change|destroy)\b`)
+
+// counts returns the summary line's counts; all zero when terraform
+// printed none (no changes, or changes to outputs only).
+func (p *planSummary) counts() (add, change, destroy, imports int) {
+	for _, m := range summaryCount.FindAllStringSubmatch(p.line, -1) {
+		v, _ := strconv.Atoi(m[1])
+		switch m[2] {
+		case "import":
+			imports = v
+		case "add":
+			add = v
+		case "change":
+			change = v
+		case "destroy":
+			destroy = v
+		}
+	}
+	return
+}
+
+// describeBeside makes the plan's description while the apply runs and
+// uploads it as soon as it is made; the returned function waits for
+// that and returns the description (planJSON nil when it failed).
+func (j *jobExec) describeBeside(ctx context.Context, in *Inputs) func() planDescription {
+	done := make(chan planDescription, 1)
+	go func() {
+		defer j.took("plan JSON (beside the apply)", time.Now())
+		d := j.describe(ctx, in)
+		if d.planJSON != nil {
+			err := j.r.api.SavePlanJSON(ctx, j.job.ID, j.r.cfg.ID, run.PlanDescription{
+				PlanJSON: d.planJSON, RedactedJSON: d.redactedJSON,
+				Additions: d.add, Changes: d.change, Destructions: d.destroy, Imports: d.imports,
+			})
+			if err != nil {
+				j.log.Warn("the plan's JSON was refused", "error", err)
+			}
+		}
+		done <- d
+	}()
+	return func() planDescription { return <-done }
 }

@@ -76,13 +76,27 @@ func (j *jobExec) run(ctx context.Context) error {
 		if err != nil || !cont {
 			return err
 		}
-		// Auto-apply: same folder, same plan, no second init.
+		// Auto-apply: same folder, same plan, no second init. A plan
+		// reported without its JSON gets it made beside the apply and
+		// uploaded before the job ends.
+		var described func() planDescription
+		if res.JSONLater {
+			described = j.describeBeside(ctx, in)
+		}
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, j.job.ID, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
-		return j.finishApply(ctx, j.apply(ctx, res))
+		applied := j.apply(ctx, res)
+		if described != nil {
+			t0 := time.Now()
+			if d := described(); d.planJSON != nil {
+				applied.Additions, applied.Changes, applied.Destructions, applied.Imports = d.add, d.change, d.destroy, d.imports
+			}
+			j.took("wait for plan JSON", t0)
+		}
+		return j.finishApply(ctx, applied)
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
 		return j.finish(ctx, err, nil)
@@ -404,7 +418,8 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.InvokeActionAddrs {
 		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
 	}
-	code, err := j.terraform(ctx, nil, args...)
+	summary := &planSummary{}
+	code, err := j.terraform(ctx, io.MultiWriter(j.out, summary), args...)
 	switch {
 	case j.cancel != "":
 		return run.PlanResult{Canceled: true, Error: "canceled"}
@@ -414,6 +429,16 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		return run.PlanResult{Error: "terraform plan failed"}
 	}
 	res := run.PlanResult{HasChanges: code == 2}
+	if r.AutoApply && !r.SavePlan && !r.PlanOnly && !in.KeepPlan && (res.HasChanges || r.AllowEmptyApply) {
+		// The run goes straight on to apply in this job, and nothing
+		// reads the plan's JSON before the apply starts (no run task or
+		// policy stage waits on it): the plan is reported with the counts
+		// of terraform's summary line, and show -json runs beside the
+		// apply. The API holds a read of the JSON until it is uploaded.
+		res.JSONLater = true
+		res.Additions, res.Changes, res.Destructions, res.Imports = summary.counts()
+		return res
+	}
 	// What the API serves about the plan (json-output, the redacted JSON
 	// terraform's cloud backend reads as soon as the plan ends, the counts)
 	// is reported with the plan.

@@ -57,6 +57,9 @@ type API interface {
 	// SaveState stores a state snapshot terraform wrote mid-apply.
 	SaveState(ctx context.Context, jobID string, state []byte) error
 	FinishPlan(ctx context.Context, jobID, runnerID string, res run.PlanResult) (bool, error)
+	// SavePlanJSON uploads the JSON of a plan reported without it
+	// (PlanResult.JSONLater), made while the same job applies.
+	SavePlanJSON(ctx context.Context, jobID, runnerID string, d run.PlanDescription) error
 	FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error
 }
 

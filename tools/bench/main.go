@@ -340,8 +340,8 @@ func (b *bench) runTime(ctx context.Context, n, cliN int) error {
 		}
 		return median(v)
 	}
-	fmt.Printf("  where the server's time goes (medians): POST to plan start %s, plan phase %s (init, plan, show -json beside the provider schemas or their cached copy, report),\n"+
-		"    plan end to apply start %s, apply phase %s (apply, state upload, report), apply end to applied seen %s\n",
+	fmt.Printf("  where the server's time goes (medians): POST to plan start %s, plan phase %s (init, plan, report),\n"+
+		"    plan end to apply start %s, apply phase %s (apply, with the plan's show -json and upload beside it; state upload, report), apply end to applied seen %s\n",
 		ms(col(phases, 0)), ms(col(phases, 1)), ms(col(phases, 2)), ms(col(phases, 3)), ms(col(phases, 4)))
 	fmt.Printf("  local steps (medians): init %s, plan %s, apply %s; show -json of the plan (not in the baseline) %s\n", ms(col(steps, 0)), ms(col(steps, 1)), ms(col(steps, 2)), ms(col(steps, 3)))
 	var withShow []time.Duration

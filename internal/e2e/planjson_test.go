@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// An auto-applied run's plan JSON is made beside the apply, after the plan
+// was reported. A reader that asks for it as soon as the plan ends (as
+// terraform's cloud backend does with structured run output) gets the
+// redacted JSON, not an empty answer; after the run applied both JSONs are
+// served, the sensitive value left out of the redacted one, and the plan's
+// counts (reported from terraform's summary line) are right.
+const planJSONConfig = `
+variable "secret" {
+  type      = string
+  sensitive = true
+}
+resource "terraform_data" "s" {
+  input = var.secret
+}
+resource "terraform_data" "slow" {
+  input = "x"
+  provisioner "local-exec" {
+    command = "sleep 1"
+  }
+}
+`
+
+func TestAutoApplyPlanJSONMadeBesideApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	testenv.ForEachStore(t, testAutoApplyPlanJSONMadeBesideApply)
+}
+
+func testAutoApplyPlanJSONMadeBesideApply(t *testing.T, e *testenv.Env) {
+	ctx := context.Background()
+	c := e.Client
+	const secret = "Pl4n-JSON-s3cret"
+	ws := workspaceWithSecret(ctx, t, c, "planjson", secret)
+	cv := uploadFiles(ctx, t, c, ws.ID, map[string]string{"main.tf": planJSONConfig}, false)
+	r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, AutoApply: tfe.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redacted := func() []byte {
+		t.Helper()
+		req, err := c.NewRequest("GET", "plans/"+r.Plan.ID+"/json-output-redacted", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := req.Do(ctx, &buf); err != nil {
+			t.Fatalf("the redacted plan JSON: %v", err)
+		}
+		return buf.Bytes()
+	}
+	check := func(when string, b []byte) {
+		t.Helper()
+		var doc struct {
+			ResourceChanges []struct {
+				Address string `json:"address"`
+			} `json:"resource_changes"`
+			ProviderSchemas map[string]json.RawMessage `json:"provider_schemas"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.ResourceChanges) != 2 || len(doc.ProviderSchemas) == 0 {
+			t.Fatalf("the redacted plan JSON %s (%v): %.300s", when, err, b)
+		}
+		if strings.Contains(string(b), secret) {
+			t.Fatalf("the redacted plan JSON %s holds the sensitive value", when)
+		}
+	}
+
+	// As soon as the plan has ended, as terraform's cloud backend reads it.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		cur, err := c.Runs.Read(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cur.Status == tfe.RunApplyQueued || cur.Status == tfe.RunApplying || cur.Status == tfe.RunApplied {
+			check("read when the run was "+string(cur.Status), redacted())
+			break
+		}
+		if cur.Status == tfe.RunErrored || time.Now().After(deadline) {
+			t.Fatalf("the run did not get past its plan: %s", cur.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplied)
+	check("after the run applied", redacted())
+	raw, err := c.Plans.ReadJSONOutput(ctx, r.Plan.ID)
+	if err != nil || !json.Valid(raw) || !strings.Contains(string(raw), `"terraform_data.slow"`) {
+		t.Fatalf("the plan JSON after the run applied (%v): %.300s", err, raw)
+	}
+	p, err := c.Plans.Read(ctx, r.Plan.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.HasChanges || p.ResourceAdditions != 2 || p.ResourceChanges != 0 || p.ResourceDestructions != 0 {
+		t.Fatalf("plan: has changes %v, %d added, %d changed, %d destroyed; want true, 2, 0, 0", p.HasChanges, p.ResourceAdditions, p.ResourceChanges, p.ResourceDestructions)
+	}
+}

@@ -1,0 +1,94 @@
+package run
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// TestPlanJSONMadeBesideTheApply covers a plan reported without its JSON
+// (the runner makes it while the same job applies): a read asked before
+// the upload waits for it and gets the JSON, not an empty answer; the
+// upload is for the job's own runner only and its counts win over the
+// summary line's; a read after the job ended without an upload is 204
+// (NotFound), and a read that waits too long is told to retry (429).
+func TestPlanJSONMadeBesideTheApply(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		add := func(id string, st Status, later bool) *Run {
+			r := &Run{ID: id, WorkspaceID: "ws-a", Organization: "acme", ConfigurationVersionID: "cv-x", Status: st, Timestamps: Stamps{},
+				AutoApply: true, PlanJSONLater: later, CreatedAt: core.Now(),
+				Plan: Phase{ID: "plan-" + id, Additions: 2, HasChanges: true}, Apply: Phase{ID: "apply-" + id}}
+			if err := insertRun(ctx, db, nil, r); err != nil {
+				t.Fatal(err)
+			}
+			now := core.Micros(core.Now())
+			if _, err := db.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, runner_id, created_at, updated_at) VALUES (?, ?, 'apply', 'running', 'runs', '', 'runner-1', ?, ?)`,
+				"job-"+id, id, now, now); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		desc := PlanDescription{PlanJSON: []byte(`{"plan":1}`), RedactedJSON: []byte(`{"redacted":1}`), Additions: 3, Destructions: 1}
+
+		r := add("run-1", Applying, true)
+		waiting := make(chan struct{}, 1)
+		s.onPlanJSONWait = func() {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+		type answer struct {
+			b   []byte
+			err error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			b, err := s.PlanJSON(ctx, r, "json-redacted")
+			got <- answer{b, err}
+		}()
+		<-waiting // the read found no JSON and waits for it
+		if err := s.SavePlanJSON(ctx, "job-run-1", "runner-2", desc); core.KindOf(err) != core.KindConflict {
+			t.Fatalf("another runner's upload: %v, want a conflict", err)
+		}
+		if err := s.SavePlanJSON(ctx, "job-run-1", "runner-1", PlanDescription{PlanJSON: desc.PlanJSON}); core.KindOf(err) != core.KindInvalid {
+			t.Fatalf("an upload without the redacted JSON: %v, want invalid", err)
+		}
+		if err := s.SavePlanJSON(ctx, "job-run-1", "runner-1", desc); err != nil {
+			t.Fatal(err)
+		}
+		if a := <-got; a.err != nil || string(a.b) != `{"redacted":1}` {
+			t.Fatalf("the waiting read: %q, %v", a.b, a.err)
+		}
+		if b, err := s.PlanJSON(ctx, r, "json"); err != nil || string(b) != `{"plan":1}` {
+			t.Fatalf("the plan JSON: %q, %v", b, err)
+		}
+		if r, err := s.get(ctx, "run-1"); err != nil || r.Plan.Additions != 3 || r.Plan.Destructions != 1 {
+			t.Fatalf("the plan's counts after the upload: %+v, %v (want the JSON's 3 added, 1 destroyed)", r.Plan, err)
+		}
+
+		// A plan reported with its JSON takes no upload.
+		add("run-2", Applying, false)
+		if err := s.SavePlanJSON(ctx, "job-run-2", "runner-1", desc); core.KindOf(err) != core.KindConflict {
+			t.Fatalf("an upload nothing waits for: %v, want a conflict", err)
+		}
+
+		// The job ended without an upload: nothing comes any more.
+		r3 := add("run-3", Errored, true)
+		if _, err := s.PlanJSON(ctx, r3, "json-redacted"); core.KindOf(err) != core.KindNotFound {
+			t.Fatalf("JSON of a run past applying that never got it: %v, want not found (204)", err)
+		}
+
+		// A read that waits longer than the bound is told to retry.
+		r4 := add("run-4", Applying, true)
+		s.planJSONWait = 0
+		if _, err := s.PlanJSON(ctx, r4, "json"); core.KindOf(err) != core.KindTooManyRequests {
+			t.Fatalf("a read past the wait: %v, want too many requests (retry)", err)
+		}
+		s.planJSONWait = time.Minute
+	})
+}
