@@ -28,8 +28,9 @@ type logWriter struct {
 	wg      sync.WaitGroup
 }
 
-func newLogWriter(ctx context.Context, api API, jobID, logID string, vars []Variable) *logWriter {
-	w := &logWriter{ctx: ctx, api: api, jobID: jobID, logID: logID, secrets: sortedSecrets(vars), done: make(chan struct{})}
+// newLogWriter masks secrets (longest first: maskList).
+func newLogWriter(ctx context.Context, api API, jobID, logID string, secrets []string) *logWriter {
+	w := &logWriter{ctx: ctx, api: api, jobID: jobID, logID: logID, secrets: secrets, done: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -51,15 +52,21 @@ func (w *logWriter) mask(line []byte) []byte {
 	if len(w.secrets) == 0 {
 		return line
 	}
-	s := string(line)
-	for _, sec := range w.secrets {
+	return []byte(maskText(string(line), w.secrets))
+}
+
+// maskText replaces each secret in s by ***: each line of a multi-line
+// secret on its own (a log is masked line by line), lines shorter than 3
+// left alone.
+func maskText(s string, secrets []string) string {
+	for _, sec := range secrets {
 		for _, part := range strings.Split(sec, "\n") {
 			if len(part) >= 3 {
 				s = strings.ReplaceAll(s, part, "***")
 			}
 		}
 	}
-	return []byte(s)
+	return s
 }
 
 // Write implements io.Writer.
