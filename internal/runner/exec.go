@@ -557,6 +557,16 @@ func withRunSecrets(vars []Variable, runVars []run.RunVar) []Variable {
 	return out
 }
 
+// SensitiveRunValues returns what a job masks of the sensitive ones among
+// run variables: the HCL expression and, for a string literal, its text.
+func SensitiveRunValues(runVars []run.RunVar) []string {
+	var out []string
+	for _, v := range withRunSecrets(nil, runVars) {
+		out = append(out, v.Value)
+	}
+	return out
+}
+
 // sortedSecrets returns the sensitive values to mask, longest first so that
 // a secret containing another is masked whole.
 func sortedSecrets(vars []Variable) []string {

@@ -195,13 +195,13 @@ func leaves(v any, fn func(string)) {
 }
 
 // maskList is what a job masks: the current sensitive variables (with the
-// run's) and the values the current state holds at sensitive paths.
-// Longest first, so that a secret containing another is masked whole; no
-// value shorter than 3.
+// run's), the values the current state holds at sensitive paths, and the
+// mask-only values the server sent (Inputs.Masks). Longest first, so that
+// a secret containing another is masked whole; no value shorter than 3.
 func maskList(in *Inputs, vars []Variable) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, group := range [][]string{sortedSecrets(vars), stateSecrets(in.State)} {
+	for _, group := range [][]string{sortedSecrets(vars), stateSecrets(in.State), in.Masks} {
 		for _, s := range group {
 			if len(s) >= 3 && !seen[s] {
 				seen[s] = true

@@ -61,9 +61,9 @@ func TestStateSecrets(t *testing.T) {
 	}
 }
 
-// TestMaskList: a job masks the state's old secrets beside the current
-// sensitive variables, longest first, each once, and never a plain
-// variable.
+// TestMaskList: a job masks the state's old secrets and the server's
+// mask-only values beside the current sensitive variables, longest first,
+// each once, and never a plain variable or a value shorter than 3.
 func TestMaskList(t *testing.T) {
 	t.Parallel()
 	state, err := os.ReadFile("testdata/state-sensitive.json")
@@ -75,13 +75,13 @@ func TestMaskList(t *testing.T) {
 		{Key: "again", Value: "pw-top-secret", Category: "terraform", Sensitive: true},
 		{Key: "plain", Value: "visible-name", Category: "terraform"},
 	}
-	got := maskList(&Inputs{State: state}, vars)
-	for _, w := range []string{"new-current-secret", "old-input-secret", "pw-top-secret"} {
+	got := maskList(&Inputs{State: state, Masks: []string{"prev-run-secret", "ab"}}, vars)
+	for _, w := range []string{"new-current-secret", "old-input-secret", "pw-top-secret", "prev-run-secret"} {
 		if !slices.Contains(got, w) {
 			t.Errorf("maskList lacks %q: %q", w, got)
 		}
 	}
-	if slices.Contains(got, "visible-name") {
+	if slices.Contains(got, "visible-name") || slices.Contains(got, "ab") {
 		t.Errorf("maskList holds a plain variable: %q", got)
 	}
 	seen := map[string]bool{}

@@ -156,18 +156,20 @@ func TestSensitiveInputs(t *testing.T) {
 		if saved.Status != tfe.RunPlannedAndSaved {
 			t.Fatalf("the waiting plan's run is %s", saved.Status)
 		}
-		// The changed input's plan prints the old value of the outputs of
-		// module.box.terraform_data.kept and .leak, which terraform does
-		// not mark sensitive: the runner masks it too (the state marks it
-		// at kept's input), in the log and the redacted plan JSON, and
-		// the new value as well.
+		// The changed input's plan prints the old value in the diff of
+		// module.box.terraform_data.leak, whose input the module
+		// declassified: the state does not mark it sensitive anywhere, so
+		// the runner masks it as a sensitive input of the run that wrote
+		// the state (Inputs.Masks), in the log and the redacted plan JSON,
+		// and the new value as well.
 		full, err := c.Runs.ReadWithOptions(ctx, saved.ID, &tfe.RunReadOptions{Include: []tfe.RunIncludeOpt{tfe.RunPlan}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		log := read(c.Plans.Logs(ctx, full.Plan.ID))
-		if !strings.Contains(log, `output = "***" -> (known after apply)`) {
-			t.Errorf("the changed input's plan log does not show kept's old output masked:\n%s", log)
+		// (The quoted literal is masked whole: `"old"` -> `***`.)
+		if !strings.Contains(log, `input  = *** -> ***`) {
+			t.Errorf("the changed input's plan log does not show leak's old and new input masked:\n%s", log)
 		}
 		req, _ := http.NewRequest("GET", e.URL+"/api/v2/plans/"+full.Plan.ID+"/json-output-redacted", nil)
 		req.Header.Set("Authorization", "Bearer "+e.Token)
