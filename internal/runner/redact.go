@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 )
 
 // Redact returns a plan's JSON (terraform show -json) with every value
@@ -62,9 +63,9 @@ func Redact(planJSON []byte, sensitiveVars map[string]bool, secrets []string) []
 			asMap(v)["value"] = nil
 		}
 	}
-	if len(secrets) > 0 {
+	if m := maskReplacer(secrets); m != nil {
 		for k, v := range p {
-			p[k] = maskValue(v, secrets)
+			p[k] = maskValue(v, m, secrets)
 		}
 	}
 	out, err := json.Marshal(p)
@@ -140,10 +141,10 @@ func redactBy(v, mask any) any {
 
 // maskValue replaces the secrets in every string of v (longest first,
 // as the log masker does) and nulls a number that is one.
-func maskValue(v any, secrets []string) any {
+func maskValue(v any, m *strings.Replacer, secrets []string) any {
 	switch x := v.(type) {
 	case string:
-		return maskText(x, secrets)
+		return m.Replace(x)
 	case json.Number:
 		for _, sec := range secrets {
 			if x.String() == sec {
@@ -153,12 +154,12 @@ func maskValue(v any, secrets []string) any {
 		return x
 	case map[string]any:
 		for k, e := range x {
-			x[k] = maskValue(e, secrets)
+			x[k] = maskValue(e, m, secrets)
 		}
 		return x
 	case []any:
 		for i, e := range x {
-			x[i] = maskValue(e, secrets)
+			x[i] = maskValue(e, m, secrets)
 		}
 		return x
 	}

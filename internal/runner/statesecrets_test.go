@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -94,7 +95,7 @@ func TestMaskList(t *testing.T) {
 			t.Errorf("maskList is not longest first: %q before %q", got[i-1], s)
 		}
 	}
-	if got := maskText(`- "old-input-secret" -> "new-current-secret"`, got); got != `- "***" -> "***"` {
+	if got := maskReplacer(got).Replace(`- "old-input-secret" -> "new-current-secret"`); got != `- "***" -> "***"` {
 		t.Errorf("masked line %q", got)
 	}
 }
@@ -143,4 +144,55 @@ func TestRedactMasksSecrets(t *testing.T) {
 	if v := p.PriorState.Values.RootModule.Resources[0].Values["output"]; v != "prefix-***" {
 		t.Fatalf("prior state output %q", v)
 	}
+}
+
+// BenchmarkStateSecrets reads a state of 1000 terraform_data instances,
+// each with a sensitive input, as a job does once before it starts.
+func BenchmarkStateSecrets(b *testing.B) {
+	state := benchState(1000)
+	b.SetBytes(int64(len(state)))
+	for b.Loop() {
+		if got := stateSecrets(state); len(got) != 1000 {
+			b.Fatalf("%d secrets", len(got))
+		}
+	}
+}
+
+// BenchmarkMaskLine masks one log line against the 1000 secrets of that
+// state: the cost per log line of a workspace with that many.
+func BenchmarkMaskLine(b *testing.B) {
+	m := maskReplacer(maskList(&Inputs{State: benchState(1000)}, nil))
+	line := `      ~ output = "secret-value-0500" -> (known after apply)` + "\n"
+	for b.Loop() {
+		if got := m.Replace(line); strings.Contains(got, "secret-value") {
+			b.Fatal(got)
+		}
+	}
+}
+
+func benchState(n int) []byte {
+	type inst struct {
+		Attributes          map[string]any `json:"attributes"`
+		SensitiveAttributes []any          `json:"sensitive_attributes"`
+	}
+	type res struct {
+		Type      string `json:"type"`
+		Instances []inst `json:"instances"`
+	}
+	st := struct {
+		Version   int   `json:"version"`
+		Resources []res `json:"resources"`
+	}{Version: 4}
+	for i := range n {
+		v := fmt.Sprintf("secret-value-%04d", i)
+		st.Resources = append(st.Resources, res{Type: "terraform_data", Instances: []inst{{
+			Attributes:          map[string]any{"id": fmt.Sprint(i), "input": map[string]any{"value": v, "type": "string"}, "output": map[string]any{"value": v, "type": "string"}},
+			SensitiveAttributes: []any{[]any{map[string]any{"type": "get_attr", "value": "input"}}},
+		}}})
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
