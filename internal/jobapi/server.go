@@ -47,8 +47,9 @@ type Agents interface {
 type Sources struct {
 	// Archive opens a configuration version's tar.gz.
 	Archive func(ctx context.Context, cvID string) (io.ReadCloser, error)
-	// State returns the workspace's current state (nil when none).
-	State func(ctx context.Context, workspaceID string) ([]byte, error)
+	// State returns the workspace's current state (nil when none) and the
+	// run that wrote it ("" when none did).
+	State func(ctx context.Context, workspaceID string) (state []byte, runID string, err error)
 	// Variables returns the variables a run of the workspace gets.
 	Variables func(ctx context.Context, workspaceID, projectID string) ([]runner.Variable, error)
 	// RunToken mints a token for the run, valid while the run lasts.
@@ -456,8 +457,12 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.
 	if err != nil {
 		return nil, err
 	}
-	if in.State, err = s.o.Sources.State(ctx, r.WorkspaceID); err != nil {
+	var stateRun string
+	if in.State, stateRun, err = s.o.Sources.State(ctx, r.WorkspaceID); err != nil {
 		return nil, fmt.Errorf("reading the current state: %w", err)
+	}
+	if in.Masks, err = s.previousSecrets(ctx, stateRun, r.ID); err != nil {
+		return nil, err
 	}
 	if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, ws.ProjectID); err != nil {
 		return nil, fmt.Errorf("reading variables: %w", err)
@@ -474,6 +479,25 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.
 		}
 	}
 	return in, nil
+}
+
+// previousSecrets returns the sensitive run variables of the run that
+// wrote the current state (a stack deployment's previous sensitive
+// inputs): terraform may print them as previous values in this run, and
+// the state marks only what reached a resource or output as sensitive.
+// Nothing when that run is this one or is gone.
+func (s *Server) previousSecrets(ctx context.Context, stateRun, runID string) ([]string, error) {
+	if stateRun == "" || stateRun == runID {
+		return nil, nil
+	}
+	prev, err := s.o.Runs.System(ctx, stateRun)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s, which wrote the current state: %w", stateRun, err)
+	}
+	return runner.SensitiveRunValues(prev.Variables), nil
 }
 
 func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) error {

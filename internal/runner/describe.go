@@ -49,7 +49,7 @@ func (j *jobExec) describe(ctx context.Context, in *Inputs) planDescription {
 	}
 	d.planJSON = js
 	d.add, d.change, d.destroy, d.imports = countChanges(js)
-	d.redactedJSON = Redact(js, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)))
+	d.redactedJSON = Redact(js, sensitiveKeys(withRunSecrets(in.Variables, j.job.Run.Variables)), j.secrets)
 	if schemas != nil {
 		d.redactedJSON = withProviderSchemas(d.redactedJSON, schemas)
 	}

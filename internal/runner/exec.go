@@ -28,13 +28,16 @@ type jobExec struct {
 	job *run.Job
 	log *slog.Logger
 
-	bin    string
-	dir    string // scratch root
-	wd     string // terraform working directory
-	env    []string
-	out    *logWriter
-	cancel string // "", "cancel" or "force": the strongest signal seen
-	sig    chan string
+	bin string
+	dir string // scratch root
+	wd  string // terraform working directory
+	env []string
+	out *logWriter
+	// secrets are the values masked in the logs and the redacted plan
+	// JSON (maskList): held in memory only.
+	secrets []string
+	cancel  string // "", "cancel" or "force": the strongest signal seen
+	sig     chan string
 }
 
 func (j *jobExec) run(ctx context.Context) error {
@@ -55,7 +58,8 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err != nil {
 		return j.finish(ctx, j.r.fault(j.job, Fault{Err: fmt.Errorf("preparing the run: %w", err)}), nil)
 	}
-	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, withRunSecrets(in.Variables, r.Variables))
+	j.secrets = maskList(in, withRunSecrets(in.Variables, r.Variables))
+	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, j.secrets)
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 	defer j.out.Close()
 
@@ -84,7 +88,7 @@ func (j *jobExec) run(ctx context.Context) error {
 			described = j.describeBeside(ctx, in)
 		}
 		j.out.Close()
-		j.out = newLogWriter(ctx, j.r.api, j.job.ID, r.Apply.ID, withRunSecrets(in.Variables, r.Variables))
+		j.out = newLogWriter(ctx, j.r.api, j.job.ID, r.Apply.ID, j.secrets)
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
@@ -574,6 +578,16 @@ func withRunSecrets(vars []Variable, runVars []run.RunVar) []Variable {
 		if text, err := strconv.Unquote(v.Value); err == nil {
 			out = append(out, Variable{Key: v.Key, Value: text, Category: "terraform", Sensitive: true})
 		}
+	}
+	return out
+}
+
+// SensitiveRunValues returns what a job masks of the sensitive ones among
+// run variables: the HCL expression and, for a string literal, its text.
+func SensitiveRunValues(runVars []run.RunVar) []string {
+	var out []string
+	for _, v := range withRunSecrets(nil, runVars) {
+		out = append(out, v.Value)
 	}
 	return out
 }

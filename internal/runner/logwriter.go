@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -12,11 +13,11 @@ import (
 // line (so a secret split across writes is still caught) and ships it to
 // the server in chunks: every 250ms, or at 64 KiB.
 type logWriter struct {
-	ctx     context.Context
-	api     API
-	jobID   string
-	logID   string
-	secrets []string
+	ctx    context.Context
+	api    API
+	jobID  string
+	logID  string
+	masker *strings.Replacer // nil: nothing to mask
 
 	mu      sync.Mutex
 	shipMu  sync.Mutex // one chunk in flight at a time, so chunks keep their order
@@ -28,8 +29,9 @@ type logWriter struct {
 	wg      sync.WaitGroup
 }
 
-func newLogWriter(ctx context.Context, api API, jobID, logID string, vars []Variable) *logWriter {
-	w := &logWriter{ctx: ctx, api: api, jobID: jobID, logID: logID, secrets: sortedSecrets(vars), done: make(chan struct{})}
+// newLogWriter masks secrets (longest first: maskList).
+func newLogWriter(ctx context.Context, api API, jobID, logID string, secrets []string) *logWriter {
+	w := &logWriter{ctx: ctx, api: api, jobID: jobID, logID: logID, masker: maskReplacer(secrets), done: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -48,18 +50,38 @@ func newLogWriter(ctx context.Context, api API, jobID, logID string, vars []Vari
 }
 
 func (w *logWriter) mask(line []byte) []byte {
-	if len(w.secrets) == 0 {
+	if w.masker == nil {
 		return line
 	}
-	s := string(line)
-	for _, sec := range w.secrets {
+	return []byte(w.masker.Replace(string(line)))
+}
+
+// maskReplacer replaces each secret by ***: each line of a multi-line
+// secret on its own (a log is masked line by line), lines shorter than 3
+// left alone, the longest first where several match at one place (so that
+// a secret containing another is masked whole). One pass over the text
+// whatever the number of secrets (a state can hold thousands). nil when
+// there is nothing to mask.
+func maskReplacer(secrets []string) *strings.Replacer {
+	seen := map[string]bool{}
+	var parts []string
+	for _, sec := range secrets {
 		for _, part := range strings.Split(sec, "\n") {
-			if len(part) >= 3 {
-				s = strings.ReplaceAll(s, part, "***")
+			if len(part) >= 3 && !seen[part] {
+				seen[part] = true
+				parts = append(parts, part)
 			}
 		}
 	}
-	return []byte(s)
+	if len(parts) == 0 {
+		return nil
+	}
+	sort.SliceStable(parts, func(a, b int) bool { return len(parts[a]) > len(parts[b]) })
+	pairs := make([]string, 0, 2*len(parts))
+	for _, p := range parts {
+		pairs = append(pairs, p, "***")
+	}
+	return strings.NewReplacer(pairs...)
 }
 
 // Write implements io.Writer.

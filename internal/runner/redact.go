@@ -1,15 +1,28 @@
 package runner
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
 
 // Redact returns a plan's JSON (terraform show -json) with every value
 // marked sensitive replaced by null: resource changes and drift (by their
 // before/after_sensitive masks), outputs, planned values, prior state, and
 // variables that are declared sensitive or set as sensitive in Terrace.
 // The masks stay, so renderers still print "(sensitive value)".
-func Redact(planJSON []byte, sensitiveVars map[string]bool) []byte {
+//
+// Then every secret (the values the job masks in its logs, maskList) left
+// in a string is replaced by *** as in the logs, and a number that is a
+// secret becomes null: terraform does not mark every value derived from a
+// sensitive one (terraform_data's output copies its sensitive input
+// unmarked), and a previous value lives on in prior_state and a change's
+// before.
+func Redact(planJSON []byte, sensitiveVars map[string]bool, secrets []string) []byte {
 	var p map[string]any
-	if err := json.Unmarshal(planJSON, &p); err != nil {
+	d := json.NewDecoder(bytes.NewReader(planJSON))
+	d.UseNumber()
+	if err := d.Decode(&p); err != nil {
 		return nil
 	}
 	for _, key := range []string{"resource_changes", "resource_drift"} {
@@ -48,6 +61,11 @@ func Redact(planJSON []byte, sensitiveVars map[string]bool) []byte {
 	for name, v := range asMap(p["variables"]) {
 		if declared[name] || sensitiveVars[name] {
 			asMap(v)["value"] = nil
+		}
+	}
+	if m := maskReplacer(secrets); m != nil {
+		for k, v := range p {
+			p[k] = maskValue(v, m, secrets)
 		}
 	}
 	out, err := json.Marshal(p)
@@ -117,6 +135,33 @@ func redactBy(v, mask any) any {
 			}
 		}
 		return vs
+	}
+	return v
+}
+
+// maskValue replaces the secrets in every string of v (longest first,
+// as the log masker does) and nulls a number that is one.
+func maskValue(v any, m *strings.Replacer, secrets []string) any {
+	switch x := v.(type) {
+	case string:
+		return m.Replace(x)
+	case json.Number:
+		for _, sec := range secrets {
+			if x.String() == sec {
+				return nil
+			}
+		}
+		return x
+	case map[string]any:
+		for k, e := range x {
+			x[k] = maskValue(e, m, secrets)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = maskValue(e, m, secrets)
+		}
+		return x
 	}
 	return v
 }

@@ -54,7 +54,7 @@ output "region" { value = var.region }
 			t.Fatalf("the unredacted plan should contain %q (test setup)", secret)
 		}
 	}
-	red := Redact(plan, map[string]bool{"api_key": true})
+	red := Redact(plan, map[string]bool{"api_key": true}, nil)
 	if red == nil {
 		t.Fatal("Redact returned nil")
 	}
@@ -74,7 +74,7 @@ output "region" { value = var.region }
 
 func TestLogWriterMasksAcrossWrites(t *testing.T) {
 	api := &fakeLogs{}
-	w := newLogWriter(t.Context(), api, "job-1", "plan-1", []Variable{{Key: "k", Value: "s3cr3t-value", Sensitive: true}})
+	w := newLogWriter(t.Context(), api, "job-1", "plan-1", []string{"s3cr3t-value"})
 	w.Write([]byte("password is s3cr3"))
 	w.Write([]byte("t-value and more\nnext line s3cr3t-value"))
 	w.Close()

@@ -43,6 +43,12 @@ type Inputs struct {
 	// KeepPlan: the run waits between plan and apply (run tasks) even
 	// when it auto-applies, so the plan job keeps the saved plan.
 	KeepPlan bool `json:",omitempty"`
+	// Masks are values to mask and nothing else (never variables, files
+	// or environment): the sensitive run variables (a stack deployment's
+	// sensitive inputs) of the run that wrote the current state, which
+	// terraform may print as previous values even where the state does
+	// not mark them sensitive.
+	Masks []string `json:",omitempty"`
 }
 
 // API is the server as a runner sees it (internal/jobapi.Client).

@@ -32,12 +32,15 @@ func (s *Server) wireJobs() error {
 				rc, _, err := s.ConfigVersions.OpenArchiveUnchecked(ctx, cvID)
 				return rc, err
 			},
-			State: func(ctx context.Context, workspaceID string) ([]byte, error) {
-				_, raw, err := s.States.CurrentState(ctx, workspaceID)
+			State: func(ctx context.Context, workspaceID string) ([]byte, string, error) {
+				v, raw, err := s.States.CurrentState(ctx, workspaceID)
 				if core.KindOf(err) == core.KindNotFound {
-					return nil, nil
+					return nil, "", nil
 				}
-				return raw, err
+				if err != nil {
+					return nil, "", err
+				}
+				return raw, v.RunID, nil
 			},
 			Variables: func(ctx context.Context, workspaceID, projectID string) ([]runner.Variable, error) {
 				vars, err := s.Variables.EffectiveVariables(ctx, workspaceID, projectID)

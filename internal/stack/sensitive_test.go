@@ -134,9 +134,8 @@ func TestSensitiveInputs(t *testing.T) {
 		// At rest, the input appears in no database row or blob file
 		// (the deployment run's inputs, the workspace runs' variables,
 		// the state and plans are sealed). Checked before the input
-		// changes below: terraform's plan then prints the old value of
-		// module.box.terraform_data.kept's output, which is not marked
-		// sensitive, and the runner masks only the run's own values.
+		// changes below, as the stored plan of that change holds the old
+		// value (in the full plan JSON, for owners).
 		e.Stop(t)
 		testenv.AssertNoSecrets(t, e, st.ID, map[string]string{"sensitive input": secret})
 		e = testenv.New(t, e.Opts)
@@ -156,6 +155,32 @@ func TestSensitiveInputs(t *testing.T) {
 		saved := workspaceRuns(t, c, org.Name, ws)[0]
 		if saved.Status != tfe.RunPlannedAndSaved {
 			t.Fatalf("the waiting plan's run is %s", saved.Status)
+		}
+		// The changed input's plan prints the old value in the diff of
+		// module.box.terraform_data.leak, whose input the module
+		// declassified: the state does not mark it sensitive anywhere, so
+		// the runner masks it as a sensitive input of the run that wrote
+		// the state (Inputs.Masks), in the log and the redacted plan JSON,
+		// and the new value as well.
+		full, err := c.Runs.ReadWithOptions(ctx, saved.ID, &tfe.RunReadOptions{Include: []tfe.RunIncludeOpt{tfe.RunPlan}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := read(c.Plans.Logs(ctx, full.Plan.ID))
+		// (The quoted literal is masked whole: `"old"` -> `***`.)
+		if !strings.Contains(log, `input  = *** -> ***`) {
+			t.Errorf("the changed input's plan log does not show leak's old and new input masked:\n%s", log)
+		}
+		req, _ := http.NewRequest("GET", e.URL+"/api/v2/plans/"+full.Plan.ID+"/json-output-redacted", nil)
+		req.Header.Set("Authorization", "Bearer "+e.Token)
+		resp, err := e.HTTP.Do(req)
+		js := read(respBody(resp, err))
+		for what, text := range map[string]string{"plan log": log, "redacted plan JSON": js} {
+			for _, v := range []string{secret, "an0ther-secret"} {
+				if strings.Contains(text, v) {
+					t.Errorf("the %s of the changed input's run %s holds %q", what, saved.ID, v)
+				}
+			}
 		}
 		if err := c.StackDeploymentRuns.Cancel(ctx, waiting.ID); err != nil {
 			t.Fatal(err)
