@@ -25,12 +25,13 @@ const (
 
 // RecordPage records an action done through a web page exactly as the
 // API request that does the same would be: apiPattern is that request's
-// route ("POST /api/v2/workspaces/{id}/actions/lock"), values its path
-// parameters, createdID the resource a create made. The event is marked
+// route ("POST /api/v2/workspaces/{id}/actions/lock"), status the code
+// that request answers with, values its path parameters, createdID the
+// resource a create made. The event is marked
 // with source "ui" and the page's route. org names the organization when
 // the route does not (POST /api/v2/runs). Call it after the action
 // succeeded; it logs what fails, never the caller.
-func (s *Service) RecordPage(r *http.Request, org, apiPattern string, values map[string]string, createdID string) {
+func (s *Service) RecordPage(r *http.Request, org, apiPattern string, status int, values map[string]string, createdID string) {
 	p := auth.FromContext(r.Context())
 	if p == nil {
 		return
@@ -39,10 +40,6 @@ func (s *Service) RecordPage(r *http.Request, org, apiPattern string, values map
 	rt := parseRoute(apiPattern)
 	if !rt.site && org == "" {
 		org, _ = s.organizationBefore(ctx, rt, values)
-	}
-	status := http.StatusOK
-	if rt.create {
-		status = http.StatusCreated
 	}
 	e := s.event(r, p, rt, values, status, func() *responseDoc {
 		d := &responseDoc{}

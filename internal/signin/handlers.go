@@ -168,7 +168,7 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.opts.Audit != nil {
-		s.opts.Audit.RecordPage(r, "", "POST /api/v2/users/{id}/authentication-tokens", map[string]string{"id": p.UserID}, tok.ID)
+		s.opts.Audit.RecordPage(r, "", "POST /api/v2/users/{id}/authentication-tokens", http.StatusCreated, map[string]string{"id": p.UserID}, tok.ID)
 	}
 	s.showTokens(w, r, http.StatusOK, secret, "")
 }
@@ -187,7 +187,7 @@ func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.opts.Audit != nil {
-		s.opts.Audit.RecordPage(r, "", "DELETE /api/v2/authentication-tokens/{id}", map[string]string{"id": t.ID}, "")
+		s.opts.Audit.RecordPage(r, "", "DELETE /api/v2/authentication-tokens/{id}", http.StatusNoContent, map[string]string{"id": t.ID}, "")
 	}
 	http.Redirect(w, r, "/app/settings/tokens", http.StatusSeeOther)
 }

@@ -206,7 +206,7 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.opts.Audit != nil {
 		// As the user's own token request through the API would be.
-		s.opts.Audit.RecordPage(r.WithContext(auth.WithPrincipal(ctx, p)), "", "POST /api/v2/users/{id}/authentication-tokens", map[string]string{"id": userID}, t.ID)
+		s.opts.Audit.RecordPage(r.WithContext(auth.WithPrincipal(ctx, p)), "", "POST /api/v2/users/{id}/authentication-tokens", http.StatusCreated, map[string]string{"id": userID}, t.ID)
 	}
 	resp := map[string]any{"access_token": secret, "token_type": "bearer"}
 	if t.ExpiredAt != nil {

@@ -98,7 +98,7 @@ type Options struct {
 // (package audit).
 type Recorder interface {
 	RecordSignin(r *http.Request, action, userID, username string, meta map[string]string)
-	RecordPage(r *http.Request, org, apiPattern string, values map[string]string, createdID string)
+	RecordPage(r *http.Request, org, apiPattern string, status int, values map[string]string, createdID string)
 }
 
 // Service signs people in.

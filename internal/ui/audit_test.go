@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func sameAsAPI(t *testing.T, ui, api *audit.Event) {
 	}
 	if ui.Resource.Type != api.Resource.Type || ui.Resource.Action != api.Resource.Action ||
 		ui.Resource.Meta["route"] != api.Resource.Meta["route"] || ui.Resource.Meta["parent-type"] != api.Resource.Meta["parent-type"] ||
+		ui.Resource.Meta["status"] != api.Resource.Meta["status"] ||
 		ui.Actor != api.Actor || ui.OrganizationID != api.OrganizationID {
 		t.Errorf("a page's event differs from the API's:\n  page: %s\n  API:  %s", describe(ui), describe(api))
 	}
@@ -157,12 +159,16 @@ func TestPageActionsAreAudited(t *testing.T) {
 }
 
 // wantPageEvent fails unless the trail holds an event done through the
-// pages with the resource type, action and (when not "") ID.
-func wantPageEvent(t *testing.T, e *testenv.Env, typ, action, id string) {
+// pages with the resource type, action, (when not "") ID and the status
+// the API's route answers with.
+func wantPageEvent(t *testing.T, e *testenv.Env, typ, action, id string, status int) {
 	t.Helper()
 	events := uiEvents(e.AuditTrail(t))
 	for _, ev := range events {
 		if ev.Resource.Type == typ && ev.Resource.Action == action && (id == "" || ev.Resource.ID == id) {
+			if got := ev.Resource.Meta["status"]; got != strconv.Itoa(status) {
+				t.Errorf("page event %s: status %s, want the API's %d", describe(ev), got, status)
+			}
 			return
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,8 +150,8 @@ func TestProvisionAndUpgradeNoCode(t *testing.T) {
 	}
 	// Provisioning, confirming its run and both steps of the upgrade are
 	// in the audit trail as their API requests would be.
-	wantPageEvent(t, e, "workspace", "create", "")
-	wantPageEvent(t, e, "run", "apply", "")
-	wantPageEvent(t, e, "upgrade", "create", "")
-	wantPageEvent(t, e, "upgrade", "update", "")
+	wantPageEvent(t, e, "workspace", "create", "", http.StatusOK)
+	wantPageEvent(t, e, "run", "apply", "", http.StatusAccepted)
+	wantPageEvent(t, e, "upgrade", "create", "", http.StatusOK)
+	wantPageEvent(t, e, "upgrade", "update", "", http.StatusOK)
 }

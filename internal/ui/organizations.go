@@ -73,7 +73,7 @@ func (u *UI) createOrganization(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, "", "POST /api/v2/organizations", org.Name)
+	u.record(r, "", "POST /api/v2/organizations", http.StatusCreated, org.Name)
 	http.Redirect(w, r, orgPath(org.Name, "getting-started"), http.StatusSeeOther)
 }
 

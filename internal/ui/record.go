@@ -4,9 +4,10 @@ import "net/http"
 
 // record puts a page's action in the audit trail as the API request
 // apiPattern (with path parameters kv, name then value) would be:
-// same resource type, ID and action, marked as done through the UI.
-// org names the organization when the API route does not.
-func (u *UI) record(r *http.Request, org, apiPattern, createdID string, kv ...string) {
+// same resource type, ID and action, marked as done through the UI, with
+// status, the code that request answers with. org names the organization
+// when the API route does not.
+func (u *UI) record(r *http.Request, org, apiPattern string, status int, createdID string, kv ...string) {
 	if u.o.Audit == nil {
 		return
 	}
@@ -14,5 +15,5 @@ func (u *UI) record(r *http.Request, org, apiPattern, createdID string, kv ...st
 	for i := 0; i+1 < len(kv); i += 2 {
 		values[kv[i]] = kv[i+1]
 	}
-	u.o.Audit.RecordPage(r, org, apiPattern, values, createdID)
+	u.o.Audit.RecordPage(r, org, apiPattern, status, values, createdID)
 }

@@ -151,7 +151,7 @@ func (u *UI) provision(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, org, "POST /api/v2/no-code-modules/{id}/workspaces", ws.ID, "id", n.ID)
+	u.record(r, org, "POST /api/v2/no-code-modules/{id}/workspaces", http.StatusOK, ws.ID, "id", n.ID)
 	http.Redirect(w, r, orgPath(org, "workspaces", ws.Name), http.StatusSeeOther)
 }
 
@@ -194,7 +194,7 @@ func (u *UI) startUpgrade(w http.ResponseWriter, r *http.Request) {
 		u.showWorkspace(w, r, http.StatusOK, up.Message)
 		return
 	}
-	u.record(r, ws.Organization, "POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade", up.RunID, "id", id, "ws", ws.ID)
+	u.record(r, ws.Organization, "POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade", http.StatusOK, up.RunID, "id", id, "ws", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "upgrade", up.RunID), http.StatusSeeOther)
 }
 
@@ -258,6 +258,6 @@ func (u *UI) confirmUpgrade(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, ws.Organization, "POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade/{run}", "", "id", id, "ws", ws.ID, "run", r.PathValue("run"))
+	u.record(r, ws.Organization, "POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade/{run}", http.StatusOK, "", "id", id, "ws", ws.ID, "run", r.PathValue("run"))
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "runs", runID), http.StatusSeeOther)
 }

@@ -137,8 +137,8 @@ func TestRunFromTheBrowser(t *testing.T) {
 	}
 	tb.screenshot("narrow-run")
 	runID := runPath[strings.LastIndex(runPath, "/")+1:]
-	wantPageEvent(t, e, "run", "create", runID)
-	wantPageEvent(t, e, "run", "apply", runID)
+	wantPageEvent(t, e, "run", "create", runID, http.StatusCreated)
+	wantPageEvent(t, e, "run", "apply", runID, http.StatusAccepted)
 }
 
 // A member whose team cannot see a workspace gets a not-found page for it

@@ -270,6 +270,6 @@ func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, rn.Organization, "POST /api/v2/runs/{id}/actions/{action}", "", "id", rn.ID, "action", r.PathValue("action"))
+	u.record(r, rn.Organization, "POST /api/v2/runs/{id}/actions/{action}", http.StatusAccepted, "", "id", rn.ID, "action", r.PathValue("action"))
 	http.Redirect(w, r, orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), http.StatusSeeOther)
 }

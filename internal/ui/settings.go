@@ -156,7 +156,7 @@ func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, ws.Organization, "POST /api/v2/workspaces/{ws}/vars", v.ID, "ws", ws.ID)
+	u.record(r, ws.Organization, "POST /api/v2/workspaces/{ws}/vars", http.StatusCreated, v.ID, "ws", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "variables"), http.StatusSeeOther)
 }
 

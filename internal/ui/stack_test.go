@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,5 @@ func TestApproveStackDeployment(t *testing.T) {
 		t.Fatal("a finished run still offers approval")
 	}
 	tb.screenshot("approved")
-	wantPageEvent(t, e, "stack-deployment-run", "approve-all-plans", runLink[strings.LastIndex(runLink, "/")+1:])
+	wantPageEvent(t, e, "stack-deployment-run", "approve-all-plans", runLink[strings.LastIndex(runLink, "/")+1:], http.StatusNoContent)
 }

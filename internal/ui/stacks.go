@@ -152,7 +152,7 @@ func (u *UI) stackRunAction(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, st.Organization, stackRunRoutes[r.PathValue("action")], "", "id", dr.ID)
+	u.record(r, st.Organization, stackRunRoutes[r.PathValue("action")], http.StatusNoContent, "", "id", dr.ID)
 	http.Redirect(w, r, orgPath(st.Organization, "stack-runs", dr.ID), http.StatusSeeOther)
 }
 

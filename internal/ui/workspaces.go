@@ -172,7 +172,7 @@ func (u *UI) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, org, "POST /api/v2/organizations/{org}/workspaces", ws.ID, "org", org)
+	u.record(r, org, "POST /api/v2/organizations/{org}/workspaces", http.StatusCreated, ws.ID, "org", org)
 	http.Redirect(w, r, orgPath(org, "workspaces", ws.Name), http.StatusSeeOther)
 }
 
@@ -291,7 +291,7 @@ func (u *UI) startRun(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, ws.Organization, "POST /api/v2/runs", rn.ID)
+	u.record(r, ws.Organization, "POST /api/v2/runs", http.StatusCreated, rn.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "runs", rn.ID), http.StatusSeeOther)
 }
 
@@ -326,7 +326,7 @@ func (u *UI) setLock(w http.ResponseWriter, r *http.Request, lock bool) {
 	if lock {
 		action = "lock"
 	}
-	u.record(r, ws.Organization, "POST /api/v2/workspaces/{id}/actions/"+action, "", "id", ws.ID)
+	u.record(r, ws.Organization, "POST /api/v2/workspaces/{id}/actions/"+action, http.StatusOK, "", "id", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
 }
 
