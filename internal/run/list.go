@@ -138,12 +138,7 @@ func (s *Service) ListPage(ctx context.Context, workspaceID string, o ListOption
 func (s *Service) workspacePage(ctx context.Context, workspaceID string, o ListOptions) ([]*Run, int, error) {
 	return s.page(ctx, `workspace_id = ? AND assessment = ?`, []any{workspaceID, false}, o, func(q store.Q) (int, error) {
 		// An unfiltered list's total is the workspace's run count.
-		var n int
-		err := q.QueryRow(ctx, `SELECT runs FROM run_counts WHERE workspace_id = ?`, workspaceID).Scan(&n)
-		if store.IsNoRows(err) {
-			return 0, nil
-		}
-		return n, err
+		return runsCount(ctx, q, workspaceID)
 	}, nil)
 }
 

@@ -76,9 +76,19 @@ func TestListsInSQL(t *testing.T) {
 				}
 			}
 		}
-		var counted int
-		if err := db.QueryRow(ctx, `SELECT runs FROM run_counts WHERE workspace_id = ?`, "ws-a").Scan(&counted); err != nil || counted != len(all) {
+		if counted, err := s.RunsCount(ctx, "ws-a"); err != nil || counted != len(all) {
 			t.Fatalf("run count of ws-a: %d (%v), want %d", counted, err, len(all))
+		}
+		if counted, err := s.RunsCount(ctx, "ws-none"); err != nil || counted != 0 {
+			t.Fatalf("run count of a workspace without runs: %d (%v), want 0", counted, err)
+		}
+		// Deleting a workspace's runs deletes its counter too.
+		if err := DeleteWorkspaceRuns(ctx, db, "ws-b"); err != nil {
+			t.Fatal(err)
+		}
+		var left int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM run_counts WHERE workspace_id = ?`, "ws-b").Scan(&left); err != nil || left != 0 {
+			t.Fatalf("ws-b's run counter after its runs were deleted: %d rows (%v)", left, err)
 		}
 		positions, err := s.QueuePositions(ctx, all)
 		if err != nil {

@@ -848,7 +848,10 @@ func (s *Service) UsesConfigVersion(ctx context.Context, cvID string, active boo
 // DeleteWorkspaceRuns removes a workspace's runs (with their events and
 // jobs) inside the transaction that deletes the workspace.
 func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) error {
-	_, err := q.Exec(ctx, `DELETE FROM runs WHERE workspace_id = ?`, workspaceID)
+	if _, err := q.Exec(ctx, `DELETE FROM runs WHERE workspace_id = ?`, workspaceID); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, `DELETE FROM run_counts WHERE workspace_id = ?`, workspaceID)
 	return err
 }
 
@@ -915,11 +918,19 @@ func (s *Service) ForceExecute(ctx context.Context, id string) error {
 	return nil
 }
 
-// RunsCount counts a workspace's runs (the workspace's
-// workspace-kpis-runs-count).
+// RunsCount is a workspace's number of runs (the workspace's
+// workspace-kpis-runs-count): the counter insertRun keeps, so a workspace
+// read does not count its whole history.
 func (s *Service) RunsCount(ctx context.Context, workspaceID string) (int, error) {
+	return runsCount(ctx, s.DB, workspaceID)
+}
+
+func runsCount(ctx context.Context, q store.Q, workspaceID string) (int, error) {
 	var n int
-	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND assessment = ?`, workspaceID, false).Scan(&n)
+	err := q.QueryRow(ctx, `SELECT runs FROM run_counts WHERE workspace_id = ?`, workspaceID).Scan(&n)
+	if store.IsNoRows(err) {
+		return 0, nil
+	}
 	return n, err
 }
 
