@@ -593,6 +593,14 @@ func (s *Service) RunWorkspace(ctx context.Context, runID string) (string, strin
 	return ws, org, err
 }
 
+// RunTokensSQL says in SQL what RunWorkspace answers, for the one query
+// that authenticates a run token (internal/auth): every run with its
+// workspace, organization, and 1 when it has finished (its token no
+// longer works).
+func (s *Service) RunTokensSQL() string {
+	return `SELECT id, workspace_id, organization_name, CASE WHEN status IN ` + sqlFinal + ` THEN 1 ELSE 0 END AS final FROM runs`
+}
+
 // Events returns a run's history.
 func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
 	if _, err := s.Get(ctx, runID); err != nil {
