@@ -139,11 +139,12 @@ func (s *Service) GetAgent(ctx context.Context, id string) (*Agent, error) {
 	return a, nil
 }
 
-// agentCount counts a pool's agents that are not gone.
+// agentCount counts a pool's agents as HCP Terraform's agent-count does:
+// those idle, busy or unknown (an idle or busy one gone silent); exited
+// and errored agents are left out.
 func (s *Service) agentCount(ctx context.Context, poolID string) (int, error) {
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM agents WHERE pool_id = ? AND status IN (?, ?) AND last_ping_at > ?`,
-		poolID, StatusIdle, StatusBusy, core.Micros(core.Now().Add(-s.silentAfter()))).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM agents WHERE pool_id = ? AND status IN (?, ?)`, poolID, StatusIdle, StatusBusy).Scan(&n)
 	return n, err
 }
 
