@@ -227,6 +227,15 @@ func (s *Service) Get(ctx context.Context, name string) (*Organization, error) {
 	return s.get(ctx, s.db, name, false)
 }
 
+// GetIn is Get reading through q: inside a transaction, its Tx (a read on
+// the DB there would take a second connection).
+func (s *Service) GetIn(ctx context.Context, q store.Q, name string) (*Organization, error) {
+	if err := auth.CheckOrganization(ctx, name); err != nil {
+		return nil, err
+	}
+	return s.get(ctx, q, name, false)
+}
+
 // NameByID returns an organization's name (for organization tokens).
 func (s *Service) NameByID(ctx context.Context, id string) (string, error) {
 	var name string

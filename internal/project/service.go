@@ -15,7 +15,8 @@ import (
 // OrgDefaults tells an organization's default execution mode and agent
 // pool; the organization domain provides it (nil means "remote").
 type OrgDefaults interface {
-	OrgDefaults(ctx context.Context, org string) (executionMode, agentPoolID string, err error)
+	// It reads through q (inside a transaction, its Tx).
+	OrgDefaults(ctx context.Context, q store.Q, org string) (executionMode, agentPoolID string, err error)
 }
 
 // Workspaces counts the workspaces in a project; the workspace domain
@@ -133,6 +134,12 @@ func (s *Service) bindings(ctx context.Context, q store.Q, projectID string) ([]
 // Get returns a project the caller may see.
 func (s *Service) Get(ctx context.Context, id string) (*Project, error) {
 	return s.load(ctx, s.db, id, false)
+}
+
+// GetIn is Get reading through q: inside a transaction, its Tx (a read on
+// the DB there would take a second connection).
+func (s *Service) GetIn(ctx context.Context, q store.Q, id string) (*Project, error) {
+	return s.load(ctx, q, id, false)
 }
 
 // ListOptions filter a project list.
@@ -454,9 +461,14 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // Effective returns the execution mode and agent pool that apply to p,
 // falling back to the organization's defaults when not overwritten.
 func (s *Service) Effective(ctx context.Context, p *Project) (mode, agentPoolID string, err error) {
+	return s.EffectiveIn(ctx, s.db, p)
+}
+
+// EffectiveIn is Effective reading through q (inside a transaction, its Tx).
+func (s *Service) EffectiveIn(ctx context.Context, q store.Q, p *Project) (mode, agentPoolID string, err error) {
 	mode, agentPoolID = "remote", ""
 	if s.Orgs != nil {
-		if mode, agentPoolID, err = s.Orgs.OrgDefaults(ctx, p.Organization); err != nil {
+		if mode, agentPoolID, err = s.Orgs.OrgDefaults(ctx, q, p.Organization); err != nil {
 			return "", "", err
 		}
 		if mode == "" {

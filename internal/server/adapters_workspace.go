@@ -5,6 +5,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -12,8 +13,8 @@ import (
 // execution mode and agent pool.
 type orgDefaults struct{ orgs *organization.Service }
 
-func (a orgDefaults) OrgDefaults(ctx context.Context, org string) (string, string, error) {
-	o, err := a.orgs.Get(ctx, org)
+func (a orgDefaults) OrgDefaults(ctx context.Context, q store.Q, org string) (string, string, error) {
+	o, err := a.orgs.GetIn(ctx, q, org)
 	if err != nil {
 		return "", "", err
 	}
@@ -27,12 +28,12 @@ func (a workspaceProjects) DefaultID(ctx context.Context, org string) (string, e
 	return a.projects.DefaultID(ctx, org)
 }
 
-func (a workspaceProjects) ProjectInfo(ctx context.Context, id string) (*workspace.ProjectInfo, error) {
-	p, err := a.projects.Get(ctx, id)
+func (a workspaceProjects) ProjectInfo(ctx context.Context, q store.Q, id string) (*workspace.ProjectInfo, error) {
+	p, err := a.projects.GetIn(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}
-	mode, pool, err := a.projects.Effective(ctx, p)
+	mode, pool, err := a.projects.EffectiveIn(ctx, q, p)
 	if err != nil {
 		return nil, err
 	}
