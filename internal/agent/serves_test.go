@@ -75,3 +75,51 @@ func TestRunJobsGoToServingPool(t *testing.T) {
 		}
 	})
 }
+
+// TestSystemQueuedJobKeepsInheritedPool: a job queued by the server for
+// no caller (the next run started after a lease expired, say) goes to the
+// agent pool the workspace inherits from its project, as one queued for a
+// user does; it must never fall to the server's own runner.
+func TestSystemQueuedJobKeepsInheritedPool(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "acme")
+		pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prj, err := e.Client.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "on-agents",
+			DefaultExecutionMode: tfe.String("agent"), DefaultAgentPoolID: tfe.String(pool.ID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app"), Project: prj})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "x" {}`)
+		if _, err := e.Client.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The lock goes without a caller's unlock; the server starts the
+		// pending run for no caller.
+		if _, err := e.Server.DB.Exec(ctx, `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = '' WHERE id = ?`, ws.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Server.Runs.Schedule(ctx, ws.ID); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := e.Server.DB.QueryRow(ctx, `SELECT agent_pool_id FROM jobs WHERE run_id = ?`, r.ID).Scan(&got); err != nil {
+			t.Fatalf("the run's job: %v", err)
+		}
+		if got != pool.ID {
+			t.Fatalf("a job queued for no caller went to pool %q, want the project's %q", got, pool.ID)
+		}
+	})
+}

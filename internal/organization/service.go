@@ -227,12 +227,10 @@ func (s *Service) Get(ctx context.Context, name string) (*Organization, error) {
 	return s.get(ctx, s.db, name, false)
 }
 
-// GetIn is Get reading through q: inside a transaction, its Tx (a read on
-// the DB there would take a second connection).
-func (s *Service) GetIn(ctx context.Context, q store.Q, name string) (*Organization, error) {
-	if err := auth.CheckOrganization(ctx, name); err != nil {
-		return nil, err
-	}
+// SystemIn returns an organization without checking the caller, reading
+// through q (inside a transaction, its Tx): for the organization of
+// something already read (a project's defaults).
+func (s *Service) SystemIn(ctx context.Context, q store.Q, name string) (*Organization, error) {
 	return s.get(ctx, q, name, false)
 }
 

@@ -15,7 +15,8 @@ import (
 // OrgDefaults tells an organization's default execution mode and agent
 // pool; the organization domain provides it (nil means "remote").
 type OrgDefaults interface {
-	// It reads through q (inside a transaction, its Tx).
+	// It reads through q (inside a transaction, its Tx), for a project
+	// already read: without checking the caller.
 	OrgDefaults(ctx context.Context, q store.Q, org string) (executionMode, agentPoolID string, err error)
 }
 
@@ -91,6 +92,11 @@ func scan(sc interface{ Scan(...any) error }) (*Project, error) {
 }
 
 func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Project, error) {
+	return s.loadFor(ctx, q, id, forUpdate, true)
+}
+
+// loadFor is load, checking the caller's access or not.
+func (s *Service) loadFor(ctx context.Context, q store.Q, id string, forUpdate, checkCaller bool) (*Project, error) {
 	if !core.HasPrefix(id, core.PrefixProject) {
 		return nil, core.NotFound("project %q not found", id)
 	}
@@ -105,8 +111,10 @@ func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool
 	if err != nil {
 		return nil, err
 	}
-	if err := auth.CheckOrganization(ctx, p.Organization); err != nil {
-		return nil, core.NotFound("project %q not found", id)
+	if checkCaller {
+		if err := auth.CheckOrganization(ctx, p.Organization); err != nil {
+			return nil, core.NotFound("project %q not found", id)
+		}
 	}
 	if p.TagBindings, err = s.bindings(ctx, q, p.ID); err != nil {
 		return nil, err
@@ -136,10 +144,11 @@ func (s *Service) Get(ctx context.Context, id string) (*Project, error) {
 	return s.load(ctx, s.db, id, false)
 }
 
-// GetIn is Get reading through q: inside a transaction, its Tx (a read on
-// the DB there would take a second connection).
-func (s *Service) GetIn(ctx context.Context, q store.Q, id string) (*Project, error) {
-	return s.load(ctx, q, id, false)
+// SystemIn returns a project without checking the caller, reading through
+// q (inside a transaction, its Tx): for the project of a workspace already
+// read, whether by a caller who may see it or by the server itself.
+func (s *Service) SystemIn(ctx context.Context, q store.Q, id string) (*Project, error) {
+	return s.loadFor(ctx, q, id, false, false)
 }
 
 // ListOptions filter a project list.

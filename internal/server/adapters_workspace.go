@@ -14,7 +14,7 @@ import (
 type orgDefaults struct{ orgs *organization.Service }
 
 func (a orgDefaults) OrgDefaults(ctx context.Context, q store.Q, org string) (string, string, error) {
-	o, err := a.orgs.GetIn(ctx, q, org)
+	o, err := a.orgs.SystemIn(ctx, q, org)
 	if err != nil {
 		return "", "", err
 	}
@@ -28,8 +28,20 @@ func (a workspaceProjects) DefaultID(ctx context.Context, org string) (string, e
 	return a.projects.DefaultID(ctx, org)
 }
 
-func (a workspaceProjects) ProjectInfo(ctx context.Context, q store.Q, id string) (*workspace.ProjectInfo, error) {
-	p, err := a.projects.GetIn(ctx, q, id)
+func (a workspaceProjects) ProjectInfo(ctx context.Context, id string) (*workspace.ProjectInfo, error) {
+	p, err := a.projects.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	mode, pool, err := a.projects.Effective(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return projectInfo(p, mode, pool), nil
+}
+
+func (a workspaceProjects) WorkspaceProject(ctx context.Context, q store.Q, id string) (*workspace.ProjectInfo, error) {
+	p, err := a.projects.SystemIn(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}
@@ -37,10 +49,14 @@ func (a workspaceProjects) ProjectInfo(ctx context.Context, q store.Q, id string
 	if err != nil {
 		return nil, err
 	}
+	return projectInfo(p, mode, pool), nil
+}
+
+func projectInfo(p *project.Project, mode, pool string) *workspace.ProjectInfo {
 	info := &workspace.ProjectInfo{ID: p.ID, Organization: p.Organization, Name: p.Name, Description: p.Description, ExecutionMode: mode, AgentPoolID: pool,
 		AutoDestroyActivityDuration: p.Settings.AutoDestroyActivityDuration}
 	for _, b := range p.TagBindings {
 		info.TagBindings = append(info.TagBindings, workspace.TagBinding{ID: b.ID, Key: b.Key, Value: b.Value})
 	}
-	return info, nil
+	return info
 }

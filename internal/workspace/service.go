@@ -36,9 +36,12 @@ type ProjectInfo struct {
 type Projects interface {
 	// DefaultID returns the ID of an organization's default project.
 	DefaultID(ctx context.Context, org string) (string, error)
-	// ProjectInfo returns a project the caller may see (404 otherwise),
-	// reading through q (inside a transaction, its Tx).
-	ProjectInfo(ctx context.Context, q store.Q, id string) (*ProjectInfo, error)
+	// ProjectInfo returns a project the caller may see (404 otherwise).
+	ProjectInfo(ctx context.Context, id string) (*ProjectInfo, error)
+	// WorkspaceProject returns the project of a workspace already read
+	// (by a caller who may see it, or by the server itself) without
+	// checking the caller, reading through q (inside a transaction, its Tx).
+	WorkspaceProject(ctx context.Context, q store.Q, id string) (*ProjectInfo, error)
 }
 
 // StateInfo tells what the state domain knows about a workspace; nil until
@@ -576,7 +579,7 @@ func (s *Service) setProject(ctx context.Context, w *Workspace, projectID *strin
 		w.ProjectID = id
 		return nil
 	}
-	p, err := s.projects.ProjectInfo(ctx, s.db, *projectID)
+	p, err := s.projects.ProjectInfo(ctx, *projectID)
 	if err != nil || p.Organization != w.Organization {
 		return core.NotFound("project %q not found in organization %q", *projectID, w.Organization)
 	}
@@ -1110,12 +1113,12 @@ func (s *Service) projectInfo(ctx context.Context, id string) (*ProjectInfo, err
 func (s *Service) projectInfoIn(ctx context.Context, q store.Q, id string) (*ProjectInfo, error) {
 	m, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo)
 	if !ok {
-		return s.projects.ProjectInfo(ctx, q, id)
+		return s.projects.WorkspaceProject(ctx, q, id)
 	}
 	if p := m[id]; p != nil {
 		return p, nil
 	}
-	p, err := s.projects.ProjectInfo(ctx, q, id)
+	p, err := s.projects.WorkspaceProject(ctx, q, id)
 	if err == nil {
 		m[id] = p
 	}
