@@ -79,7 +79,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Pool, error) {
 }
 
 func (s *Service) loadScopes(ctx context.Context, p *Pool) error {
-	sc, err := s.scopes(ctx, p.ID)
+	sc, err := s.scopes(ctx, s.db, p.ID)
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,37 @@ type Scope struct {
 	AllowedWorkspaces, AllowedProjects, ExcludedWorkspaces *[]string
 }
 
+// checkScope makes sure every workspace and project of a scope change is
+// of the pool's organization (not found otherwise). It reads through other
+// domains, so it runs before the transaction that saves the scope.
+func (s *Service) checkScope(ctx context.Context, org string, sc Scope) error {
+	for _, c := range []struct {
+		project bool
+		ids     *[]string
+	}{{false, sc.AllowedWorkspaces}, {true, sc.AllowedProjects}, {false, sc.ExcludedWorkspaces}} {
+		if c.ids == nil || len(*c.ids) == 0 {
+			continue
+		}
+		if s.Lookup == nil {
+			return core.Invalid("workspace and project scopes are not available")
+		}
+		for _, id := range *c.ids {
+			var got string
+			var err error
+			if c.project {
+				got, err = s.Lookup.ProjectOrganization(ctx, id)
+			} else {
+				got, err = s.Lookup.WorkspaceOrganization(ctx, id)
+			}
+			if err != nil || got != org {
+				return core.NotFound("%s %q not found in organization %q", map[bool]string{true: "project", false: "workspace"}[c.project], id, org)
+			}
+		}
+	}
+	return nil
+}
+
+// saveScope writes a scope change checked by checkScope.
 func (s *Service) saveScope(ctx context.Context, q store.Q, p *Pool, sc Scope) error {
 	for _, c := range []struct {
 		kind string
@@ -145,6 +176,9 @@ func (s *Service) Create(ctx context.Context, org, name string, scoped *bool, sc
 		return nil, core.Invalid("name %q is invalid: use 1 to 90 letters, digits, spaces, '.', '-' and '_'", name)
 	}
 	p := &Pool{ID: core.NewID(PrefixPool), Organization: org, Name: name, OrganizationScoped: scoped == nil || *scoped, CreatedAt: core.Now()}
+	if err := s.checkScope(ctx, org, sc); err != nil {
+		return nil, err
+	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO agent_pools (id, organization_name, name, organization_scoped, created_at) VALUES (?, ?, ?, ?, ?)`,
 			p.ID, org, p.Name, p.OrganizationScoped, core.Micros(p.CreatedAt)); err != nil {
@@ -178,6 +212,9 @@ func (s *Service) Update(ctx context.Context, id string, name *string, scoped *b
 	}
 	if scoped != nil {
 		p.OrganizationScoped = *scoped
+	}
+	if err := s.checkScope(ctx, p.Organization, sc); err != nil {
+		return nil, err
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Exec(ctx, `UPDATE agent_pools SET name = ?, organization_scoped = ? WHERE id = ?`, p.Name, p.OrganizationScoped, p.ID); err != nil {

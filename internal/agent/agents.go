@@ -139,11 +139,12 @@ func (s *Service) GetAgent(ctx context.Context, id string) (*Agent, error) {
 	return a, nil
 }
 
-// agentCount counts a pool's agents that are not gone.
+// agentCount counts a pool's agents as HCP Terraform's agent-count does:
+// those idle, busy or unknown (an idle or busy one gone silent); exited
+// and errored agents are left out.
 func (s *Service) agentCount(ctx context.Context, poolID string) (int, error) {
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM agents WHERE pool_id = ? AND status IN (?, ?) AND last_ping_at > ?`,
-		poolID, StatusIdle, StatusBusy, core.Micros(core.Now().Add(-s.silentAfter()))).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM agents WHERE pool_id = ? AND status IN (?, ?)`, poolID, StatusIdle, StatusBusy).Scan(&n)
 	return n, err
 }
 
@@ -158,10 +159,11 @@ func (s *Service) PoolOrganizationSystem(ctx context.Context, poolID string) (st
 	return org, err
 }
 
-// PoolName names a pool without a caller ("" when it does not exist).
-func (s *Service) PoolName(ctx context.Context, poolID string) string {
+// PoolName names a pool without a caller ("" when it does not exist),
+// reading through q (inside a transaction, its Tx).
+func (s *Service) PoolName(ctx context.Context, q store.Q, poolID string) string {
 	var name string
-	if err := s.db.QueryRow(ctx, `SELECT name FROM agent_pools WHERE id = ?`, poolID).Scan(&name); err != nil {
+	if err := q.QueryRow(ctx, `SELECT name FROM agent_pools WHERE id = ?`, poolID).Scan(&name); err != nil {
 		return ""
 	}
 	return name
@@ -170,15 +172,16 @@ func (s *Service) PoolName(ctx context.Context, poolID string) string {
 // Serves reports whether a pool runs the jobs of a workspace (in a
 // project): an organization-scoped pool serves every workspace, another
 // only its allowed workspaces and projects; excluded workspaces never.
-func (s *Service) Serves(ctx context.Context, poolID, workspaceID, projectID string) (bool, error) {
+// It reads through q (inside a transaction, its Tx).
+func (s *Service) Serves(ctx context.Context, q store.Q, poolID, workspaceID, projectID string) (bool, error) {
 	var scoped bool
-	if err := s.db.QueryRow(ctx, `SELECT organization_scoped FROM agent_pools WHERE id = ?`, poolID).Scan(&scoped); err != nil {
+	if err := q.QueryRow(ctx, `SELECT organization_scoped FROM agent_pools WHERE id = ?`, poolID).Scan(&scoped); err != nil {
 		if store.IsNoRows(err) {
 			return false, nil
 		}
 		return false, err
 	}
-	sc, err := s.scopes(ctx, poolID)
+	sc, err := s.scopes(ctx, q, poolID)
 	if err != nil {
 		return false, err
 	}
@@ -210,8 +213,8 @@ const (
 	scopeExcludedWorkspace = "excluded-workspace"
 )
 
-func (s *Service) scopes(ctx context.Context, poolID string) (map[string][]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT kind, target_id FROM agent_pool_scopes WHERE pool_id = ? ORDER BY kind, target_id`, poolID)
+func (s *Service) scopes(ctx context.Context, q store.Q, poolID string) (map[string][]string, error) {
+	rows, err := q.Query(ctx, `SELECT kind, target_id FROM agent_pool_scopes WHERE pool_id = ? ORDER BY kind, target_id`, poolID)
 	if err != nil {
 		return nil, err
 	}
@@ -227,24 +230,9 @@ func (s *Service) scopes(ctx context.Context, poolID string) (map[string][]strin
 	return out, rows.Err()
 }
 
-// setScope replaces the targets of one kind of a pool's scope, checking
-// that each is in the pool's organization.
+// setScope replaces the targets of one kind of a pool's scope (checked by
+// checkScope before the transaction).
 func (s *Service) setScope(ctx context.Context, q store.Q, p *Pool, kind string, ids []string) error {
-	if s.Lookup == nil && len(ids) > 0 {
-		return core.Invalid("workspace and project scopes are not available")
-	}
-	for _, id := range ids {
-		var org string
-		var err error
-		if kind == scopeAllowedProject {
-			org, err = s.Lookup.ProjectOrganization(ctx, id)
-		} else {
-			org, err = s.Lookup.WorkspaceOrganization(ctx, id)
-		}
-		if err != nil || org != p.Organization {
-			return core.NotFound("%s %q not found in organization %q", map[bool]string{true: "project", false: "workspace"}[kind == scopeAllowedProject], id, p.Organization)
-		}
-	}
 	if _, err := q.Exec(ctx, `DELETE FROM agent_pool_scopes WHERE pool_id = ? AND kind = ?`, p.ID, kind); err != nil {
 		return err
 	}

@@ -37,6 +37,13 @@ type OrganizationIDsSQL interface {
 	OrganizationIDsSQL() string
 }
 
+// RunsSQL is implemented by a RunResolver that can say in SQL what
+// RunWorkspace answers: a query with the columns id, workspace_id,
+// organization_name and final (1 when the run has finished, else 0).
+type RunsSQL interface {
+	RunTokensSQL() string
+}
+
 // authQuery is the one query that authenticates a bearer token: the token
 // and, for a user token, its user, each organization the user belongs to,
 // whether through the owners team, and whether that organization refuses
@@ -57,15 +64,21 @@ func (s *Service) authQuery() string {
 	if oq, ok := s.orgs.(OrganizationIDsSQL); ok {
 		orgIDs = oq.OrganizationIDsSQL()
 	}
+	runs := `SELECT NULL AS id, NULL AS workspace_id, NULL AS organization_name, NULL AS final`
+	if rq, ok := s.runs.(RunsSQL); ok {
+		runs = rq.RunTokensSQL()
+	}
 	return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
-		tm.organization_name, tm.owners, o.name
+		tm.organization_name, tm.owners, o.name,
+		r.workspace_id, r.organization_name, r.final
 		FROM tokens t
 		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
 		LEFT JOIN (` + m.UserOrganizationsSQL() + `) x ON x.user_id = u.id
 		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
 		LEFT JOIN (` + teams + `) tm ON t.kind = '` + string(KindTeam) + `' AND tm.id = t.subject
 		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
+		LEFT JOIN (` + runs + `) r ON t.kind = '` + string(KindRun) + `' AND r.id = t.subject
 		WHERE t.hash = ?`
 }
 
@@ -81,13 +94,16 @@ func (s *Service) sqlKinds(kind Kind) bool {
 	case KindOrganization, KindAuditTrails:
 		_, ok := s.orgs.(OrganizationIDsSQL)
 		return ok
+	case KindRun:
+		_, ok := s.runs.(RunsSQL)
+		return ok
 	}
 	return false
 }
 
-// authenticateOnce is Authenticate in one store round trip for user tokens
-// (other kinds go on to principal, which asks their own domains). ok is
-// false when the providers cannot say it in SQL.
+// authenticateOnce is Authenticate in one store round trip for user, team,
+// organization and run tokens (other kinds go on to principal, which asks
+// their own domains). ok is false when the providers cannot say it in SQL.
 func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
 	query := s.authQuery()
 	if query == "" {
@@ -109,12 +125,14 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 		blocked           []string
 		teamOrg, orgName  sql.NullString
 		ownersTeam        sql.NullInt64
+		runWS, runOrg     sql.NullString
+		runFinal          sql.NullInt64
 	)
 	for rows.Next() {
 		var org, disabled sql.NullString
 		var isOwner sql.NullInt64
 		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled,
-			&teamOrg, &ownersTeam, &orgName); err != nil {
+			&teamOrg, &ownersTeam, &orgName, &runWS, &runOrg, &runFinal); err != nil {
 			return nil, true, fmt.Errorf("looking up token: %w", err)
 		}
 		seen = true
@@ -161,6 +179,12 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 		}
 		p, err := s.checkTTL(ctx, &Principal{Kind: k, TokenID: id, Organization: orgName.String}, created)
 		return p, true, err
+	case k == KindRun:
+		// As principal says it: a missing or finished run's token is refused.
+		if !runWS.Valid || runFinal.Int64 == 1 {
+			return nil, true, core.Unauthorized("the token's run no longer exists")
+		}
+		return &Principal{Kind: k, TokenID: id, RunID: subject, WorkspaceID: runWS.String, Organization: runOrg.String}, true, nil
 	}
 	if !userID.Valid {
 		return nil, true, core.Unauthorized("the token's user no longer exists")

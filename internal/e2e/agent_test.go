@@ -147,8 +147,8 @@ func TestAgentRunsPoolWorkspaces(t *testing.T) {
 		t.Fatalf("a run needing terraform 1.0.99 on the agent ended %s, want errored", bad.Status)
 	}
 	pr, err = c.Plans.Logs(ctx, bad.Plan.ID)
-	if log := readAll(t, pr, err); !strings.Contains(log, "1.0.99 is not installed") {
-		t.Fatalf("the errored plan's log does not say the engine is missing:\n%s", log)
+	if log := readAll(t, pr, err); !strings.Contains(log, `1.0.99 is not installed on agent "agent-one"`) {
+		t.Fatalf("the errored plan's log does not say the engine is missing on the agent:\n%s", log)
 	}
 	waitAgentStatus(ctx, t, c, oneID, "errored", 30*time.Second)
 

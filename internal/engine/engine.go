@@ -18,6 +18,10 @@ import (
 type Finder struct {
 	// Dir is the engines folder ("" for none).
 	Dir string
+	// Host names the machine the binaries are looked for on, in the
+	// message of a missing one ("" for this server): an agent names
+	// itself, so that the run's log says where to install it.
+	Host string
 
 	mu       sync.Mutex
 	versions map[binaryKey]string
@@ -48,7 +52,7 @@ func (f *Finder) Find(ctx context.Context, version string) (string, error) {
 				return p, nil
 			}
 		}
-		return "", fmt.Errorf("no %s binary found: put one on the server's PATH or in the engines folder", name)
+		return "", fmt.Errorf("no %s binary found on %s: put one on its PATH or in its engines folder", name, f.host())
 	}
 	var candidates []string
 	if f.Dir != "" {
@@ -73,7 +77,14 @@ func (f *Finder) Find(ctx context.Context, version string) (string, error) {
 	if f.Dir != "" {
 		where = fmt.Sprintf("in %s (as %s/%s/%s) or on PATH", f.Dir, name, want, name)
 	}
-	return "", fmt.Errorf("%s %s is not installed on this server: put it %s, or set the workspace's terraform version to one that is", name, want, where)
+	return "", fmt.Errorf("%s %s is not installed on %s: put it %s, or set the workspace's terraform version to one that is", name, want, f.host(), where)
+}
+
+func (f *Finder) host() string {
+	if f.Host == "" {
+		return "this server"
+	}
+	return f.Host
 }
 
 func (f *Finder) version(ctx context.Context, bin string) (string, error) {

@@ -28,8 +28,13 @@ func TestFind(t *testing.T) {
 		t.Fatalf("exact %s: %q %v", v, p, err)
 	}
 	_, err = f.Find(ctx, "0.0.1")
-	if err == nil || !strings.Contains(err.Error(), "0.0.1 is not installed") {
+	if err == nil || !strings.Contains(err.Error(), "0.0.1 is not installed on this server") {
 		t.Fatalf("missing version: %v", err)
+	}
+	// On an agent the message names the agent.
+	onAgent := &Finder{Dir: f.Dir, Host: `agent "a1"`}
+	if _, err := onAgent.Find(ctx, "0.0.1"); err == nil || !strings.Contains(err.Error(), `0.0.1 is not installed on agent "a1"`) {
+		t.Fatalf("missing version on an agent: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 )
@@ -65,6 +66,13 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (err error) {
 	rc.ID = reg.ID
 	if rc.Concurrency <= 0 {
 		rc.Concurrency = 1
+	}
+	if rc.Engines == nil {
+		rc.Engines = &engine.Finder{}
+	}
+	if rc.Engines.Host == "" {
+		// A missing engine's message names the agent, not the server.
+		rc.Engines.Host = fmt.Sprintf("agent %q", cfg.Name)
 	}
 	rc.Describe = fmt.Sprintf("Executed by agent %q (%s) of agent pool %s", cfg.Name, reg.ID, reg.Pool)
 	rc.Logger = log

@@ -227,6 +227,13 @@ func (s *Service) Get(ctx context.Context, name string) (*Organization, error) {
 	return s.get(ctx, s.db, name, false)
 }
 
+// SystemIn returns an organization without checking the caller, reading
+// through q (inside a transaction, its Tx): for the organization of
+// something already read (a project's defaults).
+func (s *Service) SystemIn(ctx context.Context, q store.Q, name string) (*Organization, error) {
+	return s.get(ctx, q, name, false)
+}
+
 // NameByID returns an organization's name (for organization tokens).
 func (s *Service) NameByID(ctx context.Context, id string) (string, error) {
 	var name string

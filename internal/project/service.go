@@ -15,7 +15,9 @@ import (
 // OrgDefaults tells an organization's default execution mode and agent
 // pool; the organization domain provides it (nil means "remote").
 type OrgDefaults interface {
-	OrgDefaults(ctx context.Context, org string) (executionMode, agentPoolID string, err error)
+	// It reads through q (inside a transaction, its Tx), for a project
+	// already read: without checking the caller.
+	OrgDefaults(ctx context.Context, q store.Q, org string) (executionMode, agentPoolID string, err error)
 }
 
 // Workspaces counts the workspaces in a project; the workspace domain
@@ -90,6 +92,11 @@ func scan(sc interface{ Scan(...any) error }) (*Project, error) {
 }
 
 func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Project, error) {
+	return s.loadFor(ctx, q, id, forUpdate, true)
+}
+
+// loadFor is load, checking the caller's access or not.
+func (s *Service) loadFor(ctx context.Context, q store.Q, id string, forUpdate, checkCaller bool) (*Project, error) {
 	if !core.HasPrefix(id, core.PrefixProject) {
 		return nil, core.NotFound("project %q not found", id)
 	}
@@ -104,8 +111,10 @@ func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool
 	if err != nil {
 		return nil, err
 	}
-	if err := auth.CheckOrganization(ctx, p.Organization); err != nil {
-		return nil, core.NotFound("project %q not found", id)
+	if checkCaller {
+		if err := auth.CheckOrganization(ctx, p.Organization); err != nil {
+			return nil, core.NotFound("project %q not found", id)
+		}
 	}
 	if p.TagBindings, err = s.bindings(ctx, q, p.ID); err != nil {
 		return nil, err
@@ -133,6 +142,13 @@ func (s *Service) bindings(ctx context.Context, q store.Q, projectID string) ([]
 // Get returns a project the caller may see.
 func (s *Service) Get(ctx context.Context, id string) (*Project, error) {
 	return s.load(ctx, s.db, id, false)
+}
+
+// SystemIn returns a project without checking the caller, reading through
+// q (inside a transaction, its Tx): for the project of a workspace already
+// read, whether by a caller who may see it or by the server itself.
+func (s *Service) SystemIn(ctx context.Context, q store.Q, id string) (*Project, error) {
+	return s.loadFor(ctx, q, id, false, false)
 }
 
 // ListOptions filter a project list.
@@ -454,9 +470,14 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // Effective returns the execution mode and agent pool that apply to p,
 // falling back to the organization's defaults when not overwritten.
 func (s *Service) Effective(ctx context.Context, p *Project) (mode, agentPoolID string, err error) {
+	return s.EffectiveIn(ctx, s.db, p)
+}
+
+// EffectiveIn is Effective reading through q (inside a transaction, its Tx).
+func (s *Service) EffectiveIn(ctx context.Context, q store.Q, p *Project) (mode, agentPoolID string, err error) {
 	mode, agentPoolID = "remote", ""
 	if s.Orgs != nil {
-		if mode, agentPoolID, err = s.Orgs.OrgDefaults(ctx, p.Organization); err != nil {
+		if mode, agentPoolID, err = s.Orgs.OrgDefaults(ctx, q, p.Organization); err != nil {
 			return "", "", err
 		}
 		if mode == "" {

@@ -56,9 +56,6 @@ type Run struct {
 	// moves are the transitions made since the run was read, reported to
 	// observers once they are committed (see Service.Observe).
 	moves []move
-	// workspace is the run's workspace when read before the transaction
-	// that changes the run (see Service.update), for queueing its jobs.
-	workspace *Workspace
 }
 
 type move struct{ from, to Status }

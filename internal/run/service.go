@@ -33,6 +33,11 @@ type Workspaces interface {
 	Get(ctx context.Context, id string) (*Workspace, error)
 	// System returns a workspace without an access check (scheduler, runners).
 	System(ctx context.Context, id string) (*Workspace, error)
+	// SystemIn is System reading through q: inside a transaction, its Tx
+	// (on PostgreSQL a transaction that reads on a second connection waits
+	// for a free one while it holds its own: a burst of them, as many as
+	// the pool has connections, waits until the requests time out).
+	SystemIn(ctx context.Context, q store.Q, id string) (*Workspace, error)
 	// LockForRun makes runID the workspace's lock holder inside q's
 	// transaction; false when someone else holds the lock.
 	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)
@@ -312,10 +317,6 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	r.UpdatedAt = r.CreatedAt
 	r.Timestamps.set("plan-queueable-at", r.CreatedAt)
 	var queued []*Run
-	// Queueing the run inside the transaction needs the workspace's agent
-	// pool: it was read above, so no second connection is taken while the
-	// transaction holds one.
-	ctx = withKnownWorkspace(ctx, ws)
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
 		if err := insertRun(ctx, tx, s.Keys, r); err != nil {
@@ -376,7 +377,8 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	}
 	pool := ""
 	if !r.Assessment {
-		ws, err := s.jobWorkspace(ctx, r)
+		// The workspace's agent pool, read in q's transaction.
+		ws, err := s.Workspaces.SystemIn(ctx, q, r.WorkspaceID)
 		if err != nil {
 			return err
 		}
@@ -398,45 +400,6 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
 		core.NewID("job"), r.ID, phase, string(queueOf(r)), pool, now, now)
 	return err
-}
-
-// knownWorkspaceKey carries a workspace read before a transaction into it.
-type knownWorkspaceKey struct{}
-
-// withKnownWorkspace gives queuePhase a workspace already read. On
-// PostgreSQL a transaction that reads on a second connection waits for a
-// free one while it holds its own: with as many such transactions as the
-// pool has connections (a burst of run creations), they all wait until
-// their requests time out.
-func withKnownWorkspace(ctx context.Context, w *Workspace) context.Context {
-	return context.WithValue(ctx, knownWorkspaceKey{}, w)
-}
-
-// withWorkspaceRead reads a run's workspace before a transaction that may
-// queue one of its jobs, and hands it to the transaction in ctx (see
-// withKnownWorkspace). A workspace that cannot be read is left for the
-// transaction to report.
-func (s *Service) withWorkspaceRead(ctx context.Context, workspaceID string) context.Context {
-	if w, ok := ctx.Value(knownWorkspaceKey{}).(*Workspace); ok && w != nil && w.ID == workspaceID {
-		return ctx
-	}
-	ws, err := s.Workspaces.System(ctx, workspaceID)
-	if err != nil {
-		return ctx
-	}
-	return withKnownWorkspace(ctx, ws)
-}
-
-// jobWorkspace returns the workspace a job of r is queued for: the one
-// read before the transaction (kept with r, or given in ctx), else read now.
-func (s *Service) jobWorkspace(ctx context.Context, r *Run) (*Workspace, error) {
-	if w := r.workspace; w != nil && w.ID == r.WorkspaceID {
-		return w, nil
-	}
-	if w, ok := ctx.Value(knownWorkspaceKey{}).(*Workspace); ok && w != nil && w.ID == r.WorkspaceID {
-		return w, nil
-	}
-	return s.Workspaces.System(ctx, r.WorkspaceID)
 }
 
 // EventWaitingForAgent is the run event of a job queued for an agent pool.
@@ -473,7 +436,6 @@ func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) 
 // the workspace is unlocked by a user).
 func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
 	var changed []*Run
-	ctx = s.withWorkspaceRead(ctx, workspaceID)
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		changed, err = s.schedule(ctx, tx, workspaceID)
@@ -498,10 +460,6 @@ func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, erro
 	}
 	if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
 		return nil, err
-	}
-	if r.workspace != nil {
-		// The next run is of the same workspace.
-		ctx = withKnownWorkspace(ctx, r.workspace)
 	}
 	return s.schedule(ctx, tx, r.WorkspaceID)
 }
@@ -600,6 +558,14 @@ func (s *Service) RunWorkspace(ctx context.Context, runID string) (string, strin
 	return ws, org, err
 }
 
+// RunTokensSQL says in SQL what RunWorkspace answers, for the one query
+// that authenticates a run token (internal/auth): every run with its
+// workspace, organization, and 1 when it has finished (its token no
+// longer works).
+func (s *Service) RunTokensSQL() string {
+	return `SELECT id, workspace_id, organization_name, CASE WHEN status IN ` + sqlFinal + ` THEN 1 ELSE 0 END AS final FROM runs`
+}
+
 // Events returns a run's history.
 func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
 	if _, err := s.Get(ctx, runID); err != nil {
@@ -613,24 +579,12 @@ func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
 func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
 	var r *Run
 	var changed []*Run
-	// fn may queue a job of the run's workspace (the run's, or the next
-	// run's after a release): its workspace is read first. A run's
-	// workspace never changes.
-	// (fn closes over its caller's context: the workspace goes with r.)
-	var ws *Workspace
-	var workspaceID string
-	if err := s.DB.QueryRow(ctx, `SELECT workspace_id FROM runs WHERE id = ?`, id).Scan(&workspaceID); err == nil {
-		ws, _ = s.Workspaces.System(ctx, workspaceID)
-	} else if !store.IsNoRows(err) {
-		return nil, err
-	}
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		r, err = getRun(ctx, tx, s.Keys, "id", id, true)
 		if err != nil {
 			return err
 		}
-		r.workspace = ws
 		more, err := fn(tx, r)
 		if err != nil {
 			return err
@@ -860,13 +814,11 @@ func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) err
 // discarded, and the run takes the workspace. A run ahead that is executing
 // must be canceled first: force-execute never interrupts terraform.
 func (s *Service) ForceExecute(ctx context.Context, id string) error {
-	known, err := s.Get(ctx, id)
-	if err != nil {
+	if _, err := s.Get(ctx, id); err != nil {
 		return err
 	}
-	ctx = s.withWorkspaceRead(ctx, known.WorkspaceID)
 	var changed []*Run
-	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		changed = nil
 		r, err := getRun(ctx, tx, s.Keys, "id", id, true)
 		if err != nil {

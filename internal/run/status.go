@@ -189,9 +189,10 @@ func (s Status) Queued() bool { return s == PlanQueued || s == ApplyQueued }
 // Running reports whether a runner executes the run's phase.
 func (s Status) Running() bool { return s == Planning || s == Applying }
 
-// The executing, queued and running statuses as SQL lists.
+// The executing, queued, running and final statuses as SQL lists.
 var (
 	sqlExecuting = sqlStatuses(statusesWhere(Status.Executing)...)
+	sqlFinal     = sqlStatuses(finals()...)
 	sqlQueued    = sqlStatuses(statusesWhere(Status.Queued)...)
 	sqlRunning   = sqlStatuses(statusesWhere(Status.Running)...)
 )

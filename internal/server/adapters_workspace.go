@@ -5,6 +5,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -12,8 +13,8 @@ import (
 // execution mode and agent pool.
 type orgDefaults struct{ orgs *organization.Service }
 
-func (a orgDefaults) OrgDefaults(ctx context.Context, org string) (string, string, error) {
-	o, err := a.orgs.Get(ctx, org)
+func (a orgDefaults) OrgDefaults(ctx context.Context, q store.Q, org string) (string, string, error) {
+	o, err := a.orgs.SystemIn(ctx, q, org)
 	if err != nil {
 		return "", "", err
 	}
@@ -36,10 +37,26 @@ func (a workspaceProjects) ProjectInfo(ctx context.Context, id string) (*workspa
 	if err != nil {
 		return nil, err
 	}
+	return projectInfo(p, mode, pool), nil
+}
+
+func (a workspaceProjects) WorkspaceProject(ctx context.Context, q store.Q, id string) (*workspace.ProjectInfo, error) {
+	p, err := a.projects.SystemIn(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	mode, pool, err := a.projects.EffectiveIn(ctx, q, p)
+	if err != nil {
+		return nil, err
+	}
+	return projectInfo(p, mode, pool), nil
+}
+
+func projectInfo(p *project.Project, mode, pool string) *workspace.ProjectInfo {
 	info := &workspace.ProjectInfo{ID: p.ID, Organization: p.Organization, Name: p.Name, Description: p.Description, ExecutionMode: mode, AgentPoolID: pool,
 		AutoDestroyActivityDuration: p.Settings.AutoDestroyActivityDuration}
 	for _, b := range p.TagBindings {
 		info.TagBindings = append(info.TagBindings, workspace.TagBinding{ID: b.ID, Key: b.Key, Value: b.Value})
 	}
-	return info, nil
+	return info
 }

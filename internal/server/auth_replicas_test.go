@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -188,6 +190,68 @@ func TestTeamAndOrganizationTokensInOneQuery(t *testing.T) {
 		}
 		if _, err := e.Server.Auth.Authenticate(ctx, cases[2].secret); err == nil {
 			t.Fatal("a deleted team's token still authenticates")
+		}
+	})
+}
+
+// TestRunTokenInOneQuery: a run token authenticates through the same one
+// query as user, team and organization tokens: the principal names the
+// run, its workspace and organization, as the run domain says them; once
+// the run has finished its token is refused on the very next request.
+func TestRunTokenInOneQuery(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "acme")
+		ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "x" {}`)
+		// Locked by a user, the workspace keeps the run pending: no runner
+		// takes it and it does not finish under the test.
+		if _, err := e.Client.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp := core.Now().Add(time.Hour)
+		_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID, ExpiredAt: &exp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Server.Auth.Authenticate(ctx, secret); err != nil { // records the first use
+			t.Fatal(err)
+		}
+		// The least of several, so that a background loop's query does
+		// not count.
+		var p *auth.Principal
+		least := int64(1 << 30)
+		for range 5 {
+			before := e.Server.DB.Queries()
+			if p, err = e.Server.Auth.Authenticate(ctx, secret); err != nil {
+				t.Fatal(err)
+			}
+			least = min(least, e.Server.DB.Queries()-before)
+		}
+		if least != 1 {
+			t.Errorf("a run token authenticated in %d queries, want 1", least)
+		}
+		wsID, org, err := e.Server.Runs.RunWorkspace(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Kind != auth.KindRun || p.RunID != r.ID || p.WorkspaceID != wsID || p.Organization != org || wsID != ws.ID || p.TokenID == "" {
+			t.Fatalf("principal %+v; the run domain says workspace %s, organization %s", p, wsID, org)
+		}
+		// A pending run ends at once when canceled.
+		if err := e.Client.Runs.Cancel(ctx, r.ID, tfe.RunCancelOptions{}); err != nil {
+			t.Fatalf("canceling the pending run: %v", err)
+		}
+		if _, err := e.Server.Auth.Authenticate(ctx, secret); err == nil {
+			t.Fatal("a finished run's token still authenticates")
 		}
 	})
 }

@@ -22,21 +22,22 @@ import (
 
 // runWorkspaces shows workspaces to the run domain.
 type runWorkspaces struct {
+	db    *store.DB
 	ws    *workspace.Service
 	pools *agent.Service // names the agent pool of agent-mode workspaces (nil: left out)
 }
 
-func (a runWorkspaces) convert(ctx context.Context, w *workspace.Workspace) *run.Workspace {
-	mode, poolID := a.ws.EffectiveExecution(ctx, w)
+// convert reads what runs need beyond the workspace row (its effective
+// execution mode and agent pool) through q: inside a transaction, its Tx.
+func (a runWorkspaces) convert(ctx context.Context, q store.Q, w *workspace.Workspace) *run.Workspace {
+	mode, poolID := a.ws.EffectiveExecutionIn(ctx, q, w)
 	pool := ""
 	if poolID != "" && a.pools != nil {
-		pool = a.pools.PoolName(ctx, poolID)
-	}
-	if poolID != "" && a.pools != nil {
+		pool = a.pools.PoolName(ctx, q, poolID)
 		// A pool that does not serve the workspace (not allowed, or
 		// excluded) never gets its jobs: they wait for the NoPool agents,
 		// which do not exist, and the run's event says why.
-		if ok, err := a.pools.Serves(ctx, poolID, w.ID, w.ProjectID); err == nil && !ok {
+		if ok, err := a.pools.Serves(ctx, q, poolID, w.ID, w.ProjectID); err == nil && !ok {
 			poolID, pool = run.NoPool, pool+" (which does not serve this workspace: add it to the pool's allowed workspaces or projects)"
 		}
 	}
@@ -53,15 +54,19 @@ func (a runWorkspaces) Get(ctx context.Context, id string) (*run.Workspace, erro
 	if err != nil {
 		return nil, err
 	}
-	return a.convert(ctx, w), nil
+	return a.convert(ctx, a.db, w), nil
 }
 
 func (a runWorkspaces) System(ctx context.Context, id string) (*run.Workspace, error) {
-	w, err := a.ws.System(ctx, id)
+	return a.SystemIn(ctx, a.db, id)
+}
+
+func (a runWorkspaces) SystemIn(ctx context.Context, q store.Q, id string) (*run.Workspace, error) {
+	w, err := a.ws.SystemIn(ctx, q, id)
 	if err != nil {
 		return nil, err
 	}
-	return a.convert(ctx, w), nil
+	return a.convert(ctx, q, w), nil
 }
 
 func (a runWorkspaces) LockForRun(ctx context.Context, q store.Q, wsID, runID string) (bool, error) {
@@ -98,7 +103,7 @@ func (a runConfigs) Latest(ctx context.Context, workspaceID string) (*run.Config
 func (s *Server) wireRuns() {
 	s.Runs = run.NewService(run.Options{
 		DB: s.DB, Blobs: s.Blobs, Signer: s.Signer, Logger: s.logger.With("component", "runs"),
-		Workspaces: runWorkspaces{s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB}, LeaseTTL: s.cfg.JobHeartbeatTimeout, Keys: s.Keys,
+		Workspaces: runWorkspaces{s.DB, s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB}, LeaseTTL: s.cfg.JobHeartbeatTimeout, Keys: s.Keys,
 	})
 	s.Auth.SetRunResolver(s.Runs)
 	s.Workspaces.Runs = s.Runs

@@ -38,6 +38,10 @@ type Projects interface {
 	DefaultID(ctx context.Context, org string) (string, error)
 	// ProjectInfo returns a project the caller may see (404 otherwise).
 	ProjectInfo(ctx context.Context, id string) (*ProjectInfo, error)
+	// WorkspaceProject returns the project of a workspace already read
+	// (by a caller who may see it, or by the server itself) without
+	// checking the caller, reading through q (inside a transaction, its Tx).
+	WorkspaceProject(ctx context.Context, q store.Q, id string) (*ProjectInfo, error)
 }
 
 // StateInfo tells what the state domain knows about a workspace; nil until
@@ -1056,8 +1060,14 @@ func (s *Service) LockedByCaller(ctx context.Context, id string) (bool, error) {
 // EffectiveExecution returns the execution mode and agent pool that apply
 // to w: its own when overwritten, else its project's.
 func (s *Service) EffectiveExecution(ctx context.Context, w *Workspace) (mode, agentPoolID string) {
+	return s.EffectiveExecutionIn(ctx, s.db, w)
+}
+
+// EffectiveExecutionIn is EffectiveExecution reading through q (inside a
+// transaction, its Tx).
+func (s *Service) EffectiveExecutionIn(ctx context.Context, q store.Q, w *Workspace) (mode, agentPoolID string) {
 	mode, agentPoolID = "remote", ""
-	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
+	if p, err := s.projectInfoIn(ctx, q, w.ProjectID); err == nil {
 		mode, agentPoolID = p.ExecutionMode, p.AgentPoolID
 	}
 	if w.Settings.ExecutionModeOverwrite {
@@ -1097,14 +1107,18 @@ func WithProjectCache(ctx context.Context) context.Context {
 }
 
 func (s *Service) projectInfo(ctx context.Context, id string) (*ProjectInfo, error) {
+	return s.projectInfoIn(ctx, s.db, id)
+}
+
+func (s *Service) projectInfoIn(ctx context.Context, q store.Q, id string) (*ProjectInfo, error) {
 	m, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo)
 	if !ok {
-		return s.projects.ProjectInfo(ctx, id)
+		return s.projects.WorkspaceProject(ctx, q, id)
 	}
 	if p := m[id]; p != nil {
 		return p, nil
 	}
-	p, err := s.projects.ProjectInfo(ctx, id)
+	p, err := s.projects.WorkspaceProject(ctx, q, id)
 	if err == nil {
 		m[id] = p
 	}

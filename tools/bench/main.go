@@ -17,7 +17,9 @@
 //	(e) reads: go-tfe Workspaces.Read by concurrent clients, Runs.List of
 //	    one page by history size, resident memory;
 //	(f) the job protocol's overhead: (c) with the in-process runner, then
-//	    with two agents over HTTPS.
+//	    with two agents over HTTPS;
+//	(g) the resident memory of a separately started `terrace server`
+//	    process, idle and after (e)'s Workspaces.Read load against it.
 //
 //	go run ./tools/bench                    # everything (make bench)
 //	go run ./tools/bench -only a -iterations 10
@@ -86,7 +88,7 @@ type bench struct {
 }
 
 func main() {
-	only := flag.String("only", "abcdef", "which measurements to make: a, b, c, d, e, f")
+	only := flag.String("only", "abcdefg", "which measurements to make: a, b, c, d, e, f, g")
 	iterations := flag.Int("iterations", 10, "(a) runs measured on each side")
 	cliIterations := flag.Int("cli-iterations", 3, "(a) terraform apply -auto-approve runs with a cloud block")
 	plans := flag.Int("plans", 100, "(b) speculative runs")
@@ -96,8 +98,8 @@ func main() {
 	concurrency := flag.Int("concurrency", 4, "the in-process runner's concurrency")
 	verbose := flag.Bool("v", false, "server logs on stderr")
 	st := flag.String("store", "sqlite", "sqlite or postgres (a throwaway PostgreSQL is started)")
-	readers := flag.Int("readers", 32, "(e) concurrent Workspaces.Read clients")
-	readFor := flag.Duration("read-for", 10*time.Second, "(e) how long the readers read")
+	readers := flag.Int("readers", 32, "(e, g) concurrent Workspaces.Read clients")
+	readFor := flag.Duration("read-for", 10*time.Second, "(e, g) how long the readers read")
 	histories := flag.String("histories", "100,10000,100000", "(e) run history sizes for Runs.List")
 	cpuProfile := flag.String("cpuprofile", "", "(e) write a CPU profile of the Workspaces.Read phase (server and clients) to this file")
 	flag.Parse()
@@ -203,6 +205,11 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 	if strings.Contains(only, "e") {
 		if err := b.reads(ctx, o.readers, o.readFor, o.histories, o.cpuProfile); err != nil {
 			return fmt.Errorf("(e): %w", err)
+		}
+	}
+	if strings.Contains(only, "g") {
+		if err := b.memory(ctx, o.readers, o.readFor); err != nil {
+			return fmt.Errorf("(g): %w", err)
 		}
 	}
 	fmt.Printf("load average at the end: %s\n", loadavg())

@@ -9,7 +9,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -65,31 +64,7 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 		}
 	}
 	cpu0 := cpuTime()
-	var mu sync.Mutex
-	var lat []time.Duration
-	var failed int
-	stop := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			bad := 0
-			for time.Now().Before(stop) {
-				t0 := time.Now()
-				if _, err := c.Workspaces.Read(ctx, b.org, ws.Name); err != nil {
-					bad++
-					continue
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lat, failed = append(lat, mine...), failed+bad
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	lat, failed := readLoad(ctx, c, b.org, ws.Name, clients, d)
 	if cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}

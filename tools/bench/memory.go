@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+)
+
+// memory is (g): the resident memory of a `terrace server` started as its
+// own process (built from this checkout, SQLite, default flags), read
+// from /proc/PID/status: after it started and sat idle for 5 s, and after
+// the Workspaces.Read load of (e) against it. Unlike (e)'s figures, the
+// clients are not in the measured process. The Go heap figures from the
+// server's /debug/pprof/heap (as the site admin) say how much of it the
+// heap holds.
+func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error {
+	fmt.Printf("\n(g) resident memory of a separate `terrace server` process (SQLite): idle, then after Workspaces.Read by %d clients for %s\n", clients, d)
+	dir := filepath.Join(b.tmp, "memory")
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, "terrace")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/terracehq/terrace/cmd/terrace").CombinedOutput(); err != nil {
+		return fmt.Errorf("building terrace: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	data := filepath.Join(dir, "data")
+	cmd := exec.CommandContext(ctx, bin, "server", "--data-dir", data, "--addr", addr, "--log-level", "warn")
+	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	_, port, _ := net.SplitHostPort(addr)
+	url := "https://localhost:" + port
+	hc, err := waitHealthy(ctx, url, data)
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		return fmt.Errorf("%w\n%s", err, log)
+	}
+	tok, err := os.ReadFile(filepath.Join(data, "site-token"))
+	if err != nil {
+		return err
+	}
+	token := strings.TrimSpace(string(tok))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(5 * time.Second):
+	}
+	pid := cmd.Process.Pid
+	fmt.Printf("  after start and 5 s idle: %s (target 35 MB)%s\n", procRSS(pid), heapSummary(ctx, hc, url, token))
+
+	c, err := tfe.NewClient(&tfe.Config{Address: url, Token: token, HTTPClient: hc})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("mem"), Email: tfe.String("mem@example.test")}); err != nil {
+		return err
+	}
+	if _, err := c.Workspaces.Create(ctx, "mem", tfe.WorkspaceCreateOptions{Name: tfe.String("w")}); err != nil {
+		return err
+	}
+	lat, failed := readLoad(ctx, c, "mem", "w", clients, d)
+	fmt.Printf("  Workspaces.Read against it (site admin token): %.0f requests/s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(), fmtDur(percentile(lat, 99)), failed)
+	fmt.Printf("  after the reads: %s (target 50 MB)%s\n", procRSS(pid), heapSummary(ctx, hc, url, token))
+	return nil
+}
+
+// waitHealthy waits for a server started on dataDir to answer /healthz
+// over TLS with its own CA, and returns an HTTP client that trusts it.
+func waitHealthy(ctx context.Context, url, dataDir string) (*http.Client, error) {
+	var hc *http.Client
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if hc == nil {
+			pem, err := os.ReadFile(filepath.Join(dataDir, "tls", "ca.pem"))
+			if err != nil {
+				continue
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pem)
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+			tr.MaxIdleConnsPerHost = 64
+			hc = &http.Client{Transport: tr, Timeout: time.Minute}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
+		if err != nil {
+			return nil, err
+		}
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return hc, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("terrace at %s did not become healthy in 30s", url)
+}
+
+// readLoad reads one workspace with go-tfe from clients goroutines for d
+// and returns the latencies of the reads that succeeded and how many
+// failed.
+func readLoad(ctx context.Context, c *tfe.Client, org, name string, clients int, d time.Duration) ([]time.Duration, int) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var failed int
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			bad := 0
+			for time.Now().Before(stop) {
+				t0 := time.Now()
+				if _, err := c.Workspaces.Read(ctx, org, name); err != nil {
+					bad++
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat, failed = append(lat, mine...), failed+bad
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, failed
+}
+
+// procRSS is a process's resident set size from /proc/PID/status (VmRSS),
+// with its anonymous and file-backed parts (the binary's own pages are
+// file-backed: the kernel can drop and reread them).
+func procRSS(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "unknown"
+	}
+	f := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			f[k] = strings.TrimSpace(v)
+		}
+	}
+	return fmt.Sprintf("VmRSS %s (anonymous %s, file-backed %s, shared memory %s)", f["VmRSS"], f["RssAnon"], f["RssFile"], f["RssShmem"])
+}
+
+// heapSummary reads the Go runtime's memory figures from the server's
+// /debug/pprof/heap?debug=1 (site admins only): the heap in use, the
+// goroutine stacks, and all the runtime has taken from the system.
+func heapSummary(ctx context.Context, hc *http.Client, url, token string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/debug/pprof/heap?debug=1", nil)
+	if err != nil {
+		return ""
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return fmt.Sprintf("; /debug/pprof/heap: %s", resp.Status)
+	}
+	want := map[string]string{"HeapInuse": "", "Stack": "", "Sys": ""}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
+		if _, known := want[k]; ok && known {
+			var n int64
+			if _, err := fmt.Sscan(v, &n); err == nil {
+				want[k] = fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+			}
+		}
+	}
+	return fmt.Sprintf("; Go heap in use %s, stacks %s, taken from the system %s", want["HeapInuse"], want["Stack"], want["Sys"])
+}
