@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -788,30 +787,33 @@ func (s *Service) orgBindings(ctx context.Context, org string) (map[string][]Tag
 
 // Update changes a workspace.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace, error) {
-	// The agent pool and the project are looked up before the transaction
-	// (a lookup inside it would take a second connection); their errors
-	// are reported after the access check. A workspace's organization
-	// never changes.
+	// The access check, the agent pool and the project are looked up
+	// before the transaction (the model reads the caller's teams: a read
+	// inside it would take a second connection); the pool's and project's
+	// errors are reported after the access check. A workspace's
+	// organization never changes; one moved to another project meanwhile
+	// was checked against the wrong project, so the update is refused.
 	var poolErr, projectErr error
 	var projectID string
-	pre, err := s.loadUnchecked(ctx, s.db, id, false)
-	if err != nil && !errors.Is(err, core.ErrNotFound) {
+	pre, err := s.load(ctx, s.db, id, false)
+	if err != nil {
 		return nil, err
 	}
-	if pre != nil {
-		poolErr = s.checkPool(ctx, pre.Organization, o)
-		if o.ProjectID != nil && *o.ProjectID != "" {
-			c := *pre
-			projectErr, projectID = s.setProject(ctx, &c, o.ProjectID), c.ProjectID
-		}
+	if err := requireManageWorkspace(ctx, pre); err != nil {
+		return nil, err
+	}
+	poolErr = s.checkPool(ctx, pre.Organization, o)
+	if o.ProjectID != nil && *o.ProjectID != "" {
+		c := *pre
+		projectErr, projectID = s.setProject(ctx, &c, o.ProjectID), c.ProjectID
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		w, err := s.load(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
+		if w.ProjectID != pre.ProjectID {
+			return core.Conflict("workspace %s moved to another project while it was being updated; try again", id)
 		}
 		if err := o.apply(w); err != nil {
 			return err
