@@ -203,14 +203,18 @@ func testMetricsAfterARealRun(t *testing.T, e *testenv.Env) {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		fams = scrape(t, e)
 		// The run's last transition and its apply duration are counted by
-		// observers that may run after the notification went out.
+		// observers that may run after the notification went out, and the
+		// outbox marks the item handled after the delivery was counted.
 		if value(fams, "terrace_notification_delivery_attempts_total", delivered) >= 1 &&
 			value(fams, "terrace_run_transitions_total", map[string]string{"status": "applied"}) >= 1 &&
-			value(fams, "terrace_run_phase_duration_seconds", map[string]string{"phase": "apply", "outcome": "applied"}) >= 1 {
+			value(fams, "terrace_run_phase_duration_seconds", map[string]string{"phase": "apply", "outcome": "applied"}) >= 1 &&
+			value(fams, "terrace_outbox_attempts_total", map[string]string{"topic": "notification", "outcome": "handled"}) >= 1 &&
+			value(fams, "terrace_notification_outbox_pending", nil) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no delivered notification, applied transition or apply duration counted: %v", value(fams, "terrace_notification_delivery_attempts_total", delivered))
+			t.Fatalf("no delivered notification, applied transition, apply duration or handled outbox item counted, or an item still pending: delivered %v, pending %v",
+				value(fams, "terrace_notification_delivery_attempts_total", delivered), value(fams, "terrace_notification_outbox_pending", nil))
 		}
 	}
 	// The receiver first got the verification request (sent when the
