@@ -211,6 +211,20 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+// checked loads project id and asks the authorization model whether the
+// caller may do action on it, before any transaction: the model reads the
+// caller's teams, which inside a transaction would take a second pooled
+// connection. A project's organization and ID never change, so the answer
+// holds for the transaction that follows (which loads the project again
+// and finds it gone if it was deleted meanwhile).
+func (s *Service) checked(ctx context.Context, id string, action authz.Action) (*Project, error) {
+	p, err := s.load(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.requireProject(ctx, action, p)
+}
+
 // requireProject asks the authorization model whether the caller may do
 // action on project p (its admins and custom grants, manage-projects,
 // owners).
@@ -377,18 +391,19 @@ func (s *Service) addBindings(ctx context.Context, q store.Q, p *Project, bs []T
 
 // Update changes a project; only owners may.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, error) {
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	pre, err := s.checked(ctx, id, authz.ProjectUpdate)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkPool(ctx, pre.Organization, o); err != nil {
+		return nil, err
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		p, err := s.load(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}
-		if err := s.requireProject(ctx, authz.ProjectUpdate, p); err != nil {
-			return err
-		}
 		if err := s.apply(p, o); err != nil {
-			return err
-		}
-		if err := s.checkPool(ctx, p.Organization, o); err != nil {
 			return err
 		}
 		p.UpdatedAt = core.Now()
@@ -414,12 +429,12 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, e
 
 // AddTagBindings adds bindings or changes the values of existing keys.
 func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding) ([]TagBinding, error) {
+	if _, err := s.checked(ctx, id, authz.ProjectUpdate); err != nil {
+		return nil, err
+	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		p, err := s.load(ctx, tx, id, true)
 		if err != nil {
-			return err
-		}
-		if err := s.requireProject(ctx, authz.ProjectUpdate, p); err != nil {
 			return err
 		}
 		return s.addBindings(ctx, tx, p, bs)
@@ -437,12 +452,12 @@ func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding
 // Delete removes a project. The default project and projects that still
 // hold workspaces cannot be deleted.
 func (s *Service) Delete(ctx context.Context, id string) error {
+	if _, err := s.checked(ctx, id, authz.ProjectDelete); err != nil {
+		return err
+	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		p, err := s.load(ctx, tx, id, true)
 		if err != nil {
-			return err
-		}
-		if err := s.requireProject(ctx, authz.ProjectDelete, p); err != nil {
 			return err
 		}
 		if p.IsDefault {
