@@ -17,46 +17,37 @@ type PlanDescription struct {
 }
 
 // SavePlanJSON stores the JSON of a plan that was reported without it,
-// while the job that planned it applies. The counts reported with the
-// plan came from terraform's summary line; if the JSON's differ, the
+// while the job that planned it applies, and clears the run's
+// PlanJSONLater (a read waiting for the JSON watches that flag). The
+// counts reported with the plan came from terraform's summary line; the
 // JSON's are kept.
 func (s *Service) SavePlanJSON(ctx context.Context, jobID, runnerID string, d PlanDescription) error {
-	var runID, phase, holder, status string
-	err := s.DB.QueryRow(ctx, `SELECT run_id, phase, runner_id, status FROM jobs WHERE id = ?`, jobID).Scan(&runID, &phase, &holder, &status)
-	if store.IsNoRows(err) {
-		return core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
+	if d.PlanJSON == nil || d.RedactedJSON == nil {
+		return core.Invalid("the plan JSON and the redacted plan JSON are both required")
 	}
+	runID, phase, err := s.ownJob(ctx, s.DB, jobID, runnerID)
 	if err != nil {
 		return err
-	}
-	if holder != runnerID || status != "running" {
-		return core.Conflict("job %s is not held by runner %s", jobID, runnerID)
 	}
 	r, err := s.get(ctx, runID)
 	if err != nil {
 		return err
 	}
 	if phase != "apply" || !r.PlanJSONLater {
-		return core.Conflict("run %s reported its plan with the plan's JSON: nothing waits for it", runID)
-	}
-	if d.PlanJSON == nil || d.RedactedJSON == nil {
-		return core.Invalid("the plan JSON and the redacted plan JSON are both required")
+		return core.Conflict("run %s has its plan's JSON: nothing waits for it", runID)
 	}
 	for name, data := range map[string][]byte{"json": d.PlanJSON, "json-redacted": d.RedactedJSON} {
 		if err := s.Blobs.Put(ctx, planKey(r.Plan.ID, name), data); err != nil {
 			return err
 		}
 	}
-	p := r.Plan
-	if p.Additions == d.Additions && p.Changes == d.Changes && p.Destructions == d.Destructions && p.Imports == d.Imports {
-		return nil
-	}
-	// Only the counts change (no status): no transition, no listeners.
+	// No status changes: no transition, no listeners.
 	return s.DB.Tx(ctx, func(tx *store.Tx) error {
 		r, err := getRun(ctx, tx, s.Keys, "id", runID, true)
 		if err != nil {
 			return err
 		}
+		r.PlanJSONLater = false
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = d.Additions, d.Changes, d.Destructions, d.Imports
 		return updateRun(ctx, tx, r)
 	})
@@ -75,26 +66,21 @@ const planJSONPoll = 20 * time.Millisecond
 // before the job ends): the read waits for it, as HCP Terraform has a
 // finished plan's JSON at once, up to PlanJSONWait, and then answers
 // 429 with Retry-After, which go-tfe and terraform's cloud backend retry.
-// A plan without JSON otherwise is KindNotFound (served as 204).
+// The wait watches the run's row (SavePlanJSON clears PlanJSONLater), not
+// the blob store. A plan without JSON otherwise is KindNotFound (served
+// as 204).
 func (s *Service) PlanJSON(ctx context.Context, r *Run, name string) ([]byte, error) {
+	key := planKey(r.Plan.ID, name)
+	b, err := s.Blobs.Get(ctx, key)
+	if core.KindOf(err) != core.KindNotFound || !jsonPending(r) {
+		return b, err
+	}
 	deadline := time.Now().Add(s.planJSONWait)
-	var tick *time.Ticker
-	for {
-		b, err := s.Blobs.Get(ctx, planKey(r.Plan.ID, name))
-		if core.KindOf(err) != core.KindNotFound {
-			return b, err
-		}
-		if !r.PlanJSONLater || (r.Status != ApplyQueued && r.Status != Applying) {
-			// The job uploads the JSON before it reports the apply: a run
-			// past applying has it (read above) or never will.
-			return nil, err
-		}
+	tick := time.NewTicker(planJSONPoll)
+	defer tick.Stop()
+	for jsonPending(r) {
 		if time.Now().After(deadline) {
 			return nil, &core.Error{Kind: core.KindTooManyRequests, Detail: "the plan's JSON is still being made while the run applies; retry in a moment"}
-		}
-		if tick == nil {
-			tick = time.NewTicker(planJSONPoll)
-			defer tick.Stop()
 		}
 		if s.onPlanJSONWait != nil {
 			s.onPlanJSONWait()
@@ -108,4 +94,13 @@ func (s *Service) PlanJSON(ctx context.Context, r *Run, name string) ([]byte, er
 			return nil, err
 		}
 	}
+	// Uploaded, or the run went past applying: the job uploads before it
+	// reports the apply, so the JSON is there now or never comes.
+	return s.Blobs.Get(ctx, key)
+}
+
+// jsonPending reports whether r's plan JSON is still being made by the
+// job that applies it.
+func jsonPending(r *Run) bool {
+	return r.PlanJSONLater && (r.Status == ApplyQueued || r.Status == Applying)
 }
