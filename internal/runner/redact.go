@@ -64,8 +64,12 @@ func Redact(planJSON []byte, sensitiveVars map[string]bool, secrets []string) []
 		}
 	}
 	if m := maskReplacer(secrets); m != nil {
+		numbers := map[string]bool{}
+		for _, sec := range secrets {
+			numbers[sec] = true
+		}
 		for k, v := range p {
-			p[k] = maskValue(v, m, secrets)
+			p[k] = maskValue(v, m, numbers)
 		}
 	}
 	out, err := json.Marshal(p)
@@ -140,16 +144,15 @@ func redactBy(v, mask any) any {
 }
 
 // maskValue replaces the secrets in every string of v (longest first,
-// as the log masker does) and nulls a number that is one.
-func maskValue(v any, m *strings.Replacer, secrets []string) any {
+// as the log masker does) and nulls a number that is one (secrets holds
+// them as text).
+func maskValue(v any, m *strings.Replacer, secrets map[string]bool) any {
 	switch x := v.(type) {
 	case string:
 		return m.Replace(x)
 	case json.Number:
-		for _, sec := range secrets {
-			if x.String() == sec {
-				return nil
-			}
+		if secrets[x.String()] {
+			return nil
 		}
 		return x
 	case map[string]any:

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -41,7 +42,7 @@ func stateSecrets(state []byte) []string {
 			} `json:"instances"`
 		} `json:"resources"`
 	}
-	d := json.NewDecoder(strings.NewReader(string(state)))
+	d := json.NewDecoder(bytes.NewReader(state))
 	d.UseNumber()
 	if err := d.Decode(&st); err != nil {
 		return nil
