@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -157,9 +158,19 @@ func readLoad(ctx context.Context, c *tfe.Client, org, name string, clients int,
 // with its anonymous and file-backed parts (the binary's own pages are
 // file-backed: the kernel can drop and reread them).
 func procRSS(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	f := procStatus(strconv.Itoa(pid))
+	if f == nil {
 		return "unknown"
+	}
+	return fmt.Sprintf("VmRSS %s (anonymous %s, file-backed %s, shared memory %s)", f["VmRSS"], f["RssAnon"], f["RssFile"], f["RssShmem"])
+}
+
+// procStatus reads /proc/PROC/status (PROC a PID or "self") into its
+// fields; nil when it cannot be read.
+func procStatus(proc string) map[string]string {
+	data, err := os.ReadFile("/proc/" + proc + "/status")
+	if err != nil {
+		return nil
 	}
 	f := map[string]string{}
 	for _, line := range strings.Split(string(data), "\n") {
@@ -167,7 +178,7 @@ func procRSS(pid int) string {
 			f[k] = strings.TrimSpace(v)
 		}
 	}
-	return fmt.Sprintf("VmRSS %s (anonymous %s, file-backed %s, shared memory %s)", f["VmRSS"], f["RssAnon"], f["RssFile"], f["RssShmem"])
+	return f
 }
 
 // heapSummary reads the Go runtime's memory figures from the server's

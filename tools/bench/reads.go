@@ -177,16 +177,10 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// rss is the process's resident set size from /proc.
+// rss is this process's resident set size from /proc.
 func rss() string {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strings.TrimSpace(v)
-		}
+	if v := procStatus("self")["VmRSS"]; v != "" {
+		return v
 	}
 	return "unknown"
 }
