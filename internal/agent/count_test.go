@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	tfe "github.com/hashicorp/go-tfe"
-
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/testenv"
@@ -19,11 +17,7 @@ func TestAgentCount(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
-		testenv.NewOrg(t, e.Client, "acme")
-		pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := acmePool(ctx, t, e)
 		svc := e.Server.AgentPools
 		ids := map[string]string{}
 		for _, status := range []string{agent.StatusIdle, agent.StatusBusy, agent.StatusExited, agent.StatusErrored, agent.StatusUnknown} {

@@ -20,11 +20,7 @@ func TestRunJobsGoToServingPool(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
-		testenv.NewOrg(t, e.Client, "acme")
-		pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := acmePool(ctx, t, e)
 		runs := map[string]*tfe.Run{}
 		var served *tfe.Workspace
 		for _, name := range []string{"served", "other"} {
@@ -84,11 +80,7 @@ func TestSystemQueuedJobKeepsInheritedPool(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
-		testenv.NewOrg(t, e.Client, "acme")
-		pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool := acmePool(ctx, t, e)
 		prj, err := e.Client.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "on-agents",
 			DefaultExecutionMode: tfe.String("agent"), DefaultAgentPoolID: tfe.String(pool.ID)})
 		if err != nil {
@@ -122,4 +114,15 @@ func TestSystemQueuedJobKeepsInheritedPool(t *testing.T) {
 			t.Fatalf("a job queued for no caller went to pool %q, want the project's %q", got, pool.ID)
 		}
 	})
+}
+
+// acmePool makes organization acme with an agent pool named private.
+func acmePool(ctx context.Context, t *testing.T, e *testenv.Env) *tfe.AgentPool {
+	t.Helper()
+	testenv.NewOrg(t, e.Client, "acme")
+	pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool
 }
