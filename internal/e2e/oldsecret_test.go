@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -97,18 +96,14 @@ func testOldSecretMasked(t *testing.T, e *testenv.Env, org, name, version string
 			t.Errorf("the plan log lacks %s:\n%s", want, logs[0])
 		}
 	}
-	req, err := c.NewRequest("GET", "plans/"+r.Plan.ID+"/json-output-redacted", nil)
+	redacted, err := redactedPlanJSON(ctx, c, r.Plan.ID)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var redacted bytes.Buffer
-	if err := req.Do(ctx, &redacted); err != nil {
 		t.Fatalf("the redacted plan JSON: %v", err)
 	}
-	if !strings.Contains(redacted.String(), "plain-neighbour") {
-		t.Fatalf("the redacted plan JSON lost the plain values: %.500s", redacted.String())
+	if !strings.Contains(string(redacted), "plain-neighbour") {
+		t.Fatalf("the redacted plan JSON lost the plain values: %.500s", redacted)
 	}
-	for what, text := range map[string]string{"plan log": logs[0], "apply log": logs[1], "json-output-redacted": redacted.String()} {
+	for what, text := range map[string]string{"plan log": logs[0], "apply log": logs[1], "json-output-redacted": string(redacted)} {
 		for _, secret := range []string{oldSecret, newSecret} {
 			if strings.Contains(text, secret) {
 				t.Errorf("the %s of run %s holds %q", what, r.ID, secret)

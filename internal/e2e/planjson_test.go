@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -55,15 +54,11 @@ func testAutoApplyPlanJSONMadeBesideApply(t *testing.T, e *testenv.Env) {
 	}
 	redacted := func() []byte {
 		t.Helper()
-		req, err := c.NewRequest("GET", "plans/"+r.Plan.ID+"/json-output-redacted", nil)
+		b, err := redactedPlanJSON(ctx, c, r.Plan.ID)
 		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := req.Do(ctx, &buf); err != nil {
 			t.Fatalf("the redacted plan JSON: %v", err)
 		}
-		return buf.Bytes()
+		return b
 	}
 	check := func(when string, b []byte) {
 		t.Helper()

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -88,12 +87,7 @@ func testRunCommentsAndForceExecute(t *testing.T, e *testenv.Env) {
 		t.Fatalf("an owner could not read the plan JSON: %v", err)
 	}
 	for _, who := range []*tfe.Client{c, member} {
-		req, err := who.NewRequest("GET", "plans/"+planned.Plan.ID+"/json-output-redacted", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if err := req.Do(ctx, &buf); err != nil || !json.Valid(buf.Bytes()) {
+		if b, err := redactedPlanJSON(ctx, who, planned.Plan.ID); err != nil || !json.Valid(b) {
 			t.Fatalf("reading the redacted plan JSON: %v", err)
 		}
 	}

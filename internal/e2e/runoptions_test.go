@@ -64,6 +64,18 @@ func stateResources(ctx context.Context, t *testing.T, c *tfe.Client, wsID strin
 
 // uploadFiles creates a configuration version (auto-queue-runs off, or
 // left unset with autoQueue) through c and uploads files to it.
+// redactedPlanJSON reads a plan's json-output-redacted as c (go-tfe has
+// no method for it).
+func redactedPlanJSON(ctx context.Context, c *tfe.Client, planID string) ([]byte, error) {
+	req, err := c.NewRequest("GET", "plans/"+planID+"/json-output-redacted", nil)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	err = req.Do(ctx, &buf)
+	return buf.Bytes(), err
+}
+
 func uploadFiles(ctx context.Context, t *testing.T, c *tfe.Client, wsID string, files map[string]string, autoQueue bool) *tfe.ConfigurationVersion {
 	t.Helper()
 	opts := tfe.ConfigurationVersionCreateOptions{}
@@ -595,19 +607,15 @@ func checkAppliedPlanDescribed(ctx context.Context, t *testing.T, c *tfe.Client,
 	if !replaced {
 		t.Fatalf("the plan JSON does not show terraform_data.b replaced: %s", raw)
 	}
-	req, err := c.NewRequest("GET", "plans/"+r.Plan.ID+"/json-output-redacted", nil)
+	redacted, err := redactedPlanJSON(ctx, c, r.Plan.ID)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := req.Do(ctx, &buf); err != nil {
 		t.Fatalf("the redacted plan JSON of an auto-applied run: %v", err)
 	}
 	doc.ProviderSchemas = nil
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.ProviderSchemas) < 10 {
-		t.Fatalf("the redacted plan JSON has no provider schemas (%v): %.300s", err, buf.String())
+	if err := json.Unmarshal(redacted, &doc); err != nil || len(doc.ProviderSchemas) < 10 {
+		t.Fatalf("the redacted plan JSON has no provider schemas (%v): %.300s", err, redacted)
 	}
-	if strings.Contains(buf.String(), secret) {
+	if strings.Contains(string(redacted), secret) {
 		t.Fatal("the redacted plan JSON holds the sensitive value")
 	}
 }
