@@ -125,14 +125,26 @@ func (tb *tab) open(path string) int {
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
 	js := fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?"+"+e.textContent:"-"})()`, sel)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		got, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](js))
-		if err == nil && strings.HasPrefix(got, "+") {
-			return got[1:]
+	got := poll(tb, js, time.Minute, func(s string) bool { return strings.HasPrefix(s, "+") }, "text-timeout",
+		func(string) string { return "no " + sel + " on the page" })
+	return got[1:]
+}
+
+// poll evaluates js in the page until done accepts its value, for at most
+// within, and returns that value. The page may navigate meanwhile: an
+// evaluation that fails is tried again. When time is up it keeps a
+// screenshot named shot and fails the test with failure's words for the
+// last value.
+func poll[T any](tb *tab, js string, within time.Duration, done func(T) bool, shot string, failure func(last T) string) T {
+	tb.t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		got, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](js))
+		if err == nil && done(got) {
+			return got
 		}
 		if time.Now().After(deadline) {
-			tb.screenshot("text-timeout")
-			tb.t.Fatalf("no %s on the page (at %s): %v", sel, tb.location(), err)
+			tb.screenshot(shot)
+			tb.t.Fatalf("%s (at %s): %v", failure(got), tb.location(), err)
 		}
 	}
 }
@@ -152,35 +164,19 @@ func (tb *tab) press(sel string) {
 		e.click();
 		return true;
 	})()`, sel)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		// The script runs to its end or not at all, and a form's
-		// navigation starts after it returns: an error (the page was
-		// reloading) means no click happened, so it is tried again.
-		clicked, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](js))
-		if clicked {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.screenshot("press-timeout")
-			tb.t.Fatalf("%s never became clickable on a loaded page (at %s): %v", sel, tb.location(), err)
-		}
-	}
+	// The script runs to its end or not at all, and a form's navigation
+	// starts after it returns: an evaluation that failed (the page was
+	// reloading) clicked nothing, so poll may try it again.
+	poll(tb, js, time.Minute, func(clicked bool) bool { return clicked }, "press-timeout",
+		func(bool) string { return sel + " never became clickable on a loaded page" })
 }
 
 // waitJS waits until the expression cond is true in the page (which may
 // navigate meanwhile: an evaluation that fails is tried again).
 func (tb *tab) waitJS(cond, what string) {
 	tb.t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		ok, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool]("!!("+cond+")"))
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.screenshot("wait-timeout")
-			tb.t.Fatalf("never %s (at %s): %v", what, tb.location(), err)
-		}
-	}
+	poll(tb, "!!("+cond+")", time.Minute, func(ok bool) bool { return ok }, "wait-timeout",
+		func(bool) string { return "never " + what })
 }
 
 // html returns the whole page's markup.
@@ -204,19 +200,11 @@ func (tb *tab) exists(sel string) bool {
 // reload meanwhile).
 func (tb *tab) waitText(sel, want string, within time.Duration) string {
 	tb.t.Helper()
-	var got string
-	deadline := time.Now().Add(within)
-	for {
-		got, _ = chromedp.Run(tb.ctx, chromedp.Evaluate[string](fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:""})()`, sel)))
-		if strings.Contains(got, want) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			tb.screenshot("timeout")
-			tb.t.Fatalf("%s never showed %q in %s; last: %q", sel, want, within, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	js := fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?e.textContent:""})()`, sel)
+	return poll(tb, js, within, func(got string) bool { return strings.Contains(got, want) }, "timeout",
+		func(last string) string {
+			return fmt.Sprintf("%s never showed %q in %s; last: %q", sel, want, within, last)
+		})
 }
 
 // screenshot keeps the page as a test artifact under .cache/artifacts/ui/.
