@@ -171,10 +171,11 @@ func TestSensitiveInputs(t *testing.T) {
 		if !strings.Contains(log, `input  = *** -> ***`) {
 			t.Errorf("the changed input's plan log does not show leak's old and new input masked:\n%s", log)
 		}
-		req, _ := http.NewRequest("GET", e.URL+"/api/v2/plans/"+full.Plan.ID+"/json-output-redacted", nil)
-		req.Header.Set("Authorization", "Bearer "+e.Token)
-		resp, err := e.HTTP.Do(req)
-		js := read(respBody(resp, err))
+		code, raw := e.API(t, "", http.MethodGet, "/api/v2/plans/"+full.Plan.ID+"/json-output-redacted", nil)
+		if code != http.StatusOK {
+			t.Fatalf("the changed input's redacted plan JSON: %d %s", code, raw)
+		}
+		js := string(raw)
 		for what, text := range map[string]string{"plan log": log, "redacted plan JSON": js} {
 			for _, v := range []string{secret, "an0ther-secret"} {
 				if strings.Contains(text, v) {
