@@ -55,7 +55,7 @@ FUZZ_TARGETS := \
 
 fuzz: ## run every fuzz target for $(FUZZTIME) each (CI): JSON:API, archives, stack HCL, manifest YAML, placeholders, run task callbacks, notification configurations
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$fn ./$$pkg"; \
-	  $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; done
+	  tools/fuzz.sh $(GO) $$pkg $$fn $(FUZZTIME) || exit 1; done
 
 fuzz-long: ## run every fuzz target for $(FUZZTIME_LONG) each
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME_LONG)
