@@ -17,7 +17,7 @@ func (s *Server) wireSignin() error {
 	}
 	o := signin.Options{
 		// The web UI's form token, keyed by the same secret as the UI's.
-		CSRF: ui.NewCSRF(secret), Audit: s.Audit,
+		CSRF: ui.NewCSRF(secret), Audit: s.Audit, Keys: s.Keys,
 		DB: s.DB, Users: s.Auth, Tokens: s.Users, Memberships: s.Teams, BaseURL: s.BaseURL,
 		Logger:      s.logger.With("component", "signin"),
 		IdleTimeout: s.cfg.SessionIdleTimeout, Lifetime: s.cfg.SessionLifetime,

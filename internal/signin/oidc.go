@@ -52,6 +52,14 @@ func (p *ssoProvider) get(ctx context.Context) (rp.RelyingParty, error) {
 // ssoStateLifetime is how long a sign-in at the provider may take.
 const ssoStateLifetime = 10 * time.Minute
 
+// The purposes under which a sign-in in progress seals its nonce and PKCE
+// verifier in oidc_states: whoever reads the store cannot redeem a code the
+// provider hands out while the sign-in runs.
+const (
+	oidcNoncePurpose    = "oidc_states.nonce"
+	oidcVerifierPurpose = "oidc_states.code_verifier"
+)
+
 // ssoStart sends the browser to the provider with a fresh state, nonce and
 // PKCE challenge; the state's hash keys what the callback needs.
 func (s *Service) ssoStart(w http.ResponseWriter, r *http.Request) {
@@ -67,8 +75,15 @@ func (s *Service) ssoStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, nonce, verifier := randomSecret(), randomSecret(), randomSecret()
-	_, err = s.db.Exec(ctx, `INSERT INTO oidc_states (state_hash, nonce, code_verifier, next_path, invitation, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		hash(state), nonce, verifier, localPath(r.PostFormValue("next")), r.PostFormValue("invitation"), core.Micros(core.Now().Add(ssoStateLifetime)))
+	sealedNonce, err := s.opts.Keys.SealString(oidcNoncePurpose, nonce)
+	if err == nil {
+		var sealedVerifier string
+		sealedVerifier, err = s.opts.Keys.SealString(oidcVerifierPurpose, verifier)
+		if err == nil {
+			_, err = s.db.Exec(ctx, `INSERT INTO oidc_states (state_hash, nonce, code_verifier, next_path, invitation, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				hash(state), sealedNonce, sealedVerifier, localPath(r.PostFormValue("next")), r.PostFormValue("invitation"), core.Micros(core.Now().Add(ssoStateLifetime)))
+		}
+	}
 	if err != nil {
 		s.opts.Logger.Error("storing an OIDC state", "err", err)
 		s.message(w, r, http.StatusInternalServerError, "Single sign-on", "Single sign-on failed; try again.", "/app/signin")
@@ -104,6 +119,13 @@ func (s *Service) ssoCallback(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM oidc_states WHERE state_hash = ?`, hash(q.Get("state")))
+		if err != nil {
+			return err
+		}
+		if nonce, err = s.opts.Keys.OpenString(oidcNoncePurpose, nonce); err != nil {
+			return err
+		}
+		verifier, err = s.opts.Keys.OpenString(oidcVerifierPurpose, verifier)
 		return err
 	})
 	if store.IsNoRows(err) || (err == nil && core.Now().After(core.FromMicros(expires))) {

@@ -111,10 +111,12 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 		if got := b.text("#sso"); got != "Sign in with Example ID" {
 			t.Fatalf("the SSO button says %q", got)
 		}
-		b.run("going to the provider", chromedp.Click(chromedp.ID("sso")), chromedp.WaitVisible(chromedp.ID("username")))
-		if loc := b.location(); !strings.HasPrefix(loc, issuer) {
-			t.Fatalf("the SSO button led to %s, want the provider %s", loc, issuer)
-		}
+		// Terrace's own sign-in page has a #username too: wait for the
+		// provider's address before looking for its form.
+		b.run("going to the provider", chromedp.Click(chromedp.ID("sso")))
+		b.waitFor("the SSO button leading to the provider "+issuer, func(loc string) bool { return strings.HasPrefix(loc, issuer) })
+		b.run("the provider's sign-in form", chromedp.WaitVisible(chromedp.ID("username")))
+		storedSealed(t, e)
 		b.screenshot("oidc-provider")
 		b.run("signing in at the provider",
 			chromedp.SetValue(chromedp.ID("username"), "test-user@localhost"),
@@ -180,5 +182,38 @@ func TestBrowserOIDCSignIn(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a forged callback: %d, want 400", resp.StatusCode)
+	}
+}
+
+// storedSealed checks what the store keeps while a sign-in is at the
+// provider: the nonce and the PKCE verifier are sealed (they open under
+// their own column's purpose), so reading the store does not let anyone
+// redeem the code the provider is about to hand out.
+func storedSealed(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	rows, err := e.Server.DB.Query(context.Background(), `SELECT nonce, code_verifier FROM oidc_states`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var nonce, verifier string
+		if err := rows.Scan(&nonce, &verifier); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if !e.Server.Keys.IsSealed("oidc_states.nonce", nonce) {
+			t.Errorf("oidc_states.nonce is stored as %q, want it sealed", nonce)
+		}
+		if !e.Server.Keys.IsSealed("oidc_states.code_verifier", verifier) {
+			t.Errorf("oidc_states.code_verifier is stored as %q, want it sealed", verifier)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no sign-in in progress is stored")
 	}
 }

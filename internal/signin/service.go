@@ -16,6 +16,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/ui"
 )
@@ -92,6 +93,10 @@ type Options struct {
 	CSRF *ui.CSRF
 	// Audit records sign-in events and token changes (none when nil).
 	Audit Recorder
+	// Keys seal what a single sign-on in progress keeps in the store (its
+	// nonce and PKCE verifier); nil leaves them plain (tests without
+	// encryption at rest).
+	Keys *seal.Keyring
 }
 
 // Recorder puts what people do on the sign-in pages in the audit trail
