@@ -22,6 +22,7 @@ build() {
   local name=$1 v=$2 out="$dir/$1/$2/$1" src
   if have "$name" "$v"; then echo "$name $v: $out (cached)"; return; fi
   echo "$name $v: building from the Go module proxy (minutes on a cold Go cache)"
+  local start=$SECONDS
   mkdir -p "$(dirname "$out")"
   case $name in
   tofu)
@@ -37,7 +38,7 @@ build() {
     echo "tools/engines/versions names an unknown engine: $name" >&2; exit 1 ;;
   esac
   have "$name" "$v" || { echo "the built $name does not report version $v:" >&2; "$out" version >&2; exit 1; }
-  echo "$name $v: $out"
+  echo "$name $v: $out (built in $((SECONDS - start)) s)"
 }
 
 while read -r name v; do

@@ -21,4 +21,4 @@ src=$(go mod download -json "github.com/zitadel/oidc/v3@$v" | sed -n 's/^[[:spac
 [ -n "$src" ] || { echo "could not download github.com/zitadel/oidc/v3@$v" >&2; exit 1; }
 (cd "$src" && GOFLAGS=-mod=readonly go build -o "$out.tmp" ./example/server)
 mv "$out.tmp" "$out"
-echo "oidc-provider $v: $out"
+echo "oidc-provider $v: $out (built in $SECONDS s)"

@@ -21,4 +21,4 @@ GOBIN="$(dirname "$out").tmp" go install "github.com/versity/versitygw/cmd/versi
 mv "$(dirname "$out").tmp/versitygw" "$out"
 rmdir "$(dirname "$out").tmp"
 "$out" --version >/dev/null 2>&1 || "$out" --help >/dev/null 2>&1 || { echo "the built versitygw does not start: $out" >&2; exit 1; }
-echo "versitygw $v: $out"
+echo "versitygw $v: $out (built in $SECONDS s)"
