@@ -58,21 +58,8 @@ func (g Garbage) Collect(ctx context.Context, key string) {
 // Sweep deletes up to 500 recorded blobs that are due and returns how many
 // it deleted.
 func (g Garbage) Sweep(ctx context.Context) (int, error) {
-	rows, err := g.DB.Query(ctx, `SELECT blob_key FROM `+g.Table+` WHERE not_before <= ? ORDER BY not_before LIMIT 500`, core.Micros(core.Now()))
+	keys, err := store.Strings(ctx, g.DB, `SELECT blob_key FROM `+g.Table+` WHERE not_before <= ? ORDER BY not_before LIMIT 500`, core.Micros(core.Now()))
 	if err != nil {
-		return 0, err
-	}
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	n := 0

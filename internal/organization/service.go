@@ -342,22 +342,17 @@ func containsFold(s, sub string) bool {
 // UserTokensDisabled returns those of the named organizations whose
 // user-tokens-enabled setting is false.
 func (s *Service) UserTokensDisabled(ctx context.Context, names []string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT name FROM organizations WHERE user_tokens_enabled = ?`, false)
+	disabled, err := store.Strings(ctx, s.db, `SELECT name FROM organizations WHERE user_tokens_enabled = ?`, false)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
+	for _, n := range disabled {
 		if slices.Contains(names, n) {
 			out = append(out, n)
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // OrganizationIDsSQL says in SQL what NameByID answers, for the one query

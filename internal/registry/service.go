@@ -501,22 +501,11 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 			return addGarbage(ctx, tx, key, core.Now())
 		}
 		for _, m := range mods {
-			rows, err := tx.Query(ctx, `SELECT blob_key FROM registry_module_versions WHERE module_id = ? AND blob_key <> ''`, m.ID)
+			keys, err := store.Strings(ctx, tx, `SELECT blob_key FROM registry_module_versions WHERE module_id = ? AND blob_key <> ''`, m.ID)
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				var k string
-				if err := rows.Scan(&k); err != nil {
-					rows.Close()
-					return err
-				}
-				garbage = append(garbage, k)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+			garbage = append(garbage, keys...)
 			if _, err := tx.Exec(ctx, `INSERT INTO registry_module_garbage (blob_key, not_before) SELECT blob_key, ? FROM registry_module_versions WHERE module_id = ? AND blob_key <> '' ON CONFLICT (blob_key) DO NOTHING`,
 				core.Micros(core.Now()), m.ID); err != nil {
 				return err

@@ -857,21 +857,8 @@ func (s *Service) DeleteWorkspaceStates(ctx context.Context, q store.Q, workspac
 // version over a deleted blob.
 func (s *Service) CollectGarbage(ctx context.Context, olderThan time.Duration) (int, error) {
 	cutoff := core.Micros(core.Now().Add(-olderThan))
-	rows, err := s.db.Query(ctx, `SELECT blob_key FROM state_blob_orphans WHERE created_at < ? ORDER BY created_at LIMIT 500`, cutoff)
+	keys, err := store.Strings(ctx, s.db, `SELECT blob_key FROM state_blob_orphans WHERE created_at < ? ORDER BY created_at LIMIT 500`, cutoff)
 	if err != nil {
-		return 0, err
-	}
-	var keys []string
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	n := 0
@@ -942,21 +929,8 @@ func (s *Service) CurrentResources(ctx context.Context, workspaceID string) ([]*
 // workspace ids still exist (the workspace domain answers, without access
 // checks). Blobs go to the garbage collector.
 func (s *Service) SweepDeletedWorkspaces(ctx context.Context, exists func(ctx context.Context, ids []string) (map[string]bool, error)) (int, error) {
-	rows, err := s.db.Query(ctx, `SELECT workspace_id FROM state_versions UNION SELECT workspace_id FROM state_heads`)
+	ids, err := store.Strings(ctx, s.db, `SELECT workspace_id FROM state_versions UNION SELECT workspace_id FROM state_heads`)
 	if err != nil {
-		return 0, err
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	n := 0

@@ -222,6 +222,16 @@ func ForUpdate(q Q) string {
 // functions written against the bare interface fit.)
 type Scanner = interface{ Scan(dest ...any) error }
 
+// Strings runs a query of one text column and returns its values (empty,
+// not nil, when there are none).
+func Strings(ctx context.Context, q Q, query string, args ...any) ([]string, error) {
+	out, err := All(ctx, q, func(s Scanner) (v string, err error) { err = s.Scan(&v); return v, err }, query, args...)
+	if out == nil && err == nil {
+		out = []string{}
+	}
+	return out, err
+}
+
 // All runs query and returns every row turned into a T by scan.
 func All[T any](ctx context.Context, q Q, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, query, args...)

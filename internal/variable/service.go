@@ -333,20 +333,7 @@ func (s *Service) DeleteWorkspaceVariable(ctx context.Context, workspaceID, id s
 // WorkspaceVariableIDs returns the IDs of a workspace's own variables, for
 // the workspace's "vars" relationship. It is not access-checked.
 func (s *Service) WorkspaceVariableIDs(ctx context.Context, workspaceID string) ([]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT id FROM variables WHERE workspace_id = ? ORDER BY created_at, id`, workspaceID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return store.Strings(ctx, s.db, `SELECT id FROM variables WHERE workspace_id = ? ORDER BY created_at, id`, workspaceID)
 }
 
 // DeleteWorkspaceVariables removes a workspace's variables and its variable

@@ -22,33 +22,16 @@ func scanVarset(sc interface{ Scan(...any) error }) (*VariableSet, error) {
 	return &vs, nil
 }
 
-func ids(ctx context.Context, q store.Q, query string, args ...any) ([]string, error) {
-	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
-}
-
 // loadRelations fills the workspace, project and variable IDs of vs.
 func loadRelations(ctx context.Context, q store.Q, vs *VariableSet) error {
 	var err error
-	if vs.WorkspaceIDs, err = ids(ctx, q, `SELECT workspace_id FROM variable_set_workspaces WHERE varset_id = ? ORDER BY workspace_id`, vs.ID); err != nil {
+	if vs.WorkspaceIDs, err = store.Strings(ctx, q, `SELECT workspace_id FROM variable_set_workspaces WHERE varset_id = ? ORDER BY workspace_id`, vs.ID); err != nil {
 		return err
 	}
-	if vs.ProjectIDs, err = ids(ctx, q, `SELECT project_id FROM variable_set_projects WHERE varset_id = ? ORDER BY project_id`, vs.ID); err != nil {
+	if vs.ProjectIDs, err = store.Strings(ctx, q, `SELECT project_id FROM variable_set_projects WHERE varset_id = ? ORDER BY project_id`, vs.ID); err != nil {
 		return err
 	}
-	vs.VarIDs, err = ids(ctx, q, `SELECT id FROM variables WHERE varset_id = ? ORDER BY created_at, id`, vs.ID)
+	vs.VarIDs, err = store.Strings(ctx, q, `SELECT id FROM variables WHERE varset_id = ? ORDER BY created_at, id`, vs.ID)
 	return err
 }
 
