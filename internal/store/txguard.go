@@ -29,7 +29,7 @@ var ErrConnInTx = errors.New("store: query on the DB inside one of its own trans
 // TxGuardEnv names the environment variable that turns the guard on for
 // the DBs opened afterwards ("1"): a debug option for tests and servers
 // (tests that start servers as processes pass it on in the environment).
-// Off by default until every package's tests pass with it.
+// `make test` (and so CI) turns it on; servers run without it.
 const TxGuardEnv = "TERRACE_STORE_TXGUARD"
 
 func txGuardOn() bool { return os.Getenv(TxGuardEnv) == "1" }
