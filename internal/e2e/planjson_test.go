@@ -113,6 +113,9 @@ func testAutoApplyPlanJSONMadeAfterApply(t *testing.T, e *testenv.Env) {
 	}
 
 	r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplied)
+	if sr, err := e.Server.Runs.System(ctx, r.ID); err != nil || sr.FromCLI {
+		t.Fatalf("a run made with go-tfe is marked as made by terraform's cloud backend (%v)", err)
+	}
 	check("after the run applied", redacted())
 	raw, err := c.Plans.ReadJSONOutput(ctx, r.Plan.ID)
 	if err != nil || !json.Valid(raw) || !strings.Contains(string(raw), `"terraform_data.slow"`) {

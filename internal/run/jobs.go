@@ -161,8 +161,9 @@ type PlanResult struct {
 	RedactedJSON                              []byte // the same without sensitive values
 	PlanFile, LockFile                        []byte // kept when the run waits for confirmation
 	// JSONLater: PlanJSON and RedactedJSON are left out and come with
-	// SavePlanJSON while the same job applies (the counts are terraform's
-	// summary line). Only for a run that goes straight on to apply.
+	// SavePlanJSON from the same job, after (or, for a FromCLI run,
+	// beside) the apply (the counts are terraform's summary line). Only
+	// for a run that goes straight on to apply.
 	JSONLater bool `json:",omitempty"`
 }
 
