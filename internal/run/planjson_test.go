@@ -25,22 +25,8 @@ func TestPlanJSONMadeBesideTheApply(t *testing.T) {
 		desc := PlanDescription{PlanJSON: []byte(`{"plan":1}`), RedactedJSON: []byte(`{"redacted":1}`), Additions: 3, Destructions: 1}
 
 		r := add("run-1", Applying, true)
-		waiting := make(chan struct{}, 1)
-		s.onPlanJSONWait = func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		}
-		type answer struct {
-			b   []byte
-			err error
-		}
-		got := make(chan answer, 1)
-		go func() {
-			b, err := s.PlanJSON(ctx, r, "json-redacted")
-			got <- answer{b, err}
-		}()
+		waiting, read := waitingReads(ctx, s)
+		got := read(r)
 		<-waiting // the read found no JSON and waits for it
 		if err := s.SavePlanJSON(ctx, "job-run-1", "runner-2", desc); core.KindOf(err) != core.KindConflict {
 			t.Fatalf("another runner's upload: %v, want a conflict", err)
@@ -81,6 +67,31 @@ func TestPlanJSONMadeBesideTheApply(t *testing.T) {
 		}
 		s.planJSONWait = time.Minute
 	})
+}
+
+type jsonAnswer struct {
+	b   []byte
+	err error
+}
+
+// waitingReads makes s signal waiting each time a read of a plan JSON
+// waits for it; read reads a run's redacted plan JSON in the background.
+func waitingReads(ctx context.Context, s *Service) (waiting chan struct{}, read func(r *Run) chan jsonAnswer) {
+	waiting = make(chan struct{}, 1)
+	s.onPlanJSONWait = func() {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+	}
+	return waiting, func(r *Run) chan jsonAnswer {
+		got := make(chan jsonAnswer, 1)
+		go func() {
+			b, err := s.PlanJSON(ctx, r, "json-redacted")
+			got <- jsonAnswer{b, err}
+		}()
+		return got
+	}
 }
 
 // addLaterRun stores an auto-applied run and its job (held by runner-1 in
@@ -126,25 +137,7 @@ func TestPlanJSONMadeAfterTheApply(t *testing.T) {
 			}
 			return phase, n
 		}
-		waiting := make(chan struct{}, 1)
-		s.onPlanJSONWait = func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		}
-		type answer struct {
-			b   []byte
-			err error
-		}
-		read := func(r *Run) chan answer {
-			got := make(chan answer, 1)
-			go func() {
-				b, err := s.PlanJSON(ctx, r, "json-redacted")
-				got <- answer{b, err}
-			}()
-			return got
-		}
+		waiting, read := waitingReads(ctx, s)
 
 		// The apply was reported (FinishApply; the e2e test
 		// TestAutoApplyPlanJSONMadeAfterApply goes through it): the run is
