@@ -145,6 +145,11 @@ func testRemoteExecution(t *testing.T, e *testenv.Env, c *cli) {
 	if err != nil || len(runs.Items) == 0 || runs.Items[0].Status != tfe.RunApplied {
 		t.Fatalf("latest run: %+v %v", runs, err)
 	}
+	// Made by the CLI's cloud backend, which shows the plan (its redacted
+	// JSON) before the apply's log: its plan JSON is made beside the apply.
+	if sr, err := e.Server.Runs.System(ctx, runs.Items[0].ID); err != nil || !sr.FromCLI {
+		t.Fatalf("the CLI's run is not marked as made by the CLI (%v)", err)
+	}
 
 	// apply answered "no" is discarded; answered "yes" applies.
 	out, err = c.tryInput(dir, "no\n", "apply", "-var", "name=mars")

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -436,46 +437,74 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 }
 
 // gather collects what a job needs. The run token it mints lives as long
-// as the run: auth refuses run tokens of finished runs.
+// as the run: auth refuses run tokens of finished runs. The reads are
+// independent of each other (but for the variables, which need the
+// workspace's project), so they are made side by side: on PostgreSQL
+// each is a round trip on the run's critical path.
 func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.Inputs, error) {
 	ws, err := s.o.Runs.Workspaces.System(ctx, r.WorkspaceID)
 	if err != nil {
 		return nil, err
 	}
 	in := &runner.Inputs{Workspace: ws, Hostname: s.o.Hostname}
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	side := func(i int, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
 	if s.o.Runs.Stages != nil && phase == "plan" {
-		if in.KeepPlan, err = s.o.Runs.Stages.Has(ctx, r.ID, run.StagePostPlan, run.StagePreApply); err != nil {
-			return nil, err
+		side(0, func() (err error) {
+			in.KeepPlan, err = s.o.Runs.Stages.Has(ctx, r.ID, run.StagePostPlan, run.StagePreApply)
+			return err
+		})
+	}
+	side(1, func() error {
+		rc, err := s.o.Sources.Archive(ctx, r.ConfigurationVersionID)
+		if err != nil {
+			return fmt.Errorf("reading configuration version %s: %w", r.ConfigurationVersionID, err)
 		}
-	}
-	rc, err := s.o.Sources.Archive(ctx, r.ConfigurationVersionID)
-	if err != nil {
-		return nil, fmt.Errorf("reading configuration version %s: %w", r.ConfigurationVersionID, err)
-	}
-	in.Archive, err = io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		return nil, err
-	}
-	var stateRun string
-	if in.State, stateRun, err = s.o.Sources.State(ctx, r.WorkspaceID); err != nil {
-		return nil, fmt.Errorf("reading the current state: %w", err)
-	}
-	if in.Masks, err = s.previousSecrets(ctx, stateRun, r.ID); err != nil {
-		return nil, err
-	}
-	if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, ws.ProjectID); err != nil {
-		return nil, fmt.Errorf("reading variables: %w", err)
-	}
-	if in.Token, err = s.o.Sources.RunToken(ctx, r.ID); err != nil {
-		return nil, err
-	}
+		defer rc.Close()
+		in.Archive, err = io.ReadAll(rc)
+		return err
+	})
+	side(2, func() error {
+		state, stateRun, err := s.o.Sources.State(ctx, r.WorkspaceID)
+		if err != nil {
+			return fmt.Errorf("reading the current state: %w", err)
+		}
+		in.State = state
+		in.Masks, err = s.previousSecrets(ctx, stateRun, r.ID)
+		return err
+	})
+	side(3, func() (err error) {
+		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, ws.ProjectID); err != nil {
+			return fmt.Errorf("reading variables: %w", err)
+		}
+		return nil
+	})
+	side(4, func() (err error) {
+		in.Token, err = s.o.Sources.RunToken(ctx, r.ID)
+		return err
+	})
 	if phase == "apply" {
-		if in.PlanFile, err = s.o.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {
-			return nil, fmt.Errorf("reading the saved plan: %w", err)
-		}
-		if lock, err := s.o.Runs.PlanBlob(ctx, r.Plan.ID, "lock"); err == nil {
-			in.LockFile = lock
+		side(5, func() (err error) {
+			if in.PlanFile, err = s.o.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {
+				return fmt.Errorf("reading the saved plan: %w", err)
+			}
+			if lock, err := s.o.Runs.PlanBlob(ctx, r.Plan.ID, "lock"); err == nil {
+				in.LockFile = lock
+			}
+			return nil
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
 	return in, nil

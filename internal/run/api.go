@@ -392,6 +392,7 @@ func (a *API) create(w http.ResponseWriter, req *http.Request) {
 		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, DebuggingMode: at.DebuggingMode, TerraformVersion: at.TerraformVersion,
 		TargetAddrs: at.TargetAddrs, ReplaceAddrs: at.ReplaceAddrs, Variables: at.Variables,
 		InvokeActionAddrs: at.InvokeActions, PolicyPaths: at.PolicyPaths,
+		FromCLI: fromCLI(req),
 	})
 	if err != nil {
 		tfeapi.Error(w, req, err)
@@ -863,4 +864,11 @@ func (a *API) Render(req *http.Request, id string) (any, error) {
 		return nil, err
 	}
 	return a.toJSON(req, r)
+}
+
+// fromCLI reports whether a request came from terraform's or OpenTofu's
+// cloud backend: both send X-Terraform-Integration: cloud, and every
+// version (also the older remote backend) sends Terraform-Version.
+func fromCLI(req *http.Request) bool {
+	return req.Header.Get("X-Terraform-Integration") != "" || req.Header.Get("Terraform-Version") != ""
 }

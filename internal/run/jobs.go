@@ -161,8 +161,9 @@ type PlanResult struct {
 	RedactedJSON                              []byte // the same without sensitive values
 	PlanFile, LockFile                        []byte // kept when the run waits for confirmation
 	// JSONLater: PlanJSON and RedactedJSON are left out and come with
-	// SavePlanJSON while the same job applies (the counts are terraform's
-	// summary line). Only for a run that goes straight on to apply.
+	// SavePlanJSON from the same job, after (or, for a FromCLI run,
+	// beside) the apply (the counts are terraform's summary line). Only
+	// for a run that goes straight on to apply.
 	JSONLater bool `json:",omitempty"`
 }
 
@@ -438,6 +439,19 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		for _, o := range stale {
 			staleIDs = append(staleIDs, o.ID)
 		}
+		if r.PlanJSONLater {
+			// The job goes on to make the plan's JSON (PhasePlanJSON): the
+			// run has its outcome and releases the workspace as usual.
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, PhasePlanJSON, core.Micros(core.Now()), jobID); err != nil {
+				return nil, err
+			}
+			s.dropSignal(r.ID)
+			if r.Status == PostApplyRunning {
+				return stale, nil
+			}
+			next, err := s.release(ctx, tx, r)
+			return append(stale, next...), err
+		}
 		if r.Status == PostApplyRunning {
 			// The run holds the workspace until its post-apply tasks end.
 			_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
@@ -532,6 +546,19 @@ func (s *Service) ReapExpired(ctx context.Context, lostPrefix, keep string) (int
 		why := "its runner stopped sending heartbeats"
 		if lostPrefix != "" && strings.HasPrefix(l.runner, lostPrefix) && l.runner != keep {
 			why = "the server restarted"
+		}
+		if l.phase == PhasePlanJSON {
+			// The run has its outcome; only its plan's JSON was still to
+			// come, and now never does: a read waiting for it ends (204).
+			_, err := s.update(ctx, l.runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+				r.PlanJSONLater = false
+				_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, l.id)
+				return nil, err
+			})
+			if err != nil {
+				return 0, fmt.Errorf("recovering job %s: %w", l.id, err)
+			}
+			continue
 		}
 		closeLog := ""
 		_, err := s.update(ctx, l.runID, func(tx *store.Tx, r *Run) ([]*Run, error) {

@@ -44,9 +44,16 @@ type Run struct {
 	Plan                   Phase     `json:"plan"`
 	Apply                  Phase     `json:"apply"`
 	// PlanJSONLater: the plan was reported without its JSON, which the
-	// runner makes beside the apply of the same job and uploads before
-	// the job ends (see SavePlanJSON); until then the JSON is pending.
+	// job that applies it makes and uploads (see SavePlanJSON): after the
+	// apply was reported, or beside the apply for a FromCLI run; until
+	// then the JSON is pending.
 	PlanJSONLater bool `json:"plan_json_later,omitempty"`
+	// FromCLI: terraform's (or OpenTofu's) cloud backend created the run
+	// (it sends X-Terraform-Integration or Terraform-Version). Its CLI
+	// reads the plan's redacted JSON as soon as the plan ends and shows
+	// the plan before it streams the apply, so its JSON is made beside
+	// the apply, not after it.
+	FromCLI bool `json:"from_cli,omitempty"`
 
 	// Assessment marks a health assessment (a refresh-only plan started by
 	// internal/assessment): left out of run lists and queue counts, its

@@ -217,6 +217,8 @@ type CreateOptions struct {
 	Variables              []RunVar
 	Source                 string
 	TriggerReason          string
+	// FromCLI: the request came from terraform's cloud backend (Run.FromCLI).
+	FromCLI bool
 }
 
 func val[T any](p *T, def T) T {
@@ -289,6 +291,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		TerraformVersion:       val(o.TerraformVersion, ws.TerraformVersion),
 		Source:                 o.Source,
 		TriggerReason:          o.TriggerReason,
+		FromCLI:                o.FromCLI,
 		CreatedBy:              actorOf(ctx),
 		Plan:                   Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
 		Apply:                  Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},

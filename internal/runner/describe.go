@@ -206,16 +206,22 @@ func (j *jobExec) describeBeside(ctx context.Context, in *Inputs) func() planDes
 	go func() {
 		defer j.took("plan JSON (beside the apply)", time.Now())
 		d := j.describe(ctx, in)
-		if d.planJSON != nil {
-			err := j.r.api.SavePlanJSON(ctx, j.job.ID, j.r.cfg.ID, run.PlanDescription{
-				PlanJSON: d.planJSON, RedactedJSON: d.redactedJSON,
-				Additions: d.add, Changes: d.change, Destructions: d.destroy, Imports: d.imports,
-			})
-			if err != nil {
-				j.log.Warn("the plan's JSON was refused", "error", err)
-			}
-		}
+		j.uploadDescription(ctx, d)
 		done <- d
 	}()
 	return func() planDescription { return <-done }
+}
+
+// uploadDescription sends the JSON of a plan reported without it, or,
+// when it could not be made, says so: a read waiting for it then ends.
+func (j *jobExec) uploadDescription(ctx context.Context, d planDescription) {
+	defer j.took("upload plan JSON", time.Now())
+	pd := run.PlanDescription{Error: "terraform show -json of the plan failed (see the runner's log)"}
+	if d.planJSON != nil && d.redactedJSON != nil {
+		pd = run.PlanDescription{PlanJSON: d.planJSON, RedactedJSON: d.redactedJSON,
+			Additions: d.add, Changes: d.change, Destructions: d.destroy, Imports: d.imports}
+	}
+	if err := j.r.api.SavePlanJSON(ctx, j.job.ID, j.r.cfg.ID, pd); err != nil {
+		j.log.Warn("the plan's JSON was refused", "error", err)
+	}
 }

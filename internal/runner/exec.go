@@ -81,10 +81,13 @@ func (j *jobExec) run(ctx context.Context) error {
 			return err
 		}
 		// Auto-apply: same folder, same plan, no second init. A plan
-		// reported without its JSON gets it made beside the apply and
-		// uploaded before the job ends.
+		// reported without its JSON gets it made after the apply was
+		// reported (so that show -json does not compete with the apply
+		// for the machine), or beside the apply for a run of terraform's
+		// cloud backend, which shows the plan before the apply's log.
 		var described func() planDescription
-		if res.JSONLater {
+		after := res.JSONLater && !r.FromCLI
+		if res.JSONLater && !after {
 			described = j.describeBeside(ctx, in)
 		}
 		j.out.Close()
@@ -100,7 +103,13 @@ func (j *jobExec) run(ctx context.Context) error {
 			}
 			j.took("wait for plan JSON", t0)
 		}
-		return j.finishApply(ctx, applied)
+		if err := j.finishApply(ctx, applied); err != nil || !after || j.cancel == "force" {
+			return err // force-canceled: the job is gone, nothing waits for the JSON
+		}
+		// The run has its outcome and the workspace is free; the job
+		// ends with the plan's JSON (or the reason it could not be made).
+		j.uploadDescription(ctx, j.describe(ctx, in))
+		return nil
 	}
 	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
 		return j.finish(ctx, err, nil)

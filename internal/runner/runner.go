@@ -64,7 +64,9 @@ type API interface {
 	SaveState(ctx context.Context, jobID string, state []byte) error
 	FinishPlan(ctx context.Context, jobID, runnerID string, res run.PlanResult) (bool, error)
 	// SavePlanJSON uploads the JSON of a plan reported without it
-	// (PlanResult.JSONLater), made while the same job applies.
+	// (PlanResult.JSONLater), made by the job that applies it (after the
+	// apply was reported, or beside it for a CLI-driven run), or why it
+	// could not be made; after the apply was reported it ends the job.
 	SavePlanJSON(ctx context.Context, jobID, runnerID string, d run.PlanDescription) error
 	FinishApply(ctx context.Context, jobID, runnerID string, res run.ApplyResult) error
 }

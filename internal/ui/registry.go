@@ -233,7 +233,7 @@ func (u *UI) showUpgrade(w http.ResponseWriter, r *http.Request, status int, for
 		return
 	}
 	d.PlanLive = !done && !rn.Status.Final()
-	if raw, err := u.o.Runs.PlanBlob(ctx, rn.Plan.ID, "json-redacted"); err == nil {
+	if raw, err := u.redactedPlan(ctx, rn); err == nil {
 		d.Changes = planChanges(raw)
 	}
 	u.render(w, r, status, "upgrade", "Upgrade "+ws.Name, ws.Organization, map[string]any{

@@ -86,7 +86,7 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 		return
 	}
 	d.ApplyLive = !done && !rn.Status.Final() && !rn.PlanOnly
-	if raw, err := u.o.Runs.PlanBlob(ctx, rn.Plan.ID, "json-redacted"); err == nil {
+	if raw, err := u.redactedPlan(ctx, rn); err == nil {
 		d.Changes = planChanges(raw)
 	}
 	if u.o.RunTasks != nil {
