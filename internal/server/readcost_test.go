@@ -45,8 +45,8 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 		// Before the request memo the guard and the handler each looked
 		// the workspace up by name (two queries), read it and its tags,
 		// and the caller's teams: five more than now.
-		if least > 14 {
-			t.Errorf("a workspace read costs %d store queries, want at most 14", least)
+		if least > 13 {
+			t.Errorf("a workspace read costs %d store queries, want at most 13", least)
 		}
 		if _, err := c.Workspaces.Update(ctx, "rt", "w", tfe.WorkspaceUpdateOptions{Description: tfe.String("changed")}); err != nil {
 			t.Fatal(err)
