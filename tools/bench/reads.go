@@ -27,6 +27,7 @@ import (
 func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histories []int, cpuProfile string) error {
 	fmt.Printf("\n(e) reads: go-tfe Workspaces.Read, %d clients for %s; Runs.List of one page (20) by history size\n", clients, d)
 	fmt.Printf("  resident memory (the whole bench process: server and clients) before the reads: %s\n", rss())
+	fmt.Printf("  rate limits per token and per address: %.0f/s (go-tfe paces itself at two thirds of the per-token limit; the default, 1000/s, would cap one client at 660 requests/s)\n", float64(benchRateLimit))
 	owners, err := b.c.Teams.List(ctx, b.org, &tfe.TeamListOptions{Names: []string{"owners"}})
 	if err != nil || len(owners.Items) != 1 {
 		return fmt.Errorf("the owners team: %v", err)
