@@ -770,7 +770,7 @@ func (s *Service) CurrentStateVersionID(ctx context.Context, workspaceID string)
 }
 
 // CurrentStateVersionIDSQL says CurrentStateVersionID in SQL over a
-// workspace's id written ws.id (NULL or ”: none).
+// workspace's id written ws.id (NULL or empty: none).
 func CurrentStateVersionIDSQL() string {
 	return `SELECT current_id FROM state_heads WHERE workspace_id = ws.id`
 }
