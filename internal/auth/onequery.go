@@ -101,7 +101,7 @@ func (s *Service) authQuery() string {
 		x.team_id, x.team_name, x.team_attrs, x.team_created_at
 		FROM tokens t
 		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
-		LEFT JOIN (` + users + `) x ON x.user_id = u.id
+		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = (SELECT subject FROM tokens WHERE hash = ?)) x ON x.user_id = u.id
 		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
 		LEFT JOIN (` + teams + `) tm ON t.kind = '` + string(KindTeam) + `' AND tm.id = t.subject
 		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
@@ -136,7 +136,12 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	if query == "" {
 		return nil, false, nil
 	}
-	rows, err := s.db.Query(ctx, query, HashToken(secret))
+	// The hash twice: the memberships are filtered by the token's subject
+	// inside their derived table, so that SQLite searches them by user
+	// (a bare join on the derived table materialized every membership of
+	// every user on each request).
+	hash := HashToken(secret)
+	rows, err := s.db.Query(ctx, query, hash, hash)
 	if err != nil {
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}
