@@ -238,6 +238,11 @@ func (s *Service) CurrentID(ctx context.Context, workspaceID string) (string, er
 	return r.ID, nil
 }
 
+// CurrentIDSQL says CurrentID in SQL over a workspace's id written ws.id.
+func CurrentIDSQL() string {
+	return `SELECT id FROM assessment_results WHERE workspace_id = ws.id AND status <> '` + string(Queued) + `' ORDER BY created_at DESC, id DESC LIMIT 1`
+}
+
 // latestFinished is the workspace's newest finished result other than
 // except (nil when none).
 func (s *Service) latestFinished(ctx context.Context, q store.Q, workspaceID, except string) (*Result, error) {

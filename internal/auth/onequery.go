@@ -17,6 +17,25 @@ type MembershipsSQL interface {
 	UserOrganizationsSQL() string
 }
 
+// MemberTeamsSQL is implemented by a Memberships provider that can also
+// name, in the one query, the teams through which a user belongs to each
+// organization, so that authorizing the request reads nothing more:
+// UserTeamsSQL is UserOrganizationsSQL with the columns team_id,
+// team_name, team_attrs and team_created_at added (NULL on a row of a
+// membership through no team), and RememberUserTeams receives, for the
+// rest of the request (its request memo), every team of the user in each
+// of the organizations listed.
+type MemberTeamsSQL interface {
+	UserTeamsSQL() string
+	RememberUserTeams(ctx context.Context, userID string, orgs []string, teams []MemberTeam)
+}
+
+// MemberTeam is a team row as the one query reads it.
+type MemberTeam struct {
+	ID, Organization, Name, Attrs string
+	CreatedAt                     int64
+}
+
 // OrganizationsSQL is implemented by an Organizations provider that can
 // say in SQL what UserTokensDisabled answers: a query with one column,
 // name, listing the organizations that refuse user tokens.
@@ -47,7 +66,9 @@ type RunsSQL interface {
 // authQuery is the one query that authenticates a bearer token: the token
 // and, for a user token, its user, each organization the user belongs to,
 // whether through the owners team, and whether that organization refuses
-// user tokens; one row per organization (one with NULLs for none). Nothing
+// user tokens; one row per membership (one with NULLs for none), naming
+// the team of a membership through a team when the provider can
+// (MemberTeamsSQL). Nothing
 // of it is cached, so a revoked token, a removed user or membership, or a
 // changed organization setting counts on the very next request, on every
 // replica. "" when the providers cannot say it in SQL.
@@ -64,6 +85,11 @@ func (s *Service) authQuery() string {
 	if oq, ok := s.orgs.(OrganizationIDsSQL); ok {
 		orgIDs = oq.OrganizationIDsSQL()
 	}
+	users := `SELECT user_id, organization_name, owner, NULL AS team_id, NULL AS team_name, NULL AS team_attrs, NULL AS team_created_at FROM (` +
+		m.UserOrganizationsSQL() + `) uo`
+	if mt, ok := s.memberships.(MemberTeamsSQL); ok {
+		users = mt.UserTeamsSQL()
+	}
 	runs := `SELECT NULL AS id, NULL AS workspace_id, NULL AS organization_name, NULL AS final`
 	if rq, ok := s.runs.(RunsSQL); ok {
 		runs = rq.RunTokensSQL()
@@ -71,10 +97,11 @@ func (s *Service) authQuery() string {
 	return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
 		tm.organization_name, tm.owners, o.name,
-		r.workspace_id, r.organization_name, r.final
+		r.workspace_id, r.organization_name, r.final,
+		x.team_id, x.team_name, x.team_attrs, x.team_created_at
 		FROM tokens t
 		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
-		LEFT JOIN (` + m.UserOrganizationsSQL() + `) x ON x.user_id = u.id
+		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = (SELECT subject FROM tokens WHERE hash = ?)) x ON x.user_id = u.id
 		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
 		LEFT JOIN (` + teams + `) tm ON t.kind = '` + string(KindTeam) + `' AND tm.id = t.subject
 		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
@@ -109,7 +136,12 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	if query == "" {
 		return nil, false, nil
 	}
-	rows, err := s.db.Query(ctx, query, HashToken(secret))
+	// The hash twice: the memberships are filtered by the token's subject
+	// inside their derived table, so that SQLite searches them by user
+	// (a bare join on the derived table materialized every membership of
+	// every user on each request).
+	hash := HashToken(secret)
+	rows, err := s.db.Query(ctx, query, hash, hash)
 	if err != nil {
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}
@@ -127,17 +159,22 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 		ownersTeam        sql.NullInt64
 		runWS, runOrg     sql.NullString
 		runFinal          sql.NullInt64
+		teams             []MemberTeam
 	)
 	for rows.Next() {
 		var org, disabled sql.NullString
-		var isOwner sql.NullInt64
+		var isOwner, teamCreated sql.NullInt64
+		var teamID, teamName, teamAttrs sql.NullString
 		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled,
-			&teamOrg, &ownersTeam, &orgName, &runWS, &runOrg, &runFinal); err != nil {
+			&teamOrg, &ownersTeam, &orgName, &runWS, &runOrg, &runFinal, &teamID, &teamName, &teamAttrs, &teamCreated); err != nil {
 			return nil, true, fmt.Errorf("looking up token: %w", err)
 		}
 		seen = true
 		if !org.Valid {
 			continue
+		}
+		if teamID.Valid {
+			teams = append(teams, MemberTeam{ID: teamID.String, Organization: org.String, Name: teamName.String, Attrs: teamAttrs.String, CreatedAt: teamCreated.Int64})
 		}
 		if !slices.Contains(member, org.String) {
 			member = append(member, org.String)
@@ -192,6 +229,9 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	slices.Sort(member)
 	slices.Sort(owner)
 	slices.Sort(blocked)
+	if mt, ok := s.memberships.(MemberTeamsSQL); ok {
+		mt.RememberUserTeams(ctx, userID.String, member, teams)
+	}
 	return &Principal{Kind: KindUser, TokenID: id, UserID: userID.String, Username: username.String, SiteAdmin: siteAdmin.Bool,
 		Orgs: member, Owns: owner, UserTokensBlocked: blocked}, true, nil
 }

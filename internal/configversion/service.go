@@ -261,6 +261,12 @@ func CurrentID(ctx context.Context, q store.Q, workspaceID string) (string, erro
 	return id, err
 }
 
+// CurrentIDSQL says CurrentID in SQL over a workspace's id written ws.id.
+func CurrentIDSQL() string {
+	return `SELECT id FROM configuration_versions WHERE workspace_id = ws.id AND current_since IS NOT NULL AND status NOT IN ('` +
+		string(StatusErrored) + `', '` + string(StatusArchived) + `') ORDER BY current_since DESC, id DESC LIMIT 1`
+}
+
 // Promote makes a provisional version eligible to be current (the run
 // domain calls it when a run using it is applied).
 func Promote(ctx context.Context, q store.Q, id string) error {

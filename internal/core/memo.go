@@ -61,3 +61,21 @@ func Remember[T any](ctx context.Context, key string, v T) {
 	m.m[key] = v
 	m.mu.Unlock()
 }
+
+// Recall returns what Remember put under key in ctx's request memo, if
+// anything of type T is there.
+func Recall[T any](ctx context.Context, key string) (T, bool) {
+	var zero T
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	if m == nil {
+		return zero, false
+	}
+	m.mu.Lock()
+	v, ok := m.m[key]
+	m.mu.Unlock()
+	if !ok {
+		return zero, false
+	}
+	t, ok := v.(T)
+	return t, ok
+}

@@ -92,26 +92,7 @@ type upgradeDoc struct {
 
 func waitRun(t *testing.T, c *tfe.Client, id string, want ...tfe.RunStatus) *tfe.Run {
 	t.Helper()
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
-		r, err := c.Runs.Read(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range want {
-			if r.Status == w {
-				return r
-			}
-		}
-		switch r.Status {
-		case tfe.RunErrored, tfe.RunCanceled, tfe.RunDiscarded, tfe.RunPlannedAndFinished, tfe.RunApplied:
-			t.Fatalf("run %s ended %s, want %v", id, r.Status, want)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s still %s, want %v", id, r.Status, want)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	return testenv.WaitRun(context.Background(), t, c, id, want...)
 }
 
 func outputs(t *testing.T, c *tfe.Client, wsID string) map[string]any {

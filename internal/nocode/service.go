@@ -488,6 +488,12 @@ func (s *Service) NoCodeModuleIDs(ctx context.Context, moduleIDs []string) (map[
 	return out, rows.Err()
 }
 
+// NoCodeWorkspaceSQL says in SQL over a workspace's id written ws.id
+// whether WorkspaceNoCode has anything to report (NULL: not).
+func (s *Service) NoCodeWorkspaceSQL() string {
+	return `SELECT 1 FROM no_code_workspaces WHERE workspace_id = ws.id`
+}
+
 // WorkspaceNoCode reports the registry module a workspace was provisioned
 // from and whether its no-code module's pin has moved since.
 func (s *Service) WorkspaceNoCode(ctx context.Context, workspaceID string) (string, bool) {

@@ -548,6 +548,18 @@ func (s *Service) CurrentRunID(ctx context.Context, workspaceID string) (string,
 	return id, err
 }
 
+// CurrentRunIDSQL says CurrentRunID in SQL over a workspace's id written
+// ws.id (workspace.CurrentRunsSQL).
+func (s *Service) CurrentRunIDSQL() string {
+	return `SELECT id FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
+}
+
+// RunsCountSQL says RunsCount in SQL over a workspace's id written ws.id
+// (NULL: none).
+func (s *Service) RunsCountSQL() string {
+	return `SELECT runs FROM run_counts WHERE workspace_id = ws.id`
+}
+
 // RunWorkspace resolves a run token's workspace and organization.
 func (s *Service) RunWorkspace(ctx context.Context, runID string) (string, string, error) {
 	var ws, org, status string

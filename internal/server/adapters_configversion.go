@@ -40,3 +40,7 @@ type workspaceConfigs struct{ db *store.DB }
 func (c workspaceConfigs) CurrentConfigurationVersionID(ctx context.Context, workspaceID string) (string, error) {
 	return configversion.CurrentID(ctx, c.db, workspaceID)
 }
+
+func (workspaceConfigs) CurrentConfigurationVersionIDSQL() string {
+	return configversion.CurrentIDSQL()
+}

@@ -82,6 +82,8 @@ func (a workspaceState) CurrentStateVersionID(ctx context.Context, workspaceID s
 	return a.states.CurrentStateVersionID(ctx, workspaceID)
 }
 
+func (workspaceState) CurrentStateVersionIDSQL() string { return state.CurrentStateVersionIDSQL() }
+
 func (a workspaceState) ResourceCount(ctx context.Context, workspaceID string) (int, error) {
 	return a.states.ResourceCount(ctx, workspaceID)
 }

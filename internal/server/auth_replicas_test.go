@@ -255,3 +255,63 @@ func TestRunTokenInOneQuery(t *testing.T) {
 		}
 	})
 }
+
+// TestUserTeamsReadWithTheToken: the one query that authenticates a user
+// token also reads the user's teams, so that authorizing the request
+// costs no second round trip: within the request (its memo) the teams
+// of each of the user's organizations are those the team domain reads
+// from the store (two teams in one organization, none in another), and
+// asking for them costs no query.
+func TestUserTeamsReadWithTheToken(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		acme, beta := testenv.NewOrg(t, e.Client, "acme"), testenv.NewOrg(t, e.Client, "beta")
+		owners, err := e.Client.Teams.List(ctx, acme.Name, &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("owners team: %v", err)
+		}
+		devs, err := e.Client.Teams.Create(ctx, acme.Name, tfe.TeamCreateOptions{Name: tfe.String("devs"), Visibility: tfe.String("organization")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("u@acme.test"), Teams: []*tfe.Team{devs, owners.Items[0]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("u@acme.test")}); err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := core.WithMemo(ctx)
+		if _, err := e.Server.Auth.Authenticate(req, secret); err != nil {
+			t.Fatal(err)
+		}
+		for _, org := range []string{acme.Name, beta.Name} {
+			want, err := e.Server.Teams.MemberTeams(ctx, m.User.ID, org)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := e.Server.DB.Queries()
+			got, err := e.Server.Teams.MemberTeams(req, m.User.ID, org)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := e.Server.DB.Queries() - before; n != 0 {
+				t.Errorf("%s: the user's teams cost %d more queries after authentication", org, n)
+			}
+			if len(got) != len(want) || org == acme.Name && len(got) != 2 {
+				t.Fatalf("%s: teams %d after authentication, %d in the store", org, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].ID != want[i].ID || got[i].Name != want[i].Name || got[i].Organization != want[i].Organization ||
+					got[i].Settings != want[i].Settings || !got[i].CreatedAt.Equal(want[i].CreatedAt) {
+					t.Errorf("%s: team %d after authentication %+v, in the store %+v", org, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}

@@ -353,7 +353,7 @@ func (s *Server) routes() http.Handler {
 		return wsAPI.Render(r, w), nil
 	})
 	(&assessment.API{Service: s.Assessments}).Register(api)
-	wsAPI.CurrentAssessment = s.Assessments.CurrentID
+	wsAPI.CurrentAssessment, wsAPI.CurrentAssessmentSQL = s.Assessments.CurrentID, assessment.CurrentIDSQL()
 	(&trigger.API{Service: s.Triggers, IncludeWorkspace: func(r *http.Request, id string) (any, error) {
 		w, err := s.Workspaces.Get(r.Context(), id)
 		if err != nil {

@@ -769,6 +769,12 @@ func (s *Service) CurrentStateVersionID(ctx context.Context, workspaceID string)
 	return id, err
 }
 
+// CurrentStateVersionIDSQL says CurrentStateVersionID in SQL over a
+// workspace's id written ws.id (NULL or empty: none).
+func CurrentStateVersionIDSQL() string {
+	return `SELECT current_id FROM state_heads WHERE workspace_id = ws.id`
+}
+
 // ResourceCount returns the number of managed resource instances in a
 // workspace's current state (0 without state). No access check.
 func (s *Service) ResourceCount(ctx context.Context, workspaceID string) (int, error) {

@@ -603,6 +603,11 @@ func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team,
 	// The guard and the renderer of a read both ask: the request memo
 	// answers the second. Each caller gets its own copies.
 	ts, err := core.Memoize(ctx, "member-teams:"+userID+"/"+org, func() ([]*Team, error) {
+		// The request's authentication read them already (the one query
+		// of internal/auth, RememberUserTeams).
+		if rows, ok := core.Recall[[]auth.MemberTeam](ctx, memberTeamRowsKey(userID, org)); ok {
+			return decodeMemberTeams(rows)
+		}
 		return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
 		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? ORDER BY t.name`, userID, org)
 	})
@@ -626,6 +631,56 @@ func (s *Service) System(ctx context.Context, id string) (*Team, error) {
 // answer, for the one query that authenticates a team token.
 func (s *Service) TeamTokensSQL() string {
 	return `SELECT id, organization_name, CASE WHEN name = '` + OwnersTeam + `' THEN 1 ELSE 0 END AS owners FROM teams`
+}
+
+// UserTeamsSQL is UserOrganizationsSQL naming the team of each membership
+// through a team (auth.MemberTeamsSQL), so that the query that
+// authenticates a user also reads the user's teams.
+func (s *Service) UserTeamsSQL() string {
+	return `SELECT user_id, organization_name, 0 AS owner, NULL AS team_id, NULL AS team_name, NULL AS team_attrs, NULL AS team_created_at
+		FROM organization_memberships
+		UNION ALL SELECT m.user_id, t.organization_name, CASE WHEN t.name = '` + OwnersTeam + `' THEN 1 ELSE 0 END, t.id, t.name, t.attrs, t.created_at
+		FROM teams t JOIN team_members m ON m.team_id = t.id`
+}
+
+// RememberUserTeams keeps, for the rest of the request, the teams the
+// authenticating query read: MemberTeams answers from them for each of
+// orgs (the user's organizations; none of their teams is left out).
+func (s *Service) RememberUserTeams(ctx context.Context, userID string, orgs []string, teams []auth.MemberTeam) {
+	for _, org := range orgs {
+		var mine []auth.MemberTeam
+		for _, t := range teams {
+			if t.Organization == org {
+				mine = append(mine, t)
+			}
+		}
+		// As MemberTeams orders them.
+		slices.SortFunc(mine, func(a, b auth.MemberTeam) int { return strings.Compare(a.Name, b.Name) })
+		core.Remember(ctx, memberTeamRowsKey(userID, org), mine)
+	}
+}
+
+func memberTeamRowsKey(userID, org string) string { return "member-team-rows:" + userID + "/" + org }
+
+// decodeMemberTeams turns the rows RememberUserTeams kept into teams.
+func decodeMemberTeams(rows []auth.MemberTeam) ([]*Team, error) {
+	out := make([]*Team, 0, len(rows))
+	for _, r := range rows {
+		t, err := scanTeam(memberTeamRow(r))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// memberTeamRow scans like a row of teamCols.
+type memberTeamRow auth.MemberTeam
+
+func (r memberTeamRow) Scan(dest ...any) error {
+	*dest[0].(*string), *dest[1].(*string), *dest[2].(*string), *dest[3].(*string), *dest[4].(*int64) = r.ID, r.Organization, r.Name, r.Attrs, r.CreatedAt
+	return nil
 }
 
 // UserOrganizationsSQL says in SQL what UserOrganizations answers, for the

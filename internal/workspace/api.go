@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -31,6 +32,9 @@ type API struct {
 	// CurrentAssessment names the workspace's newest finished health
 	// assessment result ("" when none; nil: left out).
 	CurrentAssessment func(ctx context.Context, workspaceID string) (string, error)
+	// CurrentAssessmentSQL, when set, says CurrentAssessment in SQL (see
+	// readDocument).
+	CurrentAssessmentSQL string
 	// IncludeRun renders a run for ?include=current_run (nil: left out).
 	IncludeRun func(r *http.Request, id string) (any, error)
 	// IncludeConfigVersion renders a configuration version for
@@ -354,7 +358,8 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 			"self-html": "/app/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
 		},
 	}
-	if a.NoCode != nil {
+	doc, _ := a.readDocument(ctx, w.ID)
+	if a.NoCode != nil && (!doc.hasNoCode || doc.noCode.Valid) {
 		j.SourceModuleID, j.NoCodeUpgradeAvailable = a.NoCode.WorkspaceNoCode(ctx, w.ID)
 	}
 	if j.TagNames == nil {
@@ -388,7 +393,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	var included []any
-	if sum, ok := a.stateSummary(ctx, w.ID); ok {
+	if sum, ok := a.stateSummaryOf(ctx, w.ID, doc); ok {
 		if sum.CurrentStateVersionID != "" {
 			j.CurrentStateVersion = &jsonStateVersionRef{ID: sum.CurrentStateVersionID}
 			if inc["current_state_version"] && a.IncludeStateVersion != nil {
@@ -410,12 +415,12 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	if a.CurrentAssessment != nil {
-		if id, err := a.CurrentAssessment(ctx, w.ID); err == nil && id != "" {
+		if id, err := docPart(doc.hasAssessment, doc.assessment, func() (string, error) { return a.CurrentAssessment(ctx, w.ID) }); err == nil && id != "" {
 			j.CurrentAssessment = &jsonAssessmentRef{ID: id}
 		}
 	}
 	if a.Service.Runs != nil {
-		if id, err := a.Service.Runs.CurrentRunID(ctx, w.ID); err == nil && id != "" {
+		if id, err := docPart(doc.hasRun, doc.currentRun, func() (string, error) { return a.Service.Runs.CurrentRunID(ctx, w.ID) }); err == nil && id != "" {
 			j.CurrentRun = &jsonRunRef{ID: id}
 			if (inc["current_run"] || inc["current_run.plan"] || inc["current_run.configuration_version"]) && a.IncludeRun != nil {
 				if run, err := a.IncludeRun(r, id); err == nil {
@@ -423,14 +428,16 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 				}
 			}
 		}
-		if h, ok := a.Service.Runs.(RunHistory); ok {
+		if doc.hasRunsCount {
+			j.RunsCount = int(doc.runsCount.Int64)
+		} else if h, ok := a.Service.Runs.(RunHistory); ok {
 			if n, err := h.RunsCount(ctx, w.ID); err == nil {
 				j.RunsCount = n
 			}
 		}
 	}
 	if a.Service.Configs != nil {
-		if id, err := a.Service.Configs.CurrentConfigurationVersionID(ctx, w.ID); err == nil && id != "" {
+		if id, err := docPart(doc.hasConfig, doc.config, func() (string, error) { return a.Service.Configs.CurrentConfigurationVersionID(ctx, w.ID) }); err == nil && id != "" {
 			j.CurrentConfigVersion = &jsonCVRef{ID: id}
 			if inc["current_configuration_version"] && a.IncludeConfigVersion != nil {
 				if cv, err := a.IncludeConfigVersion(r, id); err == nil {
@@ -464,6 +471,24 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		}
 	}
 	return j, included
+}
+
+// docPart is a part of the workspace document: as readDocument read it
+// when it did, else asked of its domain.
+func docPart(read bool, v sql.NullString, ask func() (string, error)) (string, error) {
+	if read {
+		return v.String, nil
+	}
+	return ask()
+}
+
+// stateSummaryOf is stateSummary when the document read says there is no
+// state: nothing to ask.
+func (a *API) stateSummaryOf(ctx context.Context, id string, doc document) (StateSummary, bool) {
+	if doc.hasState && doc.state.String == "" {
+		return StateSummary{}, a.Service.State != nil
+	}
+	return a.stateSummary(ctx, id)
 }
 
 // stateSummary returns what the workspace's JSON shows of its state; ok is

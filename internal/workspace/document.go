@@ -1,0 +1,91 @@
+package workspace
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
+
+// The relationships a workspace document shows of other domains (its
+// current run and run count, current configuration version, current
+// state version, newest health assessment, no-code module) each cost a
+// store round trip when asked one by one. A domain that can say its share
+// in SQL implements one of the interfaces below: a scalar subquery over
+// the workspace's id, written ws.id (at most one row). A workspace read
+// then asks for every share in one statement (readDocument).
+
+// CurrentRunsSQL is implemented by a CurrentRuns that says CurrentRunID
+// and RunsCount (RunHistory) in SQL.
+type CurrentRunsSQL interface {
+	CurrentRunIDSQL() string
+	RunsCountSQL() string
+}
+
+// CurrentConfigsSQL is implemented by a CurrentConfigs that says
+// CurrentConfigurationVersionID in SQL.
+type CurrentConfigsSQL interface {
+	CurrentConfigurationVersionIDSQL() string
+}
+
+// StateSQL is implemented by a StateInfo that says CurrentStateVersionID
+// in SQL ("" or NULL: no state, so nothing else of state is shown).
+type StateSQL interface {
+	CurrentStateVersionIDSQL() string
+}
+
+// NoCodeSQL is implemented by an API's NoCode that says in SQL whether a
+// workspace was provisioned from a no-code module (NULL when not; then
+// WorkspaceNoCode is not asked).
+type NoCodeSQL interface {
+	NoCodeWorkspaceSQL() string
+}
+
+// document is what readDocument read; a part whose domain cannot say it
+// in SQL is asked of the domain (its has* is false).
+type document struct {
+	hasRun, hasRunsCount, hasConfig, hasState, hasAssessment, hasNoCode bool
+
+	currentRun, config, state, assessment sql.NullString
+	runsCount, noCode                     sql.NullInt64
+}
+
+// readDocument reads, in one statement, the parts of workspace id's
+// document that their domains say in SQL; ok is false when none can or
+// the statement failed (then every part is asked of its domain).
+func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool) {
+	var cols []string
+	var dest []any
+	add := func(expr string, has *bool, to any) {
+		if expr == "" {
+			return
+		}
+		*has = true
+		cols = append(cols, "("+expr+")")
+		dest = append(dest, to)
+	}
+	if rs, isSQL := a.Service.Runs.(CurrentRunsSQL); isSQL && a.Service.Runs != nil {
+		add(rs.CurrentRunIDSQL(), &d.hasRun, &d.currentRun)
+		if _, hist := a.Service.Runs.(RunHistory); hist {
+			add(rs.RunsCountSQL(), &d.hasRunsCount, &d.runsCount)
+		}
+	}
+	if cs, isSQL := a.Service.Configs.(CurrentConfigsSQL); isSQL && a.Service.Configs != nil {
+		add(cs.CurrentConfigurationVersionIDSQL(), &d.hasConfig, &d.config)
+	}
+	if ss, isSQL := a.Service.State.(StateSQL); isSQL && a.Service.State != nil {
+		add(ss.CurrentStateVersionIDSQL(), &d.hasState, &d.state)
+	}
+	if a.CurrentAssessment != nil {
+		add(a.CurrentAssessmentSQL, &d.hasAssessment, &d.assessment)
+	}
+	if ns, isSQL := a.NoCode.(NoCodeSQL); isSQL && a.NoCode != nil {
+		add(ns.NoCodeWorkspaceSQL(), &d.hasNoCode, &d.noCode)
+	}
+	if len(cols) == 0 {
+		return document{}, false
+	}
+	if err := a.Service.db.QueryRow(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM workspaces ws WHERE ws.id = ?`, id).Scan(dest...); err != nil {
+		return document{}, false
+	}
+	return d, true
+}
