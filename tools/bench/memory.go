@@ -44,7 +44,11 @@ func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error 
 	addr := ln.Addr().String()
 	ln.Close()
 	data := filepath.Join(dir, "data")
-	cmd := exec.CommandContext(ctx, bin, "server", "--data-dir", data, "--addr", addr, "--log-level", "warn")
+	// The rate limits are out of the way as in (e), so that the reads are
+	// as many as the server serves, not as go-tfe's pacing allows.
+	limit := strconv.FormatFloat(benchRateLimit, 'f', -1, 64)
+	cmd := exec.CommandContext(ctx, bin, "server", "--data-dir", data, "--addr", addr, "--log-level", "warn",
+		"--rate-limit", limit, "--rate-limit-per-address", limit)
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return err
