@@ -126,7 +126,7 @@ func (c *Client) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
 }
 
 // Heartbeat extends the lease, waiting up to HeartbeatWait for a signal.
-func (c *Client) Heartbeat(ctx context.Context, jobID, runnerID string) (string, error) {
+func (c *Client) Heartbeat(ctx context.Context, jobID, runnerID string) (run.Signal, error) {
 	var out HeartbeatResponse
 	_, err := c.call(ctx, http.MethodPost, "/api/agent/jobs/"+jobID+"/heartbeat", HeartbeatRequest{WaitMS: c.HeartbeatWait.Milliseconds()}, &out)
 	return out.Signal, err

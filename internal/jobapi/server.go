@@ -302,10 +302,10 @@ type ClaimRequest struct {
 
 // Job is a claimed job on the wire.
 type Job struct {
-	ID    string   `json:"id"`
-	RunID string   `json:"run_id"`
-	Phase string   `json:"phase"`
-	Run   *run.Run `json:"run"`
+	ID    string       `json:"id"`
+	RunID string       `json:"run_id"`
+	Phase run.JobPhase `json:"phase"`
+	Run   *run.Run     `json:"run"`
 	// LeaseMS is the job's lease (the server's --job-heartbeat-timeout):
 	// a runner silent this long loses the job, so it heartbeats well
 	// within it.
@@ -390,7 +390,7 @@ type HeartbeatRequest struct {
 
 // HeartbeatResponse carries a signal for the job: "", "cancel" or "force".
 type HeartbeatResponse struct {
-	Signal string `json:"signal"`
+	Signal run.Signal `json:"signal"`
 }
 
 func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
@@ -399,7 +399,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.openJob(r, &req, false)
 	if k := core.KindOf(err); k == core.KindNotFound || k == core.KindConflict {
 		// Force-canceled, reaped or taken over: the runner must stop.
-		respond(w, http.StatusOK, HeartbeatResponse{Signal: "force"})
+		respond(w, http.StatusOK, HeartbeatResponse{Signal: run.SignalForce})
 		return nil
 	}
 	if err != nil {
@@ -409,7 +409,7 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if sig == "" {
+	if sig == run.NoSignal {
 		// Wait no longer than a third of the lease, which this call has
 		// just extended.
 		sig = s.o.Runs.WaitSignal(ctx, c.job.RunID, min(s.wait(req.WaitMS), s.o.Runs.LeaseTTL/3))
@@ -441,7 +441,7 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 // independent of each other (but for the variables, which need the
 // workspace's project), so they are made side by side: on PostgreSQL
 // each is a round trip on the run's critical path.
-func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.Inputs, error) {
+func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
 	ws, err := s.o.Runs.Workspaces.System(ctx, r.WorkspaceID)
 	if err != nil {
 		return nil, err
@@ -456,7 +456,7 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.
 			errs[i] = fn()
 		}()
 	}
-	if s.o.Runs.Stages != nil && phase == "plan" {
+	if s.o.Runs.Stages != nil && phase == run.PhasePlan {
 		side(0, func() (err error) {
 			in.KeepPlan, err = s.o.Runs.Stages.Has(ctx, r.ID, run.StagePostPlan, run.StagePreApply)
 			return err
@@ -490,7 +490,7 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase string) (*runner.
 		in.Token, err = s.o.Sources.RunToken(ctx, r.ID)
 		return err
 	})
-	if phase == "apply" {
+	if phase == run.PhaseApply {
 		side(5, func() (err error) {
 			if in.PlanFile, err = s.o.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {
 				return fmt.Errorf("reading the saved plan: %w", err)
@@ -555,7 +555,7 @@ func (s *Server) saveState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if c.job.Phase != "apply" {
+	if c.job.Phase != run.PhaseApply {
 		return core.Conflict("job %s is not applying: only an apply writes state", c.job.ID)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))

@@ -85,7 +85,7 @@ func (s *Service) CreateAssessment(ctx context.Context, workspaceID string, prep
 				return err
 			}
 		}
-		return s.queuePhase(ctx, tx, r, "plan")
+		return s.queuePhase(ctx, tx, r, PhasePlan)
 	})
 	if err != nil {
 		return nil, err

@@ -10,13 +10,35 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 )
 
+// JobPhase is what a job does for its run; a job that plans may go on to
+// apply and then to make the plan's JSON.
+type JobPhase string
+
+const (
+	PhasePlan  JobPhase = "plan"  // init and plan
+	PhaseApply JobPhase = "apply" // apply and the state upload
+	// PhasePlanJSON: planjson.go.
+)
+
+// phaseVerb is how a run's messages say what a job of the phase was doing.
+var phaseVerb = map[JobPhase]string{PhasePlan: "planning", PhaseApply: "applying", PhasePlanJSON: "making the plan's JSON"}
+
+// Signal is what the server tells a running job.
+type Signal string
+
+const (
+	NoSignal     Signal = ""
+	SignalCancel Signal = "cancel" // interrupt terraform and let it stop cleanly
+	SignalForce  Signal = "force"  // stop at once (a force-cancel, or the job no longer exists)
+)
+
 // Job is a phase of a run claimed by a runner.
 type Job struct {
 	ID     string
 	RunID  string
-	Phase  string // plan | apply
+	Phase  JobPhase
 	Run    *Run
-	Signal <-chan string // in-process runners: "cancel" or "force"
+	Signal <-chan Signal // in-process runners
 	// Lease is how long the claim lasts without a heartbeat, as the
 	// server that gave the job says (the job protocol carries it, so a
 	// runner heartbeats often enough whatever the server's setting).
@@ -70,7 +92,7 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	if err != nil || job == nil {
 		return nil, err
 	}
-	ch := make(chan string, 2)
+	ch := make(chan Signal, 2)
 	s.mu.Lock()
 	s.signals[job.RunID] = ch
 	s.mu.Unlock()
@@ -79,8 +101,8 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	return job, nil
 }
 
-func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase string) error {
-	if phase == "plan" {
+func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase) error {
+	if phase == PhasePlan {
 		if err := r.transition(Planning); err != nil {
 			return err
 		}
@@ -100,19 +122,19 @@ func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase stri
 	return updateRun(ctx, tx, r)
 }
 
-// Heartbeat extends a job's lease and returns any signal for it ("cancel"
-// or "force"). A job that no longer exists answers "force".
-func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (string, error) {
+// Heartbeat extends a job's lease and returns any signal for it. A job that
+// no longer exists answers SignalForce.
+func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (Signal, error) {
 	now := core.Now()
 	res, err := s.DB.Exec(ctx, `UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'`,
 		core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), jobID, runnerID)
 	if err != nil {
-		return "", err
+		return NoSignal, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return "force", nil
+		return SignalForce, nil
 	}
-	var sig string
+	var sig Signal
 	err = s.DB.QueryRow(ctx, `SELECT signal FROM jobs WHERE id = ?`, jobID).Scan(&sig)
 	return sig, err
 }
@@ -120,7 +142,9 @@ func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (string
 // JobInfo is who may act on a job: its run, phase, agent pool ("" for the
 // server's own runners) and the runner holding it.
 type JobInfo struct {
-	ID, RunID, Phase, Pool, RunnerID, Status string
+	ID, RunID              string
+	Phase                  JobPhase
+	Pool, RunnerID, Status string
 }
 
 // JobInfo returns a job's holder and pool (404 when it no longer exists).
@@ -134,9 +158,9 @@ func (s *Service) JobInfo(ctx context.Context, jobID string) (*JobInfo, error) {
 }
 
 // WaitSignal waits up to d for a cancel signal to the run's job given on
-// this replica ("" when none came). Heartbeats wait here, so that a
+// this replica (NoSignal when none came). Heartbeats wait here, so that a
 // runner hears of a cancel at once without polling.
-func (s *Service) WaitSignal(ctx context.Context, runID string, d time.Duration) string {
+func (s *Service) WaitSignal(ctx context.Context, runID string, d time.Duration) Signal {
 	s.mu.Lock()
 	ch := s.signals[runID] // nil (blocks forever) when the job was claimed on another replica
 	s.mu.Unlock()
@@ -148,7 +172,7 @@ func (s *Service) WaitSignal(ctx context.Context, runID string, d time.Duration)
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return ""
+	return NoSignal
 }
 
 // PlanResult is what a runner reports when a plan ends.
@@ -167,8 +191,9 @@ type PlanResult struct {
 	JSONLater bool `json:",omitempty"`
 }
 
-func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string) (string, string, error) {
-	var runID, phase, holder, status string
+func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string) (string, JobPhase, error) {
+	var runID, holder, status string
+	var phase JobPhase
 	err := q.QueryRow(ctx, `SELECT run_id, phase, runner_id, status FROM jobs WHERE id = ?`+store.ForUpdate(q), jobID).Scan(&runID, &phase, &holder, &status)
 	if store.IsNoRows(err) {
 		return "", "", core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
@@ -298,10 +323,10 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			}
 			r.Apply.setPhase(PhaseQueued)
 			r.PlanJSONLater = res.JSONLater && res.PlanJSON == nil
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = 'apply', updated_at = ? WHERE id = ?`, core.Micros(core.Now()), jobID); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhaseApply), core.Micros(core.Now()), jobID); err != nil {
 				return nil, err
 			}
-			if err := s.startPhase(ctx, tx, r, "apply"); err != nil {
+			if err := s.startPhase(ctx, tx, r, PhaseApply); err != nil {
 				return nil, err
 			}
 			cont = true
@@ -442,7 +467,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		if r.PlanJSONLater {
 			// The job goes on to make the plan's JSON (PhasePlanJSON): the
 			// run has its outcome and releases the workspace as usual.
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, PhasePlanJSON, core.Micros(core.Now()), jobID); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhasePlanJSON), core.Micros(core.Now()), jobID); err != nil {
 				return nil, err
 			}
 			s.dropSignal(r.ID)
@@ -522,7 +547,10 @@ func planKey(planID, name string) string { return "plans/" + planID + "/" + name
 // process, gone for certain. A lost plan goes back to the queue (up to
 // three attempts); a lost apply errors the run with a message saying why.
 func (s *Service) ReapExpired(ctx context.Context, lostPrefix, keep string) (int, error) {
-	type lost struct{ id, runID, phase, runner string }
+	type lost struct {
+		id, runID, runner string
+		phase             JobPhase
+	}
 	rows, err := s.DB.Query(ctx, `SELECT id, run_id, phase, runner_id, lease_expires_at FROM jobs WHERE status = 'running'`)
 	if err != nil {
 		return 0, err
@@ -566,7 +594,7 @@ func (s *Service) ReapExpired(ctx context.Context, lostPrefix, keep string) (int
 			if err := tx.QueryRow(ctx, `SELECT attempts FROM jobs WHERE id = ?`, l.id).Scan(&attempts); err != nil {
 				return nil, err
 			}
-			if l.phase == "plan" && attempts < 3 && r.Status == Planning {
+			if l.phase == PhasePlan && attempts < 3 && r.Status == Planning {
 				// Nothing was applied: plan again (the log restarts when it is claimed).
 				if _, err := tx.Exec(ctx, `UPDATE jobs SET status = 'queued', runner_id = '', lease_expires_at = 0, updated_at = ? WHERE id = ?`, now, l.id); err != nil {
 					return nil, err
@@ -580,8 +608,8 @@ func (s *Service) ReapExpired(ctx context.Context, lostPrefix, keep string) (int
 			if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, l.id); err != nil {
 				return nil, err
 			}
-			msg := fmt.Sprintf("The run errored because %s while it was %s.", why, map[string]string{"plan": "planning", "apply": "applying"}[l.phase])
-			if l.phase == "apply" {
+			msg := fmt.Sprintf("The run errored because %s while it was %s.", why, phaseVerb[l.phase])
+			if l.phase == PhaseApply {
 				msg += " Resources may have been changed; the workspace keeps the last state terraform saved."
 				closeLog = r.Apply.ID
 			} else {

@@ -21,7 +21,7 @@ type PlanDescription struct {
 // PhasePlanJSON is the phase of a job whose run has its outcome (the
 // apply was reported) and that still makes the plan's JSON: the job
 // keeps its lease, and ends with SavePlanJSON or when its lease expires.
-const PhasePlanJSON = "plan-json"
+const PhasePlanJSON JobPhase = "plan-json"
 
 // SavePlanJSON stores the JSON of a plan that was reported without it,
 // made by the job that applied it (beside the apply, phase "apply", or
@@ -42,7 +42,7 @@ func (s *Service) SavePlanJSON(ctx context.Context, jobID, runnerID string, d Pl
 	if err != nil {
 		return err
 	}
-	if (phase != "apply" && phase != PhasePlanJSON) || !r.PlanJSONLater {
+	if (phase != PhaseApply && phase != PhasePlanJSON) || !r.PlanJSONLater {
 		return core.Conflict("run %s has its plan's JSON: nothing waits for it", runID)
 	}
 	if d.Error == "" {
@@ -139,6 +139,6 @@ func (s *Service) jsonPending(ctx context.Context, r *Run) (bool, error) {
 		return true, nil
 	}
 	var n int
-	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE run_id = ? AND phase = ?`, r.ID, PhasePlanJSON).Scan(&n)
+	err := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE run_id = ? AND phase = ?`, r.ID, string(PhasePlanJSON)).Scan(&n)
 	return n > 0, err
 }

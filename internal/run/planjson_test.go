@@ -20,7 +20,7 @@ func TestPlanJSONMadeBesideTheApply(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
 		add := func(id string, st Status, later bool) *Run {
-			return addLaterRun(ctx, t, db, id, st, later, "apply")
+			return addLaterRun(ctx, t, db, id, st, later, PhaseApply)
 		}
 		desc := PlanDescription{PlanJSON: []byte(`{"plan":1}`), RedactedJSON: []byte(`{"redacted":1}`), Additions: 3, Destructions: 1}
 
@@ -96,7 +96,7 @@ func waitingReads(ctx context.Context, s *Service) (waiting chan struct{}, read 
 
 // addLaterRun stores an auto-applied run and its job (held by runner-1 in
 // phase) for the plan JSON tests.
-func addLaterRun(ctx context.Context, t *testing.T, db *store.DB, id string, st Status, later bool, phase string) *Run {
+func addLaterRun(ctx context.Context, t *testing.T, db *store.DB, id string, st Status, later bool, phase JobPhase) *Run {
 	t.Helper()
 	r := &Run{ID: id, WorkspaceID: "ws-a", Organization: "acme", ConfigurationVersionID: "cv-x", Status: st, Timestamps: Stamps{},
 		AutoApply: true, PlanJSONLater: later, CreatedAt: core.Now(),
@@ -106,7 +106,7 @@ func addLaterRun(ctx context.Context, t *testing.T, db *store.DB, id string, st 
 	}
 	now := core.Micros(core.Now())
 	if _, err := db.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, runner_id, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, 'running', 'runs', '', 'runner-1', ?, ?, ?)`,
-		"job-"+id, id, phase, core.Micros(core.Now().Add(time.Hour)), now, now); err != nil {
+		"job-"+id, id, string(phase), core.Micros(core.Now().Add(time.Hour)), now, now); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -87,7 +87,7 @@ type Service struct {
 	wake      *loops.Wake   // nudges in-process runners: a job was queued
 	queued    chan struct{} // closed (and replaced) whenever a job is queued: wakes every long-polling claim
 	mu        sync.Mutex
-	signals   map[string]chan string // job id -> cancel signals for in-process runners
+	signals   map[string]chan Signal // run id -> cancel signals for in-process runners
 	onChange  []func(ctx context.Context, r *Run)
 	observers []func(ctx context.Context, t Transition)
 
@@ -112,7 +112,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan string{}, queued: make(chan struct{}),
+	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan Signal{}, queued: make(chan struct{}),
 		planJSONWait: PlanJSONWait}
 }
 
@@ -363,8 +363,8 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 }
 
 // queuePhase moves a run into plan_queued or apply_queued and adds its job.
-func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase string) error {
-	if phase == "plan" {
+func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase JobPhase) error {
+	if phase == PhasePlan {
 		if err := r.transition(PlanQueued); err != nil {
 			return err
 		}
@@ -401,7 +401,7 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase strin
 	}
 	now := core.Micros(core.Now())
 	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
-		core.NewID("job"), r.ID, phase, string(queueOf(r)), pool, now, now)
+		core.NewID("job"), r.ID, string(phase), string(queueOf(r)), pool, now, now)
 	return err
 }
 
@@ -713,8 +713,8 @@ func (s *Service) Cancel(ctx context.Context, id, comment string) error {
 			r.CancelRequestedAt = core.Now()
 		}
 		if r.Status == Planning || r.Status == Applying {
-			_, err := tx.Exec(ctx, `UPDATE jobs SET signal = 'cancel', updated_at = ? WHERE run_id = ? AND status = 'running'`, core.Micros(core.Now()), r.ID)
-			s.signal(tx, r.ID, "cancel")
+			_, err := tx.Exec(ctx, `UPDATE jobs SET signal = ?, updated_at = ? WHERE run_id = ? AND status = 'running'`, string(SignalCancel), core.Micros(core.Now()), r.ID)
+			s.signal(tx, r.ID, SignalCancel)
 			return nil, err
 		}
 		// Nothing executes yet: drop queued jobs and end the run.
@@ -749,7 +749,7 @@ func (s *Service) ForceCancel(ctx context.Context, id, comment string) error {
 		if err := commentIfAny(ctx, tx, r.ID, comment); err != nil {
 			return nil, err
 		}
-		s.signal(tx, r.ID, "force")
+		s.signal(tx, r.ID, SignalForce)
 		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE run_id = ?`, r.ID); err != nil {
 			return nil, err
 		}
@@ -771,7 +771,7 @@ func cancelPhases(r *Run) {
 }
 
 // signal tells an in-process runner working on the run to stop.
-func (s *Service) signal(_ store.Q, runID, sig string) {
+func (s *Service) signal(_ store.Q, runID string, sig Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ch, ok := s.signals[runID]; ok {

@@ -74,7 +74,7 @@ func (s *Service) enterPlan(ctx context.Context, q store.Q, r *Run) error {
 	if wait {
 		return updateRun(ctx, q, r)
 	}
-	return s.queuePhase(ctx, q, r, "plan")
+	return s.queuePhase(ctx, q, r, PhasePlan)
 }
 
 // enterApply moves a confirmed run on: into its pre-apply task stage when
@@ -87,7 +87,7 @@ func (s *Service) enterApply(ctx context.Context, q store.Q, r *Run) error {
 	if wait {
 		return updateRun(ctx, q, r)
 	}
-	return s.queuePhase(ctx, q, r, "apply")
+	return s.queuePhase(ctx, q, r, PhaseApply)
 }
 
 // StageDone moves a run on once its task stage at stage has ended. A run
@@ -126,7 +126,7 @@ func (s *Service) StageDone(ctx context.Context, runID string, stage TaskStage, 
 			if err := r.transition(PrePlanCompleted); err != nil {
 				return nil, err
 			}
-			return nil, s.queuePhase(ctx, tx, r, "plan")
+			return nil, s.queuePhase(ctx, tx, r, PhasePlan)
 		case StagePostPlan:
 			if err := r.transition(PostPlanCompleted); err != nil {
 				return nil, err
@@ -153,7 +153,7 @@ func (s *Service) StageDone(ctx context.Context, runID string, stage TaskStage, 
 			if err := r.transition(PreApplyCompleted); err != nil {
 				return nil, err
 			}
-			return nil, s.queuePhase(ctx, tx, r, "apply")
+			return nil, s.queuePhase(ctx, tx, r, PhaseApply)
 		case StagePostApply:
 			if err := r.transition(PostApplyCompleted); err != nil {
 				return nil, err

@@ -36,20 +36,20 @@ type jobExec struct {
 	// secrets are the values masked in the logs and the redacted plan
 	// JSON (maskList): held in memory only.
 	secrets []string
-	cancel  string // "", "cancel" or "force": the strongest signal seen
-	sig     chan string
+	cancel  run.Signal // the strongest signal seen
+	sig     chan run.Signal
 }
 
 func (j *jobExec) run(ctx context.Context) error {
 	// Heartbeats and cancel signals.
-	j.sig = make(chan string, 4)
+	j.sig = make(chan run.Signal, 4)
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go j.heartbeat(hbCtx)
 
 	r := j.job.Run
 	logID := r.Plan.ID
-	if j.job.Phase == "apply" {
+	if j.job.Phase == run.PhaseApply {
 		logID = r.Apply.ID
 	}
 	t0 := time.Now()
@@ -71,7 +71,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	defer os.RemoveAll(j.dir)
 
 	j.header(ctx)
-	if j.job.Phase == "plan" {
+	if j.job.Phase == run.PhasePlan {
 		res := j.plan(ctx, in)
 		t0 = time.Now()
 		j.out.Flush()
@@ -103,7 +103,7 @@ func (j *jobExec) run(ctx context.Context) error {
 			}
 			j.took("wait for plan JSON", t0)
 		}
-		if err := j.finishApply(ctx, applied); err != nil || !after || j.cancel == "force" {
+		if err := j.finishApply(ctx, applied); err != nil || !after || j.cancel == run.SignalForce {
 			return err // force-canceled: the job is gone, nothing waits for the JSON
 		}
 		// The run has its outcome and the workspace is free; the job
@@ -151,7 +151,7 @@ func (j *jobExec) finish(ctx context.Context, err error, _ []byte) error {
 		fmt.Fprintf(j.out, "\nError: %v\n", err)
 		j.out.Flush()
 	}
-	if j.job.Phase == "plan" {
+	if j.job.Phase == run.PhasePlan {
 		_, ferr := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, run.PlanResult{Error: err.Error()})
 		return ferr
 	}
@@ -363,13 +363,13 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 			}
 			return 0, nil
 		case s := <-j.sig:
-			if s == "force" {
-				j.cancel = "force"
+			if s == run.SignalForce {
+				j.cancel = run.SignalForce
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				continue
 			}
-			if j.cancel == "" {
-				j.cancel = "cancel"
+			if j.cancel == run.NoSignal {
+				j.cancel = run.SignalCancel
 				fmt.Fprintf(j.out, "\nInterrupt received: asking terraform to stop (it is killed after %s).\n", j.r.cfg.CancelGrace)
 				_ = cmd.Process.Signal(os.Interrupt)
 				kill = time.After(j.r.cfg.CancelGrace)
@@ -396,7 +396,7 @@ func (j *jobExec) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if j.cancel != "" {
+	if j.cancel != run.NoSignal {
 		return errCanceled
 	}
 	if code != 0 {
@@ -409,7 +409,7 @@ var errCanceled = errors.New("canceled")
 
 func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	if err := j.init(ctx); err != nil {
-		return run.PlanResult{Error: err.Error(), Canceled: j.cancel != ""}
+		return run.PlanResult{Error: err.Error(), Canceled: j.cancel != run.NoSignal}
 	}
 	r := j.job.Run
 	args := []string{"plan", "-input=false", "-no-color", "-lock=false", "-detailed-exitcode", "-out=tfplan"}
@@ -434,7 +434,7 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	summary := &planSummary{}
 	code, err := j.terraform(ctx, io.MultiWriter(j.out, summary), args...)
 	switch {
-	case j.cancel != "":
+	case j.cancel != run.NoSignal:
 		return run.PlanResult{Canceled: true, Error: "canceled"}
 	case err != nil:
 		return run.PlanResult{Error: err.Error()}
@@ -483,7 +483,7 @@ func (j *jobExec) apply(ctx context.Context, planned run.PlanResult) run.ApplyRe
 		res.State = after
 	}
 	switch {
-	case j.cancel != "":
+	case j.cancel != run.NoSignal:
 		res.Canceled, res.Error = true, "canceled"
 	case err != nil:
 		res.Error = err.Error()

@@ -56,8 +56,8 @@ type API interface {
 	// Claim waits a while for a job; nil when none came.
 	Claim(ctx context.Context, runnerID string) (*run.Job, error)
 	// Heartbeat extends the job's lease, waiting a while for a signal
-	// ("cancel" or "force"; "" when none came).
-	Heartbeat(ctx context.Context, jobID, runnerID string) (string, error)
+	// (run.NoSignal when none came).
+	Heartbeat(ctx context.Context, jobID, runnerID string) (run.Signal, error)
 	Inputs(ctx context.Context, job *run.Job) (*Inputs, error)
 	AppendLog(ctx context.Context, jobID, logID string, data []byte) error
 	// SaveState stores a state snapshot terraform wrote mid-apply.
