@@ -222,7 +222,14 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 		obj.Title = ce.Title
 	}
 	if kind == core.KindInternal {
-		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		if ctxErr := r.Context().Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			// The caller went away, or the server is stopping: no one
+			// reads the answer and nothing failed on this side (the
+			// request's transactions rolled back).
+			slog.DebugContext(r.Context(), "request abandoned", "method", r.Method, "path", r.URL.Path, "error", err)
+		} else {
+			slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		}
 	} else if ce != nil {
 		obj.Detail = ce.Detail
 		if obj.Detail == "" {
