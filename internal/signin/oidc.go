@@ -75,15 +75,7 @@ func (s *Service) ssoStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, nonce, verifier := randomSecret(), randomSecret(), randomSecret()
-	sealedNonce, err := s.opts.Keys.SealString(oidcNoncePurpose, nonce)
-	if err == nil {
-		var sealedVerifier string
-		sealedVerifier, err = s.opts.Keys.SealString(oidcVerifierPurpose, verifier)
-		if err == nil {
-			_, err = s.db.Exec(ctx, `INSERT INTO oidc_states (state_hash, nonce, code_verifier, next_path, invitation, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				hash(state), sealedNonce, sealedVerifier, localPath(r.PostFormValue("next")), r.PostFormValue("invitation"), core.Micros(core.Now().Add(ssoStateLifetime)))
-		}
-	}
+	err = s.storeSSOState(ctx, state, nonce, verifier, localPath(r.PostFormValue("next")), r.PostFormValue("invitation"))
 	if err != nil {
 		s.opts.Logger.Error("storing an OIDC state", "err", err)
 		s.message(w, r, http.StatusInternalServerError, "Single sign-on", "Single sign-on failed; try again.", "/app/signin")
@@ -91,6 +83,22 @@ func (s *Service) ssoStart(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = s.db.Exec(ctx, `DELETE FROM oidc_states WHERE expires_at < ?`, core.Micros(core.Now()))
 	http.Redirect(w, r, rp.AuthURL(state, provider, rp.WithCodeChallenge(oidc.NewSHACodeChallenge(verifier)), rp.AuthURLOpt(rp.WithURLParam("nonce", nonce))), http.StatusFound)
+}
+
+// storeSSOState keeps what the callback of a sign-in needs, keyed by the
+// state's hash, with the nonce and PKCE verifier sealed.
+func (s *Service) storeSSOState(ctx context.Context, state, nonce, verifier, next, invitation string) error {
+	sealedNonce, err := s.opts.Keys.SealString(oidcNoncePurpose, nonce)
+	if err != nil {
+		return err
+	}
+	sealedVerifier, err := s.opts.Keys.SealString(oidcVerifierPurpose, verifier)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO oidc_states (state_hash, nonce, code_verifier, next_path, invitation, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		hash(state), sealedNonce, sealedVerifier, next, invitation, core.Micros(core.Now().Add(ssoStateLifetime)))
+	return err
 }
 
 // ssoCallback redeems the provider's code, checks the ID token (signature,
