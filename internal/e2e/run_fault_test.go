@@ -240,7 +240,6 @@ func createRun(ctx context.Context, t testing.TB, c *tfe.Client, wsID, cvID stri
 	return r
 }
 
-// waitRun polls a run until it reaches one of the statuses.
 // erroredReason is the description of a run's last "errored" event ("" when
 // it has none).
 func erroredReason(ctx context.Context, t *testing.T, c *tfe.Client, runID string) string {
@@ -248,24 +247,11 @@ func erroredReason(ctx context.Context, t *testing.T, c *tfe.Client, runID strin
 	return testenv.ErroredReason(ctx, t, c, runID)
 }
 
+// waitRun polls a run until it reaches one of the statuses (see
+// testenv.WaitRunWithin).
 func waitRun(ctx context.Context, t testing.TB, c *tfe.Client, id string, limit time.Duration, want ...tfe.RunStatus) *tfe.Run {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		r, err := c.Runs.Read(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range want {
-			if r.Status == w {
-				return r
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is %s after %s, want one of %v", id, r.Status, limit, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return testenv.WaitRunWithin(ctx, t, c, id, limit, want...)
 }
 
 // TestReplicaStartSparesOtherRunners starts a second server process on the
