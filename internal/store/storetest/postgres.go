@@ -33,11 +33,23 @@ var (
 	pgAdmin string
 	pgStop  func()
 	pgErr   error
+	// inMain is set by Main: only then is there someone to stop a private
+	// server when the package's tests end.
+	inMain bool
 )
 
 // Main wraps a package's TestMain: it runs the tests and stops the private
-// PostgreSQL server if one was started for them.
+// PostgreSQL server if one was started for them. A package whose tests
+// use PostgreSQL must have
+//
+//	func TestMain(m *testing.M) { storetest.Main(m) }
+//
+// (or call it from its own TestMain): without it the server would outlive
+// the test binary, so PostgresDSN refuses to start one.
 func Main(m *testing.M) {
+	pgMu.Lock()
+	inMain = true
+	pgMu.Unlock()
 	code := m.Run()
 	pgMu.Lock()
 	if pgStop != nil {
@@ -53,6 +65,9 @@ func Main(m *testing.M) {
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
 	admin, err := adminDSN()
+	if err == errNoMain {
+		t.Fatal(err)
+	}
 	if err != nil {
 		t.Fatalf("PostgreSQL is needed for this test and none could be started: %v\n"+
 			"Set %s to an admin URL of a running server, or put initdb, pg_ctl and postgres (15+) on PATH.", err, EnvPostgres)
@@ -77,6 +92,9 @@ func PostgresDSN(t testing.TB) string {
 	return replaceDBName(admin, name)
 }
 
+var errNoMain = fmt.Errorf("this package's tests would start a private PostgreSQL server that nothing stops when they end: " +
+	"give the package func TestMain(m *testing.M) { storetest.Main(m) } (or call storetest.Main from its TestMain)")
+
 func replaceDBName(dsn, name string) string {
 	q := ""
 	if i := strings.Index(dsn, "?"); i >= 0 {
@@ -98,6 +116,11 @@ func adminDSN() (string, error) {
 	if v := os.Getenv(EnvPostgres); v != "" {
 		pgAdmin = v
 		return pgAdmin, nil
+	}
+	if !inMain {
+		// Not remembered as pgErr: the message is the fix, and every
+		// test that asks should show it.
+		return "", errNoMain
 	}
 	pgAdmin, pgStop, pgErr = StartPostgres()
 	return pgAdmin, pgErr
