@@ -34,12 +34,16 @@ func TestTokenTTLPolicyRefusesOlderTokens(t *testing.T) {
 		if _, err := orgTok.Workspaces.List(ctx, org.Name, nil); err != nil {
 			t.Fatalf("the organization token under the default policy: %v", err)
 		}
-		// A token past its expired-at is refused.
-		exp := time.Now().Add(time.Second)
-		short := e.NewClient(t, must(c.OrganizationTokens.CreateWithOptions(ctx, org.Name, tfe.OrganizationTokenCreateOptions{ExpiredAt: &exp}))(t).Token)
-		if _, err := short.Workspaces.List(ctx, org.Name, nil); err != nil {
+		// A token with an expired-at works until then (an hour ahead: a
+		// nearer one could pass before a loaded machine asks) and is
+		// refused after it.
+		later := time.Now().Add(time.Hour)
+		long := e.NewClient(t, must(c.OrganizationTokens.CreateWithOptions(ctx, org.Name, tfe.OrganizationTokenCreateOptions{ExpiredAt: &later}))(t).Token)
+		if _, err := long.Workspaces.List(ctx, org.Name, nil); err != nil {
 			t.Fatalf("an organization token before its expiry: %v", err)
 		}
+		exp := time.Now().Add(time.Second)
+		short := e.NewClient(t, must(c.OrganizationTokens.CreateWithOptions(ctx, org.Name, tfe.OrganizationTokenCreateOptions{ExpiredAt: &exp}))(t).Token)
 		time.Sleep(time.Until(exp) + 100*time.Millisecond)
 		if _, err := short.Workspaces.List(ctx, org.Name, nil); err != tfe.ErrUnauthorized {
 			t.Fatalf("an expired organization token: %v", err)
