@@ -11,6 +11,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
@@ -264,9 +265,10 @@ func TestReplicaStartSparesOtherRunners(t *testing.T) {
 	}
 	engines(t)
 	database := storetest.PostgresDSN(t)
-	// Replicas of one database share its key-encryption key.
-	kek := seal.GenerateKEK().String()
-	a := startProc(t, t.TempDir(), database, "", "--kek", kek)
+	// Replicas of one database share its key-encryption key and signing
+	// secret.
+	kek, secret := seal.GenerateKEK().String(), core.RandomString(32)
+	a := startProc(t, t.TempDir(), database, "", "--kek", kek, "--secret", secret)
 	ctx := mustCtx()
 	c := a.Client
 	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
@@ -282,7 +284,7 @@ func TestReplicaStartSparesOtherRunners(t *testing.T) {
 
 	// Replica b starts (as after its own restart); its recovery has run
 	// by the time it answers /healthz.
-	startProc(t, t.TempDir(), database, "", "--kek", kek)
+	startProc(t, t.TempDir(), database, "", "--kek", kek, "--secret", secret)
 	time.Sleep(500 * time.Millisecond)
 	got, err := c.Runs.Read(ctx, r.ID)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -25,9 +24,8 @@ func TestRevocationReachesEveryReplica(t *testing.T) {
 	for _, st := range testenv.Stores {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			kek := seal.GenerateKEK().String()
-			a := testenv.New(t, testenv.Options{Store: st, KEK: kek})
-			b := testenv.New(t, testenv.Options{Store: st, Database: a.Opts.Database, KEK: kek})
+			a := testenv.New(t, testenv.Options{Store: st})
+			b := testenv.New(t, testenv.ReplicaOf(t, a))
 			ctx := context.Background()
 			org := testenv.NewOrg(t, a.Client, "acme")
 			ws, err := a.Client.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("app")})

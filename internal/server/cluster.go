@@ -54,6 +54,7 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	logger := s.logger.With("component", "loops", "replica", s.Replica)
 	g := loops.NewGroup(ctx, logger)
 	g.Go("wake-bell", s.bell.Run)
+	g.Go("replica-presence", s.keepPresence)
 	g.Go("wake-listener", func(ctx context.Context) {
 		loops.Listen(ctx, s.DB, wakeChannel, 5*time.Second, logger, s.wakeLocal)
 	})

@@ -150,6 +150,7 @@ type Server struct {
 	Leader      *loops.Leader
 	bell        *loops.Bell
 	leaderGauge *prometheus.GaugeVec
+	presence    string // the signing secret's fingerprint (presence.go)
 }
 
 // New opens the stores, applies migrations, and builds every service.
@@ -298,6 +299,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.wireCluster(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.checkPresence(ctx, secret); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -455,6 +460,7 @@ func (s *Server) Close() error {
 		err = errors.Join(err, s.Blobs.Close())
 	}
 	if s.DB != nil {
+		s.leave()
 		err = errors.Join(err, s.DB.Close())
 	}
 	return err

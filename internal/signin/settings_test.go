@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/terracehq/terrace/internal/audit"
-	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -258,9 +257,8 @@ func cloneValues(v url.Values) url.Values {
 // the other) both refuse even the right one.
 func TestSigninLimitsAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	kek := seal.GenerateKEK().String()
-	a := testenv.New(t, testenv.Options{Store: "postgres", KEK: kek})
-	b := testenv.New(t, testenv.Options{Store: "postgres", Database: a.Opts.Database, KEK: kek})
+	a := testenv.New(t, testenv.Options{Store: "postgres"})
+	b := testenv.New(t, testenv.ReplicaOf(t, a))
 	newUser(t, a, "mallory")
 	replicas := []*formClient{newFormClient(t, a), newFormClient(t, b)}
 	for _, f := range replicas {

@@ -16,11 +16,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
@@ -58,6 +60,9 @@ type Options struct {
 	// KEK is the key-encryption key (server.Config.KEK); "" keeps the
 	// one generated into the data dir.
 	KEK string
+	// Secret is the signing secret (server.Config.Secret); "" keeps the
+	// one generated into the data dir. Replicas share both: see ReplicaOf.
+	Secret string
 	// Configure, when set, adjusts the server's Config last (limits,
 	// timeouts).
 	Configure func(*server.Config)
@@ -129,6 +134,7 @@ func New(t testing.TB, opts Options) *Env {
 		AssessmentInterval:     opts.AssessmentInterval,
 		SMTPAddr:               opts.SMTPAddr,
 		KEK:                    opts.KEK,
+		Secret:                 opts.Secret,
 		MetricsAccess:          opts.MetricsAccess,
 		MetricsToken:           opts.MetricsToken,
 	}
@@ -205,4 +211,26 @@ func httpClient(t testing.TB, caFile string) *http.Client {
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
 	tr.MaxIdleConnsPerHost = 64
 	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
+}
+
+// ReplicaOf returns the options of another replica of e: the same store
+// and database, and the key-encryption key and signing secret e uses
+// (given to it, or generated into its data dir), which replicas share.
+func ReplicaOf(t testing.TB, e *Env) Options {
+	t.Helper()
+	o := Options{Store: e.Opts.Store, Database: e.Opts.Database, KEK: e.Opts.KEK, Secret: e.Opts.Secret}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(e.Opts.DataDir, name))
+		if err != nil {
+			t.Fatalf("a replica needs the first server's %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if o.KEK == "" {
+		o.KEK = read(seal.KEKFile)
+	}
+	if o.Secret == "" {
+		o.Secret = read("secret")
+	}
+	return o
 }
