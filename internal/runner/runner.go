@@ -247,6 +247,7 @@ func (r *Runner) work(ctx, claimCtx context.Context) {
 func (r *Runner) execute(ctx context.Context, job *run.Job) {
 	log := r.cfg.Logger.With("run", job.RunID, "job", job.ID, "phase", job.Phase)
 	j := &jobExec{r: r, job: job, log: log}
+	defer j.took("job", time.Now())
 	if err := j.run(ctx); err != nil {
 		log.Error("job failed to report", "error", err)
 		if ctx.Err() == nil {

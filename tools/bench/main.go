@@ -85,6 +85,10 @@ type bench struct {
 	seq     int
 	// pool, when set, puts new workspaces in agent execution mode on it.
 	pool string
+	// steps sums the runner's job steps for (c).
+	steps *stepSums
+	// cpuProfile, when set, is where throughput writes a CPU profile.
+	cpuProfile string
 }
 
 func main() {
@@ -103,6 +107,7 @@ func main() {
 	readFor := flag.Duration("read-for", 10*time.Second, "(e, g) how long the readers read")
 	histories := flag.String("histories", "100,10000,100000", "(e) run history sizes for Runs.List")
 	cpuProfile := flag.String("cpuprofile", "", "(e) write a CPU profile of the Workspaces.Read phase (server and clients) to this file")
+	cpuProfileC := flag.String("cpuprofile-c", "", "(c) write a CPU profile of this process (server, runner, bench client; not terraform) during the runs to this file")
 	flag.Parse()
 	var hs []int
 	for _, f := range strings.Split(*histories, ",") {
@@ -113,7 +118,7 @@ func main() {
 		}
 		hs = append(hs, n)
 	}
-	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, poll: *poll}
+	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, cpuProfileC: *cpuProfileC, poll: *poll}
 	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *chain, *fanout, *concurrency, *verbose, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -132,6 +137,8 @@ type options struct {
 	histories []int
 	// cpuProfile, when set, is where (e) writes a CPU profile of the reads.
 	cpuProfile string
+	// cpuProfileC, when set, is where (c) writes a CPU profile.
+	cpuProfileC string
 	// poll is how often (a) reads the run through the API.
 	poll time.Duration
 }
@@ -152,6 +159,8 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	steps := newStepRecorder(logger.Handler())
+	logger = slog.New(steps)
 	database := ""
 	switch o.store {
 	case "sqlite":
@@ -184,7 +193,7 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 		return err
 	}
 	hc := &http.Client{Transport: tr, Timeout: time.Minute}
-	b := &bench{srv: srv.Server, c: c, http: hc, srv0URL: srv.BaseURL, tf: tf, caFile: srv.CAFile, host: srv.Hostname, token: srv.SiteToken, tmp: tmp, org: "bench"}
+	b := &bench{srv: srv.Server, c: c, http: hc, srv0URL: srv.BaseURL, tf: tf, caFile: srv.CAFile, host: srv.Hostname, token: srv.SiteToken, tmp: tmp, org: "bench", steps: steps.s}
 	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(b.org), Email: tfe.String("bench@example.test")}); err != nil {
 		return err
 	}
@@ -200,9 +209,16 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 		}
 	}
 	if strings.Contains(only, "c") {
-		if _, err := b.throughput(ctx, "(c)", workspaces, concurrency); err != nil {
+		b.cpuProfile = o.cpuProfileC
+		perMin, err := b.throughput(ctx, "(c)", workspaces, concurrency)
+		b.cpuProfile = ""
+		if err != nil {
 			return fmt.Errorf("(c): %w", err)
 		}
+		if _, err := b.localReference(ctx, max(2*concurrency, 8), concurrency); err != nil {
+			return fmt.Errorf("(c): %w", err)
+		}
+		fmt.Printf("  (c) measured %.0f runs per minute through Terrace (target 400)\n", perMin)
 	}
 	if strings.Contains(only, "f") {
 		if err := b.agents(ctx, workspaces, concurrency); err != nil {
@@ -531,6 +547,15 @@ func (b *bench) throughput(ctx context.Context, label string, n, concurrency int
 		}
 		targets = append(targets, target{ws, cv})
 	}
+	if b.cpuProfile != "" {
+		stop, err := startCPUProfile(b.cpuProfile)
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+	}
+	b.steps.start()
+	cpu0, q0 := cpuNow(), b.srv.DB.Queries()
 	start := time.Now()
 	ids := make([]string, n)
 	var wg sync.WaitGroup
@@ -557,7 +582,9 @@ func (b *bench) throughput(ctx context.Context, label string, n, concurrency int
 	created := time.Since(start)
 	// Poll cheaply (the poller must not slow the server down): walk the
 	// runs in creation order and stop at the first one not done yet; all
-	// are done when the walk reaches the end.
+	// are done when the walk reaches the end. The end is the last run's
+	// own final timestamp, so the poll interval does not bias it (at 50ms
+	// the poll cost a sixth of this process's CPU in a profile).
 	pending := slices.Clone(ids)
 	statuses := map[run.Status]int{}
 	var last time.Time
@@ -565,7 +592,7 @@ func (b *bench) throughput(ctx context.Context, label string, n, concurrency int
 		if time.Since(start) > 30*time.Minute {
 			return 0, fmt.Errorf("%d runs still not done after 30 minutes", len(pending))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 		for len(pending) > 0 {
 			r, err := b.stored(ctx, pending[0])
 			if err != nil {
@@ -575,14 +602,50 @@ func (b *bench) throughput(ctx context.Context, label string, n, concurrency int
 				break
 			}
 			statuses[r.Status]++
-			last = time.Now()
+			at, ok := r.Timestamps[string(r.Status)+"-at"]
+			if !ok {
+				at = time.Now()
+			}
+			if at.After(last) {
+				last = at
+			}
 			pending = pending[1:]
 		}
 	}
 	d := last.Sub(start)
+	// The jobs go on after their runs are final: each makes and uploads
+	// its plan's JSON (phase plan-json). The CPU and step figures count
+	// every run's jobs to their end.
+	var queueWait time.Duration
+	for _, id := range ids {
+		for {
+			r, err := b.stored(ctx, id)
+			if err != nil {
+				return 0, err
+			}
+			if !r.PlanJSONLater {
+				if q, p := r.Timestamps["plan_queued-at"], r.Timestamps["planning-at"]; !q.IsZero() && !p.IsZero() {
+					queueWait += p.Sub(q)
+				}
+				break
+			}
+			if time.Since(start) > 30*time.Minute {
+				return 0, fmt.Errorf("the plan JSON of run %s is still not made after 30 minutes", id)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	// The last job reports its plan JSON, then logs its end: give its
+	// worker a moment to reap terraform and log the job's last step.
+	wall := time.Since(start)
+	time.Sleep(100 * time.Millisecond)
+	cpu, queries := cpuNow().sub(cpu0), b.srv.DB.Queries()-q0
+	stepTotals, stepCounts := b.steps.stop()
 	perMin := float64(n) / d.Minutes()
-	fmt.Printf("\n%s %d workspaces, one auto-apply run each (1 resource), runner concurrency %d\n", label, n, concurrency)
-	fmt.Printf("  %d runs in %s (all created in %s): %.0f runs per minute; outcomes %v\n", n, d.Round(100*time.Millisecond), created.Round(time.Millisecond), perMin, statuses)
+	fmt.Printf("\n%s %d workspaces, one auto-apply run each (1 resource), runner concurrency %d, load average %s\n", label, n, concurrency, loadavg())
+	fmt.Printf("  %d runs in %s (all created in %s): %.0f runs per minute; outcomes %v; every job ended (plan JSON made) after %s\n", n, d.Round(100*time.Millisecond), created.Round(time.Millisecond), perMin, statuses, wall.Round(100*time.Millisecond))
+	fmt.Printf("  store queries: %.0f per run (the bench's own polling included)\n", float64(queries)/float64(n))
+	printBreakdown(n, concurrency, runtime.NumCPU(), cpu, wall, stepTotals, stepCounts, queueWait)
 	return perMin, nil
 }
 
