@@ -242,11 +242,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }
 
 // --- agent tokens
@@ -322,10 +318,5 @@ func (a *API) listAgents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) getAgent(w http.ResponseWriter, r *http.Request) {
-	ag, err := a.Service.GetAgent(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, agentJSON(ag))
+	tfeapi.Reply(w, r, http.StatusOK, agentJSON)(a.Service.GetAgent(r.Context(), r.PathValue("id")))
 }

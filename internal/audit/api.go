@@ -246,12 +246,7 @@ func renderConfiguration(c *Configuration) *jsonConfiguration {
 }
 
 func (a *API) readConfiguration(w http.ResponseWriter, r *http.Request) {
-	c, err := a.Service.Configuration(r.Context(), r.PathValue("org"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, renderConfiguration(c))
+	tfeapi.Reply(w, r, http.StatusOK, renderConfiguration)(a.Service.Configuration(r.Context(), r.PathValue("org")))
 }
 
 func (a *API) updateConfiguration(w http.ResponseWriter, r *http.Request) {

@@ -141,12 +141,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	cv, err := a.Service.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSON(cv))
+	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Get(r.Context(), r.PathValue("id")))
 }
 
 func (a *API) download(w http.ResponseWriter, r *http.Request) {

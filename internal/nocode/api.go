@@ -233,11 +233,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }
 
 func variableID(nocodeID, version, name string) string {
@@ -397,21 +393,11 @@ func (a *API) initiate(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	u, err := a.Service.InitiateUpgrade(r.Context(), r.PathValue("id"), r.PathValue("ws"), vars)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, upgradeJSON(u))
+	tfeapi.Reply(w, r, http.StatusOK, upgradeJSON)(a.Service.InitiateUpgrade(r.Context(), r.PathValue("id"), r.PathValue("ws"), vars))
 }
 
 func (a *API) readUpgrade(w http.ResponseWriter, r *http.Request) {
-	u, err := a.Service.ReadUpgrade(r.Context(), r.PathValue("id"), r.PathValue("ws"), r.PathValue("run"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, upgradeJSON(u))
+	tfeapi.Reply(w, r, http.StatusOK, upgradeJSON)(a.Service.ReadUpgrade(r.Context(), r.PathValue("id"), r.PathValue("ws"), r.PathValue("run")))
 }
 
 func (a *API) confirm(w http.ResponseWriter, r *http.Request) {

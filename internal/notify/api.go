@@ -205,12 +205,7 @@ func (a *API) create(kind string) http.HandlerFunc {
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
-	c, err := a.Service.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSON(c))
+	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Get(r.Context(), r.PathValue("id")))
 }
 
 func (a *API) update(w http.ResponseWriter, r *http.Request) {
@@ -223,27 +218,13 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	c, err := a.Service.Update(r.Context(), r.PathValue("id"), o)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSON(c))
+	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Update(r.Context(), r.PathValue("id"), o))
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }
 
 func (a *API) verify(w http.ResponseWriter, r *http.Request) {
-	c, err := a.Service.Verify(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSON(c))
+	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Verify(r.Context(), r.PathValue("id")))
 }

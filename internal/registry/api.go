@@ -406,11 +406,7 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, core.NotFound("registry module %q not found in namespace %q", sel.Name, sel.Namespace))
 		return
 	}
-	if err := a.Service.Delete(r.Context(), r.PathValue("org"), sel); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("org"), sel))
 }
 
 func (a *API) legacyPost(w http.ResponseWriter, r *http.Request) {

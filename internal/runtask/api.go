@@ -243,11 +243,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }
 
 func decodeWorkspaceTask(w http.ResponseWriter, r *http.Request) (WorkspaceTaskChanges, error) {
@@ -297,21 +293,11 @@ func (a *API) attach(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	wt, err := a.Service.AttachTask(r.Context(), r.PathValue("id"), c)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, workspaceTaskJSON(wt))
+	tfeapi.Reply(w, r, http.StatusCreated, workspaceTaskJSON)(a.Service.AttachTask(r.Context(), r.PathValue("id"), c))
 }
 
 func (a *API) getWorkspace(w http.ResponseWriter, r *http.Request) {
-	wt, err := a.Service.GetWorkspaceTask(r.Context(), r.PathValue("id"), r.PathValue("task"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, workspaceTaskJSON(wt))
+	tfeapi.Reply(w, r, http.StatusOK, workspaceTaskJSON)(a.Service.GetWorkspaceTask(r.Context(), r.PathValue("id"), r.PathValue("task")))
 }
 
 func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) {
@@ -324,20 +310,11 @@ func (a *API) updateWorkspace(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	wt, err := a.Service.UpdateWorkspaceTask(r.Context(), r.PathValue("id"), r.PathValue("task"), c)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, workspaceTaskJSON(wt))
+	tfeapi.Reply(w, r, http.StatusOK, workspaceTaskJSON)(a.Service.UpdateWorkspaceTask(r.Context(), r.PathValue("id"), r.PathValue("task"), c))
 }
 
 func (a *API) detach(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DetachTask(r.Context(), r.PathValue("id"), r.PathValue("task")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DetachTask(r.Context(), r.PathValue("id"), r.PathValue("task")))
 }
 
 // RegisterStages adds the routes of task stages and results.

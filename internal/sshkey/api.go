@@ -84,21 +84,11 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	k, err := a.Service.Create(r.Context(), r.PathValue("org"), o)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, toJSON(k))
+	tfeapi.Reply(w, r, http.StatusCreated, toJSON)(a.Service.Create(r.Context(), r.PathValue("org"), o))
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
-	k, err := a.Service.Get(r.Context(), r.PathValue("id"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSON(k))
+	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Get(r.Context(), r.PathValue("id")))
 }
 
 func (a *API) update(w http.ResponseWriter, r *http.Request) {
@@ -113,18 +103,9 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	k, err := a.Service.Update(r.Context(), r.PathValue("id"), o)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSON(k))
+	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Update(r.Context(), r.PathValue("id"), o))
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }

@@ -295,11 +295,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }
 
 // --- members
@@ -532,11 +528,7 @@ func (a *API) getMembership(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) deleteMembership(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DeleteMembership(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DeleteMembership(r.Context(), r.PathValue("id")))
 }
 
 // --- team tokens
@@ -576,11 +568,7 @@ func (a *API) getLegacyToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) deleteLegacyToken(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DeleteLegacyToken(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DeleteLegacyToken(r.Context(), r.PathValue("id")))
 }
 
 func (a *API) listTeamTokens(w http.ResponseWriter, r *http.Request) {

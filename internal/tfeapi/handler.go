@@ -50,3 +50,27 @@ func ListPage[T, J any](w http.ResponseWriter, r *http.Request, list func() ([]T
 	RespondList(w, r, out, pg)
 	return nil
 }
+
+// Reply answers with a result and its error: called with what a service
+// returned, it writes the error (see Error) or the document encode makes
+// of the result, with status:
+//
+//	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Get(ctx, id))
+func Reply[T, D any](w http.ResponseWriter, r *http.Request, status int, encode func(T) D) func(T, error) {
+	return func(v T, err error) {
+		if err != nil {
+			Error(w, r, err)
+			return
+		}
+		Respond(w, r, status, encode(v))
+	}
+}
+
+// NoContent answers 204 No Content, or err.
+func NoContent(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
+		Error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -190,12 +190,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	t, err := a.Service.Create(r.Context(), r.PathValue("id"), source)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, toJSON(t))
+	tfeapi.Reply(w, r, http.StatusCreated, toJSON)(a.Service.Create(r.Context(), r.PathValue("id"), source))
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
@@ -213,9 +208,5 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.Delete(r.Context(), r.PathValue("id")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("id")))
 }

@@ -134,9 +134,5 @@ func (a *API) readOrgToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) deleteOrgToken(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DeleteOrganizationToken(r.Context(), r.PathValue("org"), r.URL.Query().Get("token")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DeleteOrganizationToken(r.Context(), r.PathValue("org"), r.URL.Query().Get("token")))
 }

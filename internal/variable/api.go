@@ -224,21 +224,11 @@ func (a *API) createWorkspaceVar(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	v, err := a.Service.CreateWorkspaceVariable(r.Context(), r.PathValue("ws"), opts)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, toJSONVar(v))
+	tfeapi.Reply(w, r, http.StatusCreated, toJSONVar)(a.Service.CreateWorkspaceVariable(r.Context(), r.PathValue("ws"), opts))
 }
 
 func (a *API) getWorkspaceVar(w http.ResponseWriter, r *http.Request) {
-	v, err := a.Service.GetWorkspaceVariable(r.Context(), r.PathValue("ws"), r.PathValue("var"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSONVar(v))
+	tfeapi.Reply(w, r, http.StatusOK, toJSONVar)(a.Service.GetWorkspaceVariable(r.Context(), r.PathValue("ws"), r.PathValue("var")))
 }
 
 func (a *API) updateWorkspaceVar(w http.ResponseWriter, r *http.Request) {
@@ -247,20 +237,11 @@ func (a *API) updateWorkspaceVar(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	v, err := a.Service.UpdateWorkspaceVariable(r.Context(), r.PathValue("ws"), r.PathValue("var"), opts)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSONVar(v))
+	tfeapi.Reply(w, r, http.StatusOK, toJSONVar)(a.Service.UpdateWorkspaceVariable(r.Context(), r.PathValue("ws"), r.PathValue("var"), opts))
 }
 
 func (a *API) deleteWorkspaceVar(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DeleteWorkspaceVariable(r.Context(), r.PathValue("ws"), r.PathValue("var")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DeleteWorkspaceVariable(r.Context(), r.PathValue("ws"), r.PathValue("var")))
 }
 
 // --- variable sets ---
@@ -426,11 +407,7 @@ func (a *API) updateVarset(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) deleteVarset(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DeleteVarset(r.Context(), r.PathValue("vs")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DeleteVarset(r.Context(), r.PathValue("vs")))
 }
 
 // links serves POST (apply) and DELETE (remove) on
@@ -475,21 +452,11 @@ func (a *API) createVarsetVar(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	v, err := a.Service.CreateVarsetVariable(r.Context(), r.PathValue("vs"), opts)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusCreated, toJSONVar(v))
+	tfeapi.Reply(w, r, http.StatusCreated, toJSONVar)(a.Service.CreateVarsetVariable(r.Context(), r.PathValue("vs"), opts))
 }
 
 func (a *API) getVarsetVar(w http.ResponseWriter, r *http.Request) {
-	v, err := a.Service.GetVarsetVariable(r.Context(), r.PathValue("vs"), r.PathValue("var"))
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSONVar(v))
+	tfeapi.Reply(w, r, http.StatusOK, toJSONVar)(a.Service.GetVarsetVariable(r.Context(), r.PathValue("vs"), r.PathValue("var")))
 }
 
 func (a *API) updateVarsetVar(w http.ResponseWriter, r *http.Request) {
@@ -498,18 +465,9 @@ func (a *API) updateVarsetVar(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	v, err := a.Service.UpdateVarsetVariable(r.Context(), r.PathValue("vs"), r.PathValue("var"), opts)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, toJSONVar(v))
+	tfeapi.Reply(w, r, http.StatusOK, toJSONVar)(a.Service.UpdateVarsetVariable(r.Context(), r.PathValue("vs"), r.PathValue("var"), opts))
 }
 
 func (a *API) deleteVarsetVar(w http.ResponseWriter, r *http.Request) {
-	if err := a.Service.DeleteVarsetVariable(r.Context(), r.PathValue("vs"), r.PathValue("var")); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	tfeapi.NoContent(w, r, a.Service.DeleteVarsetVariable(r.Context(), r.PathValue("vs"), r.PathValue("var")))
 }
