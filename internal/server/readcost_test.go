@@ -45,13 +45,14 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 		// Before the request memo the guard and the handler each looked
 		// the workspace up by name (two queries), read it and its tags,
 		// and the caller's teams: five more than then 14. The caller's
-		// teams come with the token (auth's one query), and the current
-		// run, run count, configuration version, state version, health
-		// assessment and no-code module in one statement (readDocument):
-		// token, workspace, tags, project, project tags, organization,
-		// variables, document.
-		if least > 8 {
-			t.Errorf("a workspace read costs %d store queries, want at most 8", least)
+		// teams come with the token (auth's one query); the workspace's
+		// tags with its row; and the current run, run count,
+		// configuration version, state version, health assessment,
+		// no-code module, variables and the project's and organization's
+		// execution defaults in one statement (readDocument): token,
+		// workspace, document.
+		if least > 3 {
+			t.Errorf("a workspace read costs %d store queries, want at most 3", least)
 		}
 		if _, err := c.Workspaces.Update(ctx, "rt", "w", tfe.WorkspaceUpdateOptions{Description: tfe.String("changed")}); err != nil {
 			t.Fatal(err)
