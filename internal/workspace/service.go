@@ -1116,10 +1116,11 @@ func (s *Service) autoDestroyDuration(ctx context.Context, w *Workspace) string 
 	if w.Settings.AutoDestroyActivityDuration != "" || !w.Settings.InheritsProjectAutoDestroy {
 		return w.Settings.AutoDestroyActivityDuration
 	}
+	var project string
 	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
-		return p.AutoDestroyActivityDuration
+		project = p.AutoDestroyActivityDuration
 	}
-	return ""
+	return inheritedAutoDestroy(w, project)
 }
 
 // inheritedAutoDestroy is autoDestroyDuration once the project's duration
