@@ -490,24 +490,34 @@ func (s *Service) Effective(ctx context.Context, p *Project) (mode, agentPoolID 
 
 // EffectiveIn is Effective reading through q (inside a transaction, its Tx).
 func (s *Service) EffectiveIn(ctx context.Context, q store.Q, p *Project) (mode, agentPoolID string, err error) {
-	mode, agentPoolID = "remote", ""
+	var orgMode, orgPool string
 	if s.Orgs != nil {
-		if mode, agentPoolID, err = s.Orgs.OrgDefaults(ctx, q, p.Organization); err != nil {
+		if orgMode, orgPool, err = s.Orgs.OrgDefaults(ctx, q, p.Organization); err != nil {
 			return "", "", err
 		}
+	}
+	mode, agentPoolID = s.effective(p.Settings, orgMode, orgPool)
+	return mode, agentPoolID, nil
+}
+
+// effective is EffectiveIn once the organization's defaults are known.
+func (s *Service) effective(ps Settings, orgMode, orgPool string) (mode, agentPoolID string) {
+	mode, agentPoolID = "remote", ""
+	if s.Orgs != nil {
+		mode, agentPoolID = orgMode, orgPool
 		if mode == "" {
 			mode = "remote"
 		}
 	}
-	if p.Settings.ExecutionModeOverwrite {
-		mode = p.Settings.ExecutionMode
+	if ps.ExecutionModeOverwrite {
+		mode = ps.ExecutionMode
 		agentPoolID = ""
 	}
-	if p.Settings.AgentPoolOverwrite && p.Settings.AgentPoolID != "" {
-		agentPoolID = p.Settings.AgentPoolID
+	if ps.AgentPoolOverwrite && ps.AgentPoolID != "" {
+		agentPoolID = ps.AgentPoolID
 	}
 	if mode != "agent" {
 		agentPoolID = ""
 	}
-	return mode, agentPoolID, nil
+	return mode, agentPoolID
 }

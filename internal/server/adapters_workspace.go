@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
@@ -59,4 +60,22 @@ func projectInfo(p *project.Project, mode, pool string) *workspace.ProjectInfo {
 		info.TagBindings = append(info.TagBindings, workspace.TagBinding{ID: b.ID, Key: b.Key, Value: b.Value})
 	}
 	return info
+}
+
+// OrgDefaultsSQL says OrgDefaults in SQL (project.OrgDefaultsSQL), so
+// that a workspace read folds its organization's defaults into its one
+// document statement.
+func (orgDefaults) OrgDefaultsSQL(org string) string { return organization.SettingsSQL(org) }
+
+func (orgDefaults) OrgDefaultsOf(v string) (string, string, error) { return organization.DefaultsOf(v) }
+
+// WorkspaceProjectSQL says in SQL what a workspace read shows of its
+// project (workspace.ProjectSQL).
+func (a workspaceProjects) WorkspaceProjectSQL() ([]string, bool) {
+	return a.projects.EffectiveSQL("ws.project_id")
+}
+
+func (a workspaceProjects) WorkspaceProjectOf(vals []sql.NullString) (workspace.ProjectDefaults, error) {
+	mode, pool, autoDestroy, err := a.projects.EffectiveOf(vals)
+	return workspace.ProjectDefaults{ExecutionMode: mode, AgentPoolID: pool, AutoDestroyActivityDuration: autoDestroy}, err
 }

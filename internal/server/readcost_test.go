@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
+	"github.com/hashicorp/jsonapi"
 
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -45,13 +46,14 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 		// Before the request memo the guard and the handler each looked
 		// the workspace up by name (two queries), read it and its tags,
 		// and the caller's teams: five more than then 14. The caller's
-		// teams come with the token (auth's one query), and the current
-		// run, run count, configuration version, state version, health
-		// assessment and no-code module in one statement (readDocument):
-		// token, workspace, tags, project, project tags, organization,
-		// variables, document.
-		if least > 8 {
-			t.Errorf("a workspace read costs %d store queries, want at most 8", least)
+		// teams come with the token (auth's one query); the workspace's
+		// tags with its row; and the current run, run count,
+		// configuration version, state version, health assessment,
+		// no-code module, variables and the project's and organization's
+		// execution defaults in one statement (readDocument): token,
+		// workspace, document.
+		if least > 3 {
+			t.Errorf("a workspace read costs %d store queries, want at most 3", least)
 		}
 		if _, err := c.Workspaces.Update(ctx, "rt", "w", tfe.WorkspaceUpdateOptions{Description: tfe.String("changed")}); err != nil {
 			t.Fatal(err)
@@ -118,6 +120,73 @@ output "o" { value = "v" }
 		if e0.CurrentRun != nil || e0.RunsCount != 0 || e0.CurrentConfigurationVersion != nil || e0.CurrentStateVersion != nil || len(e0.Outputs) != 0 {
 			t.Fatalf("an empty workspace shows current run %+v, %d runs, configuration version %+v, state version %+v, outputs %+v",
 				e0.CurrentRun, e0.RunsCount, e0.CurrentConfigurationVersion, e0.CurrentStateVersion, e0.Outputs)
+		}
+	})
+}
+
+// TestWorkspaceReadShowsWhatItInherits: what the one document statement
+// reads of the workspace's project and organization and of its variables
+// is what they say, after each change: the organization's default
+// execution mode, the project's overwrite of it, the project's
+// auto-destroy duration for a workspace that inherits it, and the
+// workspace's variables.
+func TestWorkspaceReadShowsWhatItInherits(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "inh")
+		p, err := e.Client.Projects.Create(ctx, "inh", tfe.ProjectCreateOptions{Name: "p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := e.Client.Workspaces.Create(ctx, "inh", tfe.WorkspaceCreateOptions{Name: tfe.String("w"), Project: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(what string) *tfe.Workspace {
+			t.Helper()
+			w, err := e.Client.Workspaces.Read(ctx, "inh", "w")
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			return w
+		}
+		if w := read("at first"); w.ExecutionMode != "remote" || !w.Operations || len(w.Variables) != 0 {
+			t.Fatalf("at first the workspace shows execution mode %q, operations %v, variables %v", w.ExecutionMode, w.Operations, w.Variables)
+		}
+		if _, err := e.Client.Organizations.Update(ctx, "inh", tfe.OrganizationUpdateOptions{DefaultExecutionMode: tfe.String("local")}); err != nil {
+			t.Fatal(err)
+		}
+		if w := read("after the organization's change"); w.ExecutionMode != "local" || w.Operations {
+			t.Fatalf("with the organization's default local the workspace shows %q, operations %v", w.ExecutionMode, w.Operations)
+		}
+		if _, err := e.Client.Projects.Update(ctx, p.ID, tfe.ProjectUpdateOptions{DefaultExecutionMode: tfe.String("remote"),
+			SettingOverwrites: &tfe.ProjectSettingOverwrites{ExecutionMode: tfe.Bool(true)}}); err != nil {
+			t.Fatal(err)
+		}
+		if w := read("after the project's overwrite"); w.ExecutionMode != "remote" || !w.Operations {
+			t.Fatalf("with the project overwriting remote the workspace shows %q, operations %v", w.ExecutionMode, w.Operations)
+		}
+		if _, err := e.Client.Projects.Update(ctx, p.ID, tfe.ProjectUpdateOptions{AutoDestroyActivityDuration: jsonapi.NewNullableAttrWithValue("14d")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.Workspaces.Update(ctx, "inh", "w", tfe.WorkspaceUpdateOptions{InheritsProjectAutoDestroy: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := read("after the project's auto-destroy").AutoDestroyActivityDuration.Get(); err != nil || d != "14d" {
+			t.Fatalf("the workspace inherits auto-destroy %q (%v), want 14d", d, err)
+		}
+		var ids []string
+		for _, k := range []string{"a", "b"} {
+			v, err := e.Client.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String(k), Value: tfe.String("1"), Category: tfe.Category(tfe.CategoryTerraform)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, v.ID)
+		}
+		w := read("after two variables")
+		if len(w.Variables) != 2 || w.Variables[0].ID != ids[0] || w.Variables[1].ID != ids[1] {
+			t.Fatalf("the workspace shows variables %+v, want %v", w.Variables, ids)
 		}
 	})
 }

@@ -502,3 +502,11 @@ func (s *Service) ListAllWorkspaceVariables(ctx context.Context, workspaceID str
 	}
 	return s.effective(ctx, ws.Organization, ws.ID, ws.ProjectID)
 }
+
+// WorkspaceVariableIDsSQL says WorkspaceVariableIDs in SQL, for the
+// workspace read's one document statement: a scalar subquery over ws.id
+// aggregating the IDs, in the same order, comma-separated (NULL for none;
+// an ID has no comma).
+func (s *Service) WorkspaceVariableIDsSQL() string {
+	return `SELECT string_agg(v.id, ',' ORDER BY v.created_at, v.id) FROM variables v WHERE v.workspace_id = ws.id`
+}

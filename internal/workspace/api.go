@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/jsonapi"
@@ -311,7 +312,16 @@ func (a *API) permissions(ctx context.Context, p *auth.Principal, w *Workspace, 
 func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonWorkspace, []any) {
 	ctx := r.Context()
 	s := w.Settings
-	mode, pool := a.Service.EffectiveExecution(ctx, w)
+	doc, _ := a.readDocument(ctx, w.ID)
+	var mode, pool, autoDestroy string
+	if doc.hasProject {
+		pd, err := a.Service.projects.(ProjectSQL).WorkspaceProjectOf(doc.project)
+		mode, pool = effectiveExecution(w, pd, err == nil)
+		autoDestroy = inheritedAutoDestroy(w, pd.AutoDestroyActivityDuration)
+	} else {
+		mode, pool = a.Service.EffectiveExecution(ctx, w)
+		autoDestroy = a.Service.autoDestroyDuration(ctx, w)
+	}
 	owner := canManage(ctx, w.Organization)
 	p := auth.FromContext(ctx)
 	member := p.CanAccessOrganization(w.Organization)
@@ -358,7 +368,6 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 			"self-html": "/app/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name),
 		},
 	}
-	doc, _ := a.readDocument(ctx, w.ID)
 	if a.NoCode != nil && (!doc.hasNoCode || doc.noCode.Valid) {
 		j.SourceModuleID, j.NoCodeUpgradeAvailable = a.NoCode.WorkspaceNoCode(ctx, w.ID)
 	}
@@ -368,8 +377,8 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if s.AutoDestroyAt != nil {
 		j.AutoDestroyAt = jsonapi.NewNullableAttrWithValue(s.AutoDestroyAt.UTC())
 	}
-	if d := a.Service.autoDestroyDuration(ctx, w); d != "" {
-		j.AutoDestroyActivityDuration = jsonapi.NewNullableAttrWithValue(d)
+	if autoDestroy != "" {
+		j.AutoDestroyActivityDuration = jsonapi.NewNullableAttrWithValue(autoDestroy)
 	}
 	if pool != "" {
 		j.AgentPool = &jsonRef{ID: pool}
@@ -385,7 +394,11 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	case LockRun:
 		j.LockedBy = &jsonLockedBy{Run: &jsonRunRef{ID: w.LockID}}
 	}
-	if a.Vars != nil {
+	if doc.hasVars {
+		for _, id := range doc.varIDs() {
+			j.Vars = append(j.Vars, &jsonVarRef{ID: id})
+		}
+	} else if a.Vars != nil {
 		if ids, err := a.Vars.WorkspaceVariableIDs(ctx, w.ID); err == nil {
 			for _, id := range ids {
 				j.Vars = append(j.Vars, &jsonVarRef{ID: id})
@@ -661,8 +674,19 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, ws *Wo
 		return
 	}
 	j, included := a.toJSON(r, ws, inc)
+	if len(included) == 0 && j.encodable() {
+		buf := docBuffers.Get().(*[]byte)
+		*buf = j.appendDocument((*buf)[:0])
+		tfeapi.RespondBytes(w, status, *buf)
+		docBuffers.Put(buf)
+		return
+	}
 	tfeapi.Respond(w, r, status, j, included...)
 }
+
+// docBuffers hold the bytes of directly encoded workspace documents
+// between responses (Write has copied them when it returns).
+var docBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	o, err := decodeOptions(w, r)

@@ -40,13 +40,44 @@ type NoCodeSQL interface {
 	NoCodeWorkspaceSQL() string
 }
 
+// VarsSQL is implemented by an API's Vars that says WorkspaceVariableIDs
+// in SQL: the IDs comma-separated in one value (NULL for none).
+type VarsSQL interface {
+	WorkspaceVariableIDsSQL() string
+}
+
+// ProjectDefaults is what a workspace read shows of its project: the
+// project's effective execution mode and agent pool (already resolved
+// against its organization's) and its auto-destroy activity duration.
+type ProjectDefaults struct {
+	ExecutionMode, AgentPoolID, AutoDestroyActivityDuration string
+}
+
+// ProjectSQL is implemented by a Projects that says ProjectDefaults in
+// SQL: WorkspaceProjectSQL returns scalar subqueries over ws.project_id
+// (ok false when it cannot), and WorkspaceProjectOf turns their values
+// into the answer (an error where WorkspaceProject would fail).
+type ProjectSQL interface {
+	WorkspaceProjectSQL() (cols []string, ok bool)
+	WorkspaceProjectOf(vals []sql.NullString) (ProjectDefaults, error)
+}
+
 // document is what readDocument read; a part whose domain cannot say it
 // in SQL is asked of the domain (its has* is false).
 type document struct {
-	hasRun, hasRunsCount, hasConfig, hasState, hasAssessment, hasNoCode bool
+	hasRun, hasRunsCount, hasConfig, hasState, hasAssessment, hasNoCode, hasVars, hasProject bool
 
-	currentRun, config, state, assessment sql.NullString
-	runsCount, noCode                     sql.NullInt64
+	currentRun, config, state, assessment, vars sql.NullString
+	runsCount, noCode                           sql.NullInt64
+	project                                     []sql.NullString
+}
+
+// varIDs are the variable IDs the document read.
+func (d document) varIDs() []string {
+	if d.vars.String == "" {
+		return nil
+	}
+	return strings.Split(d.vars.String, ",")
 }
 
 // readDocument reads, in one statement, the parts of workspace id's
@@ -80,6 +111,17 @@ func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool)
 	}
 	if ns, isSQL := a.NoCode.(NoCodeSQL); isSQL && a.NoCode != nil {
 		add(ns.NoCodeWorkspaceSQL(), &d.hasNoCode, &d.noCode)
+	}
+	if vs, isSQL := a.Vars.(VarsSQL); isSQL && a.Vars != nil {
+		add(vs.WorkspaceVariableIDsSQL(), &d.hasVars, &d.vars)
+	}
+	if ps, isSQL := a.Service.projects.(ProjectSQL); isSQL && a.Service.projects != nil {
+		if pcols, ok := ps.WorkspaceProjectSQL(); ok {
+			d.project = make([]sql.NullString, len(pcols))
+			for i, c := range pcols {
+				add(c, &d.hasProject, &d.project[i])
+			}
+		}
 	}
 	if len(cols) == 0 {
 		return document{}, false

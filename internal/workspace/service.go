@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -342,11 +343,14 @@ func durationOK(d string) bool {
 
 const cols = `id, organization_name, project_id, name, locked_by_kind, locked_by_id, lock_reason, attrs, created_at, updated_at, ssh_key_id`
 
-func scan(sc interface{ Scan(...any) error }) (*Workspace, error) {
+func scan(sc interface{ Scan(...any) error }) (*Workspace, error) { return scanWith(sc) }
+
+// scanWith reads a row of cols, and into more the columns after them.
+func scanWith(sc interface{ Scan(...any) error }, more ...any) (*Workspace, error) {
 	var w Workspace
 	var attrs string
 	var created, updated int64
-	if err := sc.Scan(&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated, &w.SSHKeyID); err != nil {
+	if err := sc.Scan(append([]any{&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated, &w.SSHKeyID}, more...)...); err != nil {
 		return nil, err
 	}
 	w.Settings = defaultSettings()
@@ -409,19 +413,27 @@ func memoized(w *Workspace, err error) (*Workspace, error) {
 	return &c, nil
 }
 
-// read reads the workspace matching where, and its tags, from the store;
-// sql.ErrNoRows when there is none.
+// tagNamesSQL aggregates a workspace's tag names, in the order tagNames
+// reads them, into one value (NULL for none): the names match tagRE, so
+// a comma cannot be part of one. string_agg with ORDER BY is PostgreSQL's
+// and SQLite's (3.44 on) alike.
+const tagNamesSQL = `(SELECT string_agg(t.name, ',' ORDER BY wt.created_at, t.name) FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE wt.workspace_id = workspaces.id)`
+
+// read reads the workspace matching where, and its tags, from the store
+// in one statement; sql.ErrNoRows when there is none.
 func (s *Service) read(ctx context.Context, q store.Q, forUpdate bool, where string, args ...any) (*Workspace, error) {
-	query := `SELECT ` + cols + ` FROM workspaces WHERE ` + where
+	query := `SELECT ` + cols + `, ` + tagNamesSQL + ` FROM workspaces WHERE ` + where
 	if forUpdate {
 		query += store.ForUpdate(q)
 	}
-	w, err := scan(q.QueryRow(ctx, query, args...))
+	var tags sql.NullString
+	w, err := scanWith(q.QueryRow(ctx, query, args...), &tags)
 	if err != nil {
 		return nil, err
 	}
-	if w.TagNames, err = s.tagNames(ctx, q, w.ID); err != nil {
-		return nil, err
+	w.TagNames = []string{}
+	if tags.String != "" {
+		w.TagNames = strings.Split(tags.String, ",")
 	}
 	return w, nil
 }
@@ -1068,8 +1080,19 @@ func (s *Service) EffectiveExecution(ctx context.Context, w *Workspace) (mode, a
 // EffectiveExecutionIn is EffectiveExecution reading through q (inside a
 // transaction, its Tx).
 func (s *Service) EffectiveExecutionIn(ctx context.Context, q store.Q, w *Workspace) (mode, agentPoolID string) {
+	var pd ProjectDefaults
+	p, err := s.projectInfoIn(ctx, q, w.ProjectID)
+	if err == nil {
+		pd = ProjectDefaults{ExecutionMode: p.ExecutionMode, AgentPoolID: p.AgentPoolID}
+	}
+	return effectiveExecution(w, pd, err == nil)
+}
+
+// effectiveExecution is EffectiveExecution once the project's defaults
+// are known (ok false: the project could not be read).
+func effectiveExecution(w *Workspace, p ProjectDefaults, ok bool) (mode, agentPoolID string) {
 	mode, agentPoolID = "remote", ""
-	if p, err := s.projectInfoIn(ctx, q, w.ProjectID); err == nil {
+	if ok {
 		mode, agentPoolID = p.ExecutionMode, p.AgentPoolID
 	}
 	if w.Settings.ExecutionModeOverwrite {
@@ -1093,10 +1116,20 @@ func (s *Service) autoDestroyDuration(ctx context.Context, w *Workspace) string 
 	if w.Settings.AutoDestroyActivityDuration != "" || !w.Settings.InheritsProjectAutoDestroy {
 		return w.Settings.AutoDestroyActivityDuration
 	}
+	var project string
 	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
-		return p.AutoDestroyActivityDuration
+		project = p.AutoDestroyActivityDuration
 	}
-	return ""
+	return inheritedAutoDestroy(w, project)
+}
+
+// inheritedAutoDestroy is autoDestroyDuration once the project's duration
+// (project) is known.
+func inheritedAutoDestroy(w *Workspace, project string) string {
+	if w.Settings.AutoDestroyActivityDuration != "" || !w.Settings.InheritsProjectAutoDestroy {
+		return w.Settings.AutoDestroyActivityDuration
+	}
+	return project
 }
 
 type projectCacheKey struct{}

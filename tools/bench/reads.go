@@ -48,12 +48,18 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 	if err != nil {
 		return err
 	}
-	// One read first, to count its store round trips.
-	q0 := b.srv.DB.Queries()
-	if _, err := c.Workspaces.Read(ctx, b.org, ws.Name); err != nil {
-		return err
+	// A few reads first, to count their store round trips: the least of
+	// them, so that the first use of the token (recorded once) and the
+	// workspace's run's after-work in the background do not count.
+	least := int64(1 << 30)
+	for range 5 {
+		q0 := b.srv.DB.Queries()
+		if _, err := c.Workspaces.Read(ctx, b.org, ws.Name); err != nil {
+			return err
+		}
+		least = min(least, b.srv.DB.Queries()-q0)
 	}
-	fmt.Printf("  store queries per Workspaces.Read: %d\n", b.srv.DB.Queries()-q0)
+	fmt.Printf("  store queries per Workspaces.Read: %d\n", least)
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
 		if err != nil {
