@@ -11,11 +11,8 @@ CONFORMANCE_FLAGS ?=
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-# Static, without cgo: terrace needs no C library (SQLite is pure Go), and a
-# cgo binary maps libc and the dynamic loader into every process and gives
-# each OS thread a C stack (2 MB more resident at idle, bench (g)).
-build: ## build bin/terrace (static, CGO_ENABLED=0)
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/terrace
+build: ## build bin/terrace
+	$(GO) build -o $(BIN) ./cmd/terrace
 
 run: build ## build and start Terrace with the embedded defaults (data in ./.terrace)
 	./$(BIN) server

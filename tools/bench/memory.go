@@ -21,8 +21,7 @@ import (
 )
 
 // memory is (g): the resident memory of a `terrace server` started as its
-// own process (built from this checkout as `make build` does, SQLite,
-// default flags), read
+// own process (built from this checkout, SQLite, default flags), read
 // from /proc/PID/status: after it started and sat idle for 5 s, and after
 // the Workspaces.Read load of (e) against it. Unlike (e)'s figures, the
 // clients are not in the measured process. The Go heap figures from the
@@ -35,10 +34,7 @@ func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error 
 		return err
 	}
 	bin := filepath.Join(dir, "terrace")
-	// Built as `make build` builds it: static, without cgo.
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/terracehq/terrace/cmd/terrace")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/terracehq/terrace/cmd/terrace").CombinedOutput(); err != nil {
 		return fmt.Errorf("building terrace: %v\n%s", err, out)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
