@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -24,8 +25,9 @@ var blockedBuiltins = map[string]bool{
 }
 
 // capabilities is what policies may use: this OPA's built-ins minus the
-// blocked ones.
-var capabilities = func() *ast.Capabilities {
+// blocked ones. Built on first use: a server that never evaluates a policy
+// does not build (nor keep) the table of every built-in at start.
+var capabilities = sync.OnceValue(func() *ast.Capabilities {
 	c := ast.CapabilitiesForThisVersion()
 	kept := c.Builtins[:0]
 	for _, b := range c.Builtins {
@@ -36,18 +38,18 @@ var capabilities = func() *ast.Capabilities {
 	c.Builtins = kept
 	c.AllowNet = []string{}
 	return c
-}()
+})
 
 // parseModule parses a Rego source: Rego v1 first, then the v0 syntax
 // (rules without `if`) that policies written for OPA before 1.0 use, as
 // go-tfe's own fixtures do. The error names the file and both attempts'
 // first problem.
 func parseModule(filename, src string) (*ast.Module, error) {
-	m, err := ast.ParseModuleWithOpts(filename, src, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: capabilities})
+	m, err := ast.ParseModuleWithOpts(filename, src, ast.ParserOptions{RegoVersion: ast.RegoV1, Capabilities: capabilities()})
 	if err == nil {
 		return m, nil
 	}
-	m, err0 := ast.ParseModuleWithOpts(filename, src, ast.ParserOptions{RegoVersion: ast.RegoV0, Capabilities: capabilities})
+	m, err0 := ast.ParseModuleWithOpts(filename, src, ast.ParserOptions{RegoVersion: ast.RegoV0, Capabilities: capabilities()})
 	if err0 == nil {
 		return m, nil
 	}
@@ -112,7 +114,7 @@ func evalOPA(ctx context.Context, modules map[string]string, policies []opaPolic
 		}
 		parsed[n] = m
 	}
-	compiler := ast.NewCompiler().WithCapabilities(capabilities).WithEnablePrintStatements(false)
+	compiler := ast.NewCompiler().WithCapabilities(capabilities()).WithEnablePrintStatements(false)
 	if compiler.Compile(parsed); compiler.Failed() {
 		return nil, core.Invalid("compiling the policies: %s", firstLine(compiler.Errors.Error()))
 	}
@@ -124,7 +126,7 @@ func evalOPA(ctx context.Context, modules map[string]string, policies []opaPolic
 	for _, p := range policies {
 		o := Outcome{EnforcementLevel: p.Level, Query: p.Query, PolicyName: p.Name, Description: p.Description, Status: OutcomePassed}
 		rs, err := rego.New(rego.Query(p.Query), rego.Compiler(compiler), rego.ParsedInput(inputValue),
-			rego.Capabilities(capabilities), rego.StrictBuiltinErrors(true)).Eval(ctx)
+			rego.Capabilities(capabilities()), rego.StrictBuiltinErrors(true)).Eval(ctx)
 		switch {
 		case err != nil:
 			o.Status, o.Description = OutcomeErrored, joinDesc(p.Description, "evaluation failed: "+firstLine(err.Error()))

@@ -187,7 +187,9 @@ func procStatus(proc string) map[string]string {
 
 // heapSummary reads the Go runtime's memory figures from the server's
 // /debug/pprof/heap?debug=1 (site admins only): the heap in use, the
-// goroutine stacks, and all the runtime has taken from the system.
+// heap's free spans and how much of them the runtime has returned to the
+// system (idle minus returned is free heap still resident), the goroutine
+// stacks, the GC's metadata, and all the runtime has taken from the system.
 func heapSummary(ctx context.Context, hc *http.Client, url, token string) string {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/debug/pprof/heap?debug=1", nil)
 	if err != nil {
@@ -203,7 +205,7 @@ func heapSummary(ctx context.Context, hc *http.Client, url, token string) string
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return fmt.Sprintf("; /debug/pprof/heap: %s", resp.Status)
 	}
-	want := map[string]string{"HeapInuse": "", "Stack": "", "Sys": ""}
+	want := map[string]string{"HeapInuse": "", "HeapIdle": "", "HeapReleased": "", "Stack": "", "GCSys": "", "Sys": ""}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), " = ")
@@ -214,5 +216,6 @@ func heapSummary(ctx context.Context, hc *http.Client, url, token string) string
 			}
 		}
 	}
-	return fmt.Sprintf("; Go heap in use %s, stacks %s, taken from the system %s", want["HeapInuse"], want["Stack"], want["Sys"])
+	return fmt.Sprintf("; Go heap in use %s, idle %s (of which returned to the system %s), stacks %s, GC metadata %s, taken from the system %s",
+		want["HeapInuse"], want["HeapIdle"], want["HeapReleased"], want["Stack"], want["GCSys"], want["Sys"])
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -57,9 +58,22 @@ func (Driver) Open(ctx context.Context, path string) (*sql.DB, *sql.DB, error) {
 		w.Close()
 		return nil, nil, err
 	}
-	r.SetMaxOpenConns(8)
+	n := readConns()
+	r.SetMaxOpenConns(n)
 	// Keep them all when idle (the default keeps 2), so concurrent reads
 	// do not reopen connections and rerun the pragmas.
-	r.SetMaxIdleConns(8)
+	r.SetMaxIdleConns(n)
 	return w, r, nil
+}
+
+// readConns is the size of the read pool: two connections per CPU the Go
+// scheduler uses, at least 4 and at most 8. A read in this driver is Go
+// code on the CPU (the database pages come from the OS's cache), so more
+// connections than that do not read faster, and each one costs memory
+// outside the Go heap: its own copy of the parsed schema, its lookaside
+// and page cache, and every statement the store has prepared on it
+// (measured: about 1 MB each after the read benchmark; on 2 CPUs 4
+// connections instead of 8 left 3.5 MB less resident).
+func readConns() int {
+	return min(8, max(4, 2*runtime.GOMAXPROCS(0)))
 }
