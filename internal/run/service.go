@@ -533,8 +533,8 @@ func (s *Service) PositionInQueue(ctx context.Context, r *Run) int {
 		return 0
 	}
 	var n int
-	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND plan_only = ? AND created_at < ? AND status NOT IN `+notAhead,
-		r.WorkspaceID, false, core.Micros(r.CreatedAt)).Scan(&n)
+	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND `+queueWhere+` AND created_at < ?`,
+		r.WorkspaceID, core.Micros(r.CreatedAt)).Scan(&n)
 	return n
 }
 
