@@ -416,11 +416,13 @@ const NoPool = "apool-none"
 // holds it: the workspace lock is taken for the run, which serializes
 // concurrent schedulers. It returns the runs it changed.
 func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) ([]*Run, error) {
-	active, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND status NOT IN `+notHolding+` LIMIT 1`, workspaceID, false)
-	if err != nil || len(active) > 0 {
-		return nil, err
-	}
-	next, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND status = ? ORDER BY created_at, id LIMIT 1`, workspaceID, false, string(Pending))
+	// One query: the oldest pending run, unless a run holds the
+	// workspace. Both read the queue's index (runs_queue, queueWhere), not
+	// the history: a holder is in the queue (notHolding is the statuses
+	// out of the queue, notAhead, and pending).
+	next, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND `+queueWhere+` AND status = ?
+		AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.workspace_id = ? AND NOT a.plan_only AND a.status NOT IN `+notAhead+` AND a.status NOT IN `+notHolding+`)
+		ORDER BY created_at, id LIMIT 1`, workspaceID, string(Pending), workspaceID)
 	if err != nil || len(next) == 0 {
 		return nil, err
 	}
