@@ -63,27 +63,29 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	var job *Job
 	var started *Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
-		q := `SELECT id, run_id, phase FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ? ORDER BY created_at, id LIMIT 1`
+		// The oldest queued job, taken in one statement.
+		oldest := `SELECT id FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ? ORDER BY created_at, id LIMIT 1`
 		if tx.Driver().Name() == "postgres" {
-			q += ` FOR UPDATE SKIP LOCKED`
+			oldest += ` FOR UPDATE SKIP LOCKED`
 		}
+		now := core.Now()
 		var j Job
-		if err := tx.QueryRow(ctx, q, string(queue), pool).Scan(&j.ID, &j.RunID, &j.Phase); err != nil {
+		var attempts int
+		if err := tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
+			WHERE id = (`+oldest+`) RETURNING id, run_id, phase, attempts`,
+			runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), string(queue), pool).Scan(&j.ID, &j.RunID, &j.Phase, &attempts); err != nil {
 			if store.IsNoRows(err) {
 				return nil
 			}
-			return err
-		}
-		now := core.Now()
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ? WHERE id = ?`,
-			runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), j.ID); err != nil {
 			return err
 		}
 		r, err := getRun(ctx, tx, s.Keys, "id", j.RunID, true)
 		if err != nil {
 			return err
 		}
-		if err := s.startPhase(ctx, tx, r, j.Phase); err != nil {
+		// A first attempt's log has no chunks to clear (a plan goes
+		// back to the queue with its attempts counted).
+		if err := s.startPhase(ctx, tx, r, j.Phase, attempts == 1); err != nil {
 			return err
 		}
 		j.Run, job, started = r, &j, r
@@ -101,13 +103,16 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	return job, nil
 }
 
-func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase) error {
+// startPhase moves the run into planning or applying and opens the
+// phase's log; fresh says that the log was never opened before (nothing
+// to clear).
+func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase, fresh bool) error {
 	if phase == PhasePlan {
 		if err := r.transition(Planning); err != nil {
 			return err
 		}
 		r.Plan.setPhase(PhaseRunning)
-		if err := s.startLog(ctx, tx, r.Plan.ID); err != nil {
+		if err := s.startLog(ctx, tx, r.Plan.ID, fresh); err != nil {
 			return err
 		}
 	} else {
@@ -115,7 +120,7 @@ func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobP
 			return err
 		}
 		r.Apply.setPhase(PhaseRunning)
-		if err := s.startLog(ctx, tx, r.Apply.ID); err != nil {
+		if err := s.startLog(ctx, tx, r.Apply.ID, fresh); err != nil {
 			return err
 		}
 	}
@@ -211,33 +216,38 @@ func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string)
 // straight on to apply and the runner should apply the plan it holds in
 // the same job (auto-apply with nothing in between).
 func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res PlanResult) (bool, error) {
-	var runID string
-	if err := s.DB.QueryRow(ctx, `SELECT run_id FROM jobs WHERE id = ?`, jobID).Scan(&runID); err != nil {
-		if store.IsNoRows(err) {
-			return false, nil // force-canceled meanwhile: nothing to record
-		}
-		return false, err
+	var steps stepTimer
+	done := steps.time("read")
+	r, err := s.runOfJob(ctx, jobID)
+	done()
+	if r == nil {
+		return false, err // nil: force-canceled meanwhile, nothing to record
 	}
-	r, err := s.get(ctx, runID)
-	if err != nil {
-		return false, err
-	}
-	// Blobs first: the run only says "planned" once they are stored.
+	runID := r.ID
+	defer s.logSteps("plan reported", runID, &steps)
+	// Blobs first, side by side: the run only says "planned" once they
+	// are stored.
 	tail := ""
 	if res.Error != "" && !res.Canceled {
 		tail = "\n" + res.Error + "\n"
 	}
-	if err := s.endLog(ctx, r.Plan.ID, tail); err != nil {
-		return false, err
-	}
+	writes := []func() error{func() error {
+		defer steps.time("log")()
+		return s.endLog(ctx, r.Plan.ID, tail)
+	}}
 	puts := map[string][]byte{"json": res.PlanJSON, "json-redacted": res.RedactedJSON, "tfplan": res.PlanFile, "lock": res.LockFile}
 	for name, data := range puts {
 		if data != nil {
-			if err := s.Blobs.Put(ctx, planKey(r.Plan.ID, name), data); err != nil {
-				return false, err
-			}
+			writes = append(writes, func() error {
+				defer steps.time(name)()
+				return s.Blobs.Put(ctx, planKey(r.Plan.ID, name), data)
+			})
 		}
 	}
+	if err := together(writes...); err != nil {
+		return false, err
+	}
+	defer steps.time("update")()
 	cont := false
 	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
@@ -326,7 +336,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhaseApply), core.Micros(core.Now()), jobID); err != nil {
 				return nil, err
 			}
-			if err := s.startPhase(ctx, tx, r, PhaseApply); err != nil {
+			// A run applies once (a lost apply errors the run): its
+			// apply log was never opened.
+			if err := s.startPhase(ctx, tx, r, PhaseApply, true); err != nil {
 				return nil, err
 			}
 			cont = true
@@ -387,37 +399,46 @@ type StateSink interface {
 
 // FinishApply records an apply's outcome; the state is stored first.
 func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res ApplyResult, states StateSink) error {
-	var runID string
-	if err := s.DB.QueryRow(ctx, `SELECT run_id FROM jobs WHERE id = ?`, jobID).Scan(&runID); err != nil {
-		if store.IsNoRows(err) {
-			runID = ""
-		} else {
-			return err
-		}
+	var steps stepTimer
+	done := steps.time("read")
+	r, err := s.runOfJob(ctx, jobID)
+	done()
+	if r == nil {
+		return err // nil: force-canceled meanwhile, nothing to record
 	}
-	if runID == "" {
-		return nil
-	}
-	r, err := s.get(ctx, runID)
-	if err != nil {
-		return err
-	}
-	stateErr := ""
-	if res.State != nil {
-		if err := states.CreateFromRun(ctx, r.WorkspaceID, r.ID, res.State); err != nil {
-			stateErr = fmt.Sprintf("storing the new state failed: %v", err)
-		}
-	}
+	runID := r.ID
+	defer s.logSteps("apply reported", runID, &steps)
+	// The new state and the folded log do not depend on each other: both
+	// are stored, side by side, before the outcome is recorded (the run is
+	// never applied without its state version, nor ended without its log).
 	tail := ""
 	if res.Error != "" && !res.Canceled {
 		tail = "\n" + res.Error + "\n"
 	}
-	if stateErr != "" {
-		tail += "\n" + stateErr + "\n"
+	stateErr := ""
+	writes := []func() error{func() error {
+		defer steps.time("log")()
+		return s.endLog(ctx, r.Apply.ID, tail)
+	}}
+	if res.State != nil {
+		writes = append(writes, func() error {
+			defer steps.time("state")()
+			if err := states.CreateFromRun(ctx, r.WorkspaceID, r.ID, res.State); err != nil {
+				stateErr = fmt.Sprintf("storing the new state failed: %v", err)
+			}
+			return nil
+		})
 	}
-	if err := s.endLog(ctx, r.Apply.ID, tail); err != nil {
+	if err := together(writes...); err != nil {
 		return err
 	}
+	if stateErr != "" {
+		// The log was folded before the state failed: it ends with why.
+		if err := s.appendToEndedLog(ctx, r.Apply.ID, "\n"+stateErr+"\n"); err != nil {
+			return err
+		}
+	}
+	defer steps.time("update")()
 	var staleIDs []string
 	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {

@@ -225,6 +225,19 @@ func (s *Service) page(ctx context.Context, where string, args []any, o ListOpti
 	return runs, n, err
 }
 
+// queueWhere picks the runs that count in a workspace's queue: the
+// predicate of the partial index runs_queue (migration 1001), written the
+// same way so that both stores answer the count from that index, which
+// holds only the queue and not the history.
+var queueWhere = "NOT plan_only AND status NOT IN " + notAhead
+
+// queuePositionsQuery counts, for each of n runs named by ID, the runs of
+// its workspace's queue created before it.
+func queuePositionsQuery(n int) string {
+	return `SELECT r.id, (SELECT COUNT(*) FROM runs o WHERE o.workspace_id = r.workspace_id AND ` + queueWhere + `
+		AND o.created_at < r.created_at) FROM runs r WHERE r.id IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
 // QueuePositions returns, in one query, how many runs of its workspace go
 // before each pending, non-speculative run of runs (see PositionInQueue);
 // runs not in the map are at position 0.
@@ -239,12 +252,11 @@ func (s *Service) QueuePositions(ctx context.Context, runs []*Run) (map[string]i
 	if len(ids) == 0 {
 		return out, nil
 	}
-	args := []any{false}
+	args := make([]any, 0, len(ids))
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	rows, err := s.DB.Query(ctx, `SELECT r.id, (SELECT COUNT(*) FROM runs o WHERE o.workspace_id = r.workspace_id AND o.plan_only = ?
-		AND o.created_at < r.created_at AND o.status NOT IN `+notAhead+`) FROM runs r WHERE r.id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	rows, err := s.DB.Query(ctx, queuePositionsQuery(len(ids)), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -20,9 +20,14 @@ const (
 
 func logKey(id string) string { return "logs/" + id }
 
-func (s *Service) startLog(ctx context.Context, q store.Q, logID string) error {
-	if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID); err != nil {
-		return err
+// startLog opens a phase's log; unless fresh (never opened before), what
+// an earlier attempt left is cleared first. A log wrongly called fresh
+// fails loudly (its first chunk exists), never mixes two attempts.
+func (s *Service) startLog(ctx context.Context, q store.Q, logID string, fresh bool) error {
+	if !fresh {
+		if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID); err != nil {
+			return err
+		}
 	}
 	_, err := q.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, logID, []byte(stx))
 	return err
@@ -91,6 +96,16 @@ func (s *Service) endLog(ctx context.Context, logID string, tail string) error {
 	}
 	_, err = s.DB.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
 	return err
+}
+
+// appendToEndedLog adds text before the ETX of a log endLog has folded.
+func (s *Service) appendToEndedLog(ctx context.Context, logID, text string) error {
+	data, err := s.Blobs.Get(ctx, logKey(logID))
+	if err != nil {
+		return err
+	}
+	data = append(bytes.TrimSuffix(data, []byte(etx)), text...)
+	return s.Blobs.Put(ctx, logKey(logID), append(data, etx...))
 }
 
 // ReadLog returns up to limit bytes of a phase's log from offset.

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // periodic shipper and a size-triggered flush) all land, on both stores.
 func TestConcurrentLogAppends(t *testing.T) {
 	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
-		if err := s.startLog(ctx, db, "plan-test"); err != nil {
+		if err := s.startLog(ctx, db, "plan-test", true); err != nil {
 			t.Fatal(err)
 		}
 		const writers = 24

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
 )
 
 // Run is one plan (and maybe apply) of a configuration version on a workspace.
@@ -63,6 +64,12 @@ type Run struct {
 	// moves are the transitions made since the run was read, reported to
 	// observers once they are committed (see Service.Observe).
 	moves []move
+	// stored is the doc this value last wrote (updateRun) and storedIn
+	// the transaction it wrote it in: writing the same doc again in that
+	// transaction is skipped, which saves a round trip where a
+	// transaction writes the run before scheduling and then once more.
+	stored   string
+	storedIn store.Q
 }
 
 type move struct{ from, to Status }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -84,12 +85,15 @@ type Options struct {
 // Service runs the run lifecycle.
 type Service struct {
 	Options
-	wake      *loops.Wake   // nudges in-process runners: a job was queued
-	queued    chan struct{} // closed (and replaced) whenever a job is queued: wakes every long-polling claim
-	mu        sync.Mutex
-	signals   map[string]chan Signal // run id -> cancel signals for in-process runners
-	onChange  []func(ctx context.Context, r *Run)
-	observers []func(ctx context.Context, t Transition)
+	wake    *loops.Wake   // nudges in-process runners: a job was queued
+	queued  chan struct{} // closed (and replaced) whenever a job is queued: wakes every long-polling claim
+	mu      sync.Mutex
+	signals map[string]chan Signal // run id -> cancel signals for in-process runners
+	// jobsQueued counts the jobs queuePhase added: a write that changed
+	// it wakes the claims (see nudgeIfQueued), any other does not.
+	jobsQueued atomic.Uint64
+	onChange   []func(ctx context.Context, r *Run)
+	observers  []func(ctx context.Context, t Transition)
 
 	// assessWake nudges the assessment runner: an assessment was queued.
 	assessWake chan struct{}
@@ -172,6 +176,17 @@ func (s *Service) Wakes() *loops.Wake { return s.wake }
 func (s *Service) nudge() {
 	s.wake.Signal()
 	s.wakeClaims()
+}
+
+// nudgeIfQueued nudges the runners when a job was queued since the count
+// was before (read before the write that may have queued one). A write
+// that queued nothing wakes nobody: on PostgreSQL each wake-up costs
+// every idle claim a transaction and every replica a notification, and
+// the runners would compete with the run that is executing.
+func (s *Service) nudgeIfQueued(before uint64) {
+	if s.jobsQueued.Load() != before {
+		s.nudge()
+	}
 }
 
 // WakeLocal wakes this replica's runners and long-polling claims (agents'
@@ -320,6 +335,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	r.UpdatedAt = r.CreatedAt
 	r.Timestamps.set("plan-queueable-at", r.CreatedAt)
 	var queued []*Run
+	jobs := s.jobsQueued.Load()
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
 		if err := insertRun(ctx, tx, s.Keys, r); err != nil {
@@ -348,7 +364,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.nudge()
+	s.nudgeIfQueued(jobs)
 	// The new run comes first, as created; schedule read it anew from the
 	// table, so its own moves (if it was queued at once) follow.
 	r.moves = append([]move{{"", Pending}}, r.moves...)
@@ -402,6 +418,9 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase JobPh
 	now := core.Micros(core.Now())
 	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
 		core.NewID("job"), r.ID, string(phase), string(queueOf(r)), pool, now, now)
+	if err == nil {
+		s.jobsQueued.Add(1)
+	}
 	return err
 }
 
@@ -416,11 +435,13 @@ const NoPool = "apool-none"
 // holds it: the workspace lock is taken for the run, which serializes
 // concurrent schedulers. It returns the runs it changed.
 func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) ([]*Run, error) {
-	active, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND status NOT IN `+notHolding+` LIMIT 1`, workspaceID, false)
-	if err != nil || len(active) > 0 {
-		return nil, err
-	}
-	next, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND status = ? ORDER BY created_at, id LIMIT 1`, workspaceID, false, string(Pending))
+	// One query: the oldest pending run, unless a run holds the
+	// workspace. Both read the queue's index (runs_queue, queueWhere), not
+	// the history: a holder is in the queue (notHolding is the statuses
+	// out of the queue, notAhead, and pending).
+	next, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND `+queueWhere+` AND status = ?
+		AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.workspace_id = ? AND NOT a.plan_only AND a.status NOT IN `+notAhead+` AND a.status NOT IN `+notHolding+`)
+		ORDER BY created_at, id LIMIT 1`, workspaceID, string(Pending), workspaceID)
 	if err != nil || len(next) == 0 {
 		return nil, err
 	}
@@ -533,8 +554,8 @@ func (s *Service) PositionInQueue(ctx context.Context, r *Run) int {
 		return 0
 	}
 	var n int
-	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND plan_only = ? AND created_at < ? AND status NOT IN `+notAhead,
-		r.WorkspaceID, false, core.Micros(r.CreatedAt)).Scan(&n)
+	_ = s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE workspace_id = ? AND `+queueWhere+` AND created_at < ?`,
+		r.WorkspaceID, core.Micros(r.CreatedAt)).Scan(&n)
 	return n
 }
 
@@ -594,6 +615,7 @@ func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
 func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
 	var r *Run
 	var changed []*Run
+	queued := s.jobsQueued.Load()
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		r, err = getRun(ctx, tx, s.Keys, "id", id, true)
@@ -613,7 +635,7 @@ func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r
 	if err != nil {
 		return nil, err
 	}
-	s.nudge()
+	s.nudgeIfQueued(queued)
 	s.changed(ctx, changed...)
 	return r, nil
 }

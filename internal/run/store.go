@@ -64,8 +64,14 @@ func updateRun(ctx context.Context, q store.Q, r *Run) error {
 	if err != nil {
 		return err
 	}
+	if doc == r.stored && q == r.storedIn {
+		return nil // written in this transaction already, unchanged since (the columns come from the doc's fields)
+	}
 	_, err = q.Exec(ctx, `UPDATE runs SET status = ?, organization_name = ?, updated_at = ?, doc = ? WHERE id = ?`,
 		string(r.Status), r.Organization, core.Micros(r.UpdatedAt), doc, r.ID)
+	if err == nil {
+		r.stored, r.storedIn = doc, q
+	}
 	return err
 }
 

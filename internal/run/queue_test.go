@@ -1,0 +1,133 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// TestQueuePositionsFromTheQueueIndex: a page's queue positions come from
+// one query that counts through the partial index runs_queue, which holds
+// the queue only, so a workspace's history (here 300 applied runs) is not
+// read; saved plans, speculative runs and other workspaces do not count;
+// on both stores.
+func TestQueuePositionsFromTheQueueIndex(t *testing.T) {
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		add := func(id, ws string, status Status, planOnly bool) *Run {
+			t.Helper()
+			at = at.Add(time.Second)
+			r := &Run{ID: id, WorkspaceID: ws, Organization: "acme", ConfigurationVersionID: "cv-x", Status: status, PlanOnly: planOnly,
+				Timestamps: Stamps{}, CreatedAt: at, Plan: Phase{ID: "plan-" + id}, Apply: Phase{ID: "apply-" + id}}
+			if err := insertRun(ctx, db, nil, r); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		if err := db.Tx(ctx, func(tx *store.Tx) error {
+			for i := range 300 {
+				if err := insertRun(ctx, tx, nil, &Run{ID: fmt.Sprintf("run-h%d", i), WorkspaceID: "ws-q", Organization: "acme", ConfigurationVersionID: "cv-x",
+					Status: Applied, Timestamps: Stamps{}, CreatedAt: at.Add(-time.Duration(i+1) * time.Minute),
+					Plan: Phase{ID: fmt.Sprintf("plan-h%d", i)}, Apply: Phase{ID: fmt.Sprintf("apply-h%d", i)}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		add("run-saved", "ws-q", PlannedAndSaved, false)
+		add("run-holder", "ws-q", Applying, false)
+		add("run-spec", "ws-q", Planning, true)
+		p1 := add("run-p1", "ws-q", Pending, false)
+		add("run-other", "ws-other", Pending, false)
+		p2 := add("run-p2", "ws-q", Pending, false)
+		done := add("run-done", "ws-q", Errored, false)
+		p3 := add("run-p3", "ws-q", Pending, false)
+
+		before := db.Queries()
+		got, err := s.QueuePositions(ctx, []*Run{p3, done, p2, p1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := db.Queries() - before; n != 1 {
+			t.Errorf("the page's queue positions took %d queries, want 1", n)
+		}
+		want := map[string]int{"run-p1": 1, "run-p2": 2, "run-p3": 3}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("queue positions %v, want %v", got, want)
+		}
+		for _, r := range []*Run{p1, p2, p3} {
+			if n := s.PositionInQueue(ctx, r); n != want[r.ID] {
+				t.Errorf("PositionInQueue(%s) = %d, want %d", r.ID, n, want[r.ID])
+			}
+		}
+
+		// The count reads runs_queue, on each store's own planner.
+		var plan []string
+		explain := `EXPLAIN QUERY PLAN `
+		if db.Driver().Name() == "postgres" {
+			if _, err := db.Exec(ctx, `ANALYZE runs`); err != nil {
+				t.Fatal(err)
+			}
+			explain = `EXPLAIN `
+		}
+		rows, err := db.Query(ctx, explain+queuePositionsQuery(3), p1.ID, p2.ID, p3.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
+		}
+		rows.Close()
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, "runs_queue") {
+			t.Errorf("the queue count does not use the index runs_queue:\n%s", p)
+		}
+	})
+}
+
+// TestQueueIndexIsTheQueue: the predicate of the partial index runs_queue
+// (a migration, so written out once in SQL) is the queue the state
+// machine defines (queueWhere, made from notAhead): every status that
+// does not count in the queue is left out of the index, and no other.
+func TestQueueIndexIsTheQueue(t *testing.T) {
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		q := `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'runs_queue'`
+		if db.Driver().Name() == "postgres" {
+			q = `SELECT indexdef FROM pg_indexes WHERE indexname = 'runs_queue'`
+		}
+		var def string
+		if err := db.QueryRow(ctx, q).Scan(&def); err != nil {
+			t.Fatalf("the index runs_queue: %v", err)
+		}
+		if db.Driver().Name() != "postgres" {
+			if !strings.Contains(def, "WHERE "+queueWhere) {
+				t.Errorf("runs_queue is %q, want its predicate to be %q", def, queueWhere)
+			}
+			return
+		}
+		// PostgreSQL shows the predicate in its own words.
+		if !strings.Contains(def, "NOT plan_only") {
+			t.Errorf("runs_queue is %q: it should leave speculative runs out", def)
+		}
+		for _, st := range statuses() {
+			in := strings.Contains(def, "'"+string(st)+"'")
+			if out := strings.Contains(notAhead, "'"+string(st)+"'"); in != out {
+				t.Errorf("runs_queue is %q: status %s named %v, left out of the queue %v", def, st, in, out)
+			}
+		}
+	})
+}
