@@ -4,6 +4,8 @@
 package run
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -111,6 +113,21 @@ type Phase struct {
 type Stamps map[string]time.Time
 
 func (s Stamps) set(key string, t time.Time) { s[key] = t }
+
+// clone returns a copy of r that shares nothing a caller could change.
+func (r *Run) clone() *Run {
+	c := *r
+	c.Timestamps = maps.Clone(r.Timestamps)
+	c.Plan.Timestamps = maps.Clone(r.Plan.Timestamps)
+	c.Apply.Timestamps = maps.Clone(r.Apply.Timestamps)
+	c.TargetAddrs = slices.Clone(r.TargetAddrs)
+	c.ReplaceAddrs = slices.Clone(r.ReplaceAddrs)
+	c.InvokeActionAddrs = slices.Clone(r.InvokeActionAddrs)
+	c.PolicyPaths = slices.Clone(r.PolicyPaths)
+	c.Variables = slices.Clone(r.Variables)
+	c.moves = slices.Clone(r.moves)
+	return &c
+}
 
 // Speculative reports whether the run is plan-only (it never holds the
 // workspace and never applies).

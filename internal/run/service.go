@@ -498,15 +498,18 @@ func (s *Service) System(ctx context.Context, id string) (*Run, error) {
 	return s.get(ctx, id)
 }
 
-// Get returns a run the caller may see.
+// Get returns a run the caller may see. In a read-only request the
+// authorization guard and the handler share one read of it (the request
+// memo); each gets its own copy.
 func (s *Service) Get(ctx context.Context, id string) (*Run, error) {
 	if !core.HasPrefix(id, core.PrefixRun) {
 		return nil, core.NotFound("run %s not found", id)
 	}
-	r, err := s.get(ctx, id)
+	r, err := core.Memoize(ctx, "run:"+id, func() (*Run, error) { return s.get(ctx, id) })
 	if err != nil {
 		return nil, err
 	}
+	r = r.clone()
 	if err := auth.CheckOrganization(ctx, r.Organization); err != nil {
 		return nil, core.NotFound("run %s not found", id)
 	}
