@@ -79,3 +79,10 @@ func Recall[T any](ctx context.Context, key string) (T, bool) {
 	t, ok := v.(T)
 	return t, ok
 }
+
+// HasMemo reports whether ctx carries a request memo: whether what a
+// caller remembers there can be found again.
+func HasMemo(ctx context.Context) bool {
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	return m != nil
+}

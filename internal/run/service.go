@@ -505,7 +505,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Run, error) {
 	if !core.HasPrefix(id, core.PrefixRun) {
 		return nil, core.NotFound("run %s not found", id)
 	}
-	r, err := core.Memoize(ctx, "run:"+id, func() (*Run, error) { return s.get(ctx, id) })
+	r, err := core.Memoize(ctx, "run:"+id, func() (*Run, error) { return s.readDocument(ctx, id) })
 	if err != nil {
 		return nil, err
 	}

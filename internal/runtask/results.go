@@ -80,6 +80,24 @@ func (s *Service) StageIDsOfRun(ctx context.Context, runID string) ([]string, er
 
 const stageIDsKey = "task-stage-ids:"
 
+// RunStageIDsSQL says StageIDsOfRun in SQL for the run domain's one-statement
+// run read (run.StageIDsSQL): a scalar subquery over runs.id giving the
+// stage IDs comma-separated in stage order (NULL for none).
+func (s *Service) RunStageIDsSQL() string {
+	order := "CASE ts.stage"
+	for i, st := range Stages {
+		order += fmt.Sprintf(" WHEN '%s' THEN %d", st, i)
+	}
+	order += " END"
+	return `SELECT string_agg(ts.id, ',' ORDER BY ` + order + `, ts.id) FROM task_stages ts WHERE ts.run_id = runs.id`
+}
+
+// RememberStageIDs keeps a run's stage IDs, read with the run, in the
+// request memo, where StageIDsOfRun finds them.
+func (s *Service) RememberStageIDs(ctx context.Context, runID string, ids []string) {
+	core.Remember(ctx, stageIDsKey+runID, ids)
+}
+
 // PrefetchStageIDs reads the task stage IDs of a page of runs in one
 // query and remembers each run's in the request memo.
 func (s *Service) PrefetchStageIDs(ctx context.Context, runIDs []string) error {

@@ -64,8 +64,11 @@ func (s *Server) wireRunTasks() error {
 	if err != nil {
 		return err
 	}
-	s.Runs.Stages = s.RunTasks
+	s.Runs.Stages = s.RunTasks // also run.StageIDsSQL: a run read reads its stage IDs with it
 	s.Runs.Observe(s.RunTasks.RunTransition)
 	s.Auth.SetTaskResultResolver(s.RunTasks)
 	return nil
 }
+
+// The run read asks for a run's task stage IDs in its one statement.
+var _ run.StageIDsSQL = (*runtask.Service)(nil)

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -11,12 +13,14 @@ import (
 
 // TestRunReadRoundTrips pins what one go-tfe Runs.Read by an organization
 // member costs in store round trips (the least of several reads, so that
-// a background loop's query does not count): the token, the run (read
-// once: the authorization guard and the handler share it through the
-// request memo), its workspace for the guard, its events and its task
-// stages. Clients poll this read while a run goes on (terraform's cloud
-// backend, the UI, bench (a)), so each query is paid many times a run.
-// A read after a change sees the change: the memo lives one request.
+// a background loop's query does not count): the token; the run with its
+// events, comments and task stages in one statement (run readDocument),
+// read once (the authorization guard and the handler share it through the
+// request memo); its workspace for the guard. Clients poll this read while
+// a run goes on (terraform's cloud backend, the UI, bench (a)), so each
+// query is paid many times a run. What the one statement shows is what the
+// events, comments and task stages endpoints list, and a read after a
+// change sees the change: the memo lives one request.
 func TestRunReadRoundTrips(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
@@ -31,12 +35,40 @@ func TestRunReadRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A task at pre-apply: the run has a task stage from its start,
+		// and it plans without calling the task (the service answers only
+		// the task's verification).
+		svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+		t.Cleanup(svc.Close)
+		task, err := e.Client.RunTasks.Create(ctx, "rr", tfe.RunTaskCreateOptions{Name: "gate", URL: svc.URL, Category: "task"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stages := []tfe.Stage{tfe.PreApply}
+		if _, err := e.Client.WorkspaceRunTasks.Create(ctx, ws.ID, tfe.WorkspaceRunTaskCreateOptions{EnforcementLevel: tfe.Advisory, Stages: &stages, RunTask: task}); err != nil {
+			t.Fatal(err)
+		}
 		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "a" {}`)
 		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
 		if err != nil {
 			t.Fatal(err)
 		}
 		testenv.WaitRun(ctx, t, c, r.ID, tfe.RunPlanned)
+		comment, err := c.Comments.Create(ctx, r.ID, tfe.CommentCreateOptions{Body: "looks right"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := c.RunEvents.List(ctx, r.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err := c.TaskStages.List(ctx, r.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(listed.Items) != 1 {
+			t.Fatalf("the run has %d task stages, want the pre-apply one", len(listed.Items))
+		}
 		least := int64(1 << 30)
 		for i := range 10 {
 			before := e.Server.DB.Queries()
@@ -47,13 +79,28 @@ func TestRunReadRoundTrips(t *testing.T) {
 			if n := e.Server.DB.Queries() - before; n < least {
 				least = n
 			}
-			if got.Status != tfe.RunPlanned || got.Permissions == nil || !got.Permissions.CanApply || len(got.RunEvents) == 0 {
-				t.Fatalf("read %d: status %s, permissions %+v, %d events", i, got.Status, got.Permissions, len(got.RunEvents))
+			if got.Status != tfe.RunPlanned || got.Permissions == nil || !got.Permissions.CanApply {
+				t.Fatalf("read %d: status %s, permissions %+v", i, got.Status, got.Permissions)
+			}
+			if len(got.RunEvents) != len(events.Items) || len(got.RunEvents) == 0 {
+				t.Fatalf("read %d: %d events, the events endpoint lists %d", i, len(got.RunEvents), len(events.Items))
+			}
+			for j, ev := range events.Items {
+				if got.RunEvents[j].ID != ev.ID {
+					t.Fatalf("read %d: event %d is %s, the events endpoint says %s", i, j, got.RunEvents[j].ID, ev.ID)
+				}
+			}
+			if len(got.Comments) != 1 || got.Comments[0].ID != comment.ID {
+				t.Fatalf("read %d: comments %v, want %s", i, got.Comments, comment.ID)
+			}
+			if len(got.TaskStages) != 1 || got.TaskStages[0].ID != listed.Items[0].ID {
+				t.Fatalf("read %d: task stages %v, want %s", i, got.TaskStages, listed.Items[0].ID)
 			}
 		}
-		// Before the memo the guard and the handler each read the run.
-		if least > 5 {
-			t.Errorf("a run read costs %d store queries, want at most 5", least)
+		// Before, the guard and the handler each read the run, and its
+		// events and task stages were two more queries: 6.
+		if least > 3 {
+			t.Errorf("a run read costs %d store queries, want at most 3", least)
 		}
 		if err := c.Runs.Discard(ctx, r.ID, tfe.RunDiscardOptions{}); err != nil {
 			t.Fatal(err)
