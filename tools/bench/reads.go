@@ -9,7 +9,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -70,12 +69,12 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 			return err
 		}
 	}
-	cpu0 := cpuTime()
+	cpu0 := cpuNow().self
 	lat, failed := readLoad(ctx, c, b.org, ws.Name, clients, d)
 	if cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
-	cpu := cpuTime() - cpu0
+	cpu := cpuNow().self - cpu0
 	fmt.Printf("  Workspaces.Read: %.0f requests/s, p50 %s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(),
 		fmtDur(percentile(lat, 50)), fmtDur(percentile(lat, 99)), failed)
 	if len(lat) > 0 {
@@ -186,15 +185,6 @@ func (b *bench) history(ctx context.Context, id string, n int) error {
 	}
 	_, err := b.srv.DB.Exec(ctx, `UPDATE run_counts SET runs = runs + ? WHERE workspace_id = ?`, n, tmpl.WorkspaceID)
 	return err
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rss is this process's resident set size from /proc.
