@@ -10,6 +10,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -168,12 +169,18 @@ func TestTeamAndOrganizationTokensInOneQuery(t *testing.T) {
 			if _, err := e.Server.Auth.Authenticate(ctx, c.secret); err != nil { // records the first use
 				t.Fatalf("%s token: %v", c.name, err)
 			}
-			before := e.Server.DB.Queries()
-			p, err := e.Server.Auth.Authenticate(ctx, c.secret)
-			if err != nil {
-				t.Fatalf("%s token: %v", c.name, err)
+			// The least of a few, so that a background loop's query in
+			// the same moment does not count.
+			var p *auth.Principal
+			n := int64(1 << 30)
+			for range 5 {
+				before := e.Server.DB.Queries()
+				p, err = e.Server.Auth.Authenticate(ctx, c.secret)
+				if err != nil {
+					t.Fatalf("%s token: %v", c.name, err)
+				}
+				n = min(n, e.Server.DB.Queries()-before)
 			}
-			n := e.Server.DB.Queries() - before
 			got := who{kind: p.Kind, team: p.TeamID, org: p.Organization, ownersTeam: p.OwnersTeam}
 			if got != c.want || p.TokenID == "" {
 				t.Errorf("%s token: principal %+v, want %+v", c.name, got, c.want)
@@ -284,22 +291,29 @@ func TestUserTeamsReadWithTheToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := core.WithMemo(ctx)
-		if _, err := e.Server.Auth.Authenticate(req, secret); err != nil {
-			t.Fatal(err)
-		}
 		for _, org := range []string{acme.Name, beta.Name} {
 			want, err := e.Server.Teams.MemberTeams(ctx, m.User.ID, org)
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := e.Server.DB.Queries()
-			got, err := e.Server.Teams.MemberTeams(req, m.User.ID, org)
-			if err != nil {
-				t.Fatal(err)
+			// Each try is a request of its own (a fresh memo), and the
+			// least counts, so that a background loop's query in the
+			// same moment does not.
+			var got []*team.Team
+			least := int64(1 << 30)
+			for range 3 {
+				req := core.WithMemo(ctx)
+				if _, err := e.Server.Auth.Authenticate(req, secret); err != nil {
+					t.Fatal(err)
+				}
+				before := e.Server.DB.Queries()
+				if got, err = e.Server.Teams.MemberTeams(req, m.User.ID, org); err != nil {
+					t.Fatal(err)
+				}
+				least = min(least, e.Server.DB.Queries()-before)
 			}
-			if n := e.Server.DB.Queries() - before; n != 0 {
-				t.Errorf("%s: the user's teams cost %d more queries after authentication", org, n)
+			if least != 0 {
+				t.Errorf("%s: the user's teams cost %d more queries after authentication", org, least)
 			}
 			if len(got) != len(want) || org == acme.Name && len(got) != 2 {
 				t.Fatalf("%s: teams %d after authentication, %d in the store", org, len(got), len(want))
