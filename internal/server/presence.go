@@ -61,15 +61,13 @@ func (s *Server) beat(ctx context.Context) error {
 	return err
 }
 
-// keepPresence beats until ctx ends, then removes this replica's row so
-// that a restart with a changed secret is not held up by its own past.
+// keepPresence beats until ctx ends (Close removes the row).
 func (s *Server) keepPresence(ctx context.Context) {
 	t := time.NewTicker(presenceBeat)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			s.leave()
 			return
 		case <-t.C:
 			if err := s.beat(ctx); err != nil && ctx.Err() == nil {
@@ -79,8 +77,8 @@ func (s *Server) keepPresence(ctx context.Context) {
 	}
 }
 
-// leave removes this replica's presence (on shutdown, and when a server is
-// closed without having served).
+// leave removes this replica's presence when the server is closed, so
+// that a restart with a changed secret is not held up by its own past.
 func (s *Server) leave() {
 	if s.presence == "" {
 		return
