@@ -89,11 +89,8 @@ func TestAuthenticationIsOneQuery(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		acme, beta := testenv.NewOrg(t, e.Client, "acme"), testenv.NewOrg(t, e.Client, "beta")
-		owners, err := e.Client.Teams.List(ctx, acme.Name, &tfe.TeamListOptions{Names: []string{"owners"}})
-		if err != nil || len(owners.Items) != 1 {
-			t.Fatalf("owners team: %v", err)
-		}
-		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test"), Teams: owners.Items})
+		owners := ownersTeam(t, e, acme.Name)
+		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test"), Teams: []*tfe.Team{owners}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,10 +133,7 @@ func TestTeamAndOrganizationTokensInOneQuery(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		testenv.NewOrg(t, e.Client, "acme")
-		owners, err := e.Client.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
-		if err != nil || len(owners.Items) != 1 {
-			t.Fatalf("owners team: %v", err)
-		}
+		owners := ownersTeam(t, e, "acme")
 		devs, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("devs")})
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +152,7 @@ func TestTeamAndOrganizationTokensInOneQuery(t *testing.T) {
 			want         who
 		}
 		cases := []tokenCase{{"organization", orgTok.Token, who{kind: auth.KindOrganization, org: "acme"}}}
-		for _, tm := range []*tfe.Team{owners.Items[0], devs} {
+		for _, tm := range []*tfe.Team{owners, devs} {
 			tok, err := e.Client.TeamTokens.Create(ctx, tm.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -272,15 +266,12 @@ func TestUserTeamsReadWithTheToken(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		acme, beta := testenv.NewOrg(t, e.Client, "acme"), testenv.NewOrg(t, e.Client, "beta")
-		owners, err := e.Client.Teams.List(ctx, acme.Name, &tfe.TeamListOptions{Names: []string{"owners"}})
-		if err != nil || len(owners.Items) != 1 {
-			t.Fatalf("owners team: %v", err)
-		}
+		owners := ownersTeam(t, e, acme.Name)
 		devs, err := e.Client.Teams.Create(ctx, acme.Name, tfe.TeamCreateOptions{Name: tfe.String("devs"), Visibility: tfe.String("organization")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("u@acme.test"), Teams: []*tfe.Team{devs, owners.Items[0]}})
+		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("u@acme.test"), Teams: []*tfe.Team{devs, owners}})
 		if err != nil {
 			t.Fatal(err)
 		}

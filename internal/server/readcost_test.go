@@ -21,11 +21,8 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		testenv.NewOrg(t, e.Client, "rt")
-		owners, err := e.Client.Teams.List(ctx, "rt", &tfe.TeamListOptions{Names: []string{"owners"}})
-		if err != nil || len(owners.Items) != 1 {
-			t.Fatalf("the owners team: %v", err)
-		}
-		c, _ := e.UserClient(t, "rt", "reader@rt.test", owners.Items[0])
+		owners := ownersTeam(t, e, "rt")
+		c, _ := e.UserClient(t, "rt", "reader@rt.test", owners)
 		if _, err := e.Client.Workspaces.Create(ctx, "rt", tfe.WorkspaceCreateOptions{Name: tfe.String("w")}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,4 +186,14 @@ func TestWorkspaceReadShowsWhatItInherits(t *testing.T) {
 			t.Fatalf("the workspace shows variables %+v, want %v", w.Variables, ids)
 		}
 	})
+}
+
+// ownersTeam returns organization org's owners team.
+func ownersTeam(t *testing.T, e *testenv.Env, org string) *tfe.Team {
+	t.Helper()
+	owners, err := e.Client.Teams.List(context.Background(), org, &tfe.TeamListOptions{Names: []string{"owners"}})
+	if err != nil || len(owners.Items) != 1 {
+		t.Fatalf("the owners team of %s: %v", org, err)
+	}
+	return owners.Items[0]
 }

@@ -26,11 +26,8 @@ func TestRunReadRoundTrips(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		testenv.NewOrg(t, e.Client, "rr")
-		owners, err := e.Client.Teams.List(ctx, "rr", &tfe.TeamListOptions{Names: []string{"owners"}})
-		if err != nil || len(owners.Items) != 1 {
-			t.Fatalf("the owners team: %v", err)
-		}
-		c, _ := e.UserClient(t, "rr", "reader@rr.test", owners.Items[0])
+		owners := ownersTeam(t, e, "rr")
+		c, _ := e.UserClient(t, "rr", "reader@rr.test", owners)
 		ws, err := e.Client.Workspaces.Create(ctx, "rr", tfe.WorkspaceCreateOptions{Name: tfe.String("w")})
 		if err != nil {
 			t.Fatal(err)
