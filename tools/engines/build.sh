@@ -12,10 +12,16 @@ dir=${1:-.cache/engines}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-# have NAME VERSION: the binary is in place and reports VERSION.
+# have NAME VERSION: the binary is in place and reports VERSION. The output
+# is read whole before it is matched: piped into `grep -q`, which exits at
+# the first match, terraform's second write could meet a closed pipe, and
+# under pipefail its SIGPIPE failed the check of a good binary (1 in 4 on a
+# fresh machine).
 have() {
-  local bin="$dir/$1/$2/$1"
-  [ -x "$bin" ] && "$bin" version -json 2>/dev/null | grep -q "\"$2\""
+  local bin="$dir/$1/$2/$1" out
+  [ -x "$bin" ] || return 1
+  out=$("$bin" version -json 2>/dev/null) || return 1
+  [[ $out == *"\"$2\""* ]]
 }
 
 build() {
