@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -212,6 +213,30 @@ func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string)
 	return runID, phase, nil
 }
 
+// updateHeld is update for a runner's report on its job: the job's run
+// and the job's holder are read and locked in one statement (the run's
+// row first, as every other writer of both locks them), and fn runs only
+// while runnerID still holds the job.
+func (s *Service) updateHeld(ctx context.Context, jobID, runnerID string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
+	return s.updateWith(ctx, func(tx *store.Tx) (*Run, error) {
+		var doc string
+		var vars sql.NullString
+		var holder, status string
+		err := tx.QueryRow(ctx, `SELECT r.doc, r.variables, j.runner_id, j.status FROM runs r JOIN jobs j ON j.run_id = r.id WHERE j.id = ?`+store.ForUpdate(tx), jobID).
+			Scan(&doc, &vars, &holder, &status)
+		if store.IsNoRows(err) {
+			return nil, core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if holder != runnerID || status != "running" {
+			return nil, core.Conflict("job %s is not held by runner %s", jobID, runnerID)
+		}
+		return decodeRun(s.Keys, doc, vars)
+	}, fn)
+}
+
 // FinishPlan records a plan's outcome. It returns true when the run goes
 // straight on to apply and the runner should apply the plan it holds in
 // the same job (auto-apply with nothing in between).
@@ -249,10 +274,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	}
 	defer steps.time("update")()
 	cont := false
-	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
-			return nil, err
-		}
+	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
@@ -271,8 +293,8 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			return s.finishJob(ctx, tx, jobID, r)
 		}
 		r.Plan.setPhase(PhaseFinished)
-		if s.Stages != nil {
-			wait, err := s.Stages.Start(ctx, tx, r, StagePostPlan)
+		{
+			wait, err := s.stageStart(ctx, tx, r, StagePostPlan)
 			if err != nil {
 				return nil, err
 			}
@@ -306,8 +328,8 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 		if next == ApplyQueued && !r.CancelRequestedAt.IsZero() {
 			next = Canceled
 		}
-		if next == ApplyQueued && s.Stages != nil {
-			wait, err := s.Stages.Start(ctx, tx, r, StagePreApply)
+		if next == ApplyQueued {
+			wait, err := s.stageStart(ctx, tx, r, StagePreApply)
 			if err != nil {
 				return nil, err
 			}
@@ -440,10 +462,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	}
 	defer steps.time("update")()
 	var staleIDs []string
-	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
-			return nil, err
-		}
+	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
 		case res.Canceled:
@@ -459,12 +478,9 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 			r.ErrorMessage = firstLine(res.Error + stateErr)
 		default:
 			r.Apply.setPhase(PhaseFinished)
-			post := false
-			if s.Stages != nil {
-				var err error
-				if post, err = s.Stages.Start(ctx, tx, r, StagePostApply); err != nil {
-					return nil, err
-				}
+			post, err := s.stageStart(ctx, tx, r, StagePostApply)
+			if err != nil {
+				return nil, err
 			}
 			to := Applied
 			if post {

@@ -84,27 +84,32 @@ func scanRunWith(keys *seal.Keyring) func(sc store.Scanner) (*Run, error) {
 		if err := sc.Scan(&doc, &vars); err != nil {
 			return nil, err
 		}
-		r := &Run{}
-		if err := json.Unmarshal([]byte(doc), r); err != nil {
-			return nil, fmt.Errorf("decoding run: %w", err)
-		}
-		if r.Timestamps == nil {
-			r.Timestamps = Stamps{}
-		}
-		// A run stored before the column existed keeps its variables in
-		// the doc until SealVariables moves them.
-		if vars.Valid {
-			plain, err := keys.OpenString(VariablesColumn.Purpose, vars.String)
-			if err != nil {
-				return nil, fmt.Errorf("run %s: %w", r.ID, err)
-			}
-			r.Variables = nil
-			if err := json.Unmarshal([]byte(plain), &r.Variables); err != nil {
-				return nil, fmt.Errorf("decoding the variables of run %s: %w", r.ID, err)
-			}
-		}
-		return r, nil
+		return decodeRun(keys, doc, vars)
 	}
+}
+
+// decodeRun turns a run's doc and sealed variables column into the run.
+func decodeRun(keys *seal.Keyring, doc string, vars sql.NullString) (*Run, error) {
+	r := &Run{}
+	if err := json.Unmarshal([]byte(doc), r); err != nil {
+		return nil, fmt.Errorf("decoding run: %w", err)
+	}
+	if r.Timestamps == nil {
+		r.Timestamps = Stamps{}
+	}
+	// A run stored before the column existed keeps its variables in
+	// the doc until SealVariables moves them.
+	if vars.Valid {
+		plain, err := keys.OpenString(VariablesColumn.Purpose, vars.String)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		r.Variables = nil
+		if err := json.Unmarshal([]byte(plain), &r.Variables); err != nil {
+			return nil, fmt.Errorf("decoding the variables of run %s: %w", r.ID, err)
+		}
+	}
+	return r, nil
 }
 
 // getRun reads a run by a column (id, plan_id or apply_id), optionally
