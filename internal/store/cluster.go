@@ -149,6 +149,25 @@ func (db *DB) Notify(ctx context.Context, channel string) error {
 	return err
 }
 
+// NotifyOthers wakes the listeners of channel in the other replicas only:
+// pg_notify on PostgreSQL (this DB's own listener skips the echo), nothing
+// on SQLite, whose database has no other replica. For a caller that has
+// woken its own loops already: delivering it in process as well would
+// wake every loop listening here a second time.
+func (db *DB) NotifyOthers(ctx context.Context, channel string) error {
+	if !channelName.MatchString(channel) {
+		return fmt.Errorf("invalid notification channel %q", channel)
+	}
+	if err := db.guard.check("Notify " + channel); err != nil {
+		return err
+	}
+	if db.driver.Name() != "postgres" {
+		return nil
+	}
+	_, err := db.w.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, db.locals().origin)
+	return err
+}
+
 // Listen calls wake (never concurrently) each time channel is notified,
 // until ctx ends or, on PostgreSQL, the listening connection fails (the
 // error says why; the caller listens again). A wake-up may stand for
