@@ -537,8 +537,14 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 // the run r has just changed: they were planned against the old state. As
 // in HCP Terraform, terraform then refuses such a plan file with "Saved
 // plan is discarded … either another run was applied first".
+// savedPlansWhere selects a workspace's saved plans other than a run's
+// through the partial index runs_saved_plans (migration 1032), which holds
+// saved plans only: the status is written out, as both planners match a
+// partial index's predicate only against a literal.
+const savedPlansWhere = `workspace_id = ? AND status = '` + string(PlannedAndSaved) + `' AND id <> ?`
+
 func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
-	saved, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND status = ? AND id <> ?`+store.ForUpdate(tx), r.WorkspaceID, string(PlannedAndSaved), r.ID)
+	saved, err := listRuns(ctx, tx, s.Keys, savedPlansWhere+store.ForUpdate(tx), r.WorkspaceID, r.ID)
 	if err != nil {
 		return nil, err
 	}
