@@ -82,7 +82,16 @@ type Run struct {
 	// mode and agent pool), for queueing the run in the same request
 	// without reading it again; nil for a run read from the store.
 	ws *Workspace
+	// wsProject is the project of the run's workspace as the run's read
+	// found it (readDocument), when wsProjectKnown.
+	wsProject      string
+	wsProjectKnown bool
 }
+
+// WorkspaceProject returns the project of the run's workspace when the
+// read that returned the run took it in the same statement (Service.Get
+// in a request); ok is false otherwise (then ask the workspace domain).
+func (r *Run) WorkspaceProject() (id string, ok bool) { return r.wsProject, r.wsProjectKnown }
 
 type move struct{ from, to Status }
 

@@ -81,6 +81,12 @@ func (a runWorkspaces) Identity(ctx context.Context, id string) (*run.Workspace,
 	}, nil
 }
 
+// RunWorkspaceProjectSQL says a run's workspace's project in SQL for the
+// run read (run.WorkspaceProjectSQL).
+func (a runWorkspaces) RunWorkspaceProjectSQL() string {
+	return workspace.ProjectIDSQL("runs.workspace_id")
+}
+
 func (a runWorkspaces) LockForRun(ctx context.Context, q store.Q, wsID, runID string) (bool, error) {
 	return a.ws.LockForRun(ctx, q, wsID, runID)
 }
