@@ -66,23 +66,45 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		// The oldest queued job, taken in one statement.
 		oldest := `SELECT id FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ? ORDER BY created_at, id LIMIT 1`
-		if tx.Driver().Name() == "postgres" {
+		pg := tx.Driver().Name() == "postgres"
+		if pg {
 			oldest += ` FOR UPDATE SKIP LOCKED`
 		}
 		now := core.Now()
+		take := `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
+			WHERE id = (` + oldest + `) RETURNING id, run_id, phase, attempts`
+		args := []any{runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), string(queue), pool}
 		var j Job
 		var attempts int
-		if err := tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
-			WHERE id = (`+oldest+`) RETURNING id, run_id, phase, attempts`,
-			runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), string(queue), pool).Scan(&j.ID, &j.RunID, &j.Phase, &attempts); err != nil {
+		var r *Run
+		if pg {
+			// The job and its run, locked, in one statement: a round
+			// trip fewer between a run's POST and its plan.
+			var doc string
+			var vars sql.NullString
+			err := tx.QueryRow(ctx, `WITH j AS (`+take+`)
+				SELECT j.id, j.run_id, j.phase, j.attempts, r.doc, r.variables FROM j JOIN runs r ON r.id = j.run_id FOR UPDATE OF r`, args...).
+				Scan(&j.ID, &j.RunID, &j.Phase, &attempts, &doc, &vars)
 			if store.IsNoRows(err) {
 				return nil
 			}
-			return err
-		}
-		r, err := getRun(ctx, tx, s.Keys, "id", j.RunID, true)
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			if r, err = decodeRun(s.Keys, doc, vars); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.QueryRow(ctx, take, args...).Scan(&j.ID, &j.RunID, &j.Phase, &attempts); err != nil {
+				if store.IsNoRows(err) {
+					return nil
+				}
+				return err
+			}
+			var err error
+			if r, err = getRun(ctx, tx, s.Keys, "id", j.RunID, true); err != nil {
+				return err
+			}
 		}
 		// A first attempt's log has no chunks to clear (a plan goes
 		// back to the queue with its attempts counted).
