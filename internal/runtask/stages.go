@@ -208,11 +208,13 @@ type taskFor struct {
 // tasksOf returns the enabled tasks of a workspace: its attachments, then
 // the organization's global tasks it has no attachment of.
 func (s *Service) tasksOf(ctx context.Context, q store.Q, org, workspaceID string) ([]taskFor, error) {
-	attached, err := store.All(ctx, q, scanWorkspaceTask, `SELECT `+wsTaskCols+` FROM workspace_run_tasks WHERE workspace_id = ? ORDER BY created_at, id`, workspaceID)
-	if err != nil {
+	tasks, err := store.All(ctx, q, taskScanner(s.o.Keys), `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
+	if err != nil || len(tasks) == 0 {
+		// No task in the organization: no attachment can name one (the
+		// attachments are not read, a query fewer for every new run).
 		return nil, err
 	}
-	tasks, err := store.All(ctx, q, taskScanner(s.o.Keys), `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
+	attached, err := store.All(ctx, q, scanWorkspaceTask, `SELECT `+wsTaskCols+` FROM workspace_run_tasks WHERE workspace_id = ? ORDER BY created_at, id`, workspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -437,6 +439,9 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 	}
 	if !t.To.Final() {
 		return
+	}
+	if t.Run.TaskStagesKnown && len(t.Run.TaskStages) == 0 {
+		return // the run got no task stage: nothing to cancel
 	}
 	if err := s.cancelStages(ctx, t.Run.ID); err != nil {
 		s.o.Logger.Error("canceling the task stages of an ended run", "run", t.Run.ID, "error", err)
