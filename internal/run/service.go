@@ -160,10 +160,13 @@ func (s *Service) changed(ctx context.Context, runs ...*Run) {
 		if len(moves) == 0 || len(s.observers) == 0 {
 			continue
 		}
-		ws, err := s.Workspaces.Identity(ctx, r.WorkspaceID)
-		if err != nil {
-			s.Logger.Warn("reading the workspace of a run transition", "run", r.ID, "error", err)
-			ws = &Workspace{ID: r.WorkspaceID, Organization: r.Organization}
+		ws := r.ws // read by the request that created the run, if it did
+		if ws == nil {
+			var err error
+			if ws, err = s.Workspaces.Identity(ctx, r.WorkspaceID); err != nil {
+				s.Logger.Warn("reading the workspace of a run transition", "run", r.ID, "error", err)
+				ws = &Workspace{ID: r.WorkspaceID, Organization: r.Organization}
+			}
 		}
 		for _, m := range moves {
 			for _, fn := range s.observers {
@@ -395,6 +398,9 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	out := r.clone()
 	s.changed(ctx, runs...)
 	out.moves, out.stored, out.storedIn = nil, "", nil
+	// Its workspace's project is known: the response's permissions need
+	// not read the workspace again.
+	out.wsProject, out.wsProjectKnown = ws.ProjectID, ws.ProjectID != ""
 	return out, nil
 }
 
