@@ -154,15 +154,30 @@ func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobP
 // no longer exists answers SignalForce.
 func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (Signal, error) {
 	now := core.Now()
-	res, err := s.DB.Exec(ctx, `UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'`,
-		core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), jobID, runnerID)
+	extend := `UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'`
+	args := []any{core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), jobID, runnerID}
+	var sig Signal
+	if s.DB.Driver().Name() == "postgres" {
+		// One round trip: the lease extended and the signal read back
+		// (PostgreSQL reads and writes through one pool; SQLite writes
+		// only through its writer, so it keeps two statements, which
+		// cost no round trip there).
+		err := s.DB.QueryRow(ctx, extend+` RETURNING signal`, args...).Scan(&sig)
+		if store.IsNoRows(err) {
+			return SignalForce, nil
+		}
+		if err != nil {
+			return NoSignal, err
+		}
+		return sig, nil
+	}
+	res, err := s.DB.Exec(ctx, extend, args...)
 	if err != nil {
 		return NoSignal, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return SignalForce, nil
 	}
-	var sig Signal
 	err = s.DB.QueryRow(ctx, `SELECT signal FROM jobs WHERE id = ?`, jobID).Scan(&sig)
 	return sig, err
 }
