@@ -349,10 +349,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	jobs := s.jobsQueued.Load()
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
-		if err := insertRun(ctx, tx, s.Keys, r); err != nil {
-			return err
-		}
-		if err := addEvent(ctx, tx, r.ID, "created", "Run created", r.CreatedBy); err != nil {
+		if err := insertCreatedRun(ctx, tx, s.Keys, r, "Run created"); err != nil {
 			return err
 		}
 		if s.Stages != nil {

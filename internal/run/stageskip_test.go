@@ -117,5 +117,14 @@ func TestRunAsksOnlyForItsTaskStages(t *testing.T) {
 				t.Errorf("a run prepared with stages %v (record forgotten: %v) asked to start %v, want %v", c.prepare, c.forget, stages.started, c.want)
 			}
 		}
+		// Each created run was stored with its "created" event and
+		// counted (one statement on PostgreSQL).
+		if n, err := s.RunsCount(ctx, "ws-s"); err != nil || n != 3 {
+			t.Errorf("the workspace counts %d runs (%v), want 3", n, err)
+		}
+		var created int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM run_events WHERE action = 'created' AND description = 'Run created'`).Scan(&created); err != nil || created != 3 {
+			t.Errorf("%d created events (%v), want 3", created, err)
+		}
 	})
 }
