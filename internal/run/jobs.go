@@ -128,26 +128,27 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 
 // startPhase moves the run into planning or applying and opens the
 // phase's log; fresh says that the log was never opened before (nothing
-// to clear).
-func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase, fresh bool) error {
+// to clear). more are writes sent along with the run's (updateRunWith).
+func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase, fresh bool, more ...write) error {
+	logID := r.Plan.ID
 	if phase == PhasePlan {
 		if err := r.transition(Planning); err != nil {
 			return err
 		}
 		r.Plan.setPhase(PhaseRunning)
-		if err := s.startLog(ctx, tx, r.Plan.ID, fresh); err != nil {
-			return err
-		}
 	} else {
 		if err := r.transition(Applying); err != nil {
 			return err
 		}
 		r.Apply.setPhase(PhaseRunning)
-		if err := s.startLog(ctx, tx, r.Apply.ID, fresh); err != nil {
+		logID = r.Apply.ID
+	}
+	if !fresh {
+		if err := s.clearLog(ctx, tx, logID); err != nil {
 			return err
 		}
 	}
-	return updateRun(ctx, tx, r)
+	return updateRunWith(ctx, tx, r, append(more, openLog(logID))...)
 }
 
 // Heartbeat extends a job's lease and returns any signal for it. A job that
@@ -392,12 +393,11 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			}
 			r.Apply.setPhase(PhaseQueued)
 			r.PlanJSONLater = res.JSONLater && res.PlanJSON == nil
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhaseApply), core.Micros(core.Now()), jobID); err != nil {
-				return nil, err
-			}
 			// A run applies once (a lost apply errors the run): its
-			// apply log was never opened.
-			if err := s.startPhase(ctx, tx, r, PhaseApply, true); err != nil {
+			// apply log was never opened. The job's phase is written in
+			// the same statement as the run (PostgreSQL).
+			if err := s.startPhase(ctx, tx, r, PhaseApply, true, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
+				[]any{string(PhaseApply), core.Micros(core.Now()), jobID}}); err != nil {
 				return nil, err
 			}
 			cont = true

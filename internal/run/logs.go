@@ -26,12 +26,24 @@ func logKey(id string) string { return "logs/" + id }
 // fails loudly (its first chunk exists), never mixes two attempts.
 func (s *Service) startLog(ctx context.Context, q store.Q, logID string, fresh bool) error {
 	if !fresh {
-		if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID); err != nil {
+		if err := s.clearLog(ctx, q, logID); err != nil {
 			return err
 		}
 	}
-	_, err := q.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, logID, []byte(stx))
+	w := openLog(logID)
+	_, err := q.Exec(ctx, w.sql, w.args...)
 	return err
+}
+
+// clearLog deletes what an earlier attempt left of a log.
+func (s *Service) clearLog(ctx context.Context, q store.Q, logID string) error {
+	_, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
+	return err
+}
+
+// openLog is the write that opens a log: its first chunk, the STX.
+func openLog(logID string) write {
+	return write{`INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, []any{logID, []byte(stx)}}
 }
 
 // AppendLog adds output to a running phase's log, in one statement (a

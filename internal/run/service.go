@@ -414,9 +414,6 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase JobPh
 		}
 		r.Apply.setPhase(PhaseQueued)
 	}
-	if err := updateRun(ctx, q, r); err != nil {
-		return err
-	}
 	pool := ""
 	if !r.Assessment {
 		// The workspace's agent pool, read in q's transaction, or in the
@@ -442,9 +439,10 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase JobPh
 			}
 		}
 	}
+	// The run and its job in one statement on PostgreSQL.
 	now := core.Micros(core.Now())
-	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
-		core.NewID("job"), r.ID, string(phase), string(queueOf(r)), pool, now, now)
+	err := updateRunWith(ctx, q, r, write{`INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
+		[]any{core.NewID("job"), r.ID, string(phase), string(queueOf(r)), pool, now, now}})
 	if err == nil {
 		s.jobsQueued.Add(1)
 	}

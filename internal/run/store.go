@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/seal"
@@ -100,6 +101,59 @@ func updateRun(ctx context.Context, q store.Q, r *Run) error {
 		r.stored, r.storedIn = doc, q
 	}
 	return err
+}
+
+// write is one more statement to send along with a run's update.
+type write struct {
+	sql  string
+	args []any
+}
+
+// updateRunWith writes r back (as updateRun does) together with more
+// writes that do not depend on each other: on PostgreSQL in one
+// statement, each write a data-modifying WITH (one round trip instead of
+// one each), elsewhere one after the other.
+func updateRunWith(ctx context.Context, q store.Q, r *Run, more ...write) error {
+	if q.Driver().Name() != "postgres" || len(more) == 0 {
+		if err := updateRun(ctx, q, r); err != nil {
+			return err
+		}
+		for _, w := range more {
+			if _, err := q.Exec(ctx, w.sql, w.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	doc, _, err := encodeRun(nil, r)
+	if err != nil {
+		return err
+	}
+	changed := doc != r.stored || q != r.storedIn
+	if changed {
+		more = append([]write{{`UPDATE runs SET status = ?, organization_name = ?, updated_at = ?, doc = ? WHERE id = ?`,
+			[]any{string(r.Status), r.Organization, core.Micros(r.UpdatedAt), doc, r.ID}}}, more...)
+	}
+	// WITH w0 AS (…), w1 AS (…) <the last write>
+	var with []string
+	var args []any
+	for i, w := range more[:len(more)-1] {
+		with = append(with, fmt.Sprintf("w%d AS (%s)", i, w.sql))
+		args = append(args, w.args...)
+	}
+	last := more[len(more)-1]
+	q2 := last.sql
+	if len(with) > 0 {
+		q2 = "WITH " + strings.Join(with, ", ") + " " + last.sql
+	}
+	args = append(args, last.args...)
+	if _, err := q.Exec(ctx, q2, args...); err != nil {
+		return err
+	}
+	if changed {
+		r.stored, r.storedIn = doc, q
+	}
+	return nil
 }
 
 const runCols = `doc, variables`
