@@ -541,7 +541,10 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		if r.PlanJSONLater {
 			// The job goes on to make the plan's JSON (PhasePlanJSON): the
 			// run has its outcome and releases the workspace as usual.
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhasePlanJSON), core.Micros(core.Now()), jobID); err != nil {
+			// The run's outcome is written with the job's phase, in one
+			// statement on PostgreSQL (release then finds it written).
+			if err := updateRunWith(ctx, tx, r, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
+				[]any{string(PhasePlanJSON), core.Micros(core.Now()), jobID}}); err != nil {
 				return nil, err
 			}
 			s.dropSignal(r.ID)
@@ -600,7 +603,9 @@ func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]
 }
 
 func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Run) ([]*Run, error) {
-	if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID); err != nil {
+	// The run's outcome and the job's end in one statement on
+	// PostgreSQL (release then finds the run written).
+	if err := updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}); err != nil {
 		return nil, err
 	}
 	s.dropSignal(r.ID)
