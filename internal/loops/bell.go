@@ -8,9 +8,13 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 )
 
-// Bell carries a wake-up to every replica: Ring (cheap, never blocks, safe
-// from any goroutine) asks the bell's loop to send one store.DB.Notify on
-// its channel; rings that come while one is being sent merge into the next.
+// Bell carries a wake-up to every other replica: Ring (cheap, never
+// blocks, safe from any goroutine) asks the bell's loop to send one
+// store.DB.NotifyOthers on its channel; rings that come while one is being
+// sent merge into the next. The ringing replica is not woken again: who
+// rings (Wake.Signal) has woken its own loop, and an in-process delivery
+// would wake every loop of the replica (each idle runner's claim a
+// transaction) for work that is not theirs.
 type Bell struct {
 	db      *store.DB
 	channel string
@@ -41,7 +45,7 @@ func (b *Bell) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-b.rung:
-			if err := b.db.Notify(ctx, b.channel); err != nil && ctx.Err() == nil {
+			if err := b.db.NotifyOthers(ctx, b.channel); err != nil && ctx.Err() == nil {
 				b.logger.Warn("sending a wake-up", "channel", b.channel, "error", err)
 			}
 		}

@@ -2,6 +2,7 @@ package loops_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,9 +167,10 @@ func TestLeaderMovesOnPostgres(t *testing.T) {
 	}
 }
 
-// TestNotify: a wake-up sent through one DB reaches a listener on another
-// DB of the same database (PostgreSQL: LISTEN/NOTIFY) or of the same
-// process (SQLite).
+// TestNotify: a bell rung through one DB reaches a listener on another DB
+// of the same database (PostgreSQL: LISTEN/NOTIFY; the bell wakes the
+// other replicas only); on SQLite, whose database has no other replica, a
+// Notify reaches the DB's listeners in process.
 func TestNotify(t *testing.T) {
 	t.Parallel()
 	for _, st := range []string{"sqlite", "postgres"} {
@@ -201,7 +203,11 @@ func TestNotify(t *testing.T) {
 			defer tick.Stop()
 			deadline := time.After(time.Minute)
 			for {
-				bell.Ring()
+				if st == "postgres" {
+					bell.Ring()
+				} else if err := sender.Notify(context.Background(), "terrace_test"); err != nil {
+					t.Fatal(err)
+				}
 				select {
 				case <-woke:
 					return
@@ -214,5 +220,73 @@ func TestNotify(t *testing.T) {
 	}
 	if err := openDB(t, storetest.SQLiteDSN(t)).Notify(context.Background(), "bad channel; DROP"); err == nil {
 		t.Fatal("an invalid channel name was accepted")
+	}
+}
+
+// TestBellSkipsItsOwnReplica: on PostgreSQL a replica's listener is not
+// woken by its own bell (NOTIFY comes back to the sender's LISTEN, and the
+// domain that rang woke its own loop already), only by other replicas':
+// each round rings the listener's own bell and sends its own notification,
+// then another replica's once, and the listener never counts more
+// wake-ups than the other replica's notifications (its own direct one
+// comes first: a session gets notifications in commit order).
+func TestBellSkipsItsOwnReplica(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.PostgresDSN(t)
+	self, other := openDB(t, dsn), openDB(t, dsn)
+	var mu sync.Mutex
+	wakes := 0
+	woke := make(chan struct{}, 1)
+	g := loops.NewGroup(context.Background(), nil)
+	defer g.Stop()
+	g.Go("listen", func(ctx context.Context) {
+		loops.Listen(ctx, self, "terrace_test_own", time.Second, nil, func() {
+			mu.Lock()
+			wakes++
+			mu.Unlock()
+			select {
+			case woke <- struct{}{}:
+			default:
+			}
+		})
+	})
+	ctx := context.Background()
+	sent := 0
+	// Until the listener listens, the other replica's notifications are
+	// lost: send one a tick until the first wake-up.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for heard := false; !heard; {
+		if err := other.NotifyOthers(ctx, "terrace_test_own"); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+		select {
+		case <-woke:
+			heard = true
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("no wake-up reached the listener")
+		}
+	}
+	bell := loops.NewBell(self, "terrace_test_own", nil)
+	g.Go("bell", bell.Run)
+	for range 5 {
+		bell.Ring()
+		if err := self.NotifyOthers(ctx, "terrace_test_own"); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.NotifyOthers(ctx, "terrace_test_own"); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+		wait(t, woke, "the other replica's wake-up")
+		mu.Lock()
+		n := wakes
+		mu.Unlock()
+		if n > sent {
+			t.Fatalf("the listener woke %d times for %d notifications of the other replica: its own bell woke it", n, sent)
+		}
 	}
 }

@@ -207,6 +207,9 @@ func (a *API) toApply(r *Run) *jsonApply {
 // authorization model the request's guard asked.
 func runPermissions(ctx context.Context, r *Run) *jsonRunPermissions {
 	res := authz.Resource{Organization: r.Organization, WorkspaceID: r.WorkspaceID, RunID: r.ID}
+	// With the project the run's read took along, the model need not
+	// read the workspace to find it.
+	res.ProjectID, _ = r.WorkspaceProject()
 	apply := authz.Allows(ctx, authz.RunApply, res) == nil
 	plan := apply || authz.Allows(ctx, authz.RunPlan, res) == nil
 	return &jsonRunPermissions{CanApply: apply, CanCancel: plan, CanDiscard: apply, CanForceCancel: apply, CanForceExecute: apply}

@@ -19,6 +19,15 @@ type StageIDsSQL interface {
 	RememberStageIDs(ctx context.Context, runID string, ids []string)
 }
 
+// WorkspaceProjectSQL is implemented by a Workspaces that says a run's
+// workspace's project ID in SQL: RunWorkspaceProjectSQL is a scalar
+// subquery over the run's workspace ID, written runs.workspace_id. The run
+// read takes it in its one statement (Run.WorkspaceProject), so that the
+// authorization guard of a run request need not read the workspace.
+type WorkspaceProjectSQL interface {
+	RunWorkspaceProjectSQL() string
+}
+
 // readDocument reads run id together with what its document shows of
 // other tables (its events and comments, its task stages) in one
 // statement, and remembers those in the request memo: a run read, which
@@ -36,6 +45,12 @@ func (s *Service) readDocument(ctx context.Context, id string) (*Run, error) {
 		cols += `, (` + ss.RunStageIDsSQL() + `)`
 		more = append(more, &stages)
 	}
+	var project sql.NullString
+	wp, withProject := s.Workspaces.(WorkspaceProjectSQL)
+	if withProject {
+		cols += `, (` + wp.RunWorkspaceProjectSQL() + `)`
+		more = append(more, &project)
+	}
 	r, err := scanRunWith(s.Keys)(moreColumns{s.DB.QueryRow(ctx, `SELECT `+runCols+cols+` FROM runs WHERE id = ?`, id), more})
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("run %s not found", id)
@@ -43,6 +58,7 @@ func (s *Service) readDocument(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.wsProject, r.wsProjectKnown = project.String, project.Valid
 	var rel runRelations
 	for _, ev := range split(events.String) {
 		evID, commentID, _ := strings.Cut(ev, "=")

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -65,23 +66,45 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		// The oldest queued job, taken in one statement.
 		oldest := `SELECT id FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ? ORDER BY created_at, id LIMIT 1`
-		if tx.Driver().Name() == "postgres" {
+		pg := tx.Driver().Name() == "postgres"
+		if pg {
 			oldest += ` FOR UPDATE SKIP LOCKED`
 		}
 		now := core.Now()
+		take := `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
+			WHERE id = (` + oldest + `) RETURNING id, run_id, phase, attempts`
+		args := []any{runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), string(queue), pool}
 		var j Job
 		var attempts int
-		if err := tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', runner_id = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?
-			WHERE id = (`+oldest+`) RETURNING id, run_id, phase, attempts`,
-			runnerID, core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), string(queue), pool).Scan(&j.ID, &j.RunID, &j.Phase, &attempts); err != nil {
+		var r *Run
+		if pg {
+			// The job and its run, locked, in one statement: a round
+			// trip fewer between a run's POST and its plan.
+			var doc string
+			var vars sql.NullString
+			err := tx.QueryRow(ctx, `WITH j AS (`+take+`)
+				SELECT j.id, j.run_id, j.phase, j.attempts, r.doc, r.variables FROM j JOIN runs r ON r.id = j.run_id FOR UPDATE OF r`, args...).
+				Scan(&j.ID, &j.RunID, &j.Phase, &attempts, &doc, &vars)
 			if store.IsNoRows(err) {
 				return nil
 			}
-			return err
-		}
-		r, err := getRun(ctx, tx, s.Keys, "id", j.RunID, true)
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			if r, err = decodeRun(s.Keys, doc, vars); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.QueryRow(ctx, take, args...).Scan(&j.ID, &j.RunID, &j.Phase, &attempts); err != nil {
+				if store.IsNoRows(err) {
+					return nil
+				}
+				return err
+			}
+			var err error
+			if r, err = getRun(ctx, tx, s.Keys, "id", j.RunID, true); err != nil {
+				return err
+			}
 		}
 		// A first attempt's log has no chunks to clear (a plan goes
 		// back to the queue with its attempts counted).
@@ -105,41 +128,57 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 
 // startPhase moves the run into planning or applying and opens the
 // phase's log; fresh says that the log was never opened before (nothing
-// to clear).
-func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase, fresh bool) error {
+// to clear). more are writes sent along with the run's (updateRunWith).
+func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobPhase, fresh bool, more ...write) error {
+	logID := r.Plan.ID
 	if phase == PhasePlan {
 		if err := r.transition(Planning); err != nil {
 			return err
 		}
 		r.Plan.setPhase(PhaseRunning)
-		if err := s.startLog(ctx, tx, r.Plan.ID, fresh); err != nil {
-			return err
-		}
 	} else {
 		if err := r.transition(Applying); err != nil {
 			return err
 		}
 		r.Apply.setPhase(PhaseRunning)
-		if err := s.startLog(ctx, tx, r.Apply.ID, fresh); err != nil {
+		logID = r.Apply.ID
+	}
+	if !fresh {
+		if err := s.clearLog(ctx, tx, logID); err != nil {
 			return err
 		}
 	}
-	return updateRun(ctx, tx, r)
+	return updateRunWith(ctx, tx, r, append(more, openLog(logID))...)
 }
 
 // Heartbeat extends a job's lease and returns any signal for it. A job that
 // no longer exists answers SignalForce.
 func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (Signal, error) {
 	now := core.Now()
-	res, err := s.DB.Exec(ctx, `UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'`,
-		core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), jobID, runnerID)
+	extend := `UPDATE jobs SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'`
+	args := []any{core.Micros(now.Add(s.LeaseTTL)), core.Micros(now), jobID, runnerID}
+	var sig Signal
+	if s.DB.Driver().Name() == "postgres" {
+		// One round trip: the lease extended and the signal read back
+		// (PostgreSQL reads and writes through one pool; SQLite writes
+		// only through its writer, so it keeps two statements, which
+		// cost no round trip there).
+		err := s.DB.QueryRow(ctx, extend+` RETURNING signal`, args...).Scan(&sig)
+		if store.IsNoRows(err) {
+			return SignalForce, nil
+		}
+		if err != nil {
+			return NoSignal, err
+		}
+		return sig, nil
+	}
+	res, err := s.DB.Exec(ctx, extend, args...)
 	if err != nil {
 		return NoSignal, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return SignalForce, nil
 	}
-	var sig Signal
 	err = s.DB.QueryRow(ctx, `SELECT signal FROM jobs WHERE id = ?`, jobID).Scan(&sig)
 	return sig, err
 }
@@ -212,6 +251,30 @@ func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string)
 	return runID, phase, nil
 }
 
+// updateHeld is update for a runner's report on its job: the job's run
+// and the job's holder are read and locked in one statement (the run's
+// row first, as every other writer of both locks them), and fn runs only
+// while runnerID still holds the job.
+func (s *Service) updateHeld(ctx context.Context, jobID, runnerID string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
+	return s.updateWith(ctx, func(tx *store.Tx) (*Run, error) {
+		var doc string
+		var vars sql.NullString
+		var holder, status string
+		err := tx.QueryRow(ctx, `SELECT r.doc, r.variables, j.runner_id, j.status FROM runs r JOIN jobs j ON j.run_id = r.id WHERE j.id = ?`+store.ForUpdate(tx), jobID).
+			Scan(&doc, &vars, &holder, &status)
+		if store.IsNoRows(err) {
+			return nil, core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if holder != runnerID || status != "running" {
+			return nil, core.Conflict("job %s is not held by runner %s", jobID, runnerID)
+		}
+		return decodeRun(s.Keys, doc, vars)
+	}, fn)
+}
+
 // FinishPlan records a plan's outcome. It returns true when the run goes
 // straight on to apply and the runner should apply the plan it holds in
 // the same job (auto-apply with nothing in between).
@@ -249,10 +312,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	}
 	defer steps.time("update")()
 	cont := false
-	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
-			return nil, err
-		}
+	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
@@ -271,8 +331,8 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			return s.finishJob(ctx, tx, jobID, r)
 		}
 		r.Plan.setPhase(PhaseFinished)
-		if s.Stages != nil {
-			wait, err := s.Stages.Start(ctx, tx, r, StagePostPlan)
+		{
+			wait, err := s.stageStart(ctx, tx, r, StagePostPlan)
 			if err != nil {
 				return nil, err
 			}
@@ -306,8 +366,8 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 		if next == ApplyQueued && !r.CancelRequestedAt.IsZero() {
 			next = Canceled
 		}
-		if next == ApplyQueued && s.Stages != nil {
-			wait, err := s.Stages.Start(ctx, tx, r, StagePreApply)
+		if next == ApplyQueued {
+			wait, err := s.stageStart(ctx, tx, r, StagePreApply)
 			if err != nil {
 				return nil, err
 			}
@@ -333,12 +393,11 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			}
 			r.Apply.setPhase(PhaseQueued)
 			r.PlanJSONLater = res.JSONLater && res.PlanJSON == nil
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhaseApply), core.Micros(core.Now()), jobID); err != nil {
-				return nil, err
-			}
 			// A run applies once (a lost apply errors the run): its
-			// apply log was never opened.
-			if err := s.startPhase(ctx, tx, r, PhaseApply, true); err != nil {
+			// apply log was never opened. The job's phase is written in
+			// the same statement as the run (PostgreSQL).
+			if err := s.startPhase(ctx, tx, r, PhaseApply, true, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
+				[]any{string(PhaseApply), core.Micros(core.Now()), jobID}}); err != nil {
 				return nil, err
 			}
 			cont = true
@@ -440,10 +499,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	}
 	defer steps.time("update")()
 	var staleIDs []string
-	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
-			return nil, err
-		}
+	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
 		case res.Canceled:
@@ -459,12 +515,9 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 			r.ErrorMessage = firstLine(res.Error + stateErr)
 		default:
 			r.Apply.setPhase(PhaseFinished)
-			post := false
-			if s.Stages != nil {
-				var err error
-				if post, err = s.Stages.Start(ctx, tx, r, StagePostApply); err != nil {
-					return nil, err
-				}
+			post, err := s.stageStart(ctx, tx, r, StagePostApply)
+			if err != nil {
+				return nil, err
 			}
 			to := Applied
 			if post {
@@ -488,7 +541,10 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		if r.PlanJSONLater {
 			// The job goes on to make the plan's JSON (PhasePlanJSON): the
 			// run has its outcome and releases the workspace as usual.
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, string(PhasePlanJSON), core.Micros(core.Now()), jobID); err != nil {
+			// The run's outcome is written with the job's phase, in one
+			// statement on PostgreSQL (release then finds it written).
+			if err := updateRunWith(ctx, tx, r, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
+				[]any{string(PhasePlanJSON), core.Micros(core.Now()), jobID}}); err != nil {
 				return nil, err
 			}
 			s.dropSignal(r.ID)
@@ -521,8 +577,14 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 // the run r has just changed: they were planned against the old state. As
 // in HCP Terraform, terraform then refuses such a plan file with "Saved
 // plan is discarded … either another run was applied first".
+// savedPlansWhere selects a workspace's saved plans other than a run's
+// through the partial index runs_saved_plans (migration 1032), which holds
+// saved plans only: the status is written out, as both planners match a
+// partial index's predicate only against a literal.
+const savedPlansWhere = `workspace_id = ? AND status = '` + string(PlannedAndSaved) + `' AND id <> ?`
+
 func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
-	saved, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND status = ? AND id <> ?`+store.ForUpdate(tx), r.WorkspaceID, string(PlannedAndSaved), r.ID)
+	saved, err := listRuns(ctx, tx, s.Keys, savedPlansWhere+store.ForUpdate(tx), r.WorkspaceID, r.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -541,7 +603,9 @@ func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]
 }
 
 func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Run) ([]*Run, error) {
-	if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID); err != nil {
+	// The run's outcome and the job's end in one statement on
+	// PostgreSQL (release then finds the run written).
+	if err := updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}); err != nil {
 		return nil, err
 	}
 	s.dropSignal(r.ID)

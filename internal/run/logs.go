@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -25,40 +26,57 @@ func logKey(id string) string { return "logs/" + id }
 // fails loudly (its first chunk exists), never mixes two attempts.
 func (s *Service) startLog(ctx context.Context, q store.Q, logID string, fresh bool) error {
 	if !fresh {
-		if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID); err != nil {
+		if err := s.clearLog(ctx, q, logID); err != nil {
 			return err
 		}
 	}
-	_, err := q.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, logID, []byte(stx))
+	w := openLog(logID)
+	_, err := q.Exec(ctx, w.sql, w.args...)
 	return err
 }
 
-// AppendLog adds output to a running phase's log. Appends to one log are
-// serialized on its first chunk (the STX every open log has), so writers
-// racing for the next sequence number wait for each other instead of
-// colliding on PostgreSQL, where two transactions could read the same MAX.
+// clearLog deletes what an earlier attempt left of a log.
+func (s *Service) clearLog(ctx context.Context, q store.Q, logID string) error {
+	_, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
+	return err
+}
+
+// openLog is the write that opens a log: its first chunk, the STX.
+func openLog(logID string) write {
+	return write{`INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, []any{logID, []byte(stx)}}
+}
+
+// AppendLog adds output to a running phase's log, in one statement (a
+// round trip on the critical path: a runner's last chunk comes just
+// before its report). Appends to one log are serialized: on PostgreSQL
+// the statement takes the next sequence number from the log's first
+// chunk (the STX every open log has, its last_seq column), whose row lock
+// makes racing writers wait for each other and whose re-read after the
+// wait gives each its own number; SQLite runs one write at a time, so
+// MAX(seq) read in the same statement is the last one.
 func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
-	return s.DB.Tx(ctx, func(tx *store.Tx) error {
-		var first int64
-		err := tx.QueryRow(ctx, `SELECT seq FROM log_chunks WHERE log_id = ? AND seq = 0`+store.ForUpdate(tx), logID).Scan(&first)
-		if store.IsNoRows(err) {
-			return core.Conflict("log %s is not open", logID)
-		}
-		if err != nil {
-			return err
-		}
-		var seq int64
-		if err := tx.QueryRow(ctx, `SELECT MAX(seq) FROM log_chunks WHERE log_id = ?`, logID).Scan(&seq); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data) VALUES (?, ?, ?)`, logID, seq+1, data); err != nil {
-			return fmt.Errorf("appending to log %s: %w", logID, err)
-		}
-		return nil
-	})
+	var res sql.Result
+	var err error
+	if s.DB.Driver().Name() == "postgres" {
+		res, err = s.DB.Exec(ctx, `WITH n AS (UPDATE log_chunks SET last_seq = last_seq + 1 WHERE log_id = ? AND seq = 0 RETURNING last_seq)
+			INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n`, logID, logID, data)
+	} else {
+		res, err = s.DB.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data)
+			SELECT ?, (SELECT MAX(seq) FROM log_chunks WHERE log_id = ?) + 1, ? WHERE EXISTS (SELECT 1 FROM log_chunks WHERE log_id = ? AND seq = 0)`,
+			logID, logID, data, logID)
+	}
+	if err != nil {
+		return fmt.Errorf("appending to log %s: %w", logID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return core.Conflict("log %s is not open", logID)
+	}
+	return nil
 }
 
 func (s *Service) chunks(ctx context.Context, q store.Q, logID string) ([]byte, bool, error) {

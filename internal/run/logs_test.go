@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
@@ -37,12 +38,26 @@ func TestConcurrentLogAppends(t *testing.T) {
 				t.Fatalf("append: %v", err)
 			}
 		}
+		// One more append is one statement, outside any transaction.
+		before := db.Queries()
+		if err := s.AppendLog(ctx, "plan-test", []byte("last line\n")); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.Queries() - before; n != 1 {
+			t.Errorf("an append took %d store statements, want 1", n)
+		}
 		if err := s.endLog(ctx, "plan-test", ""); err != nil {
 			t.Fatal(err)
+		}
+		if err := s.AppendLog(ctx, "plan-test", []byte("too late\n")); core.KindOf(err) != core.KindConflict {
+			t.Errorf("an append to an ended log: %v, want a conflict", err)
 		}
 		log, err := s.ReadLog(ctx, "plan-test", 0, 0)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !strings.HasSuffix(string(log), "last line\n"+etx) {
+			t.Errorf("the last append is not last: %q", log)
 		}
 		for i := range writers {
 			if !strings.Contains(string(log), fmt.Sprintf("line %02d\n", i)) {

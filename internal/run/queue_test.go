@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,81 @@ func TestQueueIndexIsTheQueue(t *testing.T) {
 			if out := strings.Contains(notAhead, "'"+string(st)+"'"); in != out {
 				t.Errorf("runs_queue is %q: status %s named %v, left out of the queue %v", def, st, in, out)
 			}
+		}
+	})
+}
+
+// TestSavedPlansFromTheirIndex: the saved plans an apply discards are
+// read through the partial index runs_saved_plans, which holds saved
+// plans only, so an apply does not read its workspace's history (here 300
+// applied runs); on both stores.
+func TestSavedPlansFromTheirIndex(t *testing.T) {
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := db.Tx(ctx, func(tx *store.Tx) error {
+			for i := range 300 {
+				st := Applied
+				if i%100 == 0 {
+					st = PlannedAndSaved
+				}
+				if err := insertRun(ctx, tx, nil, &Run{ID: fmt.Sprintf("run-h%d", i), WorkspaceID: "ws-sp", Organization: "acme", ConfigurationVersionID: "cv-x",
+					Status: st, Timestamps: Stamps{}, CreatedAt: at.Add(time.Duration(i) * time.Minute),
+					Plan: Phase{ID: fmt.Sprintf("plan-h%d", i)}, Apply: Phase{ID: fmt.Sprintf("apply-h%d", i)}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var stale []*Run
+		if err := db.Tx(ctx, func(tx *store.Tx) error {
+			var err error
+			stale, err = s.discardSavedPlans(ctx, tx, &Run{ID: "run-h100", WorkspaceID: "ws-sp"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range stale {
+			ids = append(ids, r.ID)
+		}
+		slices.Sort(ids)
+		if fmt.Sprint(ids) != "[run-h0 run-h200]" {
+			t.Errorf("discarded %v, want the other saved plans run-h0 and run-h200", ids)
+		}
+		for _, id := range ids {
+			if r, err := s.get(ctx, id); err != nil || r.Status != Discarded {
+				t.Errorf("%s after the discard: %+v, %v", id, r, err)
+			}
+		}
+		explain := `EXPLAIN QUERY PLAN `
+		if db.Driver().Name() == "postgres" {
+			if _, err := db.Exec(ctx, `ANALYZE runs`); err != nil {
+				t.Fatal(err)
+			}
+			explain = `EXPLAIN `
+		}
+		rows, err := db.Query(ctx, explain+`SELECT `+runCols+` FROM runs WHERE `+savedPlansWhere, "ws-sp", "run-h100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var plan []string
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
+		}
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, "runs_saved_plans") {
+			t.Errorf("the saved plans are not read through runs_saved_plans:\n%s", p)
 		}
 	})
 }

@@ -63,6 +63,12 @@ type Run struct {
 	// job waits in QueueAssessments.
 	Assessment bool `json:"assessment,omitempty"`
 
+	// TaskStages are the task stages the run got when it was created
+	// (TaskStages.Prepare), known when TaskStagesKnown: a run stored
+	// before these were recorded asks the run task domain at every stage.
+	TaskStages      []TaskStage `json:"task_stages,omitempty"`
+	TaskStagesKnown bool        `json:"task_stages_known,omitempty"`
+
 	// moves are the transitions made since the run was read, reported to
 	// observers once they are committed (see Service.Observe).
 	moves []move
@@ -72,7 +78,20 @@ type Run struct {
 	// transaction writes the run before scheduling and then once more.
 	stored   string
 	storedIn store.Q
+	// ws is the workspace as Create read it (with its effective execution
+	// mode and agent pool), for queueing the run in the same request
+	// without reading it again; nil for a run read from the store.
+	ws *Workspace
+	// wsProject is the project of the run's workspace as the run's read
+	// found it (readDocument), when wsProjectKnown.
+	wsProject      string
+	wsProjectKnown bool
 }
+
+// WorkspaceProject returns the project of the run's workspace when the
+// read that returned the run took it in the same statement (Service.Get
+// in a request); ok is false otherwise (then ask the workspace domain).
+func (r *Run) WorkspaceProject() (id string, ok bool) { return r.wsProject, r.wsProjectKnown }
 
 type move struct{ from, to Status }
 
@@ -125,8 +144,15 @@ func (r *Run) clone() *Run {
 	c.InvokeActionAddrs = slices.Clone(r.InvokeActionAddrs)
 	c.PolicyPaths = slices.Clone(r.PolicyPaths)
 	c.Variables = slices.Clone(r.Variables)
+	c.TaskStages = slices.Clone(r.TaskStages)
 	c.moves = slices.Clone(r.moves)
 	return &c
+}
+
+// mayHaveStage reports whether the run may have a task stage at stage:
+// false only when its stages are known and stage is not one of them.
+func (r *Run) mayHaveStage(stage TaskStage) bool {
+	return !r.TaskStagesKnown || slices.Contains(r.TaskStages, stage)
 }
 
 // Speculative reports whether the run is plan-only (it never holds the

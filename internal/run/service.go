@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,11 @@ type Workspaces interface {
 	// for a free one while it holds its own: a burst of them, as many as
 	// the pool has connections, waits until the requests time out).
 	SystemIn(ctx context.Context, q store.Q, id string) (*Workspace, error)
+	// Identity returns a workspace's ID, name, organization and project
+	// (and its own settings), without an access check and without what
+	// costs more queries (the effective execution mode and agent pool,
+	// left empty): what observers of run transitions are given.
+	Identity(ctx context.Context, id string) (*Workspace, error)
 	// LockForRun makes runID the workspace's lock holder inside q's
 	// transaction; false when someone else holds the lock.
 	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)
@@ -127,7 +133,8 @@ func (s *Service) OnChange(fn func(ctx context.Context, r *Run)) { s.onChange = 
 // Transition is one committed status change of a run: From is "" for a
 // run just created (To is then pending, or further when it was queued at
 // once). Run is the run after the whole transaction; Workspace is its
-// workspace as the run domain sees it.
+// workspace's identity (Workspaces.Identity: no execution mode or agent
+// pool).
 type Transition struct {
 	Run       *Run
 	Workspace *Workspace
@@ -153,10 +160,13 @@ func (s *Service) changed(ctx context.Context, runs ...*Run) {
 		if len(moves) == 0 || len(s.observers) == 0 {
 			continue
 		}
-		ws, err := s.Workspaces.System(ctx, r.WorkspaceID)
-		if err != nil {
-			s.Logger.Warn("reading the workspace of a run transition", "run", r.ID, "error", err)
-			ws = &Workspace{ID: r.WorkspaceID, Organization: r.Organization}
+		ws := r.ws // read by the request that created the run, if it did
+		if ws == nil {
+			var err error
+			if ws, err = s.Workspaces.Identity(ctx, r.WorkspaceID); err != nil {
+				s.Logger.Warn("reading the workspace of a run transition", "run", r.ID, "error", err)
+				ws = &Workspace{ID: r.WorkspaceID, Organization: r.Organization}
+			}
 		}
 		for _, m := range moves {
 			for _, fn := range s.observers {
@@ -308,6 +318,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		TriggerReason:          o.TriggerReason,
 		FromCLI:                o.FromCLI,
 		CreatedBy:              actorOf(ctx),
+		ws:                     ws,
 		Plan:                   Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
 		Apply:                  Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},
 	}
@@ -338,16 +349,16 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	jobs := s.jobsQueued.Load()
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
-		if err := insertRun(ctx, tx, s.Keys, r); err != nil {
-			return err
-		}
-		if err := addEvent(ctx, tx, r.ID, "created", "Run created", r.CreatedBy); err != nil {
+		if err := insertCreatedRun(ctx, tx, s.Keys, r, "Run created"); err != nil {
 			return err
 		}
 		if s.Stages != nil {
-			if err := s.Stages.Prepare(ctx, tx, r); err != nil {
+			stages, err := s.Stages.Prepare(ctx, tx, r)
+			if err != nil {
 				return err
 			}
+			// In the run's doc from its next write, below.
+			r.TaskStages, r.TaskStagesKnown = stages, true
 		}
 		if r.PlanOnly {
 			// Speculative plans never wait for the workspace.
@@ -358,15 +369,22 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 			return nil
 		}
 		var err error
-		queued, err = s.schedule(ctx, tx, r.WorkspaceID)
-		return err
+		if queued, err = s.scheduleNew(ctx, tx, r); err != nil {
+			return err
+		}
+		if !slices.Contains(queued, r) && r.TaskStagesKnown {
+			// Pending behind another run: the row still needs the stages.
+			return updateRun(ctx, tx, r)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.nudgeIfQueued(jobs)
-	// The new run comes first, as created; schedule read it anew from the
-	// table, so its own moves (if it was queued at once) follow.
+	// The new run comes first, as created, then its own moves (if it was
+	// queued at once: scheduleNew moved r itself, not a copy read from the
+	// table, so r is what the transaction stored).
 	r.moves = append([]move{{"", Pending}}, r.moves...)
 	runs := []*Run{r}
 	for _, q := range queued {
@@ -374,8 +392,13 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 			runs = append(runs, q)
 		}
 	}
+	out := r.clone()
 	s.changed(ctx, runs...)
-	return s.get(ctx, r.ID)
+	out.moves, out.stored, out.storedIn = nil, "", nil
+	// Its workspace's project is known: the response's permissions need
+	// not read the workspace again.
+	out.wsProject, out.wsProjectKnown = ws.ProjectID, ws.ProjectID != ""
+	return out, nil
 }
 
 // queuePhase moves a run into plan_queued or apply_queued and adds its job.
@@ -391,15 +414,16 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase JobPh
 		}
 		r.Apply.setPhase(PhaseQueued)
 	}
-	if err := updateRun(ctx, q, r); err != nil {
-		return err
-	}
 	pool := ""
 	if !r.Assessment {
-		// The workspace's agent pool, read in q's transaction.
-		ws, err := s.Workspaces.SystemIn(ctx, q, r.WorkspaceID)
-		if err != nil {
-			return err
+		// The workspace's agent pool, read in q's transaction, or in the
+		// request that created the run and queues it now.
+		ws := r.ws
+		if ws == nil {
+			var err error
+			if ws, err = s.Workspaces.SystemIn(ctx, q, r.WorkspaceID); err != nil {
+				return err
+			}
 		}
 		if ws.ExecutionMode == "agent" {
 			pool = ws.AgentPoolID
@@ -415,9 +439,10 @@ func (s *Service) queuePhase(ctx context.Context, q store.Q, r *Run, phase JobPh
 			}
 		}
 	}
+	// The run and its job in one statement on PostgreSQL.
 	now := core.Micros(core.Now())
-	_, err := q.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
-		core.NewID("job"), r.ID, string(phase), string(queueOf(r)), pool, now, now)
+	err := updateRunWith(ctx, q, r, write{`INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
+		[]any{core.NewID("job"), r.ID, string(phase), string(queueOf(r)), pool, now, now}})
 	if err == nil {
 		s.jobsQueued.Add(1)
 	}
@@ -435,6 +460,12 @@ const NoPool = "apool-none"
 // holds it: the workspace lock is taken for the run, which serializes
 // concurrent schedulers. It returns the runs it changed.
 func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) ([]*Run, error) {
+	return s.scheduleFrom(ctx, tx, workspaceID, nil)
+}
+
+// scheduleFrom is schedule; created, when set, is a run this transaction
+// holds in memory, used instead of its row when it is the one to start.
+func (s *Service) scheduleFrom(ctx context.Context, tx store.Q, workspaceID string, created *Run) ([]*Run, error) {
 	// One query: the oldest pending run, unless a run holds the
 	// workspace. Both read the queue's index (runs_queue, queueWhere), not
 	// the history: a holder is in the queue (notHolding is the statuses
@@ -446,6 +477,9 @@ func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) 
 		return nil, err
 	}
 	r := next[0]
+	if created != nil && created.ID == r.ID {
+		r = created
+	}
 	ok, err := s.Workspaces.LockForRun(ctx, tx, workspaceID, r.ID)
 	if err != nil || !ok {
 		return nil, err
@@ -454,6 +488,14 @@ func (s *Service) schedule(ctx context.Context, tx store.Q, workspaceID string) 
 		return nil, err
 	}
 	return []*Run{r}, nil
+}
+
+// scheduleNew is schedule in the transaction that created r: when r is
+// the run to start, r itself moves on (it carries what the transaction
+// knows and the inserted row does not, such as its task stages), so that
+// it is neither read back nor written twice.
+func (s *Service) scheduleNew(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
+	return s.scheduleFrom(ctx, tx, r.WorkspaceID, r)
 }
 
 // Schedule starts the workspace's next pending run if it can (called when
@@ -616,12 +658,17 @@ func (s *Service) Events(ctx context.Context, runID string) ([]*Event, error) {
 // update runs fn on a locked run inside a transaction, saves it, and
 // notifies listeners.
 func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
+	return s.updateWith(ctx, func(tx *store.Tx) (*Run, error) { return getRun(ctx, tx, s.Keys, "id", id, true) }, fn)
+}
+
+// updateWith is update with the locking read of the run given (read).
+func (s *Service) updateWith(ctx context.Context, read func(tx *store.Tx) (*Run, error), fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
 	var r *Run
 	var changed []*Run
 	queued := s.jobsQueued.Load()
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		r, err = getRun(ctx, tx, s.Keys, "id", id, true)
+		r, err = read(tx)
 		if err != nil {
 			return err
 		}

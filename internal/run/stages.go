@@ -26,8 +26,10 @@ var stageRunning = map[TaskStage]Status{
 // TaskStages is the run task domain as the run lifecycle sees it. Both
 // calls happen inside the transaction that changes the run.
 type TaskStages interface {
-	// Prepare creates a new run's task stages (one per stage with tasks).
-	Prepare(ctx context.Context, q store.Q, r *Run) error
+	// Prepare creates a new run's task stages (one per stage with tasks)
+	// and returns the stages it created. Stages are made only here, so a
+	// run's later checks skip the stages it did not get (Run.TaskStages).
+	Prepare(ctx context.Context, q store.Q, r *Run) ([]TaskStage, error)
 	// Start begins the run's task stage: true when the run has tasks at
 	// that stage and must wait for them (Service.StageDone ends the wait).
 	Start(ctx context.Context, q store.Q, r *Run, stage TaskStage) (bool, error)
@@ -54,14 +56,23 @@ const (
 // startStage asks the run task domain whether the run waits at stage, and
 // if so moves the run into the stage's running status.
 func (s *Service) startStage(ctx context.Context, q store.Q, r *Run, stage TaskStage) (bool, error) {
-	if s.Stages == nil {
-		return false, nil
-	}
-	wait, err := s.Stages.Start(ctx, q, r, stage)
+	wait, err := s.stageStart(ctx, q, r, stage)
 	if err != nil || !wait {
 		return false, err
 	}
 	return true, r.transition(stageRunning[stage])
+}
+
+// stageStart asks the run task domain to start the run's task stage at
+// stage (Stages.Start), unless the run is known to have none there: a run
+// created with its stage set recorded (TaskStages) asks only about the
+// stages it has, which saves a query per stage on the critical path of
+// every run without run tasks.
+func (s *Service) stageStart(ctx context.Context, q store.Q, r *Run, stage TaskStage) (bool, error) {
+	if s.Stages == nil || !r.mayHaveStage(stage) {
+		return false, nil
+	}
+	return s.Stages.Start(ctx, q, r, stage)
 }
 
 // enterPlan moves a pending run on: into its pre-plan task stage when it

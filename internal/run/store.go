@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/seal"
@@ -56,6 +57,33 @@ func insertRun(ctx context.Context, q store.Q, keys *seal.Keyring, r *Run) error
 	return err
 }
 
+// insertCreatedRun stores a run just created with its "created" event:
+// on PostgreSQL in one statement (the run, its workspace's run count and
+// the event: one round trip on the way from POST to plan instead of
+// three), elsewhere as insertRun and addEvent do.
+func insertCreatedRun(ctx context.Context, q store.Q, keys *seal.Keyring, r *Run, description string) error {
+	if q.Driver().Name() != "postgres" || r.Assessment {
+		if err := insertRun(ctx, q, keys, r); err != nil {
+			return err
+		}
+		return addEvent(ctx, q, r.ID, "created", description, r.CreatedBy)
+	}
+	doc, vars, err := encodeRun(keys, r)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `WITH run AS (
+			INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc, variables)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)),
+		counted AS (
+			INSERT INTO run_counts (workspace_id, runs) VALUES (?, 1) ON CONFLICT (workspace_id) DO UPDATE SET runs = run_counts.runs + 1)
+		INSERT INTO run_events (id, run_id, action, description, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, r.WorkspaceID, r.Organization, r.ConfigurationVersionID, string(r.Status), r.PlanOnly, r.Assessment, r.Plan.ID, r.Apply.ID, core.Micros(r.CreatedAt), core.Micros(r.UpdatedAt), doc, vars,
+		r.WorkspaceID,
+		core.NewID(prefixEvent), r.ID, "created", description, r.CreatedBy, core.Micros(core.Now()))
+	return err
+}
+
 // updateRun writes r back. A run's variables never change after it is
 // created, so the sealed column is written only by insertRun (and by
 // SealVariables for runs stored before).
@@ -75,6 +103,59 @@ func updateRun(ctx context.Context, q store.Q, r *Run) error {
 	return err
 }
 
+// write is one more statement to send along with a run's update.
+type write struct {
+	sql  string
+	args []any
+}
+
+// updateRunWith writes r back (as updateRun does) together with more
+// writes that do not depend on each other: on PostgreSQL in one
+// statement, each write a data-modifying WITH (one round trip instead of
+// one each), elsewhere one after the other.
+func updateRunWith(ctx context.Context, q store.Q, r *Run, more ...write) error {
+	if q.Driver().Name() != "postgres" || len(more) == 0 {
+		if err := updateRun(ctx, q, r); err != nil {
+			return err
+		}
+		for _, w := range more {
+			if _, err := q.Exec(ctx, w.sql, w.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	doc, _, err := encodeRun(nil, r)
+	if err != nil {
+		return err
+	}
+	changed := doc != r.stored || q != r.storedIn
+	if changed {
+		more = append([]write{{`UPDATE runs SET status = ?, organization_name = ?, updated_at = ?, doc = ? WHERE id = ?`,
+			[]any{string(r.Status), r.Organization, core.Micros(r.UpdatedAt), doc, r.ID}}}, more...)
+	}
+	// WITH w0 AS (…), w1 AS (…) <the last write>
+	var with []string
+	var args []any
+	for i, w := range more[:len(more)-1] {
+		with = append(with, fmt.Sprintf("w%d AS (%s)", i, w.sql))
+		args = append(args, w.args...)
+	}
+	last := more[len(more)-1]
+	q2 := last.sql
+	if len(with) > 0 {
+		q2 = "WITH " + strings.Join(with, ", ") + " " + last.sql
+	}
+	args = append(args, last.args...)
+	if _, err := q.Exec(ctx, q2, args...); err != nil {
+		return err
+	}
+	if changed {
+		r.stored, r.storedIn = doc, q
+	}
+	return nil
+}
+
 const runCols = `doc, variables`
 
 func scanRunWith(keys *seal.Keyring) func(sc store.Scanner) (*Run, error) {
@@ -84,27 +165,32 @@ func scanRunWith(keys *seal.Keyring) func(sc store.Scanner) (*Run, error) {
 		if err := sc.Scan(&doc, &vars); err != nil {
 			return nil, err
 		}
-		r := &Run{}
-		if err := json.Unmarshal([]byte(doc), r); err != nil {
-			return nil, fmt.Errorf("decoding run: %w", err)
-		}
-		if r.Timestamps == nil {
-			r.Timestamps = Stamps{}
-		}
-		// A run stored before the column existed keeps its variables in
-		// the doc until SealVariables moves them.
-		if vars.Valid {
-			plain, err := keys.OpenString(VariablesColumn.Purpose, vars.String)
-			if err != nil {
-				return nil, fmt.Errorf("run %s: %w", r.ID, err)
-			}
-			r.Variables = nil
-			if err := json.Unmarshal([]byte(plain), &r.Variables); err != nil {
-				return nil, fmt.Errorf("decoding the variables of run %s: %w", r.ID, err)
-			}
-		}
-		return r, nil
+		return decodeRun(keys, doc, vars)
 	}
+}
+
+// decodeRun turns a run's doc and sealed variables column into the run.
+func decodeRun(keys *seal.Keyring, doc string, vars sql.NullString) (*Run, error) {
+	r := &Run{}
+	if err := json.Unmarshal([]byte(doc), r); err != nil {
+		return nil, fmt.Errorf("decoding run: %w", err)
+	}
+	if r.Timestamps == nil {
+		r.Timestamps = Stamps{}
+	}
+	// A run stored before the column existed keeps its variables in
+	// the doc until SealVariables moves them.
+	if vars.Valid {
+		plain, err := keys.OpenString(VariablesColumn.Purpose, vars.String)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		r.Variables = nil
+		if err := json.Unmarshal([]byte(plain), &r.Variables); err != nil {
+			return nil, fmt.Errorf("decoding the variables of run %s: %w", r.ID, err)
+		}
+	}
+	return r, nil
 }
 
 // getRun reads a run by a column (id, plan_id or apply_id), optionally

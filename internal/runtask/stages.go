@@ -208,11 +208,13 @@ type taskFor struct {
 // tasksOf returns the enabled tasks of a workspace: its attachments, then
 // the organization's global tasks it has no attachment of.
 func (s *Service) tasksOf(ctx context.Context, q store.Q, org, workspaceID string) ([]taskFor, error) {
-	attached, err := store.All(ctx, q, scanWorkspaceTask, `SELECT `+wsTaskCols+` FROM workspace_run_tasks WHERE workspace_id = ? ORDER BY created_at, id`, workspaceID)
-	if err != nil {
+	tasks, err := store.All(ctx, q, taskScanner(s.o.Keys), `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
+	if err != nil || len(tasks) == 0 {
+		// No task in the organization: no attachment can name one (the
+		// attachments are not read, a query fewer for every new run).
 		return nil, err
 	}
-	tasks, err := store.All(ctx, q, taskScanner(s.o.Keys), `SELECT `+taskCols+` FROM run_tasks WHERE organization_name = ? ORDER BY created_at, id`, org)
+	attached, err := store.All(ctx, q, scanWorkspaceTask, `SELECT `+wsTaskCols+` FROM workspace_run_tasks WHERE workspace_id = ? ORDER BY created_at, id`, workspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -240,18 +242,19 @@ func (s *Service) tasksOf(ctx context.Context, q store.Q, org, workspaceID strin
 
 // Prepare creates a new run's task stages, one per stage with tasks, each
 // with a pending result per task (a run.TaskStages call, inside the
-// transaction that creates the run).
-func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) error {
+// transaction that creates the run), and returns the stages it created.
+func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) ([]run.TaskStage, error) {
 	tasks, err := s.tasksOf(ctx, q, r.Organization, r.WorkspaceID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	policies := false
 	if s.o.Policies != nil {
 		if policies, err = s.o.Policies.Applies(ctx, q, r.Organization, r.WorkspaceID); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	var made []run.TaskStage
 	now := core.Now()
 	for _, stage := range Stages {
 		var at []taskFor
@@ -264,26 +267,27 @@ func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) error {
 		if len(at) == 0 && !withPolicies {
 			continue
 		}
+		made = append(made, toRunStage(stage))
 		stageID := core.NewID(PrefixStage)
 		if _, err := q.Exec(ctx, `INSERT INTO task_stages (`+stageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			stageID, r.ID, r.Organization, r.WorkspaceID, string(stage), string(StagePending), jsonText(map[string]time.Time{}),
 			core.Micros(now), core.Micros(now)); err != nil {
-			return err
+			return nil, err
 		}
 		if withPolicies {
 			if err := s.o.Policies.Prepare(ctx, q, stageID, r.ID, r.Organization, r.WorkspaceID); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		for _, t := range at {
 			if _, err := q.Exec(ctx, `INSERT INTO task_results (id, stage_id, run_id, task_id, task_name, task_url, workspace_task_id, enforcement_level, status, outcomes, status_timestamps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				core.NewID(PrefixResult), stageID, r.ID, t.task.ID, t.task.Name, t.task.URL, t.wsTaskID, string(t.enforcement),
 				string(ResultPending), "[]", jsonText(map[string]time.Time{}), core.Micros(now), core.Micros(now)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return made, nil
 }
 
 // Start begins a run's stage: the stage runs and its requests become due.
@@ -325,17 +329,18 @@ func (s *Service) Start(ctx context.Context, q store.Q, r *run.Run, stage run.Ta
 }
 
 // Has reports whether a run has a task stage at one of stages.
+// One query, whatever the number of stages asked about.
 func (s *Service) Has(ctx context.Context, runID string, stages ...run.TaskStage) (bool, error) {
-	for _, st := range stages {
-		var n int
-		if err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM task_stages WHERE run_id = ? AND stage = ?`, runID, string(st)).Scan(&n); err != nil {
-			return false, err
-		}
-		if n > 0 {
-			return true, nil
-		}
+	if len(stages) == 0 {
+		return false, nil
 	}
-	return false, nil
+	args := []any{runID}
+	for _, st := range stages {
+		args = append(args, string(st))
+	}
+	var n int
+	err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM task_stages WHERE run_id = ? AND stage IN (?`+strings.Repeat(", ?", len(stages)-1)+`)`, args...).Scan(&n)
+	return n > 0, err
 }
 
 // evaluate ends a running stage once every result is final, then moves
@@ -434,6 +439,9 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 	}
 	if !t.To.Final() {
 		return
+	}
+	if t.Run.TaskStagesKnown && len(t.Run.TaskStages) == 0 {
+		return // the run got no task stage: nothing to cancel
 	}
 	if err := s.cancelStages(ctx, t.Run.ID); err != nil {
 		s.o.Logger.Error("canceling the task stages of an ended run", "run", t.Run.ID, "error", err)

@@ -69,6 +69,24 @@ func (a runWorkspaces) SystemIn(ctx context.Context, q store.Q, id string) (*run
 	return a.convert(ctx, q, w), nil
 }
 
+func (a runWorkspaces) Identity(ctx context.Context, id string) (*run.Workspace, error) {
+	w, err := a.ws.System(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &run.Workspace{
+		ID: w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID,
+		TerraformVersion: w.Settings.TerraformVersion, WorkingDirectory: w.Settings.WorkingDirectory,
+		AutoApply: w.Settings.AutoApply, StructuredRunOutput: w.Settings.StructuredRunOutputEnabled,
+	}, nil
+}
+
+// RunWorkspaceProjectSQL says a run's workspace's project in SQL for the
+// run read (run.WorkspaceProjectSQL).
+func (a runWorkspaces) RunWorkspaceProjectSQL() string {
+	return workspace.ProjectIDSQL("runs.workspace_id")
+}
+
 func (a runWorkspaces) LockForRun(ctx context.Context, q store.Q, wsID, runID string) (bool, error) {
 	return a.ws.LockForRun(ctx, q, wsID, runID)
 }

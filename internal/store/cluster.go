@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -101,16 +103,24 @@ func discard(conn *sql.Conn) {
 
 var channelName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// local is the in-process side of wake-ups: every DB in the process that
-// listens on a channel (SQLite has no other; PostgreSQL also gets the
-// NOTIFY back, which is harmless).
+// local is the in-process side of wake-ups: the listeners of this DB
+// (SQLite has no other). On PostgreSQL the NOTIFY also comes back to this
+// DB's own listening connection; it carries origin, the DB's random name,
+// so that the listener skips its own echo: the in-process signal woke it
+// already, and a second wake-up would cost every loop behind it another
+// look at the store (every idle claim a transaction) while a run executes.
 type local struct {
-	mu   sync.Mutex
-	subs map[string][]chan struct{}
+	mu     sync.Mutex
+	subs   map[string][]chan struct{}
+	origin string
 }
 
 func (db *DB) locals() *local {
-	db.localOnce.Do(func() { db.local = &local{subs: map[string][]chan struct{}{}} })
+	db.localOnce.Do(func() {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		db.local = &local{subs: map[string][]chan struct{}{}, origin: hex.EncodeToString(b[:])}
+	})
 	return db.local
 }
 
@@ -135,7 +145,26 @@ func (db *DB) Notify(ctx context.Context, channel string) error {
 	if db.driver.Name() != "postgres" {
 		return nil
 	}
-	_, err := db.w.ExecContext(ctx, `SELECT pg_notify($1, '')`, channel)
+	_, err := db.w.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, l.origin)
+	return err
+}
+
+// NotifyOthers wakes the listeners of channel in the other replicas only:
+// pg_notify on PostgreSQL (this DB's own listener skips the echo), nothing
+// on SQLite, whose database has no other replica. For a caller that has
+// woken its own loops already: delivering it in process as well would
+// wake every loop listening here a second time.
+func (db *DB) NotifyOthers(ctx context.Context, channel string) error {
+	if !channelName.MatchString(channel) {
+		return fmt.Errorf("invalid notification channel %q", channel)
+	}
+	if err := db.guard.check("Notify " + channel); err != nil {
+		return err
+	}
+	if db.driver.Name() != "postgres" {
+		return nil
+	}
+	_, err := db.w.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, db.locals().origin)
 	return err
 }
 
@@ -193,8 +222,12 @@ func (db *DB) Listen(ctx context.Context, channel string, wake func()) error {
 				return err
 			}
 			for {
-				if _, err := pc.WaitForNotification(lctx); err != nil {
+				n, err := pc.WaitForNotification(lctx)
+				if err != nil {
 					return err
+				}
+				if n.Payload == l.origin {
+					continue // this DB's own Notify, delivered in process already
 				}
 				select {
 				case remote <- struct{}{}:

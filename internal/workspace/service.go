@@ -1080,6 +1080,11 @@ func (s *Service) EffectiveExecution(ctx context.Context, w *Workspace) (mode, a
 // EffectiveExecutionIn is EffectiveExecution reading through q (inside a
 // transaction, its Tx).
 func (s *Service) EffectiveExecutionIn(ctx context.Context, q store.Q, w *Workspace) (mode, agentPoolID string) {
+	if w.Settings.ExecutionModeOverwrite {
+		// The workspace's own mode and pool: its project's do not count,
+		// so they are not read (three queries on a run's way to its plan).
+		return effectiveExecution(w, ProjectDefaults{}, false)
+	}
 	var pd ProjectDefaults
 	p, err := s.projectInfoIn(ctx, q, w.ProjectID)
 	if err == nil {

@@ -1,0 +1,130 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/terracehq/terrace/internal/blob"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
+)
+
+// fakeWorkspaces is one remote workspace that is always free to lock.
+type fakeWorkspaces struct{ ws *Workspace }
+
+func (f fakeWorkspaces) Get(context.Context, string) (*Workspace, error)    { return f.ws, nil }
+func (f fakeWorkspaces) System(context.Context, string) (*Workspace, error) { return f.ws, nil }
+func (f fakeWorkspaces) SystemIn(context.Context, store.Q, string) (*Workspace, error) {
+	return f.ws, nil
+}
+func (f fakeWorkspaces) Identity(context.Context, string) (*Workspace, error) { return f.ws, nil }
+func (f fakeWorkspaces) LockForRun(context.Context, store.Q, string, string) (bool, error) {
+	return true, nil
+}
+func (f fakeWorkspaces) UnlockForRun(context.Context, store.Q, string, string) error { return nil }
+
+// fakeConfigs has one uploaded configuration version.
+type fakeConfigs struct{}
+
+func (fakeConfigs) Get(_ context.Context, id string) (*ConfigVersion, error) {
+	return &ConfigVersion{ID: id, WorkspaceID: "ws-s", Status: "uploaded"}, nil
+}
+func (fakeConfigs) Latest(ctx context.Context, _ string) (*ConfigVersion, error) {
+	return fakeConfigs{}.Get(ctx, "cv-s")
+}
+
+// recordingStages gives every run the stages of prepare and records which
+// stages the run service asked to start; no stage ever waits.
+type recordingStages struct {
+	prepare []TaskStage
+	mu      sync.Mutex
+	started []TaskStage
+}
+
+func (f *recordingStages) Prepare(context.Context, store.Q, *Run) ([]TaskStage, error) {
+	return f.prepare, nil
+}
+func (f *recordingStages) Start(_ context.Context, _ store.Q, _ *Run, stage TaskStage) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append(f.started, stage)
+	return false, nil
+}
+func (f *recordingStages) Has(context.Context, string, ...TaskStage) (bool, error) { return false, nil }
+
+// TestRunAsksOnlyForItsTaskStages: a run records the task stages it got
+// when it was created, and on its way to applied the run service asks the
+// run task domain to start only those (each ask is a query on the run's
+// critical path); a run stored without that record (created before it
+// existed) is asked about at every stage, as before; on both stores.
+func TestRunAsksOnlyForItsTaskStages(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		blobs, err := blob.Open(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stages := &recordingStages{}
+		s := NewService(Options{DB: db, Blobs: blobs, Stages: stages, Configs: fakeConfigs{},
+			Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+		yes := true
+		apply := func(forget bool) {
+			t.Helper()
+			r, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.get(ctx, r.ID); err != nil || !got.TaskStagesKnown || fmt.Sprint(got.TaskStages) != fmt.Sprint(stages.prepare) {
+				t.Fatalf("the stored run's task stages: %+v, %v; want %v, known", got, err, stages.prepare)
+			}
+			if forget {
+				// As stored before runs recorded their stages.
+				if _, err := db.Exec(ctx, `UPDATE runs SET doc = REPLACE(doc, '"task_stages_known":true', '"task_stages_known":false') WHERE id = ?`, r.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			j, err := s.Claim(ctx, "runner-s")
+			if err != nil || j == nil || j.RunID != r.ID {
+				t.Fatalf("claim: %+v, %v", j, err)
+			}
+			cont, err := s.FinishPlan(ctx, j.ID, "runner-s", PlanResult{HasChanges: true, Additions: 1})
+			if err != nil || !cont {
+				t.Fatalf("finishing the plan: %v, %v; want it to go on to apply", cont, err)
+			}
+			if err := s.FinishApply(ctx, j.ID, "runner-s", ApplyResult{Additions: 1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.get(ctx, r.ID); err != nil || got.Status != Applied {
+				t.Fatalf("the run: %+v, %v; want applied", got, err)
+			}
+		}
+		for _, c := range []struct {
+			prepare []TaskStage
+			forget  bool
+			want    []TaskStage
+		}{
+			{nil, false, nil},
+			{[]TaskStage{StagePostApply}, false, []TaskStage{StagePostApply}},
+			{nil, true, []TaskStage{StagePostPlan, StagePreApply, StagePostApply}},
+		} {
+			stages.prepare, stages.started = c.prepare, nil
+			apply(c.forget)
+			if !slices.Equal(stages.started, c.want) {
+				t.Errorf("a run prepared with stages %v (record forgotten: %v) asked to start %v, want %v", c.prepare, c.forget, stages.started, c.want)
+			}
+		}
+		// Each created run was stored with its "created" event and
+		// counted (one statement on PostgreSQL).
+		if n, err := s.RunsCount(ctx, "ws-s"); err != nil || n != 3 {
+			t.Errorf("the workspace counts %d runs (%v), want 3", n, err)
+		}
+		var created int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM run_events WHERE action = 'created' AND description = 'Run created'`).Scan(&created); err != nil || created != 3 {
+			t.Errorf("%d created events (%v), want 3", created, err)
+		}
+	})
+}
