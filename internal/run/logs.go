@@ -61,8 +61,11 @@ func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) erro
 	var res sql.Result
 	var err error
 	if s.DB.Driver().Name() == "postgres" {
-		res, err = s.DB.Exec(ctx, `WITH n AS (UPDATE log_chunks SET last_seq = last_seq + 1 WHERE log_id = ? AND seq = 0 RETURNING last_seq)
-			INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n`, logID, logID, data)
+		// GREATEST with the last chunk there: a replica of the version
+		// before last_seq (a rolling upgrade) appends without moving it.
+		res, err = s.DB.Exec(ctx, `WITH n AS (UPDATE log_chunks SET last_seq = GREATEST(last_seq, (SELECT MAX(c.seq) FROM log_chunks c WHERE c.log_id = ?)) + 1
+				WHERE log_id = ? AND seq = 0 RETURNING last_seq)
+			INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n`, logID, logID, logID, data)
 	} else {
 		res, err = s.DB.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data)
 			SELECT ?, (SELECT MAX(seq) FROM log_chunks WHERE log_id = ?) + 1, ? WHERE EXISTS (SELECT 1 FROM log_chunks WHERE log_id = ? AND seq = 0)`,

@@ -38,6 +38,13 @@ func TestConcurrentLogAppends(t *testing.T) {
 				t.Fatalf("append: %v", err)
 			}
 		}
+		// A chunk appended by a replica of the version before last_seq (in
+		// a rolling upgrade its append reads MAX(seq) and moves nothing
+		// else) is followed, not collided with.
+		if _, err := db.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data)
+			SELECT 'plan-test', MAX(seq) + 1, ? FROM log_chunks WHERE log_id = 'plan-test'`, []byte("old replica\n")); err != nil {
+			t.Fatal(err)
+		}
 		// One more append is one statement, outside any transaction.
 		before := db.Queries()
 		if err := s.AppendLog(ctx, "plan-test", []byte("last line\n")); err != nil {
@@ -56,7 +63,7 @@ func TestConcurrentLogAppends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasSuffix(string(log), "last line\n"+etx) {
+		if !strings.HasSuffix(string(log), "old replica\nlast line\n"+etx) {
 			t.Errorf("the last append is not last: %q", log)
 		}
 		for i := range writers {
