@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+
+	"github.com/terracehq/terrace/internal/core"
 )
 
 // The relationships a workspace document shows of other domains (its
@@ -80,12 +82,10 @@ func (d document) varIDs() []string {
 	return strings.Split(d.vars.String, ",")
 }
 
-// readDocument reads, in one statement, the parts of workspace id's
-// document that their domains say in SQL; ok is false when none can or
-// the statement failed (then every part is asked of its domain).
-func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool) {
-	var cols []string
-	var dest []any
+// documentColumns returns the select-list expressions of the parts of a
+// workspace's document that their domains say in SQL (over ws, the
+// workspace's row), and where each goes in d; none when no domain can.
+func (a *API) documentColumns(d *document) (cols []string, dest []any) {
 	add := func(expr string, has *bool, to any) {
 		if expr == "" {
 			return
@@ -123,6 +123,23 @@ func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool)
 			}
 		}
 	}
+	return cols, dest
+}
+
+// documentKey is where a read-only request's memo keeps the document read
+// with its workspace's row (Service.read).
+func documentKey(id string) string { return "workspace-document:" + id }
+
+// readDocument reads, in one statement, the parts of workspace id's
+// document that their domains say in SQL; ok is false when none can or
+// the statement failed (then every part is asked of its domain). A
+// read-only request that looked the workspace up by name has read them
+// with its row already (the request memo).
+func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool) {
+	if d, ok := core.Recall[document](ctx, documentKey(id)); ok {
+		return d, true
+	}
+	cols, dest := a.documentColumns(&d)
 	if len(cols) == 0 {
 		return document{}, false
 	}
