@@ -105,8 +105,6 @@ func (s *Service) buildAuthQuery(user bool) string {
 	if user {
 		return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
-		NULL, NULL, NULL,
-		NULL, NULL, NULL,
 		x.team_id, x.team_name, x.team_attrs, x.team_created_at
 		FROM tokens t
 		LEFT JOIN users u ON u.id = t.subject
@@ -201,7 +199,7 @@ func (s *Service) sqlKinds(kind Kind) bool {
 func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
 	hash := HashToken(secret)
 	if subject, ok := s.userTokens.get(hash); ok {
-		if p, ok, err := s.authenticate(ctx, s.userAuthQuery(), hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
+		if p, ok, err := s.authenticate(ctx, true, hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
 			return p, ok, err
 		}
 		// No longer a user token of that subject (or refused): ask as
@@ -212,12 +210,35 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	// inside their derived table, so that SQLite searches them by user
 	// (a bare join on the derived table materialized every membership of
 	// every user on each request).
-	return s.authenticate(ctx, s.authQuery(), hash, hash, hash)
+	return s.authenticate(ctx, false, hash, hash, hash)
 }
 
-// authenticate runs query, authQuery or userAuthQuery, with args; hash is
-// the token's.
-func (s *Service) authenticate(ctx context.Context, query, hash string, args ...any) (p *Principal, ok bool, err error) {
+// authRow is a row of authQuery.
+type authRow struct {
+	id, kind, subject           string
+	created                     int64
+	used, exp                   sql.NullInt64
+	userID, username            sql.NullString
+	siteAdmin                   sql.NullBool
+	org, disabled               sql.NullString
+	isOwner                     sql.NullInt64
+	teamOrg, orgName            sql.NullString
+	ownersTeam                  sql.NullInt64
+	runWS, runOrg               sql.NullString
+	runFinal                    sql.NullInt64
+	teamID, teamName, teamAttrs sql.NullString
+	teamCreated                 sql.NullInt64
+}
+
+// authenticate runs authQuery, or userAuthQuery when user, with args;
+// hash is the token's.
+func (s *Service) authenticate(ctx context.Context, user bool, hash string, args ...any) (p *Principal, ok bool, err error) {
+	var query string
+	if user {
+		query = s.userAuthQuery()
+	} else {
+		query = s.authQuery()
+	}
 	if query == "" {
 		return nil, false, nil
 	}
@@ -226,29 +247,30 @@ func (s *Service) authenticate(ctx context.Context, query, hash string, args ...
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}
 	defer rows.Close()
+	// The columns scan into one row struct, allocated once, rather than
+	// into a variable each (every one of which Scan's arguments would
+	// move to the heap, on each row).
 	var (
-		id, kind, subject string
-		created           int64
-		used, exp         sql.NullInt64
-		userID, username  sql.NullString
-		siteAdmin         sql.NullBool
-		seen              bool
-		member, owner     []string
-		blocked           []string
-		teamOrg, orgName  sql.NullString
-		ownersTeam        sql.NullInt64
-		runWS, runOrg     sql.NullString
-		runFinal          sql.NullInt64
-		teams             []MemberTeam
+		c       authRow
+		seen    bool
+		member  []string
+		owner   []string
+		blocked []string
+		teams   []MemberTeam
 	)
+	dest := []any{&c.id, &c.kind, &c.subject, &c.created, &c.used, &c.exp, &c.userID, &c.username, &c.siteAdmin, &c.org, &c.isOwner, &c.disabled,
+		&c.teamOrg, &c.ownersTeam, &c.orgName, &c.runWS, &c.runOrg, &c.runFinal, &c.teamID, &c.teamName, &c.teamAttrs, &c.teamCreated}
+	if user {
+		// userAuthQuery leaves out the team, organization and run token
+		// columns.
+		dest = append(dest[:12], dest[18:]...)
+	}
 	for rows.Next() {
-		var org, disabled sql.NullString
-		var isOwner, teamCreated sql.NullInt64
-		var teamID, teamName, teamAttrs sql.NullString
-		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled,
-			&teamOrg, &ownersTeam, &orgName, &runWS, &runOrg, &runFinal, &teamID, &teamName, &teamAttrs, &teamCreated); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, true, fmt.Errorf("looking up token: %w", err)
 		}
+		org, disabled, isOwner := c.org, c.disabled, c.isOwner
+		teamID, teamName, teamAttrs, teamCreated := c.teamID, c.teamName, c.teamAttrs, c.teamCreated
 		seen = true
 		if !org.Valid {
 			continue
@@ -270,6 +292,9 @@ func (s *Service) authenticate(ctx context.Context, query, hash string, args ...
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}
 	rows.Close()
+	id, kind, subject, created, used, exp := c.id, c.kind, c.subject, c.created, c.used, c.exp
+	userID, username, siteAdmin := c.userID, c.username, c.siteAdmin
+	teamOrg, ownersTeam, orgName, runWS, runOrg, runFinal := c.teamOrg, c.ownersTeam, c.orgName, c.runWS, c.runOrg, c.runFinal
 	if !seen {
 		return nil, true, core.Unauthorized("invalid token")
 	}
