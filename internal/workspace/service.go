@@ -357,15 +357,20 @@ func scanWith(sc interface{ Scan(...any) error }, more ...any) (*Workspace, erro
 	if err := sc.Scan(append([]any{&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated, &w.SSHKeyID}, more...)...); err != nil {
 		return nil, err
 	}
-	w.Settings = defaultSettings()
-	if err := json.Unmarshal([]byte(attrs), &w.Settings); err != nil {
-		return nil, fmt.Errorf("decoding settings of workspace %s: %w", w.ID, err)
-	}
-	if w.Settings.TriggerPrefixes == nil {
-		w.Settings.TriggerPrefixes = []string{}
-	}
-	if w.Settings.TriggerPatterns == nil {
-		w.Settings.TriggerPatterns = []string{}
+	if st, ok := decodedSettings.get(attrs); ok {
+		w.Settings = st
+	} else {
+		w.Settings = defaultSettings()
+		if err := json.Unmarshal([]byte(attrs), &w.Settings); err != nil {
+			return nil, fmt.Errorf("decoding settings of workspace %s: %w", w.ID, err)
+		}
+		if w.Settings.TriggerPrefixes == nil {
+			w.Settings.TriggerPrefixes = []string{}
+		}
+		if w.Settings.TriggerPatterns == nil {
+			w.Settings.TriggerPatterns = []string{}
+		}
+		decodedSettings.put(attrs, w.Settings)
 	}
 	w.CreatedAt, w.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
 	return &w, nil
