@@ -242,7 +242,11 @@ func (s *Service) authenticate(ctx context.Context, user bool, hash string, args
 	if query == "" {
 		return nil, false, nil
 	}
-	rows, err := s.db.Query(ctx, query, args...)
+	// Without the request's cancellation: the statement is a few index
+	// searches, and with a context that can end, database/sql and the
+	// drivers start a goroutine per statement (SQLite's a watcher and a
+	// progress handler) to interrupt it when it does, on every request.
+	rows, err := s.db.Query(context.WithoutCancel(ctx), query, args...)
 	if err != nil {
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}

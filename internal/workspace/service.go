@@ -464,7 +464,11 @@ func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace,
 	if s.document != nil && core.HasMemo(ctx) {
 		var d document
 		if dcols, dest := s.document(&d); len(dcols) > 0 {
-			w, err := s.readWith(s.db.QueryRow(ctx, `SELECT `+cols+`, `+tagNamesSQL+`, `+strings.Join(dcols, ", ")+where, org, name), dest...)
+			// Without the request's cancellation, as auth's token query
+			// (internal/auth): index searches of microseconds, for which
+			// database/sql and the drivers would start a goroutine to
+			// interrupt them should the request end.
+			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), `SELECT `+cols+`, `+tagNamesSQL+`, `+strings.Join(dcols, ", ")+where, org, name), dest...)
 			if err == nil {
 				core.Remember(ctx, documentKey(w.ID), d)
 				return w, nil
