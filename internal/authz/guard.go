@@ -61,7 +61,7 @@ type Guard struct {
 // without a rule is refused (a new route must get one).
 func (g *Guard) Handler(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, pattern := mux.Handler(r)
+		pattern := tfeapi.Route(r, mux)
 		if pattern == "" || pattern == "/" {
 			mux.ServeHTTP(w, r.WithContext(WithModel(r.Context(), g.Service)))
 			return
