@@ -85,7 +85,8 @@ func (g *Guard) Check(r *http.Request, pattern string) error {
 	read := false
 	req := Request{
 		Vals:  PathValues(pattern, r.URL.EscapedPath()),
-		Query: r.URL.Query().Get,
+		// Parsed when a locator asks (most never do).
+		Query: func(k string) string { return r.URL.Query().Get(k) },
 		Body: func() []byte {
 			if !read {
 				read = true
