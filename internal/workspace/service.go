@@ -139,6 +139,8 @@ type Service struct {
 	// document's parts (API.documentColumns): a read-only request that
 	// looks a workspace up by name reads them in the row's statement.
 	document func(d *document) (cols []string, dest []any)
+	// documentQuery is readByName's statement with the document.
+	documentQuery documentQuery
 }
 
 // remove deletes a workspace row and, in the same transaction, everything
@@ -468,7 +470,8 @@ func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace,
 			// (internal/auth): index searches of microseconds, for which
 			// database/sql and the drivers would start a goroutine to
 			// interrupt them should the request end.
-			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), `SELECT `+cols+`, `+tagNamesSQL+`, `+strings.Join(dcols, ", ")+where, org, name), dest...)
+			query := s.documentQuery.get(dcols, func() string { return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + where })
+			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), query, org, name), dest...)
 			if err == nil {
 				core.Remember(ctx, documentKey(w.ID), d)
 				return w, nil
