@@ -12,6 +12,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
 // TrailPattern is the one route an audit-trails token may use.
@@ -47,9 +48,11 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reqID := newUUID()
 		w.Header().Set("X-Request-Id", reqID)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, reqID))
-		p := auth.FromContext(r.Context())
+		// The route, matched once here, is remembered for the layers
+		// after (the authorization guard).
 		_, pattern := mux.Handler(r)
+		r = r.WithContext(tfeapi.WithRoute(context.WithValue(r.Context(), requestIDKey{}, reqID), mux, pattern))
+		p := auth.FromContext(r.Context())
 		if p != nil && p.Kind == auth.KindAuditTrails && pattern != TrailPattern {
 			onError(w, r, core.Unauthorized("an audit-trails token can only read its organization's audit trail"))
 			return

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -72,11 +73,44 @@ type RunsSQL interface {
 // of it is cached, so a revoked token, a removed user or membership, or a
 // changed organization setting counts on the very next request, on every
 // replica. "" when the providers cannot say it in SQL.
-func (s *Service) authQuery() string {
+//
+// Its arguments are the token's hash twice. userQuery is the same query
+// for a token known to be a user's (userAuthQuery).
+func (s *Service) authQuery() string { return s.buildAuthQuery(false) }
+
+// userAuthQuery is authQuery for a token already seen to be user's token
+// for a user (the kind and subject of a token never change, see
+// tokenSubjects): it reads the same token, user and memberships afresh,
+// without the joins of the other kinds, and filters the memberships by
+// the subject given rather than by a search of the token. Its arguments
+// are the subject, the hash and the subject again; a token whose hash no
+// longer names a user token of that subject reads no row. "" when the
+// providers cannot say it in SQL.
+func (s *Service) userAuthQuery() string {
+	s.userQueryOnce.Do(func() { s.userQuery = s.buildAuthQuery(true) })
+	return s.userQuery
+}
+
+func (s *Service) buildAuthQuery(user bool) string {
 	m, ok1 := s.memberships.(MembershipsSQL)
 	o, ok2 := s.orgs.(OrganizationsSQL)
 	if !ok1 || !ok2 {
 		return ""
+	}
+	users := `SELECT user_id, organization_name, owner, NULL AS team_id, NULL AS team_name, NULL AS team_attrs, NULL AS team_created_at FROM (` +
+		m.UserOrganizationsSQL() + `) uo`
+	if mt, ok := s.memberships.(MemberTeamsSQL); ok {
+		users = mt.UserTeamsSQL()
+	}
+	if user {
+		return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
+		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
+		x.team_id, x.team_name, x.team_attrs, x.team_created_at
+		FROM tokens t
+		LEFT JOIN users u ON u.id = t.subject
+		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = ?) x ON x.user_id = u.id
+		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
+		WHERE t.hash = ? AND t.kind = '` + string(KindUser) + `' AND t.subject = ?`
 	}
 	teams, orgIDs := `SELECT NULL AS id, NULL AS organization_name, NULL AS owners`, `SELECT NULL AS id, NULL AS name`
 	if ts, ok := s.memberships.(TeamsSQL); ok {
@@ -84,11 +118,6 @@ func (s *Service) authQuery() string {
 	}
 	if oq, ok := s.orgs.(OrganizationIDsSQL); ok {
 		orgIDs = oq.OrganizationIDsSQL()
-	}
-	users := `SELECT user_id, organization_name, owner, NULL AS team_id, NULL AS team_name, NULL AS team_attrs, NULL AS team_created_at FROM (` +
-		m.UserOrganizationsSQL() + `) uo`
-	if mt, ok := s.memberships.(MemberTeamsSQL); ok {
-		users = mt.UserTeamsSQL()
 	}
 	runs := `SELECT NULL AS id, NULL AS workspace_id, NULL AS organization_name, NULL AS final`
 	if rq, ok := s.runs.(RunsSQL); ok {
@@ -107,6 +136,42 @@ func (s *Service) authQuery() string {
 		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
 		LEFT JOIN (` + runs + `) r ON t.kind = '` + string(KindRun) + `' AND r.id = t.subject
 		WHERE t.hash = ?`
+}
+
+// tokenSubjects remembers, by token hash, the subject of the user tokens
+// this replica has authenticated. A token's kind and subject never change
+// (no statement updates them), so this holds nothing that can go stale:
+// each request still reads the token, its user and memberships from the
+// store (userAuthQuery), and a token deleted or replaced reads no row there
+// and is looked up afresh.
+type tokenSubjects struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxTokenSubjects bounds tokenSubjects: past it, it starts again empty.
+const maxTokenSubjects = 4096
+
+func (t *tokenSubjects) get(hash string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sub, ok := t.m[hash]
+	return sub, ok
+}
+
+func (t *tokenSubjects) put(hash, subject string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTokenSubjects {
+		t.m = map[string]string{}
+	}
+	t.m[hash] = subject
+}
+
+func (t *tokenSubjects) forget(hash string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, hash)
 }
 
 // sqlKinds are the token kinds the one query answers in full; the
@@ -132,43 +197,84 @@ func (s *Service) sqlKinds(kind Kind) bool {
 // organization and run tokens (other kinds go on to principal, which asks
 // their own domains). ok is false when the providers cannot say it in SQL.
 func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
-	query := s.authQuery()
-	if query == "" {
-		return nil, false, nil
+	hash := HashToken(secret)
+	if subject, ok := s.userTokens.get(hash); ok {
+		if p, ok, err := s.authenticate(ctx, true, hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
+			return p, ok, err
+		}
+		// No longer a user token of that subject (or refused): ask as
+		// for an unknown token, which says why.
+		s.userTokens.forget(hash)
 	}
 	// The hash twice: the memberships are filtered by the token's subject
 	// inside their derived table, so that SQLite searches them by user
 	// (a bare join on the derived table materialized every membership of
 	// every user on each request).
-	hash := HashToken(secret)
-	rows, err := s.db.Query(ctx, query, hash, hash)
+	return s.authenticate(ctx, false, hash, hash, hash)
+}
+
+// authRow is a row of authQuery.
+type authRow struct {
+	id, kind, subject           string
+	created                     int64
+	used, exp                   sql.NullInt64
+	userID, username            sql.NullString
+	siteAdmin                   sql.NullBool
+	org, disabled               sql.NullString
+	isOwner                     sql.NullInt64
+	teamOrg, orgName            sql.NullString
+	ownersTeam                  sql.NullInt64
+	runWS, runOrg               sql.NullString
+	runFinal                    sql.NullInt64
+	teamID, teamName, teamAttrs sql.NullString
+	teamCreated                 sql.NullInt64
+}
+
+// authenticate runs authQuery, or userAuthQuery when user, with args;
+// hash is the token's.
+func (s *Service) authenticate(ctx context.Context, user bool, hash string, args ...any) (p *Principal, ok bool, err error) {
+	var query string
+	if user {
+		query = s.userAuthQuery()
+	} else {
+		query = s.authQuery()
+	}
+	if query == "" {
+		return nil, false, nil
+	}
+	// Without the request's cancellation: the statement is a few index
+	// searches, and with a context that can end, database/sql and the
+	// drivers start a goroutine per statement (SQLite's a watcher and a
+	// progress handler) to interrupt it when it does, on every request.
+	rows, err := s.db.Query(context.WithoutCancel(ctx), query, args...)
 	if err != nil {
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}
 	defer rows.Close()
+	// The columns scan into one row struct, allocated once, rather than
+	// into a variable each (every one of which Scan's arguments would
+	// move to the heap, on each row).
 	var (
-		id, kind, subject string
-		created           int64
-		used, exp         sql.NullInt64
-		userID, username  sql.NullString
-		siteAdmin         sql.NullBool
-		seen              bool
-		member, owner     []string
-		blocked           []string
-		teamOrg, orgName  sql.NullString
-		ownersTeam        sql.NullInt64
-		runWS, runOrg     sql.NullString
-		runFinal          sql.NullInt64
-		teams             []MemberTeam
+		c       authRow
+		seen    bool
+		member  []string
+		owner   []string
+		blocked []string
+		teams   []MemberTeam
 	)
+	dest := []any{&c.id, &c.kind, &c.subject, &c.created, &c.used, &c.exp, &c.userID, &c.username, &c.siteAdmin, &c.org, &c.isOwner, &c.disabled,
+		&c.teamOrg, &c.ownersTeam, &c.orgName, &c.runWS, &c.runOrg, &c.runFinal, &c.teamID, &c.teamName, &c.teamAttrs, &c.teamCreated}
+	if user {
+		// userAuthQuery leaves out the team, organization and run token
+		// columns.
+		dest = append(dest[:12], dest[18:]...)
+	}
 	for rows.Next() {
-		var org, disabled sql.NullString
-		var isOwner, teamCreated sql.NullInt64
-		var teamID, teamName, teamAttrs sql.NullString
-		if err := rows.Scan(&id, &kind, &subject, &created, &used, &exp, &userID, &username, &siteAdmin, &org, &isOwner, &disabled,
-			&teamOrg, &ownersTeam, &orgName, &runWS, &runOrg, &runFinal, &teamID, &teamName, &teamAttrs, &teamCreated); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, true, fmt.Errorf("looking up token: %w", err)
 		}
+		org, disabled, isOwner := c.org, c.disabled, c.isOwner
+		teamID, teamName, teamAttrs, teamCreated := c.teamID, c.teamName, c.teamAttrs, c.teamCreated
 		seen = true
 		if !org.Valid {
 			continue
@@ -190,6 +296,9 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 		return nil, true, fmt.Errorf("looking up token: %w", err)
 	}
 	rows.Close()
+	id, kind, subject, created, used, exp := c.id, c.kind, c.subject, c.created, c.used, c.exp
+	userID, username, siteAdmin := c.userID, c.username, c.siteAdmin
+	teamOrg, ownersTeam, orgName, runWS, runOrg, runFinal := c.teamOrg, c.ownersTeam, c.orgName, c.runWS, c.runOrg, c.runFinal
 	if !seen {
 		return nil, true, core.Unauthorized("invalid token")
 	}
@@ -226,6 +335,7 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	if !userID.Valid {
 		return nil, true, core.Unauthorized("the token's user no longer exists")
 	}
+	s.userTokens.put(hash, subject)
 	slices.Sort(member)
 	slices.Sort(owner)
 	slices.Sort(blocked)

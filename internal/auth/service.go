@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -63,6 +64,12 @@ type Service struct {
 	// org (the organization's token TTL policy); older organization and
 	// team tokens are refused.
 	TokenTTL func(ctx context.Context, org string, kind Kind) (time.Duration, error)
+
+	// userTokens and userQuery: the one query for a token already seen
+	// to be a user's (userAuthQuery).
+	userTokens    tokenSubjects
+	userQueryOnce sync.Once
+	userQuery     string
 }
 
 // NewService returns an auth service. runs may be nil until runs exist.

@@ -61,7 +61,7 @@ type Guard struct {
 // without a rule is refused (a new route must get one).
 func (g *Guard) Handler(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, pattern := mux.Handler(r)
+		pattern := tfeapi.Route(r, mux)
 		if pattern == "" || pattern == "/" {
 			mux.ServeHTTP(w, r.WithContext(WithModel(r.Context(), g.Service)))
 			return
@@ -85,7 +85,8 @@ func (g *Guard) Check(r *http.Request, pattern string) error {
 	read := false
 	req := Request{
 		Vals:  PathValues(pattern, r.URL.EscapedPath()),
-		Query: r.URL.Query().Get,
+		// Parsed when a locator asks (most never do).
+		Query: func(k string) string { return r.URL.Query().Get(k) },
 		Body: func() []byte {
 			if !read {
 				read = true

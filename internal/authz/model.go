@@ -326,8 +326,10 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	if err != nil {
 		return err
 	}
-	notFound := core.NotFound("%s not found", rule.noun)
-	forbidden := core.Forbidden("insufficient permissions to %s", rule.verb)
+	// The refusals are made when refused: an allowed request (most)
+	// formats neither.
+	notFound := func() error { return core.NotFound("%s not found", rule.noun) }
+	forbidden := func() error { return core.Forbidden("insufficient permissions to %s", rule.verb) }
 	switch rule.scope {
 	case scopeOrg:
 		if st.run {
@@ -337,12 +339,12 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 			return core.Forbidden("a run token cannot %s", rule.verb)
 		}
 		if !st.member {
-			return notFound
+			return notFound()
 		}
 		if rule.org(st) {
 			return nil
 		}
-		return forbidden
+		return forbidden()
 	case scopeProject:
 		if st.run {
 			return core.Forbidden("a run token cannot %s", rule.verb)
@@ -358,16 +360,16 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 			return nil
 		}
 		if !pp.Read {
-			return notFound
+			return notFound()
 		}
-		return forbidden
+		return forbidden()
 	case scopeWorkspace, scopeRun:
 		wp, err := s.workspace(ctx, p, st, res)
 		if err != nil {
 			return err
 		}
 		if !wp.Read {
-			return notFound
+			return notFound()
 		}
 		if st.run {
 			if !rule.runToken {
@@ -383,20 +385,20 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		if rule.workspace(wp) {
 			return nil
 		}
-		return forbidden
+		return forbidden()
 	case scopeTeam:
 		if st.run {
 			return core.Forbidden("a run token cannot %s", rule.verb)
 		}
 		if !st.member {
-			return notFound
+			return notFound()
 		}
 		if rule.org(st) {
 			return nil
 		}
-		return forbidden
+		return forbidden()
 	}
-	return forbidden
+	return forbidden()
 }
 
 // taskResultDecision is the whole reach of a task result's access token

@@ -29,11 +29,20 @@ const (
 	HeaderReset = "X-RateLimit-Reset"
 )
 
+// The header names as net/http keeps them (Header.Set canonicalizes a
+// name on every call, a new string each time for these).
+var (
+	limitKey = http.CanonicalHeaderKey(HeaderLimit)
+	resetKey = http.CanonicalHeaderKey(HeaderReset)
+)
+
 // RateLimiter keeps one token bucket per key: perSecond requests a second,
 // with a burst of one second's worth.
 type RateLimiter struct {
 	perSecond float64
-	burst     int
+	// limit is LimitHeader's value, formatted once.
+	limit string
+	burst int
 	// idle is how long an unused bucket is kept (a full bucket is the
 	// same as none).
 	idle time.Duration
@@ -57,14 +66,14 @@ func NewRateLimiter(perSecond float64) *RateLimiter {
 	if burst < 1 {
 		burst = 1
 	}
-	return &RateLimiter{perSecond: perSecond, burst: burst, idle: time.Minute, buckets: map[string]*bucket{}}
+	return &RateLimiter{perSecond: perSecond, limit: strconv.FormatFloat(perSecond, 'f', -1, 64), burst: burst, idle: time.Minute, buckets: map[string]*bucket{}}
 }
 
 // Enabled reports whether the limiter limits anything.
 func (l *RateLimiter) Enabled() bool { return l != nil && l.perSecond > 0 }
 
 // LimitHeader is the X-RateLimit-Limit value.
-func (l *RateLimiter) LimitHeader() string { return strconv.FormatFloat(l.perSecond, 'f', -1, 64) }
+func (l *RateLimiter) LimitHeader() string { return l.limit }
 
 // Rejected counts the requests answered 429.
 func (l *RateLimiter) Rejected() int64 { return l.rejected.Load() }
@@ -111,8 +120,12 @@ func (l *RateLimiter) Handler(key func(*http.Request) string, next http.Handler)
 		}
 		ok, wait := l.take(k, time.Now())
 		h := w.Header()
-		h.Set(HeaderLimit, l.LimitHeader())
-		h.Set(HeaderReset, strconv.FormatFloat(wait.Seconds(), 'f', 3, 64))
+		h[limitKey] = []string{l.limit}
+		reset := "0.000" // as FormatFloat says no wait, unformatted on the way of every request
+		if wait != 0 {
+			reset = strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)
+		}
+		h[resetKey] = []string{reset}
 		if !ok {
 			l.rejected.Add(1)
 			TooMany(w, r, wait)

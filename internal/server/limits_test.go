@@ -218,3 +218,31 @@ func TestRequestBodyCap(t *testing.T) {
 		t.Fatalf("2 MiB body at a 1 MiB cap: %d %s", res.StatusCode, b)
 	}
 }
+
+// TestAPIResponseHeaders: an API request answered at once carries the
+// headers HCP Terraform sends (the ones clients read: the rate limit and
+// its reset, the API version, the application's name and version) with
+// their values.
+func TestAPIResponseHeaders(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) {
+		c.RateLimitPerToken = 50
+		c.RateLimitPerAddress = -1
+	}})
+	req, _ := http.NewRequest(http.MethodGet, e.URL+"/api/v2/organizations", nil)
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	res, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	want := map[string]string{
+		"X-RateLimit-Limit": "50", "X-RateLimit-Reset": "0.000", "TFP-API-Version": "2.6", "TFP-AppName": "Terraform Enterprise",
+		"X-TFE-Version": "v202409-1", "X-TFE-Current-Version": server.Version,
+	}
+	for k, v := range want {
+		if got := res.Header.Values(k); len(got) != 1 || got[0] != v {
+			t.Errorf("%s: %q, want %q", k, got, v)
+		}
+	}
+}

@@ -538,18 +538,30 @@ func ping(w http.ResponseWriter, r *http.Request) {
 
 // apiHeaders adds the headers go-tfe and terraform read from every API
 // response (they only require them on ping).
+// apiHeaderKeys are the names of apiHeaders' headers as net/http keeps
+// them, canonicalized once (Header.Set canonicalizes a name on every
+// call, a new string each time for these): the rate limit,
+// TFP-API-Version, TFP-AppName, X-TFE-Version and X-TFE-Current-Version.
+var apiHeaderKeys = [...]string{
+	http.CanonicalHeaderKey(httplimit.HeaderLimit),
+	http.CanonicalHeaderKey("TFP-API-Version"),
+	http.CanonicalHeaderKey("TFP-AppName"),
+	http.CanonicalHeaderKey("X-TFE-Version"),
+	http.CanonicalHeaderKey("X-TFE-Current-Version"),
+}
+
 func (s *Server) apiHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			h := w.Header()
 			// The per-token limit, on ping too: go-tfe reads it there.
 			if s.TokenLimits.Enabled() {
-				h.Set(httplimit.HeaderLimit, s.TokenLimits.LimitHeader())
+				h[apiHeaderKeys[0]] = []string{s.TokenLimits.LimitHeader()}
 			}
-			h.Set("TFP-API-Version", "2.6")
-			h.Set("TFP-AppName", "Terraform Enterprise")
-			h.Set("X-TFE-Version", "v202409-1")
-			h.Set("X-TFE-Current-Version", Version)
+			h[apiHeaderKeys[1]] = []string{"2.6"}
+			h[apiHeaderKeys[2]] = []string{"Terraform Enterprise"}
+			h[apiHeaderKeys[3]] = []string{"v202409-1"}
+			h[apiHeaderKeys[4]] = []string{Version}
 		}
 		next.ServeHTTP(w, r)
 	})

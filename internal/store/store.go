@@ -108,7 +108,7 @@ func (db *DB) Driver() Driver { return db.driver }
 // Exec runs a statement on the writer pool.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	db.queries.Add(1)
-	if err := db.guard.check(queryLabel(query)); err != nil {
+	if err := db.guard.checkQuery(query); err != nil {
 		return nil, err
 	}
 	if db.wc != nil {
@@ -120,7 +120,7 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // Query runs a query on the reader pool.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	db.queries.Add(1)
-	if err := db.guard.check(queryLabel(query)); err != nil {
+	if err := db.guard.checkQuery(query); err != nil {
 		return nil, err
 	}
 	if db.rc != nil {
@@ -132,7 +132,7 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // QueryRow runs a single-row query on the reader pool.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	db.queries.Add(1)
-	if err := db.guard.check(queryLabel(query)); err != nil {
+	if err := db.guard.checkQuery(query); err != nil {
 		return failedRow(ctx, err)
 	}
 	if db.rc != nil {

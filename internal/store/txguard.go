@@ -79,17 +79,31 @@ func (g *txGuard) enter(what string) (leave func(), err error) {
 // goroutine holds a transaction of the DB; nil otherwise. g may be nil (the
 // guard is off).
 func (g *txGuard) check(what string) error {
-	if g == nil || g.open.Load() == 0 {
-		return nil
-	}
-	id := goroutineID()
-	g.mu.Lock()
-	held := g.by[id] > 0
-	g.mu.Unlock()
-	if held {
+	if g.heldHere() {
 		return fmt.Errorf("%w: %s (called from %s)", ErrConnInTx, what, callers())
 	}
 	return nil
+}
+
+// checkQuery is check for a query, named by queryLabel only when it fails
+// (the label of a long query is a new string, on every query).
+func (g *txGuard) checkQuery(query string) error {
+	if g.heldHere() {
+		return fmt.Errorf("%w: %s (called from %s)", ErrConnInTx, queryLabel(query), callers())
+	}
+	return nil
+}
+
+// heldHere reports whether the calling goroutine is inside one of the
+// DB's transactions.
+func (g *txGuard) heldHere() bool {
+	if g == nil || g.open.Load() == 0 {
+		return false
+	}
+	id := goroutineID()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.by[id] > 0
 }
 
 // callers names the first frames outside this package that led to a

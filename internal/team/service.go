@@ -193,11 +193,16 @@ func scanTeam(sc interface{ Scan(...any) error }) (*Team, error) {
 	if err := sc.Scan(&t.ID, &t.Organization, &t.Name, &attrs, &created); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(attrs), &t.Settings); err != nil {
-		return nil, fmt.Errorf("decoding settings of team %s: %w", t.ID, err)
-	}
-	if t.Settings.Visibility == "" {
-		t.Settings.Visibility = "secret"
+	if st, ok := decodedSettings.get(attrs); ok {
+		t.Settings = st
+	} else {
+		if err := json.Unmarshal([]byte(attrs), &t.Settings); err != nil {
+			return nil, fmt.Errorf("decoding settings of team %s: %w", t.ID, err)
+		}
+		if t.Settings.Visibility == "" {
+			t.Settings.Visibility = "secret"
+		}
+		decodedSettings.put(attrs, t.Settings)
 	}
 	t.CreatedAt = core.FromMicros(created)
 	return &t, nil

@@ -7,6 +7,7 @@ package team
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -36,6 +37,52 @@ type Settings struct {
 	SSOTeamID                  string `json:"sso-team-id,omitempty"`
 	AllowMemberTokenManagement *bool  `json:"allow-member-token-management,omitempty"`
 	Access                     Access `json:"organization-access"`
+}
+
+// copy returns s with nothing shared with it: the value behind its
+// pointer copied too (TestSettingsCopyIsDeep names the fields it must
+// copy).
+func (s Settings) copy() Settings {
+	if s.AllowMemberTokenManagement != nil {
+		v := *s.AllowMemberTokenManagement
+		s.AllowMemberTokenManagement = &v
+	}
+	return s
+}
+
+// decodedSettings remembers the settings decoded from each team settings
+// document (scanTeam): every authorized request reads the caller's teams
+// and decoded their documents again; what a document decodes to depends
+// on nothing but its text, so a remembered one is never stale (a changed
+// setting is another document). Callers get copies (Settings.copy).
+var decodedSettings settingsMemo
+
+type settingsMemo struct {
+	mu sync.Mutex
+	m  map[string]Settings
+}
+
+// maxDecodedSettings bounds settingsMemo: past it, it starts again empty.
+const maxDecodedSettings = 512
+
+func (c *settingsMemo) get(attrs string) (Settings, bool) {
+	c.mu.Lock()
+	st, ok := c.m[attrs]
+	c.mu.Unlock()
+	if !ok {
+		return Settings{}, false
+	}
+	return st.copy(), true
+}
+
+func (c *settingsMemo) put(attrs string, st Settings) {
+	st = st.copy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxDecodedSettings {
+		c.m = map[string]Settings{}
+	}
+	c.m[attrs] = st
 }
 
 // Access is what a team's members may do across the organization (go-tfe's

@@ -62,6 +62,8 @@ func (a *API) Respond(w http.ResponseWriter, r *http.Request, status int, ws *Wo
 
 // Register adds the routes to mux.
 func (a *API) Register(mux *http.ServeMux) {
+	// A workspace read by name reads its document with its row.
+	a.Service.document = a.documentColumns
 	mux.HandleFunc("GET /api/v2/organizations/{org}/workspaces", a.list)
 	mux.HandleFunc("POST /api/v2/organizations/{org}/workspaces", a.create)
 	mux.HandleFunc("GET /api/v2/organizations/{org}/workspaces/{name}", a.byName(a.get))

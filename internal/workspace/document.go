@@ -3,7 +3,11 @@ package workspace
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
+	"sync"
+
+	"github.com/terracehq/terrace/internal/core"
 )
 
 // The relationships a workspace document shows of other domains (its
@@ -80,18 +84,17 @@ func (d document) varIDs() []string {
 	return strings.Split(d.vars.String, ",")
 }
 
-// readDocument reads, in one statement, the parts of workspace id's
-// document that their domains say in SQL; ok is false when none can or
-// the statement failed (then every part is asked of its domain).
-func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool) {
-	var cols []string
-	var dest []any
+// documentColumns returns the scalar subqueries of the parts of a
+// workspace's document that their domains say in SQL (over ws, the
+// workspace's row), and where each goes in d; none when no domain can.
+// selectList writes them as columns.
+func (a *API) documentColumns(d *document) (cols []string, dest []any) {
 	add := func(expr string, has *bool, to any) {
 		if expr == "" {
 			return
 		}
 		*has = true
-		cols = append(cols, "("+expr+")")
+		cols = append(cols, expr)
 		dest = append(dest, to)
 	}
 	if rs, isSQL := a.Service.Runs.(CurrentRunsSQL); isSQL && a.Service.Runs != nil {
@@ -123,11 +126,63 @@ func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool)
 			}
 		}
 	}
+	return cols, dest
+}
+
+// documentKey is where a read-only request's memo keeps the document read
+// with its workspace's row (Service.read).
+func documentKey(id string) string { return "workspace-document:" + id }
+
+// readDocument reads, in one statement, the parts of workspace id's
+// document that their domains say in SQL; ok is false when none can or
+// the statement failed (then every part is asked of its domain). A
+// read-only request that looked the workspace up by name has read them
+// with its row already (the request memo).
+func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool) {
+	if d, ok := core.Recall[document](ctx, documentKey(id)); ok {
+		return d, true
+	}
+	cols, dest := a.documentColumns(&d)
 	if len(cols) == 0 {
 		return document{}, false
 	}
-	if err := a.Service.db.QueryRow(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM workspaces ws WHERE ws.id = ?`, id).Scan(dest...); err != nil {
+	if err := a.Service.db.QueryRow(ctx, `SELECT `+selectList(cols)+` FROM workspaces ws WHERE ws.id = ?`, id).Scan(dest...); err != nil {
 		return document{}, false
 	}
 	return d, true
+}
+
+// selectList writes scalar subqueries as the columns of a select list.
+func selectList(exprs []string) string {
+	var b strings.Builder
+	for i, e := range exprs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(")
+		b.WriteString(e)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// documentQuery is the statement readByName last built, and the document
+// parts it was built of: the parts are the same strings on every read
+// (their domains' SQL), so the statement is built again only when they
+// differ.
+type documentQuery struct {
+	mu    sync.Mutex
+	parts []string
+	query string
+}
+
+// get returns the statement for parts, built by build when parts differ
+// from the last.
+func (q *documentQuery) get(parts []string, build func() string) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !slices.Equal(q.parts, parts) {
+		q.parts, q.query = slices.Clone(parts), build()
+	}
+	return q.query
 }

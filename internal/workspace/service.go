@@ -135,6 +135,12 @@ type Service struct {
 	// OnUnlock runs after a user or team releases a workspace's lock, so
 	// that runs waiting for it start.
 	OnUnlock []func(ctx context.Context, workspaceID string)
+	// document, set by the API, gives the select-list of the workspace
+	// document's parts (API.documentColumns): a read-only request that
+	// looks a workspace up by name reads them in the row's statement.
+	document func(d *document) (cols []string, dest []any)
+	// documentQuery is readByName's statement with the document.
+	documentQuery documentQuery
 }
 
 // remove deletes a workspace row and, in the same transaction, everything
@@ -353,15 +359,20 @@ func scanWith(sc interface{ Scan(...any) error }, more ...any) (*Workspace, erro
 	if err := sc.Scan(append([]any{&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated, &w.SSHKeyID}, more...)...); err != nil {
 		return nil, err
 	}
-	w.Settings = defaultSettings()
-	if err := json.Unmarshal([]byte(attrs), &w.Settings); err != nil {
-		return nil, fmt.Errorf("decoding settings of workspace %s: %w", w.ID, err)
-	}
-	if w.Settings.TriggerPrefixes == nil {
-		w.Settings.TriggerPrefixes = []string{}
-	}
-	if w.Settings.TriggerPatterns == nil {
-		w.Settings.TriggerPatterns = []string{}
+	if st, ok := decodedSettings.get(attrs); ok {
+		w.Settings = st
+	} else {
+		w.Settings = defaultSettings()
+		if err := json.Unmarshal([]byte(attrs), &w.Settings); err != nil {
+			return nil, fmt.Errorf("decoding settings of workspace %s: %w", w.ID, err)
+		}
+		if w.Settings.TriggerPrefixes == nil {
+			w.Settings.TriggerPrefixes = []string{}
+		}
+		if w.Settings.TriggerPatterns == nil {
+			w.Settings.TriggerPatterns = []string{}
+		}
+		decodedSettings.put(attrs, w.Settings)
 	}
 	w.CreatedAt, w.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
 	return &w, nil
@@ -417,17 +428,23 @@ func memoized(w *Workspace, err error) (*Workspace, error) {
 // reads them, into one value (NULL for none): the names match tagRE, so
 // a comma cannot be part of one. string_agg with ORDER BY is PostgreSQL's
 // and SQLite's (3.44 on) alike.
-const tagNamesSQL = `(SELECT string_agg(t.name, ',' ORDER BY wt.created_at, t.name) FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE wt.workspace_id = workspaces.id)`
+const tagNamesSQL = `(SELECT string_agg(t.name, ',' ORDER BY wt.created_at, t.name) FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE wt.workspace_id = ws.id)`
 
 // read reads the workspace matching where, and its tags, from the store
 // in one statement; sql.ErrNoRows when there is none.
 func (s *Service) read(ctx context.Context, q store.Q, forUpdate bool, where string, args ...any) (*Workspace, error) {
-	query := `SELECT ` + cols + `, ` + tagNamesSQL + ` FROM workspaces WHERE ` + where
+	query := `SELECT ` + cols + `, ` + tagNamesSQL + ` FROM workspaces ws WHERE ` + where
 	if forUpdate {
 		query += store.ForUpdate(q)
 	}
+	return s.readWith(q.QueryRow(ctx, query, args...))
+}
+
+// readWith scans a row of read's columns, and into more the columns
+// after them.
+func (s *Service) readWith(row *sql.Row, more ...any) (*Workspace, error) {
 	var tags sql.NullString
-	w, err := scanWith(q.QueryRow(ctx, query, args...), &tags)
+	w, err := scanWith(row, append([]any{&tags}, more...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -436,6 +453,35 @@ func (s *Service) read(ctx context.Context, q store.Q, forUpdate bool, where str
 		w.TagNames = strings.Split(tags.String, ",")
 	}
 	return w, nil
+}
+
+// readByName reads the workspace org/name as read does. In a read-only
+// request (one with a request memo: a workspace read, whose document
+// follows) the same statement reads the document's parts and remembers
+// them for the rest of the request (readDocument finds them), one store
+// round trip instead of two; should that statement fail, the row is read
+// alone and the document is left to readDocument.
+func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace, error) {
+	const where = ` FROM workspaces ws WHERE organization_name = ? AND name = ?`
+	if s.document != nil && core.HasMemo(ctx) {
+		var d document
+		if dcols, dest := s.document(&d); len(dcols) > 0 {
+			// Without the request's cancellation, as auth's token query
+			// (internal/auth): index searches of microseconds, for which
+			// database/sql and the drivers would start a goroutine to
+			// interrupt them should the request end.
+			query := s.documentQuery.get(dcols, func() string { return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + where })
+			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), query, org, name), dest...)
+			if err == nil {
+				core.Remember(ctx, documentKey(w.ID), d)
+				return w, nil
+			}
+			if store.IsNoRows(err) {
+				return nil, err
+			}
+		}
+	}
+	return s.read(ctx, s.db, false, `organization_name = ? AND name = ?`, org, name)
 }
 
 func (s *Service) tagNames(ctx context.Context, q store.Q, id string) ([]string, error) {
@@ -468,7 +514,7 @@ func (s *Service) GetByName(ctx context.Context, org, name string) (*Workspace, 
 		return nil, err
 	}
 	w, err := memoized(core.Memoize(ctx, "workspace-name:"+org+"/"+name, func() (*Workspace, error) {
-		return s.read(ctx, s.db, false, `organization_name = ? AND name = ?`, org, name)
+		return s.readByName(ctx, org, name)
 	}))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("workspace %q not found in organization %q", name, org)

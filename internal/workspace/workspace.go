@@ -5,7 +5,9 @@ package workspace
 
 import (
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -67,6 +69,54 @@ type Settings struct {
 	TriggerPatterns             []string   `json:"trigger-patterns"`
 	WorkingDirectory            string     `json:"working-directory"`
 	MigrationEnvironment        string     `json:"migration-environment,omitempty"`
+}
+
+// copy returns s with nothing shared with it: the values behind its
+// pointer and slices copied too (TestSettingsCopyIsDeep names the fields
+// it must copy).
+func (s Settings) copy() Settings {
+	if s.AutoDestroyAt != nil {
+		t := *s.AutoDestroyAt
+		s.AutoDestroyAt = &t
+	}
+	s.TriggerPrefixes = slices.Clone(s.TriggerPrefixes)
+	s.TriggerPatterns = slices.Clone(s.TriggerPatterns)
+	return s
+}
+
+// decodedSettings remembers the settings decoded from each workspace
+// settings document (scanWith): every read of a workspace decodes its
+// document, and what it decodes to depends on nothing but its text, so a
+// remembered one is never stale (a changed setting is another document).
+// Callers get copies (Settings.copy).
+var decodedSettings settingsMemo
+
+type settingsMemo struct {
+	mu sync.Mutex
+	m  map[string]Settings
+}
+
+// maxDecodedSettings bounds settingsMemo: past it, it starts again empty.
+const maxDecodedSettings = 512
+
+func (c *settingsMemo) get(attrs string) (Settings, bool) {
+	c.mu.Lock()
+	st, ok := c.m[attrs]
+	c.mu.Unlock()
+	if !ok {
+		return Settings{}, false
+	}
+	return st.copy(), true
+}
+
+func (c *settingsMemo) put(attrs string, st Settings) {
+	st = st.copy()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxDecodedSettings {
+		c.m = map[string]Settings{}
+	}
+	c.m[attrs] = st
 }
 
 func defaultSettings() Settings {

@@ -1,0 +1,35 @@
+package tfeapi
+
+import (
+	"context"
+	"net/http"
+)
+
+// Matching a request against the API's ServeMux (a tree of some hundreds
+// of patterns) is done by each layer that needs the route: the audit
+// recorder, the authorization guard, and the mux itself when it serves.
+// The first layer to match remembers the pattern in the request's context
+// (WithRoute) and the next one finds it there (Route).
+
+type routeKey struct{}
+
+type route struct {
+	mux     *http.ServeMux
+	pattern string
+}
+
+// WithRoute returns ctx remembering that a request matched pattern in mux.
+func WithRoute(ctx context.Context, mux *http.ServeMux, pattern string) context.Context {
+	return context.WithValue(ctx, routeKey{}, route{mux, pattern})
+}
+
+// Route returns the pattern r matches in mux, as mux.Handler says it:
+// remembered by WithRoute when an earlier layer matched it, else matched
+// now.
+func Route(r *http.Request, mux *http.ServeMux) string {
+	if rt, ok := r.Context().Value(routeKey{}).(route); ok && rt.mux == mux {
+		return rt.pattern
+	}
+	_, pattern := mux.Handler(r)
+	return pattern
+}
