@@ -194,6 +194,11 @@ type PlanResult struct {
 	// beside) the apply (the counts are terraform's summary line). Only
 	// for a run that goes straight on to apply.
 	JSONLater bool `json:",omitempty"`
+	// Log is the end of the phase's log that the runner has not sent as
+	// a chunk (already masked): it is added before the log is closed, so
+	// that ending a phase is one call, not a last chunk and then the
+	// report.
+	Log []byte `json:",omitempty"`
 }
 
 func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string) (string, JobPhase, error) {
@@ -227,9 +232,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	defer s.logSteps("plan reported", runID, &steps)
 	// Blobs first, side by side: the run only says "planned" once they
 	// are stored.
-	tail := ""
+	tail := string(res.Log)
 	if res.Error != "" && !res.Canceled {
-		tail = "\n" + res.Error + "\n"
+		tail += "\n" + res.Error + "\n"
 	}
 	writes := []func() error{func() error {
 		defer steps.time("log")()
@@ -390,6 +395,9 @@ type ApplyResult struct {
 	// State is the state terraform left (also after a failed or
 	// interrupted apply); nil when it did not change.
 	State []byte
+	// Log is the end of the apply's log not yet sent as a chunk
+	// (PlanResult.Log).
+	Log []byte `json:",omitempty"`
 }
 
 // StateSink stores the state an apply produced as a new state version.
@@ -411,9 +419,9 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	// The new state and the folded log do not depend on each other: both
 	// are stored, side by side, before the outcome is recorded (the run is
 	// never applied without its state version, nor ended without its log).
-	tail := ""
+	tail := string(res.Log)
 	if res.Error != "" && !res.Canceled {
-		tail = "\n" + res.Error + "\n"
+		tail += "\n" + res.Error + "\n"
 	}
 	stateErr := ""
 	writes := []func() error{func() error {

@@ -74,7 +74,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	if j.job.Phase == run.PhasePlan {
 		res := j.plan(ctx, in)
 		t0 = time.Now()
-		j.out.Flush()
+		res.Log = j.out.Rest()
 		cont, err := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, res)
 		j.took("report plan", t0)
 		if err != nil || !cont {
@@ -149,19 +149,23 @@ func (j *jobExec) header(ctx context.Context) {
 func (j *jobExec) finish(ctx context.Context, err error, _ []byte) error {
 	if j.out != nil {
 		fmt.Fprintf(j.out, "\nError: %v\n", err)
-		j.out.Flush()
 	}
 	if j.job.Phase == run.PhasePlan {
-		_, ferr := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, run.PlanResult{Error: err.Error()})
+		res := run.PlanResult{Error: err.Error()}
+		if j.out != nil {
+			res.Log = j.out.Rest()
+		}
+		_, ferr := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, res)
 		return ferr
 	}
 	return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 }
 
+// finishApply reports an apply with the end of its log.
 func (j *jobExec) finishApply(ctx context.Context, res run.ApplyResult) error {
 	defer j.took("report apply", time.Now())
 	if j.out != nil {
-		j.out.Flush()
+		res.Log = j.out.Rest()
 	}
 	return j.r.api.FinishApply(ctx, j.job.ID, j.r.cfg.ID, res)
 }
