@@ -238,7 +238,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	}
 	writes := []func() error{func() error {
 		defer steps.time("log")()
-		return s.endLog(ctx, r.Plan.ID, tail)
+		return s.foldLog(ctx, r.Plan.ID, tail)
 	}}
 	puts := map[string][]byte{"json": res.PlanJSON, "json-redacted": res.RedactedJSON, "tfplan": res.PlanFile, "lock": res.LockFile}
 	for name, data := range puts {
@@ -256,6 +256,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	cont := false
 	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
+			return nil, err
+		}
+		if err := dropChunks(ctx, tx, r.Plan.ID); err != nil {
 			return nil, err
 		}
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
@@ -426,7 +429,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	stateErr := ""
 	writes := []func() error{func() error {
 		defer steps.time("log")()
-		return s.endLog(ctx, r.Apply.ID, tail)
+		return s.foldLog(ctx, r.Apply.ID, tail)
 	}}
 	if res.State != nil {
 		writes = append(writes, func() error {
@@ -450,6 +453,9 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	var staleIDs []string
 	_, err = s.update(ctx, runID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		if _, _, err := s.ownJob(ctx, tx, jobID, runnerID); err != nil {
+			return nil, err
+		}
+		if err := dropChunks(ctx, tx, r.Apply.ID); err != nil {
 			return nil, err
 		}
 		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
