@@ -448,14 +448,11 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 // gather collects what a job needs. The run token it mints lives as long
 // as the run: auth refuses run tokens of finished runs. The reads are
 // independent of each other (but for the variables, which need the
-// workspace's project), so they are made side by side: on PostgreSQL
-// each is a round trip on the run's critical path.
+// workspace's project, and so follow the workspace's read), so they are
+// made side by side: on PostgreSQL each is a round trip on the run's
+// critical path.
 func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
-	ws, err := s.o.Runs.Workspaces.System(ctx, r.WorkspaceID)
-	if err != nil {
-		return nil, err
-	}
-	in := &runner.Inputs{Workspace: ws, Hostname: s.o.Hostname}
+	in := &runner.Inputs{Hostname: s.o.Hostname}
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	side := func(i int, fn func() error) {
@@ -490,7 +487,10 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		return err
 	})
 	side(3, func() (err error) {
-		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, ws.ProjectID); err != nil {
+		if in.Workspace, err = s.o.Runs.Workspaces.System(ctx, r.WorkspaceID); err != nil {
+			return err
+		}
+		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, in.Workspace.ProjectID); err != nil {
 			return fmt.Errorf("reading variables: %w", err)
 		}
 		return nil
