@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -33,6 +34,11 @@ type Client struct {
 	// CAFile, when set, is given to terraform (SSL_CERT_FILE) to reach
 	// the server: the runner's own copy of the server's CA.
 	CAFile string
+
+	mu sync.Mutex
+	// claimed holds the inputs that came with a claim's answer until the
+	// job asks for them (Inputs).
+	claimed map[string]*runner.Inputs
 }
 
 var _ runner.API = (*Client)(nil)
@@ -122,6 +128,14 @@ func (c *Client) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
 	if err != nil || code == http.StatusNoContent {
 		return nil, err
 	}
+	if out.Inputs != nil {
+		c.mu.Lock()
+		if c.claimed == nil {
+			c.claimed = map[string]*runner.Inputs{}
+		}
+		c.claimed[out.ID] = out.Inputs
+		c.mu.Unlock()
+	}
 	return &run.Job{ID: out.ID, RunID: out.RunID, Phase: out.Phase, Run: out.Run, Lease: time.Duration(out.LeaseMS) * time.Millisecond}, nil
 }
 
@@ -132,14 +146,21 @@ func (c *Client) Heartbeat(ctx context.Context, jobID, runnerID string) (run.Sig
 	return out.Signal, err
 }
 
-// Inputs fetches what the job needs.
+// Inputs returns what the job needs: those that came with its claim
+// (once), or else the server's answer to GET …/inputs.
 func (c *Client) Inputs(ctx context.Context, job *run.Job) (*runner.Inputs, error) {
-	var in runner.Inputs
-	if _, err := c.call(ctx, http.MethodGet, "/api/agent/jobs/"+job.ID+"/inputs", nil, &in); err != nil {
-		return nil, err
+	c.mu.Lock()
+	in := c.claimed[job.ID]
+	delete(c.claimed, job.ID)
+	c.mu.Unlock()
+	if in == nil {
+		in = &runner.Inputs{}
+		if _, err := c.call(ctx, http.MethodGet, "/api/agent/jobs/"+job.ID+"/inputs", nil, in); err != nil {
+			return nil, err
+		}
 	}
 	in.CAFile = c.CAFile
-	return &in, nil
+	return in, nil
 }
 
 // AppendLog sends a chunk of a phase's log.

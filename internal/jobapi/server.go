@@ -310,6 +310,11 @@ type Job struct {
 	// a runner silent this long loses the job, so it heartbeats well
 	// within it.
 	LeaseMS int64 `json:"lease_ms"`
+	// Inputs are what GET …/inputs answers, gathered with the claim so
+	// that a job starts after one round trip, not two. Absent when they
+	// could not be gathered: the runner then asks for them, and that
+	// call's error fails the job as before.
+	Inputs *runner.Inputs `json:"inputs,omitempty"`
 }
 
 func (s *Server) wait(ms int64) time.Duration {
@@ -363,7 +368,11 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 					s.o.Logger.Warn("recording an agent's status", "agent", runnerID, "error", err)
 				}
 			}
-			respond(w, http.StatusOK, Job{ID: job.ID, RunID: job.RunID, Phase: job.Phase, Run: job.Run, LeaseMS: s.o.Runs.LeaseTTL.Milliseconds()})
+			out := Job{ID: job.ID, RunID: job.RunID, Phase: job.Phase, Run: job.Run, LeaseMS: s.o.Runs.LeaseTTL.Milliseconds()}
+			if out.Inputs, err = s.gather(ctx, job.Run, job.Phase); err != nil {
+				s.o.Logger.Debug("a claimed job's inputs are left to its runner to ask for", "job", job.ID, "error", err)
+			}
+			respond(w, http.StatusOK, out)
 			return nil
 		}
 		if agent {
@@ -439,14 +448,11 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 // gather collects what a job needs. The run token it mints lives as long
 // as the run: auth refuses run tokens of finished runs. The reads are
 // independent of each other (but for the variables, which need the
-// workspace's project), so they are made side by side: on PostgreSQL
-// each is a round trip on the run's critical path.
+// workspace's project, and so follow the workspace's read), so they are
+// made side by side: on PostgreSQL each is a round trip on the run's
+// critical path.
 func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
-	ws, err := s.o.Runs.Workspaces.System(ctx, r.WorkspaceID)
-	if err != nil {
-		return nil, err
-	}
-	in := &runner.Inputs{Workspace: ws, Hostname: s.o.Hostname}
+	in := &runner.Inputs{Hostname: s.o.Hostname}
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	side := func(i int, fn func() error) {
@@ -481,7 +487,10 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		return err
 	})
 	side(3, func() (err error) {
-		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, ws.ProjectID); err != nil {
+		if in.Workspace, err = s.o.Runs.Workspaces.System(ctx, r.WorkspaceID); err != nil {
+			return err
+		}
+		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, in.Workspace.ProjectID); err != nil {
 			return fmt.Errorf("reading variables: %w", err)
 		}
 		return nil

@@ -233,6 +233,11 @@ type PlanResult struct {
 	// beside) the apply (the counts are terraform's summary line). Only
 	// for a run that goes straight on to apply.
 	JSONLater bool `json:",omitempty"`
+	// Log is the end of the phase's log that the runner has not sent as
+	// a chunk (already masked): it is added before the log is closed, so
+	// that ending a phase is one call, not a last chunk and then the
+	// report.
+	Log []byte `json:",omitempty"`
 }
 
 func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string) (string, JobPhase, error) {
@@ -290,13 +295,13 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	defer s.logSteps("plan reported", runID, &steps)
 	// Blobs first, side by side: the run only says "planned" once they
 	// are stored.
-	tail := ""
+	tail := string(res.Log)
 	if res.Error != "" && !res.Canceled {
-		tail = "\n" + res.Error + "\n"
+		tail += "\n" + res.Error + "\n"
 	}
 	writes := []func() error{func() error {
 		defer steps.time("log")()
-		return s.endLog(ctx, r.Plan.ID, tail)
+		return s.foldLog(ctx, r.Plan.ID, tail)
 	}}
 	puts := map[string][]byte{"json": res.PlanJSON, "json-redacted": res.RedactedJSON, "tfplan": res.PlanFile, "lock": res.LockFile}
 	for name, data := range puts {
@@ -313,6 +318,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	defer steps.time("update")()
 	cont := false
 	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if err := dropChunks(ctx, tx, r.Plan.ID); err != nil {
+			return nil, err
+		}
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
@@ -449,6 +457,9 @@ type ApplyResult struct {
 	// State is the state terraform left (also after a failed or
 	// interrupted apply); nil when it did not change.
 	State []byte
+	// Log is the end of the apply's log not yet sent as a chunk
+	// (PlanResult.Log).
+	Log []byte `json:",omitempty"`
 }
 
 // StateSink stores the state an apply produced as a new state version.
@@ -470,14 +481,14 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	// The new state and the folded log do not depend on each other: both
 	// are stored, side by side, before the outcome is recorded (the run is
 	// never applied without its state version, nor ended without its log).
-	tail := ""
+	tail := string(res.Log)
 	if res.Error != "" && !res.Canceled {
-		tail = "\n" + res.Error + "\n"
+		tail += "\n" + res.Error + "\n"
 	}
 	stateErr := ""
 	writes := []func() error{func() error {
 		defer steps.time("log")()
-		return s.endLog(ctx, r.Apply.ID, tail)
+		return s.foldLog(ctx, r.Apply.ID, tail)
 	}}
 	if res.State != nil {
 		writes = append(writes, func() error {
@@ -500,6 +511,9 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	defer steps.time("update")()
 	var staleIDs []string
 	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+		if err := dropChunks(ctx, tx, r.Apply.ID); err != nil {
+			return nil, err
+		}
 		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
 		case res.Canceled:

@@ -103,6 +103,17 @@ func (s *Service) chunks(ctx context.Context, q store.Q, logID string) ([]byte, 
 
 // endLog closes a log: ETX, then the whole log moves to the blob store.
 func (s *Service) endLog(ctx context.Context, logID string, tail string) error {
+	if err := s.foldLog(ctx, logID, tail); err != nil {
+		return err
+	}
+	return dropChunks(ctx, s.DB, logID)
+}
+
+// foldLog writes a log's chunks, tail and ETX to the blob store: the first
+// half of endLog. The log is closed once dropChunks removes the chunks
+// (until then reads serve the chunks); a phase's report does that in the
+// transaction that records its outcome, which saves a transaction.
+func (s *Service) foldLog(ctx context.Context, logID string, tail string) error {
 	data, found, err := s.chunks(ctx, s.DB, logID)
 	if err != nil {
 		return err
@@ -112,10 +123,12 @@ func (s *Service) endLog(ctx context.Context, logID string, tail string) error {
 	}
 	data = append(data, tail...)
 	data = append(data, etx...)
-	if err := s.Blobs.Put(ctx, logKey(logID), data); err != nil {
-		return err
-	}
-	_, err = s.DB.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
+	return s.Blobs.Put(ctx, logKey(logID), data)
+}
+
+// dropChunks removes a folded log's chunks: reads then serve the blob.
+func dropChunks(ctx context.Context, q store.Q, logID string) error {
+	_, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -73,6 +74,46 @@ func TestConcurrentLogAppends(t *testing.T) {
 		}
 		if !strings.HasPrefix(string(log), stx) || !strings.HasSuffix(string(log), etx) {
 			t.Fatalf("log is not framed with STX/ETX: %q", log)
+		}
+	})
+}
+
+// TestReportCarriesTheLogsEnd: the end of a phase's log that comes with
+// the report (PlanResult.Log) follows the chunks sent before it and
+// precedes the error the report gives, and the log is closed, on both
+// stores.
+func TestReportCarriesTheLogsEnd(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		r := &Run{ID: "run-tail", WorkspaceID: "ws-a", Organization: "acme", ConfigurationVersionID: "cv-x", Status: Planning,
+			Timestamps: Stamps{}, PlanOnly: true, CreatedAt: core.Now(), Plan: Phase{ID: "plan-tail"}, Apply: Phase{ID: "apply-tail"}}
+		if err := insertRun(ctx, db, nil, r); err != nil {
+			t.Fatal(err)
+		}
+		now := core.Micros(core.Now())
+		if _, err := db.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, runner_id, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, 'running', 'runs', '', 'runner-1', ?, ?, ?)`,
+			"job-tail", r.ID, string(PhasePlan), core.Micros(core.Now().Add(time.Hour)), now, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.startLog(ctx, db, r.Plan.ID, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendLog(ctx, r.Plan.ID, []byte("streamed line\n")); err != nil {
+			t.Fatal(err)
+		}
+		cont, err := s.FinishPlan(ctx, "job-tail", "runner-1", PlanResult{Error: "terraform plan failed", Log: []byte("last line\nno newline")})
+		if err != nil || cont {
+			t.Fatalf("FinishPlan = %v, %v; want no apply and no error", cont, err)
+		}
+		log, err := s.ReadLog(ctx, r.Plan.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := stx + "streamed line\nlast line\nno newline\nterraform plan failed\n" + etx; string(log) != want {
+			t.Fatalf("log = %q, want %q", log, want)
+		}
+		if got, err := s.get(ctx, r.ID); err != nil || got.Status != Errored {
+			t.Fatalf("run after the report: %v, %v; want errored", got, err)
 		}
 	})
 }

@@ -11,7 +11,8 @@ import (
 
 // logWriter collects terraform's output, masks sensitive values line by
 // line (so a secret split across writes is still caught) and ships it to
-// the server in chunks: every 250ms, or at 64 KiB.
+// the server in chunks: every 250ms, or at 64 KiB. What is left when the
+// phase ends goes with the call that reports it (Rest).
 type logWriter struct {
 	ctx    context.Context
 	api    API
@@ -25,7 +26,7 @@ type logWriter struct {
 	ready   bytes.Buffer
 	done    chan struct{}
 	onError func(error)
-	closed  bool
+	stopped sync.Once
 	wg      sync.WaitGroup
 }
 
@@ -104,14 +105,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 func (w *logWriter) ship(all bool) {
 	w.shipMu.Lock()
 	defer w.shipMu.Unlock()
-	w.mu.Lock()
-	if all && len(w.partial) > 0 {
-		w.ready.Write(w.mask(w.partial))
-		w.partial = w.partial[:0]
-	}
-	data := bytes.Clone(w.ready.Bytes())
-	w.ready.Reset()
-	w.mu.Unlock()
+	data := w.take(all)
 	if len(data) > 0 {
 		// A chunk the server refuses is lost from the live log; terraform
 		// goes on either way, so it is logged, not fatal.
@@ -121,19 +115,43 @@ func (w *logWriter) ship(all bool) {
 	}
 }
 
-// Flush sends everything written so far.
-func (w *logWriter) Flush() { w.ship(true) }
-
-// Close flushes and stops the background shipper (idempotent).
-func (w *logWriter) Close() {
+// take removes and returns what is ready (masked); with all, also a
+// trailing partial line.
+func (w *logWriter) take(all bool) []byte {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
+	defer w.mu.Unlock()
+	if all && len(w.partial) > 0 {
+		w.ready.Write(w.mask(w.partial))
+		w.partial = w.partial[:0]
 	}
-	w.closed = true
-	w.mu.Unlock()
-	close(w.done)
-	w.wg.Wait()
+	data := bytes.Clone(w.ready.Bytes())
+	w.ready.Reset()
+	return data
+}
+
+// stop stops the background shipper (idempotent).
+func (w *logWriter) stop() {
+	w.stopped.Do(func() {
+		close(w.done)
+		w.wg.Wait()
+	})
+}
+
+// Rest stops the background shipper and returns everything written and
+// not yet sent, masked, a trailing partial line included: the end of the
+// log, for the call that reports the phase to carry (run.PlanResult.Log,
+// run.ApplyResult.Log), which saves a round trip per phase. A chunk under
+// way is sent first, so the log keeps its order. What is written after
+// Rest is sent by Close.
+func (w *logWriter) Rest() []byte {
+	w.stop()
+	w.shipMu.Lock() // a chunk under way (a 64 KiB write) is sent first
+	defer w.shipMu.Unlock()
+	return w.take(true)
+}
+
+// Close stops the background shipper and sends what is left (idempotent).
+func (w *logWriter) Close() {
+	w.stop()
 	w.ship(true)
 }

@@ -84,6 +84,34 @@ func TestLogWriterMasksAcrossWrites(t *testing.T) {
 	}
 }
 
+// TestLogWriterRest: the end of a log that Rest hands over (for the report
+// to carry) follows what was shipped, masked and whole (a trailing partial
+// line included), and is never shipped as well; what is written after
+// Rest is shipped by Close.
+func TestLogWriterRest(t *testing.T) {
+	api := &fakeLogs{}
+	w := newLogWriter(t.Context(), api, "job-1", "apply-1", []string{"s3cr3t-value"})
+	big := strings.Repeat("a line of terraform output\n", 3000) // over 64 KiB: shipped at once
+	w.Write([]byte(big))
+	w.Write([]byte("last line s3cr3t-value\nno newline s3cr3"))
+	w.Write([]byte("t-value"))
+	rest := string(w.Rest())
+	if api.String() != big {
+		t.Fatalf("shipped %d bytes before Rest, want the %d of the first write", api.Len(), len(big))
+	}
+	if want := "last line ***\nno newline ***"; rest != want {
+		t.Fatalf("Rest = %q, want %q", rest, want)
+	}
+	if again := w.Rest(); len(again) != 0 {
+		t.Fatalf("a second Rest returned %q, want nothing", again)
+	}
+	w.Write([]byte("after\n"))
+	w.Close()
+	if got := api.String(); got != big+"after\n" {
+		t.Fatalf("after Close the shipped log ends %q, want what was written after Rest", got[max(0, len(got)-20):])
+	}
+}
+
 type fakeLogs struct {
 	API
 	strings.Builder
