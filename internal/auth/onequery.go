@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -138,40 +137,14 @@ func (s *Service) buildAuthQuery(user bool) string {
 		WHERE t.hash = ?`
 }
 
-// tokenSubjects remembers, by token hash, the subject of the user tokens
-// this replica has authenticated. A token's kind and subject never change
-// (no statement updates them), so this holds nothing that can go stale:
-// each request still reads the token, its user and memberships from the
-// store (userAuthQuery), and a token deleted or replaced reads no row there
-// and is looked up afresh.
-type tokenSubjects struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// maxTokenSubjects bounds tokenSubjects: past it, it starts again empty.
-const maxTokenSubjects = 4096
-
-func (t *tokenSubjects) get(hash string) (string, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	sub, ok := t.m[hash]
-	return sub, ok
-}
-
-func (t *tokenSubjects) put(hash, subject string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m == nil || len(t.m) >= maxTokenSubjects {
-		t.m = map[string]string{}
-	}
-	t.m[hash] = subject
-}
-
-func (t *tokenSubjects) forget(hash string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, hash)
+// newTokenSubjects remembers, by token hash, the subject of the user
+// tokens this replica has authenticated. A token's kind and subject never
+// change (no statement updates them), so this holds nothing that can go
+// stale: each request still reads the token, its user and memberships from
+// the store (userAuthQuery), and a token deleted or replaced reads no row
+// there and is looked up afresh.
+func newTokenSubjects() *core.Bounded[string, string] {
+	return &core.Bounded[string, string]{Max: 4096}
 }
 
 // sqlKinds are the token kinds the one query answers in full; the
@@ -198,13 +171,13 @@ func (s *Service) sqlKinds(kind Kind) bool {
 // their own domains). ok is false when the providers cannot say it in SQL.
 func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
 	hash := HashToken(secret)
-	if subject, ok := s.userTokens.get(hash); ok {
+	if subject, ok := s.userTokens.Get(hash); ok {
 		if p, ok, err := s.authenticate(ctx, true, hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
 			return p, ok, err
 		}
 		// No longer a user token of that subject (or refused): ask as
 		// for an unknown token, which says why.
-		s.userTokens.forget(hash)
+		s.userTokens.Forget(hash)
 	}
 	// The hash twice: the memberships are filtered by the token's subject
 	// inside their derived table, so that SQLite searches them by user
@@ -335,7 +308,7 @@ func (s *Service) authenticate(ctx context.Context, user bool, hash string, args
 	if !userID.Valid {
 		return nil, true, core.Unauthorized("the token's user no longer exists")
 	}
-	s.userTokens.put(hash, subject)
+	s.userTokens.Put(hash, subject)
 	slices.Sort(member)
 	slices.Sort(owner)
 	slices.Sort(blocked)

@@ -67,14 +67,14 @@ type Service struct {
 
 	// userTokens and userQuery: the one query for a token already seen
 	// to be a user's (userAuthQuery).
-	userTokens    tokenSubjects
+	userTokens    *core.Bounded[string, string]
 	userQueryOnce sync.Once
 	userQuery     string
 }
 
 // NewService returns an auth service. runs may be nil until runs exist.
 func NewService(db *store.DB, m Memberships, o Organizations, runs RunResolver) *Service {
-	return &Service{db: db, memberships: m, orgs: o, runs: runs}
+	return &Service{db: db, memberships: m, orgs: o, runs: runs, userTokens: newTokenSubjects()}
 }
 
 // SetRunResolver wires the run domain in once it exists.

@@ -193,7 +193,7 @@ func scanTeam(sc interface{ Scan(...any) error }) (*Team, error) {
 	if err := sc.Scan(&t.ID, &t.Organization, &t.Name, &attrs, &created); err != nil {
 		return nil, err
 	}
-	if st, ok := decodedSettings.get(attrs); ok {
+	if st, ok := decodedSettings.Get(attrs); ok {
 		t.Settings = st
 	} else {
 		if err := json.Unmarshal([]byte(attrs), &t.Settings); err != nil {
@@ -202,7 +202,7 @@ func scanTeam(sc interface{ Scan(...any) error }) (*Team, error) {
 		if t.Settings.Visibility == "" {
 			t.Settings.Visibility = "secret"
 		}
-		decodedSettings.put(attrs, t.Settings)
+		decodedSettings.Put(attrs, t.Settings)
 	}
 	t.CreatedAt = core.FromMicros(created)
 	return &t, nil

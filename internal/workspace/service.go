@@ -359,7 +359,7 @@ func scanWith(sc interface{ Scan(...any) error }, more ...any) (*Workspace, erro
 	if err := sc.Scan(append([]any{&w.ID, &w.Organization, &w.ProjectID, &w.Name, &w.LockKind, &w.LockID, &w.LockReason, &attrs, &created, &updated, &w.SSHKeyID}, more...)...); err != nil {
 		return nil, err
 	}
-	if st, ok := decodedSettings.get(attrs); ok {
+	if st, ok := decodedSettings.Get(attrs); ok {
 		w.Settings = st
 	} else {
 		w.Settings = defaultSettings()
@@ -372,7 +372,7 @@ func scanWith(sc interface{ Scan(...any) error }, more ...any) (*Workspace, erro
 		if w.Settings.TriggerPatterns == nil {
 			w.Settings.TriggerPatterns = []string{}
 		}
-		decodedSettings.put(attrs, w.Settings)
+		decodedSettings.Put(attrs, w.Settings)
 	}
 	w.CreatedAt, w.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
 	return &w, nil

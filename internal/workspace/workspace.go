@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -89,35 +88,7 @@ func (s Settings) copy() Settings {
 // document, and what it decodes to depends on nothing but its text, so a
 // remembered one is never stale (a changed setting is another document).
 // Callers get copies (Settings.copy).
-var decodedSettings settingsMemo
-
-type settingsMemo struct {
-	mu sync.Mutex
-	m  map[string]Settings
-}
-
-// maxDecodedSettings bounds settingsMemo: past it, it starts again empty.
-const maxDecodedSettings = 512
-
-func (c *settingsMemo) get(attrs string) (Settings, bool) {
-	c.mu.Lock()
-	st, ok := c.m[attrs]
-	c.mu.Unlock()
-	if !ok {
-		return Settings{}, false
-	}
-	return st.copy(), true
-}
-
-func (c *settingsMemo) put(attrs string, st Settings) {
-	st = st.copy()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxDecodedSettings {
-		c.m = map[string]Settings{}
-	}
-	c.m[attrs] = st
-}
+var decodedSettings = core.Bounded[string, Settings]{Max: 512, Copy: Settings.copy}
 
 func defaultSettings() Settings {
 	return Settings{
