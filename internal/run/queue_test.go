@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
 )
 
 // TestQueuePositionsFromTheQueueIndex: a page's queue positions come from
@@ -69,32 +70,16 @@ func TestQueuePositionsFromTheQueueIndex(t *testing.T) {
 		}
 
 		// The count reads runs_queue, on each store's own planner.
-		var plan []string
-		explain := `EXPLAIN QUERY PLAN `
 		if db.Driver().Name() == "postgres" {
 			if _, err := db.Exec(ctx, `ANALYZE runs`); err != nil {
 				t.Fatal(err)
 			}
-			explain = `EXPLAIN `
 		}
-		rows, err := db.Query(ctx, explain+queuePositionsQuery(3), p1.ID, p2.ID, p3.ID)
+		p, err := storetest.QueryPlan(ctx, db, queuePositionsQuery(3), p1.ID, p2.ID, p3.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
-		}
-		rows.Close()
-		if p := strings.Join(plan, "\n"); !strings.Contains(p, "runs_queue") {
+		if !strings.Contains(p, "runs_queue") {
 			t.Errorf("the queue count does not use the index runs_queue:\n%s", p)
 		}
 	})
@@ -177,32 +162,16 @@ func TestSavedPlansFromTheirIndex(t *testing.T) {
 				t.Errorf("%s after the discard: %+v, %v", id, r, err)
 			}
 		}
-		explain := `EXPLAIN QUERY PLAN `
 		if db.Driver().Name() == "postgres" {
 			if _, err := db.Exec(ctx, `ANALYZE runs`); err != nil {
 				t.Fatal(err)
 			}
-			explain = `EXPLAIN `
 		}
-		rows, err := db.Query(ctx, explain+`SELECT `+runCols+` FROM runs WHERE `+savedPlansWhere, "ws-sp", "run-h100")
+		p, err := storetest.QueryPlan(ctx, db, `SELECT `+runCols+` FROM runs WHERE `+savedPlansWhere, "ws-sp", "run-h100")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		var plan []string
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
-		}
-		if p := strings.Join(plan, "\n"); !strings.Contains(p, "runs_saved_plans") {
+		if !strings.Contains(p, "runs_saved_plans") {
 			t.Errorf("the saved plans are not read through runs_saved_plans:\n%s", p)
 		}
 	})

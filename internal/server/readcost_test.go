@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/terracehq/terrace/internal/assessment"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -218,40 +218,22 @@ func TestWorkspaceDocumentReadsNoHistory(t *testing.T) {
 			"newest assessment":             {assessment.CurrentIDSQL(), "assessment_results_workspace"},
 		}
 		for name, p := range parts {
-			var plan []string
+			var all string
 			err := e.Server.DB.Tx(ctx, func(tx *store.Tx) error {
-				explain := `EXPLAIN QUERY PLAN `
 				if e.Server.DB.Driver().Name() == "postgres" {
 					// Empty tables: a sequential scan would be as cheap
 					// as any index, so the planner is asked for one.
 					if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 						return err
 					}
-					explain = `EXPLAIN `
 				}
-				rows, err := tx.Query(ctx, explain+`SELECT (`+p.expr+`) FROM workspaces ws WHERE ws.id = ?`, "ws-x")
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				cols, _ := rows.Columns()
-				for rows.Next() {
-					vals := make([]any, len(cols))
-					ptrs := make([]any, len(cols))
-					for i := range vals {
-						ptrs[i] = &vals[i]
-					}
-					if err := rows.Scan(ptrs...); err != nil {
-						return err
-					}
-					plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
-				}
-				return rows.Err()
+				var err error
+				all, err = storetest.QueryPlan(ctx, tx, `SELECT (`+p.expr+`) FROM workspaces ws WHERE ws.id = ?`, "ws-x")
+				return err
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := strings.Join(plan, "\n")
 			if !strings.Contains(all, p.index) || strings.Contains(all, "TEMP B-TREE") || strings.Contains(all, "Sort") {
 				t.Errorf("the %s is not read through %s in order:\n%s", name, p.index, all)
 			}
