@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -372,8 +373,18 @@ func adopt(ctx context.Context, tx store.Q, keys []string) error {
 }
 
 // lockHead locks the workspace's head row and returns its current version
-// (nil when none).
+// (nil when none). A workspace with a current version, the usual case
+// (every run's apply), costs one statement: the head locked and its
+// version read together; a first version creates the head row.
 func (s *Service) lockHead(ctx context.Context, tx *store.Tx, workspaceID string) (*Version, error) {
+	lock := ""
+	if tx.Driver().Name() == "postgres" {
+		lock = " FOR UPDATE OF h"
+	}
+	v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+headVersionCols+` FROM state_heads h JOIN state_versions v ON v.id = h.current_id WHERE h.workspace_id = ?`+lock, workspaceID))
+	if err == nil || !store.IsNoRows(err) {
+		return v, err
+	}
 	if tx.Driver().Name() == "postgres" {
 		if _, err := tx.Exec(ctx, `INSERT INTO state_heads (workspace_id, current_id) VALUES (?, '') ON CONFLICT (workspace_id) DO NOTHING`, workspaceID); err != nil {
 			return nil, err
@@ -388,6 +399,7 @@ func (s *Service) lockHead(ctx context.Context, tx *store.Tx, workspaceID string
 	if cur == "" {
 		return nil, nil
 	}
+	// A current version appeared while this waited for the lock.
 	return getVersion(ctx, tx, cur, false)
 }
 
@@ -423,12 +435,19 @@ func (s *Service) finalize(ctx context.Context, tx *store.Tx, v *Version, pr *pa
 			return fmt.Errorf("storing output %s: %w", o.Name, err)
 		}
 	}
+	// v becomes current, and older pending versions can no longer become
+	// current: on PostgreSQL in one statement.
+	discard := `UPDATE state_versions SET status = ? WHERE workspace_id = ? AND status = ? AND created_at <= ? AND id <> ?`
+	discardArgs := []any{string(StatusDiscarded), v.WorkspaceID, string(StatusPending), core.Micros(v.CreatedAt), v.ID}
+	if tx.Driver().Name() == "postgres" {
+		_, err = tx.Exec(ctx, `WITH head AS (UPDATE state_heads SET current_id = ? WHERE workspace_id = ?) `+discard,
+			append([]any{v.ID, v.WorkspaceID}, discardArgs...)...)
+		return err
+	}
 	if _, err := tx.Exec(ctx, `UPDATE state_heads SET current_id = ? WHERE workspace_id = ?`, v.ID, v.WorkspaceID); err != nil {
 		return err
 	}
-	// Older pending versions can no longer become current.
-	_, err = tx.Exec(ctx, `UPDATE state_versions SET status = ? WHERE workspace_id = ? AND status = ? AND created_at <= ? AND id <> ?`,
-		string(StatusDiscarded), v.WorkspaceID, string(StatusPending), core.Micros(v.CreatedAt), v.ID)
+	_, err = tx.Exec(ctx, discard, discardArgs...)
 	return err
 }
 
@@ -538,6 +557,10 @@ func md5hex(b []byte) string {
 
 const versionCols = `id, workspace_id, status, serial, lineage, md5, forced, run_id, created_by, json_outputs, state_key, json_state_key,
 	size, state_md5, state_serial, state_lineage, format_version, terraform_version, summary, created_at, finalized_at`
+
+// headVersionCols are versionCols of the state_versions row v, beside a
+// joined table.
+var headVersionCols = "v." + strings.Join(strings.Split(strings.Join(strings.Fields(versionCols), " "), ", "), ", v.")
 
 func scanVersion(sc interface{ Scan(...any) error }) (*Version, error) {
 	var v Version
