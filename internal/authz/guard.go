@@ -84,7 +84,7 @@ func (g *Guard) Check(r *http.Request, pattern string) error {
 	var body []byte
 	read := false
 	req := Request{
-		Vals:  PathValues(pattern, r.URL.EscapedPath()),
+		Vals: PathValues(pattern, r.URL.EscapedPath()),
 		// Parsed when a locator asks (most never do).
 		Query: func(k string) string { return r.URL.Query().Get(k) },
 		Body: func() []byte {
