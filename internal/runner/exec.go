@@ -306,8 +306,8 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 // a backend or cloud block, or was initialised with one (a saved
 // .terraform/terraform.tfstate): then the run needs zz_terrace_override.tf
 // to keep its state in the local file. A module none of whose
-// configuration files holds the word "backend" or "cloud" has neither
-// block, and terraform already keeps its state in terraform.tfstate; an
+// configuration files holds the word "backend" or "cloud" (nor, in a
+// JSON file, an escape that could spell it) has neither block, and terraform already keeps its state in terraform.tfstate; an
 // override there only makes it do more (a backend to configure at init and
 // load at plan and apply: about 4% more of terraform's CPU time per run).
 // A false alarm (the words in a string or a name) costs just that.
@@ -329,6 +329,11 @@ func needsBackendOverride(dir string) (bool, error) {
 			return true, nil // terraform will say what is wrong with it
 		}
 		if bytes.Contains(b, []byte("backend")) || bytes.Contains(b, []byte("cloud")) {
+			return true, nil
+		}
+		// A JSON file can spell a key with escapes ("\u0062ackend"), which
+		// the word search would miss.
+		if strings.HasSuffix(name, ".json") && bytes.Contains(b, []byte(`\u`)) {
 			return true, nil
 		}
 	}

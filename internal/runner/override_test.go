@@ -21,6 +21,8 @@ func TestNeedsBackendOverride(t *testing.T) {
 		{"backend block", map[string]string{"main.tf": `resource "terraform_data" "r" {}`, "backend.tf": "terraform {\n  backend \"s3\" {}\n}\n"}, true},
 		{"cloud block", map[string]string{"main.tf": "terraform {\n  cloud {\n    organization = \"acme\"\n  }\n}\n"}, true},
 		{"cloud block in JSON", map[string]string{"main.tf.json": `{"terraform": {"cloud": {"organization": "acme"}}}`}, true},
+		{"backend key spelled with an escape in JSON", map[string]string{"main.tf.json": `{"terraform": {"\u0062ackend": {"s3": {}}}}`}, true},
+		{"JSON without escapes or the words", map[string]string{"main.tf.json": `{"resource": {"terraform_data": {"r": {}}}}`}, false},
 		{"cloud block in an OpenTofu file", map[string]string{"main.tofu": "terraform {\n  cloud {}\n}\n"}, true},
 		{"the word in a string", map[string]string{"main.tf": `data "terraform_remote_state" "net" { backend = "remote" }`}, true},
 		{"initialised with a backend", map[string]string{"main.tf": `resource "terraform_data" "r" {}`, ".terraform/terraform.tfstate": `{"backend": {"type": "cloud"}}`}, true},
