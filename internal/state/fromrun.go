@@ -29,23 +29,37 @@ func (s *Service) CreateFromRun(ctx context.Context, workspaceID, runID string, 
 	if !ok {
 		return nil, core.NotFound("workspace %s not found", workspaceID)
 	}
-	ws, err := sys.(SystemWorkspaces).System(ctx, workspaceID)
-	if err != nil {
-		return nil, err
-	}
-	if ws.LockedBy != runID {
-		return nil, core.Conflict("run %s does not hold the lock of workspace %s", runID, ws.ID)
-	}
-	v := &Version{ID: core.NewID(core.PrefixStateVersion), WorkspaceID: ws.ID, Status: StatusPending, RunID: runID, CreatedAt: core.Now()}
 	pr, err := parseState(raw, s.MaxSize(), nil)
 	if err != nil {
 		return nil, err
 	}
+	v := &Version{ID: core.NewID(core.PrefixStateVersion), WorkspaceID: workspaceID, Status: StatusPending, RunID: runID, CreatedAt: core.Now()}
 	v.Serial, v.Lineage, v.MD5 = pr.serial, pr.lineage, pr.md5
+	// The workspace's lock is read while the blob is stored: an apply's
+	// report waits for both. A blob stored for a run that turns out not to
+	// hold the lock is dropped again.
+	var ws *Workspace
+	var wsErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		ws, wsErr = sys.(SystemWorkspaces).System(ctx, workspaceID)
+	}()
 	stateKey, err := s.putBlob(ctx, v.ID, "state", raw)
+	<-read
+	if err == nil && wsErr == nil && ws.LockedBy != runID {
+		wsErr = core.Conflict("run %s does not hold the lock of workspace %s", runID, ws.ID)
+	}
+	if wsErr != nil {
+		if err == nil {
+			s.dropBlobs(stateKey)
+		}
+		return nil, wsErr
+	}
 	if err != nil {
 		return nil, err
 	}
+	v.WorkspaceID = ws.ID
 	same := (*Version)(nil)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := s.lockHead(ctx, tx, ws.ID)
@@ -59,10 +73,7 @@ func (s *Service) CreateFromRun(ctx context.Context, workspaceID, runID string, 
 		if err := checkAgainst(cur, v.Serial, v.Lineage, pr.md5, pr, false); err != nil {
 			return err
 		}
-		if err := s.insertVersion(ctx, tx, v); err != nil {
-			return err
-		}
-		return s.finalize(ctx, tx, v, pr, stateKey, []string{stateKey})
+		return s.insertFinal(ctx, tx, v, pr, stateKey, []string{stateKey})
 	})
 	if err != nil || same != nil {
 		s.dropBlobs(stateKey)

@@ -259,10 +259,7 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 		if err := checkAgainst(cur, v.Serial, v.Lineage, pr.md5, pr, v.Force); err != nil {
 			return err
 		}
-		if err := s.insertVersion(ctx, tx, v); err != nil {
-			return err
-		}
-		return s.finalize(ctx, tx, v, pr, stateKey, keys)
+		return s.insertFinal(ctx, tx, v, pr, stateKey, keys)
 	})
 	if err != nil {
 		s.dropBlobs(keys...)
@@ -357,6 +354,10 @@ func (s *Service) dropBlobs(keys ...string) {
 	}
 }
 
+// errUploadTooSlow: the garbage collector took a blob's orphan record
+// before the version that would adopt it was committed.
+var errUploadTooSlow = core.Conflict("the upload took too long and was discarded; create a new state version")
+
 // adopt removes the orphan records of keys inside tx; a record the garbage
 // collector already took means the blob may be gone.
 func adopt(ctx context.Context, tx store.Q, keys []string) error {
@@ -366,7 +367,7 @@ func adopt(ctx context.Context, tx store.Q, keys []string) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
-			return core.Conflict("the upload took too long and was discarded; create a new state version")
+			return errUploadTooSlow
 		}
 	}
 	return nil
@@ -403,12 +404,36 @@ func (s *Service) lockHead(ctx context.Context, tx *store.Tx, workspaceID string
 	return getVersion(ctx, tx, cur, false)
 }
 
-// finalize records v's content and makes v current, inside tx (which holds
-// the head lock). keys are the blobs to adopt.
+// finalize records the content of the pending version v and makes v
+// current, inside tx (which holds the head lock). keys are the blobs to
+// adopt.
 func (s *Service) finalize(ctx context.Context, tx *store.Tx, v *Version, pr *parsed, stateKey string, keys []string) error {
 	if err := adopt(ctx, tx, keys); err != nil {
 		return err
 	}
+	summary := finalFields(v, pr, stateKey)
+	_, err := tx.Exec(ctx, `UPDATE state_versions SET status = ?, lineage = ?, state_key = ?, json_state_key = ?, size = ?, state_md5 = ?, state_serial = ?,
+		state_lineage = ?, format_version = ?, terraform_version = ?, summary = ?, finalized_at = ? WHERE id = ?`,
+		string(v.Status), v.Lineage, v.StateKey, v.JSONStateKey, v.Size, v.StateMD5, v.StateSerial,
+		v.StateLineage, v.FormatVersion, v.TerraformVersion, summary, core.Micros(*v.FinalizedAt), v.ID)
+	if err != nil {
+		return fmt.Errorf("finalizing state version %s: %w", v.ID, err)
+	}
+	outs, err := s.outputRows(v, pr)
+	if err != nil {
+		return err
+	}
+	for _, o := range outs {
+		if _, err := tx.Exec(ctx, `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES (?, ?, ?, ?, ?, ?, ?)`, o...); err != nil {
+			return fmt.Errorf("storing output %s: %w", o[2], err)
+		}
+	}
+	return makeCurrent(ctx, tx, v)
+}
+
+// finalFields fills in v's content fields from the parsed state (v becomes
+// finalized) and returns the summary's JSON.
+func finalFields(v *Version, pr *parsed, stateKey string) string {
 	now := core.Now()
 	v.Status, v.FinalizedAt, v.StateKey = StatusFinalized, &now, stateKey
 	v.Size, v.StateMD5, v.StateSerial, v.StateLineage = pr.size, pr.md5, pr.serial, pr.lineage
@@ -417,38 +442,126 @@ func (s *Service) finalize(ctx context.Context, tx *store.Tx, v *Version, pr *pa
 		v.Lineage = pr.lineage
 	}
 	summary, _ := json.Marshal(v.Summary)
-	_, err := tx.Exec(ctx, `UPDATE state_versions SET status = ?, lineage = ?, state_key = ?, json_state_key = ?, size = ?, state_md5 = ?, state_serial = ?,
-		state_lineage = ?, format_version = ?, terraform_version = ?, summary = ?, finalized_at = ? WHERE id = ?`,
-		string(v.Status), v.Lineage, v.StateKey, v.JSONStateKey, v.Size, v.StateMD5, v.StateSerial,
-		v.StateLineage, v.FormatVersion, v.TerraformVersion, string(summary), core.Micros(now), v.ID)
-	if err != nil {
-		return fmt.Errorf("finalizing state version %s: %w", v.ID, err)
-	}
+	return string(summary)
+}
+
+// outputRows are the rows of state_version_outputs for v's outputs (id,
+// state_version_id, name, sensitive, type, detailed_type, value), values
+// sealed.
+func (s *Service) outputRows(v *Version, pr *parsed) ([][]any, error) {
+	rows := make([][]any, 0, len(pr.outputs))
 	for _, o := range pr.outputs {
 		o.ID, o.StateVersionID = core.NewID(core.PrefixStateOutput), v.ID
 		value, err := s.Keys.SealString(SealedColumns[0].Purpose, string(o.Value))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			o.ID, v.ID, o.Name, o.Sensitive, o.Type, string(o.DetailedType), value); err != nil {
-			return fmt.Errorf("storing output %s: %w", o.Name, err)
-		}
+		rows = append(rows, []any{o.ID, v.ID, o.Name, o.Sensitive, o.Type, string(o.DetailedType), value})
 	}
-	// v becomes current, and older pending versions can no longer become
-	// current: on PostgreSQL in one statement.
-	discard := `UPDATE state_versions SET status = ? WHERE workspace_id = ? AND status = ? AND created_at <= ? AND id <> ?`
-	discardArgs := []any{string(StatusDiscarded), v.WorkspaceID, string(StatusPending), core.Micros(v.CreatedAt), v.ID}
+	return rows, nil
+}
+
+// discardOlder makes the pending versions created before v (other than v)
+// discarded: they can no longer become current once v is.
+const discardOlder = `UPDATE state_versions SET status = ? WHERE workspace_id = ? AND status = ? AND created_at <= ? AND id <> ?`
+
+func discardOlderArgs(v *Version) []any {
+	return []any{string(StatusDiscarded), v.WorkspaceID, string(StatusPending), core.Micros(v.CreatedAt), v.ID}
+}
+
+// makeCurrent moves the workspace's head to v and discards older pending
+// versions: on PostgreSQL in one statement.
+func makeCurrent(ctx context.Context, tx *store.Tx, v *Version) error {
 	if tx.Driver().Name() == "postgres" {
-		_, err = tx.Exec(ctx, `WITH head AS (UPDATE state_heads SET current_id = ? WHERE workspace_id = ?) `+discard,
-			append([]any{v.ID, v.WorkspaceID}, discardArgs...)...)
+		_, err := tx.Exec(ctx, `WITH head AS (UPDATE state_heads SET current_id = ? WHERE workspace_id = ?) `+discardOlder,
+			append([]any{v.ID, v.WorkspaceID}, discardOlderArgs(v)...)...)
 		return err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE state_heads SET current_id = ? WHERE workspace_id = ?`, v.ID, v.WorkspaceID); err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, discard, discardArgs...)
+	_, err := tx.Exec(ctx, discardOlder, discardOlderArgs(v)...)
 	return err
+}
+
+// insertFinal stores the new version v with its content, finalized, and
+// makes it current, inside tx (which holds the head lock): what
+// insertVersion and finalize do for a pending version, in one INSERT. On
+// PostgreSQL the blobs' adoption, the version, its outputs, the head and
+// the discarded pending versions are one statement (a run's apply waits
+// for it).
+func (s *Service) insertFinal(ctx context.Context, tx *store.Tx, v *Version, pr *parsed, stateKey string, keys []string) error {
+	var jo any
+	if v.jsonOutputs != nil {
+		sealed, err := s.Keys.SealString(SealedColumns[1].Purpose, string(v.jsonOutputs))
+		if err != nil {
+			return err
+		}
+		jo = sealed
+	}
+	summary := finalFields(v, pr, stateKey)
+	outs, err := s.outputRows(v, pr)
+	if err != nil {
+		return err
+	}
+	insert := `INSERT INTO state_versions (id, workspace_id, status, serial, lineage, md5, forced, run_id, created_by, json_outputs, created_at,
+		state_key, json_state_key, size, state_md5, state_serial, state_lineage, format_version, terraform_version, summary, finalized_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertArgs := []any{v.ID, v.WorkspaceID, string(v.Status), v.Serial, v.Lineage, v.MD5, v.Force, v.RunID, v.CreatedBy, jo, core.Micros(v.CreatedAt),
+		v.StateKey, v.JSONStateKey, v.Size, v.StateMD5, v.StateSerial, v.StateLineage, v.FormatVersion, v.TerraformVersion, summary, core.Micros(*v.FinalizedAt)}
+	if tx.Driver().Name() != "postgres" {
+		if err := adopt(ctx, tx, keys); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, insert, insertArgs...); err != nil {
+			return fmt.Errorf("creating state version: %w", err)
+		}
+		for _, o := range outs {
+			if _, err := tx.Exec(ctx, `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES (?, ?, ?, ?, ?, ?, ?)`, o...); err != nil {
+				return fmt.Errorf("storing output %s: %w", o[2], err)
+			}
+		}
+		return makeCurrent(ctx, tx, v)
+	}
+	// One statement: every part is a data-modifying WITH, which
+	// PostgreSQL runs whether or not the final SELECT reads it; the count
+	// of adopted orphan records says whether the blobs are still ours.
+	var q strings.Builder
+	var args []any
+	q.WriteString(`WITH adopted AS (DELETE FROM state_blob_orphans WHERE blob_key IN (`)
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("?")
+		args = append(args, k)
+	}
+	q.WriteString(`) RETURNING blob_key), version AS (` + insert + `)`)
+	args = append(args, insertArgs...)
+	if len(outs) > 0 {
+		q.WriteString(`, outputs AS (INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES `)
+		for i, o := range outs {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, o...)
+		}
+		q.WriteString(`)`)
+	}
+	q.WriteString(`, head AS (UPDATE state_heads SET current_id = ? WHERE workspace_id = ?), discarded AS (` + discardOlder + `)
+		SELECT count(*) FROM adopted`)
+	args = append(args, v.ID, v.WorkspaceID)
+	args = append(args, discardOlderArgs(v)...)
+	var n int
+	if err := tx.QueryRow(ctx, q.String(), args...).Scan(&n); err != nil {
+		return fmt.Errorf("creating state version: %w", err)
+	}
+	if n != len(keys) {
+		// The transaction is rolled back: nothing of v is kept.
+		return errUploadTooSlow
+	}
+	return nil
 }
 
 // Upload stores the raw state of a pending version (the PUT to its upload
