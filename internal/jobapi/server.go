@@ -356,12 +356,15 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	// In line before the first attempt: a job queued meanwhile rouses it.
+	waiter := s.o.Runs.WaitForClaim(queue, pool)
+	defer waiter.Leave()
 	for {
-		queued := s.o.Runs.Queued()
 		job, err := s.o.Runs.ClaimPool(ctx, runnerID, queue, pool)
 		if err != nil {
 			return err
 		}
+		waiter.Claimed(job != nil)
 		if job != nil {
 			if agent {
 				if err := s.o.Agents.SetStatus(ctx, runnerID, "busy"); err != nil {
@@ -381,7 +384,8 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		select {
-		case <-queued:
+		case <-waiter.C():
+			waiter.Roused()
 		case <-deadline.C:
 			w.WriteHeader(http.StatusNoContent)
 			return nil

@@ -91,10 +91,10 @@ type Options struct {
 // Service runs the run lifecycle.
 type Service struct {
 	Options
-	wake    *loops.Wake   // nudges in-process runners: a job was queued
-	queued  chan struct{} // closed (and replaced) whenever a job is queued: wakes every long-polling claim
-	mu      sync.Mutex
-	signals map[string]chan Signal // run id -> cancel signals for in-process runners
+	wake         *loops.Wake // nudges in-process runners: a job was queued
+	claimWaiters             // long-polling claims (claimwait.go)
+	mu           sync.Mutex
+	signals      map[string]chan Signal // run id -> cancel signals for in-process runners
 	// jobsQueued counts the jobs queuePhase added: a write that changed
 	// it wakes the claims (see nudgeIfQueued), any other does not.
 	jobsQueued atomic.Uint64
@@ -122,7 +122,7 @@ func NewService(o Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan Signal{}, queued: make(chan struct{}),
+	return &Service{Options: o, wake: loops.NewWake(), assessWake: make(chan struct{}, 1), signals: map[string]chan Signal{},
 		planJSONWait: PlanJSONWait}
 }
 
@@ -206,20 +206,7 @@ func (s *Service) WakeLocal() {
 	s.wakeClaims()
 }
 
-func (s *Service) wakeClaims() {
-	s.mu.Lock()
-	close(s.queued)
-	s.queued = make(chan struct{})
-	s.mu.Unlock()
-}
-
-// Queued returns a channel closed when the next job is queued (or goes
-// back to the queue): claims that found nothing wait on it.
-func (s *Service) Queued() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.queued
-}
+func (s *Service) wakeClaims() { s.rouseWaiters() }
 
 // CreateOptions are the attributes of a new run.
 type CreateOptions struct {
