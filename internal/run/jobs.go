@@ -318,9 +318,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	defer steps.time("update")()
 	cont := false
 	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		if err := dropChunks(ctx, tx, r.Plan.ID); err != nil {
-			return nil, err
-		}
+		// The log's chunks go with the outcome's write (its blob is
+		// stored): dropped here on the paths that write nothing else.
+		drop := chunksOf(r.Plan.ID)
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
@@ -329,14 +329,14 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			if err := r.transition(Canceled); err != nil {
 				return nil, err
 			}
-			return s.finishJob(ctx, tx, jobID, r)
+			return s.finishJob(ctx, tx, jobID, r, drop)
 		case res.Error != "":
 			r.Plan.setPhase(PhaseErrored)
 			if err := r.transition(Errored); err != nil {
 				return nil, err
 			}
 			r.ErrorMessage = firstLine(res.Error)
-			return s.finishJob(ctx, tx, jobID, r)
+			return s.finishJob(ctx, tx, jobID, r, drop)
 		}
 		r.Plan.setPhase(PhaseFinished)
 		{
@@ -353,16 +353,15 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				if err := r.transition(PostPlanRunning); err != nil {
 					return nil, err
 				}
-				_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
 				s.dropSignal(r.ID)
-				return nil, err
+				return nil, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
 			}
 		}
 		if r.PlanOnly || (!res.HasChanges && !r.AllowEmptyApply) {
 			if err := r.transition(PlannedAndFinished); err != nil {
 				return nil, err
 			}
-			return s.finishJob(ctx, tx, jobID, r)
+			return s.finishJob(ctx, tx, jobID, r, drop)
 		}
 		if err := r.transition(Planned); err != nil {
 			return nil, err
@@ -388,9 +387,8 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				if err := r.transition(PreApplyRunning); err != nil {
 					return nil, err
 				}
-				_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
 				s.dropSignal(r.ID)
-				return nil, err
+				return nil, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
 			}
 		}
 		switch next {
@@ -405,7 +403,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			// apply log was never opened. The job's phase is written in
 			// the same statement as the run (PostgreSQL).
 			if err := s.startPhase(ctx, tx, r, PhaseApply, true, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
-				[]any{string(PhaseApply), core.Micros(core.Now()), jobID}}); err != nil {
+				[]any{string(PhaseApply), core.Micros(core.Now()), jobID}}, drop); err != nil {
 				return nil, err
 			}
 			cont = true
@@ -415,13 +413,13 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				return nil, err
 			}
 			cancelPhases(r)
-			return s.finishJob(ctx, tx, jobID, r)
+			return s.finishJob(ctx, tx, jobID, r, drop)
 		case PlannedAndSaved:
 			// A saved plan waits without holding the workspace.
 			if err := r.transition(PlannedAndSaved); err != nil {
 				return nil, err
 			}
-			return s.finishJob(ctx, tx, jobID, r)
+			return s.finishJob(ctx, tx, jobID, r, drop)
 		default:
 			if next != Planned {
 				if err := r.transition(next); err != nil {
@@ -429,9 +427,8 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				}
 			}
 			// The run rests, waiting for confirmation; the workspace stays held.
-			_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
 			s.dropSignal(r.ID)
-			return nil, err
+			return nil, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
 		}
 	})
 	return cont, err
@@ -511,9 +508,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	defer steps.time("update")()
 	var staleIDs []string
 	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		if err := dropChunks(ctx, tx, r.Apply.ID); err != nil {
-			return nil, err
-		}
+		drop := chunksOf(r.Apply.ID) // with the outcome's write
 		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
 		case res.Canceled:
@@ -558,7 +553,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 			// The run's outcome is written with the job's phase, in one
 			// statement on PostgreSQL (release then finds it written).
 			if err := updateRunWith(ctx, tx, r, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
-				[]any{string(PhasePlanJSON), core.Micros(core.Now()), jobID}}); err != nil {
+				[]any{string(PhasePlanJSON), core.Micros(core.Now()), jobID}}, drop); err != nil {
 				return nil, err
 			}
 			s.dropSignal(r.ID)
@@ -570,11 +565,10 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		}
 		if r.Status == PostApplyRunning {
 			// The run holds the workspace until its post-apply tasks end.
-			_, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ?`, jobID)
 			s.dropSignal(r.ID)
-			return stale, err
+			return stale, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
 		}
-		next, err := s.finishJob(ctx, tx, jobID, r)
+		next, err := s.finishJob(ctx, tx, jobID, r, drop)
 		return append(stale, next...), err
 	})
 	if err == nil {
@@ -616,14 +610,16 @@ func (s *Service) discardSavedPlans(ctx context.Context, tx store.Q, r *Run) ([]
 	return saved, nil
 }
 
-func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Run) ([]*Run, error) {
-	// The run's outcome and the job's end in one statement on
-	// PostgreSQL (release then finds the run written).
-	if err := updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}); err != nil {
-		return nil, err
-	}
+func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Run, more ...write) ([]*Run, error) {
+	// The run's outcome, the job's end, the workspace's release and the
+	// caller's writes (more) in one statement on PostgreSQL.
 	s.dropSignal(r.ID)
-	return s.release(ctx, tx, r)
+	return s.release(ctx, tx, r, append([]write{{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}}, more...)...)
+}
+
+// chunksOf is dropChunks as a write that goes with the run's.
+func chunksOf(logID string) write {
+	return write{`DELETE FROM log_chunks WHERE log_id = ?`, []any{logID}}
 }
 
 func (s *Service) dropSignal(runID string) {

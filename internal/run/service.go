@@ -501,18 +501,38 @@ func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
 	return err
 }
 
-// release ends a run's hold on its workspace and starts the next run.
-func (s *Service) release(ctx context.Context, tx store.Q, r *Run) ([]*Run, error) {
+// UnlockSQL is implemented by a Workspaces binding that can say
+// UnlockForRun as a statement, which release sends with the run's own
+// writes (on PostgreSQL, one statement).
+type UnlockSQL interface {
+	UnlockForRunSQL(workspaceID, runID string) (string, []any)
+}
+
+// release ends a run's hold on its workspace and starts the next run. more
+// are writes of the caller's that go with the run's (updateRunWith): the
+// run is written here, with them, when they are given.
+func (s *Service) release(ctx context.Context, tx store.Q, r *Run, more ...write) ([]*Run, error) {
 	if r.PlanOnly {
+		if len(more) > 0 {
+			return nil, updateRunWith(ctx, tx, r, more...)
+		}
 		return nil, nil
 	}
 	// The scheduler reads runs from the table: the ending run's status
-	// must be there first, or it would still look like the active run.
-	if err := updateRun(ctx, tx, r); err != nil {
-		return nil, err
-	}
-	if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
-		return nil, err
+	// must be there first, or it would still look like the active run;
+	// and the workspace must be free.
+	if u, ok := s.Workspaces.(UnlockSQL); ok {
+		q, args := u.UnlockForRunSQL(r.WorkspaceID, r.ID)
+		if err := updateRunWith(ctx, tx, r, append(more, write{q, args})...); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := updateRunWith(ctx, tx, r, more...); err != nil {
+			return nil, err
+		}
+		if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
+			return nil, err
+		}
 	}
 	return s.schedule(ctx, tx, r.WorkspaceID)
 }

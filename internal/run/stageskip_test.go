@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,6 +126,70 @@ func TestRunAsksOnlyForItsTaskStages(t *testing.T) {
 		var created int
 		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM run_events WHERE action = 'created' AND description = 'Run created'`).Scan(&created); err != nil || created != 3 {
 			t.Errorf("%d created events (%v), want 3", created, err)
+		}
+	})
+}
+
+// TestReportsFoldAndDropTheLogs: each report folds its phase's log (the
+// chunks streamed, then the end it carries) into a blob and removes the
+// chunks in the transaction that records the outcome; on both stores.
+func TestReportsFoldAndDropTheLogs(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		blobs, err := blob.Open(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewService(Options{DB: db, Blobs: blobs, Stages: &recordingStages{}, Configs: fakeConfigs{},
+			Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+		yes := true
+		r, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := s.Claim(ctx, "runner-s")
+		if err != nil || j == nil {
+			t.Fatalf("claim: %+v, %v", j, err)
+		}
+		chunks := func(logID string) int {
+			t.Helper()
+			var n int
+			if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM log_chunks WHERE log_id = ?`, logID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if err := s.AppendLog(ctx, r.Plan.ID, []byte("planning\n")); err != nil {
+			t.Fatal(err)
+		}
+		if chunks(r.Plan.ID) == 0 {
+			t.Fatal("the plan's log has no chunks while it runs")
+		}
+		if cont, err := s.FinishPlan(ctx, j.ID, "runner-s", PlanResult{HasChanges: true, Additions: 1, Log: []byte("plan end\n")}); err != nil || !cont {
+			t.Fatalf("finishing the plan: %v, %v", cont, err)
+		}
+		if n := chunks(r.Plan.ID); n != 0 {
+			t.Fatalf("the plan's log keeps %d chunks after its report", n)
+		}
+		if err := s.AppendLog(ctx, r.Apply.ID, []byte("applying\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishApply(ctx, j.ID, "runner-s", ApplyResult{Additions: 1, Log: []byte("apply end\n")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := chunks(r.Apply.ID); n != 0 {
+			t.Fatalf("the apply's log keeps %d chunks after its report", n)
+		}
+		for id, want := range map[string]string{r.Plan.ID: "planning\nplan end\n", r.Apply.ID: "applying\napply end\n"} {
+			got, err := s.ReadLog(ctx, id, 0, 0)
+			if err != nil || !strings.Contains(string(got), want) || !strings.HasSuffix(string(got), etx) {
+				t.Errorf("log %s: %q (%v), want it to hold %q and end", id, got, err, want)
+			}
+		}
+		var jobs int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE run_id = ?`, r.ID).Scan(&jobs); err != nil || jobs != 0 {
+			t.Errorf("%d jobs left for the applied run (%v)", jobs, err)
 		}
 	})
 }

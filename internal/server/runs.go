@@ -95,6 +95,12 @@ func (a runWorkspaces) UnlockForRun(ctx context.Context, q store.Q, wsID, runID 
 	return a.ws.UnlockForRun(ctx, q, wsID, runID)
 }
 
+// UnlockForRunSQL is UnlockForRun as a statement the run domain sends
+// with its own writes (run.UnlockSQL).
+func (a runWorkspaces) UnlockForRunSQL(wsID, runID string) (string, []any) {
+	return workspace.UnlockForRunSQL(wsID, runID)
+}
+
 // runConfigs shows configuration versions to the run domain.
 type runConfigs struct{ db *store.DB }
 

@@ -1067,12 +1067,19 @@ func (s *Service) LockForRun(ctx context.Context, q store.Q, workspaceID, runID 
 
 // UnlockForRun releases the lock if runID holds it (no-op otherwise).
 func (s *Service) UnlockForRun(ctx context.Context, q store.Q, workspaceID, runID string) error {
-	_, err := q.Exec(ctx, `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = ''
-		WHERE id = ? AND locked_by_kind = ? AND locked_by_id = ?`, workspaceID, LockRun, runID)
+	query, args := UnlockForRunSQL(workspaceID, runID)
+	_, err := q.Exec(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("unlocking workspace %s for run %s: %w", workspaceID, runID, err)
 	}
 	return nil
+}
+
+// UnlockForRunSQL is UnlockForRun's statement, for a caller that sends it
+// along with its own writes (one round trip on PostgreSQL).
+func UnlockForRunSQL(workspaceID, runID string) (string, []any) {
+	return `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = ''
+		WHERE id = ? AND locked_by_kind = ? AND locked_by_id = ?`, []any{workspaceID, LockRun, runID}
 }
 
 // System returns a workspace without checking the caller's access, for
