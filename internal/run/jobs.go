@@ -406,7 +406,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				[]any{string(PhaseApply), core.Micros(core.Now()), jobID}}, drop); err != nil {
 				return nil, err
 			}
-			cont = true
+			// The runner applies at once: it hears so before the
+			// observers have looked at the run's moves.
+			cont, r.tellLater = true, true
 			return nil, nil
 		case Canceled:
 			if err := r.transition(Canceled); err != nil {

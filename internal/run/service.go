@@ -95,6 +95,9 @@ type Service struct {
 	claimWaiters             // long-polling claims (claimwait.go)
 	mu           sync.Mutex
 	signals      map[string]chan Signal // run id -> cancel signals for in-process runners
+	// observing: run id -> closed when the observers told later
+	// (changedLater) are done; under mu.
+	observing map[string]chan struct{}
 	// jobsQueued counts the jobs queuePhase added: a write that changed
 	// it wakes the claims (see nudgeIfQueued), any other does not.
 	jobsQueued atomic.Uint64
@@ -144,13 +147,58 @@ type Transition struct {
 // Observe registers fn to be called after every committed transition, in
 // order, once per status a run passed through. It is the one subscription
 // point for features that follow runs (notifications, run triggers, run
-// tasks): fn runs in the caller's goroutine, so it must be quick and must
-// hand slow work to its own queue.
+// tasks): fn runs in the caller's goroutine (or, for a plan report whose
+// runner goes straight on to apply, in one of its own, still in order),
+// so it must be quick and must hand slow work to its own queue.
 func (s *Service) Observe(fn func(ctx context.Context, t Transition)) {
 	s.observers = append(s.observers, fn)
 }
 
+// changed tells the observers of runs' committed transitions, after any
+// told later (changedLater) for the same runs.
 func (s *Service) changed(ctx context.Context, runs ...*Run) {
+	for _, r := range runs {
+		s.mu.Lock()
+		prev := s.observing[r.ID]
+		s.mu.Unlock()
+		if prev != nil {
+			<-prev
+		}
+	}
+	s.tell(ctx, runs...)
+}
+
+// changedLater is changed in a goroutine of its own: the caller (a plan
+// report whose runner goes on to apply at once) answers without waiting
+// for the observers' queries. The next change of the same run waits for
+// it, so observers still see each run's transitions in order.
+func (s *Service) changedLater(ctx context.Context, r *Run) {
+	done := make(chan struct{})
+	s.mu.Lock()
+	prev := s.observing[r.ID]
+	if s.observing == nil {
+		s.observing = map[string]chan struct{}{}
+	}
+	s.observing[r.ID] = done
+	s.mu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			if s.observing[r.ID] == done {
+				delete(s.observing, r.ID)
+			}
+			s.mu.Unlock()
+			close(done)
+		}()
+		if prev != nil {
+			<-prev
+		}
+		s.tell(ctx, r)
+	}()
+}
+
+func (s *Service) tell(ctx context.Context, runs ...*Run) {
 	for _, r := range runs {
 		for _, fn := range s.onChange {
 			fn(ctx, r)
@@ -693,6 +741,11 @@ func (s *Service) updateWith(ctx context.Context, read func(tx *store.Tx) (*Run,
 		return nil, err
 	}
 	s.nudgeIfQueued(queued)
+	if len(changed) == 1 && r.tellLater {
+		r.tellLater = false
+		s.changedLater(ctx, r)
+		return r, nil
+	}
 	s.changed(ctx, changed...)
 	return r, nil
 }

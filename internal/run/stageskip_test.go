@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/store"
@@ -190,6 +191,85 @@ func TestReportsFoldAndDropTheLogs(t *testing.T) {
 		var jobs int
 		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE run_id = ?`, r.ID).Scan(&jobs); err != nil || jobs != 0 {
 			t.Errorf("%d jobs left for the applied run (%v)", jobs, err)
+		}
+	})
+}
+
+// TestPlanReportAnswersBeforeItsObservers: a plan report whose runner
+// goes straight on to apply answers without waiting for the observers of
+// its transitions; they still hear every transition of the run in order,
+// the apply's after the plan's.
+func TestPlanReportAnswersBeforeItsObservers(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		blobs, err := blob.Open(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewService(Options{DB: db, Blobs: blobs, Stages: &recordingStages{}, Configs: fakeConfigs{},
+			Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+		var mu sync.Mutex
+		var heard []Status
+		hold := make(chan struct{})
+		s.Observe(func(_ context.Context, tr Transition) {
+			if tr.To == Applying {
+				<-hold
+			}
+			mu.Lock()
+			heard = append(heard, tr.To)
+			mu.Unlock()
+		})
+		yes := true
+		_, err = s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := s.Claim(ctx, "runner-s")
+		if err != nil || j == nil {
+			t.Fatalf("claim: %+v, %v", j, err)
+		}
+		answered := make(chan error, 1)
+		go func() {
+			cont, err := s.FinishPlan(ctx, j.ID, "runner-s", PlanResult{HasChanges: true, Additions: 1})
+			if err == nil && !cont {
+				err = fmt.Errorf("the plan does not go on to apply")
+			}
+			answered <- err
+		}()
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			close(hold)
+			t.Fatal("the plan's report waited for the observers of its transitions")
+		}
+		applied := make(chan error, 1)
+		go func() { applied <- s.FinishApply(ctx, j.ID, "runner-s", ApplyResult{Additions: 1}, nil) }()
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		early := slices.Contains(heard, Applied)
+		mu.Unlock()
+		if early {
+			t.Fatal("the observers heard of the apply before the plan's transitions")
+		}
+		close(hold)
+		if err := <-applied; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []Status{Planning, Planned, ApplyQueued, Applying, Applied}
+		var got []Status
+		for _, st := range heard {
+			if slices.Contains(want, st) {
+				got = append(got, st)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("observers heard %v (all: %v), want %v in order", got, heard, want)
 		}
 	})
 }
