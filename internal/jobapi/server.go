@@ -491,7 +491,11 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		return err
 	})
 	side(3, func() (err error) {
-		if in.Workspace, err = s.o.Runs.Workspaces.System(ctx, r.WorkspaceID); err != nil {
+		// What a runner uses of the workspace (its name, working
+		// directory, project for the variable sets) is its identity:
+		// one query, where the effective execution mode would read the
+		// project too.
+		if in.Workspace, err = s.o.Runs.Workspaces.Identity(ctx, r.WorkspaceID); err != nil {
 			return err
 		}
 		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, in.Workspace.ProjectID); err != nil {
@@ -543,12 +547,12 @@ func (s *Server) previousSecrets(ctx context.Context, stateRun, runID string) ([
 }
 
 func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.openJob(r, nil, true)
+	c, err := s.openJob(r, nil, false) // the job's read says its logs
 	if err != nil {
 		return err
 	}
 	logID := r.PathValue("log")
-	if logID != c.run.Plan.ID && logID != c.run.Apply.ID {
+	if logID == "" || (logID != c.job.PlanID && logID != c.job.ApplyID) {
 		return core.NotFound("log %s is not a log of job %s", logID, c.job.ID)
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
@@ -564,7 +568,7 @@ func (s *Server) appendLog(w http.ResponseWriter, r *http.Request) error {
 
 // saveState stores a state snapshot terraform wrote during an apply.
 func (s *Server) saveState(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.openJob(r, nil, true)
+	c, err := s.openJob(r, nil, false) // the job's read says its workspace
 	if err != nil {
 		return err
 	}
@@ -575,7 +579,7 @@ func (s *Server) saveState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.o.Sources.SaveState(r.Context(), c.run.WorkspaceID, c.run.ID, data); err != nil {
+	if err := s.o.Sources.SaveState(r.Context(), c.job.WorkspaceID, c.job.RunID, data); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -122,7 +122,10 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	s.signals[job.RunID] = ch
 	s.mu.Unlock()
 	job.Signal = ch
-	s.changed(ctx, started)
+	// The runner starts without waiting for the observers of the run's
+	// move to planning or applying (they still hear it before the run's
+	// next change).
+	s.changedLater(ctx, started)
 	return job, nil
 }
 
@@ -184,17 +187,23 @@ func (s *Service) Heartbeat(ctx context.Context, jobID, runnerID string) (Signal
 }
 
 // JobInfo is who may act on a job: its run, phase, agent pool ("" for the
-// server's own runners) and the runner holding it.
+// server's own runners) and the runner holding it; and what of its run a
+// call on the job checks without reading the run (its workspace and the
+// IDs of its logs).
 type JobInfo struct {
 	ID, RunID              string
 	Phase                  JobPhase
 	Pool, RunnerID, Status string
+	WorkspaceID            string
+	PlanID, ApplyID        string
 }
 
 // JobInfo returns a job's holder and pool (404 when it no longer exists).
 func (s *Service) JobInfo(ctx context.Context, jobID string) (*JobInfo, error) {
 	j := &JobInfo{ID: jobID}
-	err := s.DB.QueryRow(ctx, `SELECT run_id, phase, agent_pool_id, runner_id, status FROM jobs WHERE id = ?`, jobID).Scan(&j.RunID, &j.Phase, &j.Pool, &j.RunnerID, &j.Status)
+	err := s.DB.QueryRow(ctx, `SELECT j.run_id, j.phase, j.agent_pool_id, j.runner_id, j.status, r.workspace_id, r.plan_id, r.apply_id
+		FROM jobs j JOIN runs r ON r.id = j.run_id WHERE j.id = ?`, jobID).
+		Scan(&j.RunID, &j.Phase, &j.Pool, &j.RunnerID, &j.Status, &j.WorkspaceID, &j.PlanID, &j.ApplyID)
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("job %s no longer exists (the run was force-canceled or its lease expired)", jobID)
 	}
@@ -552,17 +561,14 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		if r.PlanJSONLater {
 			// The job goes on to make the plan's JSON (PhasePlanJSON): the
 			// run has its outcome and releases the workspace as usual.
-			// The run's outcome is written with the job's phase, in one
-			// statement on PostgreSQL (release then finds it written).
-			if err := updateRunWith(ctx, tx, r, write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`,
-				[]any{string(PhasePlanJSON), core.Micros(core.Now()), jobID}}, drop); err != nil {
-				return nil, err
-			}
+			// The run's outcome is written with the job's phase (and the
+			// workspace's release), in one statement on PostgreSQL.
+			phase := write{`UPDATE jobs SET phase = ?, updated_at = ? WHERE id = ?`, []any{string(PhasePlanJSON), core.Micros(core.Now()), jobID}}
 			s.dropSignal(r.ID)
 			if r.Status == PostApplyRunning {
-				return stale, nil
+				return stale, updateRunWith(ctx, tx, r, phase, drop)
 			}
-			next, err := s.release(ctx, tx, r)
+			next, err := s.release(ctx, tx, r, phase, drop)
 			return append(stale, next...), err
 		}
 		if r.Status == PostApplyRunning {

@@ -147,9 +147,10 @@ type Transition struct {
 // Observe registers fn to be called after every committed transition, in
 // order, once per status a run passed through. It is the one subscription
 // point for features that follow runs (notifications, run triggers, run
-// tasks): fn runs in the caller's goroutine (or, for a plan report whose
-// runner goes straight on to apply, in one of its own, still in order),
-// so it must be quick and must hand slow work to its own queue.
+// tasks): fn runs in the caller's goroutine (or, where a runner waits
+// for the answer, a claim or a plan report that goes straight on to
+// apply, in one of its own; still in order), so it must be quick and must
+// hand slow work to its own queue.
 func (s *Service) Observe(fn func(ctx context.Context, t Transition)) {
 	s.observers = append(s.observers, fn)
 }
