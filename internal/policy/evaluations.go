@@ -156,10 +156,12 @@ func moveEval(ctx context.Context, q store.Q, e *Evaluation, to EvalStatus, set 
 }
 
 // stageSets returns the sets that apply to a workspace, by kind.
-func (s *Service) stageSets(ctx context.Context, q store.Q, org, workspaceID string) (map[Kind][]*Set, error) {
-	projectID, err := s.o.Workspaces.ProjectOf(ctx, q, workspaceID)
-	if err != nil {
-		return nil, err
+func (s *Service) stageSets(ctx context.Context, q store.Q, org, workspaceID, projectID string) (map[Kind][]*Set, error) {
+	if projectID == "" {
+		var err error
+		if projectID, err = s.o.Workspaces.ProjectOf(ctx, q, workspaceID); err != nil {
+			return nil, err
+		}
 	}
 	sets, err := s.setsFor(ctx, q, org, workspaceID, projectID)
 	if err != nil {
@@ -173,15 +175,15 @@ func (s *Service) stageSets(ctx context.Context, q store.Q, org, workspaceID str
 }
 
 // Applies implements runtask.PolicyChecks.
-func (s *Service) Applies(ctx context.Context, q store.Q, org, workspaceID string) (bool, error) {
-	sets, err := s.stageSets(ctx, q, org, workspaceID)
+func (s *Service) Applies(ctx context.Context, q store.Q, org, workspaceID, projectID string) (bool, error) {
+	sets, err := s.stageSets(ctx, q, org, workspaceID, projectID)
 	return len(sets) > 0, err
 }
 
 // Prepare implements runtask.PolicyChecks: one pending evaluation per
 // kind of the sets that apply.
 func (s *Service) Prepare(ctx context.Context, q store.Q, stageID, runID, org, workspaceID string) error {
-	sets, err := s.stageSets(ctx, q, org, workspaceID)
+	sets, err := s.stageSets(ctx, q, org, workspaceID, "")
 	if err != nil {
 		return err
 	}
@@ -224,7 +226,7 @@ func (s *Service) Evaluate(ctx context.Context, stageID string) error {
 
 // run evaluates a claimed evaluation and records its outcomes.
 func (s *Service) run(ctx context.Context, e *Evaluation) error {
-	sets, err := s.stageSets(ctx, s.o.DB, e.Organization, e.WorkspaceID)
+	sets, err := s.stageSets(ctx, s.o.DB, e.Organization, e.WorkspaceID, "")
 	if err != nil {
 		return err
 	}

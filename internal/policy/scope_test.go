@@ -33,7 +33,7 @@ func TestSetsApply(t *testing.T) {
 			}
 		}
 		applies := func(name string) bool {
-			ok, err := e.Server.Policies.Applies(ctx, e.Server.DB, "acme", ws[name].ID)
+			ok, err := e.Server.Policies.Applies(ctx, e.Server.DB, "acme", ws[name].ID, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,6 +64,20 @@ func TestSetsApply(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("a set on a project", map[string]bool{"plain": false, "inproject": true, "excluded": false, "other": false})
+		// A run created in the project's workspace (its task stages are
+		// prepared with the project the request read) gets the set's
+		// post-plan stage; one in a workspace outside the project none.
+		for name, want := range map[string]int{"inproject": 1, "plain": 0} {
+			cv := testenv.UploadConfig(ctx, t, c, ws[name].ID, `resource "terraform_data" "x" {}`)
+			r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws[name], ConfigurationVersion: cv, PlanOnly: tfe.Bool(true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stages int
+			if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM task_stages WHERE run_id = ? AND stage = 'post_plan'`, r.ID).Scan(&stages); err != nil || stages != want {
+				t.Errorf("a run in %s has %d post-plan stages (%v), want %d", name, stages, err, want)
+			}
+		}
 		if err := c.PolicySets.Delete(ctx, byProject.ID); err != nil {
 			t.Fatal(err)
 		}

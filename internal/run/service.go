@@ -355,8 +355,12 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		FromCLI:                o.FromCLI,
 		CreatedBy:              actorOf(ctx),
 		ws:                     ws,
-		Plan:                   Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
-		Apply:                  Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},
+		// Its workspace's project is known: neither its task stages nor
+		// the response's permissions read the workspace again.
+		wsProject:      ws.ProjectID,
+		wsProjectKnown: ws.ProjectID != "",
+		Plan:           Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
+		Apply:          Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},
 	}
 	if r.Source == "" {
 		r.Source = "tfe-api"
@@ -431,9 +435,6 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	out := r.clone()
 	s.changed(ctx, runs...)
 	out.moves, out.stored, out.storedIn = nil, "", nil
-	// Its workspace's project is known: the response's permissions need
-	// not read the workspace again.
-	out.wsProject, out.wsProjectKnown = ws.ProjectID, ws.ProjectID != ""
 	return out, nil
 }
 

@@ -11,8 +11,9 @@ import (
 // without tasks) whose policy evaluations end with its results.
 type PolicyChecks interface {
 	// Applies reports whether runs on the workspace get policy
-	// evaluations after their plan.
-	Applies(ctx context.Context, q store.Q, org, workspaceID string) (bool, error)
+	// evaluations after their plan; projectID is the workspace's project
+	// when the caller knows it ("": it is read).
+	Applies(ctx context.Context, q store.Q, org, workspaceID, projectID string) (bool, error)
 	// Prepare creates the pending policy evaluations of a new run's
 	// post-plan stage (in the run's transaction).
 	Prepare(ctx context.Context, q store.Q, stageID, runID, org, workspaceID string) error

@@ -250,7 +250,8 @@ func (s *Service) Prepare(ctx context.Context, q store.Q, r *run.Run) ([]run.Tas
 	}
 	policies := false
 	if s.o.Policies != nil {
-		if policies, err = s.o.Policies.Applies(ctx, q, r.Organization, r.WorkspaceID); err != nil {
+		project, _ := r.WorkspaceProject() // known to a run just created: no read of the workspace
+		if policies, err = s.o.Policies.Applies(ctx, q, r.Organization, r.WorkspaceID, project); err != nil {
 			return nil, err
 		}
 	}
