@@ -51,8 +51,9 @@ type Sources struct {
 	// State returns the workspace's current state (nil when none) and the
 	// run that wrote it ("" when none did).
 	State func(ctx context.Context, workspaceID string) (state []byte, runID string, err error)
-	// Variables returns the variables a run of the workspace gets.
-	Variables func(ctx context.Context, workspaceID, projectID string) ([]runner.Variable, error)
+	// Variables returns the variables a run of the workspace (of
+	// organization org, in project projectID) gets.
+	Variables func(ctx context.Context, org, workspaceID, projectID string) ([]runner.Variable, error)
 	// RunToken mints a token for the run, valid while the run lasts.
 	RunToken func(ctx context.Context, runID string) (string, error)
 	// SaveState stores a state terraform wrote during the run's apply.
@@ -498,7 +499,7 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		if in.Workspace, err = s.o.Runs.Workspaces.Identity(ctx, r.WorkspaceID); err != nil {
 			return err
 		}
-		if in.Variables, err = s.o.Sources.Variables(ctx, r.WorkspaceID, in.Workspace.ProjectID); err != nil {
+		if in.Variables, err = s.o.Sources.Variables(ctx, in.Workspace.Organization, r.WorkspaceID, in.Workspace.ProjectID); err != nil {
 			return fmt.Errorf("reading variables: %w", err)
 		}
 		return nil

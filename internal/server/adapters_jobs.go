@@ -42,8 +42,8 @@ func (s *Server) wireJobs() error {
 				}
 				return raw, v.RunID, nil
 			},
-			Variables: func(ctx context.Context, workspaceID, projectID string) ([]runner.Variable, error) {
-				vars, err := s.Variables.EffectiveVariables(ctx, workspaceID, projectID)
+			Variables: func(ctx context.Context, org, workspaceID, projectID string) ([]runner.Variable, error) {
+				vars, err := s.Variables.EffectiveVariablesOf(ctx, org, workspaceID, projectID)
 				if err != nil {
 					return nil, err
 				}

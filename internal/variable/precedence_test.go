@@ -70,7 +70,7 @@ func TestEffectiveVariablesPrecedence(t *testing.T) {
 
 		winner := func() (string, int) {
 			t.Helper()
-			eff, err := h.svc.EffectiveVariables(h.ctx, ws.ID, prj)
+			eff, err := h.svc.EffectiveVariablesOf(h.ctx, h.orgName, ws.ID, prj)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestEffectiveVariablesPrecedence(t *testing.T) {
 		}
 		// The other workspace (different project, no direct sets) sees only
 		// global sets; none are left.
-		eff, err := h.svc.EffectiveVariables(h.ctx, other.ID, other.ProjectID)
+		eff, err := h.svc.EffectiveVariablesOf(h.ctx, h.orgName, other.ID, other.ProjectID)
 		if err != nil || len(eff) != 0 {
 			t.Fatalf("other workspace: %v %v", eff, err)
 		}
@@ -146,11 +146,11 @@ func TestEffectiveVariablesScopes(t *testing.T) {
 		if err := sets.ApplyToWorkspaces(h.ctx, vs.ID, &tfe.VariableSetApplyToWorkspacesOptions{Workspaces: []*tfe.Workspace{{ID: in.ID}}}); err != nil {
 			t.Fatal(err)
 		}
-		eff, err := h.svc.EffectiveVariables(h.ctx, in.ID, prj)
+		eff, err := h.svc.EffectiveVariablesOf(h.ctx, h.orgName, in.ID, prj)
 		if err != nil || len(eff) != 1 || eff[0].Value != "v" {
 			t.Fatalf("in: %v %v", eff, err)
 		}
-		eff, err = h.svc.EffectiveVariables(h.ctx, out.ID, out.ProjectID)
+		eff, err = h.svc.EffectiveVariablesOf(h.ctx, h.orgName, out.ID, out.ProjectID)
 		if err != nil || len(eff) != 0 {
 			t.Fatalf("out: %v %v", eff, err)
 		}

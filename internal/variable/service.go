@@ -367,10 +367,11 @@ func DeleteProjectVariableSets(ctx context.Context, q store.Q, projectID string)
 
 // --- effective variables ---
 
-// EffectiveVariables returns the variables a run in the workspace receives,
-// with their values (sensitive ones included: for the runner only, never
-// for an API response or a log). projectID is the workspace's project; it
-// also names the organization whose global variable sets apply. It is not
+// EffectiveVariablesOf returns the variables a run in the workspace
+// receives, with their values (sensitive ones included: for the runner
+// only, never for an API response or a log). org is the workspace's
+// organization (whose global variable sets apply) and projectID its
+// project, both as the caller read them with the workspace. It is not
 // access-checked.
 //
 // Precedence follows HCP Terraform. For each (category, key) the variable
@@ -390,21 +391,7 @@ func DeleteProjectVariableSets(ctx context.Context, q store.Q, projectID string)
 // same rank, the set whose name sorts first wins, as HCP Terraform does.
 // A terraform variable and an env variable with the same key do not
 // conflict. The result is ordered by category, then key.
-func (s *Service) EffectiveVariables(ctx context.Context, workspaceID, projectID string) ([]*Variable, error) {
-	if s.projects == nil {
-		return nil, core.NotFound("project %q not found", projectID)
-	}
-	// The runner may call without a principal, and the project lookup is
-	// access-checked: look the organization up as the system.
-	sys := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true, Username: "terrace-system"})
-	org, err := s.projects.Get(sys, projectID)
-	if err != nil {
-		return nil, err
-	}
-	return s.effective(ctx, org, workspaceID, projectID)
-}
-
-func (s *Service) effective(ctx context.Context, org, workspaceID, projectID string) ([]*Variable, error) {
+func (s *Service) EffectiveVariablesOf(ctx context.Context, org, workspaceID, projectID string) ([]*Variable, error) {
 	type candidate struct {
 		v    *Variable
 		rank int
@@ -494,13 +481,13 @@ SELECT vs.id, vs.name, vs.is_priority, 2 FROM variable_sets vs JOIN variable_set
 }
 
 // ListAllWorkspaceVariables returns the effective variables of a workspace
-// the caller may see (see EffectiveVariables); callers must redact them.
+// the caller may see (see EffectiveVariablesOf); callers must redact them.
 func (s *Service) ListAllWorkspaceVariables(ctx context.Context, workspaceID string) ([]*Variable, error) {
 	ws, err := s.workspace(ctx, workspaceID)
 	if err != nil {
 		return nil, err
 	}
-	return s.effective(ctx, ws.Organization, ws.ID, ws.ProjectID)
+	return s.EffectiveVariablesOf(ctx, ws.Organization, ws.ID, ws.ProjectID)
 }
 
 // WorkspaceVariableIDsSQL says WorkspaceVariableIDs in SQL, for the

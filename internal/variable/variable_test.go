@@ -173,7 +173,7 @@ func TestSensitiveValuesNeverReturned(t *testing.T) {
 			t.Errorf("varset var made non-sensitive")
 		}
 		// The runner still gets the values.
-		eff, err := h.svc.EffectiveVariables(h.ctx, ws.ID, ws.ProjectID)
+		eff, err := h.svc.EffectiveVariablesOf(h.ctx, h.orgName, ws.ID, ws.ProjectID)
 		if err != nil {
 			t.Fatal(err)
 		}
