@@ -83,7 +83,12 @@ func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) erro
 }
 
 func (s *Service) chunks(ctx context.Context, q store.Q, logID string) ([]byte, bool, error) {
-	rows, err := q.Query(ctx, `SELECT data FROM log_chunks WHERE log_id = ? ORDER BY seq`, logID)
+	return s.chunksOf(ctx, q, `SELECT data FROM log_chunks WHERE log_id = ? ORDER BY seq`, logID)
+}
+
+// chunksOf concatenates the chunks query returns (found: there was one).
+func (s *Service) chunksOf(ctx context.Context, q store.Q, query string, args ...any) ([]byte, bool, error) {
+	rows, err := q.Query(ctx, query, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -113,8 +118,34 @@ func (s *Service) endLog(ctx context.Context, logID string, tail string) error {
 // half of endLog. The log is closed once dropChunks removes the chunks
 // (until then reads serve the chunks); a phase's report does that in the
 // transaction that records its outcome, which saves a transaction.
+//
+// The tail (the end of the output, which comes with the report) is also
+// appended to the chunks first, so that readers of the running log have
+// it before the phase's outcome is committed: go-tfe's log reader, after
+// ten reads with nothing new, asks whether the phase is done and stops
+// if it is, so output that reached readers only with the folded blob
+// could be lost to a reader whose empty read came just before the
+// outcome (terraform's apply output was, under load). On PostgreSQL the
+// append and the read of the chunks before it are one statement.
 func (s *Service) foldLog(ctx context.Context, logID string, tail string) error {
-	data, found, err := s.chunks(ctx, s.DB, logID)
+	var data []byte
+	var found bool
+	var err error
+	switch {
+	case tail == "":
+		data, found, err = s.chunks(ctx, s.DB, logID)
+	case s.DB.Driver().Name() == "postgres":
+		// The SELECT sees the statement's snapshot: the chunks before
+		// the tail's.
+		data, found, err = s.chunksOf(ctx, s.DB, `WITH n AS (UPDATE log_chunks SET last_seq = GREATEST(last_seq, (SELECT MAX(c.seq) FROM log_chunks c WHERE c.log_id = ?)) + 1
+				WHERE log_id = ? AND seq = 0 RETURNING last_seq),
+			tail AS (INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n)
+			SELECT data FROM log_chunks WHERE log_id = ? ORDER BY seq`, logID, logID, logID, []byte(tail), logID)
+	default:
+		if data, found, err = s.chunks(ctx, s.DB, logID); err == nil && found {
+			err = s.AppendLog(ctx, logID, []byte(tail))
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -117,3 +117,39 @@ func TestReportCarriesTheLogsEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestFoldShowsTheTailBeforeTheOutcome: the end of a phase's output,
+// which comes with its report, is readable from the running log as soon
+// as the log is folded, before the outcome is committed (a reader that
+// then learns the phase is done has read it all); the blob holds the
+// same bytes and the ETX, and a log without chunks still folds.
+func TestFoldShowsTheTailBeforeTheOutcome(t *testing.T) {
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		if err := s.startLog(ctx, db, "apply-fold", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendLog(ctx, "apply-fold", []byte("Initializing...\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.foldLog(ctx, "apply-fold", "Apply complete!\n"); err != nil {
+			t.Fatal(err)
+		}
+		running, err := s.ReadLog(ctx, "apply-fold", 0, 0)
+		if err != nil || string(running) != stx+"Initializing...\nApply complete!\n" {
+			t.Fatalf("the running log after the fold: %q (%v), want its tail and no ETX yet", running, err)
+		}
+		if err := dropChunks(ctx, db, "apply-fold"); err != nil {
+			t.Fatal(err)
+		}
+		ended, err := s.ReadLog(ctx, "apply-fold", 0, 0)
+		if err != nil || string(ended) != string(running)+etx {
+			t.Fatalf("the ended log: %q (%v), want %q and the ETX", ended, err, string(running))
+		}
+		if err := s.foldLog(ctx, "never-opened", "error text\n"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.ReadLog(ctx, "never-opened", 0, 0); err != nil || string(got) != stx+"error text\n"+etx {
+			t.Fatalf("a log folded without chunks: %q (%v)", got, err)
+		}
+	})
+}
