@@ -108,6 +108,7 @@ func main() {
 	histories := flag.String("histories", "100,10000,100000", "(e) run history sizes for Runs.List")
 	cpuProfile := flag.String("cpuprofile", "", "(e) write a CPU profile of the Workspaces.Read phase (server and clients) to this file")
 	cpuProfileC := flag.String("cpuprofile-c", "", "(c) write a CPU profile of this process (server, runner, bench client; not terraform) during the runs to this file")
+	cpuProfileA := flag.String("cpuprofile-a", "", "(a) write a CPU profile of this process (server, runner, the polling client; not terraform) during the runs to this file")
 	flag.Parse()
 	var hs []int
 	for _, f := range strings.Split(*histories, ",") {
@@ -118,7 +119,7 @@ func main() {
 		}
 		hs = append(hs, n)
 	}
-	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, cpuProfileC: *cpuProfileC, poll: *poll}
+	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, cpuProfileC: *cpuProfileC, cpuProfileA: *cpuProfileA, poll: *poll}
 	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *chain, *fanout, *concurrency, *verbose, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -137,8 +138,9 @@ type options struct {
 	histories []int
 	// cpuProfile, when set, is where (e) writes a CPU profile of the reads.
 	cpuProfile string
-	// cpuProfileC, when set, is where (c) writes a CPU profile.
-	cpuProfileC string
+	// cpuProfileC, when set, is where (c) writes a CPU profile; cpuProfileA
+	// where (a) does.
+	cpuProfileC, cpuProfileA string
 	// poll is how often (a) reads the run through the API.
 	poll time.Duration
 }
@@ -199,6 +201,13 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 	}
 	fmt.Printf("terrace run benchmarks: %s, %s, runner concurrency %d, %d CPUs, load average %s\n", versionOf(tf), o.store, concurrency, runtime.NumCPU(), loadavg())
 	if strings.Contains(only, "a") {
+		if o.cpuProfileA != "" {
+			stop, err := startCPUProfile(o.cpuProfileA)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		if err := b.runTime(ctx, iterations, cliIterations, o.poll); err != nil {
 			return fmt.Errorf("(a): %w", err)
 		}
