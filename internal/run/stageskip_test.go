@@ -14,6 +14,19 @@ import (
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
 
+// oneWorkspaceService is a run service over db with one remote workspace
+// (ws-s of acme), blobs in a temporary folder and stages as the run task
+// domain.
+func oneWorkspaceService(t *testing.T, db *store.DB, stages TaskStages) *Service {
+	t.Helper()
+	blobs, err := blob.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewService(Options{DB: db, Blobs: blobs, Stages: stages, Configs: fakeConfigs{},
+		Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+}
+
 // fakeWorkspaces is one remote workspace that is always free to lock.
 type fakeWorkspaces struct{ ws *Workspace }
 
@@ -66,13 +79,8 @@ func TestRunAsksOnlyForItsTaskStages(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		blobs, err := blob.Open(ctx, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
 		stages := &recordingStages{}
-		s := NewService(Options{DB: db, Blobs: blobs, Stages: stages, Configs: fakeConfigs{},
-			Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+		s := oneWorkspaceService(t, db, stages)
 		yes := true
 		apply := func(forget bool) {
 			t.Helper()
@@ -138,12 +146,7 @@ func TestReportsFoldAndDropTheLogs(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		blobs, err := blob.Open(ctx, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewService(Options{DB: db, Blobs: blobs, Stages: &recordingStages{}, Configs: fakeConfigs{},
-			Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+		s := oneWorkspaceService(t, db, &recordingStages{})
 		yes := true
 		r, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
 		if err != nil {
@@ -203,12 +206,7 @@ func TestPlanReportAnswersBeforeItsObservers(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		blobs, err := blob.Open(ctx, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewService(Options{DB: db, Blobs: blobs, Stages: &recordingStages{}, Configs: fakeConfigs{},
-			Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+		s := oneWorkspaceService(t, db, &recordingStages{})
 		var mu sync.Mutex
 		var heard []Status
 		hold := make(chan struct{})
@@ -221,7 +219,7 @@ func TestPlanReportAnswersBeforeItsObservers(t *testing.T) {
 			mu.Unlock()
 		})
 		yes := true
-		_, err = s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
+		_, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
 		if err != nil {
 			t.Fatal(err)
 		}

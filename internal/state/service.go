@@ -491,13 +491,9 @@ func makeCurrent(ctx context.Context, tx *store.Tx, v *Version) error {
 // the discarded pending versions are one statement (a run's apply waits
 // for it).
 func (s *Service) insertFinal(ctx context.Context, tx *store.Tx, v *Version, pr *parsed, stateKey string, keys []string) error {
-	var jo any
-	if v.jsonOutputs != nil {
-		sealed, err := s.Keys.SealString(SealedColumns[1].Purpose, string(v.jsonOutputs))
-		if err != nil {
-			return err
-		}
-		jo = sealed
+	jo, err := s.sealedJSONOutputs(v)
+	if err != nil {
+		return err
 	}
 	summary := finalFields(v, pr, stateKey)
 	outs, err := s.outputRows(v, pr)
@@ -701,16 +697,20 @@ func scanVersion(sc interface{ Scan(...any) error }) (*Version, error) {
 	return &v, nil
 }
 
-func (s *Service) insertVersion(ctx context.Context, q store.Q, v *Version) error {
-	var jo any
-	if v.jsonOutputs != nil {
-		sealed, err := s.Keys.SealString(SealedColumns[1].Purpose, string(v.jsonOutputs))
-		if err != nil {
-			return err
-		}
-		jo = sealed
+// sealedJSONOutputs is v's json-state-outputs as stored: sealed, or nil.
+func (s *Service) sealedJSONOutputs(v *Version) (any, error) {
+	if v.jsonOutputs == nil {
+		return nil, nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO state_versions (id, workspace_id, status, serial, lineage, md5, forced, run_id, created_by, json_outputs, created_at)
+	return s.Keys.SealString(SealedColumns[1].Purpose, string(v.jsonOutputs))
+}
+
+func (s *Service) insertVersion(ctx context.Context, q store.Q, v *Version) error {
+	jo, err := s.sealedJSONOutputs(v)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `INSERT INTO state_versions (id, workspace_id, status, serial, lineage, md5, forced, run_id, created_by, json_outputs, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		v.ID, v.WorkspaceID, string(v.Status), v.Serial, v.Lineage, v.MD5, v.Force, v.RunID, v.CreatedBy, jo, core.Micros(v.CreatedAt))
 	if err != nil {
