@@ -13,10 +13,10 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// TestJobCallsStayInTheirRun: an agent holding a job writes only its own
-// run's logs and, while it plans, no state: a log of another run (of a
-// job it does not hold) is not found, a state snapshot during a plan is a
-// conflict. These checks read the job and its run's log IDs in one query.
+// TestJobCallsStayInTheirRun: a job's calls write only its own run's
+// logs and, while it plans, no state: the open log of another run (whose
+// job the same agent holds) is not found through this job, a state
+// snapshot during a plan is a conflict. These checks read the job and its run's log IDs in one query.
 func TestJobCallsStayInTheirRun(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
@@ -49,6 +49,11 @@ func TestJobCallsStayInTheirRun(t *testing.T) {
 		job, err := c.Claim(ctx, reg.ID)
 		if err != nil || job == nil {
 			t.Fatalf("claim: %+v, %v", job, err)
+		}
+		// The agent holds the other run's job too: its log is open, and
+		// still not this job's to write.
+		if second, err := c.Claim(ctx, reg.ID); err != nil || second == nil || second.RunID == job.RunID {
+			t.Fatalf("second claim: %+v, %v", second, err)
 		}
 		mine, other := runs[0], runs[1]
 		if job.RunID == other.ID {

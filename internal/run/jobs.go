@@ -329,7 +329,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		// The log's chunks go with the outcome's write (its blob is
 		// stored): dropped here on the paths that write nothing else.
-		drop := chunksOf(r.Plan.ID)
+		drop := dropLog(r.Plan.ID)
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
@@ -363,7 +363,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 					return nil, err
 				}
 				s.dropSignal(r.ID)
-				return nil, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
+				return nil, updateRunWith(ctx, tx, r, endJob(jobID), drop)
 			}
 		}
 		if r.PlanOnly || (!res.HasChanges && !r.AllowEmptyApply) {
@@ -397,7 +397,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 					return nil, err
 				}
 				s.dropSignal(r.ID)
-				return nil, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
+				return nil, updateRunWith(ctx, tx, r, endJob(jobID), drop)
 			}
 		}
 		switch next {
@@ -439,7 +439,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			}
 			// The run rests, waiting for confirmation; the workspace stays held.
 			s.dropSignal(r.ID)
-			return nil, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
+			return nil, updateRunWith(ctx, tx, r, endJob(jobID), drop)
 		}
 	})
 	return cont, err
@@ -519,7 +519,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	defer steps.time("update")()
 	var staleIDs []string
 	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
-		drop := chunksOf(r.Apply.ID) // with the outcome's write
+		drop := dropLog(r.Apply.ID) // with the outcome's write
 		r.Apply.Additions, r.Apply.Changes, r.Apply.Destructions, r.Apply.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		switch {
 		case res.Canceled:
@@ -574,7 +574,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		if r.Status == PostApplyRunning {
 			// The run holds the workspace until its post-apply tasks end.
 			s.dropSignal(r.ID)
-			return stale, updateRunWith(ctx, tx, r, write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}, drop)
+			return stale, updateRunWith(ctx, tx, r, endJob(jobID), drop)
 		}
 		next, err := s.finishJob(ctx, tx, jobID, r, drop)
 		return append(stale, next...), err
@@ -622,13 +622,11 @@ func (s *Service) finishJob(ctx context.Context, tx store.Q, jobID string, r *Ru
 	// The run's outcome, the job's end, the workspace's release and the
 	// caller's writes (more) in one statement on PostgreSQL.
 	s.dropSignal(r.ID)
-	return s.release(ctx, tx, r, append([]write{{`DELETE FROM jobs WHERE id = ?`, []any{jobID}}}, more...)...)
+	return s.release(ctx, tx, r, append([]write{endJob(jobID)}, more...)...)
 }
 
-// chunksOf is dropChunks as a write that goes with the run's.
-func chunksOf(logID string) write {
-	return write{`DELETE FROM log_chunks WHERE log_id = ?`, []any{logID}}
-}
+// endJob is the write that removes a job whose phase has ended.
+func endJob(jobID string) write { return write{`DELETE FROM jobs WHERE id = ?`, []any{jobID}} }
 
 func (s *Service) dropSignal(runID string) {
 	s.mu.Lock()

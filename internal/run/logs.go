@@ -54,6 +54,16 @@ func openLog(logID string) write {
 // makes racing writers wait for each other and whose re-read after the
 // wait gives each its own number; SQLite runs one write at a time, so
 // MAX(seq) read in the same statement is the last one.
+// pgNextSeq and pgAppendChunk are AppendLog's statement on PostgreSQL, as
+// parts of a WITH (arguments: the log ID twice, then the log ID and the
+// data). GREATEST with the last chunk there: a replica of the version
+// before last_seq (a rolling upgrade) appends without moving it.
+const (
+	pgNextSeq = `n AS (UPDATE log_chunks SET last_seq = GREATEST(last_seq, (SELECT MAX(c.seq) FROM log_chunks c WHERE c.log_id = ?)) + 1
+		WHERE log_id = ? AND seq = 0 RETURNING last_seq)`
+	pgAppendChunk = `INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n`
+)
+
 func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -61,11 +71,7 @@ func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) erro
 	var res sql.Result
 	var err error
 	if s.DB.Driver().Name() == "postgres" {
-		// GREATEST with the last chunk there: a replica of the version
-		// before last_seq (a rolling upgrade) appends without moving it.
-		res, err = s.DB.Exec(ctx, `WITH n AS (UPDATE log_chunks SET last_seq = GREATEST(last_seq, (SELECT MAX(c.seq) FROM log_chunks c WHERE c.log_id = ?)) + 1
-				WHERE log_id = ? AND seq = 0 RETURNING last_seq)
-			INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n`, logID, logID, logID, data)
+		res, err = s.DB.Exec(ctx, `WITH `+pgNextSeq+` `+pgAppendChunk, logID, logID, logID, data)
 	} else {
 		res, err = s.DB.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data)
 			SELECT ?, (SELECT MAX(seq) FROM log_chunks WHERE log_id = ?) + 1, ? WHERE EXISTS (SELECT 1 FROM log_chunks WHERE log_id = ? AND seq = 0)`,
@@ -137,9 +143,7 @@ func (s *Service) foldLog(ctx context.Context, logID string, tail string) error 
 	case s.DB.Driver().Name() == "postgres":
 		// The SELECT sees the statement's snapshot: the chunks before
 		// the tail's.
-		data, found, err = s.chunksOf(ctx, s.DB, `WITH n AS (UPDATE log_chunks SET last_seq = GREATEST(last_seq, (SELECT MAX(c.seq) FROM log_chunks c WHERE c.log_id = ?)) + 1
-				WHERE log_id = ? AND seq = 0 RETURNING last_seq),
-			tail AS (INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n)
+		data, found, err = s.chunksOf(ctx, s.DB, `WITH `+pgNextSeq+`, tail AS (`+pgAppendChunk+`)
 			SELECT data FROM log_chunks WHERE log_id = ? ORDER BY seq`, logID, logID, logID, []byte(tail), logID)
 	default:
 		if data, found, err = s.chunks(ctx, s.DB, logID); err == nil && found {
@@ -159,8 +163,15 @@ func (s *Service) foldLog(ctx context.Context, logID string, tail string) error 
 
 // dropChunks removes a folded log's chunks: reads then serve the blob.
 func dropChunks(ctx context.Context, q store.Q, logID string) error {
-	_, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
+	w := dropLog(logID)
+	_, err := q.Exec(ctx, w.sql, w.args...)
 	return err
+}
+
+// dropLog is dropChunks as a write that goes with a run's (a report's
+// outcome).
+func dropLog(logID string) write {
+	return write{`DELETE FROM log_chunks WHERE log_id = ?`, []any{logID}}
 }
 
 // appendToEndedLog adds text before the ETX of a log endLog has folded.

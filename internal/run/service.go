@@ -48,8 +48,10 @@ type Workspaces interface {
 	// LockForRun makes runID the workspace's lock holder inside q's
 	// transaction; false when someone else holds the lock.
 	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)
-	// UnlockForRun releases a lock held by runID (no-op otherwise).
-	UnlockForRun(ctx context.Context, q store.Q, workspaceID, runID string) error
+	// UnlockForRunSQL is the statement that releases a lock held by
+	// runID (a no-op otherwise); the run domain sends it with its own
+	// writes (on PostgreSQL, one statement: updateRunWith).
+	UnlockForRunSQL(workspaceID, runID string) (string, []any)
 }
 
 // ConfigVersion is what runs need to know about a configuration version.
@@ -551,11 +553,10 @@ func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
 	return err
 }
 
-// UnlockSQL is implemented by a Workspaces binding that can say
-// UnlockForRun as a statement, which release sends with the run's own
-// writes (on PostgreSQL, one statement).
-type UnlockSQL interface {
-	UnlockForRunSQL(workspaceID, runID string) (string, []any)
+// unlock is the write that releases r's hold on its workspace.
+func (s *Service) unlock(r *Run) write {
+	q, args := s.Workspaces.UnlockForRunSQL(r.WorkspaceID, r.ID)
+	return write{q, args}
 }
 
 // release ends a run's hold on its workspace and starts the next run. more
@@ -571,18 +572,8 @@ func (s *Service) release(ctx context.Context, tx store.Q, r *Run, more ...write
 	// The scheduler reads runs from the table: the ending run's status
 	// must be there first, or it would still look like the active run;
 	// and the workspace must be free.
-	if u, ok := s.Workspaces.(UnlockSQL); ok {
-		q, args := u.UnlockForRunSQL(r.WorkspaceID, r.ID)
-		if err := updateRunWith(ctx, tx, r, append(more, write{q, args})...); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := updateRunWith(ctx, tx, r, more...); err != nil {
-			return nil, err
-		}
-		if err := s.Workspaces.UnlockForRun(ctx, tx, r.WorkspaceID, r.ID); err != nil {
-			return nil, err
-		}
+	if err := updateRunWith(ctx, tx, r, append(more, s.unlock(r))...); err != nil {
+		return nil, err
 	}
 	return s.schedule(ctx, tx, r.WorkspaceID)
 }
@@ -993,10 +984,7 @@ func (s *Service) ForceExecute(ctx context.Context, id string) error {
 			if err := addEvent(ctx, tx, o.ID, "discarded", "Discarded by a force-execute of "+r.ID, actorOf(ctx)); err != nil {
 				return err
 			}
-			if err := updateRun(ctx, tx, o); err != nil {
-				return err
-			}
-			if err := s.Workspaces.UnlockForRun(ctx, tx, o.WorkspaceID, o.ID); err != nil {
+			if err := updateRunWith(ctx, tx, o, s.unlock(o)); err != nil {
 				return err
 			}
 			changed = append(changed, o)

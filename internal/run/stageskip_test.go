@@ -39,7 +39,9 @@ func (f fakeWorkspaces) Identity(context.Context, string) (*Workspace, error) { 
 func (f fakeWorkspaces) LockForRun(context.Context, store.Q, string, string) (bool, error) {
 	return true, nil
 }
-func (f fakeWorkspaces) UnlockForRun(context.Context, store.Q, string, string) error { return nil }
+func (f fakeWorkspaces) UnlockForRunSQL(workspaceID, runID string) (string, []any) {
+	return `UPDATE workspaces SET locked_by_id = '' WHERE id = ? AND locked_by_id = ?`, []any{workspaceID, runID}
+}
 
 // fakeConfigs has one uploaded configuration version.
 type fakeConfigs struct{}

@@ -91,12 +91,6 @@ func (a runWorkspaces) LockForRun(ctx context.Context, q store.Q, wsID, runID st
 	return a.ws.LockForRun(ctx, q, wsID, runID)
 }
 
-func (a runWorkspaces) UnlockForRun(ctx context.Context, q store.Q, wsID, runID string) error {
-	return a.ws.UnlockForRun(ctx, q, wsID, runID)
-}
-
-// UnlockForRunSQL is UnlockForRun as a statement the run domain sends
-// with its own writes (run.UnlockSQL).
 func (a runWorkspaces) UnlockForRunSQL(wsID, runID string) (string, []any) {
 	return workspace.UnlockForRunSQL(wsID, runID)
 }

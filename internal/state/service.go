@@ -423,10 +423,8 @@ func (s *Service) finalize(ctx context.Context, tx *store.Tx, v *Version, pr *pa
 	if err != nil {
 		return err
 	}
-	for _, o := range outs {
-		if _, err := tx.Exec(ctx, `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES (?, ?, ?, ?, ?, ?, ?)`, o...); err != nil {
-			return fmt.Errorf("storing output %s: %w", o[2], err)
-		}
+	if err := insertOutputs(ctx, tx, outs); err != nil {
+		return err
 	}
 	return makeCurrent(ctx, tx, v)
 }
@@ -459,6 +457,20 @@ func (s *Service) outputRows(v *Version, pr *parsed) ([][]any, error) {
 		rows = append(rows, []any{o.ID, v.ID, o.Name, o.Sensitive, o.Type, string(o.DetailedType), value})
 	}
 	return rows, nil
+}
+
+// insertOutput starts the INSERT of outputRows' rows; each row is
+// (?, ?, ?, ?, ?, ?, ?).
+const insertOutput = `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES `
+
+// insertOutputs stores outputRows' rows, one statement each.
+func insertOutputs(ctx context.Context, tx *store.Tx, rows [][]any) error {
+	for _, o := range rows {
+		if _, err := tx.Exec(ctx, insertOutput+`(?, ?, ?, ?, ?, ?, ?)`, o...); err != nil {
+			return fmt.Errorf("storing output %s: %w", o[2], err)
+		}
+	}
+	return nil
 }
 
 // discardOlder makes the pending versions created before v (other than v)
@@ -512,10 +524,8 @@ func (s *Service) insertFinal(ctx context.Context, tx *store.Tx, v *Version, pr 
 		if _, err := tx.Exec(ctx, insert, insertArgs...); err != nil {
 			return fmt.Errorf("creating state version: %w", err)
 		}
-		for _, o := range outs {
-			if _, err := tx.Exec(ctx, `INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES (?, ?, ?, ?, ?, ?, ?)`, o...); err != nil {
-				return fmt.Errorf("storing output %s: %w", o[2], err)
-			}
+		if err := insertOutputs(ctx, tx, outs); err != nil {
+			return err
 		}
 		return makeCurrent(ctx, tx, v)
 	}
@@ -535,7 +545,7 @@ func (s *Service) insertFinal(ctx context.Context, tx *store.Tx, v *Version, pr 
 	q.WriteString(`) RETURNING blob_key), version AS (` + insert + `)`)
 	args = append(args, insertArgs...)
 	if len(outs) > 0 {
-		q.WriteString(`, outputs AS (INSERT INTO state_version_outputs (id, state_version_id, name, sensitive, type, detailed_type, value) VALUES `)
+		q.WriteString(`, outputs AS (` + insertOutput)
 		for i, o := range outs {
 			if i > 0 {
 				q.WriteString(", ")

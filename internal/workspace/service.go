@@ -1065,18 +1065,9 @@ func (s *Service) LockForRun(ctx context.Context, q store.Q, workspaceID, runID 
 	return n == 1, err
 }
 
-// UnlockForRun releases the lock if runID holds it (no-op otherwise).
-func (s *Service) UnlockForRun(ctx context.Context, q store.Q, workspaceID, runID string) error {
-	query, args := UnlockForRunSQL(workspaceID, runID)
-	_, err := q.Exec(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("unlocking workspace %s for run %s: %w", workspaceID, runID, err)
-	}
-	return nil
-}
-
-// UnlockForRunSQL is UnlockForRun's statement, for a caller that sends it
-// along with its own writes (one round trip on PostgreSQL).
+// UnlockForRunSQL is the statement that releases the lock if runID holds
+// it (no-op otherwise): the run domain sends it along with its own writes
+// (one round trip on PostgreSQL).
 func UnlockForRunSQL(workspaceID, runID string) (string, []any) {
 	return `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = ''
 		WHERE id = ? AND locked_by_kind = ? AND locked_by_id = ?`, []any{workspaceID, LockRun, runID}

@@ -201,14 +201,16 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 	}
 	fmt.Printf("terrace run benchmarks: %s, %s, runner concurrency %d, %d CPUs, load average %s\n", versionOf(tf), o.store, concurrency, runtime.NumCPU(), loadavg())
 	if strings.Contains(only, "a") {
+		stop := func() {}
 		if o.cpuProfileA != "" {
-			stop, err := startCPUProfile(o.cpuProfileA)
-			if err != nil {
+			var err error
+			if stop, err = startCPUProfile(o.cpuProfileA); err != nil {
 				return err
 			}
-			defer stop()
 		}
-		if err := b.runTime(ctx, iterations, cliIterations, o.poll); err != nil {
+		err := b.runTime(ctx, iterations, cliIterations, o.poll)
+		stop() // (a) only, not the measurements after it
+		if err != nil {
 			return fmt.Errorf("(a): %w", err)
 		}
 	}
