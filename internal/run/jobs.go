@@ -270,7 +270,17 @@ func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string)
 // row first, as every other writer of both locks them), and fn runs only
 // while runnerID still holds the job.
 func (s *Service) updateHeld(ctx context.Context, jobID, runnerID string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
-	return s.updateWith(ctx, func(tx *store.Tx) (*Run, error) {
+	r, changed, err := s.commitHeld(ctx, jobID, runnerID, fn)
+	if err != nil {
+		return nil, err
+	}
+	s.changed(ctx, changed...)
+	return r, nil
+}
+
+// commitHeld is updateHeld without telling the observers (commitWith).
+func (s *Service) commitHeld(ctx context.Context, jobID, runnerID string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, []*Run, error) {
+	return s.commitWith(ctx, func(tx *store.Tx) (*Run, error) {
 		var doc string
 		var vars sql.NullString
 		var holder, status string
@@ -326,7 +336,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	}
 	defer steps.time("update")()
 	cont := false
-	_, err = s.updateHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+	r, changed, err := s.commitHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
 		// The log's chunks go with the outcome's write (its blob is
 		// stored): dropped here on the paths that write nothing else.
 		drop := dropLog(r.Plan.ID)
@@ -415,9 +425,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 				[]any{string(PhaseApply), core.Micros(core.Now()), jobID}}, drop); err != nil {
 				return nil, err
 			}
-			// The runner applies at once: it hears so before the
-			// observers have looked at the run's moves.
-			cont, r.tellLater = true, true
+			cont = true
 			return nil, nil
 		case Canceled:
 			if err := r.transition(Canceled); err != nil {
@@ -442,7 +450,18 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 			return nil, updateRunWith(ctx, tx, r, endJob(jobID), drop)
 		}
 	})
-	return cont, err
+	switch {
+	case err != nil:
+		return false, err
+	case cont:
+		// The runner applies at once: it hears so before the observers
+		// have looked at the run's moves (they still hear them before
+		// its next change).
+		s.changedLater(ctx, r)
+	default:
+		s.changed(ctx, changed...)
+	}
+	return cont, nil
 }
 
 // afterPlan decides where a planned run with changes goes next. Stages

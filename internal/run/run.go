@@ -72,9 +72,6 @@ type Run struct {
 	// moves are the transitions made since the run was read, reported to
 	// observers once they are committed (see Service.Observe).
 	moves []move
-	// tellLater: the observers hear of moves without the writer waiting
-	// (Service.changedLater): a plan report whose runner goes on to apply.
-	tellLater bool
 	// stored is the doc this value last wrote (updateRun) and storedIn
 	// the transaction it wrote it in: writing the same doc again in that
 	// transaction is skipped, which saves a round trip where a

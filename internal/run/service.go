@@ -711,6 +711,18 @@ func (s *Service) update(ctx context.Context, id string, fn func(tx *store.Tx, r
 
 // updateWith is update with the locking read of the run given (read).
 func (s *Service) updateWith(ctx context.Context, read func(tx *store.Tx) (*Run, error), fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
+	r, changed, err := s.commitWith(ctx, read, fn)
+	if err != nil {
+		return nil, err
+	}
+	s.changed(ctx, changed...)
+	return r, nil
+}
+
+// commitWith is updateWith without telling the observers: it returns the
+// runs whose moves are committed (the run first), and the caller tells
+// them, with changed or changedLater.
+func (s *Service) commitWith(ctx context.Context, read func(tx *store.Tx) (*Run, error), fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, []*Run, error) {
 	var r *Run
 	var changed []*Run
 	queued := s.jobsQueued.Load()
@@ -731,16 +743,10 @@ func (s *Service) updateWith(ctx context.Context, read func(tx *store.Tx) (*Run,
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.nudgeIfQueued(queued)
-	if len(changed) == 1 && r.tellLater {
-		r.tellLater = false
-		s.changedLater(ctx, r)
-		return r, nil
-	}
-	s.changed(ctx, changed...)
-	return r, nil
+	return r, changed, nil
 }
 
 // Apply confirms a run that waits for it.

@@ -248,11 +248,33 @@ func TestPlanReportAnswersBeforeItsObservers(t *testing.T) {
 		}
 		applied := make(chan error, 1)
 		go func() { applied <- s.FinishApply(ctx, j.ID, "runner-s", ApplyResult{Additions: 1}, nil) }()
-		time.Sleep(100 * time.Millisecond)
+		// Once the apply's outcome is committed its report tells the
+		// observers, and that must wait for the plan's report's observers,
+		// which the hold keeps busy: the report cannot have returned.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			r, err := getRun(ctx, db, s.Keys, "id", j.RunID, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status == Applied {
+				break
+			}
+			if time.Now().After(deadline) {
+				close(hold)
+				t.Fatalf("the run is %s 10s after its apply was reported", r.Status)
+			}
+		}
+		select {
+		case err := <-applied:
+			close(hold)
+			t.Fatalf("the apply's report returned (err %v) before the observers of the plan's transitions were done", err)
+		default:
+		}
 		mu.Lock()
 		early := slices.Contains(heard, Applied)
 		mu.Unlock()
 		if early {
+			close(hold)
 			t.Fatal("the observers heard of the apply before the plan's transitions")
 		}
 		close(hold)
