@@ -180,7 +180,7 @@ func printBreakdown(n, concurrency, cpus int, cpu cpuTimes, wall time.Duration, 
 }
 
 // startCPUProfile writes a CPU profile of this process to path until the
-// returned function is called.
+// returned function is first called.
 func startCPUProfile(path string) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -190,7 +190,7 @@ func startCPUProfile(path string) (func(), error) {
 		f.Close()
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return sync.OnceFunc(func() { pprof.StopCPUProfile(); f.Close() }), nil
 }
 
 // localReference is (c)'s yardstick, measured in the same run: n runs of

@@ -208,8 +208,8 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 				return err
 			}
 		}
-		err := b.runTime(ctx, iterations, cliIterations, o.poll)
-		stop() // (a) only, not the measurements after it
+		err := b.runTime(ctx, iterations, cliIterations, o.poll, stop) // stops the profile after the runs
+		stop()
 		if err != nil {
 			return fmt.Errorf("(a): %w", err)
 		}
@@ -328,11 +328,13 @@ func (b *bench) stored(ctx context.Context, id string) (*run.Run, error) {
 }
 
 // runTime is (a).
-func (b *bench) runTime(ctx context.Context, n, cliN int, poll time.Duration) error {
+// endProfile ends -cpuprofile-a's profile once the runs are measured.
+func (b *bench) runTime(ctx context.Context, n, cliN int, poll time.Duration, endProfile func()) error {
 	fmt.Printf("\n(a) one run of a 20-resource terraform_data configuration (auto-apply), %d runs a side\n", n)
 	var remote, local, atServer []time.Duration
 	var phases [][]time.Duration // queue, plan, plan→apply, apply, report, applied→plan JSON served
 	var steps [][]time.Duration  // init, plan, apply
+	var lastRun string
 	// i = -1 warms up both sides.
 	for i := -1; i < n; i++ {
 		ws, cv, err := b.workspace(ctx, bigConfig)
@@ -375,6 +377,7 @@ func (b *bench) runTime(ctx context.Context, n, cliN int, poll time.Duration) er
 			continue
 		}
 		remote, local = append(remote, d), append(local, ld)
+		lastRun = r.ID
 		atServer = append(atServer, sr.Timestamps["applied-at"].Sub(start))
 		phases = append(phases, []time.Duration{ps.Sub(start), pf.Sub(ps), as.Sub(pf), af.Sub(as), seen[tfe.RunApplied].Sub(af), js})
 		steps = append(steps, st)
@@ -405,6 +408,10 @@ func (b *bench) runTime(ctx context.Context, n, cliN int, poll time.Duration) er
 		withShow = append(withShow, local[j]+st[3])
 	}
 	fmt.Printf("  for comparison, ratio against local work plus the show -json the server runs for the plan's JSON: %.2f\n", float64(rm)/float64(median(withShow)))
+	endProfile()
+	if err := b.readCost(ctx, lastRun, 2000, poll); err != nil {
+		return err
+	}
 
 	if cliN <= 0 {
 		return nil
