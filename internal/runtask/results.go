@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
@@ -83,14 +84,17 @@ const stageIDsKey = "task-stage-ids:"
 // RunStageIDsSQL says StageIDsOfRun in SQL for the run domain's one-statement
 // run read (run.StageIDsSQL): a scalar subquery over runs.id giving the
 // stage IDs comma-separated in stage order (NULL for none).
-func (s *Service) RunStageIDsSQL() string {
+func (s *Service) RunStageIDsSQL() string { return runStageIDsSQL() }
+
+// runStageIDsSQL is written once: every run read asks for it.
+var runStageIDsSQL = sync.OnceValue(func() string {
 	order := "CASE ts.stage"
 	for i, st := range Stages {
 		order += fmt.Sprintf(" WHEN '%s' THEN %d", st, i)
 	}
 	order += " END"
 	return `SELECT string_agg(ts.id, ',' ORDER BY ` + order + `, ts.id) FROM task_stages ts WHERE ts.run_id = runs.id`
-}
+})
 
 // RememberStageIDs keeps a run's stage IDs, read with the run, in the
 // request memo, where StageIDsOfRun finds them.
