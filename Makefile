@@ -28,8 +28,8 @@ oidc-provider: ## build the OpenID provider the sign-in tests use (zitadel/oidc'
 versitygw: ## build versitygw (tools/versitygw/version), the S3-compatible server the S3 tests start, into .cache/versitygw, once
 	tools/versitygw/build.sh .cache
 
-test: vet engines oidc-provider versitygw ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, real HTTPS, with the store's transaction guard on
-	TERRACE_STORE_TXGUARD=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
+test: vet engines oidc-provider versitygw ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, real HTTPS, with the store's transaction guard and the JSON:API encoder check on
+	TERRACE_STORE_TXGUARD=1 TERRACE_JSONAPI_CHECK=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
 	$(GO) test -short -count=1 ./...

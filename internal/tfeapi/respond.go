@@ -24,23 +24,28 @@ const ContentType = "application/vnd.api+json"
 // relationships otherwise carry linkage alone, as HCP Terraform does when no
 // include is asked for.
 func Respond(w http.ResponseWriter, r *http.Request, status int, v any, included ...any) {
+	respond(w, r, status,
+		func(b []byte) ([]byte, error) { return appendOne(b, v, included) },
+		func() ([]byte, error) { return genericOne(v, included) })
+}
+
+// genericOne is Respond's document as hashicorp/jsonapi and encoding/json
+// write it.
+func genericOne(v any, included []any) ([]byte, error) {
 	p, err := jsonapi.Marshal(v)
 	if err != nil {
-		Error(w, r, fmt.Errorf("encoding response: %w", err))
-		return
+		return nil, fmt.Errorf("encoding response: %w", err)
 	}
 	one, ok := p.(*jsonapi.OnePayload)
 	if !ok {
-		Error(w, r, fmt.Errorf("encoding response: %T is not a single resource", v))
-		return
+		return nil, fmt.Errorf("encoding response: %T is not a single resource", v)
 	}
 	inc, err := nodes(included)
 	if err != nil {
-		Error(w, r, err)
-		return
+		return nil, err
 	}
 	one.Included = inc
-	write(w, status, one)
+	return encodeJSON(one)
 }
 
 // Pagination is the page a list response holds.
@@ -51,20 +56,61 @@ type Pagination struct {
 // RespondList writes items (a slice of pointers to jsonapi structs) with
 // meta.pagination.
 func RespondList(w http.ResponseWriter, r *http.Request, items any, pg Pagination, included ...any) {
+	meta := map[string]any{"pagination": pg.meta()}
+	respond(w, r, http.StatusOK,
+		func(b []byte) ([]byte, error) { return appendMany(b, items, included, meta) },
+		func() ([]byte, error) { return genericMany(items, included, meta) })
+}
+
+// genericMany is RespondList's document as hashicorp/jsonapi and
+// encoding/json write it.
+func genericMany(items any, included []any, meta map[string]any) ([]byte, error) {
 	many, err := marshalMany(items)
 	if err != nil {
-		Error(w, r, err)
-		return
+		return nil, err
 	}
 	inc, err := nodes(included)
 	if err != nil {
+		return nil, err
+	}
+	many.Included = inc
+	m := jsonapi.Meta(meta)
+	many.Meta = &m
+	return encodeJSON(many)
+}
+
+// respond writes the document fast (encode.go) writes, or, when it
+// declines, the one generic writes (or generic's error). With the check
+// on (CheckEnv) both are written and a difference panics.
+func respond(w http.ResponseWriter, r *http.Request, status int, fast func([]byte) ([]byte, error), generic func() ([]byte, error)) {
+	buf := docBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledDoc {
+			docBuffers.Put(buf)
+		}
+	}()
+	b, err := fast((*buf)[:0])
+	if err == nil {
+		*buf = b[:0]
+		if checkEncoder {
+			want, gerr := generic()
+			if gerr != nil || !bytes.Equal(b, want) {
+				panic(fmt.Sprintf("tfeapi: the JSON:API encoder differs from hashicorp/jsonapi (%s %s; generic error %v):\n got %s\nwant %s", r.Method, r.URL.Path, gerr, b, want))
+			}
+		}
+		RespondBytes(w, status, b)
+		return
+	}
+	doc, err := generic()
+	if err != nil {
 		Error(w, r, err)
 		return
 	}
-	many.Included = inc
-	many.Meta = &jsonapi.Meta{"pagination": pg.meta()}
-	write(w, http.StatusOK, many)
+	RespondBytes(w, status, doc)
 }
+
+// maxPooledDoc: buffers that grew past it (a long list) are not kept.
+const maxPooledDoc = 64 << 10
 
 func (pg Pagination) meta() map[string]any {
 	size := max(pg.Size, 1)
@@ -150,16 +196,14 @@ func nodes(included []any) ([]*jsonapi.Node, error) {
 	return out, nil
 }
 
-func write(w http.ResponseWriter, status int, v any) {
+// encodeJSON encodes a payload as json.Encoder does (HTML escaped, a
+// newline at the end).
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		http.Error(w, "encoding response", http.StatusInternalServerError)
-		return
+		return nil, fmt.Errorf("encoding response: %w", err)
 	}
-	w.Header().Set("Content-Type", ContentType)
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // WriteJSON writes v as plain JSON with the given content type.

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/jsonapi"
@@ -676,19 +675,8 @@ func (a *API) respond(w http.ResponseWriter, r *http.Request, status int, ws *Wo
 		return
 	}
 	j, included := a.toJSON(r, ws, inc)
-	if len(included) == 0 && j.encodable() {
-		buf := docBuffers.Get().(*[]byte)
-		*buf = j.appendDocument((*buf)[:0])
-		tfeapi.RespondBytes(w, status, *buf)
-		docBuffers.Put(buf)
-		return
-	}
 	tfeapi.Respond(w, r, status, j, included...)
 }
-
-// docBuffers hold the bytes of directly encoded workspace documents
-// between responses (Write has copied them when it returns).
-var docBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	o, err := decodeOptions(w, r)

@@ -20,6 +20,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testprovider"
+	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
 // Terrace is a running `terrace server`.
@@ -116,7 +117,10 @@ func startOnce(ctx context.Context, bin, dataDir, database, runCLIConfig, smtpAd
 		args = append(args, "--smtp-addr", smtpAddr)
 	}
 	t.cmd = exec.Command(bin, args...)
-	t.cmd.Env = withoutPrefixes(os.Environ(), "TERRACE_") // a developer's settings must not leak in
+	// A developer's settings must not leak in. Every document the server
+	// writes is also written by hashicorp/jsonapi and compared (a
+	// difference panics: the request fails and server.log says how).
+	t.cmd.Env = append(withoutPrefixes(os.Environ(), "TERRACE_"), tfeapi.CheckEnv+"=1")
 	t.cmd.Stdout, t.cmd.Stderr = log, log
 	if err := t.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting terrace: %w", err)
