@@ -103,13 +103,17 @@ func (l *Leader) Run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			logger.Warn("trying to lead the cluster's background loops", "error", err)
 		}
-		if lease != nil {
-			l.lead(ctx, lease, logger)
+		wait := retry
+		if lease != nil && l.lead(ctx, lease, logger) {
+			// Its lock connection died under it: the other replicas,
+			// trying every retry, get a few tries before this one tries
+			// again, so that a healthy replica takes the loops over.
+			wait = lostLeaderWait * retry
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		t := time.NewTimer(retry)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -119,8 +123,13 @@ func (l *Leader) Run(ctx context.Context) {
 	}
 }
 
-// lead runs the loops until the lease is lost or ctx ends.
-func (l *Leader) lead(ctx context.Context, lease *store.Leadership, logger *slog.Logger) {
+// lostLeaderWait is how many retries a replica that lost its lease sits
+// out before it campaigns again.
+const lostLeaderWait = 3
+
+// lead runs the loops until the lease is lost (it returns true) or ctx
+// ends.
+func (l *Leader) lead(ctx context.Context, lease *store.Leadership, logger *slog.Logger) bool {
 	l.mu.Lock()
 	loops := append([]leaderLoop(nil), l.loops...)
 	l.mu.Unlock()
@@ -130,12 +139,15 @@ func (l *Leader) lead(ctx context.Context, lease *store.Leadership, logger *slog
 	}
 	logger.Info("this replica leads the cluster's background loops", "replica", l.Replica, "loops", len(loops))
 	l.set(true)
+	lost := false
 	select {
 	case <-ctx.Done():
 	case <-lease.Lost():
+		lost = true
 		logger.Warn("this replica lost the leadership of the cluster's background loops", "replica", l.Replica)
 	}
 	g.Stop()
 	lease.Release()
 	l.set(false)
+	return lost
 }
