@@ -16,7 +16,8 @@ import (
 // TestJobCallsStayInTheirRun: a job's calls write only its own run's
 // logs and, while it plans, no state: the open log of another run (whose
 // job the same agent holds) is not found through this job, a state
-// snapshot during a plan is a conflict. These checks read the job and its run's log IDs in one query.
+// snapshot during a plan is a conflict. These checks read the job and
+// its run's log IDs in one query.
 func TestJobCallsStayInTheirRun(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {

@@ -147,7 +147,7 @@ func (s *Service) startPhase(ctx context.Context, tx store.Q, r *Run, phase JobP
 		logID = r.Apply.ID
 	}
 	if !fresh {
-		if err := s.clearLog(ctx, tx, logID); err != nil {
+		if err := dropChunks(ctx, tx, logID); err != nil {
 			return err
 		}
 	}
@@ -265,22 +265,17 @@ func (s *Service) ownJob(ctx context.Context, q store.Q, jobID, runnerID string)
 	return runID, phase, nil
 }
 
-// updateHeld is update for a runner's report on its job: the job's run
-// and the job's holder are read and locked in one statement (the run's
-// row first, as every other writer of both locks them), and fn runs only
-// while runnerID still holds the job.
+// updateHeld is update for a runner's report on its job (heldRun).
 func (s *Service) updateHeld(ctx context.Context, jobID, runnerID string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, error) {
-	r, changed, err := s.commitHeld(ctx, jobID, runnerID, fn)
-	if err != nil {
-		return nil, err
-	}
-	s.changed(ctx, changed...)
-	return r, nil
+	return s.updateWith(ctx, s.heldRun(ctx, jobID, runnerID), fn)
 }
 
-// commitHeld is updateHeld without telling the observers (commitWith).
-func (s *Service) commitHeld(ctx context.Context, jobID, runnerID string, fn func(tx *store.Tx, r *Run) ([]*Run, error)) (*Run, []*Run, error) {
-	return s.commitWith(ctx, func(tx *store.Tx) (*Run, error) {
+// heldRun is the locking read of a report's run: the job's run and the
+// job's holder are read and locked in one statement (the run's row first,
+// as every other writer of both locks them), and the update goes on only
+// while runnerID still holds the job.
+func (s *Service) heldRun(ctx context.Context, jobID, runnerID string) func(tx *store.Tx) (*Run, error) {
+	return func(tx *store.Tx) (*Run, error) {
 		var doc string
 		var vars sql.NullString
 		var holder, status string
@@ -296,7 +291,7 @@ func (s *Service) commitHeld(ctx context.Context, jobID, runnerID string, fn fun
 			return nil, core.Conflict("job %s is not held by runner %s", jobID, runnerID)
 		}
 		return decodeRun(s.Keys, doc, vars)
-	}, fn)
+	}
 }
 
 // FinishPlan records a plan's outcome. It returns true when the run goes
@@ -336,7 +331,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	}
 	defer steps.time("update")()
 	cont := false
-	r, changed, err := s.commitHeld(ctx, jobID, runnerID, func(tx *store.Tx, r *Run) ([]*Run, error) {
+	r, changed, err := s.commitWith(ctx, s.heldRun(ctx, jobID, runnerID), func(tx *store.Tx, r *Run) ([]*Run, error) {
 		// The log's chunks go with the outcome's write (its blob is
 		// stored): dropped here on the paths that write nothing else.
 		drop := dropLog(r.Plan.ID)

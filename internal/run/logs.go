@@ -26,7 +26,7 @@ func logKey(id string) string { return "logs/" + id }
 // fails loudly (its first chunk exists), never mixes two attempts.
 func (s *Service) startLog(ctx context.Context, q store.Q, logID string, fresh bool) error {
 	if !fresh {
-		if err := s.clearLog(ctx, q, logID); err != nil {
+		if err := dropChunks(ctx, q, logID); err != nil { // what an earlier attempt left
 			return err
 		}
 	}
@@ -35,25 +35,11 @@ func (s *Service) startLog(ctx context.Context, q store.Q, logID string, fresh b
 	return err
 }
 
-// clearLog deletes what an earlier attempt left of a log.
-func (s *Service) clearLog(ctx context.Context, q store.Q, logID string) error {
-	_, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id = ?`, logID)
-	return err
-}
-
 // openLog is the write that opens a log: its first chunk, the STX.
 func openLog(logID string) write {
 	return write{`INSERT INTO log_chunks (log_id, seq, data) VALUES (?, 0, ?)`, []any{logID, []byte(stx)}}
 }
 
-// AppendLog adds output to a running phase's log, in one statement (a
-// round trip on the critical path: a runner's last chunk comes just
-// before its report). Appends to one log are serialized: on PostgreSQL
-// the statement takes the next sequence number from the log's first
-// chunk (the STX every open log has, its last_seq column), whose row lock
-// makes racing writers wait for each other and whose re-read after the
-// wait gives each its own number; SQLite runs one write at a time, so
-// MAX(seq) read in the same statement is the last one.
 // pgNextSeq and pgAppendChunk are AppendLog's statement on PostgreSQL, as
 // parts of a WITH (arguments: the log ID twice, then the log ID and the
 // data). GREATEST with the last chunk there: a replica of the version
@@ -64,6 +50,14 @@ const (
 	pgAppendChunk = `INSERT INTO log_chunks (log_id, seq, data) SELECT ?, last_seq, ? FROM n`
 )
 
+// AppendLog adds output to a running phase's log, in one statement (a
+// round trip on the critical path: a runner's last chunk comes just
+// before its report). Appends to one log are serialized: on PostgreSQL
+// the statement takes the next sequence number from the log's first
+// chunk (the STX every open log has, its last_seq column), whose row lock
+// makes racing writers wait for each other and whose re-read after the
+// wait gives each its own number; SQLite runs one write at a time, so
+// MAX(seq) read in the same statement is the last one.
 func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
 	if len(data) == 0 {
 		return nil
@@ -161,7 +155,8 @@ func (s *Service) foldLog(ctx context.Context, logID string, tail string) error 
 	return s.Blobs.Put(ctx, logKey(logID), data)
 }
 
-// dropChunks removes a folded log's chunks: reads then serve the blob.
+// dropChunks removes a log's chunks: a folded log's (reads then serve the
+// blob), or what an earlier attempt left of a log opened again.
 func dropChunks(ctx context.Context, q store.Q, logID string) error {
 	w := dropLog(logID)
 	_, err := q.Exec(ctx, w.sql, w.args...)

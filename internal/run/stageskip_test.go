@@ -12,6 +12,7 @@ import (
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
+	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // oneWorkspaceService is a run service over db with one remote workspace
@@ -40,7 +41,7 @@ func (f fakeWorkspaces) LockForRun(context.Context, store.Q, string, string) (bo
 	return true, nil
 }
 func (f fakeWorkspaces) UnlockForRunSQL(workspaceID, runID string) (string, []any) {
-	return `UPDATE workspaces SET locked_by_id = '' WHERE id = ? AND locked_by_id = ?`, []any{workspaceID, runID}
+	return workspace.UnlockForRunSQL(workspaceID, runID)
 }
 
 // fakeConfigs has one uploaded configuration version.
