@@ -357,12 +357,7 @@ func model(v any) (*modelPlan, reflect.Value, bool) {
 
 // appendNode writes the whole node of model sv (plan p).
 func appendNode(b []byte, p *modelPlan, sv reflect.Value) ([]byte, error) {
-	b = append(b, `{"type":`...)
-	b = append(b, p.typ...)
-	if id := sv.Field(p.id).String(); id != "" {
-		b = append(b, `,"id":`...)
-		b = appendString(b, id)
-	}
+	b, _ = appendTypeID(b, p, sv)
 	var err error
 	if b, err = appendAttrs(b, p, sv); err != nil {
 		return nil, err
@@ -457,18 +452,27 @@ func appendNode(b []byte, p *modelPlan, sv reflect.Value) ([]byte, error) {
 // appendShallow writes a related model as a relationship's data: its type
 // and ID, or its attributes when it has no ID (jsonapi's shallow node).
 func appendShallow(b []byte, p *modelPlan, sv reflect.Value) ([]byte, error) {
-	b = append(b, `{"type":`...)
-	b = append(b, p.typ...)
-	if id := sv.Field(p.id).String(); id != "" {
-		b = append(b, `,"id":`...)
-		b = appendString(b, id)
-	} else {
+	b, hasID := appendTypeID(b, p, sv)
+	if !hasID {
 		var err error
 		if b, err = appendAttrs(b, p, sv); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendTypeID opens a node with its type and, unless empty (omitempty),
+// its ID; it says whether there was one.
+func appendTypeID(b []byte, p *modelPlan, sv reflect.Value) ([]byte, bool) {
+	b = append(b, `{"type":`...)
+	b = append(b, p.typ...)
+	id := sv.Field(p.id).String()
+	if id == "" {
+		return b, false
+	}
+	b = append(b, `,"id":`...)
+	return appendString(b, id), true
 }
 
 // appendAttrs writes `,"attributes":{…}`, or nothing when no attribute is

@@ -348,19 +348,25 @@ func TestRespondListMatchesJSONAPI(t *testing.T) {
 }
 
 // TestEncoderCheckPanicsOnADifference: with the check on, a document the
-// encoder writes differently panics (here, a generic writer that disagrees).
+// encoder writes differently panics (here, a generic writer that
+// disagrees), saying where they part but not what they hold (a document
+// may carry a token just created).
 func TestEncoderCheckPanicsOnADifference(t *testing.T) {
 	old := checkEncoder
 	checkEncoder = true
 	defer func() { checkEncoder = old }()
 	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(string), "differs from hashicorp/jsonapi") {
+		r := recover()
+		if r == nil || !strings.Contains(r.(string), "differs from hashicorp/jsonapi") {
 			t.Fatalf("recovered %v, want the check's panic", r)
+		}
+		if msg := r.(string); strings.Contains(msg, "secret-value") || !strings.Contains(msg, "part at byte 23") {
+			t.Fatalf("the check's panic %q shows the document or not where it differs", msg)
 		}
 	}()
 	respond(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil), 200,
-		func(b []byte) ([]byte, error) { return append(b, "{}\n"...), nil },
-		func() ([]byte, error) { return []byte("{ }\n"), nil })
+		func(b []byte) ([]byte, error) { return append(b, `{"token":"secret-value"}`+"\n"...), nil },
+		func() ([]byte, error) { return []byte(`{"token":"secret-value" }` + "\n"), nil })
 }
 
 func BenchmarkRespond(b *testing.B) {
