@@ -15,13 +15,14 @@ import (
 // the go-tfe client, which share it) and PostgreSQL's processes'. Each of
 // (a)'s polls takes that much from the terraform the run waits for.
 func (b *bench) readCost(ctx context.Context, id string, n int, poll time.Duration) error {
-	pg0, cpu0, start := postgresCPU(), cpuNow(), time.Now()
+	postmaster := b.postmaster(ctx)
+	pg0, cpu0, start := postgresCPU(postmaster), cpuNow(), time.Now()
 	for range n {
 		if _, err := b.c.Runs.Read(ctx, id); err != nil {
 			return err
 		}
 	}
-	wall, cpu, pg := time.Since(start), cpuNow().sub(cpu0), postgresCPU()-pg0
+	wall, cpu, pg := time.Since(start), cpuNow().sub(cpu0), postgresCPU(postmaster)-pg0
 	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
 	total := per(cpu.self) + per(pg)
 	fmt.Printf("  one run read (go-tfe Runs.Read, %d one after another): %dµs of wall time; CPU %dµs in this process (server and client)",
@@ -33,29 +34,44 @@ func (b *bench) readCost(ctx context.Context, id string, n int, poll time.Durati
 	return nil
 }
 
-// postgresCPU is the CPU time (user and system) of every live process
-// named postgres: the throwaway server and the backends of the pool,
-// which outlive the reads. Zero without PostgreSQL.
-func postgresCPU() time.Duration {
+// postmaster is the PID of the bench's own PostgreSQL server (the parent
+// of a backend of the server's pool), 0 on SQLite or when it cannot say.
+func (b *bench) postmaster(ctx context.Context) int {
+	if b.srv.DB.Driver().Name() != "postgres" {
+		return 0
+	}
+	var backend int
+	if err := b.srv.DB.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0
+	}
+	f := procStat(backend)
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// postgresCPU is the CPU time (user and system) of the PostgreSQL server
+// whose postmaster is given and of its live children (the backends of the
+// pool outlive the reads): another PostgreSQL on the machine is not
+// counted. Zero without one.
+func postgresCPU(postmaster int) time.Duration {
+	if postmaster == 0 {
+		return 0
+	}
 	ents, _ := os.ReadDir("/proc")
 	var ticks int64
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid … utime stime: fields 14 and 15, the
-		// 12th and 13th after the command's closing parenthesis.
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || s[open+1:end] != "postgres" {
+		f := procStat(pid)
+		if len(f) < 13 {
 			continue
 		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 13 {
+		if ppid, _ := strconv.Atoi(f[1]); pid != postmaster && ppid != postmaster {
 			continue
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)
@@ -63,4 +79,19 @@ func postgresCPU() time.Duration {
 		ticks += u + st
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// procStat is /proc/PID/stat after the command's closing parenthesis:
+// state, ppid, …, utime (index 11), stime (12); nil when it cannot be read.
+func procStat(pid int) []string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
+		return nil
+	}
+	return strings.Fields(s[end+1:])
 }
