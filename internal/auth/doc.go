@@ -7,9 +7,13 @@
 // token, its user, the user's organizations (and which through the owners
 // team) and the organizations that refuse user tokens, with the SQL for
 // memberships and organization settings supplied by the team and
-// organization packages (MembershipsSQL, OrganizationsSQL). Nothing is
-// cached between requests, so a deleted token, a removed membership or a
-// changed setting counts on the very next request on every replica. Other
-// token kinds are read by the same query and then resolved by their own
-// domains.
+// organization packages (MembershipsSQL, OrganizationsSQL). A user
+// token's principal is then kept between requests under the store's
+// authentication epoch, a counter the store's triggers raise in every
+// transaction that changes what a principal is made of (cache.go): a
+// request reads the counter (one single-row statement) and authenticates
+// from the kept principal while it has not moved, so that a deleted token,
+// a removed membership or a changed setting still counts on the very next
+// request on every replica. Other token kinds are read by the same query
+// and then resolved by their own domains.
 package auth

@@ -172,7 +172,17 @@ func (s *Service) sqlKinds(kind Kind) bool {
 func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
 	hash := HashToken(secret)
 	if subject, ok := s.userTokens.Get(hash); ok {
-		if p, ok, err := s.authenticate(ctx, true, hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
+		// A token known to be a user's: its principal may be kept
+		// (cache.go). Other tokens read no epoch.
+		var at keepAt
+		if s.userAuthQuery() != "" {
+			at.epoch, at.ok = s.readEpoch(ctx)
+			if k, found := s.kept.Get(hash); at.ok && found && k.epoch == at.epoch {
+				p, err := s.fromKept(ctx, k)
+				return p, true, err
+			}
+		}
+		if p, ok, err := s.authenticate(ctx, at, true, hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
 			return p, ok, err
 		}
 		// No longer a user token of that subject (or refused): ask as
@@ -183,7 +193,14 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	// inside their derived table, so that SQLite searches them by user
 	// (a bare join on the derived table materialized every membership of
 	// every user on each request).
-	return s.authenticate(ctx, false, hash, hash, hash)
+	return s.authenticate(ctx, keepAt{}, false, hash, hash, hash)
+}
+
+// keepAt is the authentication epoch a request read before its one query
+// (ok false: none was read, and the principal is not kept).
+type keepAt struct {
+	epoch int64
+	ok    bool
 }
 
 // authRow is a row of authQuery.
@@ -204,8 +221,8 @@ type authRow struct {
 }
 
 // authenticate runs authQuery, or userAuthQuery when user, with args;
-// hash is the token's.
-func (s *Service) authenticate(ctx context.Context, user bool, hash string, args ...any) (p *Principal, ok bool, err error) {
+// hash is the token's. A user token's principal is kept under at.
+func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash string, args ...any) (p *Principal, ok bool, err error) {
 	var query string
 	if user {
 		query = s.userAuthQuery()
@@ -315,18 +332,31 @@ func (s *Service) authenticate(ctx context.Context, user bool, hash string, args
 	if mt, ok := s.memberships.(MemberTeamsSQL); ok {
 		mt.RememberUserTeams(ctx, userID.String, member, teams)
 	}
-	return &Principal{Kind: KindUser, TokenID: id, UserID: userID.String, Username: username.String, SiteAdmin: siteAdmin.Bool,
-		Orgs: member, Owns: owner, UserTokensBlocked: blocked}, true, nil
+	p = &Principal{Kind: KindUser, TokenID: id, UserID: userID.String, Username: username.String, SiteAdmin: siteAdmin.Bool,
+		Orgs: member, Owns: owner, UserTokensBlocked: blocked}
+	if at.ok {
+		if useDue(used, now) {
+			used = sql.NullInt64{Int64: core.Micros(now), Valid: true}
+		}
+		s.keep(hash, at.epoch, p, teams, used, exp)
+	}
+	return p, true, nil
 }
 
 // recordUse records a token's use at most once a minute, so that reads
 // stay reads.
 func (s *Service) recordUse(ctx context.Context, id string, used sql.NullInt64, now time.Time) error {
-	if used.Valid && now.Sub(core.FromMicros(used.Int64)) <= time.Minute {
+	if !useDue(used, now) {
 		return nil
 	}
 	if _, err := s.db.Exec(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?`, core.Micros(now), id); err != nil {
 		return fmt.Errorf("recording token use: %w", err)
 	}
 	return nil
+}
+
+// useDue reports whether a token last used at used should have its use
+// recorded at now.
+func useDue(used sql.NullInt64, now time.Time) bool {
+	return !used.Valid || now.Sub(core.FromMicros(used.Int64)) > time.Minute
 }

@@ -70,11 +70,14 @@ type Service struct {
 	userTokens    *core.Bounded[string, string]
 	userQueryOnce sync.Once
 	userQuery     string
+	// kept: the principals of user tokens, by hash, with the
+	// authentication epoch each was read under (cache.go).
+	kept *core.Bounded[string, *keptPrincipal]
 }
 
 // NewService returns an auth service. runs may be nil until runs exist.
 func NewService(db *store.DB, m Memberships, o Organizations, runs RunResolver) *Service {
-	return &Service{db: db, memberships: m, orgs: o, runs: runs, userTokens: newTokenSubjects()}
+	return &Service{db: db, memberships: m, orgs: o, runs: runs, userTokens: newTokenSubjects(), kept: newKeptPrincipals()}
 }
 
 // SetRunResolver wires the run domain in once it exists.

@@ -18,9 +18,9 @@ import (
 // stores). A user reads a workspace through a team on both; once the team
 // membership is removed through one replica, the very next read on either
 // is refused; once the token is deleted through one, the very next request
-// with it on either is a 401. Requests authenticate in one query that
-// reads the token, the user and the memberships afresh each time (after
-// the first reads, through the query for a token known to be the user's).
+// with it on either is a 401. Both replicas keep the principal between
+// requests (internal/auth, cache.go) until the store's authentication
+// epoch moves, as both changes make it.
 func TestRevocationReachesEveryReplica(t *testing.T) {
 	t.Parallel()
 	for _, st := range testenv.Stores {

@@ -1,0 +1,207 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestKeptPrincipalsFollowEveryChange: two replicas on one database (both
+// stores) keep a user token's principal between requests (internal/auth,
+// cache.go), so that its requests read one row to authenticate. Each kind
+// of change a principal is made of, made through one replica or straight in
+// the store, shows on the very next request on both: teams joined and left,
+// a new organization, an organization refusing user tokens, a renamed
+// organization, a team's organization permissions, site admin rights, an
+// expiry, a deleted token. After each change every replica's principal is
+// the one the domains say, and the second request authenticates from the
+// kept principal again.
+func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
+	t.Parallel()
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			a := testenv.New(t, testenv.Options{Store: st})
+			b := testenv.New(t, testenv.ReplicaOf(t, a))
+			replicas := []*testenv.Env{a, b}
+			ctx := context.Background()
+			acme := testenv.NewOrg(t, a.Client, "acme")
+			devs, err := a.Client.Teams.Create(ctx, acme.Name, tfe.TeamCreateOptions{Name: tfe.String("devs"),
+				OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(true)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := a.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("dev@acme.test"), Teams: []*tfe.Team{devs}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			user := m.User
+			tok, secret, err := a.Server.Auth.CreateToken(ctx, a.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: user.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// check authenticates on every replica and compares the
+			// principal with what the domains say now; the request after
+			// the first must be answered from the kept principal: one
+			// statement, the epoch's.
+			check := func(step string) {
+				t.Helper()
+				member, owner, err := a.Server.Teams.UserOrganizations(ctx, user.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				blocked, err := a.Server.Orgs.UserTokensDisabled(ctx, member)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var admin bool
+				if err := a.Server.DB.QueryRow(ctx, `SELECT is_site_admin FROM users WHERE id = ?`, user.ID).Scan(&admin); err != nil {
+					t.Fatal(err)
+				}
+				want := fmt.Sprintf("orgs %v, owns %v, refused by %v, site admin %t", member, owner, blocked, admin)
+				for i, r := range replicas {
+					least := int64(1 << 30)
+					for n := range 4 {
+						before := r.Server.DB.Queries()
+						p, err := r.Server.Auth.Authenticate(ctx, secret)
+						if n > 0 {
+							least = min(least, r.Server.DB.Queries()-before)
+						}
+						if err != nil {
+							t.Fatalf("%s: replica %d, request %d: %v", step, i, n, err)
+						}
+						slices.Sort(blocked)
+						got := fmt.Sprintf("orgs %v, owns %v, refused by %v, site admin %t", p.Orgs, p.Owns, p.UserTokensBlocked, p.SiteAdmin)
+						if got != want || p.UserID != user.ID || p.TokenID != tok.ID {
+							t.Fatalf("%s: replica %d, request %d: principal %s; the domains say %s", step, i, n, got, want)
+						}
+					}
+					if least != 1 {
+						t.Errorf("%s: replica %d: a known user token authenticated in %d statements, want 1 (the epoch)", step, i, least)
+					}
+				}
+			}
+			check("a member through devs")
+
+			if err := b.Client.TeamMembers.Add(ctx, ownersTeam(t, a, acme.Name).ID, tfe.TeamMemberAddOptions{Usernames: []string{user.Username}}); err != nil {
+				t.Fatal(err)
+			}
+			check("added to owners through replica b")
+
+			beta := testenv.NewOrg(t, a.Client, "beta")
+			if _, err := a.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("dev@acme.test")}); err != nil {
+				t.Fatal(err)
+			}
+			check("a member of a second organization through replica a")
+
+			if _, err := a.Client.Organizations.Update(ctx, beta.Name, tfe.OrganizationUpdateOptions{Name: tfe.String("gamma")}); err != nil {
+				t.Fatal(err)
+			}
+			check("the second organization renamed through replica a")
+
+			if _, err := b.Server.DB.Exec(ctx, `UPDATE organizations SET user_tokens_enabled = ? WHERE name = ?`, false, "gamma"); err != nil {
+				t.Fatal(err)
+			}
+			check("the second organization refuses user tokens (in the store)")
+
+			if err := a.Client.TeamMembers.Remove(ctx, ownersTeam(t, a, acme.Name).ID, tfe.TeamMemberRemoveOptions{Usernames: []string{user.Username}}); err != nil {
+				t.Fatal(err)
+			}
+			check("removed from owners through replica a")
+
+			// The team's permissions travel with the kept principal (its
+			// teams are read by the one query): devs may create
+			// workspaces, and once it may not, neither replica lets the
+			// member create one.
+			clients := []*tfe.Client{a.NewClient(t, secret), b.NewClient(t, secret)}
+			for i, c := range clients {
+				if _, err := c.Workspaces.Create(ctx, acme.Name, tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("ws-%d", i))}); err != nil {
+					t.Fatalf("replica %d: a member of a team that manages workspaces cannot create one: %v", i, err)
+				}
+			}
+			if _, err := b.Client.Teams.Update(ctx, devs.ID, tfe.TeamUpdateOptions{OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(false)}}); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range clients {
+				if _, err := c.Workspaces.Create(ctx, acme.Name, tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("late-%d", i))}); err == nil {
+					t.Fatalf("replica %d: a workspace was created after the team lost the permission", i)
+				}
+			}
+			check("the team's permissions changed through replica b")
+
+			if _, err := a.Server.DB.Exec(ctx, `UPDATE users SET is_site_admin = ? WHERE id = ?`, true, user.ID); err != nil {
+				t.Fatal(err)
+			}
+			check("made a site admin (in the store)")
+
+			if _, err := b.Server.DB.Exec(ctx, `UPDATE tokens SET expired_at = ? WHERE id = ?`, core.Micros(core.Now().Add(-time.Second)), tok.ID); err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range replicas {
+				if _, err := r.Server.Auth.Authenticate(ctx, secret); core.KindOf(err) != core.KindUnauthorized {
+					t.Fatalf("replica %d: a token expired in the store got %v, want it refused", i, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRunsLeaveTheAuthEpoch: the tokens every run makes and deletes, and a
+// user token's recorded use, do not raise the authentication epoch, so
+// runs do not drop the principals every replica keeps.
+func TestRunsLeaveTheAuthEpoch(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		org := testenv.NewOrg(t, e.Client, "acme")
+		ws, err := e.Client.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		epoch := func() int64 {
+			t.Helper()
+			var n int64
+			if err := e.Server.DB.QueryRow(ctx, `SELECT n FROM auth_epoch WHERE id = 1`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := epoch()
+		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "x" {}`)
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, AutoApply: tfe.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitRun(ctx, t, e.Client, r.ID, tfe.RunApplied)
+		run, _, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Server.Auth.DeleteToken(ctx, e.Server.DB, run.ID); err != nil {
+			t.Fatal(err)
+		}
+		if after := epoch(); after != before {
+			t.Fatalf("a run and its tokens raised the authentication epoch from %d to %d", before, after)
+		}
+		// And the epoch does move for a user token's deletion.
+		u, _, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: "user-nobody"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Server.Auth.DeleteToken(ctx, e.Server.DB, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if after := epoch(); after <= before {
+			t.Fatalf("a user token's deletion left the authentication epoch at %d", after)
+		}
+	})
+}
