@@ -108,6 +108,7 @@ func main() {
 	histories := flag.String("histories", "100,10000,100000", "(e) run history sizes for Runs.List")
 	cpuProfile := flag.String("cpuprofile", "", "(e) write a CPU profile of the Workspaces.Read phase (server and clients) to this file")
 	cpuProfileC := flag.String("cpuprofile-c", "", "(c) write a CPU profile of this process (server, runner, bench client; not terraform) during the runs to this file")
+	memProfile := flag.String("memprofile", "", "(e) write the allocations of the Workspaces.Read phase (server and clients) to this file, and those before it to FILE.base (go tool pprof -base FILE.base FILE)")
 	cpuProfileA := flag.String("cpuprofile-a", "", "(a) write a CPU profile of this process (server, runner, the polling client; not terraform) during the runs to this file")
 	flag.Parse()
 	var hs []int
@@ -119,7 +120,7 @@ func main() {
 		}
 		hs = append(hs, n)
 	}
-	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, cpuProfileC: *cpuProfileC, cpuProfileA: *cpuProfileA, poll: *poll}
+	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, memProfile: *memProfile, cpuProfileC: *cpuProfileC, cpuProfileA: *cpuProfileA, poll: *poll}
 	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *chain, *fanout, *concurrency, *verbose, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -136,8 +137,9 @@ type options struct {
 	readers   int
 	readFor   time.Duration
 	histories []int
-	// cpuProfile, when set, is where (e) writes a CPU profile of the reads.
-	cpuProfile string
+	// cpuProfile, when set, is where (e) writes a CPU profile of the reads;
+	// memProfile where it writes their allocations.
+	cpuProfile, memProfile string
 	// cpuProfileC, when set, is where (c) writes a CPU profile; cpuProfileA
 	// where (a) does.
 	cpuProfileC, cpuProfileA string
@@ -242,7 +244,7 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 		}
 	}
 	if strings.Contains(only, "e") {
-		if err := b.reads(ctx, o.readers, o.readFor, o.histories, o.cpuProfile); err != nil {
+		if err := b.reads(ctx, o.readers, o.readFor, o.histories, o.cpuProfile, o.memProfile); err != nil {
 			return fmt.Errorf("(e): %w", err)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 // workspaces with growing histories (the history is written straight into
 // the runs table, copies of one real run); and the process's resident
 // memory before and after.
-func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histories []int, cpuProfile string) error {
+func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histories []int, cpuProfile, memProfile string) error {
 	fmt.Printf("\n(e) reads: go-tfe Workspaces.Read, %d clients for %s; Runs.List of one page (20) by history size\n", clients, d)
 	fmt.Printf("  resident memory (the whole bench process: server and clients) before the reads: %s\n", rss())
 	fmt.Printf("  rate limits per token and per address: %.0f/s (go-tfe paces itself at two thirds of the per-token limit; the default, 1000/s, would cap one client at 660 requests/s)\n", float64(benchRateLimit))
@@ -69,10 +69,20 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 			return err
 		}
 	}
+	if memProfile != "" {
+		if err := writeAllocs(memProfile + ".base"); err != nil {
+			return err
+		}
+	}
 	cpu0 := cpuNow().self
 	lat, failed := readLoad(ctx, c, b.org, ws.Name, clients, d)
 	if cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if memProfile != "" {
+		if err := writeAllocs(memProfile); err != nil {
+			return err
+		}
 	}
 	cpu := cpuNow().self - cpu0
 	fmt.Printf("  Workspaces.Read: %.0f requests/s, p50 %s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(),
@@ -196,3 +206,18 @@ func rss() string {
 }
 
 func fmtDur(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+
+// writeAllocs writes the process's allocations so far (the allocs profile,
+// after a GC so that it is up to date) to file.
+func writeAllocs(file string) error {
+	runtime.GC()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
