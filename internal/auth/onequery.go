@@ -171,17 +171,18 @@ func (s *Service) sqlKinds(kind Kind) bool {
 // their own domains). ok is false when the providers cannot say it in SQL.
 func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Principal, ok bool, err error) {
 	hash := HashToken(secret)
-	if subject, ok := s.userTokens.Get(hash); ok {
-		// A token known to be a user's: its principal may be kept
-		// (cache.go). Other tokens read no epoch.
-		var at keepAt
-		if s.userAuthQuery() != "" {
-			at.epoch, at.ok = s.readEpoch(ctx)
-			if k, found := s.kept.Get(hash); at.ok && found && k.epoch == at.epoch {
-				p, err := s.fromKept(ctx, k)
-				return p, true, err
-			}
+	subject, isUser := s.userTokens.Get(hash)
+	// A token known to be of a kind whose principal is kept (cache.go):
+	// the epoch says whether the kept one holds. Other tokens read none.
+	var at keepAt
+	if _, known := s.kept.Get(hash); (isUser || known) && s.userAuthQuery() != "" {
+		at.epoch, at.ok = s.readEpoch(ctx)
+		if k, found := s.kept.Get(hash); at.ok && found && k.epoch == at.epoch {
+			p, err := s.fromKept(ctx, k)
+			return p, true, err
 		}
+	}
+	if isUser {
 		if p, ok, err := s.authenticate(ctx, at, true, hash, subject, hash, subject); !ok || p != nil || core.KindOf(err) != core.KindUnauthorized {
 			return p, ok, err
 		}
@@ -193,7 +194,7 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	// inside their derived table, so that SQLite searches them by user
 	// (a bare join on the derived table materialized every membership of
 	// every user on each request).
-	return s.authenticate(ctx, keepAt{}, false, hash, hash, hash)
+	return s.authenticate(ctx, at, false, hash, hash, hash)
 }
 
 // keepAt is the authentication epoch a request read before its one query
@@ -303,18 +304,26 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 	case !s.sqlKinds(k):
 		p, err := s.principal(ctx, id, k, subject, created)
 		return p, true, err
-	case k == KindTeam:
-		if !teamOrg.Valid {
+	case k == KindTeam || k == KindOrganization || k == KindAuditTrails:
+		if k == KindTeam && !teamOrg.Valid {
 			return nil, true, core.Unauthorized("the token's team no longer exists")
 		}
-		p, err := s.checkTTL(ctx, &Principal{Kind: k, TokenID: id, TeamID: subject, Organization: teamOrg.String, OwnersTeam: ownersTeam.Int64 == 1}, created)
-		return p, true, err
-	case k == KindOrganization || k == KindAuditTrails:
-		if !orgName.Valid {
+		if k != KindTeam && !orgName.Valid {
 			return nil, true, core.Unauthorized("the token's organization no longer exists")
 		}
-		p, err := s.checkTTL(ctx, &Principal{Kind: k, TokenID: id, Organization: orgName.String}, created)
-		return p, true, err
+		p := &Principal{Kind: k, TokenID: id, Organization: orgName.String}
+		if k == KindTeam {
+			p = &Principal{Kind: k, TokenID: id, TeamID: subject, Organization: teamOrg.String, OwnersTeam: ownersTeam.Int64 == 1}
+		}
+		ttl, applies, err := s.tokenTTL(ctx, p)
+		if err == nil {
+			err = ttlExceeded(p, created, ttl, applies, now)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		s.keep(hash, at, kept{principal: *p, used: recorded(used, now), exp: exp, created: created, ttl: ttl, ttlApplies: applies})
+		return p, true, nil
 	case k == KindRun:
 		// As principal says it: a missing or finished run's token is refused.
 		if !runWS.Valid || runFinal.Int64 == 1 {
@@ -334,12 +343,7 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 	}
 	p = &Principal{Kind: KindUser, TokenID: id, UserID: userID.String, Username: username.String, SiteAdmin: siteAdmin.Bool,
 		Orgs: member, Owns: owner, UserTokensBlocked: blocked}
-	if at.ok {
-		if useDue(used, now) {
-			used = sql.NullInt64{Int64: core.Micros(now), Valid: true}
-		}
-		s.keep(hash, at.epoch, p, teams, used, exp)
-	}
+	s.keep(hash, at, kept{principal: *p, teams: teams, used: recorded(used, now), exp: exp})
 	return p, true, nil
 }
 

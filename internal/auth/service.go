@@ -359,16 +359,33 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 // checkTTL refuses a team or organization token older than its
 // organization's token TTL policy allows.
 func (s *Service) checkTTL(ctx context.Context, p *Principal, created int64) (*Principal, error) {
-	if s.TokenTTL != nil && (p.Kind == KindTeam || p.Kind == KindOrganization) {
-		ttl, err := s.TokenTTL(ctx, p.Organization, p.Kind)
-		if err != nil {
-			return nil, err
-		}
-		if core.Now().Sub(core.FromMicros(created)) > ttl {
-			return nil, core.Unauthorized("token is older than the organization's %s token TTL policy allows", p.Kind)
-		}
+	ttl, applies, err := s.tokenTTL(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := ttlExceeded(p, created, ttl, applies, core.Now()); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// tokenTTL is the longest p's token may live (applies is false when no
+// limit applies to its kind).
+func (s *Service) tokenTTL(ctx context.Context, p *Principal) (ttl time.Duration, applies bool, err error) {
+	if s.TokenTTL == nil || (p.Kind != KindTeam && p.Kind != KindOrganization) {
+		return 0, false, nil
+	}
+	ttl, err = s.TokenTTL(ctx, p.Organization, p.Kind)
+	return ttl, err == nil, err
+}
+
+// ttlExceeded refuses a token created at created (micros) that is older at
+// now than ttl allows.
+func ttlExceeded(p *Principal, created int64, ttl time.Duration, applies bool, now time.Time) error {
+	if applies && now.Sub(core.FromMicros(created)) > ttl {
+		return core.Unauthorized("token is older than the organization's %s token TTL policy allows", p.Kind)
+	}
+	return nil
 }
 
 // Middleware requires a valid bearer token and puts the principal in the

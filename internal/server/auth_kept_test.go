@@ -155,10 +155,13 @@ func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 	}
 }
 
-// TestRunsLeaveTheAuthEpoch: the tokens every run makes and deletes, and a
-// user token's recorded use, do not raise the authentication epoch, so
-// runs do not drop the principals every replica keeps.
-func TestRunsLeaveTheAuthEpoch(t *testing.T) {
+// TestAuthEpochMovesForKeptKindsOnly: deleting a token raises the
+// authentication epoch exactly when principals of its kind are kept
+// (auth.KeptKinds, which the store's triggers name again); making a token
+// raises it for no kind; and a run, with the tokens it makes and deletes,
+// and a token's recorded use leave it alone, so that runs do not drop the
+// principals every replica keeps.
+func TestAuthEpochMovesForKeptKindsOnly(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -182,26 +185,117 @@ func TestRunsLeaveTheAuthEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.WaitRun(ctx, t, e.Client, r.ID, tfe.RunApplied)
-		run, _, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Server.Auth.DeleteToken(ctx, e.Server.DB, run.ID); err != nil {
-			t.Fatal(err)
-		}
 		if after := epoch(); after != before {
-			t.Fatalf("a run and its tokens raised the authentication epoch from %d to %d", before, after)
+			t.Fatalf("a run raised the authentication epoch from %d to %d", before, after)
 		}
-		// And the epoch does move for a user token's deletion.
-		u, _, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: "user-nobody"})
+		for _, kind := range []auth.Kind{auth.KindUser, auth.KindTeam, auth.KindOrganization, auth.KindAuditTrails, auth.KindRun, auth.KindAgent, auth.KindTaskResult} {
+			before := epoch()
+			tok, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: kind, Subject: "nobody"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after := epoch(); after != before {
+				t.Fatalf("making a %s token raised the authentication epoch", kind)
+			}
+			// A use recorded (the subject is nobody: refused or not, the
+			// use of a token that exists is recorded first).
+			_, _ = e.Server.Auth.Authenticate(ctx, secret)
+			if after := epoch(); after != before {
+				t.Fatalf("using a %s token raised the authentication epoch", kind)
+			}
+			if err := e.Server.Auth.DeleteToken(ctx, e.Server.DB, tok.ID); err != nil {
+				t.Fatal(err)
+			}
+			moved, kept := epoch() != before, slices.Contains(auth.KeptKinds, kind)
+			if moved != kept {
+				t.Errorf("deleting a %s token: the epoch moved %t; principals of the kind kept %t", kind, moved, kept)
+			}
+		}
+	})
+}
+
+// TestKeptTeamAndOrganizationTokens: team and organization tokens are
+// kept too (one statement a request once known), and every change they
+// depend on shows on the very next request: a new token TTL policy that
+// the token is older than, a renamed organization, a deleted team.
+func TestKeptTeamAndOrganizationTokens(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "acme")
+		devs, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("devs")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Server.Auth.DeleteToken(ctx, e.Server.DB, u.ID); err != nil {
+		teamTok, err := e.Client.TeamTokens.Create(ctx, devs.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if after := epoch(); after <= before {
-			t.Fatalf("a user token's deletion left the authentication epoch at %d", after)
+		orgTok, err := e.Client.OrganizationTokens.Create(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// authenticate returns the principal after requiring that, once
+		// known, the token authenticates in one statement.
+		authenticate := func(step, secret string) *auth.Principal {
+			t.Helper()
+			var p *auth.Principal
+			least := int64(1 << 30)
+			for n := range 4 {
+				before := e.Server.DB.Queries()
+				var err error
+				if p, err = e.Server.Auth.Authenticate(ctx, secret); err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				if n > 1 {
+					least = min(least, e.Server.DB.Queries()-before)
+				}
+			}
+			if least != 1 {
+				t.Errorf("%s: authenticated in %d statements, want 1 (the epoch)", step, least)
+			}
+			return p
+		}
+		if p := authenticate("team token", teamTok.Token); p.Kind != auth.KindTeam || p.TeamID != devs.ID || p.Organization != "acme" || p.OwnersTeam {
+			t.Fatalf("team token: principal %+v", p)
+		}
+		if p := authenticate("organization token", orgTok.Token); p.Kind != auth.KindOrganization || p.Organization != "acme" {
+			t.Fatalf("organization token: principal %+v", p)
+		}
+
+		if _, err := e.Client.Organizations.Update(ctx, "acme", tfe.OrganizationUpdateOptions{Name: tfe.String("acme2")}); err != nil {
+			t.Fatal(err)
+		}
+		if p := authenticate("organization token after the rename", orgTok.Token); p.Organization != "acme2" {
+			t.Fatalf("organization token after the rename: principal %+v", p)
+		}
+		if p := authenticate("team token after the rename", teamTok.Token); p.Organization != "acme2" {
+			t.Fatalf("team token after the rename: principal %+v", p)
+		}
+
+		// A TTL policy shorter than the tokens' age: both refused at once.
+		time.Sleep(5 * time.Millisecond)
+		for _, typ := range []string{"team", "organization"} {
+			if _, err := e.Server.DB.Exec(ctx, `INSERT INTO token_ttl_policies (id, organization_name, token_type, max_ttl_ms, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				"ttl-"+typ, "acme2", typ, 1, core.Micros(core.Now()), core.Micros(core.Now())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, secret := range map[string]string{"team": teamTok.Token, "organization": orgTok.Token} {
+			if _, err := e.Server.Auth.Authenticate(ctx, secret); core.KindOf(err) != core.KindUnauthorized {
+				t.Fatalf("a %s token older than its organization's new TTL policy got %v, want it refused", name, err)
+			}
+		}
+		if _, err := e.Server.DB.Exec(ctx, `DELETE FROM token_ttl_policies WHERE organization_name = ?`, "acme2"); err != nil {
+			t.Fatal(err)
+		}
+		authenticate("team token without the policy", teamTok.Token)
+
+		if err := e.Client.Teams.Delete(ctx, devs.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Server.Auth.Authenticate(ctx, teamTok.Token); core.KindOf(err) != core.KindUnauthorized {
+			t.Fatalf("a deleted team's token got %v, want it refused", err)
 		}
 	})
 }

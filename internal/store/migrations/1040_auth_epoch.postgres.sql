@@ -1,11 +1,13 @@
--- The authentication epoch: a counter that every write able to change a
--- user token's principal (the token itself, its user, the user's teams and
--- memberships, an organization's settings or name) raises in the writing
--- transaction, so that a replica may keep principals between requests and
--- drop them the moment the counter moves (internal/auth, cache.go).
--- Inserting a token, and a token's last use, change no principal; nor does
--- a team, organization or run token (their principals are not kept), so
--- the runs' own tokens, made and deleted with every run, leave it alone.
+-- The authentication epoch: a counter that every write able to change the
+-- principal of a user, team, organization or audit trail token (the token
+-- itself, its user, the user's teams and memberships, a team, an
+-- organization's settings or name, a token TTL policy) raises in the
+-- writing transaction, so that a replica may keep those principals between
+-- requests and drop them the moment the counter moves (internal/auth,
+-- cache.go). Inserting a token, and a token's last use, change no
+-- principal; nor does anything done to run, agent or task result tokens
+-- (their principals are not kept), so the runs' own tokens, made and
+-- deleted with every run, leave it alone.
 --
 -- The triggers are deferred to the commit, and a transaction raises the
 -- counter once: its row lock is then always the last lock a transaction
@@ -18,5 +20,6 @@ CREATE CONSTRAINT TRIGGER organizations_auth_epoch AFTER INSERT OR UPDATE OR DEL
 CREATE CONSTRAINT TRIGGER teams_auth_epoch AFTER INSERT OR UPDATE OR DELETE ON teams DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION auth_epoch_raise();
 CREATE CONSTRAINT TRIGGER team_members_auth_epoch AFTER INSERT OR UPDATE OR DELETE ON team_members DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION auth_epoch_raise();
 CREATE CONSTRAINT TRIGGER organization_memberships_auth_epoch AFTER INSERT OR UPDATE OR DELETE ON organization_memberships DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION auth_epoch_raise();
-CREATE CONSTRAINT TRIGGER tokens_auth_epoch_update AFTER UPDATE OF kind, subject, hash, expired_at ON tokens DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.kind = 'user' OR NEW.kind = 'user') EXECUTE FUNCTION auth_epoch_raise();
-CREATE CONSTRAINT TRIGGER tokens_auth_epoch_delete AFTER DELETE ON tokens DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.kind = 'user') EXECUTE FUNCTION auth_epoch_raise();
+CREATE CONSTRAINT TRIGGER tokens_auth_epoch_update AFTER UPDATE OF kind, subject, hash, expired_at ON tokens DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.kind IN ('user', 'team', 'organization', 'audit-trails') OR NEW.kind IN ('user', 'team', 'organization', 'audit-trails')) EXECUTE FUNCTION auth_epoch_raise();
+CREATE CONSTRAINT TRIGGER tokens_auth_epoch_delete AFTER DELETE ON tokens DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.kind IN ('user', 'team', 'organization', 'audit-trails')) EXECUTE FUNCTION auth_epoch_raise();
+CREATE CONSTRAINT TRIGGER token_ttl_policies_auth_epoch AFTER INSERT OR UPDATE OR DELETE ON token_ttl_policies DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION auth_epoch_raise();

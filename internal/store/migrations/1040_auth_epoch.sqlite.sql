@@ -1,11 +1,13 @@
--- The authentication epoch: a counter that every write able to change a
--- user token's principal (the token itself, its user, the user's teams and
--- memberships, an organization's settings or name) raises in the writing
--- transaction, so that a replica may keep principals between requests and
--- drop them the moment the counter moves (internal/auth, cache.go).
--- Inserting a token, and a token's last use, change no principal; nor does
--- a team, organization or run token (their principals are not kept), so
--- the runs' own tokens, made and deleted with every run, leave it alone.
+-- The authentication epoch: a counter that every write able to change the
+-- principal of a user, team, organization or audit trail token (the token
+-- itself, its user, the user's teams and memberships, a team, an
+-- organization's settings or name, a token TTL policy) raises in the
+-- writing transaction, so that a replica may keep those principals between
+-- requests and drop them the moment the counter moves (internal/auth,
+-- cache.go). Inserting a token, and a token's last use, change no
+-- principal; nor does anything done to run, agent or task result tokens
+-- (their principals are not kept), so the runs' own tokens, made and
+-- deleted with every run, leave it alone.
 CREATE TABLE auth_epoch (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL);
 INSERT INTO auth_epoch (id, n) VALUES (1, 0);
 CREATE TRIGGER users_auth_epoch_insert AFTER INSERT ON users BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
@@ -23,5 +25,8 @@ CREATE TRIGGER team_members_auth_epoch_delete AFTER DELETE ON team_members BEGIN
 CREATE TRIGGER organization_memberships_auth_epoch_insert AFTER INSERT ON organization_memberships BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
 CREATE TRIGGER organization_memberships_auth_epoch_update AFTER UPDATE ON organization_memberships BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
 CREATE TRIGGER organization_memberships_auth_epoch_delete AFTER DELETE ON organization_memberships BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER tokens_auth_epoch_update AFTER UPDATE OF kind, subject, hash, expired_at ON tokens WHEN OLD.kind = 'user' OR NEW.kind = 'user' BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER tokens_auth_epoch_delete AFTER DELETE ON tokens WHEN OLD.kind = 'user' BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER tokens_auth_epoch_update AFTER UPDATE OF kind, subject, hash, expired_at ON tokens WHEN OLD.kind IN ('user', 'team', 'organization', 'audit-trails') OR NEW.kind IN ('user', 'team', 'organization', 'audit-trails') BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER tokens_auth_epoch_delete AFTER DELETE ON tokens WHEN OLD.kind IN ('user', 'team', 'organization', 'audit-trails') BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER token_ttl_policies_auth_epoch_insert AFTER INSERT ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER token_ttl_policies_auth_epoch_update AFTER UPDATE ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER token_ttl_policies_auth_epoch_delete AFTER DELETE ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
