@@ -74,8 +74,10 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 			return err
 		}
 	}
-	cpu0 := cpuNow().self
+	postmaster := b.postmaster(ctx)
+	cpu0, pg0 := cpuNow().self, postgresCPU(postmaster)
 	lat, failed := readLoad(ctx, c, b.org, ws.Name, clients, d)
+	pg := postgresCPU(postmaster) - pg0
 	if cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -90,7 +92,11 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 	if len(lat) > 0 {
 		// Less sensitive to a busy machine than requests/s: the process's
 		// CPU time (server and clients together) per request.
-		fmt.Printf("  CPU time per Workspaces.Read (server and clients): %s\n", fmtDur(cpu/time.Duration(len(lat))))
+		fmt.Printf("  CPU time per Workspaces.Read (server and clients): %s", fmtDur(cpu/time.Duration(len(lat))))
+		if pg > 0 {
+			fmt.Printf(", and %s in PostgreSQL's processes", fmtDur(pg/time.Duration(len(lat))))
+		}
+		fmt.Println()
 	}
 	runtime.GC()
 	fmt.Printf("  resident memory after the reads: %s\n", rss())
