@@ -21,9 +21,9 @@ import (
 // the store, shows on the very next request on both: teams joined and left,
 // a new organization, an organization refusing user tokens, a renamed
 // organization, a team's organization permissions, site admin rights, an
-// expiry, a deleted token. After each change every replica's principal is
-// the one the domains say, and the second request authenticates from the
-// kept principal again.
+// expiry (a deleted token: TestRevocationReachesEveryReplica). After each
+// change every replica's principal is the one the domains say, and the
+// requests after the first authenticate from the kept principal again.
 func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 	t.Parallel()
 	for _, st := range testenv.Stores {
