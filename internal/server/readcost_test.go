@@ -58,6 +58,28 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 		if least > 2 {
 			t.Errorf("a workspace read costs %d store queries, want at most 2", least)
 		}
+		// A read by ID the same: the guard resolves the workspace by ID
+		// first, and on the workspace's own read route that statement
+		// reads the document too.
+		w, err := c.Workspaces.Read(ctx, "rt", "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		least = int64(1 << 30)
+		for range 10 {
+			before := e.Server.DB.Queries()
+			byID, err := c.Workspaces.ReadByID(ctx, w.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			least = min(least, e.Server.DB.Queries()-before)
+			if byID.Name != "w" || byID.Permissions == nil || !byID.Permissions.CanUpdate || byID.Project == nil || byID.Project.ID != w.Project.ID {
+				t.Fatalf("a read by ID: %+v", byID)
+			}
+		}
+		if least > 2 {
+			t.Errorf("a workspace read by ID costs %d store queries, want at most 2", least)
+		}
 		if _, err := c.Workspaces.Update(ctx, "rt", "w", tfe.WorkspaceUpdateOptions{Description: tfe.String("changed")}); err != nil {
 			t.Fatal(err)
 		}

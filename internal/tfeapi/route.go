@@ -33,3 +33,11 @@ func Route(r *http.Request, mux *http.ServeMux) string {
 	_, pattern := mux.Handler(r)
 	return pattern
 }
+
+// RouteOf returns the pattern an earlier layer remembered for the request
+// whose context ctx is (WithRoute), or "": for a domain service that reads
+// more in one statement when it knows what the request will render.
+func RouteOf(ctx context.Context) string {
+	rt, _ := ctx.Value(routeKey{}).(route)
+	return rt.pattern
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
 // ProjectInfo is what the workspace domain needs to know about a project.
@@ -139,8 +140,9 @@ type Service struct {
 	// document's parts (API.documentColumns): a read-only request that
 	// looks a workspace up by name reads them in the row's statement.
 	document func(d *document) (cols []string, dest []any)
-	// documentQuery is readByName's statement with the document.
-	documentQuery documentQuery
+	// documentQuery and documentByID: readByName's and loadRow's
+	// statements with the document.
+	documentQuery, documentByID documentQuery
 }
 
 // remove deletes a workspace row and, in the same transaction, everything
@@ -409,9 +411,22 @@ func (s *Service) loadRow(ctx context.Context, q store.Q, id string, forUpdate b
 	if forUpdate || q != store.Q(s.db) {
 		return s.read(ctx, q, forUpdate, `id = ?`, id)
 	}
-	// Outside a transaction the row may come from the request memo.
-	return memoized(core.Memoize(ctx, "workspace:"+id, func() (*Workspace, error) { return s.read(ctx, q, false, `id = ?`, id) }))
+	// Outside a transaction the row may come from the request memo. The
+	// workspace's own read (GET readRoute, which the authorization guard
+	// resolves first) reads the document with the row, as a read by name
+	// does.
+	return memoized(core.Memoize(ctx, "workspace:"+id, func() (*Workspace, error) {
+		if tfeapi.RouteOf(ctx) == readRoute {
+			return s.readWithDocument(ctx, &s.documentByID, ` FROM workspaces ws WHERE ws.id = ?`, `id = ?`, id)
+		}
+		return s.read(ctx, q, false, `id = ?`, id)
+	}))
 }
+
+// readRoute is the workspace's own read by ID, as API.Register names it
+// (written out there: internal/authz reads the route table from the
+// source; TestWorkspaceReadRoundTrips fails should the two differ).
+const readRoute = "GET /api/v2/workspaces/{id}"
 
 // memoized returns a copy of a workspace from the request memo, so that a
 // caller changing it changes nobody else's.
@@ -462,7 +477,14 @@ func (s *Service) readWith(row *sql.Row, more ...any) (*Workspace, error) {
 // round trip instead of two; should that statement fail, the row is read
 // alone and the document is left to readDocument.
 func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace, error) {
-	const where = ` FROM workspaces ws WHERE organization_name = ? AND name = ?`
+	return s.readWithDocument(ctx, &s.documentQuery, ` FROM workspaces ws WHERE organization_name = ? AND name = ?`, `organization_name = ? AND name = ?`, org, name)
+}
+
+// readWithDocument reads the workspace matching where (a FROM clause with
+// its WHERE; alone is the condition as read takes it) as read does and, in
+// a read-only request, its document's parts in the same statement (q
+// keeps the statement), remembered for the rest of the request.
+func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where, alone string, args ...any) (*Workspace, error) {
 	if s.document != nil && core.HasMemo(ctx) {
 		var d document
 		if dcols, dest := s.document(&d); len(dcols) > 0 {
@@ -470,8 +492,8 @@ func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace,
 			// (internal/auth): index searches of microseconds, for which
 			// database/sql and the drivers would start a goroutine to
 			// interrupt them should the request end.
-			query := s.documentQuery.get(dcols, func() string { return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + where })
-			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), query, org, name), dest...)
+			query := q.get(dcols, func() string { return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + where })
+			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), query, args...), dest...)
 			if err == nil {
 				core.Remember(ctx, documentKey(w.ID), d)
 				return w, nil
@@ -481,7 +503,7 @@ func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace,
 			}
 		}
 	}
-	return s.read(ctx, s.db, false, `organization_name = ? AND name = ?`, org, name)
+	return s.read(ctx, s.db, false, alone, args...)
 }
 
 func (s *Service) tagNames(ctx context.Context, q store.Q, id string) ([]string, error) {
