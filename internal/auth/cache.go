@@ -26,8 +26,10 @@ import (
 // the revoking transaction, so a request that reads the raised value runs
 // after that transaction committed and reads the revocation too; a request
 // that read the old value before the commit keeps its result under the old
-// value, which no request after the commit reads. On every replica alike,
-// since the counter is in the shared store. Only a token's last use is
+// value, which no request after the commit reads (the counter only grows,
+// and to the clock when that is ahead: a database restored from a backup
+// cannot bring back a value read before). On every replica alike, since
+// the counter is in the shared store. Only a token's last use is
 // written without raising it, and that is not part of a principal (the
 // entry keeps it to record the use at most once a minute, as before). What
 // depends on time, a token's expiry and its organization's TTL policy, is

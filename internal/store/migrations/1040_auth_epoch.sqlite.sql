@@ -8,25 +8,30 @@
 -- principal; nor does anything done to run, agent or task result tokens
 -- (their principals are not kept), so the runs' own tokens, made and
 -- deleted with every run, leave it alone.
+--
+-- The counter moves to the clock (microseconds since 1970) when that is
+-- ahead of it, so that a value is never read twice for different rows: a
+-- database restored from a backup under running replicas goes on from the
+-- restore's time, past every value they kept a principal under.
 CREATE TABLE auth_epoch (id INTEGER PRIMARY KEY CHECK (id = 1), n BIGINT NOT NULL);
 INSERT INTO auth_epoch (id, n) VALUES (1, 0);
-CREATE TRIGGER users_auth_epoch_insert AFTER INSERT ON users BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER users_auth_epoch_update AFTER UPDATE ON users BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER users_auth_epoch_delete AFTER DELETE ON users BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER organizations_auth_epoch_insert AFTER INSERT ON organizations BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER organizations_auth_epoch_update AFTER UPDATE ON organizations BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER organizations_auth_epoch_delete AFTER DELETE ON organizations BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER teams_auth_epoch_insert AFTER INSERT ON teams BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER teams_auth_epoch_update AFTER UPDATE ON teams BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER teams_auth_epoch_delete AFTER DELETE ON teams BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER team_members_auth_epoch_insert AFTER INSERT ON team_members BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER team_members_auth_epoch_update AFTER UPDATE ON team_members BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER team_members_auth_epoch_delete AFTER DELETE ON team_members BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER organization_memberships_auth_epoch_insert AFTER INSERT ON organization_memberships BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER organization_memberships_auth_epoch_update AFTER UPDATE ON organization_memberships BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER organization_memberships_auth_epoch_delete AFTER DELETE ON organization_memberships BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER tokens_auth_epoch_update AFTER UPDATE OF kind, subject, hash, expired_at ON tokens WHEN OLD.kind IN ('user', 'team', 'organization', 'audit-trails') OR NEW.kind IN ('user', 'team', 'organization', 'audit-trails') BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER tokens_auth_epoch_delete AFTER DELETE ON tokens WHEN OLD.kind IN ('user', 'team', 'organization', 'audit-trails') BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER token_ttl_policies_auth_epoch_insert AFTER INSERT ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER token_ttl_policies_auth_epoch_update AFTER UPDATE ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
-CREATE TRIGGER token_ttl_policies_auth_epoch_delete AFTER DELETE ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER users_auth_epoch_insert AFTER INSERT ON users BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER users_auth_epoch_update AFTER UPDATE ON users BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER users_auth_epoch_delete AFTER DELETE ON users BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER organizations_auth_epoch_insert AFTER INSERT ON organizations BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER organizations_auth_epoch_update AFTER UPDATE ON organizations BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER organizations_auth_epoch_delete AFTER DELETE ON organizations BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER teams_auth_epoch_insert AFTER INSERT ON teams BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER teams_auth_epoch_update AFTER UPDATE ON teams BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER teams_auth_epoch_delete AFTER DELETE ON teams BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER team_members_auth_epoch_insert AFTER INSERT ON team_members BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER team_members_auth_epoch_update AFTER UPDATE ON team_members BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER team_members_auth_epoch_delete AFTER DELETE ON team_members BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER organization_memberships_auth_epoch_insert AFTER INSERT ON organization_memberships BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER organization_memberships_auth_epoch_update AFTER UPDATE ON organization_memberships BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER organization_memberships_auth_epoch_delete AFTER DELETE ON organization_memberships BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER tokens_auth_epoch_update AFTER UPDATE OF kind, subject, hash, expired_at ON tokens WHEN OLD.kind IN ('user', 'team', 'organization', 'audit-trails') OR NEW.kind IN ('user', 'team', 'organization', 'audit-trails') BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER tokens_auth_epoch_delete AFTER DELETE ON tokens WHEN OLD.kind IN ('user', 'team', 'organization', 'audit-trails') BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER token_ttl_policies_auth_epoch_insert AFTER INSERT ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER token_ttl_policies_auth_epoch_update AFTER UPDATE ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
+CREATE TRIGGER token_ttl_policies_auth_epoch_delete AFTER DELETE ON token_ttl_policies BEGIN UPDATE auth_epoch SET n = max(n + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1; END;
