@@ -68,8 +68,8 @@ type RunsSQL interface {
 // whether through the owners team, and whether that organization refuses
 // user tokens; one row per membership (one with NULLs for none), naming
 // the team of a membership through a team when the provider can
-// (MemberTeamsSQL). Nothing
-// of it is cached, so a revoked token, a removed user or membership, or a
+// (MemberTeamsSQL). What it reads is kept only under the authentication
+// epoch (cache.go), so a revoked token, a removed user or membership, or a
 // changed organization setting counts on the very next request, on every
 // replica. "" when the providers cannot say it in SQL.
 //
@@ -140,9 +140,9 @@ func (s *Service) buildAuthQuery(user bool) string {
 // newTokenSubjects remembers, by token hash, the subject of the user
 // tokens this replica has authenticated. A token's kind and subject never
 // change (no statement updates them), so this holds nothing that can go
-// stale: each request still reads the token, its user and memberships from
-// the store (userAuthQuery), and a token deleted or replaced reads no row
-// there and is looked up afresh.
+// stale: a request that cannot use a kept principal (cache.go) reads the
+// token, its user and memberships from the store (userAuthQuery), and a
+// token deleted or replaced reads no row there and is looked up afresh.
 func newTokenSubjects() *core.Bounded[string, string] {
 	return &core.Bounded[string, string]{Max: 4096}
 }
