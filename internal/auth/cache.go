@@ -101,6 +101,11 @@ func (s *Service) keep(hash string, at keepAt, k kept) {
 	}
 	e := &keptPrincipal{epoch: -1}
 	if at.ok {
+		// Its own slices: the request goes on with the principal kept
+		// from (fromKept hands out copies too).
+		p := &k.principal
+		p.Orgs, p.Owns, p.UserTokensBlocked = slices.Clone(p.Orgs), slices.Clone(p.Owns), slices.Clone(p.UserTokensBlocked)
+		k.teams = slices.Clone(k.teams)
 		e = &keptPrincipal{epoch: at.epoch, kept: k}
 		e.lastUse.Store(k.used.Int64)
 	}

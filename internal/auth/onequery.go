@@ -222,7 +222,8 @@ type authRow struct {
 }
 
 // authenticate runs authQuery, or userAuthQuery when user, with args;
-// hash is the token's. A user token's principal is kept under at.
+// hash is the token's. The principal of a kind that is kept (KeptKinds)
+// is kept under at.
 func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash string, args ...any) (p *Principal, ok bool, err error) {
 	var query string
 	if user {

@@ -84,6 +84,13 @@ func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 						if got != want || p.UserID != user.ID || p.TokenID != tok.ID {
 							t.Fatalf("%s: replica %d, request %d: principal %s; the domains say %s", step, i, n, got, want)
 						}
+						// A caller changing its principal changes no
+						// other request's.
+						for _, l := range [][]string{p.Orgs, p.Owns, p.UserTokensBlocked} {
+							for j := range l {
+								l[j] = "changed-by-a-caller"
+							}
+						}
 					}
 					if least != 1 {
 						t.Errorf("%s: replica %d: a known user token authenticated in %d statements, want 1 (the epoch)", step, i, least)
