@@ -175,9 +175,9 @@ func (s *Service) authenticateOnce(ctx context.Context, secret string) (p *Princ
 	// A token known to be of a kind whose principal is kept (cache.go):
 	// the epoch says whether the kept one holds. Other tokens read none.
 	var at keepAt
-	if _, known := s.kept.Get(hash); (isUser || known) && s.userAuthQuery() != "" {
+	if k, known := s.kept.Get(hash); (isUser || known) && s.userAuthQuery() != "" {
 		at.epoch, at.ok = s.readEpoch(ctx)
-		if k, found := s.kept.Get(hash); at.ok && found && k.epoch == at.epoch {
+		if at.ok && known && k.epoch == at.epoch {
 			p, err := s.fromKept(ctx, k)
 			return p, true, err
 		}
@@ -314,7 +314,7 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		}
 		p := &Principal{Kind: k, TokenID: id, Organization: orgName.String}
 		if k == KindTeam {
-			p = &Principal{Kind: k, TokenID: id, TeamID: subject, Organization: teamOrg.String, OwnersTeam: ownersTeam.Int64 == 1}
+			p.TeamID, p.Organization, p.OwnersTeam = subject, teamOrg.String, ownersTeam.Int64 == 1
 		}
 		ttl, applies, err := s.tokenTTL(ctx, p)
 		if err == nil {

@@ -70,8 +70,8 @@ type Service struct {
 	userTokens    *core.Bounded[string, string]
 	userQueryOnce sync.Once
 	userQuery     string
-	// kept: the principals of user tokens, by hash, with the
-	// authentication epoch each was read under (cache.go).
+	// kept: the principals of the kinds kept (KeptKinds), by token hash,
+	// with the authentication epoch each was read under (cache.go).
 	kept *core.Bounded[string, *keptPrincipal]
 }
 

@@ -417,7 +417,7 @@ func (s *Service) loadRow(ctx context.Context, q store.Q, id string, forUpdate b
 	// does.
 	return memoized(core.Memoize(ctx, "workspace:"+id, func() (*Workspace, error) {
 		if tfeapi.RouteOf(ctx) == readRoute {
-			return s.readWithDocument(ctx, &s.documentByID, ` FROM workspaces ws WHERE ws.id = ?`, `id = ?`, id)
+			return s.readWithDocument(ctx, &s.documentByID, `id = ?`, id)
 		}
 		return s.read(ctx, q, false, `id = ?`, id)
 	}))
@@ -477,14 +477,13 @@ func (s *Service) readWith(row *sql.Row, more ...any) (*Workspace, error) {
 // round trip instead of two; should that statement fail, the row is read
 // alone and the document is left to readDocument.
 func (s *Service) readByName(ctx context.Context, org, name string) (*Workspace, error) {
-	return s.readWithDocument(ctx, &s.documentQuery, ` FROM workspaces ws WHERE organization_name = ? AND name = ?`, `organization_name = ? AND name = ?`, org, name)
+	return s.readWithDocument(ctx, &s.documentQuery, `organization_name = ? AND name = ?`, org, name)
 }
 
-// readWithDocument reads the workspace matching where (a FROM clause with
-// its WHERE; alone is the condition as read takes it) as read does and, in
-// a read-only request, its document's parts in the same statement (q
+// readWithDocument reads the workspace matching where as read does and,
+// in a read-only request, its document's parts in the same statement (q
 // keeps the statement), remembered for the rest of the request.
-func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where, alone string, args ...any) (*Workspace, error) {
+func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where string, args ...any) (*Workspace, error) {
 	if s.document != nil && core.HasMemo(ctx) {
 		var d document
 		if dcols, dest := s.document(&d); len(dcols) > 0 {
@@ -492,7 +491,9 @@ func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where,
 			// (internal/auth): index searches of microseconds, for which
 			// database/sql and the drivers would start a goroutine to
 			// interrupt them should the request end.
-			query := q.get(dcols, func() string { return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + where })
+			query := q.get(dcols, func() string {
+				return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + ` FROM workspaces ws WHERE ` + where
+			})
 			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), query, args...), dest...)
 			if err == nil {
 				core.Remember(ctx, documentKey(w.ID), d)
@@ -503,7 +504,7 @@ func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where,
 			}
 		}
 	}
-	return s.read(ctx, s.db, false, alone, args...)
+	return s.read(ctx, s.db, false, where, args...)
 }
 
 func (s *Service) tagNames(ctx context.Context, q store.Q, id string) ([]string, error) {
