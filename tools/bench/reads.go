@@ -77,7 +77,8 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 	postmaster := b.postmaster(ctx)
 	cpu0, pg0 := cpuNow().self, postgresCPU(postmaster)
 	lat, failed := readLoad(ctx, c, b.org, ws.Name, clients, d)
-	pg := postgresCPU(postmaster) - pg0
+	// Before the profiles are written (a GC and a file each).
+	cpu, pg := cpuNow().self-cpu0, postgresCPU(postmaster)-pg0
 	if cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -86,7 +87,6 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 			return err
 		}
 	}
-	cpu := cpuNow().self - cpu0
 	fmt.Printf("  Workspaces.Read: %.0f requests/s, p50 %s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(),
 		fmtDur(percentile(lat, 50)), fmtDur(percentile(lat, 99)), failed)
 	if len(lat) > 0 {
