@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"testing"
@@ -67,6 +68,7 @@ func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 				if err := a.Server.DB.QueryRow(ctx, `SELECT is_site_admin FROM users WHERE id = ?`, user.ID).Scan(&admin); err != nil {
 					t.Fatal(err)
 				}
+				slices.Sort(blocked)
 				want := fmt.Sprintf("orgs %v, owns %v, refused by %v, site admin %t", member, owner, blocked, admin)
 				for i, r := range replicas {
 					least := int64(1 << 30)
@@ -79,7 +81,6 @@ func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s: replica %d, request %d: %v", step, i, n, err)
 						}
-						slices.Sort(blocked)
 						got := fmt.Sprintf("orgs %v, owns %v, refused by %v, site admin %t", p.Orgs, p.Owns, p.UserTokensBlocked, p.SiteAdmin)
 						if got != want || p.UserID != user.ID || p.TokenID != tok.ID {
 							t.Fatalf("%s: replica %d, request %d: principal %s; the domains say %s", step, i, n, got, want)
@@ -207,6 +208,10 @@ func TestAuthEpochMovesForKeptKindsOnly(t *testing.T) {
 			// A use recorded (the subject is nobody: refused or not, the
 			// use of a token that exists is recorded first).
 			_, _ = e.Server.Auth.Authenticate(ctx, secret)
+			var used sql.NullInt64
+			if err := e.Server.DB.QueryRow(ctx, `SELECT last_used_at FROM tokens WHERE id = ?`, tok.ID).Scan(&used); err != nil || !used.Valid {
+				t.Fatalf("a %s token's use was not recorded (%v)", kind, err)
+			}
 			if after := epoch(); after != before {
 				t.Fatalf("using a %s token raised the authentication epoch", kind)
 			}
