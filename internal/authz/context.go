@@ -2,11 +2,9 @@ package authz
 
 import (
 	"context"
-	"slices"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/store"
 )
 
 type modelKey struct{}
@@ -38,49 +36,38 @@ func Allows(ctx context.Context, action Action, res Resource) error {
 	return s.Check(ctx, action, res)
 }
 
-// ReadableWorkspaces returns a test of which of org's workspaces the caller
-// in ctx may see, computed once for a whole list (HCP Terraform lists only
-// those). Without a model in ctx everything the organization check let
-// through is visible.
-func ReadableWorkspaces(ctx context.Context, org string) (func(projectID, workspaceID string) bool, error) {
-	all := func(string, string) bool { return true }
+// ReadableWorkspaces says which of org's workspaces the caller in ctx may
+// see (HCP Terraform lists only those), for a list to select them in SQL.
+// where is a condition on the workspaces row aliased ws, with its args; ""
+// when every workspace the organization check let through is readable
+// (so too without a model in ctx). A run token's reach is decided
+// workspace by workspace: then where is "" and each is the test to apply
+// to every row (nil otherwise).
+func ReadableWorkspaces(ctx context.Context, org string) (where string, args []any, each func(projectID, workspaceID string) bool, err error) {
 	s, _ := ctx.Value(modelKey{}).(*Service)
 	if s == nil {
-		return all, nil
+		return "", nil, nil, nil
 	}
 	p := auth.FromContext(ctx)
 	st, err := s.standing(ctx, p, org)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
 	switch {
 	case st.run:
-		return func(_, id string) bool {
+		return "", nil, func(_, id string) bool {
 			w, err := s.workspace(ctx, p, st, Resource{Organization: org, WorkspaceID: id})
 			return err == nil && w.Read
 		}, nil
 	case !st.member:
-		return func(string, string) bool { return false }, nil
+		return "1 = 0", nil, nil, nil
 	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects, st.access.ReadWorkspaces:
-		return all, nil
+		return "", nil, nil, nil
 	case len(st.teamIDs) == 0:
-		return func(string, string) bool { return false }, nil
+		return "1 = 0", nil, nil, nil
 	}
-	var args []any
-	in := placeholders(st.teamIDs, &args)
-	id := func(sc interface{ Scan(...any) error }) (string, error) {
-		var v string
-		return v, sc.Scan(&v)
-	}
-	wsIDs, err := store.All(ctx, s.db, id, `SELECT workspace_id FROM team_workspaces WHERE team_id IN (`+in+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	prjIDs, err := store.All(ctx, s.db, id, `SELECT project_id FROM team_projects WHERE team_id IN (`+in+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	return func(projectID, workspaceID string) bool {
-		return slices.Contains(wsIDs, workspaceID) || slices.Contains(prjIDs, projectID)
-	}, nil
+	// Through a team's access to the workspace or to its project.
+	ws := placeholders(st.teamIDs, &args)
+	prj := placeholders(st.teamIDs, &args)
+	return `(ws.id IN (SELECT workspace_id FROM team_workspaces WHERE team_id IN (` + ws + `)) OR ws.project_id IN (SELECT project_id FROM team_projects WHERE team_id IN (` + prj + `)))`, args, nil, nil
 }

@@ -41,6 +41,11 @@ func TestWorkspaceListsShowWhatTheCallerMaySee(t *testing.T) {
 		if got := names(dev); len(got) != 2 || !got["app"] || !got["warehouse"] {
 			t.Errorf("a team with access to app and project data lists %v", got)
 		}
+		// The page and its total count only what the caller may read.
+		l := must(dev.Workspaces.List(ctx, org.Name, &tfe.WorkspaceListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 1}}))(t)
+		if l.TotalCount != 2 || l.TotalPages != 2 || len(l.Items) != 1 || l.Items[0].Name != "warehouse" {
+			t.Errorf("a member's second page of one: total %d, pages %d, %d items (want warehouse, of 2)", l.TotalCount, l.TotalPages, len(l.Items))
+		}
 		if got := names(nobody); len(got) != 0 {
 			t.Errorf("a member with no access lists %v", got)
 		}

@@ -668,6 +668,18 @@ func (s *Service) CurrentRunIDSQL() string {
 	return `SELECT id FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
 }
 
+// CurrentRunCreatedAtSQL says CurrentRunCreatedAt in SQL over a
+// workspace's id written ws.id, NULL for none (workspace.RunHistorySQL).
+func (s *Service) CurrentRunCreatedAtSQL() string {
+	return `SELECT created_at FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
+}
+
+// CurrentRunStatusSQL is the status of a workspace's current run in SQL
+// over its id written ws.id, NULL for none (workspace.RunHistorySQL).
+func (s *Service) CurrentRunStatusSQL() string {
+	return `SELECT status FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
+}
+
 // RunsCountSQL says RunsCount in SQL over a workspace's id written ws.id
 // (NULL: none).
 func (s *Service) RunsCountSQL() string {
@@ -1027,18 +1039,4 @@ func runsCount(ctx context.Context, q store.Q, workspaceID string) (int, error) 
 		return 0, nil
 	}
 	return n, err
-}
-
-// CurrentRunCreatedAt is when a workspace's current (newest) run was
-// created; zero when it has none.
-func (s *Service) CurrentRunCreatedAt(ctx context.Context, workspaceID string) (time.Time, error) {
-	var at int64
-	err := s.DB.QueryRow(ctx, `SELECT created_at FROM runs WHERE workspace_id = ? AND assessment = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, false).Scan(&at)
-	if store.IsNoRows(err) {
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, err
-	}
-	return core.FromMicros(at), nil
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -60,7 +61,20 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	if d.Filter.Tag != "" {
 		opts.Tags = strings.Split(d.Filter.Tag, ",")
 	}
-	list, err := u.o.Workspaces.List(ctx, org, opts)
+	switch d.Filter.Lock {
+	case "locked":
+		opts.Locked = new(true)
+	case "unlocked":
+		opts.Locked = new(false)
+	}
+	// One page from the store; a page past the last shows the last.
+	d.Page, _ = strconv.Atoi(q.Get("page"))
+	d.Page = min(max(d.Page, 1), math.MaxInt32/pageSize)
+	shown, total, err := u.o.Workspaces.ListPage(ctx, org, opts, (d.Page-1)*pageSize, pageSize)
+	if err == nil && len(shown) == 0 && total > 0 {
+		d.Page = (total + pageSize - 1) / pageSize
+		shown, total, err = u.o.Workspaces.ListPage(ctx, org, opts, (d.Page-1)*pageSize, pageSize)
+	}
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -75,26 +89,8 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	for _, p := range d.Projects {
 		names[p.ID] = p.Name
 	}
-	var shown []*workspace.Workspace
-	for _, ws := range list {
-		switch d.Filter.Lock {
-		case "locked":
-			if !ws.Locked() {
-				continue
-			}
-		case "unlocked":
-			if ws.Locked() {
-				continue
-			}
-		}
-		shown = append(shown, ws)
-	}
-	d.Total = len(shown)
-	d.Page, _ = strconv.Atoi(q.Get("page"))
+	d.Total = total
 	last := max((d.Total+pageSize-1)/pageSize, 1)
-	d.Page = min(max(d.Page, 1), last)
-	from, to := (d.Page-1)*pageSize, min(d.Page*pageSize, d.Total)
-	shown = shown[from:to]
 	if d.Page > 1 {
 		q.Set("page", strconv.Itoa(d.Page-1))
 		d.Prev = "?" + q.Encode()

@@ -752,12 +752,15 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("search[exclude-tags]"); v != "" {
 		opts.ExcludeTags = strings.Split(v, ",")
 	}
-	wss, err := a.Service.List(r.Context(), r.PathValue("org"), opts)
+	if v := q.Get("filter[current-run][status]"); v != "" {
+		opts.CurrentRunStatus = strings.Split(v, ",")
+	}
+	items, total, err := a.Service.ListPage(r.Context(), r.PathValue("org"), opts, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(wss, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonWorkspace, len(items))
 	var included []any
 	for i, ws := range items {

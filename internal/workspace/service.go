@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -93,8 +92,6 @@ type CurrentRuns interface {
 // the run domain's CurrentRuns may provide it.
 type RunHistory interface {
 	RunsCount(ctx context.Context, workspaceID string) (int, error)
-	// CurrentRunCreatedAt is when the current run was created (zero: none).
-	CurrentRunCreatedAt(ctx context.Context, workspaceID string) (time.Time, error)
 }
 
 // CurrentConfigs tells the current configuration version of a workspace;
@@ -675,145 +672,221 @@ type ListOptions struct {
 	ExcludeTags  []string
 	ProjectID    string
 	Tagged       []TagBinding
-	Sort         string // name, -name, created-at, -created-at, updated-at, -updated-at
+	Locked       *bool // only locked (true) or unlocked (false) workspaces
+	// CurrentRunStatus keeps the workspaces whose current run has one of
+	// these statuses.
+	CurrentRunStatus []string
+	Sort             string // name, -name, created-at, -created-at, updated-at, -updated-at, current-run.created-at, -current-run.created-at
 }
 
-// List returns an organization's workspaces that match opts.
+// RunHistorySQL is implemented by a RunHistory that says
+// CurrentRunCreatedAt in SQL over a workspace's id written ws.id (NULL:
+// no run), for lists sorted by it.
+type RunHistorySQL interface {
+	CurrentRunCreatedAtSQL() string
+	CurrentRunStatusSQL() string
+}
+
+// List returns all of an organization's workspaces that match opts (the
+// caller may read), in opts' order.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Workspace, error) {
+	ws, _, err := s.ListPage(ctx, org, opts, 0, -1)
+	return ws, err
+}
+
+// ListPage returns at most limit (all when negative) of the workspaces
+// List returns, from offset on, and how many List returns in all. The
+// filters, the order and the page are the store's: the cost follows the
+// page, not the organization's size.
+func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, offset, limit int) ([]*Workspace, int, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if _, ok := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo); !ok {
-		ctx = WithProjectCache(ctx)
+	where, args, err := s.listWhere(ctx, org, opts)
+	if err != nil {
+		return nil, 0, err
 	}
-	query := `SELECT ` + cols + ` FROM workspaces WHERE organization_name = ?`
+	_, _, each, err := authz.ReadableWorkspaces(ctx, org)
+	if err != nil {
+		return nil, 0, err
+	}
+	offset = max(offset, 0)
+	order := s.listOrder(opts.Sort)
+	query := `SELECT ` + cols + `, ` + tagNamesSQL + ` FROM workspaces ws WHERE ` + where + ` ORDER BY ` + order
+	if each != nil {
+		// A run token: its reach is asked of each workspace, so the page
+		// is taken after that.
+		all, err := store.All(ctx, s.db, scanWithTags, query, args...)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := []*Workspace{}
+		for _, w := range all {
+			if each(w.ProjectID, w.ID) {
+				out = append(out, w)
+			}
+		}
+		total := len(out)
+		out = out[min(offset, total):]
+		if limit >= 0 {
+			out = out[:min(limit, len(out))]
+		}
+		return out, total, nil
+	}
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces ws WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if limit >= 0 {
+		if offset >= total || limit == 0 {
+			return []*Workspace{}, total, nil
+		}
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, offset)
+	}
+	out, err := store.All(ctx, s.db, scanWithTags, query, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if out == nil {
+		out = []*Workspace{}
+	}
+	return out, total, nil
+}
+
+// listWhere is the condition on a workspaces row aliased ws that List's
+// opts and the caller's reach make, with its arguments.
+func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (string, []any, error) {
+	conds := []string{`ws.organization_name = ?`}
 	args := []any{org}
+	and := func(cond string, a ...any) {
+		conds = append(conds, cond)
+		args = append(args, a...)
+	}
+	readable, rargs, _, err := authz.ReadableWorkspaces(ctx, org)
+	if err != nil {
+		return "", nil, err
+	}
+	if readable != "" {
+		and(readable, rargs...)
+	}
 	if opts.ProjectID != "" {
-		query += ` AND project_id = ?`
-		args = append(args, opts.ProjectID)
+		and(`ws.project_id = ?`, opts.ProjectID)
 	}
-	all, err := store.All(ctx, s.db, scan, query+` ORDER BY name, id`, args...)
-	if err != nil {
-		return nil, err
+	// Names are letters, digits, "-" and "_" (nameRE), matched without
+	// regard to case; "_" is escaped out of LIKE's wildcards.
+	if opts.Search != "" {
+		and(`LOWER(ws.name) LIKE ? ESCAPE '\'`, "%"+escapeLike(strings.ToLower(opts.Search))+"%")
 	}
-	tags, err := s.orgWorkspaceTags(ctx, org)
-	if err != nil {
-		return nil, err
+	if p := strings.ToLower(opts.WildcardName); p != "" {
+		pre, suf := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
+		pattern := escapeLike(strings.Trim(p, "*"))
+		if pre {
+			pattern = "%" + pattern
+		}
+		if suf {
+			pattern += "%"
+		}
+		if !pre && !suf {
+			pattern = escapeLike(p)
+		}
+		and(`LOWER(ws.name) LIKE ? ESCAPE '\'`, pattern)
 	}
-	var bindings map[string][]TagBinding
-	if len(opts.Tagged) > 0 {
-		if bindings, err = s.orgBindings(ctx, org); err != nil {
-			return nil, err
+	// From the tag to its workspaces, through the tags' and
+	// workspace_tags' indexes, rather than a subquery per workspace.
+	const tagged = `ws.id IN (SELECT wt.workspace_id FROM tags t JOIN workspace_tags wt ON wt.tag_id = t.id WHERE t.organization_name = ? AND t.name = ?)`
+	for _, t := range opts.Tags {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
+			and(tagged, org, t)
 		}
 	}
-	readable, err := authz.ReadableWorkspaces(ctx, org)
-	if err != nil {
-		return nil, err
+	for _, t := range opts.ExcludeTags {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
+			and(`NOT `+tagged, org, t)
+		}
 	}
-	out := []*Workspace{}
-	for _, w := range all {
-		if !readable(w.ProjectID, w.ID) {
+	// A tag binding filter matches the workspace's effective bindings:
+	// its own, and its project's for the keys it does not bind itself
+	// (mergeBindings).
+	for _, b := range opts.Tagged {
+		own := `SELECT 1 FROM workspace_tag_bindings b WHERE b.workspace_id = ws.id AND b.tag_key = ?`
+		inherited := `SELECT 1 FROM project_tag_bindings pb WHERE pb.project_id = ws.project_id AND pb.tag_key = ?`
+		if b.Value == "" {
+			and(`(EXISTS (`+own+`) OR EXISTS (`+inherited+`))`, b.Key, b.Key)
 			continue
 		}
-		w.TagNames = tags[w.ID]
-		if w.TagNames == nil {
-			w.TagNames = []string{}
-		}
-		if opts.Search != "" && !strings.Contains(strings.ToLower(w.Name), strings.ToLower(opts.Search)) {
-			continue
-		}
-		if opts.WildcardName != "" && !wildcardMatch(opts.WildcardName, w.Name) {
-			continue
-		}
-		if !hasAll(w.TagNames, opts.Tags) || hasAny(w.TagNames, opts.ExcludeTags) {
-			continue
-		}
-		if len(opts.Tagged) > 0 {
-			eff := bindings[w.ID]
-			if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
-				eff = mergeBindings(p.TagBindings, eff)
-			}
-			if !matchBindings(eff, opts.Tagged) {
-				continue
-			}
-		}
-		out = append(out, w)
+		and(`(EXISTS (`+own+` AND b.tag_value = ?) OR (NOT EXISTS (`+own+`) AND EXISTS (`+inherited+` AND pb.tag_value = ?)))`,
+			b.Key, b.Value, b.Key, b.Key, b.Value)
 	}
-	var runTimes map[string]time.Time
-	if strings.TrimPrefix(opts.Sort, "-") == "current-run.created-at" {
-		if h, ok := s.Runs.(RunHistory); ok {
-			runTimes = map[string]time.Time{}
-			for _, w := range out {
-				t, err := h.CurrentRunCreatedAt(ctx, w.ID)
-				if err != nil {
-					return nil, err
-				}
-				runTimes[w.ID] = t
-			}
+	if opts.Locked != nil {
+		if *opts.Locked {
+			and(`ws.locked_by_kind <> ''`)
+		} else {
+			and(`ws.locked_by_kind = ''`)
 		}
 	}
-	sortWorkspaces(out, opts.Sort, runTimes)
-	return out, nil
+	if len(opts.CurrentRunStatus) > 0 {
+		h, ok := s.Runs.(RunHistorySQL)
+		if !ok || s.Runs == nil {
+			return "", nil, core.Invalid("filter[current-run][status] is not available")
+		}
+		var in []string
+		for _, st := range opts.CurrentRunStatus {
+			in = append(in, "?")
+			args = append(args, st)
+		}
+		conds = append(conds, `(`+h.CurrentRunStatusSQL()+`) IN (`+strings.Join(in, ", ")+`)`)
+	}
+	return strings.Join(conds, ` AND `), args, nil
 }
 
-// sortWorkspaces orders by name, created-at, updated-at or
-// current-run.created-at (a "-" prefix reverses). Workspaces without a
-// current run sort as if their run were newest of all, as PostgreSQL
-// orders NULLs (last ascending, first descending).
-func sortWorkspaces(ws []*Workspace, by string, runTimes map[string]time.Time) {
+// escapeLike escapes LIKE's wildcards and its escape character in s.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// listOrder is the ORDER BY of a list sorted by: name (the default),
+// created-at, updated-at or current-run.created-at, a "-" prefix
+// reversing; ties go by name. Workspaces without a current run sort as if
+// their run were newest of all, as PostgreSQL orders NULLs (last
+// ascending, first descending).
+func (s *Service) listOrder(by string) string {
 	desc := strings.HasPrefix(by, "-")
-	key := strings.TrimPrefix(by, "-")
-	less := func(a, b *Workspace) bool {
-		switch key {
-		case "current-run.created-at":
-			if runTimes != nil {
-				ta, tb := runTimes[a.ID], runTimes[b.ID]
-				switch {
-				case ta.IsZero() || tb.IsZero():
-					return !ta.IsZero() && tb.IsZero()
-				case !ta.Equal(tb):
-					return ta.Before(tb)
-				}
-				return a.Name < b.Name
-			}
-			return a.CreatedAt.Before(b.CreatedAt)
-		case "created-at":
-			return a.CreatedAt.Before(b.CreatedAt)
-		case "updated-at":
-			return a.UpdatedAt.Before(b.UpdatedAt)
-		}
-		return a.Name < b.Name
+	dir := ""
+	if desc {
+		dir = " DESC"
 	}
-	sort.SliceStable(ws, func(i, j int) bool {
+	switch strings.TrimPrefix(by, "-") {
+	case "created-at":
+		return `ws.created_at` + dir + `, ws.name, ws.id`
+	case "updated-at":
+		return `ws.updated_at` + dir + `, ws.name, ws.id`
+	case "current-run.created-at":
+		h, ok := s.Runs.(RunHistorySQL)
+		if !ok || s.Runs == nil {
+			return `ws.created_at` + dir + `, ws.name, ws.id`
+		}
+		at := `(` + h.CurrentRunCreatedAtSQL() + `)`
 		if desc {
-			return less(ws[j], ws[i])
+			return `(` + at + ` IS NULL) DESC, ` + at + ` DESC, ws.name, ws.id`
 		}
-		return less(ws[i], ws[j])
-	})
+		return `(` + at + ` IS NULL), ` + at + `, ws.name, ws.id`
+	}
+	return `ws.name` + dir + `, ws.id` + dir
 }
 
-func wildcardMatch(pattern, name string) bool {
-	p, n := strings.ToLower(pattern), strings.ToLower(name)
-	pre, suf := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
-	core := strings.Trim(p, "*")
-	switch {
-	case pre && suf:
-		return strings.Contains(n, core)
-	case pre:
-		return strings.HasSuffix(n, core)
-	case suf:
-		return strings.HasPrefix(n, core)
+// scanWithTags scans a row of read's columns.
+func scanWithTags(sc interface{ Scan(...any) error }) (*Workspace, error) {
+	var tags sql.NullString
+	w, err := scanWith(sc, &tags)
+	if err != nil {
+		return nil, err
 	}
-	return n == p
-}
-
-func hasAll(have, want []string) bool {
-	for _, t := range want {
-		if !hasAny(have, []string{t}) {
-			return false
-		}
+	w.TagNames = []string{}
+	if tags.String != "" {
+		w.TagNames = strings.Split(tags.String, ",")
 	}
-	return true
+	return w, nil
 }
 
 func hasAny(have, some []string) bool {
@@ -829,41 +902,6 @@ func hasAny(have, some []string) bool {
 		}
 	}
 	return false
-}
-
-func (s *Service) orgWorkspaceTags(ctx context.Context, org string) (map[string][]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT wt.workspace_id, t.name FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE t.organization_name = ? ORDER BY wt.created_at, t.name`, org)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string][]string{}
-	for rows.Next() {
-		var id, n string
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, err
-		}
-		out[id] = append(out[id], n)
-	}
-	return out, rows.Err()
-}
-
-func (s *Service) orgBindings(ctx context.Context, org string) (map[string][]TagBinding, error) {
-	rows, err := s.db.Query(ctx, `SELECT b.workspace_id, b.id, b.tag_key, b.tag_value FROM workspace_tag_bindings b JOIN workspaces w ON w.id = b.workspace_id WHERE w.organization_name = ? ORDER BY b.created_at, b.tag_key`, org)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string][]TagBinding{}
-	for rows.Next() {
-		var id string
-		var b TagBinding
-		if err := rows.Scan(&id, &b.ID, &b.Key, &b.Value); err != nil {
-			return nil, err
-		}
-		out[id] = append(out[id], b)
-	}
-	return out, rows.Err()
 }
 
 // Update changes a workspace.

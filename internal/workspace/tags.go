@@ -301,38 +301,6 @@ func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]Effect
 	return out, nil
 }
 
-func mergeBindings(project, own []TagBinding) []TagBinding {
-	out := append([]TagBinding{}, own...)
-	for _, b := range project {
-		found := false
-		for _, o := range own {
-			if o.Key == b.Key {
-				found = true
-			}
-		}
-		if !found {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func matchBindings(have, want []TagBinding) bool {
-	for _, w := range want {
-		ok := false
-		for _, h := range have {
-			if h.Key == w.Key && (w.Value == "" || h.Value == w.Value) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // Consumers returns the workspaces allowed to read w's state. With
 // project-remote-state, only those in w's project are listed.
 func (s *Service) Consumers(ctx context.Context, id string) ([]*Workspace, error) {

@@ -232,6 +232,99 @@ func TestWorkspaceList(t *testing.T) {
 		if code, out := raw(t, e, "GET", "/api/v2/organizations/acme/workspaces?include=bogus", ""); code != 400 || !strings.Contains(out, "include parameter") {
 			t.Fatalf("bogus include: %d %s", code, out)
 		}
+
+		// LIKE's wildcards in a name are matched as themselves.
+		mk("under_score", nil, nil)
+		mk("underxscore", nil, nil)
+		for _, tc := range []struct {
+			opts *tfe.WorkspaceListOptions
+			want string
+		}{
+			{&tfe.WorkspaceListOptions{Search: "R_S"}, "under_score"},
+			{&tfe.WorkspaceListOptions{WildcardName: "under_*"}, "under_score"},
+			{&tfe.WorkspaceListOptions{WildcardName: "*%"}, ""},
+			{&tfe.WorkspaceListOptions{WildcardName: "UNDER_SCORE"}, "under_score"},
+		} {
+			if got := strings.Join(names(tc.opts), ","); got != tc.want {
+				t.Errorf("list %+v: got %s, want %s", tc.opts, got, tc.want)
+			}
+		}
+		for _, n := range []string{"under_score", "underxscore"} {
+			if err := c.Workspaces.Delete(ctx, "acme", n); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// Tag bindings filter the effective bindings: a workspace's own,
+		// and its project's for keys it does not bind itself.
+		if _, err := c.Projects.Update(ctx, p.ID, tfe.ProjectUpdateOptions{TagBindings: []*tfe.TagBinding{{Key: "env", Value: "prod"}, {Key: "team", Value: "data"}}}); err != nil {
+			t.Fatal(err)
+		}
+		dbProd, err := c.Workspaces.Read(ctx, "acme", "db-prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Workspaces.AddTagBindings(ctx, dbProd.ID, tfe.WorkspaceAddTagBindingsOptions{TagBindings: []*tfe.TagBinding{{Key: "env", Value: "staging"}}}); err != nil {
+			t.Fatal(err)
+		}
+		appDev, err := c.Workspaces.Read(ctx, "acme", "app-dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Workspaces.AddTagBindings(ctx, appDev.ID, tfe.WorkspaceAddTagBindingsOptions{TagBindings: []*tfe.TagBinding{{Key: "team", Value: "web"}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			tagged []*tfe.TagBinding
+			want   string
+		}{
+			{[]*tfe.TagBinding{{Key: "env", Value: "prod"}}, "zeta"},
+			{[]*tfe.TagBinding{{Key: "env", Value: "staging"}}, "db-prod"},
+			{[]*tfe.TagBinding{{Key: "env"}}, "db-prod,zeta"},
+			{[]*tfe.TagBinding{{Key: "team"}}, "app-dev,db-prod,zeta"},
+			{[]*tfe.TagBinding{{Key: "team", Value: "data"}, {Key: "env", Value: "staging"}}, "db-prod"},
+			{[]*tfe.TagBinding{{Key: "nope"}}, ""},
+		} {
+			if got := strings.Join(names(&tfe.WorkspaceListOptions{TagBindings: tc.tagged}), ","); got != tc.want {
+				var f []string
+				for _, b := range tc.tagged {
+					f = append(f, b.Key+"="+b.Value)
+				}
+				t.Errorf("tagged %v: got %s, want %s", f, got, tc.want)
+			}
+		}
+
+		// The current run: sorted by when it was created (workspaces
+		// without one last, or first reversed) and filtered by its status.
+		// Locked workspaces keep their runs pending.
+		zeta, err := c.Workspaces.Read(ctx, "acme", "zeta")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []*tfe.Workspace{zeta, appDev} {
+			if _, err := c.Workspaces.Lock(ctx, w.ID, tfe.WorkspaceLockOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			cv := testenv.UploadConfig(ctx, t, c, w.ID, `resource "terraform_data" "a" {}`)
+			if _, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: w, ConfigurationVersion: cv}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range []struct {
+			opts *tfe.WorkspaceListOptions
+			want string
+		}{
+			{&tfe.WorkspaceListOptions{Sort: "current-run.created-at"}, "zeta,app-dev,app-prod,db-prod"},
+			{&tfe.WorkspaceListOptions{Sort: "-current-run.created-at"}, "app-prod,db-prod,app-dev,zeta"},
+			{&tfe.WorkspaceListOptions{Sort: "-current-run.created-at", ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 3}}, "zeta"},
+			{&tfe.WorkspaceListOptions{CurrentRunStatus: "pending"}, "app-dev,zeta"},
+			{&tfe.WorkspaceListOptions{CurrentRunStatus: "applied,errored"}, ""},
+		} {
+			if got := strings.Join(names(tc.opts), ","); got != tc.want {
+				t.Errorf("list %+v: got %s, want %s", tc.opts, got, tc.want)
+			}
+		}
+
 		// Deleting the organization takes its projects, workspaces and tags along.
 		if err := c.Organizations.Delete(ctx, "acme"); err != nil {
 			t.Fatalf("deleting an organization with workspaces: %v", err)

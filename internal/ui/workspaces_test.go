@@ -1,0 +1,75 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// The workspace list shows one page of 50 from the store, with the count
+// of all that match; the lock filter counts and pages the same way, and a
+// page past the last shows the last.
+func TestWorkspaceListPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	var locked []string
+	for i := range 53 {
+		ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("w%02d", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%20 == 7 {
+			if _, err := e.Client.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			locked = append(locked, ws.Name)
+		}
+	}
+	tb := newTab(t, e, e.Token)
+	// The first cell of each row (a row saying none matched has no link).
+	rows := func() []string {
+		return must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('table.workspaces tbody tr td:first-child a')).map(a => a.innerText.trim())`))
+	}
+	for _, tc := range []struct {
+		path, total, page, first, last string
+		n                              int
+	}{
+		{"/app/acme/workspaces", "53 workspaces", "page 1", "w00", "w49", 50},
+		{"/app/acme/workspaces?page=2", "53 workspaces", "page 2", "w50", "w52", 3},
+		{"/app/acme/workspaces?page=99999999999999999", "53 workspaces", "page 2", "w50", "w52", 3},
+		{"/app/acme/workspaces?lock=locked", "3 workspaces", "page 1", locked[0], locked[2], 3},
+		{"/app/acme/workspaces?lock=unlocked&page=2", "50 workspaces", "page 1", "w00", "w52", 50},
+	} {
+		if st := tb.open(tc.path); st != http.StatusOK {
+			t.Fatalf("%s: %d", tc.path, st)
+		}
+		names := rows()
+		if !strings.Contains(tb.html(), tc.total) || !strings.Contains(tb.text("nav.pages"), tc.page) ||
+			len(names) != tc.n || names[0] != tc.first || names[len(names)-1] != tc.last {
+			t.Errorf("%s: %d rows %v…%v, pages %q; want %s, %s, %d rows %s…%s", tc.path, len(names), first(names), lastOf(names), tb.text("nav.pages"), tc.total, tc.page, tc.n, tc.first, tc.last)
+		}
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func lastOf(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1]
+}
