@@ -115,7 +115,7 @@ the link.`,
 			teams := team.NewService(db)
 			teams.SetAuth(users, users)
 			admin := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
-			ms, _, err := teams.ListMemberships(admin, org, team.MembershipFilter{Emails: []string{email}, Status: team.StatusInvited})
+			ms, _, _, err := teams.ListMemberships(admin, org, team.MembershipFilter{Emails: []string{email}, Status: team.StatusInvited}, 0, 1)
 			if err != nil {
 				return err
 			}

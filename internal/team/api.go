@@ -422,14 +422,14 @@ func (a *API) listMemberships(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, core.BadRequest("filter[status] must be invited or active, not %q", status))
 		return
 	}
-	ms, users, err := a.Service.ListMemberships(r.Context(), r.PathValue("org"), MembershipFilter{
+	items, users, total, err := a.Service.ListMemberships(r.Context(), r.PathValue("org"), MembershipFilter{
 		Emails: splitList(q.Get("filter[email]")), Status: status, Query: q.Get("q"),
-	})
+	}, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(ms, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonMembership, len(items))
 	for i, m := range items {
 		out[i] = membershipJSON(m, users[m.UserID])

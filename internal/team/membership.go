@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/mail"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -76,62 +75,107 @@ type MembershipFilter struct {
 	Query  string   // substring of the email or username
 }
 
-// ListMemberships returns an organization's memberships, oldest first,
-// with their users.
-func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipFilter) ([]*Membership, map[string]*auth.User, error) {
+// ListMemberships returns an organization's memberships that match f,
+// oldest first, with their users: at most limit (all when negative) from
+// offset on, and how many match in all. The filters and the page are the
+// store's, so a page costs the same in an organization of ten members or
+// ten thousand; the users and teams are read for the page only.
+func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipFilter, offset, limit int) ([]*Membership, map[string]*auth.User, int, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	rows, err := s.db.Query(ctx, `SELECT `+membershipCols+` FROM organization_memberships WHERE organization_name = ? ORDER BY created_at, id`, org)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var all []*Membership
-	var ids []string
-	for rows.Next() {
-		m, err := scanMembership(rows)
-		if err != nil {
-			return nil, nil, err
+	// A membership whose user is gone is not listed (the join).
+	where := `m.organization_name = ?`
+	args := []any{org}
+	if len(f.Emails) > 0 {
+		in := make([]string, len(f.Emails))
+		for i, e := range f.Emails {
+			in[i] = "?"
+			args = append(args, strings.ToLower(e))
 		}
-		all = append(all, m)
-		ids = append(ids, m.UserID)
+		where += ` AND LOWER(u.email) IN (` + strings.Join(in, ", ") + `)`
 	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
+	if f.Status != "" {
+		where += ` AND m.status = ?`
+		args = append(args, f.Status)
 	}
-	rows.Close()
+	if q := strings.ToLower(f.Query); q != "" {
+		pattern := "%" + store.EscapeLike(q) + "%"
+		where += ` AND (LOWER(u.email) LIKE ?` + store.LikeEscape + ` OR LOWER(u.username) LIKE ?` + store.LikeEscape + `)`
+		args = append(args, pattern, pattern)
+	}
+	from := ` FROM organization_memberships m JOIN users u ON u.id = m.user_id WHERE ` + where
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*)`+from, args...).Scan(&total); err != nil {
+		return nil, nil, 0, err
+	}
+	offset = max(offset, 0)
+	out := []*Membership{}
+	if offset >= total || limit == 0 {
+		return out, map[string]*auth.User{}, total, nil
+	}
+	query := `SELECT m.id, m.organization_name, m.user_id, m.status, m.created_at` + from + ` ORDER BY m.created_at, m.id`
+	if limit > 0 {
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, offset)
+	}
+	page, err := store.All(ctx, s.db, scanMembership, query, args...)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if limit < 0 {
+		page = page[offset:]
+	}
+	ids := make([]string, len(page))
+	for i, m := range page {
+		ids[i] = m.UserID
+	}
 	users, err := s.users.GetUsers(ctx, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	teams, err := s.orgTeams(ctx, org)
+	teams, err := s.teamsOf(ctx, org, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	var out []*Membership
-	for _, m := range all {
-		u := users[m.UserID]
-		if u == nil {
+	for _, m := range page {
+		if users[m.UserID] == nil {
+			// Gone between the two statements.
 			continue
 		}
-		if len(f.Emails) > 0 && !slices.ContainsFunc(f.Emails, func(e string) bool { return strings.EqualFold(e, u.Email) }) {
-			continue
-		}
-		if f.Status != "" && f.Status != m.Status {
-			continue
-		}
-		if q := strings.ToLower(f.Query); q != "" && !strings.Contains(strings.ToLower(u.Email), q) && !strings.Contains(strings.ToLower(u.Username), q) {
-			continue
-		}
-		for _, t := range teams {
-			if t.HasMember(m.UserID) {
-				m.TeamIDs = append(m.TeamIDs, t.ID)
-			}
-		}
+		m.TeamIDs = teams[m.UserID]
 		out = append(out, m)
 	}
-	return out, users, nil
+	return out, users, total, nil
+}
+
+// teamsOf returns the IDs of org's teams each of users is in, ordered as
+// teams list (by name).
+func (s *Service) teamsOf(ctx context.Context, org string, users []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(users) == 0 {
+		return out, nil
+	}
+	args := []any{org}
+	in := make([]string, len(users))
+	for i, u := range users {
+		in[i] = "?"
+		args = append(args, u)
+	}
+	rows, err := s.db.Query(ctx, `SELECT tm.user_id, t.id FROM team_members tm JOIN teams t ON t.id = tm.team_id
+		WHERE t.organization_name = ? AND tm.user_id IN (`+strings.Join(in, ", ")+`) ORDER BY t.name, t.id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u, t string
+		if err := rows.Scan(&u, &t); err != nil {
+			return nil, err
+		}
+		out[u] = append(out[u], t)
+	}
+	return out, rows.Err()
 }
 
 // ListOwnMemberships returns the caller's memberships in every organization.

@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,6 +180,41 @@ func TestMembersAndMemberships(t *testing.T) {
 		if err != nil || len(list.Items) != 1 || list.Items[0].ID != bobMem.ID {
 			t.Fatalf("q: %+v %v", list, err)
 		}
+		// The filters and the page are the store's: the total counts what
+		// matches, q's "_" is itself, emails match whatever their case,
+		// and each listed member carries its teams.
+		for _, email := range []string{"a_b@example.test", "axb@example.test"} {
+			if _, err := c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String(email)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		emails := func(l *tfe.OrganizationMembershipList) string {
+			var out []string
+			for _, m := range l.Items {
+				out = append(out, m.Email)
+			}
+			return strings.Join(out, ",")
+		}
+		for _, tc := range []struct {
+			opts        *tfe.OrganizationMembershipListOptions
+			want        string
+			total, page int
+		}{
+			{&tfe.OrganizationMembershipListOptions{Query: "A_B"}, "a_b@example.test", 1, 1},
+			{&tfe.OrganizationMembershipListOptions{Emails: []string{"AXB@example.TEST", "bob@example.test"}}, "bob@example.test,axb@example.test", 2, 1},
+			{&tfe.OrganizationMembershipListOptions{Status: tfe.OrganizationMembershipInvited, ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 2}}, "axb@example.test", 3, 2},
+			{&tfe.OrganizationMembershipListOptions{ListOptions: tfe.ListOptions{PageNumber: 3, PageSize: 2}}, "", 4, 3},
+		} {
+			l, err := c.OrganizationMemberships.List(ctx, "acme", tc.opts)
+			if err != nil || emails(l) != tc.want || l.TotalCount != tc.total || l.CurrentPage != tc.page {
+				t.Errorf("memberships %+v: %q of %d on page %d (%v), want %q of %d on page %d", tc.opts, emails(l), l.TotalCount, l.CurrentPage, err, tc.want, tc.total, tc.page)
+			}
+		}
+		l, err := c.OrganizationMemberships.List(ctx, "acme", &tfe.OrganizationMembershipListOptions{Emails: []string{"bob@example.test"}})
+		if err != nil || len(l.Items) != 1 || len(l.Items[0].Teams) != 1 || l.Items[0].Teams[0].ID != dev.ID {
+			t.Fatalf("bob's membership lists teams %+v (%v), want dev only", l.Items, err)
+		}
+
 		_, err = c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@example.test")})
 		testenv.WantStatus(t, "inviting a member twice", err, "already a member")
 

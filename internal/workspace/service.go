@@ -776,11 +776,11 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 	// Names are letters, digits, "-" and "_" (nameRE), matched without
 	// regard to case; "_" is escaped out of LIKE's wildcards.
 	if opts.Search != "" {
-		and(`LOWER(ws.name) LIKE ? ESCAPE '\'`, "%"+escapeLike(strings.ToLower(opts.Search))+"%")
+		and(`LOWER(ws.name) LIKE ?`+store.LikeEscape, "%"+store.EscapeLike(strings.ToLower(opts.Search))+"%")
 	}
 	if p := strings.ToLower(opts.WildcardName); p != "" {
 		pre, suf := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
-		pattern := escapeLike(strings.Trim(p, "*"))
+		pattern := store.EscapeLike(strings.Trim(p, "*"))
 		if pre {
 			pattern = "%" + pattern
 		}
@@ -788,9 +788,9 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 			pattern += "%"
 		}
 		if !pre && !suf {
-			pattern = escapeLike(p)
+			pattern = store.EscapeLike(p)
 		}
-		and(`LOWER(ws.name) LIKE ? ESCAPE '\'`, pattern)
+		and(`LOWER(ws.name) LIKE ?`+store.LikeEscape, pattern)
 	}
 	// From the tag to its workspaces, through the tags' and
 	// workspace_tags' indexes, rather than a subquery per workspace.
@@ -838,11 +838,6 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 		conds = append(conds, `(`+h.CurrentRunStatusSQL()+`) IN (`+strings.Join(in, ", ")+`)`)
 	}
 	return strings.Join(conds, ` AND `), args, nil
-}
-
-// escapeLike escapes LIKE's wildcards and its escape character in s.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // listOrder is the ORDER BY of a list sorted by: name (the default),
