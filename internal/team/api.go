@@ -90,7 +90,7 @@ type jsonMembership struct {
 	Teams        []*user.TeamRef       `jsonapi:"relation,teams"`
 }
 
-func teamJSON(p *auth.Principal, t *Team, memberships map[string]string) *jsonTeam {
+func teamJSON(p *auth.Principal, t *Team, memberships map[string]*Membership) *jsonTeam {
 	owner := p.IsOwner(t.Organization)
 	tokens := canManageTokens(p, t)
 	access := t.OrganizationAccess()
@@ -119,8 +119,8 @@ func teamJSON(p *auth.Principal, t *Team, memberships map[string]string) *jsonTe
 	}
 	for _, id := range t.UserIDs {
 		j.Users = append(j.Users, &user.UserRef{ID: id})
-		if mid := memberships[id]; mid != "" {
-			j.OrganizationMemberships = append(j.OrganizationMemberships, &membershipRef{ID: mid})
+		if m := memberships[id]; m != nil {
+			j.OrganizationMemberships = append(j.OrganizationMemberships, &membershipRef{ID: m.ID})
 		}
 	}
 	return j
@@ -148,12 +148,16 @@ func userJSON(p *auth.Principal, u *auth.User) *user.JSON {
 
 // --- teams
 
-// teamMemberships maps the user IDs of an organization's members to their
-// membership IDs (empty on error: the linkage is best effort).
-func (a *API) teamMemberships(r *http.Request, org string) map[string]string {
-	m, err := a.Service.MembershipIDs(r.Context(), org)
+// teamMemberships maps the user IDs of teams' members to their
+// membership IDs in org (one statement for all the teams).
+func (a *API) teamMemberships(r *http.Request, org string, teams ...*Team) map[string]*Membership {
+	var users []string
+	for _, t := range teams {
+		users = append(users, t.UserIDs...)
+	}
+	m, err := a.Service.MembershipsOf(r.Context(), org, users)
 	if err != nil {
-		return map[string]string{}
+		return map[string]*Membership{}
 	}
 	return m
 }
@@ -181,53 +185,57 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	org := r.PathValue("org")
-	teams, err := a.Service.List(r.Context(), org, ListOptions{Names: splitList(q.Get("filter[names]")), Query: q.Get("q")})
+	items, total, err := a.Service.ListPage(r.Context(), org, ListOptions{Names: splitList(q.Get("filter[names]")), Query: q.Get("q")}, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(teams, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	p := auth.FromContext(r.Context())
-	ms := a.teamMemberships(r, org)
+	ms := a.teamMemberships(r, org, items...)
 	out := make([]*jsonTeam, len(items))
-	var included []any
 	for i, t := range items {
 		out[i] = teamJSON(p, t, ms)
-		extra, err := a.teamIncludes(r, t, inc)
-		if err != nil {
-			tfeapi.Error(w, r, err)
-			return
-		}
-		included = append(included, extra...)
+	}
+	included, err := a.teamIncludes(r, items, ms, inc)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
 	}
 	tfeapi.RespondList(w, r, out, pg, included...)
 }
 
-func (a *API) teamIncludes(r *http.Request, t *Team, inc map[string]bool) ([]any, error) {
+// teamIncludes are the included users and memberships of teams' members
+// (ms, their memberships), each team's in turn; the users are read in one
+// statement.
+func (a *API) teamIncludes(r *http.Request, teams []*Team, ms map[string]*Membership, inc map[string]bool) ([]any, error) {
 	if !inc["users"] && !inc["organization_memberships"] && !inc["organization_memberships.user"] {
 		return nil, nil
 	}
 	ctx := r.Context()
 	p := auth.FromContext(ctx)
-	users, err := a.Service.Users(ctx, t)
+	var ids []string
+	for _, t := range teams {
+		ids = append(ids, t.UserIDs...)
+	}
+	users, err := a.Service.users.GetUsers(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	var out []any
-	if inc["users"] || inc["organization_memberships.user"] {
-		for _, u := range users {
-			out = append(out, userJSON(p, u))
-		}
-	}
-	if inc["organization_memberships"] || inc["organization_memberships.user"] {
-		ms := a.teamMemberships(r, t.Organization)
-		for _, u := range users {
-			if mid := ms[u.ID]; mid != "" {
-				m, err := a.Service.Membership(ctx, mid)
-				if err != nil {
-					return nil, err
+	for _, t := range teams {
+		if inc["users"] || inc["organization_memberships.user"] {
+			for _, id := range t.UserIDs {
+				if u := users[id]; u != nil {
+					out = append(out, userJSON(p, u))
 				}
-				out = append(out, membershipJSON(m, u))
+			}
+		}
+		if inc["organization_memberships"] || inc["organization_memberships.user"] {
+			for _, id := range t.UserIDs {
+				if u, m := users[id], ms[id]; u != nil && m != nil {
+					out = append(out, membershipJSON(m, u))
+				}
 			}
 		}
 	}
@@ -240,12 +248,13 @@ func (a *API) respondTeam(w http.ResponseWriter, r *http.Request, status int, t 
 		tfeapi.Error(w, r, err)
 		return
 	}
-	included, err := a.teamIncludes(r, t, inc)
+	ms := a.teamMemberships(r, t.Organization, t)
+	included, err := a.teamIncludes(r, []*Team{t}, ms, inc)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Respond(w, r, status, teamJSON(auth.FromContext(r.Context()), t, a.teamMemberships(r, t.Organization)), included...)
+	tfeapi.Respond(w, r, status, teamJSON(auth.FromContext(r.Context()), t, ms), included...)
 }
 
 func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
@@ -330,15 +339,10 @@ func (a *API) listTeamMemberships(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	ms := a.teamMemberships(r, t.Organization)
+	ms := a.teamMemberships(r, t.Organization, t)
 	var out []*jsonMembership
 	for _, u := range users {
-		if mid := ms[u.ID]; mid != "" {
-			m, err := a.Service.Membership(r.Context(), mid)
-			if err != nil {
-				tfeapi.Error(w, r, err)
-				return
-			}
+		if m := ms[u.ID]; m != nil {
 			out = append(out, membershipJSON(m, u))
 		}
 	}

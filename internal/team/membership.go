@@ -329,23 +329,27 @@ func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 	})
 }
 
-// MembershipIDs maps the user IDs of an organization's members to their
-// membership IDs.
-func (s *Service) MembershipIDs(ctx context.Context, org string) (map[string]string, error) {
-	rows, err := s.db.Query(ctx, `SELECT user_id, id FROM organization_memberships WHERE organization_name = ?`, org)
+// MembershipsOf returns the memberships in org of users, by user ID, in
+// one statement.
+func (s *Service) MembershipsOf(ctx context.Context, org string, users []string) (map[string]*Membership, error) {
+	out := map[string]*Membership{}
+	if len(users) == 0 {
+		return out, nil
+	}
+	args := []any{org}
+	in := make([]string, len(users))
+	for i, u := range users {
+		in[i] = "?"
+		args = append(args, u)
+	}
+	ms, err := store.All(ctx, s.db, scanMembership, `SELECT `+membershipCols+` FROM organization_memberships WHERE organization_name = ? AND user_id IN (`+strings.Join(in, ", ")+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var uid, id string
-		if err := rows.Scan(&uid, &id); err != nil {
-			return nil, err
-		}
-		out[uid] = id
+	for _, m := range ms {
+		out[m.UserID] = m
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Membership returns a membership by ID without access checks, for

@@ -162,11 +162,17 @@ func requireOwner(ctx context.Context, org, action string) error {
 // canSee reports whether the caller may see a team: owners see all, others
 // see organization-visible teams and their own.
 func canSee(p *auth.Principal, t *Team) bool {
+	return canSeeAs(p, t, p.Kind == auth.KindUser && t.HasMember(p.UserID))
+}
+
+// canSeeAs is canSee for a caller known to be in the team (member) or not,
+// without the team's members.
+func canSeeAs(p *auth.Principal, t *Team, member bool) bool {
 	switch {
 	case p.IsOwner(t.Organization), t.Settings.Visibility == "organization":
 		return true
 	case p.Kind == auth.KindUser:
-		return t.HasMember(p.UserID)
+		return member
 	case p.Kind == auth.KindTeam:
 		return p.TeamID == t.ID
 	}
@@ -285,30 +291,102 @@ type ListOptions struct {
 	Query string   // substring of the name, case-insensitive
 }
 
-// List returns the teams of an organization the caller may see.
+// List returns the teams of an organization the caller may see, by
+// name.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Team, error) {
+	ts, _, err := s.ListPage(ctx, org, opts, 0, -1)
+	return ts, err
+}
+
+// ListPage returns at most limit (all when negative) of the teams List
+// returns, from offset on, and how many List returns in all. The filters
+// are the store's; which teams the caller may see is decided on the
+// teams' rows (visibility is one of their settings) against the caller's
+// own teams, and members are read for the page's teams only.
+func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, offset, limit int) ([]*Team, int, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	teams, err := s.orgTeams(ctx, org)
+	where := `organization_name = ?`
+	args := []any{org}
+	if len(opts.Names) > 0 {
+		in := make([]string, len(opts.Names))
+		for i, n := range opts.Names {
+			in[i] = "?"
+			args = append(args, n)
+		}
+		where += ` AND name IN (` + strings.Join(in, ", ") + `)`
+	}
+	if q := strings.ToLower(opts.Query); q != "" {
+		where += ` AND LOWER(name) LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike(q)+"%")
+	}
+	teams, err := store.All(ctx, s.db, scanTeam, `SELECT `+teamCols+` FROM teams WHERE `+where+` ORDER BY name, id`, args...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	p := auth.FromContext(ctx)
-	var out []*Team
-	for _, t := range teams {
-		if !canSee(p, t) {
-			continue
+	mine := map[string]bool{}
+	if p.Kind == auth.KindUser && !p.IsOwner(org) {
+		ids, err := store.All(ctx, s.db, scanString, `SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organization_name = ? AND tm.user_id = ?`, org, p.UserID)
+		if err != nil {
+			return nil, 0, err
 		}
-		if len(opts.Names) > 0 && !slices.Contains(opts.Names, t.Name) {
-			continue
+		for _, id := range ids {
+			mine[id] = true
 		}
-		if opts.Query != "" && !strings.Contains(strings.ToLower(t.Name), strings.ToLower(opts.Query)) {
-			continue
-		}
-		out = append(out, t)
 	}
-	return out, nil
+	out := []*Team{}
+	for _, t := range teams {
+		if canSeeAs(p, t, mine[t.ID]) {
+			out = append(out, t)
+		}
+	}
+	total := len(out)
+	out = out[min(max(offset, 0), total):]
+	if limit >= 0 {
+		out = out[:min(limit, len(out))]
+	}
+	if err := s.fillMembers(ctx, out); err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// fillMembers reads the members (UserIDs) of teams, in one statement.
+func (s *Service) fillMembers(ctx context.Context, teams []*Team) error {
+	if len(teams) == 0 {
+		return nil
+	}
+	byID := make(map[string]*Team, len(teams))
+	var args []any
+	in := make([]string, len(teams))
+	for i, t := range teams {
+		byID[t.ID] = t
+		t.UserIDs = nil
+		in[i] = "?"
+		args = append(args, t.ID)
+	}
+	rows, err := s.db.Query(ctx, `SELECT team_id, user_id FROM team_members WHERE team_id IN (`+strings.Join(in, ", ")+`) ORDER BY user_id`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tid, uid string
+		if err := rows.Scan(&tid, &uid); err != nil {
+			return err
+		}
+		if t := byID[tid]; t != nil {
+			t.UserIDs = append(t.UserIDs, uid)
+		}
+	}
+	return rows.Err()
+}
+
+func scanString(sc interface{ Scan(...any) error }) (string, error) {
+	var v string
+	return v, sc.Scan(&v)
 }
 
 // Options are a team's attributes on create and update; nil is unchanged

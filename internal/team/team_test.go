@@ -134,6 +134,56 @@ func TestMembersAndMemberships(t *testing.T) {
 		}
 		_, err = bob.Teams.Read(ctx, secret.ID)
 		testenv.WantErr(t, "member reading a secret team", err, tfe.ErrResourceNotFound)
+
+		// Team lists: filters, the caller's view, the page and its total,
+		// and the members' users and memberships included.
+		for _, n := range []string{"ops_x", "opsyx"} {
+			if _, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String(n), Visibility: tfe.String("organization")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		teamNames := func(l *tfe.TeamList) string {
+			var out []string
+			for _, tm := range l.Items {
+				out = append(out, tm.Name)
+			}
+			return strings.Join(out, ",")
+		}
+		for _, tc := range []struct {
+			who         *tfe.Client
+			opts        *tfe.TeamListOptions
+			want        string
+			total, page int
+		}{
+			{c, nil, "dev,ops_x,opsyx,owners,secret-squad", 5, 1},
+			{c, &tfe.TeamListOptions{Query: "S_X"}, "ops_x", 1, 1},
+			{c, &tfe.TeamListOptions{Names: []string{"dev", "owners", "nope"}}, "dev,owners", 2, 1},
+			{c, &tfe.TeamListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 2}}, "opsyx,owners", 5, 2},
+			{bob, nil, "dev,ops_x,opsyx", 3, 1},
+			{bob, &tfe.TeamListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 2}}, "opsyx", 3, 2},
+		} {
+			l, err := tc.who.Teams.List(ctx, "acme", tc.opts)
+			if err != nil || teamNames(l) != tc.want || l.TotalCount != tc.total || l.CurrentPage != tc.page {
+				t.Errorf("teams %+v: %q of %d on page %d (%v), want %q of %d on page %d", tc.opts, teamNames(l), l.TotalCount, l.CurrentPage, err, tc.want, tc.total, tc.page)
+			}
+		}
+		withMembers, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"dev"}, Include: []tfe.TeamIncludeOpt{tfe.TeamUsers, tfe.TeamOrganizationMemberships}})
+		if err != nil || len(withMembers.Items) != 1 {
+			t.Fatalf("dev with its members: %+v %v", withMembers, err)
+		}
+		if d := withMembers.Items[0]; d.UserCount != 1 || len(d.Users) != 1 || d.Users[0].Username != "bob" ||
+			len(d.OrganizationMemberships) != 1 || d.OrganizationMemberships[0].ID != bobMem.ID || d.OrganizationMemberships[0].Email != "bob@example.test" {
+			t.Fatalf("dev's members: %d, users %+v, memberships %+v", d.UserCount, d.Users, d.OrganizationMemberships)
+		}
+		for _, n := range []string{"ops_x", "opsyx"} {
+			l, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{n}})
+			if err != nil || len(l.Items) != 1 {
+				t.Fatal(err)
+			}
+			if err := c.Teams.Delete(ctx, l.Items[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
 		_, err = bob.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("mine")})
 		testenv.WantStatus(t, "member creating a team", err, "forbidden")
 		err = bob.TeamMembers.Add(ctx, dev.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}})
