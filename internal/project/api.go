@@ -209,12 +209,12 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if names != "" {
 		opts.Names = strings.Split(names, ",")
 	}
-	ps, err := a.Service.List(r.Context(), r.PathValue("org"), opts)
+	items, total, err := a.Service.ListPage(r.Context(), r.PathValue("org"), opts, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(ps, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonProject, len(items))
 	var inc []any
 	for i, p := range items {

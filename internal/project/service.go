@@ -158,57 +158,107 @@ type ListOptions struct {
 	Tagged []TagBinding
 }
 
-// List returns an organization's projects ordered by name.
+// List returns an organization's projects that match opts, newest first.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Project, error) {
+	ps, _, err := s.ListPage(ctx, org, opts, 0, -1)
+	return ps, err
+}
+
+// ListPage returns at most limit (all when negative) of the projects List
+// returns, from offset on, and how many List returns in all: filtered and
+// paged in the store, with the page's tag bindings read in one statement.
+func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, offset, limit int) ([]*Project, int, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	all, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM projects WHERE organization_name = ? ORDER BY created_at DESC, id DESC`, org)
+	where := `p.organization_name = ?`
+	args := []any{org}
+	if len(opts.Names) > 0 {
+		in := make([]string, len(opts.Names))
+		for i, n := range opts.Names {
+			in[i] = "?"
+			args = append(args, n)
+		}
+		where += ` AND p.name IN (` + strings.Join(in, ", ") + `)`
+	}
+	if q := strings.ToLower(opts.Query); q != "" {
+		where += ` AND LOWER(p.name) LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike(q)+"%")
+	}
+	for _, b := range opts.Tagged {
+		where += ` AND EXISTS (SELECT 1 FROM project_tag_bindings b WHERE b.project_id = p.id AND b.tag_key = ?`
+		args = append(args, b.Key)
+		if b.Value != "" {
+			where += ` AND b.tag_value = ?`
+			args = append(args, b.Value)
+		}
+		where += `)`
+	}
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM projects p WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	offset = max(offset, 0)
+	if offset >= total || limit == 0 {
+		return []*Project{}, total, nil
+	}
+	query := `SELECT ` + prefixed("p.", cols) + ` FROM projects p WHERE ` + where + ` ORDER BY p.created_at DESC, p.id DESC`
+	if limit > 0 {
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, offset)
+	}
+	out, err := store.All(ctx, s.db, scan, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []*Project
-	for _, p := range all {
-		if len(opts.Names) > 0 && !containsString(opts.Names, p.Name) {
-			continue
-		}
-		if opts.Query != "" && !strings.Contains(strings.ToLower(p.Name), strings.ToLower(opts.Query)) {
-			continue
-		}
-		if p.TagBindings, err = s.bindings(ctx, s.db, p.ID); err != nil {
-			return nil, err
-		}
-		if !matchesTags(p.TagBindings, opts.Tagged) {
-			continue
-		}
-		out = append(out, p)
+	if limit < 0 {
+		out = out[min(offset, len(out)):]
 	}
-	return out, nil
+	if err := s.fillBindings(ctx, out); err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
 }
 
-func matchesTags(have, want []TagBinding) bool {
-	for _, w := range want {
-		ok := false
-		for _, h := range have {
-			if h.Key == w.Key && (w.Value == "" || h.Value == w.Value) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+// prefixed qualifies each of a comma-separated column list with prefix.
+func prefixed(prefix, list string) string {
+	cs := strings.Split(list, ",")
+	for i, c := range cs {
+		cs[i] = prefix + strings.TrimSpace(c)
 	}
-	return true
+	return strings.Join(cs, ", ")
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
+// fillBindings reads the tag bindings of projects, in one statement.
+func (s *Service) fillBindings(ctx context.Context, ps []*Project) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	byID := make(map[string]*Project, len(ps))
+	var args []any
+	in := make([]string, len(ps))
+	for i, p := range ps {
+		byID[p.ID] = p
+		p.TagBindings = nil
+		in[i] = "?"
+		args = append(args, p.ID)
+	}
+	rows, err := s.db.Query(ctx, `SELECT project_id, id, tag_key, tag_value FROM project_tag_bindings WHERE project_id IN (`+strings.Join(in, ", ")+`) ORDER BY created_at, tag_key`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid string
+		var b TagBinding
+		if err := rows.Scan(&pid, &b.ID, &b.Key, &b.Value); err != nil {
+			return err
+		}
+		if p := byID[pid]; p != nil {
+			p.TagBindings = append(p.TagBindings, b)
 		}
 	}
-	return false
+	return rows.Err()
 }
 
 // checked loads project id and asks the authorization model whether the

@@ -716,6 +716,54 @@ func TestProjects(t *testing.T) {
 		if err != nil || len(l.Items) != 1 || l.Items[0].ID != org.DefaultProject.ID {
 			t.Fatalf("q: %+v %v", l, err)
 		}
+		// Tag bindings, q's "_" as itself, and the page with its total,
+		// newest first: all the store's.
+		for _, n := range []string{"a_b", "axb"} {
+			if _, err := c.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: n, TagBindings: []*tfe.TagBinding{{Key: "env", Value: n}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		projectNames := func(l *tfe.ProjectList) string {
+			var out []string
+			for _, p := range l.Items {
+				out = append(out, p.Name)
+			}
+			return strings.Join(out, ",")
+		}
+		for _, tc := range []struct {
+			opts        *tfe.ProjectListOptions
+			want        string
+			total, page int
+		}{
+			{&tfe.ProjectListOptions{Query: "A_B"}, "a_b", 1, 1},
+			{&tfe.ProjectListOptions{TagBindings: []*tfe.TagBinding{{Key: "env"}}}, "axb,a_b", 2, 1},
+			{&tfe.ProjectListOptions{TagBindings: []*tfe.TagBinding{{Key: "env", Value: "a_b"}}}, "a_b", 1, 1},
+			{&tfe.ProjectListOptions{TagBindings: []*tfe.TagBinding{{Key: "env", Value: "nope"}}}, "", 0, 1},
+			{&tfe.ProjectListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 2}}, "Platform Team,Default Project", 4, 2},
+		} {
+			l, err := c.Projects.List(ctx, "acme", tc.opts)
+			if err != nil || projectNames(l) != tc.want || l.TotalCount != tc.total || l.CurrentPage != tc.page {
+				t.Errorf("projects %+v: %q of %d on page %d (%v), want %q of %d on page %d", tc.opts, projectNames(l), l.TotalCount, l.CurrentPage, err, tc.want, tc.total, tc.page)
+			}
+		}
+		withTags, err := c.Projects.List(ctx, "acme", &tfe.ProjectListOptions{Query: "b", Include: []tfe.ProjectIncludeOpt{tfe.ProjectEffectiveTagBindings}})
+		if err != nil || len(withTags.Items) != 2 {
+			t.Fatalf("projects with their tag bindings: %+v %v", withTags, err)
+		}
+		for _, p := range withTags.Items {
+			if len(p.EffectiveTagBindings) != 1 || p.EffectiveTagBindings[0].Key != "env" || p.EffectiveTagBindings[0].Value != p.Name {
+				t.Errorf("project %s lists effective tag bindings %+v, want env=%s", p.Name, p.EffectiveTagBindings, p.Name)
+			}
+		}
+		for _, n := range []string{"a_b", "axb"} {
+			l, err := c.Projects.List(ctx, "acme", &tfe.ProjectListOptions{Name: n})
+			if err != nil || len(l.Items) != 1 {
+				t.Fatalf("project %s: %+v %v", n, l, err)
+			}
+			if err := c.Projects.Delete(ctx, l.Items[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
 		u, err := c.Projects.Update(ctx, p.ID, tfe.ProjectUpdateOptions{Name: tfe.String("Platform"), DefaultExecutionMode: tfe.String("local")})
 		if err != nil || u.Name != "Platform" || u.DefaultExecutionMode != "local" {
 			t.Fatalf("update: %+v %v", u, err)
