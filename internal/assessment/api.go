@@ -67,7 +67,9 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) error {
-	return tfeapi.ListPage(w, r, func() ([]*Result, error) { return a.Service.List(r.Context(), r.PathValue("id")) }, render)
+	return tfeapi.StorePage(w, r, func(offset, limit int) ([]*Result, int, error) {
+		return a.Service.List(r.Context(), r.PathValue("id"), offset, limit)
+	}, render)
 }
 
 func (a *API) start(w http.ResponseWriter, r *http.Request) error {

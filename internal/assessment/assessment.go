@@ -220,12 +220,24 @@ func (s *Service) canRead(ctx context.Context, workspaceID string) error {
 	return authz.Allows(ctx, authz.WorkspaceRead, authz.Resource{Organization: w.Organization, WorkspaceID: w.ID})
 }
 
-// List returns a workspace's assessments, newest first.
-func (s *Service) List(ctx context.Context, workspaceID string) ([]*Result, error) {
+// List returns at most limit (all when negative) of a workspace's
+// assessments, newest first, from offset on, and how many it has.
+func (s *Service) List(ctx context.Context, workspaceID string, offset, limit int) ([]*Result, int, error) {
 	if err := s.canRead(ctx, workspaceID); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM assessment_results WHERE workspace_id = ? ORDER BY created_at DESC, id DESC`, workspaceID)
+	var total int
+	if err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM assessment_results WHERE workspace_id = ?`, workspaceID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []*Result{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	rs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM assessment_results WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, workspaceID, limit, offset)
+	return rs, total, err
 }
 
 // CurrentID is the workspace's newest finished assessment ("" when none),

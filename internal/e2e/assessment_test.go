@@ -292,6 +292,25 @@ func TestAssessmentOnRequest(t *testing.T) {
 			if _, _, sigs := hook.counts(); sigs != 0 {
 				t.Fatalf("%d deliveries had a wrong signature", sigs)
 			}
+			// Three results, newest first; the store selects a page and
+			// counts them all.
+			all := assessments(t, e, ws.ID)
+			if len(all) != 3 || all[0].ID != bad.ID || all[2].ID != first.ID {
+				t.Fatalf("the workspace lists %d assessments, want the failed one first and the first one last: %+v", len(all), all)
+			}
+			var page struct {
+				Data []assessmentJSON `json:"data"`
+				Meta struct {
+					Pagination struct {
+						Total int `json:"total-count"`
+						Page  int `json:"current-page"`
+					} `json:"pagination"`
+				} `json:"meta"`
+			}
+			api(t, e, "GET", "/api/v2/workspaces/"+ws.ID+"/assessment-results?page%5Bnumber%5D=2&page%5Bsize%5D=1", http.StatusOK, &page)
+			if len(page.Data) != 1 || page.Data[0].ID != all[1].ID || page.Meta.Pagination.Total != 3 || page.Meta.Pagination.Page != 2 {
+				t.Fatalf("page 2 of 1: %+v, want %s of 3", page, all[1].ID)
+			}
 
 			// A workspace without assessments enabled is refused with a
 			// message saying so.

@@ -51,6 +51,26 @@ func ListPage[T, J any](w http.ResponseWriter, r *http.Request, list func() ([]T
 	return nil
 }
 
+// StorePage answers a list request whose page the store selects: it
+// parses the page parameters, asks list for the page's items (offset and
+// limit) and how many there are in all, and renders each with render.
+func StorePage[T, J any](w http.ResponseWriter, r *http.Request, list func(offset, limit int) ([]T, int, error), render func(T) J) error {
+	page, err := ParsePage(r)
+	if err != nil {
+		return err
+	}
+	items, total, err := list(page.Offset(), page.Size)
+	if err != nil {
+		return err
+	}
+	out := make([]J, len(items))
+	for i, it := range items {
+		out[i] = render(it)
+	}
+	RespondList(w, r, out, Pagination{Page: page.Number, Size: page.Size, Total: total})
+	return nil
+}
+
 // Reply answers with a result and its error: called with what a service
 // returned, it writes the error (see Error) or the document encode makes
 // of the result, with status:
