@@ -407,7 +407,7 @@ func (a *API) listDeployments(w http.ResponseWriter, r *http.Request) error {
 	out := make([]*jsonDeployment, 0, len(items))
 	for _, d := range items {
 		j := &jsonDeployment{ID: d.ID, Name: d.Name, Stack: &jsonStackRef{ID: d.StackID}}
-		if runs, err := a.Service.ListDeploymentRuns(r.Context(), d.StackID, d.Name); err == nil && len(runs) > 0 {
+		if runs, _, err := a.Service.ListDeploymentRuns(r.Context(), d.StackID, d.Name, 0, 1); err == nil && len(runs) > 0 {
 			j.LatestRun = &jsonRunRef{ID: runs[0].ID}
 		}
 		out = append(out, j)

@@ -875,12 +875,25 @@ func (s *Service) ListGroupRuns(ctx context.Context, groupID string) ([]*Deploym
 	return store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.group_id = ? ORDER BY r.created_at, r.id`, groupID)
 }
 
-// ListDeploymentRuns lists a deployment's runs, newest first.
-func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment string) ([]*DeploymentRun, error) {
+// ListDeploymentRuns lists at most limit (all when negative) of a
+// deployment's runs, newest first, from offset on, and how many it has:
+// a deployment's history only grows, so the store selects the page.
+func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment string, offset, limit int) ([]*DeploymentRun, int, error) {
 	if _, err := s.GetStack(ctx, stackID); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? ORDER BY r.created_at DESC, r.id`, stackID, deployment)
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ?`, stackID, deployment).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []*DeploymentRun{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	runs, err := store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`, stackID, deployment, limit, offset)
+	return runs, total, err
 }
 
 // ListSteps lists a run's steps in order.

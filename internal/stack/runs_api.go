@@ -117,11 +117,9 @@ func (a *API) listGroupRuns(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) listDeploymentRuns(w http.ResponseWriter, r *http.Request) error {
-	runs, err := a.Service.ListDeploymentRuns(r.Context(), r.PathValue("id"), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return a.respondRuns(w, r, runs)
+	return tfeapi.StorePage(w, r, func(offset, limit int) ([]*DeploymentRun, int, error) {
+		return a.Service.ListDeploymentRuns(r.Context(), r.PathValue("id"), r.PathValue("name"), offset, limit)
+	}, runJSON)
 }
 
 func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {

@@ -425,8 +425,47 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	if r := waitRun(t, c, prod2.ID, is("succeeded", "failed")); r.Status != "succeeded" {
 		t.Fatalf("prod v2 = %s: %s", r.Status, diagnostics(t, c, v2.ID))
 	}
-	if got := len(deploymentRuns(t, c, e, st.ID, "prod")); got != 2 {
-		t.Errorf("prod has %d runs", got)
+	prodRuns := deploymentRuns(t, c, e, st.ID, "prod")
+	if len(prodRuns) != 2 || prodRuns[0] != prod2.ID || prodRuns[1] != prod1.ID {
+		t.Errorf("prod lists runs %v, want %s then %s (newest first)", prodRuns, prod2.ID, prod1.ID)
+	}
+	// The store selects the page and counts them all; the deployment
+	// names its newest run.
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		Meta struct {
+			Pagination struct {
+				Total int `json:"total-count"`
+			} `json:"pagination"`
+		} `json:"meta"`
+	}
+	apiGet(t, e, "/api/v2/stacks/"+st.ID+"/stack-deployments/prod/stack-deployment-runs?page%5Bnumber%5D=2&page%5Bsize%5D=1", &page)
+	if len(page.Data) != 1 || page.Data[0].ID != prod1.ID || page.Meta.Pagination.Total != 2 {
+		t.Errorf("page 2 of 1 of prod's runs: %+v, want %s of 2", page, prod1.ID)
+	}
+	var deployments struct {
+		Data []struct {
+			Attributes struct {
+				Name string `json:"name"`
+			} `json:"attributes"`
+			Relationships struct {
+				Latest struct {
+					Data struct {
+						ID string `json:"id"`
+					} `json:"data"`
+				} `json:"latest-deployment-run"`
+			} `json:"relationships"`
+		} `json:"data"`
+	}
+	apiGet(t, e, "/api/v2/stacks/"+st.ID+"/stack-deployments", &deployments)
+	latest := map[string]string{}
+	for _, d := range deployments.Data {
+		latest[d.Attributes.Name] = d.Relationships.Latest.Data.ID
+	}
+	if latest["prod"] != prod2.ID {
+		t.Errorf("prod's latest-deployment-run is %q, want %s (deployments: %v)", latest["prod"], prod2.ID, latest)
 	}
 	if b, _ := json.Marshal(outputs(t, c, org.Name, "stack-"+st.ID+"-prod")["app_ids"]); string(b) != `["prod-net/app-0","prod-net/app-1","prod-net/app-2"]` {
 		t.Errorf("prod outputs = %s", b)

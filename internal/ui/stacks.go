@@ -56,13 +56,10 @@ func (u *UI) stackPage(w http.ResponseWriter, r *http.Request) {
 	}
 	var out []stackDeployment
 	for _, d := range ds {
-		runs, err := u.o.Stacks.ListDeploymentRuns(ctx, st.ID, d.Name)
+		runs, _, err := u.o.Stacks.ListDeploymentRuns(ctx, st.ID, d.Name, 0, 10)
 		if err != nil {
 			u.fail(w, r, err)
 			return
-		}
-		if len(runs) > 10 {
-			runs = runs[:10]
 		}
 		out = append(out, stackDeployment{D: d, Runs: runs})
 	}
