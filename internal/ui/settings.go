@@ -106,7 +106,7 @@ func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, f
 		u.fail(w, r, err)
 		return
 	}
-	sets, err := u.o.Variables.ListWorkspaceVarsets(ctx, ws.ID, "")
+	sets, _, err := u.o.Variables.ListWorkspaceVarsets(ctx, ws.ID, "", 0, -1)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -167,7 +167,7 @@ func (u *UI) varsets(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	sets, err := u.o.Variables.ListVarsets(ctx, org, r.URL.Query().Get("search"))
+	sets, _, err := u.o.Variables.ListVarsets(ctx, org, r.URL.Query().Get("search"), 0, -1)
 	if err != nil {
 		u.fail(w, r, err)
 		return

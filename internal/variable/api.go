@@ -246,7 +246,7 @@ func (a *API) deleteWorkspaceVar(w http.ResponseWriter, r *http.Request) {
 
 // --- variable sets ---
 
-func (a *API) respondVarsetList(w http.ResponseWriter, r *http.Request, list func(search string) ([]*VariableSet, error)) {
+func (a *API) respondVarsetList(w http.ResponseWriter, r *http.Request, list func(search string, offset, limit int) ([]*VariableSet, int, error)) {
 	page, err := tfeapi.ParsePage(r)
 	if err != nil {
 		tfeapi.Error(w, r, err)
@@ -257,12 +257,12 @@ func (a *API) respondVarsetList(w http.ResponseWriter, r *http.Request, list fun
 	if search == "" {
 		search = q.Get("filter[name]")
 	}
-	sets, err := list(search)
+	items, total, err := list(search, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(sets, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	inc, err := a.varsetIncludes(r, items...)
 	if err != nil {
 		tfeapi.Error(w, r, err)
@@ -276,20 +276,20 @@ func (a *API) respondVarsetList(w http.ResponseWriter, r *http.Request, list fun
 }
 
 func (a *API) listVarsets(w http.ResponseWriter, r *http.Request) {
-	a.respondVarsetList(w, r, func(search string) ([]*VariableSet, error) {
-		return a.Service.ListVarsets(r.Context(), r.PathValue("org"), search)
+	a.respondVarsetList(w, r, func(search string, offset, limit int) ([]*VariableSet, int, error) {
+		return a.Service.ListVarsets(r.Context(), r.PathValue("org"), search, offset, limit)
 	})
 }
 
 func (a *API) listWorkspaceVarsets(w http.ResponseWriter, r *http.Request) {
-	a.respondVarsetList(w, r, func(search string) ([]*VariableSet, error) {
-		return a.Service.ListWorkspaceVarsets(r.Context(), r.PathValue("ws"), search)
+	a.respondVarsetList(w, r, func(search string, offset, limit int) ([]*VariableSet, int, error) {
+		return a.Service.ListWorkspaceVarsets(r.Context(), r.PathValue("ws"), search, offset, limit)
 	})
 }
 
 func (a *API) listProjectVarsets(w http.ResponseWriter, r *http.Request) {
-	a.respondVarsetList(w, r, func(search string) ([]*VariableSet, error) {
-		return a.Service.ListProjectVarsets(r.Context(), r.PathValue("prj"), search)
+	a.respondVarsetList(w, r, func(search string, offset, limit int) ([]*VariableSet, int, error) {
+		return a.Service.ListProjectVarsets(r.Context(), r.PathValue("prj"), search, offset, limit)
 	})
 }
 

@@ -24,15 +24,7 @@ func scanVarset(sc interface{ Scan(...any) error }) (*VariableSet, error) {
 
 // loadRelations fills the workspace, project and variable IDs of vs.
 func loadRelations(ctx context.Context, q store.Q, vs *VariableSet) error {
-	var err error
-	if vs.WorkspaceIDs, err = store.Strings(ctx, q, `SELECT workspace_id FROM variable_set_workspaces WHERE varset_id = ? ORDER BY workspace_id`, vs.ID); err != nil {
-		return err
-	}
-	if vs.ProjectIDs, err = store.Strings(ctx, q, `SELECT project_id FROM variable_set_projects WHERE varset_id = ? ORDER BY project_id`, vs.ID); err != nil {
-		return err
-	}
-	vs.VarIDs, err = store.Strings(ctx, q, `SELECT id FROM variables WHERE varset_id = ? ORDER BY created_at, id`, vs.ID)
-	return err
+	return loadRelationsOf(ctx, q, []*VariableSet{vs})
 }
 
 func getVarset(ctx context.Context, q store.Q, id string, lock bool) (*VariableSet, error) {
@@ -65,67 +57,113 @@ func (s *Service) varset(ctx context.Context, id string) (*VariableSet, error) {
 	return vs, loadRelations(ctx, s.db, vs)
 }
 
-func (s *Service) queryVarsets(ctx context.Context, search, where string, args ...any) ([]*VariableSet, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+varsetCols+` FROM variable_sets WHERE `+where+` ORDER BY name, id`, args...)
+// queryVarsets returns at most limit (all when negative) of the variable
+// sets matching where whose name contains search, by name, from offset
+// on, and how many match in all; the page's relations are read in three
+// statements, whatever its size.
+func (s *Service) queryVarsets(ctx context.Context, search string, offset, limit int, where string, args ...any) ([]*VariableSet, int, error) {
+	if q := strings.ToLower(search); q != "" {
+		where = `(` + where + `) AND LOWER(name) LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike(q)+"%")
+	}
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM variable_sets WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []*VariableSet{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	out, err := store.All(ctx, s.db, scanVarset, `SELECT `+varsetCols+` FROM variable_sets WHERE `+where+` ORDER BY name, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []*VariableSet
-	for rows.Next() {
-		vs, err := scanVarset(rows)
+	if err := loadRelationsOf(ctx, s.db, out); err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// loadRelationsOf is loadRelations for many sets, in three statements.
+func loadRelationsOf(ctx context.Context, q store.Q, sets []*VariableSet) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	byID := make(map[string]*VariableSet, len(sets))
+	in := make([]string, len(sets))
+	args := make([]any, len(sets))
+	for i, vs := range sets {
+		byID[vs.ID] = vs
+		vs.WorkspaceIDs, vs.ProjectIDs, vs.VarIDs = []string{}, []string{}, []string{}
+		in[i], args[i] = "?", vs.ID
+	}
+	list := strings.Join(in, ", ")
+	for _, rel := range []struct {
+		query string
+		add   func(vs *VariableSet, id string)
+	}{
+		{`SELECT varset_id, workspace_id FROM variable_set_workspaces WHERE varset_id IN (` + list + `) ORDER BY workspace_id`,
+			func(vs *VariableSet, id string) { vs.WorkspaceIDs = append(vs.WorkspaceIDs, id) }},
+		{`SELECT varset_id, project_id FROM variable_set_projects WHERE varset_id IN (` + list + `) ORDER BY project_id`,
+			func(vs *VariableSet, id string) { vs.ProjectIDs = append(vs.ProjectIDs, id) }},
+		{`SELECT varset_id, id FROM variables WHERE varset_id IN (` + list + `) ORDER BY created_at, id`,
+			func(vs *VariableSet, id string) { vs.VarIDs = append(vs.VarIDs, id) }},
+	} {
+		rows, err := q.Query(ctx, rel.query, args...)
 		if err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
-		if search != "" && !strings.Contains(strings.ToLower(vs.Name), strings.ToLower(search)) {
-			continue
+		for rows.Next() {
+			var set, id string
+			if err := rows.Scan(&set, &id); err != nil {
+				rows.Close()
+				return err
+			}
+			if vs := byID[set]; vs != nil {
+				rel.add(vs, id)
+			}
 		}
-		out = append(out, vs)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, vs := range out {
-		if err := loadRelations(ctx, s.db, vs); err != nil {
-			return nil, err
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
 		}
 	}
-	if out == nil {
-		out = []*VariableSet{}
-	}
-	return out, nil
+	return nil
 }
 
 // ListVarsets returns an organization's variable sets whose name contains
-// search (all when empty), ordered by name.
-func (s *Service) ListVarsets(ctx context.Context, org, search string) ([]*VariableSet, error) {
+// search (all when empty), ordered by name: at most limit (all when
+// negative) from offset on, and how many in all.
+func (s *Service) ListVarsets(ctx context.Context, org, search string, offset, limit int) ([]*VariableSet, int, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return s.queryVarsets(ctx, search, `organization_name = ?`, org)
+	return s.queryVarsets(ctx, search, offset, limit, `organization_name = ?`, org)
 }
 
 // ListWorkspaceVarsets returns the variable sets that apply to a workspace:
-// global sets, sets applied to it and sets applied to its project.
-func (s *Service) ListWorkspaceVarsets(ctx context.Context, workspaceID, search string) ([]*VariableSet, error) {
+// global sets, sets applied to it and sets applied to its project (paged
+// as ListVarsets).
+func (s *Service) ListWorkspaceVarsets(ctx context.Context, workspaceID, search string, offset, limit int) ([]*VariableSet, int, error) {
 	ws, err := s.workspace(ctx, workspaceID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return s.queryVarsets(ctx, search, `organization_name = ? AND (is_global = ?
+	return s.queryVarsets(ctx, search, offset, limit, `organization_name = ? AND (is_global = ?
  OR id IN (SELECT varset_id FROM variable_set_workspaces WHERE workspace_id = ?)
  OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, ws.Organization, true, ws.ID, ws.ProjectID)
 }
 
 // ListProjectVarsets returns the variable sets applied to or owned by a
-// project.
-func (s *Service) ListProjectVarsets(ctx context.Context, projectID, search string) ([]*VariableSet, error) {
+// project (paged as ListVarsets).
+func (s *Service) ListProjectVarsets(ctx context.Context, projectID, search string, offset, limit int) ([]*VariableSet, int, error) {
 	org, err := s.projectOrg(ctx, projectID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return s.queryVarsets(ctx, search, `organization_name = ? AND (parent_project_id = ?
+	return s.queryVarsets(ctx, search, offset, limit, `organization_name = ? AND (parent_project_id = ?
  OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, org, projectID, projectID)
 }
 

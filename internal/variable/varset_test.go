@@ -52,6 +52,13 @@ func TestVariableSetsCRUD(t *testing.T) {
 		if err != nil || len(page.Items) != 0 || page.CurrentPage != 999 || page.TotalCount != 2 {
 			t.Fatalf("page 999 %+v %v", page, err)
 		}
+		page, err = c.List(h.ctx, h.orgName, &tfe.VariableSetListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 1}})
+		if err != nil || len(page.Items) != 1 || page.Items[0].Name != "gamma" || page.TotalCount != 2 {
+			t.Fatalf("page 2 of 1: %+v %v", page, err)
+		}
+		if q, err := c.List(h.ctx, h.orgName, &tfe.VariableSetListOptions{Query: "%"}); err != nil || len(q.Items) != 0 {
+			t.Fatalf("q=%% matches %d sets (LIKE's wildcard must be literal): %v", len(q.Items), err)
+		}
 		// Wrong types and missing names are 422s.
 		for _, attrs := range []map[string]any{
 			{"name": "x", "global": "yes"},
@@ -140,8 +147,8 @@ func TestVariableSetsApplyAndRemove(t *testing.T) {
 			t.Fatalf("projects %+v", got.Projects)
 		}
 		pl, err := c.ListForProject(h.ctx, prj, nil)
-		if err != nil || len(pl.Items) != 1 {
-			t.Fatalf("list for project %+v %v", pl, err)
+		if err != nil || len(pl.Items) != 1 || len(pl.Items[0].Projects) != 1 || pl.Items[0].Projects[0].ID != prj {
+			t.Fatalf("list for project (with the set's projects) %+v %v", pl, err)
 		}
 		// w1 gets the set through its project.
 		wl, err := c.ListForWorkspace(h.ctx, w1.ID, nil)
