@@ -214,9 +214,18 @@ func (s *Service) GetToken(ctx context.Context, id string) (*Token, error) {
 	return t, err
 }
 
-// ListTokens returns the tokens of a subject, oldest first.
-func (s *Service) ListTokens(ctx context.Context, kind Kind, subject string) ([]*Token, error) {
-	return store.All(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject = ? ORDER BY created_at, id`, string(kind), subject)
+// ListTokens returns the tokens of kind of the subjects, oldest first.
+func (s *Service) ListTokens(ctx context.Context, kind Kind, subjects ...string) ([]*Token, error) {
+	if len(subjects) == 0 {
+		return []*Token{}, nil
+	}
+	args := []any{string(kind)}
+	in := make([]string, len(subjects))
+	for i, sub := range subjects {
+		in[i] = "?"
+		args = append(args, sub)
+	}
+	return store.All(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject IN (`+strings.Join(in, ", ")+`) ORDER BY created_at, id`, args...)
 }
 
 // DeleteToken removes a token.

@@ -28,7 +28,7 @@ type Tokens interface {
 	CreateToken(ctx context.Context, q store.Q, n auth.NewToken) (*auth.Token, string, error)
 	RegenerateToken(ctx context.Context, n auth.NewToken) (*auth.Token, string, error)
 	GetToken(ctx context.Context, id string) (*auth.Token, error)
-	ListTokens(ctx context.Context, kind auth.Kind, subject string) ([]*auth.Token, error)
+	ListTokens(ctx context.Context, kind auth.Kind, subjects ...string) ([]*auth.Token, error)
 	DeleteToken(ctx context.Context, q store.Q, id string) error
 	DeleteTokens(ctx context.Context, q store.Q, kind auth.Kind, subject string) error
 }
@@ -182,10 +182,16 @@ func canSeeAs(p *auth.Principal, t *Team, member bool) bool {
 // canManageTokens reports whether the caller may manage a team's tokens:
 // owners, and the team's own members when the team allows it.
 func canManageTokens(p *auth.Principal, t *Team) bool {
+	return canManageTokensAs(p, t, p.Kind == auth.KindUser && t.HasMember(p.UserID))
+}
+
+// canManageTokensAs is canManageTokens for a caller known to be in the
+// team (member) or not.
+func canManageTokensAs(p *auth.Principal, t *Team, member bool) bool {
 	if p.IsOwner(t.Organization) {
 		return true
 	}
-	return p.Kind == auth.KindUser && t.MembersManageTokens() && t.HasMember(p.UserID)
+	return p.Kind == auth.KindUser && t.MembersManageTokens() && member
 }
 
 // --- teams
@@ -247,44 +253,6 @@ func (s *Service) Get(ctx context.Context, id string) (*Team, error) {
 	return t, nil
 }
 
-// orgTeams returns every team of an organization with its members, by name.
-func (s *Service) orgTeams(ctx context.Context, org string) ([]*Team, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+teamCols+` FROM teams WHERE organization_name = ? ORDER BY name, id`, org)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var teams []*Team
-	byID := map[string]*Team{}
-	for rows.Next() {
-		t, err := scanTeam(rows)
-		if err != nil {
-			return nil, err
-		}
-		teams = append(teams, t)
-		byID[t.ID] = t
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows.Close()
-	mrows, err := s.db.Query(ctx, `SELECT m.team_id, m.user_id FROM team_members m JOIN teams t ON t.id = m.team_id WHERE t.organization_name = ? ORDER BY m.user_id`, org)
-	if err != nil {
-		return nil, err
-	}
-	defer mrows.Close()
-	for mrows.Next() {
-		var tid, uid string
-		if err := mrows.Scan(&tid, &uid); err != nil {
-			return nil, err
-		}
-		if t := byID[tid]; t != nil {
-			t.UserIDs = append(t.UserIDs, uid)
-		}
-	}
-	return teams, mrows.Err()
-}
-
 // ListOptions filter a team list.
 type ListOptions struct {
 	Names []string // exact names
@@ -307,34 +275,14 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, 0, err
 	}
-	where := `organization_name = ?`
-	args := []any{org}
-	if len(opts.Names) > 0 {
-		in := make([]string, len(opts.Names))
-		for i, n := range opts.Names {
-			in[i] = "?"
-			args = append(args, n)
-		}
-		where += ` AND name IN (` + strings.Join(in, ", ") + `)`
-	}
-	if q := strings.ToLower(opts.Query); q != "" {
-		where += ` AND LOWER(name) LIKE ?` + store.LikeEscape
-		args = append(args, "%"+store.EscapeLike(q)+"%")
-	}
-	teams, err := store.All(ctx, s.db, scanTeam, `SELECT `+teamCols+` FROM teams WHERE `+where+` ORDER BY name, id`, args...)
+	teams, err := s.listRows(ctx, org, opts)
 	if err != nil {
 		return nil, 0, err
 	}
 	p := auth.FromContext(ctx)
-	mine := map[string]bool{}
-	if p.Kind == auth.KindUser && !p.IsOwner(org) {
-		ids, err := store.All(ctx, s.db, scanString, `SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organization_name = ? AND tm.user_id = ?`, org, p.UserID)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, id := range ids {
-			mine[id] = true
-		}
+	mine, err := s.callerTeams(ctx, org)
+	if err != nil {
+		return nil, 0, err
 	}
 	out := []*Team{}
 	for _, t := range teams {
@@ -351,6 +299,41 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 		return nil, 0, err
 	}
 	return out, total, nil
+}
+
+// listRows are the rows of org's teams that opts' filters select (the
+// store's), by name, without their members.
+func (s *Service) listRows(ctx context.Context, org string, opts ListOptions) ([]*Team, error) {
+	where := `organization_name = ?`
+	args := []any{org}
+	if len(opts.Names) > 0 {
+		in := make([]string, len(opts.Names))
+		for i, n := range opts.Names {
+			in[i] = "?"
+			args = append(args, n)
+		}
+		where += ` AND name IN (` + strings.Join(in, ", ") + `)`
+	}
+	if q := strings.ToLower(opts.Query); q != "" {
+		where += ` AND LOWER(name) LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike(q)+"%")
+	}
+	return store.All(ctx, s.db, scanTeam, `SELECT `+teamCols+` FROM teams WHERE `+where+` ORDER BY name, id`, args...)
+}
+
+// callerTeams are the IDs of org's teams the calling user is in (none for
+// an owner, who sees every team anyway, or a caller that is no user).
+func (s *Service) callerTeams(ctx context.Context, org string) (map[string]bool, error) {
+	p := auth.FromContext(ctx)
+	mine := map[string]bool{}
+	if p.Kind != auth.KindUser || p.IsOwner(org) {
+		return mine, nil
+	}
+	ids, err := store.All(ctx, s.db, scanString, `SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organization_name = ? AND tm.user_id = ?`, org, p.UserID)
+	for _, id := range ids {
+		mine[id] = true
+	}
+	return mine, err
 }
 
 // fillMembers reads the members (UserIDs) of teams, in one statement.

@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -450,8 +451,32 @@ func TestTeamTokens(t *testing.T) {
 		if _, err := c.Teams.Update(ctx, ops.ID, tfe.TeamUpdateOptions{AllowMemberTokenManagement: tfe.Bool(true)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bob.TeamTokens.Create(ctx, ops.ID); err != nil {
+		bobTok, err := bob.TeamTokens.Create(ctx, ops.ID)
+		if err != nil {
 			t.Fatalf("member managing its team's token: %v", err)
+		}
+		// The organization's team tokens: the owners list them all (in
+		// one statement), a member may not.
+		teamsOf := func(l *tfe.TeamTokenList) map[string]int {
+			out := map[string]int{}
+			if l == nil {
+				return out
+			}
+			for _, tk := range l.Items {
+				if tk.Team != nil {
+					out[tk.Team.ID]++
+				}
+			}
+			return out
+		}
+		_, err = bob.TeamTokens.List(ctx, "acme", nil)
+		testenv.WantStatus(t, "a member listing the organization's team tokens", err, "forbidden")
+		all, err := c.TeamTokens.List(ctx, "acme", nil)
+		if got := teamsOf(all); err != nil || got[ops.ID] != 1 || got[owners.Items[0].ID] != 1 || !slices.ContainsFunc(all.Items, func(tk *tfe.TeamToken) bool { return tk.ID == bobTok.ID }) {
+			t.Fatalf("the owner lists team tokens of %v (%v), want ops and owners", got, err)
+		}
+		if q, err := c.TeamTokens.List(ctx, "acme", &tfe.TeamTokenListOptions{Query: "OPS"}); err != nil || len(teamsOf(q)) != 1 || teamsOf(q)[ops.ID] != 1 {
+			t.Fatalf("q=OPS lists team tokens of %v (%v), want ops only", teamsOf(q), err)
 		}
 	})
 }

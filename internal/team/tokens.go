@@ -126,26 +126,29 @@ func (s *Service) OrganizationTokens(ctx context.Context, org, query, sortBy str
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
 	}
-	teams, err := s.orgTeams(ctx, org)
+	// The teams' rows and the caller's own teams decide; their tokens
+	// come in one statement.
+	teams, err := s.listRows(ctx, org, ListOptions{Query: query})
+	if err != nil {
+		return nil, err
+	}
+	mine, err := s.callerTeams(ctx, org)
 	if err != nil {
 		return nil, err
 	}
 	p := auth.FromContext(ctx)
 	names := map[string]string{}
-	var out []*auth.Token
+	var ids []string
 	for _, t := range teams {
-		if !canSee(p, t) || !canManageTokens(p, t) {
+		if !canSeeAs(p, t, mine[t.ID]) || !canManageTokensAs(p, t, mine[t.ID]) {
 			continue
-		}
-		if query != "" && !strings.Contains(strings.ToLower(t.Name), strings.ToLower(query)) {
-			continue
-		}
-		toks, err := s.tokens.ListTokens(ctx, auth.KindTeam, t.ID)
-		if err != nil {
-			return nil, err
 		}
 		names[t.ID] = t.Name
-		out = append(out, toks...)
+		ids = append(ids, t.ID)
+	}
+	out, err := s.tokens.ListTokens(ctx, auth.KindTeam, ids...)
+	if err != nil {
+		return nil, err
 	}
 	desc := strings.HasPrefix(sortBy, "-")
 	key := strings.TrimPrefix(sortBy, "-")

@@ -20,7 +20,7 @@ type Auth interface {
 	CreateToken(ctx context.Context, q store.Q, n auth.NewToken) (*auth.Token, string, error)
 	RegenerateToken(ctx context.Context, n auth.NewToken) (*auth.Token, string, error)
 	GetToken(ctx context.Context, id string) (*auth.Token, error)
-	ListTokens(ctx context.Context, kind auth.Kind, subject string) ([]*auth.Token, error)
+	ListTokens(ctx context.Context, kind auth.Kind, subjects ...string) ([]*auth.Token, error)
 	DeleteToken(ctx context.Context, q store.Q, id string) error
 }
 
