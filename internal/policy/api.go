@@ -135,8 +135,8 @@ func decodePolicy(w http.ResponseWriter, r *http.Request) (PolicyChanges, error)
 }
 
 func (a *API) listPolicies(w http.ResponseWriter, r *http.Request) error {
-	return tfeapi.ListPage(w, r, func() ([]*Policy, error) {
-		return a.Service.ListPolicies(r.Context(), r.PathValue("org"), r.URL.Query().Get("search[name]"), Kind(r.URL.Query().Get("filter[kind]")))
+	return tfeapi.StorePage(w, r, func(offset, limit int) ([]*Policy, int, error) {
+		return a.Service.ListPolicies(r.Context(), r.PathValue("org"), r.URL.Query().Get("search[name]"), Kind(r.URL.Query().Get("filter[kind]")), offset, limit)
 	}, policyJSON)
 }
 
@@ -419,11 +419,11 @@ func (a *API) listSets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sets, err := a.Service.ListSets(r.Context(), r.PathValue("org"), r.URL.Query().Get("search[name]"), Kind(r.URL.Query().Get("filter[kind]")))
+	items, total, err := a.Service.ListSets(r.Context(), r.PathValue("org"), r.URL.Query().Get("search[name]"), Kind(r.URL.Query().Get("filter[kind]")), page.Offset(), page.Size)
 	if err != nil {
 		return err
 	}
-	items, pg := tfeapi.Paginate(sets, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonSet, len(items))
 	for i, s := range items {
 		out[i] = setJSON(s)

@@ -221,28 +221,39 @@ func manageOrg(ctx context.Context, org string) error {
 
 // ListPolicies returns an organization's policies, filtered by a name
 // substring and a kind when given.
-func (s *Service) ListPolicies(ctx context.Context, org, search string, kind Kind) ([]*Policy, error) {
+func (s *Service) ListPolicies(ctx context.Context, org, search string, kind Kind, offset, limit int) ([]*Policy, int, error) {
 	if err := readOrg(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	q, args := orgQuery(`SELECT `+policyCols+` FROM policies`, org, search, kind)
-	return store.All(ctx, s.o.DB, scanPolicy, q, args...)
+	return orgPage(ctx, s.o.DB, "policies", policyCols, scanPolicy, org, search, kind, offset, limit)
 }
 
-// orgQuery completes a list query of an organization's policies or sets:
-// a name substring and a kind when given, ordered by name.
-func orgQuery(sel, org, search string, kind Kind) (string, []any) {
-	q := sel + ` WHERE organization_name = ?`
+// orgPage lists at most limit (all when negative) of an organization's
+// policies or sets (table), from offset on, by name, with a name
+// substring and a kind when given, and says how many match in all.
+func orgPage[T any](ctx context.Context, db *store.DB, table, cols string, scan func(store.Scanner) (T, error), org, search string, kind Kind, offset, limit int) ([]T, int, error) {
+	where := `organization_name = ?`
 	args := []any{org}
-	if search != "" {
-		q += ` AND LOWER(name) LIKE ?`
-		args = append(args, "%"+strings.ToLower(search)+"%")
+	if q := strings.ToLower(search); q != "" {
+		where += ` AND LOWER(name) LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike(q)+"%")
 	}
 	if kind != "" {
-		q += ` AND kind = ?`
+		where += ` AND kind = ?`
 		args = append(args, string(kind))
 	}
-	return q + ` ORDER BY name, id`, args
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []T{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	out, err := store.All(ctx, db, scan, `SELECT `+cols+` FROM `+table+` WHERE `+where+` ORDER BY name, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	return out, total, err
 }
 
 // resolveEnforcement turns the create/update attributes into a level and

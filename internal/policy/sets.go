@@ -83,46 +83,66 @@ func jsonText(v any) string {
 
 // fill reads a set's policies and scopes.
 func (s *Service) fill(ctx context.Context, q store.Q, set *Set) error {
-	ids, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
-		var id string
-		return id, sc.Scan(&id)
-	}, `SELECT sp.policy_id FROM policy_set_policies sp JOIN policies p ON p.id = sp.policy_id WHERE sp.policy_set_id = ? ORDER BY p.name, p.id`, set.ID)
-	if err != nil {
-		return err
-	}
-	set.PolicyIDs = ids
-	type scope struct{ kind, id string }
-	scopes, err := store.All(ctx, q, func(sc store.Scanner) (scope, error) {
-		var r scope
-		return r, sc.Scan(&r.kind, &r.id)
-	}, `SELECT kind, target_id FROM policy_set_scopes WHERE policy_set_id = ? ORDER BY kind, target_id`, set.ID)
-	if err != nil {
-		return err
-	}
-	set.Scopes = map[string][]string{}
-	for _, sc := range scopes {
-		set.Scopes[sc.kind] = append(set.Scopes[sc.kind], sc.id)
-	}
-	return nil
+	return s.fillAll(ctx, q, []*Set{set})
 }
 
-// ListSets returns an organization's policy sets, filtered by a name
-// substring and a kind when given.
-func (s *Service) ListSets(ctx context.Context, org, search string, kind Kind) ([]*Set, error) {
-	if err := readOrg(ctx, org); err != nil {
-		return nil, err
+// fillAll reads the policies and scopes of sets, two statements for all.
+func (s *Service) fillAll(ctx context.Context, q store.Q, sets []*Set) error {
+	if len(sets) == 0 {
+		return nil
 	}
-	q, args := orgQuery(`SELECT `+setCols+` FROM policy_sets`, org, search, kind)
-	sets, err := store.All(ctx, s.o.DB, scanSet, q, args...)
+	byID := make(map[string]*Set, len(sets))
+	in := make([]string, len(sets))
+	args := make([]any, len(sets))
+	for i, set := range sets {
+		byID[set.ID] = set
+		set.PolicyIDs, set.Scopes = []string{}, map[string][]string{}
+		in[i], args[i] = "?", set.ID
+	}
+	list := strings.Join(in, ", ")
+	rows, err := q.Query(ctx, `SELECT sp.policy_set_id, sp.policy_id FROM policy_set_policies sp JOIN policies p ON p.id = sp.policy_id WHERE sp.policy_set_id IN (`+list+`) ORDER BY p.name, p.id`, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, set := range sets {
-		if err := s.fill(ctx, s.o.DB, set); err != nil {
-			return nil, err
+	for rows.Next() {
+		var set, id string
+		if err := rows.Scan(&set, &id); err != nil {
+			rows.Close()
+			return err
 		}
+		byID[set].PolicyIDs = append(byID[set].PolicyIDs, id)
 	}
-	return sets, nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = q.Query(ctx, `SELECT policy_set_id, kind, target_id FROM policy_set_scopes WHERE policy_set_id IN (`+list+`) ORDER BY kind, target_id`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var set, kind, id string
+		if err := rows.Scan(&set, &kind, &id); err != nil {
+			return err
+		}
+		byID[set].Scopes[kind] = append(byID[set].Scopes[kind], id)
+	}
+	return rows.Err()
+}
+
+// ListSets returns at most limit (all when negative) of an organization's
+// policy sets, filtered by a name substring and a kind when given, from
+// offset on, and how many match in all.
+func (s *Service) ListSets(ctx context.Context, org, search string, kind Kind, offset, limit int) ([]*Set, int, error) {
+	if err := readOrg(ctx, org); err != nil {
+		return nil, 0, err
+	}
+	sets, total, err := orgPage(ctx, s.o.DB, "policy_sets", setCols, scanSet, org, search, kind, offset, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	return sets, total, s.fillAll(ctx, s.o.DB, sets)
 }
 
 func (s *Service) loadSet(ctx context.Context, q store.Q, id string) (*Set, error) {
