@@ -233,15 +233,15 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	mods, err := a.Service.List(r.Context(), r.PathValue("org"), ListOptions{
+	items, total, err := a.Service.ListPage(r.Context(), r.PathValue("org"), ListOptions{
 		Search: q.Get("q"), Provider: q.Get("filter[provider]"),
 		RegistryName: q.Get("filter[registry_name]"), Namespace: q.Get("filter[organization_name]"),
-	})
+	}, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(mods, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	nc, err := a.noCodeIDs(r.Context(), items...)
 	if err != nil {
 		tfeapi.Error(w, r, err)

@@ -357,6 +357,28 @@ func TestPublishFlow(t *testing.T) {
 				t.Errorf("list %+v: %d items, %v", tc.opts, len(l.Items), err)
 			}
 		}
+		// The page and its total come from the store; LIKE's wildcards in
+		// a search are themselves; listed modules carry their versions.
+		l, err := c.RegistryModules.List(ctx, "acme", &tfe.RegistryModuleListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 2}})
+		if err != nil || l.TotalCount != 3 || l.CurrentPage != 2 || len(l.Items) != 1 || l.Items[0].Name != "vpc" {
+			t.Errorf("page 2 of 2: %+v %v, want vpc of 3", l, err)
+		}
+		if l, err := c.RegistryModules.List(ctx, "acme", &tfe.RegistryModuleListOptions{Search: "_"}); err != nil || len(l.Items) != 0 {
+			t.Errorf("search _ lists %d modules (%v), want none", len(l.Items), err)
+		}
+		read, err := c.RegistryModules.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := c.RegistryModules.List(ctx, "acme", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range all.Items {
+			if m.ID == read.ID && (len(read.VersionStatuses) == 0 || len(m.VersionStatuses) != len(read.VersionStatuses)) {
+				t.Errorf("%s is listed with %d versions, read with %d", m.Name, len(m.VersionStatuses), len(read.VersionStatuses))
+			}
+		}
 
 		// Settings: the no-code flag and tag bindings.
 		upd, err := c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{NoCode: tfe.Bool(true), TagBindings: []*tfe.TagBinding{{Key: "env", Value: "prod"}}})

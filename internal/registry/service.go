@@ -248,7 +248,13 @@ func scanModule(sc interface{ Scan(...any) error }) (*Module, error) {
 }
 
 func (s *Service) queryModules(ctx context.Context, q store.Q, where string, args ...any) ([]*Module, error) {
-	rows, err := q.Query(ctx, `SELECT `+moduleCols+` FROM registry_modules WHERE `+where+` ORDER BY name, provider, id`, args...)
+	return s.selectModules(ctx, q, where+` ORDER BY name, provider, id`, args...)
+}
+
+// selectModules reads the modules of `SELECT … FROM registry_modules
+// WHERE ` + tail.
+func (s *Service) selectModules(ctx context.Context, q store.Q, tail string, args ...any) ([]*Module, error) {
+	rows, err := q.Query(ctx, `SELECT `+moduleCols+` FROM registry_modules WHERE `+tail, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -361,34 +367,48 @@ type ListOptions struct {
 
 // List returns the organization's modules matching opts.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Module, error) {
+	mods, _, err := s.ListPage(ctx, org, opts, 0, -1)
+	return mods, err
+}
+
+// ListPage returns at most limit (all when negative) of the modules List
+// returns, from offset on, and how many match in all: filtered and paged
+// in the store, with the page's versions read in one statement.
+func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, offset, limit int) ([]*Module, int, error) {
 	if err := access(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := s.orgs.Exists(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	all, err := s.queryModules(ctx, s.db, `organization_name = ?`, org)
+	where := `organization_name = ?`
+	args := []any{org}
+	if q := strings.ToLower(opts.Search); q != "" {
+		pattern := "%" + store.EscapeLike(q) + "%"
+		where += ` AND (LOWER(name) LIKE ?` + store.LikeEscape + ` OR LOWER(namespace) LIKE ?` + store.LikeEscape + ` OR LOWER(provider) LIKE ?` + store.LikeEscape + `)`
+		args = append(args, pattern, pattern, pattern)
+	}
+	for _, f := range []struct{ col, v string }{{"provider", opts.Provider}, {"registry_name", opts.RegistryName}, {"namespace", opts.Namespace}} {
+		if f.v != "" {
+			where += ` AND ` + f.col + ` = ?`
+			args = append(args, f.v)
+		}
+	}
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM registry_modules WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []*Module{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	out, err := s.selectModules(ctx, s.db, where+` ORDER BY name, provider, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	q := strings.ToLower(opts.Search)
-	out := []*Module{}
-	for _, m := range all {
-		if q != "" && !strings.Contains(strings.ToLower(m.Name), q) && !strings.Contains(strings.ToLower(m.Namespace), q) && !strings.Contains(strings.ToLower(m.Provider), q) {
-			continue
-		}
-		if opts.Provider != "" && m.Provider != opts.Provider {
-			continue
-		}
-		if opts.RegistryName != "" && m.RegistryName != opts.RegistryName {
-			continue
-		}
-		if opts.Namespace != "" && m.Namespace != opts.Namespace {
-			continue
-		}
-		out = append(out, m)
-	}
-	return out, s.fillVersions(ctx, s.db, out)
+	return out, total, s.fillVersions(ctx, s.db, out)
 }
 
 // Update changes a module's settings (no-code).
