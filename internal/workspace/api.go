@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -761,11 +762,22 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
+	a.readDocuments(r.Context(), items)
 	out := make([]*jsonWorkspace, len(items))
 	var included []any
+	// Every workspace of the page is the organization's: it is rendered
+	// and included once.
+	each := inc
+	if inc["organization"] && len(items) > 0 && a.IncludeOrganization != nil {
+		if o, err := a.IncludeOrganization(r, items[0].Organization); err == nil {
+			included = append(included, o)
+		}
+		each = maps.Clone(inc)
+		delete(each, "organization")
+	}
 	for i, ws := range items {
 		var inc1 []any
-		out[i], inc1 = a.toJSON(r, ws, inc)
+		out[i], inc1 = a.toJSON(r, ws, each)
 		included = append(included, inc1...)
 	}
 	tfeapi.RespondList(w, r, out, pg, included...)

@@ -152,6 +152,40 @@ func (a *API) readDocument(ctx context.Context, id string) (d document, ok bool)
 	return d, true
 }
 
+// readDocuments reads the documents of a page of workspaces in one
+// statement and remembers them in a read-only request's memo, where
+// readDocument finds them: a list renders its page with one statement,
+// not one per workspace.
+func (a *API) readDocuments(ctx context.Context, wss []*Workspace) {
+	if len(wss) < 2 || !core.HasMemo(ctx) {
+		return
+	}
+	var probe document
+	cols, _ := a.documentColumns(&probe)
+	if len(cols) == 0 {
+		return
+	}
+	in := make([]string, len(wss))
+	args := make([]any, len(wss))
+	for i, w := range wss {
+		in[i], args[i] = "?", w.ID
+	}
+	rows, err := a.Service.db.Query(ctx, `SELECT ws.id, `+selectList(cols)+` FROM workspaces ws WHERE ws.id IN (`+strings.Join(in, ", ")+`)`, args...)
+	if err != nil {
+		return // each workspace reads its own
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var d document
+		_, dest := a.documentColumns(&d)
+		if err := rows.Scan(append([]any{&id}, dest...)...); err != nil {
+			return
+		}
+		core.Remember(ctx, documentKey(id), d)
+	}
+}
+
 // selectList writes scalar subqueries as the columns of a select list.
 func selectList(exprs []string) string {
 	var b strings.Builder

@@ -226,8 +226,14 @@ func TestWorkspaceList(t *testing.T) {
 			t.Fatalf("out of range page: %+v %v", l, err)
 		}
 		l, err = c.Workspaces.List(ctx, "acme", &tfe.WorkspaceListOptions{Include: []tfe.WSIncludeOpt{tfe.WSOrganization, tfe.WSProject, tfe.WSLockedBy, tfe.WSCurrentRun}})
-		if err != nil || len(l.Items) != 4 || l.Items[0].Project == nil || l.Items[0].Project.Name == "" {
+		if err != nil || len(l.Items) != 4 {
 			t.Fatalf("list with includes: %v", err)
+		}
+		for _, w := range l.Items {
+			// go-tfe fills related objects from included only.
+			if w.Project == nil || w.Project.Name == "" || w.Organization == nil || w.Organization.Email != "ops@acme.test" {
+				t.Fatalf("list with includes: %s without its project or organization included: %+v %+v", w.Name, w.Project, w.Organization)
+			}
 		}
 		if code, out := raw(t, e, "GET", "/api/v2/organizations/acme/workspaces?include=bogus", ""); code != 400 || !strings.Contains(out, "include parameter") {
 			t.Fatalf("bogus include: %d %s", code, out)
@@ -301,13 +307,31 @@ func TestWorkspaceList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		currentRun := map[string]string{}
 		for _, w := range []*tfe.Workspace{zeta, appDev} {
 			if _, err := c.Workspaces.Lock(ctx, w.ID, tfe.WorkspaceLockOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			cv := testenv.UploadConfig(ctx, t, c, w.ID, `resource "terraform_data" "a" {}`)
-			if _, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: w, ConfigurationVersion: cv}); err != nil {
+			r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: w, ConfigurationVersion: cv})
+			if err != nil {
 				t.Fatal(err)
+			}
+			currentRun[w.Name] = r.ID
+		}
+		// A page's documents are read together: each workspace still
+		// names its own current run and lock.
+		listed, err := c.Workspaces.List(ctx, "acme", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range listed.Items {
+			got := ""
+			if w.CurrentRun != nil {
+				got = w.CurrentRun.ID
+			}
+			if got != currentRun[w.Name] || w.Locked != (currentRun[w.Name] != "") {
+				t.Errorf("listed %s: current run %q, locked %v; want %q, %v", w.Name, got, w.Locked, currentRun[w.Name], currentRun[w.Name] != "")
 			}
 		}
 		for _, tc := range []struct {
