@@ -84,9 +84,11 @@ func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipF
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, nil, 0, err
 	}
-	// A membership whose user is gone is not listed (the join).
+	// Users are joined only to filter on them: a membership's user
+	// exists (the foreign key deletes the membership with it).
 	where := `m.organization_name = ?`
 	args := []any{org}
+	byUser := len(f.Emails) > 0 || f.Query != ""
 	if len(f.Emails) > 0 {
 		in := make([]string, len(f.Emails))
 		for i, e := range f.Emails {
@@ -104,7 +106,10 @@ func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipF
 		where += ` AND (LOWER(u.email) LIKE ?` + store.LikeEscape + ` OR LOWER(u.username) LIKE ?` + store.LikeEscape + `)`
 		args = append(args, pattern, pattern)
 	}
-	from := ` FROM organization_memberships m JOIN users u ON u.id = m.user_id WHERE ` + where
+	from := ` FROM organization_memberships m WHERE ` + where
+	if byUser {
+		from = ` FROM organization_memberships m JOIN users u ON u.id = m.user_id WHERE ` + where
+	}
 	var total int
 	if err := s.db.QueryRow(ctx, `SELECT COUNT(*)`+from, args...).Scan(&total); err != nil {
 		return nil, nil, 0, err

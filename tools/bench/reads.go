@@ -159,11 +159,14 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 		lo, hi := slices.Min(medians), slices.Max(medians)
 		fmt.Printf("  largest / smallest median: %.2f (target within 20%%: %s)\n", float64(hi)/float64(lo), map[bool]string{true: "meets", false: "misses"}[float64(hi) <= 1.2*float64(lo)])
 	}
-	return b.workspaceLists(ctx, workspaceListSizes)
+	if err := b.workspaceLists(ctx, listSizes); err != nil {
+		return err
+	}
+	return b.membershipLists(ctx, listSizes)
 }
 
-// workspaceListSizes are the organization sizes (e) lists a page from.
-var workspaceListSizes = []int{100, 1000, 10000}
+// listSizes are the organization sizes (e) lists a page from.
+var listSizes = []int{100, 1000, 10000}
 
 // history writes n copies of the run id, older than it, into its
 // workspace's history, in batches, and counts them in run_counts.

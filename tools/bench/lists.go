@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/core"
+)
+
+// workspaceLists is (e)'s Workspaces.List: one page (20, by name) from
+// organizations of each size, as the site admin. Each organization's
+// workspaces are copies of one made through the API, written straight
+// into the workspaces table.
+func (b *bench) workspaceLists(ctx context.Context, sizes []int) error {
+	var medians []time.Duration
+	for _, n := range sizes {
+		org := fmt.Sprintf("list-%d", n)
+		if _, err := b.c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(org), Email: tfe.String("bench@example.test")}); err != nil {
+			return err
+		}
+		ws, err := b.c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("w-000000")})
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := b.copyWorkspace(ctx, ws.ID, n-1); err != nil {
+			return fmt.Errorf("writing %d workspaces: %w", n, err)
+		}
+		written := time.Since(t0)
+		measure := func(o *tfe.WorkspaceListOptions, want int) (time.Duration, error) {
+			var ls []time.Duration
+			for i := -5; i < 100; i++ {
+				t0 := time.Now()
+				page, err := b.c.Workspaces.List(ctx, org, o)
+				if err != nil {
+					return 0, err
+				}
+				if page.TotalCount != want || len(page.Items) != min(20, want) {
+					return 0, fmt.Errorf("a page of %d workspaces of %d (want %d)", len(page.Items), page.TotalCount, want)
+				}
+				if i >= 0 {
+					ls = append(ls, time.Since(t0))
+				}
+			}
+			return median(ls), nil
+		}
+		all, err := measure(&tfe.WorkspaceListOptions{ListOptions: tfe.ListOptions{PageSize: 20}}, n)
+		if err != nil {
+			return err
+		}
+		medians = append(medians, all)
+		fmt.Printf("  Workspaces.List, one page of an organization with %d workspaces: median %s (written in %s)\n", n, fmtDur(all), written.Round(time.Millisecond))
+	}
+	if len(medians) > 1 {
+		lo, hi := slices.Min(medians), slices.Max(medians)
+		fmt.Printf("  largest / smallest median: %.2f\n", float64(hi)/float64(lo))
+	}
+	return nil
+}
+
+// copyWorkspace writes n copies of workspace id into its organization
+// (every column copied but the ID and the name).
+func (b *bench) copyWorkspace(ctx context.Context, id string, n int) error {
+	return b.copyRow(ctx, "workspaces", id, n, func(col string, i int) (any, bool) {
+		switch col {
+		case "id":
+			return core.NewID(core.PrefixWorkspace), true
+		case "name":
+			return fmt.Sprintf("w-%06d", i+1), true
+		}
+		return nil, false
+	})
+}
+
+// copyRow writes n copies of the row of table whose id is id, in batches:
+// every column copied but those vary gives a value for (copy i of n).
+func (b *bench) copyRow(ctx context.Context, table, id string, n int, vary func(col string, i int) (any, bool)) error {
+	rows, err := b.srv.DB.Query(ctx, `SELECT * FROM `+table+` WHERE id = ?`, id)
+	if err != nil {
+		return err
+	}
+	cols, err := rows.Columns()
+	if err != nil {
+		rows.Close()
+		return err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !rows.Next() {
+		rows.Close()
+		return fmt.Errorf("%s %s not found", table, id)
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		rows.Close()
+		return err
+	}
+	rows.Close()
+	const batch = 200
+	for done := 0; done < n; {
+		k := min(batch, n-done)
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES `)
+		var args []any
+		for i := range k {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(`(` + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + `)`)
+			for j, col := range cols {
+				v := vals[j]
+				if w, ok := vary(col, done+i); ok {
+					v = w
+				}
+				args = append(args, v)
+			}
+		}
+		if _, err := b.srv.DB.Exec(ctx, sb.String(), args...); err != nil {
+			return err
+		}
+		done += k
+	}
+	return nil
+}
+
+// membershipLists is (e)'s OrganizationMemberships.List: one page (20)
+// from organizations of each size, as the site admin. Each organization's
+// members are copies of one invited through the API (its user and its
+// membership), written straight into the tables.
+func (b *bench) membershipLists(ctx context.Context, sizes []int) error {
+	var medians []time.Duration
+	for _, n := range sizes {
+		org := fmt.Sprintf("members-%d", n)
+		if _, err := b.c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(org), Email: tfe.String("bench@example.test")}); err != nil {
+			return err
+		}
+		m, err := b.c.OrganizationMemberships.Create(ctx, org, tfe.OrganizationMembershipCreateOptions{Email: tfe.String(org + "-0@bench.test")})
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		users := make([]string, n-1)
+		for i := range users {
+			users[i] = core.NewID(core.PrefixUser)
+		}
+		if err := b.copyRow(ctx, "users", m.User.ID, n-1, func(col string, i int) (any, bool) {
+			switch col {
+			case "id":
+				return users[i], true
+			case "username":
+				return fmt.Sprintf("%s-%d", org, i+1), true
+			case "email":
+				return fmt.Sprintf("%s-%d@bench.test", org, i+1), true
+			}
+			return nil, false
+		}); err != nil {
+			return fmt.Errorf("writing %d users: %w", n, err)
+		}
+		if err := b.copyRow(ctx, "organization_memberships", m.ID, n-1, func(col string, i int) (any, bool) {
+			switch col {
+			case "id":
+				return core.NewID("ou"), true
+			case "user_id":
+				return users[i], true
+			}
+			return nil, false
+		}); err != nil {
+			return fmt.Errorf("writing %d memberships: %w", n, err)
+		}
+		written := time.Since(t0)
+		var ls []time.Duration
+		for i := -5; i < 100; i++ {
+			t0 := time.Now()
+			page, err := b.c.OrganizationMemberships.List(ctx, org, &tfe.OrganizationMembershipListOptions{ListOptions: tfe.ListOptions{PageSize: 20}})
+			if err != nil {
+				return err
+			}
+			if page.TotalCount != n+1 || len(page.Items) != 20 {
+				return fmt.Errorf("a page of %d memberships of %d (want 20 of %d)", len(page.Items), page.TotalCount, n+1)
+			}
+			if i >= 0 {
+				ls = append(ls, time.Since(t0))
+			}
+		}
+		medians = append(medians, median(ls))
+		fmt.Printf("  OrganizationMemberships.List, one page of an organization with %d members: median %s (written in %s)\n", n+1, fmtDur(median(ls)), written.Round(time.Millisecond))
+	}
+	if len(medians) > 1 {
+		lo, hi := slices.Min(medians), slices.Max(medians)
+		fmt.Printf("  largest / smallest median: %.2f\n", float64(hi)/float64(lo))
+	}
+	return nil
+}
