@@ -85,6 +85,23 @@ func (p *Principal) CanAccessOrganization(name string) bool {
 	return p.Organization == name
 }
 
+// Organizations says which organizations CanAccessOrganization lets the
+// principal into, for a list to select them in the store: all of them, or
+// those named.
+func (p *Principal) Organizations() (all bool, names []string) {
+	switch {
+	case p == nil:
+		return false, nil
+	case p.SiteAdmin:
+		return true, nil
+	case p.Kind == KindUser:
+		return false, p.Orgs
+	case p.Organization != "":
+		return false, []string{p.Organization}
+	}
+	return false, nil
+}
+
 // IsOwner reports whether the principal has owner rights in the organization:
 // a site admin, a member of its owners team, the owners team's token, or its
 // organization token.

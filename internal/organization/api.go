@@ -202,12 +202,12 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if query == "" {
 		query = q.Get("q[email]")
 	}
-	orgs, err := a.Service.List(r.Context(), query)
+	items, total, err := a.Service.ListPage(r.Context(), query, page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(orgs, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonOrganization, len(items))
 	for i, o := range items {
 		out[i] = a.toJSON(r, o)

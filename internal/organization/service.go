@@ -255,30 +255,48 @@ func (s *Service) IDByName(ctx context.Context, name string) (string, error) {
 	return id, err
 }
 
-// List returns the organizations the caller may see, ordered by name,
-// optionally only those whose name or email contains query.
+// List returns the organizations the caller may access whose name or
+// email contains query, by name.
 func (s *Service) List(ctx context.Context, query string) ([]*Organization, error) {
-	p := auth.FromContext(ctx)
-	rows, err := s.db.Query(ctx, `SELECT `+cols+` FROM organizations ORDER BY name`)
-	if err != nil {
-		return nil, err
+	orgs, _, err := s.ListPage(ctx, query, 0, -1)
+	return orgs, err
+}
+
+// ListPage returns at most limit (all when negative) of the organizations
+// List returns, from offset on, and how many in all: the caller's reach
+// and the query are conditions in the store.
+func (s *Service) ListPage(ctx context.Context, query string, offset, limit int) ([]*Organization, int, error) {
+	all, names := auth.FromContext(ctx).Organizations()
+	if !all && len(names) == 0 {
+		return []*Organization{}, 0, nil
 	}
-	defer rows.Close()
-	var out []*Organization
-	for rows.Next() {
-		o, err := scan(rows)
-		if err != nil {
-			return nil, err
+	where := `1 = 1`
+	var args []any
+	if !all {
+		in := make([]string, len(names))
+		for i, n := range names {
+			in[i] = "?"
+			args = append(args, n)
 		}
-		if !p.CanAccessOrganization(o.Name) {
-			continue
-		}
-		if query != "" && !containsFold(o.Name, query) && !containsFold(o.Email, query) {
-			continue
-		}
-		out = append(out, o)
+		where = `name IN (` + strings.Join(in, ", ") + `)`
 	}
-	return out, rows.Err()
+	if q := strings.ToLower(query); q != "" {
+		pattern := "%" + store.EscapeLike(q) + "%"
+		where += ` AND (LOWER(name) LIKE ?` + store.LikeEscape + ` OR LOWER(email) LIKE ?` + store.LikeEscape + `)`
+		args = append(args, pattern, pattern)
+	}
+	var total int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []*Organization{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	out, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM organizations WHERE `+where+` ORDER BY name LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	return out, total, err
 }
 
 // Update changes an organization; only owners may.
@@ -333,10 +351,6 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 		return core.NotFound("organization %q not found", name)
 	}
 	return nil
-}
-
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
 
 // UserTokensDisabled returns those of the named organizations whose

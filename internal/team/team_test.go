@@ -129,6 +129,20 @@ func TestMembersAndMemberships(t *testing.T) {
 		}
 		_, err = bob.Organizations.Read(ctx, "other")
 		testenv.WantErr(t, "member reading another organization", err, tfe.ErrResourceNotFound)
+		// Organization lists: a member's are its own, counted as such; the
+		// site admin's are all, filtered by q (LIKE's "_" is itself).
+		if l, err := bob.Organizations.List(ctx, nil); err != nil || l.TotalCount != 1 || len(l.Items) != 1 || l.Items[0].Name != "acme" {
+			t.Fatalf("bob lists organizations %+v (%v), want acme alone", l, err)
+		}
+		if l, err := c.Organizations.List(ctx, &tfe.OrganizationListOptions{Query: "ACM"}); err != nil || l.TotalCount != 1 || l.Items[0].Name != "acme" {
+			t.Fatalf("q=ACM lists %+v (%v), want acme alone", l, err)
+		}
+		if l, err := c.Organizations.List(ctx, &tfe.OrganizationListOptions{Query: "_"}); err != nil || l.TotalCount != 0 {
+			t.Fatalf("q=_ lists %d organizations (%v), want none", l.TotalCount, err)
+		}
+		if l, err := c.Organizations.List(ctx, &tfe.OrganizationListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 1}}); err != nil || l.TotalCount != 2 || len(l.Items) != 1 || l.Items[0].Name != "other" {
+			t.Fatalf("page 2 of 1: %+v %v, want other of 2", l, err)
+		}
 		teams, err := bob.Teams.List(ctx, "acme", nil)
 		if err != nil || len(teams.Items) != 1 || teams.Items[0].ID != dev.ID {
 			t.Fatalf("member's team list: %+v %v", teams, err)
