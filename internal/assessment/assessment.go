@@ -226,18 +226,7 @@ func (s *Service) List(ctx context.Context, workspaceID string, offset, limit in
 	if err := s.canRead(ctx, workspaceID); err != nil {
 		return nil, 0, err
 	}
-	var total int
-	if err := s.o.DB.QueryRow(ctx, `SELECT COUNT(*) FROM assessment_results WHERE workspace_id = ?`, workspaceID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if offset = max(offset, 0); offset >= total || limit == 0 {
-		return []*Result{}, total, nil
-	}
-	if limit < 0 {
-		limit = total
-	}
-	rs, err := store.All(ctx, s.o.DB, scan, `SELECT `+cols+` FROM assessment_results WHERE workspace_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, workspaceID, limit, offset)
-	return rs, total, err
+	return store.Page(ctx, s.o.DB, scan, cols, "assessment_results", `workspace_id = ?`, `created_at DESC, id DESC`, offset, limit, workspaceID)
 }
 
 // CurrentID is the workspace's newest finished assessment ("" when none),

@@ -219,13 +219,8 @@ func (s *Service) ListTokens(ctx context.Context, kind Kind, subjects ...string)
 	if len(subjects) == 0 {
 		return []*Token{}, nil
 	}
-	args := []any{string(kind)}
-	in := make([]string, len(subjects))
-	for i, sub := range subjects {
-		in[i] = "?"
-		args = append(args, sub)
-	}
-	return store.All(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject IN (`+strings.Join(in, ", ")+`) ORDER BY created_at, id`, args...)
+	in, args := store.In(subjects)
+	return store.All(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject IN (`+in+`) ORDER BY created_at, id`, append([]any{string(kind)}, args...)...)
 }
 
 // DeleteToken removes a token.

@@ -273,30 +273,16 @@ func (s *Service) ListPage(ctx context.Context, query string, offset, limit int)
 	where := `1 = 1`
 	var args []any
 	if !all {
-		in := make([]string, len(names))
-		for i, n := range names {
-			in[i] = "?"
-			args = append(args, n)
-		}
-		where = `name IN (` + strings.Join(in, ", ") + `)`
+		var in string
+		in, args = store.In(names)
+		where = `name IN (` + in + `)`
 	}
 	if q := strings.ToLower(query); q != "" {
 		pattern := "%" + store.EscapeLike(q) + "%"
 		where += ` AND (LOWER(name) LIKE ?` + store.LikeEscape + ` OR LOWER(email) LIKE ?` + store.LikeEscape + `)`
 		args = append(args, pattern, pattern)
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if offset = max(offset, 0); offset >= total || limit == 0 {
-		return []*Organization{}, total, nil
-	}
-	if limit < 0 {
-		limit = total
-	}
-	out, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM organizations WHERE `+where+` ORDER BY name LIMIT ? OFFSET ?`, append(args, limit, offset)...)
-	return out, total, err
+	return store.Page(ctx, s.db, scan, cols, "organizations", where, `name`, offset, limit, args...)
 }
 
 // Update changes an organization; only owners may.

@@ -242,18 +242,7 @@ func orgPage[T any](ctx context.Context, db *store.DB, table, cols string, scan 
 		where += ` AND kind = ?`
 		args = append(args, string(kind))
 	}
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM `+table+` WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if offset = max(offset, 0); offset >= total || limit == 0 {
-		return []T{}, total, nil
-	}
-	if limit < 0 {
-		limit = total
-	}
-	out, err := store.All(ctx, db, scan, `SELECT `+cols+` FROM `+table+` WHERE `+where+` ORDER BY name, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
-	return out, total, err
+	return store.Page(ctx, db, scan, cols, table, where, `name, id`, offset, limit, args...)
 }
 
 // resolveEnforcement turns the create/update attributes into a level and

@@ -125,12 +125,12 @@ func TestSetLists(t *testing.T) {
 			t.Fatal(err)
 		}
 		pol, err := c.Policies.Create(ctx, "acme", tfe.PolicyCreateOptions{Name: tfe.String("p_1"), Kind: tfe.OPA, Query: tfe.String("data.terraform.main.deny"),
-			Enforce: []*tfe.EnforcementOptions{{Path: tfe.String("p_1.rego"), Mode: tfe.EnforcementMode(tfe.EnforcementAdvisory)}}})
+			EnforcementLevel: tfe.EnforcementMode(tfe.EnforcementAdvisory)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := c.Policies.Create(ctx, "acme", tfe.PolicyCreateOptions{Name: tfe.String("px1"), Kind: tfe.OPA, Query: tfe.String("data.terraform.main.deny"),
-			Enforce: []*tfe.EnforcementOptions{{Path: tfe.String("px1.rego"), Mode: tfe.EnforcementMode(tfe.EnforcementAdvisory)}}}); err != nil {
+			EnforcementLevel: tfe.EnforcementMode(tfe.EnforcementAdvisory)}); err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range []tfe.PolicySetCreateOptions{

@@ -92,14 +92,13 @@ func (s *Service) fillAll(ctx context.Context, q store.Q, sets []*Set) error {
 		return nil
 	}
 	byID := make(map[string]*Set, len(sets))
-	in := make([]string, len(sets))
-	args := make([]any, len(sets))
+	ids := make([]string, len(sets))
 	for i, set := range sets {
 		byID[set.ID] = set
 		set.PolicyIDs, set.Scopes = []string{}, map[string][]string{}
-		in[i], args[i] = "?", set.ID
+		ids[i] = set.ID
 	}
-	list := strings.Join(in, ", ")
+	list, args := store.In(ids)
 	rows, err := q.Query(ctx, `SELECT sp.policy_set_id, sp.policy_id FROM policy_set_policies sp JOIN policies p ON p.id = sp.policy_id WHERE sp.policy_set_id IN (`+list+`) ORDER BY p.name, p.id`, args...)
 	if err != nil {
 		return err

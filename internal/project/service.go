@@ -174,12 +174,9 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 	where := `p.organization_name = ?`
 	args := []any{org}
 	if len(opts.Names) > 0 {
-		in := make([]string, len(opts.Names))
-		for i, n := range opts.Names {
-			in[i] = "?"
-			args = append(args, n)
-		}
-		where += ` AND p.name IN (` + strings.Join(in, ", ") + `)`
+		in, names := store.In(opts.Names)
+		where += ` AND p.name IN (` + in + `)`
+		args = append(args, names...)
 	}
 	if q := strings.ToLower(opts.Query); q != "" {
 		where += ` AND LOWER(p.name) LIKE ?` + store.LikeEscape
@@ -194,25 +191,9 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 		}
 		where += `)`
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM projects p WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	offset = max(offset, 0)
-	if offset >= total || limit == 0 {
-		return []*Project{}, total, nil
-	}
-	query := `SELECT ` + prefixed("p.", cols) + ` FROM projects p WHERE ` + where + ` ORDER BY p.created_at DESC, p.id DESC`
-	if limit > 0 {
-		query += ` LIMIT ? OFFSET ?`
-		args = append(args, limit, offset)
-	}
-	out, err := store.All(ctx, s.db, scan, query, args...)
+	out, total, err := store.Page(ctx, s.db, scan, prefixed("p.", cols), "projects p", where, `p.created_at DESC, p.id DESC`, offset, limit, args...)
 	if err != nil {
 		return nil, 0, err
-	}
-	if limit < 0 {
-		out = out[min(offset, len(out)):]
 	}
 	if err := s.fillBindings(ctx, out); err != nil {
 		return nil, 0, err
@@ -235,15 +216,14 @@ func (s *Service) fillBindings(ctx context.Context, ps []*Project) error {
 		return nil
 	}
 	byID := make(map[string]*Project, len(ps))
-	var args []any
-	in := make([]string, len(ps))
+	ids := make([]string, len(ps))
 	for i, p := range ps {
 		byID[p.ID] = p
 		p.TagBindings = nil
-		in[i] = "?"
-		args = append(args, p.ID)
+		ids[i] = p.ID
 	}
-	rows, err := s.db.Query(ctx, `SELECT project_id, id, tag_key, tag_value FROM project_tag_bindings WHERE project_id IN (`+strings.Join(in, ", ")+`) ORDER BY created_at, tag_key`, args...)
+	in, args := store.In(ids)
+	rows, err := s.db.Query(ctx, `SELECT project_id, id, tag_key, tag_value FROM project_tag_bindings WHERE project_id IN (`+in+`) ORDER BY created_at, tag_key`, args...)
 	if err != nil {
 		return err
 	}

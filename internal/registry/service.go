@@ -394,17 +394,7 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 			args = append(args, f.v)
 		}
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM registry_modules WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if offset = max(offset, 0); offset >= total || limit == 0 {
-		return []*Module{}, total, nil
-	}
-	if limit < 0 {
-		limit = total
-	}
-	out, err := s.selectModules(ctx, s.db, where+` ORDER BY name, provider, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	out, total, err := store.Page(ctx, s.db, scanModule, moduleCols, "registry_modules", where, `name, provider, id`, offset, limit, args...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -882,18 +882,7 @@ func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment st
 	if _, err := s.GetStack(ctx, stackID); err != nil {
 		return nil, 0, err
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ?`, stackID, deployment).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if offset = max(offset, 0); offset >= total || limit == 0 {
-		return []*DeploymentRun{}, total, nil
-	}
-	if limit < 0 {
-		limit = total
-	}
-	runs, err := store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? ORDER BY r.created_at DESC, r.id LIMIT ? OFFSET ?`, stackID, deployment, limit, offset)
-	return runs, total, err
+	return store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), `r.stack_id = ? AND r.deployment_name = ?`, `r.created_at DESC, r.id`, offset, limit, stackID, deployment)
 }
 
 // ListSteps lists a run's steps in order.

@@ -90,12 +90,13 @@ func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipF
 	args := []any{org}
 	byUser := len(f.Emails) > 0 || f.Query != ""
 	if len(f.Emails) > 0 {
-		in := make([]string, len(f.Emails))
+		lower := make([]string, len(f.Emails))
 		for i, e := range f.Emails {
-			in[i] = "?"
-			args = append(args, strings.ToLower(e))
+			lower[i] = strings.ToLower(e)
 		}
-		where += ` AND LOWER(u.email) IN (` + strings.Join(in, ", ") + `)`
+		in, emails := store.In(lower)
+		where += ` AND LOWER(u.email) IN (` + in + `)`
+		args = append(args, emails...)
 	}
 	if f.Status != "" {
 		where += ` AND m.status = ?`
@@ -106,31 +107,15 @@ func (s *Service) ListMemberships(ctx context.Context, org string, f MembershipF
 		where += ` AND (LOWER(u.email) LIKE ?` + store.LikeEscape + ` OR LOWER(u.username) LIKE ?` + store.LikeEscape + `)`
 		args = append(args, pattern, pattern)
 	}
-	from := ` FROM organization_memberships m WHERE ` + where
+	from := `organization_memberships m`
 	if byUser {
-		from = ` FROM organization_memberships m JOIN users u ON u.id = m.user_id WHERE ` + where
+		from += ` JOIN users u ON u.id = m.user_id`
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*)`+from, args...).Scan(&total); err != nil {
-		return nil, nil, 0, err
-	}
-	offset = max(offset, 0)
-	out := []*Membership{}
-	if offset >= total || limit == 0 {
-		return out, map[string]*auth.User{}, total, nil
-	}
-	query := `SELECT m.id, m.organization_name, m.user_id, m.status, m.created_at` + from + ` ORDER BY m.created_at, m.id`
-	if limit > 0 {
-		query += ` LIMIT ? OFFSET ?`
-		args = append(args, limit, offset)
-	}
-	page, err := store.All(ctx, s.db, scanMembership, query, args...)
+	page, total, err := store.Page(ctx, s.db, scanMembership, `m.id, m.organization_name, m.user_id, m.status, m.created_at`, from, where, `m.created_at, m.id`, offset, limit, args...)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if limit < 0 {
-		page = page[offset:]
-	}
+	out := []*Membership{}
 	ids := make([]string, len(page))
 	for i, m := range page {
 		ids[i] = m.UserID
@@ -161,14 +146,9 @@ func (s *Service) teamsOf(ctx context.Context, org string, users []string) (map[
 	if len(users) == 0 {
 		return out, nil
 	}
-	args := []any{org}
-	in := make([]string, len(users))
-	for i, u := range users {
-		in[i] = "?"
-		args = append(args, u)
-	}
+	in, ids := store.In(users)
 	rows, err := s.db.Query(ctx, `SELECT tm.user_id, t.id FROM team_members tm JOIN teams t ON t.id = tm.team_id
-		WHERE t.organization_name = ? AND tm.user_id IN (`+strings.Join(in, ", ")+`) ORDER BY t.name, t.id`, args...)
+		WHERE t.organization_name = ? AND tm.user_id IN (`+in+`) ORDER BY t.name, t.id`, append([]any{org}, ids...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -341,13 +321,8 @@ func (s *Service) MembershipsOf(ctx context.Context, org string, users []string)
 	if len(users) == 0 {
 		return out, nil
 	}
-	args := []any{org}
-	in := make([]string, len(users))
-	for i, u := range users {
-		in[i] = "?"
-		args = append(args, u)
-	}
-	ms, err := store.All(ctx, s.db, scanMembership, `SELECT `+membershipCols+` FROM organization_memberships WHERE organization_name = ? AND user_id IN (`+strings.Join(in, ", ")+`)`, args...)
+	in, ids := store.In(users)
+	ms, err := store.All(ctx, s.db, scanMembership, `SELECT `+membershipCols+` FROM organization_memberships WHERE organization_name = ? AND user_id IN (`+in+`)`, append([]any{org}, ids...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -307,12 +307,9 @@ func (s *Service) listRows(ctx context.Context, org string, opts ListOptions) ([
 	where := `organization_name = ?`
 	args := []any{org}
 	if len(opts.Names) > 0 {
-		in := make([]string, len(opts.Names))
-		for i, n := range opts.Names {
-			in[i] = "?"
-			args = append(args, n)
-		}
-		where += ` AND name IN (` + strings.Join(in, ", ") + `)`
+		in, names := store.In(opts.Names)
+		where += ` AND name IN (` + in + `)`
+		args = append(args, names...)
 	}
 	if q := strings.ToLower(opts.Query); q != "" {
 		where += ` AND LOWER(name) LIKE ?` + store.LikeEscape
@@ -342,15 +339,14 @@ func (s *Service) fillMembers(ctx context.Context, teams []*Team) error {
 		return nil
 	}
 	byID := make(map[string]*Team, len(teams))
-	var args []any
-	in := make([]string, len(teams))
+	ids := make([]string, len(teams))
 	for i, t := range teams {
 		byID[t.ID] = t
 		t.UserIDs = nil
-		in[i] = "?"
-		args = append(args, t.ID)
+		ids[i] = t.ID
 	}
-	rows, err := s.db.Query(ctx, `SELECT team_id, user_id FROM team_members WHERE team_id IN (`+strings.Join(in, ", ")+`) ORDER BY user_id`, args...)
+	in, args := store.In(ids)
+	rows, err := s.db.Query(ctx, `SELECT team_id, user_id FROM team_members WHERE team_id IN (`+in+`) ORDER BY user_id`, args...)
 	if err != nil {
 		return err
 	}

@@ -66,17 +66,7 @@ func (s *Service) queryVarsets(ctx context.Context, search string, offset, limit
 		where = `(` + where + `) AND LOWER(name) LIKE ?` + store.LikeEscape
 		args = append(args, "%"+store.EscapeLike(q)+"%")
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM variable_sets WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if offset = max(offset, 0); offset >= total || limit == 0 {
-		return []*VariableSet{}, total, nil
-	}
-	if limit < 0 {
-		limit = total
-	}
-	out, err := store.All(ctx, s.db, scanVarset, `SELECT `+varsetCols+` FROM variable_sets WHERE `+where+` ORDER BY name, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	out, total, err := store.Page(ctx, s.db, scanVarset, varsetCols, "variable_sets", `(`+where+`)`, `name, id`, offset, limit, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -92,14 +82,13 @@ func loadRelationsOf(ctx context.Context, q store.Q, sets []*VariableSet) error 
 		return nil
 	}
 	byID := make(map[string]*VariableSet, len(sets))
-	in := make([]string, len(sets))
-	args := make([]any, len(sets))
+	ids := make([]string, len(sets))
 	for i, vs := range sets {
 		byID[vs.ID] = vs
 		vs.WorkspaceIDs, vs.ProjectIDs, vs.VarIDs = []string{}, []string{}, []string{}
-		in[i], args[i] = "?", vs.ID
+		ids[i] = vs.ID
 	}
-	list := strings.Join(in, ", ")
+	list, args := store.In(ids)
 	for _, rel := range []struct {
 		query string
 		add   func(vs *VariableSet, id string)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
 )
 
 // The relationships a workspace document shows of other domains (its
@@ -165,12 +166,12 @@ func (a *API) readDocuments(ctx context.Context, wss []*Workspace) {
 	if len(cols) == 0 {
 		return
 	}
-	in := make([]string, len(wss))
-	args := make([]any, len(wss))
+	ids := make([]string, len(wss))
 	for i, w := range wss {
-		in[i], args[i] = "?", w.ID
+		ids[i] = w.ID
 	}
-	rows, err := a.Service.db.Query(ctx, `SELECT ws.id, `+selectList(cols)+` FROM workspaces ws WHERE ws.id IN (`+strings.Join(in, ", ")+`)`, args...)
+	in, args := store.In(ids)
+	rows, err := a.Service.db.Query(ctx, `SELECT ws.id, `+selectList(cols)+` FROM workspaces ws WHERE ws.id IN (`+in+`)`, args...)
 	if err != nil {
 		return // each workspace reads its own
 	}

@@ -455,8 +455,14 @@ func (s *Service) read(ctx context.Context, q store.Q, forUpdate bool, where str
 // readWith scans a row of read's columns, and into more the columns
 // after them.
 func (s *Service) readWith(row *sql.Row, more ...any) (*Workspace, error) {
+	return scanTagged(row, more...)
+}
+
+// scanTagged scans a row of read's columns, and into more the columns
+// after them.
+func scanTagged(sc interface{ Scan(...any) error }, more ...any) (*Workspace, error) {
 	var tags sql.NullString
-	w, err := scanWith(row, append([]any{&tags}, more...)...)
+	w, err := scanWith(sc, append([]any{&tags}, more...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -702,21 +708,16 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
-	where, args, err := s.listWhere(ctx, org, opts)
-	if err != nil {
-		return nil, 0, err
-	}
-	_, _, each, err := authz.ReadableWorkspaces(ctx, org)
+	where, args, each, err := s.listWhere(ctx, org, opts)
 	if err != nil {
 		return nil, 0, err
 	}
 	offset = max(offset, 0)
 	order := s.listOrder(opts.Sort)
-	query := `SELECT ` + cols + `, ` + tagNamesSQL + ` FROM workspaces ws WHERE ` + where + ` ORDER BY ` + order
 	if each != nil {
 		// A run token: its reach is asked of each workspace, so the page
 		// is taken after that.
-		all, err := store.All(ctx, s.db, scanWithTags, query, args...)
+		all, err := store.All(ctx, s.db, scanWithTags, `SELECT `+cols+`, `+tagNamesSQL+` FROM workspaces ws WHERE `+where+` ORDER BY `+order, args...)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -733,39 +734,23 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 		}
 		return out, total, nil
 	}
-	var total int
-	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces ws WHERE `+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if limit >= 0 {
-		if offset >= total || limit == 0 {
-			return []*Workspace{}, total, nil
-		}
-		query += ` LIMIT ? OFFSET ?`
-		args = append(args, limit, offset)
-	}
-	out, err := store.All(ctx, s.db, scanWithTags, query, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	if out == nil {
-		out = []*Workspace{}
-	}
-	return out, total, nil
+	return store.Page(ctx, s.db, scanWithTags, cols+`, `+tagNamesSQL, "workspaces ws", where, order, offset, limit, args...)
 }
 
 // listWhere is the condition on a workspaces row aliased ws that List's
-// opts and the caller's reach make, with its arguments.
-func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (string, []any, error) {
+// opts and the caller's reach make, with its arguments; each is the test
+// of a caller whose reach is asked workspace by workspace (a run token's),
+// nil otherwise.
+func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (where string, args []any, each func(projectID, workspaceID string) bool, err error) {
 	conds := []string{`ws.organization_name = ?`}
-	args := []any{org}
+	args = []any{org}
 	and := func(cond string, a ...any) {
 		conds = append(conds, cond)
 		args = append(args, a...)
 	}
-	readable, rargs, _, err := authz.ReadableWorkspaces(ctx, org)
+	readable, rargs, each, err := authz.ReadableWorkspaces(ctx, org)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if readable != "" {
 		and(readable, rargs...)
@@ -828,16 +813,13 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 	if len(opts.CurrentRunStatus) > 0 {
 		h, ok := s.Runs.(RunHistorySQL)
 		if !ok || s.Runs == nil {
-			return "", nil, core.Invalid("filter[current-run][status] is not available")
+			return "", nil, nil, core.Invalid("filter[current-run][status] is not available")
 		}
-		var in []string
-		for _, st := range opts.CurrentRunStatus {
-			in = append(in, "?")
-			args = append(args, st)
-		}
-		conds = append(conds, `(`+h.CurrentRunStatusSQL()+`) IN (`+strings.Join(in, ", ")+`)`)
+		in, statuses := store.In(opts.CurrentRunStatus)
+		conds = append(conds, `(`+h.CurrentRunStatusSQL()+`) IN (`+in+`)`)
+		args = append(args, statuses...)
 	}
-	return strings.Join(conds, ` AND `), args, nil
+	return strings.Join(conds, ` AND `), args, each, nil
 }
 
 // listOrder is the ORDER BY of a list sorted by: name (the default),
@@ -871,18 +853,7 @@ func (s *Service) listOrder(by string) string {
 }
 
 // scanWithTags scans a row of read's columns.
-func scanWithTags(sc interface{ Scan(...any) error }) (*Workspace, error) {
-	var tags sql.NullString
-	w, err := scanWith(sc, &tags)
-	if err != nil {
-		return nil, err
-	}
-	w.TagNames = []string{}
-	if tags.String != "" {
-		w.TagNames = strings.Split(tags.String, ",")
-	}
-	return w, nil
-}
+func scanWithTags(sc store.Scanner) (*Workspace, error) { return scanTagged(sc) }
 
 func hasAny(have, some []string) bool {
 	for _, t := range some {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -44,6 +45,36 @@ func Exercise(t *testing.T, newDSN func(testing.TB) string) {
 		}
 		if n == 0 {
 			t.Fatal("no migrations recorded")
+		}
+	})
+
+	t.Run("Page", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		for _, n := range []string{"a_1", "b", "c", "d", "e"} {
+			seedOrg(t, db, n)
+		}
+		name := func(sc store.Scanner) (string, error) {
+			var v string
+			return v, sc.Scan(&v)
+		}
+		// Every org but one, through an IN list and an escaped LIKE.
+		in, args := store.In([]string{"a_1", "b", "c", "d"})
+		where := `name IN (` + in + `) AND name NOT LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike("_")+"1")
+		kept := append([]any(nil), args...)
+		for _, tc := range []struct {
+			offset, limit int
+			want          string
+		}{
+			{0, 2, "b,c"}, {2, 2, "d"}, {3, 2, ""}, {-5, 1, "b"}, {0, -1, "b,c,d"}, {1, -1, "c,d"}, {0, 0, ""},
+		} {
+			got, total, err := store.Page(ctx, db, name, "name", "organizations", where, "name", tc.offset, tc.limit, args...)
+			if err != nil || total != 3 || strings.Join(got, ",") != tc.want || got == nil {
+				t.Errorf("page at %d of %d: %q of %d (%v), want %q of 3", tc.offset, tc.limit, strings.Join(got, ","), total, err, tc.want)
+			}
+		}
+		if fmt.Sprint(args) != fmt.Sprint(kept) {
+			t.Errorf("Page changed its caller's arguments: %v, was %v", args, kept)
 		}
 	})
 

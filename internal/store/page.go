@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+	"strings"
+)
+
+// In is the placeholders of an SQL IN list of vals ("?, ?, ?") and the
+// arguments that go with them.
+func In[T any](vals []T) (string, []any) {
+	args := make([]any, len(vals))
+	for i, v := range vals {
+		args[i] = v
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", "), args
+}
+
+// Page selects at most limit (all when negative) of the rows of
+// `SELECT cols FROM from WHERE where ORDER BY order`, from offset on, and
+// counts all that where selects: a list's page and its total, from the
+// store, for one count and one select whatever the list's length. args
+// are where's.
+func Page[T any](ctx context.Context, q Q, scan func(Scanner) (T, error), cols, from, where, order string, offset, limit int, args ...any) ([]T, int, error) {
+	var total int
+	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM `+from+` WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	if offset = max(offset, 0); offset >= total || limit == 0 {
+		return []T{}, total, nil
+	}
+	if limit < 0 {
+		limit = total
+	}
+	out, err := All(ctx, q, scan, `SELECT `+cols+` FROM `+from+` WHERE `+where+` ORDER BY `+order+` LIMIT ? OFFSET ?`, append(args[:len(args):len(args)], limit, offset)...)
+	if out == nil && err == nil {
+		out = []T{}
+	}
+	return out, total, err
+}
