@@ -314,8 +314,8 @@ func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 	})
 }
 
-// MembershipsOf returns the memberships in org of users, by user ID, in
-// one statement.
+// MembershipsOf returns the memberships in org of users, with their teams,
+// by user ID: two statements, whatever the number of users.
 func (s *Service) MembershipsOf(ctx context.Context, org string, users []string) (map[string]*Membership, error) {
 	out := map[string]*Membership{}
 	if len(users) == 0 {
@@ -326,7 +326,12 @@ func (s *Service) MembershipsOf(ctx context.Context, org string, users []string)
 	if err != nil {
 		return nil, err
 	}
+	teams, err := s.teamsOf(ctx, org, users)
+	if err != nil {
+		return nil, err
+	}
 	for _, m := range ms {
+		m.TeamIDs = teams[m.UserID]
 		out[m.UserID] = m
 	}
 	return out, nil

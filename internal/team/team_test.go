@@ -187,7 +187,8 @@ func TestMembersAndMemberships(t *testing.T) {
 			t.Fatalf("dev with its members: %+v %v", withMembers, err)
 		}
 		if d := withMembers.Items[0]; d.UserCount != 1 || len(d.Users) != 1 || d.Users[0].Username != "bob" ||
-			len(d.OrganizationMemberships) != 1 || d.OrganizationMemberships[0].ID != bobMem.ID || d.OrganizationMemberships[0].Email != "bob@example.test" {
+			len(d.OrganizationMemberships) != 1 || d.OrganizationMemberships[0].ID != bobMem.ID || d.OrganizationMemberships[0].Email != "bob@example.test" ||
+			len(d.OrganizationMemberships[0].Teams) != 1 || d.OrganizationMemberships[0].Teams[0].ID != dev.ID {
 			t.Fatalf("dev's members: %d, users %+v, memberships %+v", d.UserCount, d.Users, d.OrganizationMemberships)
 		}
 		for _, n := range []string{"ops_x", "opsyx"} {
