@@ -922,12 +922,12 @@ func (a *API) orgTags(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	tags, err := a.Service.OrganizationTags(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("filter[exclude][taggable][id]"))
+	items, total, err := a.Service.OrganizationTags(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("filter[exclude][taggable][id]"), page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(tags, page)
+	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonTag, len(items))
 	for i, t := range items {
 		out[i] = &jsonTag{ID: t.ID, Name: t.Name, InstanceCount: t.InstanceCount}

@@ -510,23 +510,6 @@ func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where 
 	return s.read(ctx, s.db, false, where, args...)
 }
 
-func (s *Service) tagNames(ctx context.Context, q store.Q, id string) ([]string, error) {
-	rows, err := q.Query(ctx, `SELECT t.name FROM workspace_tags wt JOIN tags t ON t.id = wt.tag_id WHERE wt.workspace_id = ? ORDER BY wt.created_at, t.name`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
-}
-
 // Get returns a workspace by ID; 404 when the caller cannot access its
 // organization.
 func (s *Service) Get(ctx context.Context, id string) (*Workspace, error) {
@@ -854,21 +837,6 @@ func (s *Service) listOrder(by string) string {
 
 // scanWithTags scans a row of read's columns.
 func scanWithTags(sc store.Scanner) (*Workspace, error) { return scanTagged(sc) }
-
-func hasAny(have, some []string) bool {
-	for _, t := range some {
-		t = strings.ToLower(strings.TrimSpace(t))
-		if t == "" {
-			continue
-		}
-		for _, h := range have {
-			if h == t {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // Update changes a workspace.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace, error) {

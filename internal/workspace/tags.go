@@ -135,46 +135,28 @@ type OrgTag struct {
 	InstanceCount int
 }
 
-// OrganizationTags lists an organization's tags, optionally filtered by a
-// name substring (q) and excluding those on one workspace.
-func (s *Service) OrganizationTags(ctx context.Context, org, query, excludeWorkspace string) ([]OrgTag, error) {
+// OrganizationTags lists an organization's tags by name, optionally
+// filtered by a name substring (q) and excluding those on one workspace:
+// at most limit (all when negative) from offset on, and how many match in
+// all. The store filters and pages them; the page's tags are counted.
+func (s *Service) OrganizationTags(ctx context.Context, org, query, excludeWorkspace string, offset, limit int) ([]OrgTag, int, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	rows, err := s.db.Query(ctx, `SELECT t.id, t.name, (SELECT COUNT(*) FROM workspace_tags wt WHERE wt.tag_id = t.id) FROM tags t WHERE t.organization_name = ? ORDER BY t.name`, org)
-	if err != nil {
-		return nil, err
-	}
-	var out []OrgTag
-	for rows.Next() {
-		var t OrgTag
-		if err := rows.Scan(&t.ID, &t.Name, &t.InstanceCount); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if query != "" && !strings.Contains(t.Name, strings.ToLower(query)) {
-			continue
-		}
-		out = append(out, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+	where := `t.organization_name = ?`
+	args := []any{org}
+	if q := strings.ToLower(query); q != "" {
+		where += ` AND t.name LIKE ?` + store.LikeEscape
+		args = append(args, "%"+store.EscapeLike(q)+"%")
 	}
 	if excludeWorkspace != "" {
-		names, err := s.tagNames(ctx, s.db, excludeWorkspace)
-		if err != nil {
-			return nil, err
-		}
-		kept := out[:0]
-		for _, t := range out {
-			if !hasAny(names, []string{t.Name}) {
-				kept = append(kept, t)
-			}
-		}
-		out = kept
+		where += ` AND t.id NOT IN (SELECT tag_id FROM workspace_tags WHERE workspace_id = ?)`
+		args = append(args, excludeWorkspace)
 	}
-	return out, nil
+	return store.Page(ctx, s.db, func(sc store.Scanner) (OrgTag, error) {
+		var t OrgTag
+		return t, sc.Scan(&t.ID, &t.Name, &t.InstanceCount)
+	}, `t.id, t.name, (SELECT COUNT(*) FROM workspace_tags wt WHERE wt.tag_id = t.id)`, `tags t`, where, `t.name, t.id`, offset, limit, args...)
 }
 
 func validateBindings(bs []TagBinding) error {

@@ -3,6 +3,7 @@ package workspace_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -618,6 +619,37 @@ func TestWorkspaceTags(t *testing.T) {
 		code, out := raw(t, e, "GET", "/api/v2/organizations/acme/tags", "")
 		if code != 200 || !strings.Contains(out, `"two"`) || !strings.Contains(out, `"instance-count":2`) {
 			t.Fatalf("organization tags: %d %s", code, out)
+		}
+		// The store filters, excludes and pages the organization's tags.
+		tagNames := func(o *tfe.OrganizationTagsListOptions) (string, int) {
+			t.Helper()
+			l, err := c.OrganizationTags.List(ctx, "acme", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, tg := range l.Items {
+				out = append(out, fmt.Sprintf("%s:%d", tg.Name, tg.InstanceCount))
+			}
+			return strings.Join(out, ","), l.TotalCount
+		}
+		all, total := tagNames(nil)
+		if all != "one:0,three:1,two:2" || total != 3 {
+			t.Fatalf("organization tags: %s of %d, want one:0,three:1,two:2", all, total)
+		}
+		for _, tc := range []struct {
+			opts  *tfe.OrganizationTagsListOptions
+			want  string
+			total int
+		}{
+			{&tfe.OrganizationTagsListOptions{Query: "TW"}, "two:2", 1},
+			{&tfe.OrganizationTagsListOptions{Filter: w2.ID}, "one:0,three:1", 2},
+			{&tfe.OrganizationTagsListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 2}}, "two:2", 3},
+			{&tfe.OrganizationTagsListOptions{Query: "_"}, "", 0},
+		} {
+			if got, n := tagNames(tc.opts); got != tc.want || n != tc.total {
+				t.Errorf("organization tags %+v: %s of %d, want %s of %d", tc.opts, got, n, tc.want, tc.total)
+			}
 		}
 		// Tag bindings: project bindings are inherited, own ones override.
 		p, err := c.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "tagged", TagBindings: []*tfe.TagBinding{{Key: "team", Value: "core"}, {Key: "env", Value: "dev"}}})
