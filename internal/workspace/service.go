@@ -832,7 +832,11 @@ func (s *Service) listOrder(by string) string {
 		}
 		return `(` + at + ` IS NULL), ` + at + `, ws.name, ws.id`
 	}
-	return `ws.name` + dir + `, ws.id` + dir
+	// Names are unique in an organization: the order is the unique
+	// index's, which the store walks for a page instead of sorting every
+	// workspace (PostgreSQL sorted 10,000 names, in its collation, for
+	// each page).
+	return `ws.name` + dir
 }
 
 // scanWithTags scans a row of read's columns.
