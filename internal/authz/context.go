@@ -5,6 +5,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
 )
 
 type modelKey struct{}
@@ -67,7 +68,7 @@ func ReadableWorkspaces(ctx context.Context, org string) (where string, args []a
 		return "1 = 0", nil, nil, nil
 	}
 	// Through a team's access to the workspace or to its project.
-	ws := placeholders(st.teamIDs, &args)
-	prj := placeholders(st.teamIDs, &args)
-	return `(ws.id IN (SELECT workspace_id FROM team_workspaces WHERE team_id IN (` + ws + `)) OR ws.project_id IN (SELECT project_id FROM team_projects WHERE team_id IN (` + prj + `)))`, args, nil, nil
+	in, teams := store.In(st.teamIDs)
+	return `(ws.id IN (SELECT workspace_id FROM team_workspaces WHERE team_id IN (` + in + `)) OR ws.project_id IN (SELECT project_id FROM team_projects WHERE team_id IN (` + in + `)))`,
+		append(teams, teams...), nil, nil
 }

@@ -199,14 +199,13 @@ func (s *Service) workspace(ctx context.Context, p *auth.Principal, st standing,
 // grantsFor returns the workspace permissions the teams hold on a
 // workspace, directly and through its project.
 func (s *Service) grantsFor(ctx context.Context, teamIDs []string, workspaceID, projectID string) ([]WorkspacePerms, error) {
-	args := []any{workspaceID}
-	in := placeholders(teamIDs, &args)
+	in, teams := store.In(teamIDs)
 	type row struct{ access, perms string }
 	scan := func(sc interface{ Scan(...any) error }) (row, error) {
 		var r row
 		return r, sc.Scan(&r.access, &r.perms)
 	}
-	direct, err := store.All(ctx, s.db, scan, `SELECT access, perms FROM team_workspaces WHERE workspace_id = ? AND team_id IN (`+in+`)`, args...)
+	direct, err := store.All(ctx, s.db, scan, `SELECT access, perms FROM team_workspaces WHERE workspace_id = ? AND team_id IN (`+in+`)`, append([]any{workspaceID}, teams...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -221,9 +220,7 @@ func (s *Service) grantsFor(ctx context.Context, teamIDs []string, workspaceID, 
 	if projectID == "" {
 		return out, nil
 	}
-	args = []any{projectID}
-	in = placeholders(teamIDs, &args)
-	viaProject, err := store.All(ctx, s.db, scan, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, args...)
+	viaProject, err := store.All(ctx, s.db, scan, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, append([]any{projectID}, teams...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -236,18 +233,6 @@ func (s *Service) grantsFor(ctx context.Context, teamIDs []string, workspaceID, 
 		out = append(out, w)
 	}
 	return out, nil
-}
-
-func placeholders(ids []string, args *[]any) string {
-	q := ""
-	for i, id := range ids {
-		if i > 0 {
-			q += ", "
-		}
-		q += "?"
-		*args = append(*args, id)
-	}
-	return q
 }
 
 // Project returns the caller's permissions on a project.
@@ -273,13 +258,12 @@ func (s *Service) project(ctx context.Context, st standing, res Resource) (Proje
 	if len(st.teamIDs) == 0 {
 		return out, nil
 	}
-	args := []any{res.ProjectID}
-	in := placeholders(st.teamIDs, &args)
+	in, teams := store.In(st.teamIDs)
 	type row struct{ access, perms string }
 	rows, err := store.All(ctx, s.db, func(sc interface{ Scan(...any) error }) (row, error) {
 		var r row
 		return r, sc.Scan(&r.access, &r.perms)
-	}, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, args...)
+	}, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, append([]any{res.ProjectID}, teams...)...)
 	if err != nil {
 		return ProjectPerms{}, err
 	}

@@ -248,13 +248,7 @@ func scanModule(sc interface{ Scan(...any) error }) (*Module, error) {
 }
 
 func (s *Service) queryModules(ctx context.Context, q store.Q, where string, args ...any) ([]*Module, error) {
-	return s.selectModules(ctx, q, where+` ORDER BY name, provider, id`, args...)
-}
-
-// selectModules reads the modules of `SELECT … FROM registry_modules
-// WHERE ` + tail.
-func (s *Service) selectModules(ctx context.Context, q store.Q, tail string, args ...any) ([]*Module, error) {
-	rows, err := q.Query(ctx, `SELECT `+moduleCols+` FROM registry_modules WHERE `+tail, args...)
+	rows, err := q.Query(ctx, `SELECT `+moduleCols+` FROM registry_modules WHERE `+where+` ORDER BY name, provider, id`, args...)
 	if err != nil {
 		return nil, err
 	}
