@@ -99,23 +99,14 @@ func (s *Service) fillAll(ctx context.Context, q store.Q, sets []*Set) error {
 		ids[i] = set.ID
 	}
 	list, args := store.In(ids)
-	rows, err := q.Query(ctx, `SELECT sp.policy_set_id, sp.policy_id FROM policy_set_policies sp JOIN policies p ON p.id = sp.policy_id WHERE sp.policy_set_id IN (`+list+`) ORDER BY p.name, p.id`, args...)
+	policies, err := store.Pairs(ctx, q, `SELECT sp.policy_set_id, sp.policy_id FROM policy_set_policies sp JOIN policies p ON p.id = sp.policy_id WHERE sp.policy_set_id IN (`+list+`) ORDER BY p.name, p.id`, args...)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var set, id string
-		if err := rows.Scan(&set, &id); err != nil {
-			rows.Close()
-			return err
-		}
-		byID[set].PolicyIDs = append(byID[set].PolicyIDs, id)
+	for _, p := range policies {
+		byID[p[0]].PolicyIDs = append(byID[p[0]].PolicyIDs, p[1])
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows, err = q.Query(ctx, `SELECT policy_set_id, kind, target_id FROM policy_set_scopes WHERE policy_set_id IN (`+list+`) ORDER BY kind, target_id`, args...)
+	rows, err := q.Query(ctx, `SELECT policy_set_id, kind, target_id FROM policy_set_scopes WHERE policy_set_id IN (`+list+`) ORDER BY kind, target_id`, args...)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,16 @@ func In[T any](vals []T) (string, []any) {
 	return strings.TrimSuffix(strings.Repeat("?, ", len(vals)), ", "), args
 }
 
+// Pairs runs a query of two text columns and returns its rows: a child's
+// parent and the child, for the lists that read a page's relations in one
+// statement and group them by parent.
+func Pairs(ctx context.Context, q Q, query string, args ...any) ([][2]string, error) {
+	return All(ctx, q, func(s Scanner) (p [2]string, err error) {
+		err = s.Scan(&p[0], &p[1])
+		return p, err
+	}, query, args...)
+}
+
 // Page selects at most limit (all when negative) of the rows of
 // `SELECT cols FROM from WHERE where ORDER BY order`, from offset on, and
 // counts all that where selects: a list's page and its total, from the

@@ -147,20 +147,12 @@ func (s *Service) teamsOf(ctx context.Context, org string, users []string) (map[
 		return out, nil
 	}
 	in, ids := store.In(users)
-	rows, err := s.db.Query(ctx, `SELECT tm.user_id, t.id FROM team_members tm JOIN teams t ON t.id = tm.team_id
+	pairs, err := store.Pairs(ctx, s.db, `SELECT tm.user_id, t.id FROM team_members tm JOIN teams t ON t.id = tm.team_id
 		WHERE t.organization_name = ? AND tm.user_id IN (`+in+`) ORDER BY t.name, t.id`, append([]any{org}, ids...)...)
-	if err != nil {
-		return nil, err
+	for _, p := range pairs {
+		out[p[0]] = append(out[p[0]], p[1])
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var u, t string
-		if err := rows.Scan(&u, &t); err != nil {
-			return nil, err
-		}
-		out[u] = append(out[u], t)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 // ListOwnMemberships returns the caller's memberships in every organization.

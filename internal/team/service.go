@@ -326,7 +326,7 @@ func (s *Service) callerTeams(ctx context.Context, org string) (map[string]bool,
 	if p.Kind != auth.KindUser || p.IsOwner(org) {
 		return mine, nil
 	}
-	ids, err := store.All(ctx, s.db, scanString, `SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organization_name = ? AND tm.user_id = ?`, org, p.UserID)
+	ids, err := store.Strings(ctx, s.db, `SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organization_name = ? AND tm.user_id = ?`, org, p.UserID)
 	for _, id := range ids {
 		mine[id] = true
 	}
@@ -346,26 +346,13 @@ func (s *Service) fillMembers(ctx context.Context, teams []*Team) error {
 		ids[i] = t.ID
 	}
 	in, args := store.In(ids)
-	rows, err := s.db.Query(ctx, `SELECT team_id, user_id FROM team_members WHERE team_id IN (`+in+`) ORDER BY user_id`, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tid, uid string
-		if err := rows.Scan(&tid, &uid); err != nil {
-			return err
-		}
-		if t := byID[tid]; t != nil {
-			t.UserIDs = append(t.UserIDs, uid)
+	members, err := store.Pairs(ctx, s.db, `SELECT team_id, user_id FROM team_members WHERE team_id IN (`+in+`) ORDER BY user_id`, args...)
+	for _, m := range members {
+		if t := byID[m[0]]; t != nil {
+			t.UserIDs = append(t.UserIDs, m[1])
 		}
 	}
-	return rows.Err()
-}
-
-func scanString(sc interface{ Scan(...any) error }) (string, error) {
-	var v string
-	return v, sc.Scan(&v)
+	return err
 }
 
 // Options are a team's attributes on create and update; nil is unchanged

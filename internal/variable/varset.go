@@ -62,11 +62,12 @@ func (s *Service) varset(ctx context.Context, id string) (*VariableSet, error) {
 // on, and how many match in all; the page's relations are read in three
 // statements, whatever its size.
 func (s *Service) queryVarsets(ctx context.Context, search string, offset, limit int, where string, args ...any) ([]*VariableSet, int, error) {
+	where = `(` + where + `)`
 	if q := strings.ToLower(search); q != "" {
-		where = `(` + where + `) AND LOWER(name) LIKE ?` + store.LikeEscape
+		where += ` AND LOWER(name) LIKE ?` + store.LikeEscape
 		args = append(args, "%"+store.EscapeLike(q)+"%")
 	}
-	out, total, err := store.Page(ctx, s.db, scanVarset, varsetCols, "variable_sets", `(`+where+`)`, `name, id`, offset, limit, args...)
+	out, total, err := store.Page(ctx, s.db, scanVarset, varsetCols, "variable_sets", where, `name, id`, offset, limit, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -100,23 +101,14 @@ func loadRelationsOf(ctx context.Context, q store.Q, sets []*VariableSet) error 
 		{`SELECT varset_id, id FROM variables WHERE varset_id IN (` + list + `) ORDER BY created_at, id`,
 			func(vs *VariableSet, id string) { vs.VarIDs = append(vs.VarIDs, id) }},
 	} {
-		rows, err := q.Query(ctx, rel.query, args...)
+		pairs, err := store.Pairs(ctx, q, rel.query, args...)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var set, id string
-			if err := rows.Scan(&set, &id); err != nil {
-				rows.Close()
-				return err
+		for _, p := range pairs {
+			if vs := byID[p[0]]; vs != nil {
+				rel.add(vs, p[1])
 			}
-			if vs := byID[set]; vs != nil {
-				rel.add(vs, id)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
 		}
 	}
 	return nil

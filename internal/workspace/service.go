@@ -668,9 +668,9 @@ type ListOptions struct {
 	Sort             string // name, -name, created-at, -created-at, updated-at, -updated-at, current-run.created-at, -current-run.created-at
 }
 
-// RunHistorySQL is implemented by a RunHistory that says
-// CurrentRunCreatedAt in SQL over a workspace's id written ws.id (NULL:
-// no run), for lists sorted by it.
+// RunHistorySQL is implemented by a run domain that says, in SQL over a
+// workspace's id written ws.id, when its current run was created and its
+// status (NULL: no run), for lists sorted or filtered by them.
 type RunHistorySQL interface {
 	CurrentRunCreatedAtSQL() string
 	CurrentRunStatusSQL() string
@@ -747,16 +747,12 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 		and(`LOWER(ws.name) LIKE ?`+store.LikeEscape, "%"+store.EscapeLike(strings.ToLower(opts.Search))+"%")
 	}
 	if p := strings.ToLower(opts.WildcardName); p != "" {
-		pre, suf := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
 		pattern := store.EscapeLike(strings.Trim(p, "*"))
-		if pre {
+		if strings.HasPrefix(p, "*") {
 			pattern = "%" + pattern
 		}
-		if suf {
+		if strings.HasSuffix(p, "*") {
 			pattern += "%"
-		}
-		if !pre && !suf {
-			pattern = store.EscapeLike(p)
 		}
 		and(`LOWER(ws.name) LIKE ?`+store.LikeEscape, pattern)
 	}
@@ -774,8 +770,7 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 		}
 	}
 	// A tag binding filter matches the workspace's effective bindings:
-	// its own, and its project's for the keys it does not bind itself
-	// (mergeBindings).
+	// its own, and its project's for the keys it does not bind itself.
 	for _, b := range opts.Tagged {
 		own := `SELECT 1 FROM workspace_tag_bindings b WHERE b.workspace_id = ws.id AND b.tag_key = ?`
 		inherited := `SELECT 1 FROM project_tag_bindings pb WHERE pb.project_id = ws.project_id AND pb.tag_key = ?`
@@ -799,8 +794,7 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 			return "", nil, nil, core.Invalid("filter[current-run][status] is not available")
 		}
 		in, statuses := store.In(opts.CurrentRunStatus)
-		conds = append(conds, `(`+h.CurrentRunStatusSQL()+`) IN (`+in+`)`)
-		args = append(args, statuses...)
+		and(`(`+h.CurrentRunStatusSQL()+`) IN (`+in+`)`, statuses...)
 	}
 	return strings.Join(conds, ` AND `), args, each, nil
 }
