@@ -374,10 +374,14 @@ func TestPublishFlow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		listed := -1
 		for _, m := range all.Items {
-			if m.ID == read.ID && (len(read.VersionStatuses) == 0 || len(m.VersionStatuses) != len(read.VersionStatuses)) {
-				t.Errorf("%s is listed with %d versions, read with %d", m.Name, len(m.VersionStatuses), len(read.VersionStatuses))
+			if m.ID == read.ID {
+				listed = len(m.VersionStatuses)
 			}
+		}
+		if len(read.VersionStatuses) == 0 || listed != len(read.VersionStatuses) {
+			t.Errorf("%s is listed with %d versions (-1: not listed), read with %d", read.Name, listed, len(read.VersionStatuses))
 		}
 
 		// Settings: the no-code flag and tag bindings.

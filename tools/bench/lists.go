@@ -32,35 +32,50 @@ func (b *bench) workspaceLists(ctx context.Context, sizes []int) error {
 			return fmt.Errorf("writing %d workspaces: %w", n, err)
 		}
 		written := time.Since(t0)
-		measure := func(o *tfe.WorkspaceListOptions, want int) (time.Duration, error) {
-			var ls []time.Duration
-			for i := -5; i < 100; i++ {
-				t0 := time.Now()
-				page, err := b.c.Workspaces.List(ctx, org, o)
-				if err != nil {
-					return 0, err
-				}
-				if page.TotalCount != want || len(page.Items) != min(20, want) {
-					return 0, fmt.Errorf("a page of %d workspaces of %d (want %d)", len(page.Items), page.TotalCount, want)
-				}
-				if i >= 0 {
-					ls = append(ls, time.Since(t0))
-				}
+		m, err := pageMedian(n, func() (int, int, error) {
+			page, err := b.c.Workspaces.List(ctx, org, &tfe.WorkspaceListOptions{ListOptions: tfe.ListOptions{PageSize: 20}})
+			if err != nil {
+				return 0, 0, err
 			}
-			return median(ls), nil
-		}
-		all, err := measure(&tfe.WorkspaceListOptions{ListOptions: tfe.ListOptions{PageSize: 20}}, n)
+			return len(page.Items), page.TotalCount, nil
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("workspaces: %w", err)
 		}
-		medians = append(medians, all)
-		fmt.Printf("  Workspaces.List, one page of an organization with %d workspaces: median %s (written in %s)\n", n, fmtDur(all), written.Round(time.Millisecond))
+		medians = append(medians, m)
+		fmt.Printf("  Workspaces.List, one page of an organization with %d workspaces: median %s (written in %s)\n", n, fmtDur(m), written.Round(time.Millisecond))
 	}
+	printSpread(medians)
+	return nil
+}
+
+// pageMedian lists one page of 20 five times to warm up and 100 times
+// measured, and returns the median; every page must hold min(20, total)
+// items of total.
+func pageMedian(total int, list func() (items, total int, err error)) (time.Duration, error) {
+	var ls []time.Duration
+	for i := -5; i < 100; i++ {
+		t0 := time.Now()
+		n, of, err := list()
+		if err != nil {
+			return 0, err
+		}
+		if of != total || n != min(20, total) {
+			return 0, fmt.Errorf("a page of %d of %d (want %d of %d)", n, of, min(20, total), total)
+		}
+		if i >= 0 {
+			ls = append(ls, time.Since(t0))
+		}
+	}
+	return median(ls), nil
+}
+
+// printSpread prints the largest median over the smallest.
+func printSpread(medians []time.Duration) {
 	if len(medians) > 1 {
 		lo, hi := slices.Min(medians), slices.Max(medians)
 		fmt.Printf("  largest / smallest median: %.2f\n", float64(hi)/float64(lo))
 	}
-	return nil
 }
 
 // copyWorkspace writes n copies of workspace id into its organization
@@ -181,26 +196,19 @@ func (b *bench) membershipLists(ctx context.Context, sizes []int) error {
 			return fmt.Errorf("writing %d memberships: %w", n, err)
 		}
 		written := time.Since(t0)
-		var ls []time.Duration
-		for i := -5; i < 100; i++ {
-			t0 := time.Now()
+		med, err := pageMedian(n+1, func() (int, int, error) {
 			page, err := b.c.OrganizationMemberships.List(ctx, org, &tfe.OrganizationMembershipListOptions{ListOptions: tfe.ListOptions{PageSize: 20}})
 			if err != nil {
-				return err
+				return 0, 0, err
 			}
-			if page.TotalCount != n+1 || len(page.Items) != 20 {
-				return fmt.Errorf("a page of %d memberships of %d (want 20 of %d)", len(page.Items), page.TotalCount, n+1)
-			}
-			if i >= 0 {
-				ls = append(ls, time.Since(t0))
-			}
+			return len(page.Items), page.TotalCount, nil
+		})
+		if err != nil {
+			return fmt.Errorf("memberships: %w", err)
 		}
-		medians = append(medians, median(ls))
-		fmt.Printf("  OrganizationMemberships.List, one page of an organization with %d members: median %s (written in %s)\n", n+1, fmtDur(median(ls)), written.Round(time.Millisecond))
+		medians = append(medians, med)
+		fmt.Printf("  OrganizationMemberships.List, one page of an organization with %d members: median %s (written in %s)\n", n+1, fmtDur(med), written.Round(time.Millisecond))
 	}
-	if len(medians) > 1 {
-		lo, hi := slices.Min(medians), slices.Max(medians)
-		fmt.Printf("  largest / smallest median: %.2f\n", float64(hi)/float64(lo))
-	}
+	printSpread(medians)
 	return nil
 }
