@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -673,4 +674,39 @@ func TestQueueRunPermission(t *testing.T) {
 	if err := e.svc.MarkArchived(reader, cv.ID); core.KindOf(err) != core.KindForbidden {
 		t.Fatalf("archive by a reader: %v", err)
 	}
+}
+
+// TestCloneSharesNothing: what the request memo hands out (lookup) is a
+// copy a caller may change without changing the memo's; every pointer of
+// the version, found by reflection so that a new one is covered, points
+// elsewhere in the copy.
+func TestCloneSharesNothing(t *testing.T) {
+	now := time.Now()
+	cv := &ConfigurationVersion{ID: "cv-1"}
+	ts := reflect.ValueOf(&cv.StatusTimestamps).Elem()
+	for i := range ts.NumField() {
+		v := now.Add(time.Duration(i) * time.Second)
+		ts.Field(i).Set(reflect.ValueOf(&v))
+	}
+	c := cv.clone()
+	var walk func(a, b reflect.Value, path string)
+	walk = func(a, b reflect.Value, path string) {
+		if a.Type() == reflect.TypeFor[time.Time]() {
+			return // a value; its location is shared by every time in it
+		}
+		switch a.Kind() {
+		case reflect.Pointer, reflect.Map, reflect.Slice:
+			if !a.IsNil() && a.Pointer() == b.Pointer() {
+				t.Errorf("the copy shares %s with the original", path)
+			}
+			if a.Kind() == reflect.Pointer && !a.IsNil() && !reflect.DeepEqual(a.Interface(), b.Interface()) {
+				t.Errorf("the copy's %s differs", path)
+			}
+		case reflect.Struct:
+			for i := range a.NumField() {
+				walk(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name)
+			}
+		}
+	}
+	walk(reflect.ValueOf(cv).Elem(), reflect.ValueOf(c).Elem(), "ConfigurationVersion")
 }

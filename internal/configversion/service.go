@@ -198,6 +198,34 @@ func lookup(ctx context.Context, q store.Q, id string, lock bool) (*Configuratio
 	if !core.HasPrefix(id, core.PrefixConfigVersion) {
 		return nil, core.NotFound("configuration version %q not found", id)
 	}
+	if db, ok := q.(*store.DB); ok && !lock {
+		// Outside a transaction the row may come from the request memo:
+		// a run's creation names the version to the guard and to the run
+		// domain.
+		cv, err := core.Memoize(ctx, "configuration-version:"+id, func() (*ConfigurationVersion, error) {
+			return read(ctx, db, id, false)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return cv.clone(), nil
+	}
+	return read(ctx, q, id, lock)
+}
+
+// clone returns a copy of cv that shares nothing a caller could change.
+func (cv *ConfigurationVersion) clone() *ConfigurationVersion {
+	c := *cv
+	for _, t := range []**time.Time{&c.StatusTimestamps.StartedAt, &c.StatusTimestamps.FinishedAt, &c.StatusTimestamps.ErroredAt, &c.StatusTimestamps.ArchivedAt} {
+		if *t != nil {
+			v := **t
+			*t = &v
+		}
+	}
+	return &c
+}
+
+func read(ctx context.Context, q store.Q, id string, lock bool) (*ConfigurationVersion, error) {
 	query := `SELECT ` + cols + ` FROM configuration_versions WHERE id = ?`
 	if lock {
 		query += store.ForUpdate(q)

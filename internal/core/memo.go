@@ -5,22 +5,66 @@ import (
 	"sync"
 )
 
-// A request memo remembers what a read-only request has already loaded,
-// so that the authorization guard, the handler and the renderer looking
-// up the same row (a workspace by name, a caller's teams) cost one store
-// round trip instead of one each. It lives as long as the request's
-// context and only on requests that change nothing (the server installs
-// it for GET and HEAD), so a handler never reads its own stale write.
+// A request memo remembers what a request has already loaded, so that
+// the authorization guard, the handler and the renderer looking up the
+// same row (a workspace by name or ID, a run, a caller's teams) cost one
+// store round trip instead of one each. It lives as long as the request's
+// context, and only until the request's first write: the store calls
+// Wrote before every statement that may change something (internal/store),
+// and from then on the memo neither answers nor keeps anything, so a
+// handler never reads its own stale write. A load that was under way when
+// the write began is not kept either.
+//
+// A read-only request's memo (WithMemo: the server installs it for GET and
+// HEAD) also tells the domains that the request will render what it reads
+// (HasMemo), so they read a row's document with the row; a request that
+// may write gets a memo for its reads before the write
+// (WithMemoUntilWrite), which asks for nothing more than each read.
 type memo struct {
-	mu sync.Mutex
-	m  map[string]any
+	mu       sync.Mutex
+	m        map[string]any
+	readOnly bool
+	wrote    bool
 }
 
 type memoKey struct{}
 
-// WithMemo returns ctx with an empty request memo.
+// WithMemo returns ctx with an empty request memo for a read-only request.
 func WithMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, memoKey{}, &memo{m: map[string]any{}, readOnly: true})
+}
+
+// WithMemoUntilWrite returns ctx with an empty request memo for a request
+// that may write: it remembers what the request reads before its first
+// write.
+func WithMemoUntilWrite(ctx context.Context) context.Context {
 	return context.WithValue(ctx, memoKey{}, &memo{m: map[string]any{}})
+}
+
+// Wrote tells ctx's request memo that the request is about to change the
+// store: the memo forgets what it holds and remembers nothing more.
+func Wrote(ctx context.Context) {
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.wrote, m.m = true, nil
+	m.mu.Unlock()
+}
+
+// active returns ctx's request memo while it may answer.
+func active(ctx context.Context) *memo {
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.wrote {
+		return nil
+	}
+	return m
 }
 
 // Memoize returns the value remembered under key in ctx's request memo,
@@ -34,7 +78,7 @@ func Memoize[T any](ctx context.Context, key string, load func() (T, error)) (T,
 		return load()
 	}
 	m.mu.Lock()
-	v, ok := m.m[key]
+	v, ok := m.m[key] // nil map after a write: not found
 	m.mu.Unlock()
 	if ok {
 		return v.(T), nil
@@ -43,10 +87,18 @@ func Memoize[T any](ctx context.Context, key string, load func() (T, error)) (T,
 	if err != nil {
 		return t, err
 	}
-	m.mu.Lock()
-	m.m[key] = t
-	m.mu.Unlock()
+	m.keep(key, t)
 	return t, nil
+}
+
+// keep puts v under key unless the request has written since its memo
+// was made (v may then be older than the write).
+func (m *memo) keep(key string, v any) {
+	m.mu.Lock()
+	if !m.wrote {
+		m.m[key] = v
+	}
+	m.mu.Unlock()
 }
 
 // Remember puts v under key in ctx's request memo (nothing without one):
@@ -57,9 +109,7 @@ func Remember[T any](ctx context.Context, key string, v T) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	m.m[key] = v
-	m.mu.Unlock()
+	m.keep(key, v)
 }
 
 // Recall returns what Remember put under key in ctx's request memo, if
@@ -80,9 +130,10 @@ func Recall[T any](ctx context.Context, key string) (T, bool) {
 	return t, ok
 }
 
-// HasMemo reports whether ctx carries a request memo: whether what a
-// caller remembers there can be found again.
+// HasMemo reports whether ctx carries a read-only request's memo that has
+// seen no write: whether what a caller remembers there for the rendering
+// (a row's document read with the row) can be found again.
 func HasMemo(ctx context.Context) bool {
-	m, _ := ctx.Value(memoKey{}).(*memo)
-	return m != nil
+	m := active(ctx)
+	return m != nil && m.readOnly
 }

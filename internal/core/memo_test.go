@@ -51,3 +51,60 @@ func TestMemoize(t *testing.T) {
 		t.Fatalf("a new memo gave %d, want a fresh load (3)", v)
 	}
 }
+
+func TestMemoUntilWrite(t *testing.T) {
+	calls := 0
+	load := func() (int, error) { calls++; return calls, nil }
+
+	ctx := core.WithMemoUntilWrite(context.Background())
+	if core.HasMemo(ctx) {
+		t.Fatal("a memo for a request that may write says it is read-only: the domains would read documents nobody renders")
+	}
+	// Before the first write, reads are shared.
+	a, _ := core.Memoize(ctx, "k", load)
+	b, _ := core.Memoize(ctx, "k", load)
+	if a != 1 || b != 1 {
+		t.Fatalf("before a write: %d, %d; want 1, 1", a, b)
+	}
+	core.Remember(ctx, "r", "kept")
+	if v, ok := core.Recall[string](ctx, "r"); !ok || v != "kept" {
+		t.Fatalf("before a write, Recall gave %q, %v", v, ok)
+	}
+
+	// The write: what was read before is forgotten, and nothing read after
+	// it is kept.
+	core.Wrote(ctx)
+	c, _ := core.Memoize(ctx, "k", load)
+	d, _ := core.Memoize(ctx, "k", load)
+	if c != 2 || d != 3 {
+		t.Fatalf("after a write: %d, %d; want fresh loads 2, 3", c, d)
+	}
+	if _, ok := core.Recall[string](ctx, "r"); ok {
+		t.Fatal("Recall answered with what was remembered before the write")
+	}
+	core.Remember(ctx, "r2", "late")
+	if _, ok := core.Recall[string](ctx, "r2"); ok {
+		t.Fatal("Remember kept a value after the write")
+	}
+}
+
+func TestMemoLoadOverlappingWrite(t *testing.T) {
+	// A load under way when the request writes may have read what the
+	// write changes: it is not kept, on either kind of memo.
+	for _, ctx := range []context.Context{core.WithMemo(context.Background()), core.WithMemoUntilWrite(context.Background())} {
+		v, _ := core.Memoize(ctx, "k", func() (string, error) {
+			core.Wrote(ctx) // the write begins while the load runs
+			return "before", nil
+		})
+		if v != "before" {
+			t.Fatalf("the load's own caller got %q", v)
+		}
+		again, _ := core.Memoize(ctx, "k", func() (string, error) { return "after", nil })
+		if again != "after" {
+			t.Fatalf("a read after the write got %q, want a fresh load", again)
+		}
+		if core.HasMemo(ctx) {
+			t.Fatal("HasMemo after a write: a document remembered now would never be found")
+		}
+	}
+}

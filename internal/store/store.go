@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store/postgres"
 	"github.com/terracehq/terrace/internal/store/sqlite"
 )
@@ -108,6 +109,7 @@ func (db *DB) Driver() Driver { return db.driver }
 // Exec runs a statement on the writer pool.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	db.queries.Add(1)
+	core.Wrote(ctx)
 	if err := db.guard.checkQuery(query); err != nil {
 		return nil, err
 	}
@@ -120,6 +122,9 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 // Query runs a query on the reader pool.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	db.queries.Add(1)
+	if writes(query) {
+		core.Wrote(ctx)
+	}
 	if err := db.guard.checkQuery(query); err != nil {
 		return nil, err
 	}
@@ -132,6 +137,9 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // QueryRow runs a single-row query on the reader pool.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	db.queries.Add(1)
+	if writes(query) {
+		core.Wrote(ctx)
+	}
 	if err := db.guard.checkQuery(query); err != nil {
 		return failedRow(ctx, err)
 	}
@@ -139,6 +147,53 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row 
 		return db.rc.queryRow(ctx, query, args)
 	}
 	return db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...)
+}
+
+// writes reports whether a statement given to Query or QueryRow may
+// change something (an INSERT, UPDATE or DELETE, also inside a WITH), so
+// that the request memo stops answering (core.Wrote): a plain SELECT
+// costs a prefix test.
+func writes(query string) bool {
+	q := strings.TrimLeft(query, " \t\r\n")
+	for strings.HasPrefix(q, "--") {
+		if i := strings.IndexByte(q, '\n'); i >= 0 {
+			q = strings.TrimLeft(q[i+1:], " \t\r\n")
+		} else {
+			return false
+		}
+	}
+	if hasPrefixFold(q, "SELECT") {
+		return false
+	}
+	if !hasPrefixFold(q, "WITH") {
+		return true
+	}
+	u := strings.ToUpper(q)
+	return hasWord(u, "INSERT") || hasWord(u, "UPDATE") || hasWord(u, "DELETE")
+}
+
+// hasWord reports whether word is in s as a word of its own (UPDATE, not
+// the UPDATE of UPDATED_AT).
+func hasWord(s, word string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], word)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(word)
+		if (start == 0 || !identChar(s[start-1])) && (end == len(s) || !identChar(s[end])) {
+			return true
+		}
+		i = end
+	}
+}
+
+func identChar(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // Queries returns how many statements the DB has run outside
@@ -156,6 +211,7 @@ func (db *DB) Ping(ctx context.Context) error { return db.r.PingContext(ctx) }
 // holds one, which deadlocks under load. With the guard on (txguard.go),
 // such a call returns ErrConnInTx.
 func (db *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
+	core.Wrote(ctx)
 	if db.guard != nil {
 		leave, err := db.guard.enter("a nested DB.Tx")
 		if err != nil {

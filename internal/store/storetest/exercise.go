@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -75,6 +76,78 @@ func Exercise(t *testing.T, newDSN func(testing.TB) string) {
 		}
 		if fmt.Sprint(args) != fmt.Sprint(kept) {
 			t.Errorf("Page changed its caller's arguments: %v, was %v", args, kept)
+		}
+	})
+
+	t.Run("WritesEndTheRequestMemo", func(t *testing.T) {
+		db := open(t, newDSN(t))
+		seedOrg(t, db, "m")
+		// memoActive reports whether ctx's request memo still answers:
+		// a second Memoize of a fresh key loads again once it does not.
+		n := 0
+		memoActive := func(ctx context.Context) bool {
+			n++
+			key := fmt.Sprint("probe-", n)
+			load := func() (int, error) { n++; return n, nil }
+			a, _ := core.Memoize(ctx, key, load)
+			b, _ := core.Memoize(ctx, key, load)
+			return a == b
+		}
+		scanOne := func(ctx context.Context, query string, args ...any) {
+			t.Helper()
+			var v any
+			if err := db.QueryRow(ctx, query, args...).Scan(&v); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+		}
+		// Reads leave it answering, a WITH and a column named updated_at too.
+		ctx := core.WithMemoUntilWrite(context.Background())
+		scanOne(ctx, `SELECT name FROM organizations WHERE id = ?`, "org-m")
+		scanOne(ctx, `WITH o AS (SELECT updated_at FROM organizations) SELECT COUNT(*) FROM o`)
+		scanOne(ctx, "\n\t-- a comment\n  select count(*) from organizations")
+		rows, err := db.Query(ctx, `SELECT name FROM organizations`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if !memoActive(ctx) {
+			t.Fatal("a read ended the request memo")
+		}
+		// Each way to write ends it.
+		writes := map[string]func(ctx context.Context) error{
+			"Exec": func(ctx context.Context) error {
+				_, err := db.Exec(ctx, `UPDATE organizations SET email = ? WHERE id = ?`, "y@example.com", "org-m")
+				return err
+			},
+			"Tx": func(ctx context.Context) error {
+				return db.Tx(ctx, func(tx *store.Tx) error {
+					_, err := tx.Exec(ctx, `UPDATE organizations SET email = ? WHERE id = ?`, "z@example.com", "org-m")
+					return err
+				})
+			},
+			"QueryRow with WITH and RETURNING": func(ctx context.Context) error {
+				var id string
+				return db.QueryRow(ctx, `WITH o AS (SELECT id FROM organizations WHERE id = ?) UPDATE organizations SET email = ? WHERE id IN (SELECT id FROM o) RETURNING id`, "org-m", "w@example.com").Scan(&id)
+			},
+			"Query with DELETE": func(ctx context.Context) error {
+				rows, err := db.Query(ctx, `DELETE FROM organizations WHERE id = ? RETURNING id`, "org-none")
+				if err == nil {
+					rows.Close()
+				}
+				return err
+			},
+		}
+		for name, write := range writes {
+			ctx := core.WithMemoUntilWrite(context.Background())
+			if !memoActive(ctx) {
+				t.Fatalf("%s: the memo did not answer before the write", name)
+			}
+			if err := write(ctx); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if memoActive(ctx) {
+				t.Errorf("%s: the request memo still answers after the request wrote", name)
+			}
 		}
 	})
 

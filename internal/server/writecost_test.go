@@ -1,0 +1,65 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestRunCreateRoundTrips pins what a go-tfe Runs.Create costs in store
+// statements outside its transaction: the authorization guard, the
+// handler and the audit record share what they read before the request's
+// first write (the request memo until the write), so the workspace and
+// the configuration version are read once each. The workspace is locked,
+// so the runs wait and nothing else runs meanwhile; the least of several
+// creations counts, so that a background loop's query does not.
+func TestRunCreateRoundTrips(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "wc")
+		ws, err := e.Client.Workspaces.Create(ctx, "wc", tfe.WorkspaceCreateOptions{Name: tfe.String("w")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "a" {}`)
+		if _, err := e.Client.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		least := int64(1 << 30)
+		var runs []*tfe.Run
+		for range 6 {
+			before := e.Server.DB.Queries()
+			r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			least = min(least, e.Server.DB.Queries()-before)
+			runs = append(runs, r)
+		}
+		// Before the transaction: the token (the authentication epoch), the
+		// workspace and the configuration version once each, and the
+		// workspace's project, its tag bindings and its organization for
+		// the execution mode the workspace inherits (3). After it: the
+		// notification configurations, the queue count, the run's events
+		// and task stages for the response, and the audit record (the
+		// workspace's organization, the organization's ID, the event).
+		// Without the memo for writing requests: 16.
+		if least > 13 {
+			t.Errorf("a run's creation costs %d store statements outside its transaction, want at most 13", least)
+		}
+		// What the memo kept did not leak into what was written: each run
+		// is its own, waiting behind the lock, on the configuration given.
+		for i, r := range runs {
+			got, err := e.Client.Runs.Read(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tfe.RunPending || got.ConfigurationVersion == nil || got.ConfigurationVersion.ID != cv.ID {
+				t.Fatalf("run %d: status %s, configuration %+v; want pending on %s", i, got.Status, got.ConfigurationVersion, cv.ID)
+			}
+		}
+	})
+}
