@@ -455,14 +455,13 @@ func (a *API) resources(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	rs, v, err := a.Service.CurrentResources(r.Context(), r.PathValue("id"))
+	rs, total, v, err := a.Service.ResourcesPage(r.Context(), r.PathValue("id"), page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	items, pg := tfeapi.Paginate(rs, page)
-	out := make([]*jsonResourceInstance, len(items))
-	for i, res := range items {
+	out := make([]*jsonResourceInstance, len(rs))
+	for i, res := range rs {
 		at := v.CreatedAt.UTC().Format(time.RFC3339)
 		j := &jsonResourceInstance{ID: res.ID, Address: res.Address, Name: res.Name, CreatedAt: at, UpdatedAt: at,
 			Module: res.Module, Provider: res.Provider, ProviderType: res.Type, ModifiedByStateVersionID: v.ID}
@@ -472,5 +471,5 @@ func (a *API) resources(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = j
 	}
-	tfeapi.RespondList(w, r, out, pg)
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total})
 }

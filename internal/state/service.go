@@ -1050,31 +1050,6 @@ func (s *Service) RunGarbageCollector(ctx context.Context, interval time.Duratio
 	}
 }
 
-// CurrentResources lists the managed resource instances in the current
-// state of a workspace the caller may see, with the current version (nil
-// and no resources when the workspace has no state).
-func (s *Service) CurrentResources(ctx context.Context, workspaceID string) ([]*Resource, *Version, error) {
-	v, err := s.Current(ctx, workspaceID)
-	if core.KindOf(err) == core.KindNotFound {
-		if _, werr := s.workspace(ctx, workspaceID); werr != nil {
-			return nil, nil, werr
-		}
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := s.blobs.Get(ctx, v.StateKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	rs, err := parseResources(v.WorkspaceID, b)
-	if err != nil {
-		return nil, nil, err
-	}
-	return rs, v, nil
-}
-
 // SweepDeletedWorkspaces removes the states of workspaces that no longer
 // exist, such as those deleted by a cascade with their organization, and
 // returns how many workspaces it cleaned. exists reports which of the given

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -211,4 +214,67 @@ func (b *bench) membershipLists(ctx context.Context, sizes []int) error {
 	}
 	printSpread(medians)
 	return nil
+}
+
+// resourceLists is (e)'s WorkspaceResources.List: one page (20) of the
+// resource instances in a workspace's current state, for states of each
+// size (terraform_data instances with a few hundred bytes of attributes
+// each, uploaded through the API). The first listing of a version, which
+// parses the state and keeps its instances in the store, is timed apart.
+func (b *bench) resourceLists(ctx context.Context, sizes []int) error {
+	org := "resources"
+	if _, err := b.c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String(org), Email: tfe.String("bench@example.test")}); err != nil {
+		return err
+	}
+	var medians []time.Duration
+	for _, n := range sizes {
+		ws, err := b.c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String(fmt.Sprintf("state-%d", n))})
+		if err != nil {
+			return err
+		}
+		raw := benchState(n)
+		if _, err := b.c.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+			return err
+		}
+		if _, err := b.c.StateVersions.Create(ctx, ws.ID, tfe.StateVersionCreateOptions{
+			Serial: tfe.Int64(1), Lineage: tfe.String("bench-lineage"), MD5: tfe.String(fmt.Sprintf("%x", md5.Sum(raw))), State: tfe.String(base64.StdEncoding.EncodeToString(raw)),
+		}); err != nil {
+			return fmt.Errorf("uploading a state of %d instances: %w", n, err)
+		}
+		list := func() (int, int, error) {
+			page, err := b.c.WorkspaceResources.List(ctx, ws.ID, &tfe.WorkspaceResourceListOptions{ListOptions: tfe.ListOptions{PageSize: 20, PageNumber: 2}})
+			if err != nil {
+				return 0, 0, err
+			}
+			return len(page.Items), page.TotalCount, nil
+		}
+		t0 := time.Now()
+		if _, _, err := list(); err != nil {
+			return err
+		}
+		first := time.Since(t0)
+		m, err := pageMedian(n, list)
+		if err != nil {
+			return fmt.Errorf("resources: %w", err)
+		}
+		medians = append(medians, m)
+		fmt.Printf("  WorkspaceResources.List, page 2 of a state of %d instances (%d kB): median %s (the version's first listing: %s)\n", n, len(raw)/1000, fmtDur(m), fmtDur(first))
+	}
+	printSpread(medians)
+	return nil
+}
+
+// benchState is a state file of n terraform_data instances.
+func benchState(n int) []byte {
+	instances := make([]any, n)
+	for i := range instances {
+		instances[i] = map[string]any{"index_key": i, "schema_version": 0, "attributes": map[string]any{
+			"id": fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), "input": map[string]any{"value": strings.Repeat("v", 200), "type": "string"}, "output": nil, "triggers_replace": nil,
+		}}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"version": 4, "terraform_version": "1.11.4", "serial": 1, "lineage": "bench-lineage", "outputs": map[string]any{},
+		"resources": []any{map[string]any{"mode": "managed", "type": "terraform_data", "name": "d", "provider": `provider["terraform.io/builtin/terraform"]`, "instances": instances}},
+	})
+	return b
 }

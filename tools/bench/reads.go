@@ -162,7 +162,10 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 	if err := b.workspaceLists(ctx, listSizes); err != nil {
 		return err
 	}
-	return b.membershipLists(ctx, listSizes)
+	if err := b.membershipLists(ctx, listSizes); err != nil {
+		return err
+	}
+	return b.resourceLists(ctx, listSizes)
 }
 
 // listSizes are the organization sizes (e) lists a page from.
