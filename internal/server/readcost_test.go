@@ -262,3 +262,44 @@ func TestWorkspaceDocumentReadsNoHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestTeamListRoundTrips: a team list names its teams' members'
+// memberships (one statement for all of them); the members' teams are
+// read only when the memberships are included, since only an included
+// membership names its teams, and then every included membership names
+// them.
+func TestTeamListRoundTrips(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "tr")
+		owners := ownersTeam(t, e, "tr")
+		c, _ := e.UserClient(t, "tr", "reader@tr.test", owners)
+		least := func(include ...tfe.TeamIncludeOpt) (int64, *tfe.Team) {
+			t.Helper()
+			n := int64(1 << 30)
+			var team *tfe.Team
+			for range 6 {
+				before := e.Server.DB.Queries()
+				l, err := c.Teams.List(ctx, "tr", &tfe.TeamListOptions{Names: []string{"owners"}, Include: include})
+				if err != nil || len(l.Items) != 1 {
+					t.Fatalf("the owners team: %v", err)
+				}
+				n, team = min(n, e.Server.DB.Queries()-before), l.Items[0]
+			}
+			return n, team
+		}
+		plain, team := least()
+		if len(team.OrganizationMemberships) != 2 {
+			t.Fatalf("the owners team names %d memberships, want 2 (the admin's and the reader's)", len(team.OrganizationMemberships))
+		}
+		included, team := least(tfe.TeamOrganizationMemberships)
+		for _, m := range team.OrganizationMemberships {
+			if len(m.Teams) != 1 || m.Teams[0].ID != owners.ID {
+				t.Fatalf("included membership %s names teams %v, want the owners team", m.ID, m.Teams)
+			}
+		}
+		if included != plain+2 {
+			t.Errorf("a team list costs %d statements, %d with its memberships included; want two more (the members' users and their teams) only for the included memberships", plain, included)
+		}
+	})
+}

@@ -149,13 +149,15 @@ func userJSON(p *auth.Principal, u *auth.User) *user.JSON {
 // --- teams
 
 // teamMemberships maps the user IDs of teams' members to their
-// membership IDs in org (one statement for all the teams).
-func (a *API) teamMemberships(r *http.Request, org string, teams ...*Team) map[string]*Membership {
+// memberships in org (one statement for all the teams): the teams name
+// their members' memberships. A rendered membership names its teams too:
+// withTeams reads them (one more statement).
+func (a *API) teamMemberships(r *http.Request, org string, withTeams bool, teams ...*Team) map[string]*Membership {
 	var users []string
 	for _, t := range teams {
 		users = append(users, t.UserIDs...)
 	}
-	m, err := a.Service.MembershipsOf(r.Context(), org, users)
+	m, err := a.Service.MembershipsOf(r.Context(), org, users, withTeams)
 	if err != nil {
 		return map[string]*Membership{}
 	}
@@ -192,7 +194,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	}
 	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	p := auth.FromContext(r.Context())
-	ms := a.teamMemberships(r, org, items...)
+	ms := a.teamMemberships(r, org, includesMemberships(inc), items...)
 	out := make([]*jsonTeam, len(items))
 	for i, t := range items {
 		out[i] = teamJSON(p, t, ms)
@@ -205,11 +207,17 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	tfeapi.RespondList(w, r, out, pg, included...)
 }
 
+// includesMemberships says whether a team request's includes (inc) render
+// memberships.
+func includesMemberships(inc map[string]bool) bool {
+	return inc["organization_memberships"] || inc["organization_memberships.user"]
+}
+
 // teamIncludes are the included users and memberships of teams' members
 // (ms, their memberships), each team's in turn; the users are read in one
 // statement.
 func (a *API) teamIncludes(r *http.Request, teams []*Team, ms map[string]*Membership, inc map[string]bool) ([]any, error) {
-	if !inc["users"] && !inc["organization_memberships"] && !inc["organization_memberships.user"] {
+	if !inc["users"] && !includesMemberships(inc) {
 		return nil, nil
 	}
 	ctx := r.Context()
@@ -231,7 +239,7 @@ func (a *API) teamIncludes(r *http.Request, teams []*Team, ms map[string]*Member
 				}
 			}
 		}
-		if inc["organization_memberships"] || inc["organization_memberships.user"] {
+		if includesMemberships(inc) {
 			for _, id := range t.UserIDs {
 				if u, m := users[id], ms[id]; u != nil && m != nil {
 					out = append(out, membershipJSON(m, u))
@@ -248,7 +256,7 @@ func (a *API) respondTeam(w http.ResponseWriter, r *http.Request, status int, t 
 		tfeapi.Error(w, r, err)
 		return
 	}
-	ms := a.teamMemberships(r, t.Organization, t)
+	ms := a.teamMemberships(r, t.Organization, includesMemberships(inc), t)
 	included, err := a.teamIncludes(r, []*Team{t}, ms, inc)
 	if err != nil {
 		tfeapi.Error(w, r, err)
@@ -339,7 +347,7 @@ func (a *API) listTeamMemberships(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	ms := a.teamMemberships(r, t.Organization, t)
+	ms := a.teamMemberships(r, t.Organization, true, t)
 	var out []*jsonMembership
 	for _, u := range users {
 		if m := ms[u.ID]; m != nil {

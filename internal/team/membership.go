@@ -306,9 +306,10 @@ func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 	})
 }
 
-// MembershipsOf returns the memberships in org of users, with their teams,
-// by user ID: two statements, whatever the number of users.
-func (s *Service) MembershipsOf(ctx context.Context, org string, users []string) (map[string]*Membership, error) {
+// MembershipsOf returns the memberships in org of users by user ID, with
+// their teams when withTeams (a rendered membership names them): one
+// statement, two with the teams, whatever the number of users.
+func (s *Service) MembershipsOf(ctx context.Context, org string, users []string, withTeams bool) (map[string]*Membership, error) {
 	out := map[string]*Membership{}
 	if len(users) == 0 {
 		return out, nil
@@ -318,9 +319,11 @@ func (s *Service) MembershipsOf(ctx context.Context, org string, users []string)
 	if err != nil {
 		return nil, err
 	}
-	teams, err := s.teamsOf(ctx, org, users)
-	if err != nil {
-		return nil, err
+	var teams map[string][]string
+	if withTeams {
+		if teams, err = s.teamsOf(ctx, org, users); err != nil {
+			return nil, err
+		}
 	}
 	for _, m := range ms {
 		m.TeamIDs = teams[m.UserID]
