@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -614,13 +615,37 @@ func (s *Service) GetByPhase(ctx context.Context, phaseID string) (*Run, error) 
 	} else if !core.HasPrefix(phaseID, core.PrefixPlan) {
 		return nil, core.NotFound("%s not found", phaseID)
 	}
-	r, err := getRun(ctx, s.DB, s.Keys, col, phaseID, false)
+	// The guard and the handler of a plan's or an apply's request share
+	// one read (the request memo), which takes the workspace's project
+	// along for the guard; each gets its own copy.
+	r, err := core.Memoize(ctx, "run-phase:"+phaseID, func() (*Run, error) { return s.readByPhase(ctx, col, phaseID) })
 	if err != nil {
 		return nil, err
 	}
+	r = r.clone()
 	if err := auth.CheckOrganization(ctx, r.Organization); err != nil {
 		return nil, core.NotFound("%s not found", phaseID)
 	}
+	return r, nil
+}
+
+// readByPhase reads the run whose col (plan_id or apply_id) is id and,
+// when the workspaces say it in SQL, its workspace's project in the same
+// statement (Run.WorkspaceProject).
+func (s *Service) readByPhase(ctx context.Context, col, id string) (*Run, error) {
+	wp, ok := s.Workspaces.(WorkspaceProjectSQL)
+	if !ok {
+		return getRun(ctx, s.DB, s.Keys, col, id, false)
+	}
+	var project sql.NullString
+	r, err := scanRunWith(s.Keys)(moreColumns{s.DB.QueryRow(ctx, `SELECT `+runCols+`, (`+wp.RunWorkspaceProjectSQL()+`) FROM runs WHERE `+col+` = ?`, id), []any{&project}})
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("run %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.wsProject, r.wsProjectKnown = project.String, project.Valid
 	return r, nil
 }
 

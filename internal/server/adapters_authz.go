@@ -82,6 +82,9 @@ func (a authzResolver) Resolve(ctx context.Context, id string) (authz.Resource, 
 		if err != nil {
 			return authz.Resource{}, err
 		}
+		if project, ok := r.WorkspaceProject(); ok {
+			return authz.Resource{Organization: r.Organization, ProjectID: project, WorkspaceID: r.WorkspaceID, RunID: r.ID}, nil
+		}
 		res, err := a.workspace(ctx, r.WorkspaceID)
 		res.RunID = r.ID
 		return res, err

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -106,6 +107,93 @@ func TestRunReadRoundTrips(t *testing.T) {
 		}
 		if got, err := c.Runs.Read(ctx, r.ID); err != nil || got.Status != tfe.RunDiscarded {
 			t.Fatalf("a read after the discard: %v, %v", got, err)
+		}
+	})
+}
+
+// TestPlanReadRoundTrips: a plan's or an apply's read (go-tfe Plans.Read
+// and Applies.Read, which terraform's cloud backend makes for every run
+// it follows, for the log's URL) reads the run that owns it once, with
+// its workspace's project for the guard: the authorization guard and the
+// handler share it.
+func TestPlanReadRoundTrips(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "pr")
+		c, _ := e.UserClient(t, "pr", "reader@pr.test", ownersTeam(t, e, "pr"))
+		ws, err := e.Client.Workspaces.Create(ctx, "pr", tfe.WorkspaceCreateOptions{Name: tfe.String("w"), AutoApply: tfe.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "a" {}`)
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitRun(ctx, t, c, r.ID, tfe.RunApplied)
+		for _, read := range []struct {
+			name string
+			do   func() (string, error)
+		}{
+			{"plan", func() (string, error) {
+				p, err := c.Plans.Read(ctx, r.Plan.ID)
+				if err == nil && (p.ResourceAdditions != 1 || p.LogReadURL == "") {
+					t.Fatalf("the plan: %+v", p)
+				}
+				return string(p.Status), err
+			}},
+			{"apply", func() (string, error) {
+				a, err := c.Applies.Read(ctx, r.Apply.ID)
+				if err == nil && (a.ResourceAdditions != 1 || a.LogReadURL == "") {
+					t.Fatalf("the apply: %+v", a)
+				}
+				return string(a.Status), err
+			}},
+		} {
+			least := int64(1 << 30)
+			for range 6 {
+				before := e.Server.DB.Queries()
+				status, err := read.do()
+				if err != nil || status != "finished" {
+					t.Fatalf("the %s: %s, %v", read.name, status, err)
+				}
+				least = min(least, e.Server.DB.Queries()-before)
+			}
+			// The token, and the run with its workspace's project for the
+			// guard: before, the guard read the run and its workspace,
+			// and the handler the run again (4).
+			if least > 2 {
+				t.Errorf("the %s's read costs %d store queries, want at most 2", read.name, least)
+			}
+		}
+		// The guard decides on the project the run's read took along: a
+		// team with read access to the workspace's project reads the
+		// plan, a member without access to it does not see it.
+		readers, err := e.Client.Teams.Create(ctx, "pr", tfe.TeamCreateOptions{Name: tfe.String("readers")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessRead, Team: readers, Project: &tfe.Project{ID: ws.Project.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		others, err := e.Client.Teams.Create(ctx, "pr", tfe.TeamCreateOptions{Name: tfe.String("others")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader, _ := e.UserClient(t, "pr", "project-reader@pr.test", readers)
+		outsider, _ := e.UserClient(t, "pr", "outsider@pr.test", others)
+		if p, err := reader.Plans.Read(ctx, r.Plan.ID); err != nil || p.ID != r.Plan.ID {
+			t.Fatalf("a project reader's plan read: %v", err)
+		}
+		if _, err := reader.Applies.Read(ctx, r.Apply.ID); err != nil {
+			t.Fatalf("a project reader's apply read: %v", err)
+		}
+		if _, err := outsider.Plans.Read(ctx, r.Plan.ID); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("a member without access read the plan: %v, want not found", err)
+		}
+		if _, err := outsider.Applies.Read(ctx, r.Apply.ID); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("a member without access read the apply: %v, want not found", err)
 		}
 	})
 }
