@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -86,6 +87,22 @@ func (workspaceState) CurrentStateVersionIDSQL() string { return state.CurrentSt
 
 func (a workspaceState) ResourceCount(ctx context.Context, workspaceID string) (int, error) {
 	return a.states.ResourceCount(ctx, workspaceID)
+}
+
+// StateSummaryColumns and StateSummaryOf give a workspace read its state
+// summary in its document's statement (workspace.StateSummarySQL).
+func (workspaceState) StateSummaryColumns() []string { return state.CurrentSummarySQL() }
+
+func (workspaceState) StateSummaryOf(id string, vals []sql.NullString) (workspace.StateSummary, error) {
+	n, outputs, err := state.SummaryOf(vals)
+	if err != nil {
+		return workspace.StateSummary{}, err
+	}
+	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, len(outputs))}
+	for i, o := range outputs {
+		sum.Outputs[i] = workspace.Output{ID: o}
+	}
+	return sum, nil
 }
 
 // StateSummary gives a workspace read its state in one call (see

@@ -303,3 +303,80 @@ func TestTeamListRoundTrips(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkspaceReadWithStateRoundTrips: a workspace with state is read in
+// 2 store statements too (it was 5: the state's head, version and outputs
+// after the document). The document's statement takes the current
+// version's resource count and its outputs' IDs along; a read that
+// includes the outputs, whose attributes that does not carry, asks the
+// state domain, and shows no sensitive value.
+func TestWorkspaceReadWithStateRoundTrips(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "rs")
+		c, _ := e.UserClient(t, "rs", "reader@rs.test", ownersTeam(t, e, "rs"))
+		ws, err := e.Client.Workspaces.Create(ctx, "rs", tfe.WorkspaceCreateOptions{Name: tfe.String("w"), AutoApply: tfe.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "a" { count = 3 }
+output "zeta" { value = "z" }
+output "alpha" { value = "a" }
+output "secret" {
+  value     = "hunter2"
+  sensitive = true
+}`)
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitRun(ctx, t, c, r.ID, tfe.RunApplied)
+		sv, err := c.StateVersions.ReadCurrent(ctx, ws.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := c.StateVersionOutputs.ReadCurrent(ctx, ws.ID)
+		if err != nil || len(outs.Items) != 3 {
+			t.Fatalf("current outputs: %v, %+v", err, outs)
+		}
+		least := int64(1 << 30)
+		for range 6 {
+			before := e.Server.DB.Queries()
+			w, err := c.Workspaces.Read(ctx, "rs", "w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			least = min(least, e.Server.DB.Queries()-before)
+			if w.CurrentStateVersion == nil || w.CurrentStateVersion.ID != sv.ID || w.ResourceCount != 3 {
+				t.Fatalf("state of the read: %+v, %d resources; want %s, 3", w.CurrentStateVersion, w.ResourceCount, sv.ID)
+			}
+			if len(w.Outputs) != len(outs.Items) {
+				t.Fatalf("the read names %d outputs, want %d", len(w.Outputs), len(outs.Items))
+			}
+			for i, o := range outs.Items { // in name order, as the outputs endpoint
+				if w.Outputs[i].ID != o.ID {
+					t.Fatalf("output %d is %s, want %s (%s)", i, w.Outputs[i].ID, o.ID, o.Name)
+				}
+			}
+		}
+		if least > 2 {
+			t.Errorf("a read of a workspace with state costs %d store queries, want at most 2", least)
+		}
+		// With the outputs included: their attributes, no sensitive value.
+		w, err := c.Workspaces.ReadWithOptions(ctx, "rs", "w", &tfe.WorkspaceReadOptions{Include: []tfe.WSIncludeOpt{tfe.WSOutputs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*tfe.WorkspaceOutputs{}
+		for _, o := range w.Outputs {
+			byName[o.Name] = o
+		}
+		if o := byName["alpha"]; o == nil || o.Value != "a" || o.Sensitive {
+			t.Fatalf("included output alpha: %+v", o)
+		}
+		if o := byName["secret"]; o == nil || !o.Sensitive || o.Value != nil {
+			t.Fatalf("included output secret: %+v", o)
+		}
+	})
+}

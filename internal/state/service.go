@@ -921,6 +921,36 @@ func CurrentStateVersionIDSQL() string {
 	return `SELECT current_id FROM state_heads WHERE workspace_id = ws.id`
 }
 
+// CurrentSummarySQL says, over a workspace row ws, what CurrentSummary
+// does but the outputs' values: scalar subqueries for the current
+// version's summary (JSON) and its outputs' IDs in name order
+// (comma-separated). SummaryOf reads them.
+func CurrentSummarySQL() []string {
+	current := `(SELECT current_id FROM state_heads WHERE workspace_id = ws.id)`
+	return []string{
+		`SELECT summary FROM state_versions WHERE id = ` + current,
+		`SELECT string_agg(o.id, ',' ORDER BY o.name) FROM state_version_outputs o WHERE o.state_version_id = ` + current,
+	}
+}
+
+// SummaryOf reads CurrentSummarySQL's values: the current version's
+// resource count and its outputs' IDs.
+func SummaryOf(vals []sql.NullString) (resources int, outputIDs []string, err error) {
+	if len(vals) != 2 || !vals[0].Valid {
+		return 0, nil, fmt.Errorf("no summary of the current state version")
+	}
+	var sum struct {
+		ResourceCount int `json:"resource-count"`
+	}
+	if err := json.Unmarshal([]byte(vals[0].String), &sum); err != nil {
+		return 0, nil, fmt.Errorf("decoding the current state version's summary: %w", err)
+	}
+	if vals[1].String != "" {
+		outputIDs = strings.Split(vals[1].String, ",")
+	}
+	return sum.ResourceCount, outputIDs, nil
+}
+
 // ResourceCount returns the number of managed resource instances in a
 // workspace's current state (0 without state). No access check.
 func (s *Service) ResourceCount(ctx context.Context, workspaceID string) (int, error) {

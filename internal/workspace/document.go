@@ -38,6 +38,17 @@ type StateSQL interface {
 	CurrentStateVersionIDSQL() string
 }
 
+// StateSummarySQL is implemented by a StateSQL that also says the rest of
+// StateSummary in SQL for a read that includes no outputs: scalar
+// subqueries over ws.id (StateSummaryColumns), which StateSummaryOf turns
+// into the summary of the current version id, its outputs named by ID
+// only (the document's relationships name nothing more). An error sends
+// the read to the domain.
+type StateSummarySQL interface {
+	StateSummaryColumns() []string
+	StateSummaryOf(id string, vals []sql.NullString) (StateSummary, error)
+}
+
 // NoCodeSQL is implemented by an API's NoCode that says in SQL whether a
 // workspace was provisioned from a no-code module (NULL when not; then
 // WorkspaceNoCode is not asked).
@@ -70,11 +81,11 @@ type ProjectSQL interface {
 // document is what readDocument read; a part whose domain cannot say it
 // in SQL is asked of the domain (its has* is false).
 type document struct {
-	hasRun, hasRunsCount, hasConfig, hasState, hasAssessment, hasNoCode, hasVars, hasProject bool
+	hasRun, hasRunsCount, hasConfig, hasState, hasStateSummary, hasAssessment, hasNoCode, hasVars, hasProject bool
 
 	currentRun, config, state, assessment, vars sql.NullString
 	runsCount, noCode                           sql.NullInt64
-	project                                     []sql.NullString
+	project, stateSummary                       []sql.NullString
 }
 
 // varIDs are the variable IDs the document read.
@@ -109,6 +120,13 @@ func (a *API) documentColumns(d *document) (cols []string, dest []any) {
 	}
 	if ss, isSQL := a.Service.State.(StateSQL); isSQL && a.Service.State != nil {
 		add(ss.CurrentStateVersionIDSQL(), &d.hasState, &d.state)
+		if sum, isSum := a.Service.State.(StateSummarySQL); isSum {
+			scols := sum.StateSummaryColumns()
+			d.stateSummary = make([]sql.NullString, len(scols))
+			for i, c := range scols {
+				add(c, &d.hasStateSummary, &d.stateSummary[i])
+			}
+		}
 	}
 	if a.CurrentAssessment != nil {
 		add(a.CurrentAssessmentSQL, &d.hasAssessment, &d.assessment)
