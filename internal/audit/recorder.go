@@ -94,12 +94,7 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 // fails: the request it describes has been served already.
 func (s *Service) save(ctx context.Context, e *Event, org string, site bool) {
 	if org != "" && !site {
-		e.OrganizationName = org
-		id, err := s.orgs.IDByName(ctx, org)
-		if err != nil {
-			s.logger.Warn("audit: organization of an event not found", "organization", org, "request_id", e.Request.ID, "error", err)
-		}
-		e.OrganizationID = id
+		e.OrganizationName = org // the store finds its ID as it records
 	}
 	if _, err := s.Record(ctx, e); err != nil {
 		s.logger.Error("audit: recording an event failed", "request_id", e.Request.ID, "route", e.Resource.Meta["route"], "error", err)

@@ -19,15 +19,20 @@ func insertEvent(ctx context.Context, q store.Q, e *Event) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	res, err := q.Exec(ctx, `INSERT INTO audit_events (id, occurred_at, organization_id, organization_name,
+	// The organization's ID is the event's own or, when it names only the
+	// organization, looked up by name in the same statement ('' for a
+	// site event or an organization gone meanwhile).
+	res, err := q.Exec(ctx, `WITH o (id) AS (SELECT COALESCE(NULLIF(?, ''), (SELECT id FROM organizations WHERE name = ?), ''))
+		INSERT INTO audit_events (id, occurred_at, organization_id, organization_name,
 		actor_kind, actor_id, actor_name, token_id, resource_type, resource_id, action, meta, request_id, client_ip, user_agent)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-		WHERE NOT EXISTS (SELECT 1 FROM audit_configurations WHERE organization_id = ? AND trails_enabled = ?)`,
-		e.ID, core.Micros(e.Timestamp), e.OrganizationID, e.OrganizationName,
+		SELECT ?, ?, o.id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM o
+		WHERE NOT EXISTS (SELECT 1 FROM audit_configurations c WHERE c.organization_id = o.id AND c.trails_enabled = ?)`,
+		e.OrganizationID, e.OrganizationName,
+		e.ID, core.Micros(e.Timestamp), e.OrganizationName,
 		string(e.Actor.Kind), e.Actor.ID, e.Actor.Name, e.Actor.TokenID,
 		e.Resource.Type, e.Resource.ID, e.Resource.Action, string(meta),
 		e.Request.ID, e.Request.ClientIP, e.Request.UserAgent,
-		e.OrganizationID, false)
+		false)
 	if err != nil {
 		return false, fmt.Errorf("recording audit event: %w", err)
 	}

@@ -113,6 +113,28 @@ func TestDisabledTrailRecordsNothing(t *testing.T) {
 		if ok, err := s.Record(context.Background(), event("acme", core.Now(), "update")); err != nil || ok {
 			t.Fatalf("recorded with the trail off: %v %v", ok, err)
 		}
+		// The recorder names the organization only (the store finds its
+		// ID as it records): the trail's switch holds for it too.
+		byName := func(org string) *Event {
+			e := event(org, core.Now(), "update")
+			e.OrganizationID = ""
+			return e
+		}
+		if ok, err := s.Record(context.Background(), byName("acme")); err != nil || ok {
+			t.Fatalf("an event naming its organization only was recorded with the trail off: %v %v", ok, err)
+		}
+		other := byName("other")
+		if ok, err := s.Record(context.Background(), other); err != nil || !ok {
+			t.Fatalf("another organization's event naming it only: %v %v", ok, err)
+		}
+		var orgID string
+		if err := db.QueryRow(context.Background(), `SELECT organization_id FROM audit_events WHERE id = ?`, other.ID).Scan(&orgID); err != nil || orgID != "org-other" {
+			t.Fatalf("an event naming its organization only was recorded with organization ID %q, %v; want org-other", orgID, err)
+		}
+		site := byName("")
+		if ok, err := s.Record(context.Background(), site); err != nil || !ok {
+			t.Fatalf("a site event: %v %v", ok, err)
+		}
 		if ok, _ := s.Record(context.Background(), event("other", core.Now(), "update")); !ok {
 			t.Fatal("another organization's event was dropped")
 		}
