@@ -305,7 +305,7 @@ func TestTeamListRoundTrips(t *testing.T) {
 }
 
 // TestWorkspaceReadWithStateRoundTrips: a workspace with state is read in
-// 2 store statements too (it was 5: the state's head, version and outputs
+// 2 store statements too, and its state version in 5 (it was 5: the state's head, version and outputs
 // after the document). The document's statement takes the current
 // version's resource count and its outputs' IDs along; a read that
 // includes the outputs, whose attributes that does not carry, asks the
@@ -377,6 +377,23 @@ output "secret" {
 		}
 		if o := byName["secret"]; o == nil || !o.Sensitive || o.Value != nil {
 			t.Fatalf("included output secret: %+v", o)
+		}
+
+		// The state version's own read by ID reads the version once (the
+		// guard and the handler share it; it was read three times): the
+		// token, the version, its workspace, its outputs and the audit
+		// record of the read.
+		least = int64(1 << 30)
+		for range 6 {
+			before := e.Server.DB.Queries()
+			got, err := c.StateVersions.Read(ctx, sv.ID)
+			if err != nil || got.ID != sv.ID || got.Serial != sv.Serial || len(got.Outputs) != 3 {
+				t.Fatalf("the state version's read: %v, %+v", err, got)
+			}
+			least = min(least, e.Server.DB.Queries()-before)
+		}
+		if least > 5 {
+			t.Errorf("a state version's read costs %d store queries, want at most 5", least)
 		}
 	})
 }

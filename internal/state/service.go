@@ -733,6 +733,19 @@ func getVersion(ctx context.Context, q store.Q, id string, lock bool) (*Version,
 	if !core.HasPrefix(id, core.PrefixStateVersion) {
 		return nil, core.NotFound("state version %s not found", id)
 	}
+	if db, ok := q.(*store.DB); ok && !lock {
+		// Outside a transaction the row may come from the request memo:
+		// the authorization guard and the handler read the same version.
+		v, err := core.Memoize(ctx, "state-version:"+id, func() (*Version, error) { return readVersion(ctx, db, id, false) })
+		if err != nil {
+			return nil, err
+		}
+		return v.clone(), nil
+	}
+	return readVersion(ctx, q, id, lock)
+}
+
+func readVersion(ctx context.Context, q store.Q, id string, lock bool) (*Version, error) {
 	query := `SELECT ` + versionCols + ` FROM state_versions WHERE id = ?`
 	if lock {
 		if _, ok := q.(*store.Tx); ok {

@@ -17,7 +17,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -70,6 +72,31 @@ type Version struct {
 	Summary          Summary
 
 	jsonOutputs []byte // json-state-outputs given at creation, for output types
+}
+
+// clone returns a copy of v that shares nothing a caller could change.
+func (v *Version) clone() *Version {
+	c := *v
+	if v.FinalizedAt != nil {
+		t := *v.FinalizedAt
+		c.FinalizedAt = &t
+	}
+	c.jsonOutputs = slices.Clone(v.jsonOutputs)
+	c.Summary.Resources = slices.Clone(v.Summary.Resources)
+	c.Summary.Modules = cloneCounts(v.Summary.Modules)
+	c.Summary.Providers = cloneCounts(v.Summary.Providers)
+	return &c
+}
+
+func cloneCounts(m map[string]map[string]int) map[string]map[string]int {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]map[string]int, len(m))
+	for k, v := range m {
+		out[k] = maps.Clone(v)
+	}
+	return out
 }
 
 // Summary describes a state's resources.
