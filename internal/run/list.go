@@ -129,8 +129,15 @@ func (s *Service) List(ctx context.Context, workspaceID string, o ListOptions) (
 // filters that only the run's document answers (operation, source,
 // searches) are checked on the runs the store returns.
 func (s *Service) ListPage(ctx context.Context, workspaceID string, o ListOptions) ([]*Run, int, error) {
-	if _, err := s.Workspaces.Get(ctx, workspaceID); err != nil {
+	// Whether the caller may see the workspace: its identity is enough
+	// (Get also works out the effective execution mode, three statements
+	// for a workspace that inherits its project's).
+	w, err := s.Workspaces.Identity(ctx, workspaceID)
+	if err != nil {
 		return nil, 0, err
+	}
+	if !auth.FromContext(ctx).CanAccessOrganization(w.Organization) {
+		return nil, 0, core.NotFound("workspace %q not found", workspaceID)
 	}
 	return s.workspacePage(ctx, workspaceID, o)
 }

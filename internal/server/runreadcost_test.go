@@ -102,6 +102,23 @@ func TestRunReadRoundTrips(t *testing.T) {
 		if least > 2 {
 			t.Errorf("a run read costs %d store queries, want at most 2", least)
 		}
+		// A page of the workspace's runs: the token, the workspace (its
+		// identity for the access check; the guard's read shares it), the
+		// run count, the page, and the page's events and task stages
+		// (one statement each for the whole page). It was 9: the list's
+		// access check worked out the workspace's effective execution mode.
+		least = int64(1 << 30)
+		for range 6 {
+			before := e.Server.DB.Queries()
+			l, err := c.Runs.List(ctx, ws.ID, nil)
+			if err != nil || len(l.Items) != 1 || l.Items[0].ID != r.ID || len(l.Items[0].RunEvents) != len(events.Items) {
+				t.Fatalf("the workspace's runs: %v, %+v", err, l)
+			}
+			least = min(least, e.Server.DB.Queries()-before)
+		}
+		if least > 6 {
+			t.Errorf("a page of runs costs %d store queries, want at most 6", least)
+		}
 		if err := c.Runs.Discard(ctx, r.ID, tfe.RunDiscardOptions{}); err != nil {
 			t.Fatal(err)
 		}
