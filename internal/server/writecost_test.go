@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -41,15 +42,16 @@ func TestRunCreateRoundTrips(t *testing.T) {
 		}
 		// Before the transaction: the token (the authentication epoch), the
 		// workspace and the configuration version once each, and the
-		// workspace's project, its tag bindings and its organization for
-		// the execution mode the workspace inherits (3). After it: the
-		// notification configurations, the queue count, the run's events
-		// and task stages for the response, and the audit record (the
-		// workspace's organization, then the event, which finds the
-		// organization's ID itself). It was 16 before writing requests had
-		// their memo, and 13 before the event found its organization's ID.
-		if least > 12 {
-			t.Errorf("a run's creation costs %d store statements outside its transaction, want at most 12", least)
+		// execution mode the workspace inherits from its project (one
+		// statement). After it: the notification configurations, the
+		// queue count, the run's events and task stages for the response,
+		// and the audit record (the workspace's organization, then the
+		// event, which finds the organization's ID itself). It was 16
+		// before writing requests had their memo, 13 before the event
+		// found its organization's ID, 12 while the inherited mode took
+		// the project, its tag bindings and its organization one by one.
+		if least > 10 {
+			t.Errorf("a run's creation costs %d store statements outside its transaction, want at most 10", least)
 		}
 		// What the memo kept did not leak into what was written: each run
 		// is its own, waiting behind the lock, on the configuration given.
@@ -61,6 +63,25 @@ func TestRunCreateRoundTrips(t *testing.T) {
 			if got.Status != tfe.RunPending || got.ConfigurationVersion == nil || got.ConfigurationVersion.ID != cv.ID {
 				t.Fatalf("run %d: status %s, configuration %+v; want pending on %s", i, got.Status, got.ConfigurationVersion, cv.ID)
 			}
+		}
+		// The execution mode the run domain is given is the one the
+		// workspace inherits (read in one statement): a project on local
+		// execution refuses runs, one on remote execution takes them
+		// whatever its organization's default.
+		if _, err := e.Client.Projects.Update(ctx, ws.Project.ID, tfe.ProjectUpdateOptions{DefaultExecutionMode: tfe.String("local")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv}); err == nil || !strings.Contains(err.Error(), "local execution") {
+			t.Fatalf("a run in a workspace inheriting local execution: %v", err)
+		}
+		if _, err := e.Client.Organizations.Update(ctx, "wc", tfe.OrganizationUpdateOptions{DefaultExecutionMode: tfe.String("local")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.Projects.Update(ctx, ws.Project.ID, tfe.ProjectUpdateOptions{DefaultExecutionMode: tfe.String("remote")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv}); err != nil {
+			t.Fatalf("a run in a workspace inheriting its project's remote execution: %v", err)
 		}
 	})
 }

@@ -1122,12 +1122,44 @@ func (s *Service) EffectiveExecutionIn(ctx context.Context, q store.Q, w *Worksp
 		// so they are not read (three queries on a run's way to its plan).
 		return effectiveExecution(w, ProjectDefaults{}, false)
 	}
+	if _, cached := ctx.Value(projectCacheKey{}).(map[string]*ProjectInfo); !cached {
+		// The project's defaults in one statement, as a workspace read
+		// says them, instead of the project, its tag bindings and its
+		// organization one by one.
+		if pd, ok := s.projectDefaultsIn(ctx, q, w.ID); ok {
+			return effectiveExecution(w, pd, true)
+		}
+	}
 	var pd ProjectDefaults
 	p, err := s.projectInfoIn(ctx, q, w.ProjectID)
 	if err == nil {
 		pd = ProjectDefaults{ExecutionMode: p.ExecutionMode, AgentPoolID: p.AgentPoolID}
 	}
 	return effectiveExecution(w, pd, err == nil)
+}
+
+// projectDefaultsIn reads the defaults workspace id inherits from its
+// project in one statement through q, when the projects say them in SQL
+// (ProjectSQL); ok is false otherwise, or when the project cannot be read.
+func (s *Service) projectDefaultsIn(ctx context.Context, q store.Q, id string) (ProjectDefaults, bool) {
+	ps, isSQL := s.projects.(ProjectSQL)
+	if !isSQL || s.projects == nil {
+		return ProjectDefaults{}, false
+	}
+	cols, ok := ps.WorkspaceProjectSQL()
+	if !ok {
+		return ProjectDefaults{}, false
+	}
+	vals := make([]sql.NullString, len(cols))
+	dest := make([]any, len(cols))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	if err := q.QueryRow(ctx, `SELECT `+selectList(cols)+` FROM workspaces ws WHERE ws.id = ?`, id).Scan(dest...); err != nil {
+		return ProjectDefaults{}, false
+	}
+	pd, err := ps.WorkspaceProjectOf(vals)
+	return pd, err == nil
 }
 
 // effectiveExecution is EffectiveExecution once the project's defaults
