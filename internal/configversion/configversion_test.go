@@ -18,6 +18,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/core/copytest"
 )
 
 var mainTF = map[string]string{
@@ -677,9 +678,9 @@ func TestQueueRunPermission(t *testing.T) {
 }
 
 // TestCloneSharesNothing: what the request memo hands out (lookup) is a
-// copy a caller may change without changing the memo's; every pointer of
-// the version, found by reflection so that a new one is covered, points
-// elsewhere in the copy.
+// copy a caller may change without changing the memo's. Every pointer of
+// the version is set here (by reflection over its status timestamps, so
+// that a new one is covered).
 func TestCloneSharesNothing(t *testing.T) {
 	now := time.Now()
 	cv := &ConfigurationVersion{ID: "cv-1"}
@@ -688,25 +689,5 @@ func TestCloneSharesNothing(t *testing.T) {
 		v := now.Add(time.Duration(i) * time.Second)
 		ts.Field(i).Set(reflect.ValueOf(&v))
 	}
-	c := cv.clone()
-	var walk func(a, b reflect.Value, path string)
-	walk = func(a, b reflect.Value, path string) {
-		if a.Type() == reflect.TypeFor[time.Time]() {
-			return // a value; its location is shared by every time in it
-		}
-		switch a.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Slice:
-			if !a.IsNil() && a.Pointer() == b.Pointer() {
-				t.Errorf("the copy shares %s with the original", path)
-			}
-			if a.Kind() == reflect.Pointer && !a.IsNil() && !reflect.DeepEqual(a.Interface(), b.Interface()) {
-				t.Errorf("the copy's %s differs", path)
-			}
-		case reflect.Struct:
-			for i := range a.NumField() {
-				walk(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name)
-			}
-		}
-	}
-	walk(reflect.ValueOf(cv).Elem(), reflect.ValueOf(c).Elem(), "ConfigurationVersion")
+	copytest.SharesNothing(t, cv, cv.clone())
 }

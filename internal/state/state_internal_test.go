@@ -1,13 +1,12 @@
 package state
 
 import (
-	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core/copytest"
 )
 
 func TestParseStateOutputsAndSummary(t *testing.T) {
@@ -119,8 +118,8 @@ func TestHoldsLock(t *testing.T) {
 
 // TestVersionCloneSharesNothing: what the request memo hands out
 // (getVersion) is a copy a caller may change without changing the memo's.
-// Every pointer, map and slice of the version, found by reflection, is
-// set here, so that a new one fails this test until the copy copies it.
+// Every pointer, map and slice of the version is set here: a new one fails
+// this test until it is set here and the copy copies it.
 func TestVersionCloneSharesNothing(t *testing.T) {
 	at := time.Now()
 	v := &Version{ID: "sv-1", FinalizedAt: &at, jsonOutputs: []byte(`{}`), Summary: Summary{
@@ -128,37 +127,5 @@ func TestVersionCloneSharesNothing(t *testing.T) {
 		Modules:   map[string]map[string]int{"root": {"terraform_data": 1}},
 		Providers: map[string]map[string]int{"terraform": {"terraform_data": 1}},
 	}}
-	c := v.clone()
-	if !reflect.DeepEqual(v, c) {
-		t.Fatalf("the copy differs: %+v", c)
-	}
-	var walk func(a, b reflect.Value, path string)
-	walk = func(a, b reflect.Value, path string) {
-		if a.Type() == reflect.TypeFor[time.Time]() {
-			return // a value; its location is shared by every time in it
-		}
-		switch a.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Slice:
-			if a.IsNil() {
-				t.Errorf("%s is not set in this test: set it, and make clone copy it", path)
-				return
-			}
-			if a.Pointer() == b.Pointer() {
-				t.Errorf("the copy shares %s with the original", path)
-			}
-			switch a.Kind() {
-			case reflect.Pointer:
-				walk(a.Elem(), b.Elem(), path)
-			case reflect.Map:
-				for _, k := range a.MapKeys() {
-					walk(a.MapIndex(k), b.MapIndex(k), fmt.Sprintf("%s[%v]", path, k))
-				}
-			}
-		case reflect.Struct:
-			for i := range a.NumField() {
-				walk(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name)
-			}
-		}
-	}
-	walk(reflect.ValueOf(v).Elem(), reflect.ValueOf(c).Elem(), "Version")
+	copytest.SharesNothing(t, v, v.clone())
 }
