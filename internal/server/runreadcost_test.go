@@ -107,15 +107,12 @@ func TestRunReadRoundTrips(t *testing.T) {
 		// run count, the page, and the page's events and task stages
 		// (one statement each for the whole page). It was 9: the list's
 		// access check worked out the workspace's effective execution mode.
-		least = int64(1 << 30)
-		for range 6 {
-			before := e.Server.DB.Queries()
+		least = leastQueries(e, func() {
 			l, err := c.Runs.List(ctx, ws.ID, nil)
 			if err != nil || len(l.Items) != 1 || l.Items[0].ID != r.ID || len(l.Items[0].RunEvents) != len(events.Items) {
 				t.Fatalf("the workspace's runs: %v, %+v", err, l)
 			}
-			least = min(least, e.Server.DB.Queries()-before)
-		}
+		})
 		if least > 6 {
 			t.Errorf("a page of runs costs %d store queries, want at most 6", least)
 		}
@@ -139,16 +136,7 @@ func TestPlanReadRoundTrips(t *testing.T) {
 		ctx := context.Background()
 		testenv.NewOrg(t, e.Client, "pr")
 		c, _ := e.UserClient(t, "pr", "reader@pr.test", ownersTeam(t, e, "pr"))
-		ws, err := e.Client.Workspaces.Create(ctx, "pr", tfe.WorkspaceCreateOptions{Name: tfe.String("w"), AutoApply: tfe.Bool(true)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, `resource "terraform_data" "a" {}`)
-		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
-		if err != nil {
-			t.Fatal(err)
-		}
-		testenv.WaitRun(ctx, t, c, r.ID, tfe.RunApplied)
+		ws, r := appliedRun(t, e, "pr", `resource "terraform_data" "a" {}`)
 		for _, read := range []struct {
 			name string
 			do   func() (string, error)
@@ -168,15 +156,12 @@ func TestPlanReadRoundTrips(t *testing.T) {
 				return string(a.Status), err
 			}},
 		} {
-			least := int64(1 << 30)
-			for range 6 {
-				before := e.Server.DB.Queries()
+			least := leastQueries(e, func() {
 				status, err := read.do()
 				if err != nil || status != "finished" {
 					t.Fatalf("the %s: %s, %v", read.name, status, err)
 				}
-				least = min(least, e.Server.DB.Queries()-before)
-			}
+			})
 			// The token, and the run with its workspace's project for the
 			// guard: before, the guard read the run and its workspace,
 			// and the handler the run again (4).
