@@ -378,6 +378,38 @@ output "secret" {
 		if least > 5 {
 			t.Errorf("a state version's read costs %d store queries, want at most 5", least)
 		}
+		// The workspace's current version and current outputs, which
+		// terraform_remote_state and tfe_outputs read: the token, the
+		// workspace, the head and the version in one statement, the
+		// outputs, and the audit record. It was 6 (the head alone).
+		for _, read := range []struct {
+			name string
+			do   func() error
+		}{
+			{"current state version", func() error {
+				got, err := c.StateVersions.ReadCurrent(ctx, ws.ID)
+				if err == nil && (got.ID != sv.ID || len(got.Outputs) != 3) {
+					t.Fatalf("the current state version: %+v", got)
+				}
+				return err
+			}},
+			{"current outputs", func() error {
+				got, err := c.StateVersionOutputs.ReadCurrent(ctx, ws.ID)
+				if err == nil && len(got.Items) != 3 {
+					t.Fatalf("the current outputs: %+v", got)
+				}
+				return err
+			}},
+		} {
+			least := leastQueries(e, func() {
+				if err := read.do(); err != nil {
+					t.Fatalf("the %s: %v", read.name, err)
+				}
+			})
+			if least > 5 {
+				t.Errorf("a read of the %s costs %d store queries, want at most 5", read.name, least)
+			}
+		}
 	})
 }
 

@@ -736,7 +736,7 @@ func getVersion(ctx context.Context, q store.Q, id string, lock bool) (*Version,
 	if db, ok := q.(*store.DB); ok && !lock {
 		// Outside a transaction the row may come from the request memo:
 		// the authorization guard and the handler read the same version.
-		v, err := core.Memoize(ctx, "state-version:"+id, func() (*Version, error) { return readVersion(ctx, db, id, false) })
+		v, err := core.Memoize(ctx, versionKey(id), func() (*Version, error) { return readVersion(ctx, db, id, false) })
 		if err != nil {
 			return nil, err
 		}
@@ -744,6 +744,9 @@ func getVersion(ctx context.Context, q store.Q, id string, lock bool) (*Version,
 	}
 	return readVersion(ctx, q, id, lock)
 }
+
+// versionKey is where the request memo keeps state version id.
+func versionKey(id string) string { return "state-version:" + id }
 
 func readVersion(ctx context.Context, q store.Q, id string, lock bool) (*Version, error) {
 	query := `SELECT ` + versionCols + ` FROM state_versions WHERE id = ?`
@@ -781,14 +784,19 @@ func (s *Service) Current(ctx context.Context, workspaceID string) (*Version, er
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.CurrentStateVersionID(ctx, ws.ID)
+	// The head and the version in one statement; the version is kept in
+	// the request memo for the reads of it by ID that follow (its
+	// outputs, the response).
+	v, err := scanVersion(s.db.QueryRow(ctx, `SELECT `+versionCols+` FROM state_versions
+		WHERE id = (SELECT current_id FROM state_heads WHERE workspace_id = ?)`, ws.ID))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("workspace %s has no current state version", ws.ID)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if id == "" {
-		return nil, core.NotFound("workspace %s has no current state version", ws.ID)
-	}
-	return getVersion(ctx, s.db, id, false)
+	core.Remember(ctx, versionKey(v.ID), v.clone())
+	return v, nil
 }
 
 // List returns a page of a workspace's state versions, newest first, and
