@@ -141,6 +141,11 @@ func (s *Service) organizationAfter(ctx context.Context, p *auth.Principal, d *r
 			return name
 		}
 		if ws := d.relID("workspace"); ws != "" {
+			// The authorization guard found the workspace before the
+			// request was served (a read now would follow its write).
+			if l, ok := tfeapi.LocatedOf(ctx); ok && l.WorkspaceID == ws && l.Organization != "" {
+				return l.Organization
+			}
 			if org, err := s.locate(ctx, "workspaces", ws); err == nil {
 				return org
 			}

@@ -136,6 +136,9 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 		if rt.CreatesRun {
 			action = g.runCreateAction(ctx, req.Body())
 		}
+		// For the audit record of a request whose route names no
+		// organization (POST /runs): the response names the workspace.
+		tfeapi.NoteLocated(ctx, tfeapi.Located{Organization: res.Organization, WorkspaceID: res.WorkspaceID})
 	}
 	return g.Service.Decide(ctx, p, action, res)
 }

@@ -16,11 +16,20 @@ type routeKey struct{}
 type route struct {
 	mux     *http.ServeMux
 	pattern string
+	// located is what the authorization guard found the request acting
+	// on (NoteLocated), for the layers around it.
+	located *Located
+}
+
+// Located is the organization and workspace the authorization guard
+// found a request acting on ("" where it names none).
+type Located struct {
+	Organization, WorkspaceID string
 }
 
 // WithRoute returns ctx remembering that a request matched pattern in mux.
 func WithRoute(ctx context.Context, mux *http.ServeMux, pattern string) context.Context {
-	return context.WithValue(ctx, routeKey{}, route{mux, pattern})
+	return context.WithValue(ctx, routeKey{}, route{mux, pattern, &Located{}})
 }
 
 // Route returns the pattern r matches in mux, as mux.Handler says it:
@@ -40,4 +49,22 @@ func Route(r *http.Request, mux *http.ServeMux) string {
 func RouteOf(ctx context.Context) string {
 	rt, _ := ctx.Value(routeKey{}).(route)
 	return rt.pattern
+}
+
+// NoteLocated records what the authorization guard found the request
+// whose context ctx is acting on (nothing without WithRoute).
+func NoteLocated(ctx context.Context, l Located) {
+	if rt, ok := ctx.Value(routeKey{}).(route); ok && rt.located != nil {
+		*rt.located = l
+	}
+}
+
+// LocatedOf returns what NoteLocated recorded for the request; ok is false
+// when nothing was.
+func LocatedOf(ctx context.Context) (l Located, ok bool) {
+	rt, _ := ctx.Value(routeKey{}).(route)
+	if rt.located == nil || *rt.located == (Located{}) {
+		return Located{}, false
+	}
+	return *rt.located, true
 }
