@@ -784,13 +784,18 @@ func (s *Service) Current(ctx context.Context, workspaceID string) (*Version, er
 	if err != nil {
 		return nil, err
 	}
-	// The head and the version in one statement; the version is kept in
-	// the request memo for the reads of it by ID that follow (its
-	// outputs, the response).
+	return s.currentVersion(ctx, ws.ID)
+}
+
+// currentVersion reads a workspace's current version with its head in
+// one statement (core.KindNotFound when it has none), without an access
+// check, and keeps it in the request memo for the reads of it by ID that
+// follow (its outputs, the response).
+func (s *Service) currentVersion(ctx context.Context, workspaceID string) (*Version, error) {
 	v, err := scanVersion(s.db.QueryRow(ctx, `SELECT `+versionCols+` FROM state_versions
-		WHERE id = (SELECT current_id FROM state_heads WHERE workspace_id = ?)`, ws.ID))
+		WHERE id = (SELECT current_id FROM state_heads WHERE workspace_id = ?)`, workspaceID))
 	if store.IsNoRows(err) {
-		return nil, core.NotFound("workspace %s has no current state version", ws.ID)
+		return nil, core.NotFound("workspace %s has no current state version", workspaceID)
 	}
 	if err != nil {
 		return nil, err
@@ -975,11 +980,10 @@ func SummaryOf(vals []sql.NullString) (resources int, outputIDs []string, err er
 // ResourceCount returns the number of managed resource instances in a
 // workspace's current state (0 without state). No access check.
 func (s *Service) ResourceCount(ctx context.Context, workspaceID string) (int, error) {
-	id, err := s.CurrentStateVersionID(ctx, workspaceID)
-	if err != nil || id == "" {
-		return 0, err
+	v, err := s.currentVersion(ctx, workspaceID)
+	if core.KindOf(err) == core.KindNotFound {
+		return 0, nil
 	}
-	v, err := getVersion(ctx, s.db, id, false)
 	if err != nil {
 		return 0, err
 	}
@@ -990,32 +994,25 @@ func (s *Service) ResourceCount(ctx context.Context, workspaceID string) (int, e
 // current version's ID ("" without state), its resource count and its
 // outputs (with values, sensitive ones included: callers redact). No access
 // check: for the workspace domain, which has checked access already. It
-// costs one query without state and three with.
+// costs one query without state and two with.
 func (s *Service) CurrentSummary(ctx context.Context, workspaceID string) (id string, resources int, outs []*Output, err error) {
-	if id, err = s.CurrentStateVersionID(ctx, workspaceID); err != nil || id == "" {
-		return "", 0, nil, err
+	v, err := s.currentVersion(ctx, workspaceID)
+	if core.KindOf(err) == core.KindNotFound {
+		return "", 0, nil, nil
 	}
-	v, err := getVersion(ctx, s.db, id, false)
 	if err != nil {
 		return "", 0, nil, err
 	}
 	if outs, err = s.outputs(ctx, v.ID); err != nil {
 		return "", 0, nil, err
 	}
-	return id, v.Summary.ResourceCount, outs, nil
+	return v.ID, v.Summary.ResourceCount, outs, nil
 }
 
 // CurrentState returns a workspace's current state version and its raw
 // state; core.ErrNotFound when it has none. No access check (for runners).
 func (s *Service) CurrentState(ctx context.Context, workspaceID string) (*Version, []byte, error) {
-	id, err := s.CurrentStateVersionID(ctx, workspaceID)
-	if err != nil {
-		return nil, nil, err
-	}
-	if id == "" {
-		return nil, nil, core.NotFound("workspace %s has no current state version", workspaceID)
-	}
-	v, err := getVersion(ctx, s.db, id, false)
+	v, err := s.currentVersion(ctx, workspaceID)
 	if err != nil {
 		return nil, nil, err
 	}
