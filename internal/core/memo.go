@@ -22,9 +22,8 @@ import (
 // (WithMemoUntilWrite), which asks for nothing more than each read.
 type memo struct {
 	mu       sync.Mutex
-	m        map[string]any
+	m        map[string]any // nil once the request has written
 	readOnly bool
-	wrote    bool
 }
 
 type memoKey struct{}
@@ -49,22 +48,8 @@ func Wrote(ctx context.Context) {
 		return
 	}
 	m.mu.Lock()
-	m.wrote, m.m = true, nil
+	m.m = nil
 	m.mu.Unlock()
-}
-
-// active returns ctx's request memo while it may answer.
-func active(ctx context.Context) *memo {
-	m, _ := ctx.Value(memoKey{}).(*memo)
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.wrote {
-		return nil
-	}
-	return m
 }
 
 // Memoize returns the value remembered under key in ctx's request memo,
@@ -95,7 +80,7 @@ func Memoize[T any](ctx context.Context, key string, load func() (T, error)) (T,
 // was made (v may then be older than the write).
 func (m *memo) keep(key string, v any) {
 	m.mu.Lock()
-	if !m.wrote {
+	if m.m != nil {
 		m.m[key] = v
 	}
 	m.mu.Unlock()
@@ -134,6 +119,11 @@ func Recall[T any](ctx context.Context, key string) (T, bool) {
 // seen no write: whether what a caller remembers there for the rendering
 // (a row's document read with the row) can be found again.
 func HasMemo(ctx context.Context) bool {
-	m := active(ctx)
-	return m != nil && m.readOnly
+	m, _ := ctx.Value(memoKey{}).(*memo)
+	if m == nil || !m.readOnly {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m != nil
 }

@@ -449,18 +449,15 @@ func (s *Service) read(ctx context.Context, q store.Q, forUpdate bool, where str
 	if forUpdate {
 		query += store.ForUpdate(q)
 	}
-	return s.readWith(q.QueryRow(ctx, query, args...))
+	return scanTagged(q.QueryRow(ctx, query, args...))
 }
 
-// readWith scans a row of read's columns, and into more the columns
-// after them.
-func (s *Service) readWith(row *sql.Row, more ...any) (*Workspace, error) {
-	return scanTagged(row, more...)
-}
+// scanWithTags scans a row of read's columns (for store.All and Page).
+func scanWithTags(sc store.Scanner) (*Workspace, error) { return scanTagged(sc) }
 
 // scanTagged scans a row of read's columns, and into more the columns
 // after them.
-func scanTagged(sc interface{ Scan(...any) error }, more ...any) (*Workspace, error) {
+func scanTagged(sc store.Scanner, more ...any) (*Workspace, error) {
 	var tags sql.NullString
 	w, err := scanWith(sc, append([]any{&tags}, more...)...)
 	if err != nil {
@@ -497,7 +494,7 @@ func (s *Service) readWithDocument(ctx context.Context, q *documentQuery, where 
 			query := q.get(dcols, func() string {
 				return `SELECT ` + cols + `, ` + tagNamesSQL + `, ` + selectList(dcols) + ` FROM workspaces ws WHERE ` + where
 			})
-			w, err := s.readWith(s.db.QueryRow(context.WithoutCancel(ctx), query, args...), dest...)
+			w, err := scanTagged(s.db.QueryRow(context.WithoutCancel(ctx), query, args...), dest...)
 			if err == nil {
 				core.Remember(ctx, documentKey(w.ID), d)
 				return w, nil
@@ -832,9 +829,6 @@ func (s *Service) listOrder(by string) string {
 	// each page).
 	return `ws.name` + dir
 }
-
-// scanWithTags scans a row of read's columns.
-func scanWithTags(sc store.Scanner) (*Workspace, error) { return scanTagged(sc) }
 
 // Update changes a workspace.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace, error) {
