@@ -93,10 +93,18 @@ func (a workspaceState) ResourceCount(ctx context.Context, workspaceID string) (
 // summary in its document's statement (workspace.StateSummarySQL).
 func (workspaceState) StateSummaryColumns() []string { return state.CurrentSummarySQL() }
 
-func (workspaceState) StateSummaryOf(id string, vals []sql.NullString) (workspace.StateSummary, error) {
+func (a workspaceState) StateSummaryOf(ctx context.Context, workspaceID, id string, vals []sql.NullString) (workspace.StateSummary, error) {
 	n, outputs, err := state.SummaryOf(vals)
 	if err != nil {
 		return workspace.StateSummary{}, err
+	}
+	if len(outputs) > 0 {
+		if ok, err := a.outputsVisible(ctx, workspaceID); err != nil || !ok {
+			outputs = nil
+			if err != nil {
+				return workspace.StateSummary{}, err
+			}
+		}
 	}
 	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, len(outputs))}
 	for i, o := range outputs {
@@ -114,13 +122,11 @@ func (a workspaceState) StateSummary(ctx context.Context, workspaceID string) (w
 	}
 	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, 0, len(outs))}
 	if len(outs) > 0 {
-		// Outputs are state: a run token sees them only where the
-		// remote-state rule lets it read the state (as CurrentOutputs).
-		if _, err := (stateWorkspaces{ws: a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID}); err != nil {
-			if core.KindOf(err) != core.KindNotFound {
+		if ok, err := a.outputsVisible(ctx, workspaceID); err != nil || !ok {
+			outs = nil
+			if err != nil {
 				return workspace.StateSummary{}, err
 			}
-			outs = nil
 		}
 	}
 	for _, o := range outs {
@@ -131,6 +137,17 @@ func (a workspaceState) StateSummary(ctx context.Context, workspaceID string) (w
 		sum.Outputs = append(sum.Outputs, w)
 	}
 	return sum, nil
+}
+
+// outputsVisible says whether the caller may see a workspace's outputs
+// in its document: outputs are state, which a run token sees only where
+// the remote-state rule lets it read the state (as CurrentOutputs).
+func (a workspaceState) outputsVisible(ctx context.Context, workspaceID string) (bool, error) {
+	_, err := (stateWorkspaces{ws: a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID})
+	if core.KindOf(err) == core.KindNotFound {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // CurrentOutputs lists the current outputs with sensitive values removed.

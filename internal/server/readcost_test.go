@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/hashicorp/jsonapi"
 
 	"github.com/terracehq/terrace/internal/assessment"
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
@@ -442,4 +444,50 @@ func appliedRun(t *testing.T, e *testenv.Env, org, config string) (*tfe.Workspac
 	}
 	testenv.WaitRun(ctx, t, e.Client, r.ID, tfe.RunApplied)
 	return ws, r
+}
+
+// TestWorkspaceOutputsForRunTokens: a run's token reads another
+// workspace, and its outputs, only where the remote-state rule lets it
+// read the state, also now that the document's statement carries the
+// output IDs (the state adapter applies the rule to both ways of reading
+// the summary).
+func TestWorkspaceOutputsForRunTokens(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "rt")
+		producer, _ := appliedRun(t, e, "rt", `output "o" { value = "v" }`)
+		// A run of another workspace that waits behind its lock: its
+		// token is live.
+		consumer, err := e.Client.Workspaces.Create(ctx, "rt", tfe.WorkspaceCreateOptions{Name: tfe.String("consumer")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, consumer.ID, `resource "terraform_data" "a" {}`)
+		if _, err := e.Client.Workspaces.Lock(ctx, consumer.ID, tfe.WorkspaceLockOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: consumer, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		asRun := e.NewClient(t, secret)
+		if _, err := asRun.Workspaces.ReadByID(ctx, producer.ID); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("a run token read a workspace that does not share its state: %v", err)
+		}
+		if _, err := e.Client.Workspaces.UpdateByID(ctx, producer.ID, tfe.WorkspaceUpdateOptions{GlobalRemoteState: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := asRun.Workspaces.ReadByID(ctx, producer.ID)
+		if err != nil {
+			t.Fatalf("a run token's read of a workspace that shares its state: %v", err)
+		}
+		if len(w.Outputs) != 1 || w.CurrentStateVersion == nil {
+			t.Fatalf("a run token's read of a workspace that shares its state names %d outputs and state %v, want 1 and its version", len(w.Outputs), w.CurrentStateVersion)
+		}
+	})
 }

@@ -501,19 +501,14 @@ func docPart(read bool, v sql.NullString, ask func() (string, error)) (string, e
 // state: nothing to ask.
 //
 // A read whose document took the rest of the summary along (and includes
-// no outputs, whose attributes it does not have) takes it from there,
-// unless the caller is a run token of another workspace: outputs are
-// state, which such a token reads only where the remote-state rule lets
-// it, and the domain records each such read.
+// no outputs, whose attributes it does not have) takes it from there.
 func (a *API) stateSummaryOf(ctx context.Context, id string, doc document, inc map[string]bool) (StateSummary, bool) {
 	if doc.hasState && doc.state.String == "" {
 		return StateSummary{}, a.Service.State != nil
 	}
 	if doc.hasState && doc.hasStateSummary && !inc["outputs"] {
-		if p := auth.FromContext(ctx); p == nil || p.Kind != auth.KindRun || p.WorkspaceID == id {
-			if sum, err := a.Service.State.(StateSummarySQL).StateSummaryOf(doc.state.String, doc.stateSummary); err == nil {
-				return sum, true
-			}
+		if sum, err := a.Service.State.(StateSummarySQL).StateSummaryOf(ctx, id, doc.state.String, doc.stateSummary); err == nil {
+			return sum, true
 		}
 	}
 	return a.stateSummary(ctx, id)

@@ -41,12 +41,13 @@ type StateSQL interface {
 // StateSummarySQL is implemented by a StateSQL that also says the rest of
 // StateSummary in SQL for a read that includes no outputs: scalar
 // subqueries over ws.id (StateSummaryColumns), which StateSummaryOf turns
-// into the summary of the current version id, its outputs named by ID
-// only (the document's relationships name nothing more). An error sends
-// the read to the domain.
+// into the summary of workspace workspaceID's current version id, its
+// outputs named by ID only (the document's relationships name nothing
+// more) and only those the caller in ctx may see, as StateSummarizer's.
+// An error other than the caller's sends the read to the domain.
 type StateSummarySQL interface {
 	StateSummaryColumns() []string
-	StateSummaryOf(id string, vals []sql.NullString) (StateSummary, error)
+	StateSummaryOf(ctx context.Context, workspaceID, id string, vals []sql.NullString) (StateSummary, error)
 }
 
 // NoCodeSQL is implemented by an API's NoCode that says in SQL whether a
