@@ -74,6 +74,11 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 			// A list filtered by organization (GET /state-versions).
 			org, orgKnown = name, true
 		}
+		if !orgKnown {
+			// The response will name the workspace; the authorization
+			// guard notes the organization it finds (organizationAfter).
+			r = r.WithContext(tfeapi.WithLocated(r.Context()))
+		}
 		rw := &recordingWriter{ResponseWriter: w, capture: rt.create || !orgKnown}
 		next.ServeHTTP(rw, r)
 		if rw.status == 0 {

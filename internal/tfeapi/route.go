@@ -16,20 +16,11 @@ type routeKey struct{}
 type route struct {
 	mux     *http.ServeMux
 	pattern string
-	// located is what the authorization guard found the request acting
-	// on (NoteLocated), for the layers around it.
-	located *Located
-}
-
-// Located is the organization and workspace the authorization guard
-// found a request acting on ("" where it names none).
-type Located struct {
-	Organization, WorkspaceID string
 }
 
 // WithRoute returns ctx remembering that a request matched pattern in mux.
 func WithRoute(ctx context.Context, mux *http.ServeMux, pattern string) context.Context {
-	return context.WithValue(ctx, routeKey{}, route{mux, pattern, &Located{}})
+	return context.WithValue(ctx, routeKey{}, route{mux, pattern})
 }
 
 // Route returns the pattern r matches in mux, as mux.Handler says it:
@@ -51,20 +42,36 @@ func RouteOf(ctx context.Context) string {
 	return rt.pattern
 }
 
+// Located is the organization and workspace the authorization guard
+// found a request acting on ("" where it names none), for a layer around
+// the guard that asked for it (WithLocated): the audit recorder, for a
+// request whose route names no organization.
+type Located struct {
+	Organization, WorkspaceID string
+}
+
+type locatedKey struct{}
+
+// WithLocated returns ctx with room for what the guard will find
+// (NoteLocated); only the requests whose recorder needs it get it.
+func WithLocated(ctx context.Context) context.Context {
+	return context.WithValue(ctx, locatedKey{}, &Located{})
+}
+
 // NoteLocated records what the authorization guard found the request
-// whose context ctx is acting on (nothing without WithRoute).
+// whose context ctx is acting on (nothing without WithLocated).
 func NoteLocated(ctx context.Context, l Located) {
-	if rt, ok := ctx.Value(routeKey{}).(route); ok && rt.located != nil {
-		*rt.located = l
+	if p, ok := ctx.Value(locatedKey{}).(*Located); ok {
+		*p = l
 	}
 }
 
 // LocatedOf returns what NoteLocated recorded for the request; ok is false
 // when nothing was.
 func LocatedOf(ctx context.Context) (l Located, ok bool) {
-	rt, _ := ctx.Value(routeKey{}).(route)
-	if rt.located == nil || *rt.located == (Located{}) {
+	p, _ := ctx.Value(locatedKey{}).(*Located)
+	if p == nil || *p == (Located{}) {
 		return Located{}, false
 	}
-	return *rt.located, true
+	return *p, true
 }
