@@ -77,11 +77,27 @@ func TestResourcesListedFromTheStore(t *testing.T) {
 
 		// Four first listings at once: one of them keeps the instances,
 		// once.
+		// (t.Fatal belongs to the test's goroutine: the listings report
+		// what they got.)
 		var wg sync.WaitGroup
-		for range 4 {
-			wg.Go(func() { list(2, 100) })
+		failed := make([]string, 4)
+		for i := range failed {
+			wg.Go(func() {
+				l, err := e.Client.WorkspaceResources.List(ctx, ws, &tfe.WorkspaceResourceListOptions{ListOptions: tfe.ListOptions{PageNumber: 2, PageSize: 100}})
+				switch {
+				case err != nil:
+					failed[i] = err.Error()
+				case l.TotalCount != len(want) || len(l.Items) != 100 || l.Items[0].Address != want[100]:
+					failed[i] = fmt.Sprintf("total %d, %d items", l.TotalCount, len(l.Items))
+				}
+			})
 		}
 		wg.Wait()
+		for i, f := range failed {
+			if f != "" {
+				t.Fatalf("concurrent first listing %d: %s", i, f)
+			}
+		}
 		var total, rows int
 		if err := e.Server.DB.QueryRow(ctx, `SELECT total, (SELECT COUNT(*) FROM state_version_resources r WHERE r.state_version_id = l.state_version_id) FROM state_version_resource_lists l WHERE state_version_id = ?`, sv1.ID).Scan(&total, &rows); err != nil {
 			t.Fatalf("the version's instances were not kept: %v", err)
