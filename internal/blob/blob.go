@@ -31,6 +31,9 @@ import (
 // Store holds blobs.
 type Store struct {
 	b *blob.Bucket
+	// dir is the folder of a local store ("" for S3): its writes are
+	// synced to disk before they count as done (durable).
+	dir string
 	// keys seals every blob written and opens sealed blobs read (nil:
 	// blobs are stored as given). Set once by Seal before use.
 	keys *seal.Keyring
@@ -60,11 +63,15 @@ func Open(ctx context.Context, spec string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	bucket, err := fileblob.OpenBucket(abs, &fileblob.Options{NoTempDir: true})
+	// No sidecar: fileblob would write a .attrs file (content type, MD5)
+	// beside every blob, which nothing here reads. Blobs written with one
+	// before read as they did, and their sidecar goes when they are
+	// deleted.
+	bucket, err := fileblob.OpenBucket(abs, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
 	if err != nil {
 		return nil, fmt.Errorf("opening blob folder %s: %w", abs, err)
 	}
-	return &Store{b: bucket}, nil
+	return &Store{b: bucket, dir: abs}, nil
 }
 
 func redact(spec string) string {
@@ -91,7 +98,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	if err := s.b.WriteAll(ctx, key, data, nil); err != nil {
 		return fmt.Errorf("writing blob %s: %w", key, err)
 	}
-	return nil
+	return s.durable(key)
 }
 
 // PutReader streams r under key. More than limit bytes is an error and
@@ -132,7 +139,68 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit in
 	if err := w.Close(); err != nil {
 		return 0, fmt.Errorf("writing blob %s: %w", key, err)
 	}
+	if err := s.durable(key); err != nil {
+		return 0, err
+	}
 	return n, nil
+}
+
+// durable makes a blob just written to a local folder survive a crash of
+// the machine. fileblob writes a temporary file and renames it into place
+// without syncing either, so after a power loss a state version that the
+// database committed could name a file the disk never got (empty, or not
+// there). Every writer here stores its blob before the transaction that
+// points at it, so syncing before returning is enough: the file's data,
+// its name in its folder, and the names of the folders above it up to the
+// store's root (fileblob makes a key's folders as needed). An S3 bucket
+// has acknowledged a write only once it is durable: nothing to do.
+func (s *Store) durable(key string) error {
+	if s.dir == "" {
+		return nil
+	}
+	path, err := localPath(s.dir, key)
+	if err != nil {
+		return fmt.Errorf("writing blob %s: %w", key, err)
+	}
+	for p := path; ; p = filepath.Dir(p) {
+		if err := syncPath(p); err != nil {
+			return fmt.Errorf("writing blob %s: syncing it to disk: %w", key, err)
+		}
+		if p == s.dir {
+			return nil
+		}
+	}
+}
+
+// localPath is where fileblob keeps key under dir, for the keys Terrace
+// makes (IDs and random strings in folders): letters, digits, '.', '-'
+// and '_' in '/'-separated parts. fileblob escapes other keys into other
+// names, which this does not follow: they are refused.
+func localPath(dir, key string) (string, error) {
+	for _, part := range strings.Split(key, "/") {
+		ok := part != "" && part != "." && part != ".." && !strings.Contains(part, "__")
+		for _, c := range part {
+			ok = ok && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_')
+		}
+		if !ok {
+			return "", fmt.Errorf("the key %q has a part the folder store would escape", key)
+		}
+	}
+	return filepath.Join(dir, filepath.FromSlash(key)), nil
+}
+
+// syncPath flushes a file or folder to disk (a variable for the test that
+// makes it fail).
+var syncPath = func(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Get reads the whole object at key; a missing object is core.ErrNotFound.
