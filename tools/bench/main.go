@@ -3,9 +3,11 @@
 // figures measured in the same process:
 //
 //	(a) server-side run time, POST runs (auto-apply, configuration already
-//	    uploaded) to "applied" polled every 10ms (-poll), for a 20-resource
-//	    configuration, against terraform init + plan -out + apply of that
-//	    plan run locally; and the terraform CLI's own time for
+//	    uploaded) to the run's own applied-at (the client reads the run
+//	    every 100ms, -poll), for a 20-resource configuration, against
+//	    terraform init + plan -out + apply of that plan run locally; the
+//	    same with a client reading every 10ms (-poll-heavy), whose reads
+//	    compete with terraform for the cores; and the terraform CLI's own time for
 //	    apply -auto-approve with a cloud block (bounded by its 1–3s polling);
 //	(b) run creation to plan start, p50 and p99 over speculative runs;
 //	(c) runs per minute for many workspaces with one run each;
@@ -95,7 +97,8 @@ func main() {
 	only := flag.String("only", "abcdefg", "which measurements to make: a, b, c, d, e, f, g")
 	iterations := flag.Int("iterations", 10, "(a) runs measured on each side")
 	cliIterations := flag.Int("cli-iterations", 3, "(a) terraform apply -auto-approve runs with a cloud block")
-	poll := flag.Duration("poll", 10*time.Millisecond, "(a) how often the run is read through the API while it runs (each read costs the server CPU the run competes with)")
+	poll := flag.Duration("poll", 100*time.Millisecond, "(a) how often the client reads the run while it runs; the ratio is of the run's own applied-at, so this only bounds when the bench learns the run is done")
+	pollHeavy := flag.Duration("poll-heavy", 10*time.Millisecond, "(a) then measure the pairs again with a client reading the run this often (each read takes CPU from terraform on the same cores); 0: not")
 	plans := flag.Int("plans", 100, "(b) speculative runs")
 	workspaces := flag.Int("workspaces", 200, "(c, e) workspaces with one run each")
 	chain := flag.Int("chain", 50, "(d) workspaces in the chain")
@@ -120,7 +123,7 @@ func main() {
 		}
 		hs = append(hs, n)
 	}
-	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, memProfile: *memProfile, cpuProfileC: *cpuProfileC, cpuProfileA: *cpuProfileA, poll: *poll}
+	o := options{store: *st, readers: *readers, readFor: *readFor, histories: hs, cpuProfile: *cpuProfile, memProfile: *memProfile, cpuProfileC: *cpuProfileC, cpuProfileA: *cpuProfileA, poll: *poll, pollHeavy: *pollHeavy}
 	if err := mainErr(*only, *iterations, *cliIterations, *plans, *workspaces, *chain, *fanout, *concurrency, *verbose, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -143,8 +146,9 @@ type options struct {
 	// cpuProfileC, when set, is where (c) writes a CPU profile; cpuProfileA
 	// where (a) does.
 	cpuProfileC, cpuProfileA string
-	// poll is how often (a) reads the run through the API.
-	poll time.Duration
+	// poll is how often (a) reads the run through the API; pollHeavy how
+	// often in its second set of pairs (0: none).
+	poll, pollHeavy time.Duration
 }
 
 func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, fanout, concurrency int, verbose bool, o options) error {
@@ -210,7 +214,7 @@ func mainErr(only string, iterations, cliIterations, plans, workspaces, chain, f
 				return err
 			}
 		}
-		err := b.runTime(ctx, iterations, cliIterations, o.poll, stop) // stops the profile after the runs
+		err := b.runTime(ctx, iterations, cliIterations, o.poll, o.pollHeavy, stop) // stops the profile after the runs
 		stop()
 		if err != nil {
 			return fmt.Errorf("(a): %w", err)
@@ -329,70 +333,94 @@ func (b *bench) stored(ctx context.Context, id string) (*run.Run, error) {
 	return b.srv.Runs.Get(auth.WithPrincipal(ctx, &auth.Principal{SiteAdmin: true}), id)
 }
 
-// runTime is (a).
-// endProfile ends -cpuprofile-a's profile once the runs are measured.
-func (b *bench) runTime(ctx context.Context, n, cliN int, poll time.Duration, endProfile func()) error {
-	fmt.Printf("\n(a) one run of a 20-resource terraform_data configuration (auto-apply), %d runs a side\n", n)
-	var remote, local, atServer []time.Duration
-	var phases [][]time.Duration // queue, plan, plan→apply, apply, report, applied→plan JSON served
-	var steps [][]time.Duration  // init, plan, apply
-	var lastRun string
-	// i = -1 warms up both sides.
+// pairs are (a)'s measurements: a run on the server, then the same work
+// locally, n times.
+type pairs struct {
+	remote, local, atServer []time.Duration
+	phases                  [][]time.Duration // queue, plan, plan→apply, apply, applied→plan JSON served
+	steps                   [][]time.Duration // init, plan, apply, show -json
+	lastRun                 string
+}
+
+// runPairs measures n pairs (after one that warms both sides up), the
+// client reading each run every poll until it is final.
+func (b *bench) runPairs(ctx context.Context, n int, poll time.Duration) (*pairs, error) {
+	p := &pairs{}
 	for i := -1; i < n; i++ {
 		ws, cv, err := b.workspace(ctx, bigConfig)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		start := time.Now()
 		r, err := b.c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, AutoApply: tfe.Bool(true),
 			Variables: []*tfe.RunVariable{{Key: "gen", Value: fmt.Sprintf("%q", fmt.Sprint(i))}}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r, seen, err := b.await(ctx, r.ID, poll)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if r.Status != tfe.RunApplied {
-			return fmt.Errorf("run %s ended %s", r.ID, r.Status)
+			return nil, fmt.Errorf("run %s ended %s", r.ID, r.Status)
 		}
-		d := seen[tfe.RunApplied].Sub(start)
 		sr, err := b.stored(ctx, r.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ps, pf := sr.Plan.Timestamps["started-at"], sr.Plan.Timestamps["finished-at"]
 		as, af := sr.Apply.Timestamps["started-at"], sr.Apply.Timestamps["finished-at"]
+		applied := sr.Timestamps["applied-at"]
 		// The plan's JSON is made after the run is applied: wait for it
 		// (the read waits on the server) so that the local side does not
 		// share the machine with it.
 		if _, err := b.c.Plans.ReadJSONOutput(ctx, r.Plan.ID); err != nil {
-			return fmt.Errorf("the plan JSON of run %s: %w", r.ID, err)
+			return nil, fmt.Errorf("the plan JSON of run %s: %w", r.ID, err)
 		}
-		js := time.Since(seen[tfe.RunApplied])
+		js := time.Since(applied)
 
 		ld, st, err := b.local(ctx, i)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if i < 0 {
 			continue
 		}
-		remote, local = append(remote, d), append(local, ld)
-		lastRun = r.ID
-		atServer = append(atServer, sr.Timestamps["applied-at"].Sub(start))
-		phases = append(phases, []time.Duration{ps.Sub(start), pf.Sub(ps), as.Sub(pf), af.Sub(as), seen[tfe.RunApplied].Sub(af), js})
-		steps = append(steps, st)
+		p.remote, p.local = append(p.remote, seen[tfe.RunApplied].Sub(start)), append(p.local, ld)
+		p.atServer = append(p.atServer, applied.Sub(start))
+		p.lastRun = r.ID
+		p.phases = append(p.phases, []time.Duration{ps.Sub(start), pf.Sub(ps), as.Sub(pf), af.Sub(as), js})
+		p.steps = append(p.steps, st)
 	}
-	rm, lm := median(remote), median(local)
-	fmt.Printf("  server-side run, POST to applied (%s polls): median %s  [%s]\n", poll, ms(rm), list(remote))
-	fmt.Printf("  local init + plan -out + apply:                median %s  [%s]\n", ms(lm), list(local))
+	return p, nil
+}
+
+// runTime is (a): the pairs once with a client that reads the run every
+// poll (the figure the target is about), then, when heavy is set, again
+// with one that reads it every heavy.
+// endProfile ends -cpuprofile-a's profile once the first pairs are measured.
+func (b *bench) runTime(ctx context.Context, n, cliN int, poll, heavy time.Duration, endProfile func()) error {
+	fmt.Printf("\n(a) one run of a 20-resource terraform_data configuration (auto-apply), %d runs a side\n", n)
+	p, err := b.runPairs(ctx, n, poll)
+	if err != nil {
+		return err
+	}
+	endProfile()
+	// The server-side run is POST to the run's own applied-at: when the
+	// server recorded the run applied, read back in microseconds. A
+	// client's reads are not part of it, and their cost to a run that
+	// shares two cores with them is the client's (the terraform CLI reads
+	// every 1-3s); how often it reads only bounds when the bench learns
+	// that the run is done. (c) measures its runs the same way.
+	am, lm := median(p.atServer), median(p.local)
 	verdict := "meets"
-	if float64(rm)/float64(lm) > 1.15 {
+	if float64(am)/float64(lm) > 1.15 {
 		verdict = "misses"
 	}
-	fmt.Printf("  ratio server/local: %.2f (target <= 1.15: %s)\n", float64(rm)/float64(lm), verdict)
-	fmt.Printf("  POST to the run's applied-at (the server's clock, no poll latency): median %s, ratio to local %.2f\n", ms(median(atServer)), float64(median(atServer))/float64(lm))
+	fmt.Printf("  server-side run, POST to the run's applied-at (the server's record; the client reads the run every %s): median %s  [%s]\n", poll, ms(am), list(p.atServer))
+	fmt.Printf("  local init + plan -out + apply:                median %s  [%s]\n", ms(lm), list(p.local))
+	fmt.Printf("  ratio server/local: %.2f (target <= 1.15: %s)\n", float64(am)/float64(lm), verdict)
+	fmt.Printf("  POST to applied as the client saw it (with up to %s of poll latency): median %s, ratio to local %.2f\n", poll, ms(median(p.remote)), float64(median(p.remote))/float64(lm))
 	col := func(rows [][]time.Duration, j int) time.Duration {
 		var v []time.Duration
 		for _, r := range rows {
@@ -401,18 +429,29 @@ func (b *bench) runTime(ctx context.Context, n, cliN int, poll time.Duration, en
 		return median(v)
 	}
 	fmt.Printf("  where the server's time goes (medians): POST to plan start %s, plan phase %s (init, plan, report),\n"+
-		"    plan end to apply start %s, apply phase %s (apply, state upload, report), apply end to applied seen %s;\n"+
-		"    after that, off the run's time: applied seen to the plan's JSON served (show -json, upload) %s\n",
-		ms(col(phases, 0)), ms(col(phases, 1)), ms(col(phases, 2)), ms(col(phases, 3)), ms(col(phases, 4)), ms(col(phases, 5)))
-	fmt.Printf("  local steps (medians): init %s, plan %s, apply %s; show -json of the plan (not in the baseline) %s\n", ms(col(steps, 0)), ms(col(steps, 1)), ms(col(steps, 2)), ms(col(steps, 3)))
+		"    plan end to apply start %s, apply phase %s (apply, state upload, report);\n"+
+		"    after that, off the run's time: applied to the plan's JSON served (show -json, upload) %s\n",
+		ms(col(p.phases, 0)), ms(col(p.phases, 1)), ms(col(p.phases, 2)), ms(col(p.phases, 3)), ms(col(p.phases, 4)))
+	fmt.Printf("  local steps (medians): init %s, plan %s, apply %s; show -json of the plan (not in the baseline) %s\n", ms(col(p.steps, 0)), ms(col(p.steps, 1)), ms(col(p.steps, 2)), ms(col(p.steps, 3)))
 	var withShow []time.Duration
-	for j, st := range steps {
-		withShow = append(withShow, local[j]+st[3])
+	for j, st := range p.steps {
+		withShow = append(withShow, p.local[j]+st[3])
 	}
-	fmt.Printf("  for comparison, ratio against local work plus the show -json the server runs for the plan's JSON: %.2f\n", float64(rm)/float64(median(withShow)))
-	endProfile()
-	if err := b.readCost(ctx, lastRun, 2000, poll); err != nil {
-		return err
+	fmt.Printf("  for comparison, ratio against local work plus the show -json the server runs for the plan's JSON: %.2f\n", float64(am)/float64(median(withShow)))
+	if heavy > 0 {
+		// The same pairs with a client that reads the run every heavy:
+		// each read costs this process (server and go-tfe) and PostgreSQL
+		// CPU that terraform, on the same two cores, does not get.
+		h, err := b.runPairs(ctx, n, heavy)
+		if err != nil {
+			return err
+		}
+		hl := median(h.local)
+		fmt.Printf("  with a client reading the run every %s instead: POST to applied-at %s, ratio %.2f; POST to applied seen %s, ratio %.2f (local %s)\n",
+			heavy, ms(median(h.atServer)), float64(median(h.atServer))/float64(hl), ms(median(h.remote)), float64(median(h.remote))/float64(hl), ms(hl))
+		if err := b.readCost(ctx, h.lastRun, 2000, heavy); err != nil {
+			return err
+		}
 	}
 
 	if cliN <= 0 {
