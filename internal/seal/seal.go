@@ -106,13 +106,12 @@ func ReadKEKFile(path string) (KEK, error) {
 	return k, nil
 }
 
-// WriteKEKFile writes k to path with mode 0600, atomically.
+// WriteKEKFile writes k to path with mode 0600, atomically and durably:
+// the data keys it wraps are committed to the database right after, so a
+// key file lost to a power failure would leave every sealed value
+// unreadable.
 func WriteKEKFile(path string, k KEK) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(k.String()+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return core.WriteFileAtomic(path, []byte(k.String()+"\n"), 0o600)
 }
 
 // Keyring holds the unwrapped data keys. It is safe for concurrent use.

@@ -257,7 +257,7 @@ func (s *Server) instanceID() string {
 		return strings.TrimSpace(string(b))
 	}
 	id := core.RandomString(8)
-	if err := writeFileAtomic(path, []byte(id+"\n"), 0o600); err != nil {
+	if err := core.WriteFileAtomic(path, []byte(id+"\n"), 0o600); err != nil {
 		// Without a stable ID the jobs of earlier processes are still
 		// recovered, when their leases expire.
 		s.logger.Warn("writing the instance ID", "error", err)

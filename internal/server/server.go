@@ -477,7 +477,7 @@ func (s *Server) secret() ([]byte, error) {
 	buf := make([]byte, 32)
 	_, _ = rand.Read(buf)
 	b := []byte(hex.EncodeToString(buf))
-	if err := writeFileAtomic(path, b, 0o600); err != nil {
+	if err := core.WriteFileAtomic(path, b, 0o600); err != nil {
 		return nil, fmt.Errorf("writing secret: %w", err)
 	}
 	return b, nil
@@ -493,7 +493,7 @@ func (s *Server) siteToken(ctx context.Context) error {
 	}
 	if tok == "" {
 		tok = core.RandomString(14) + ".atlasv1." + core.RandomString(60)
-		if err := writeFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+		if err := core.WriteFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
 			return fmt.Errorf("writing site token: %w", err)
 		}
 		s.NewSiteToken = true

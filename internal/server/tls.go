@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/terracehq/terrace/internal/core"
 )
 
 // ensureTLS returns the certificate to serve. Without a configured
@@ -104,7 +106,7 @@ func ensureTLS(dataDir, certFile, keyFile string, extraHosts ...string) (tls.Cer
 		{caPath, &pem.Block{Type: "CERTIFICATE", Bytes: caDER}, 0o644},
 	}
 	for _, f := range files {
-		if err := writeFileAtomic(f.path, pem.EncodeToMemory(f.block), f.mode); err != nil {
+		if err := core.WriteFileAtomic(f.path, pem.EncodeToMemory(f.block), f.mode); err != nil {
 			return tls.Certificate{}, "", fmt.Errorf("writing %s: %w", f.path, err)
 		}
 	}
@@ -115,12 +117,4 @@ func ensureTLS(dataDir, certFile, keyFile string, extraHosts ...string) (tls.Cer
 func randSerial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
 	return n
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
