@@ -169,6 +169,9 @@ func (s *Store) durable(key string) error {
 		if p == s.dir {
 			return nil
 		}
+		if filepath.Dir(p) == p { // cannot happen: localPath joins under dir
+			return fmt.Errorf("writing blob %s: %s is not under %s", key, path, s.dir)
+		}
 	}
 }
 
