@@ -146,7 +146,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit in
 }
 
 // durable makes a blob just written to a local folder survive a crash of
-// the machine. fileblob writes a temporary file and renames it into place
+// the machine (and removes a sidecar an earlier write left, below). fileblob writes a temporary file and renames it into place
 // without syncing either, so after a power loss a state version that the
 // database committed could name a file the disk never got (empty, or not
 // there). Every writer here stores its blob before the transaction that
@@ -161,6 +161,11 @@ func (s *Store) durable(key string) error {
 	path, err := localPath(s.dir, key)
 	if err != nil {
 		return fmt.Errorf("writing blob %s: %w", key, err)
+	}
+	// A blob written before with fileblob's sidecar (content type, MD5)
+	// would keep the old one beside the new content.
+	if err := os.Remove(path + ".attrs"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("writing blob %s: removing its old sidecar: %w", key, err)
 	}
 	for p := path; ; p = filepath.Dir(p) {
 		if err := syncPath(p); err != nil {

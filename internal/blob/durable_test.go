@@ -115,4 +115,23 @@ func TestLocalWritesAreDurable(t *testing.T) {
 	if _, err := os.Stat(sidecar); !os.IsNotExist(err) {
 		t.Fatalf("the old blob's sidecar outlived it: %v", err)
 	}
+	// Rewritten, an old blob loses its sidecar (it described the old
+	// content).
+	old, err = fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.WriteAll(ctx, "logs/log-old", []byte("old log"), nil); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	if err := s.Put(ctx, "logs/log-old", []byte("new log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sidecar); !os.IsNotExist(err) {
+		t.Fatalf("a rewritten blob kept its old sidecar: %v", err)
+	}
+	if got, err := s.Get(ctx, "logs/log-old"); err != nil || string(got) != "new log" {
+		t.Fatalf("the rewritten blob reads %q, %v", got, err)
+	}
 }
