@@ -917,17 +917,13 @@ func (s *Service) Output(ctx context.Context, id string) (*Output, error) {
 // version (values included; the API hides sensitive ones). A workspace
 // without state has none.
 func (s *Service) CurrentOutputs(ctx context.Context, workspaceID string) ([]*Output, error) {
-	v, err := s.Current(ctx, workspaceID)
-	if core.KindOf(err) == core.KindNotFound {
-		if _, werr := s.workspace(ctx, workspaceID); werr != nil {
-			return nil, werr
-		}
-		return nil, nil
-	}
-	if err != nil {
+	if _, err := s.workspace(ctx, workspaceID); err != nil {
 		return nil, err
 	}
-	return s.outputs(ctx, v.ID)
+	// Through the head in one statement: the version itself is not needed
+	// (a workspace without one has no outputs either).
+	return store.All(ctx, s.db, s.scanOutput, `SELECT `+outputCols+` FROM state_version_outputs
+		WHERE state_version_id = (SELECT current_id FROM state_heads WHERE workspace_id = ?) ORDER BY name`, workspaceID)
 }
 
 // CurrentStateVersionID returns the ID of a workspace's current state
