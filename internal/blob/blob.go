@@ -88,6 +88,9 @@ func (s *Store) Close() error { return s.b.Close() }
 
 // Put writes data under key, replacing any object there.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	if err := s.checkKey(key); err != nil {
+		return err
+	}
 	if s.keys != nil {
 		sealed, err := s.keys.SealBytes(data)
 		if err != nil {
@@ -104,6 +107,9 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 // PutReader streams r under key. More than limit bytes is an error and
 // leaves nothing behind (the write is abandoned, not committed).
 func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit int64) (int64, error) {
+	if err := s.checkKey(key); err != nil {
+		return 0, err
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := s.b.NewWriter(wctx, key, nil)
@@ -145,9 +151,22 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit in
 	return n, nil
 }
 
+// checkKey refuses, before anything is written, a key that a local
+// store could not make durable (localPath).
+func (s *Store) checkKey(key string) error {
+	if s.dir == "" {
+		return nil
+	}
+	if _, err := localPath(s.dir, key); err != nil {
+		return fmt.Errorf("writing blob %s: %w", key, err)
+	}
+	return nil
+}
+
 // durable makes a blob just written to a local folder survive a crash of
-// the machine (and removes a sidecar an earlier write left, below). fileblob writes a temporary file and renames it into place
-// without syncing either, so after a power loss a state version that the
+// the machine, and removes a sidecar an earlier write left (below).
+// fileblob writes a temporary file and renames it into place without
+// syncing either, so after a power loss a state version that the
 // database committed could name a file the disk never got (empty, or not
 // there). Every writer here stores its blob before the transaction that
 // points at it, so syncing before returning is enough: the file's data,
@@ -199,17 +218,7 @@ func localPath(dir, key string) (string, error) {
 
 // syncPath flushes a file or folder to disk (a variable for the test that
 // makes it fail).
-var syncPath = func(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+var syncPath = core.SyncPath
 
 // Get reads the whole object at key; a missing object is core.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {

@@ -84,12 +84,19 @@ func TestLocalWritesAreDurable(t *testing.T) {
 	}
 	restore2()
 
-	// A key whose file name fileblob would escape is refused, not
-	// written under a name the sync does not find.
+	// A key whose file name fileblob would escape is refused before
+	// anything is written, not written under a name the sync does not
+	// find.
 	for _, key := range []string{"a//b", "a/../b", "a/b/", "a/x__0x41__", "a/b c", "a/\x01"} {
 		if err := s.Put(ctx, key, []byte("v")); err == nil {
 			t.Errorf("Put(%q) succeeded", key)
 		}
+		if _, err := s.PutReader(ctx, key, strings.NewReader("v"), 10); err == nil {
+			t.Errorf("PutReader(%q) succeeded", key)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a")); !os.IsNotExist(err) {
+		t.Fatalf("refused keys left something behind: %v", err)
 	}
 
 	// A blob as the store wrote it before: with a sidecar.

@@ -44,18 +44,24 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = syncFile(d)
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := SyncPath(dir); err != nil {
 		return fmt.Errorf("syncing the folder of %s: %w", path, err)
 	}
 	return nil
+}
+
+// SyncPath flushes the file or folder at path to disk (for a folder: the
+// names in it, such as a file just renamed into it).
+func SyncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = syncFile(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // syncFile flushes a file or folder to disk (a variable for the test
