@@ -35,6 +35,12 @@ func Page[T any](ctx context.Context, q Q, scan func(Scanner) (T, error), cols, 
 	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM `+from+` WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
+	return PageOf(ctx, q, scan, cols, from, where, order, offset, limit, total, args...)
+}
+
+// PageOf is Page for a caller that knows the total (a count the store
+// keeps, rather than one of every row where selects).
+func PageOf[T any](ctx context.Context, q Q, scan func(Scanner) (T, error), cols, from, where, order string, offset, limit, total int, args ...any) ([]T, int, error) {
 	if offset = max(offset, 0); offset >= total || limit == 0 {
 		return []T{}, total, nil
 	}

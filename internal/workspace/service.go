@@ -688,7 +688,7 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
-	where, args, each, err := s.listWhere(ctx, org, opts)
+	where, args, each, all, err := s.listWhere(ctx, org, opts)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -714,6 +714,17 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 		}
 		return out, total, nil
 	}
+	if all {
+		// Every workspace of the organization: the total is the count the
+		// store keeps (migration 1043), not a count of the organization's
+		// workspaces for every page.
+		var total int
+		err := s.db.QueryRow(ctx, `SELECT workspaces FROM workspace_counts WHERE organization_name = ?`, org).Scan(&total)
+		if err != nil && !store.IsNoRows(err) {
+			return nil, 0, err
+		}
+		return store.PageOf(ctx, s.db, scanWithTags, cols+`, `+tagNamesSQL, "workspaces ws", where, order, offset, limit, total, args...)
+	}
 	return store.Page(ctx, s.db, scanWithTags, cols+`, `+tagNamesSQL, "workspaces ws", where, order, offset, limit, args...)
 }
 
@@ -721,7 +732,10 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 // opts and the caller's reach make, with its arguments; each is the test
 // of a caller whose reach is asked workspace by workspace (a run token's),
 // nil otherwise.
-func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (where string, args []any, each func(projectID, workspaceID string) bool, err error) {
+//
+// all reports that the condition is the organization's alone: the caller
+// reads every workspace of it and no filter applies.
+func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (where string, args []any, each func(projectID, workspaceID string) bool, all bool, err error) {
 	conds := []string{`ws.organization_name = ?`}
 	args = []any{org}
 	and := func(cond string, a ...any) {
@@ -730,7 +744,7 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 	}
 	readable, rargs, each, err := authz.ReadableWorkspaces(ctx, org)
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, false, err
 	}
 	if readable != "" {
 		and(readable, rargs...)
@@ -788,12 +802,12 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 	if len(opts.CurrentRunStatus) > 0 {
 		h, ok := s.Runs.(RunHistorySQL)
 		if !ok || s.Runs == nil {
-			return "", nil, nil, core.Invalid("filter[current-run][status] is not available")
+			return "", nil, nil, false, core.Invalid("filter[current-run][status] is not available")
 		}
 		in, statuses := store.In(opts.CurrentRunStatus)
 		and(`(`+h.CurrentRunStatusSQL()+`) IN (`+in+`)`, statuses...)
 	}
-	return strings.Join(conds, ` AND `), args, each, nil
+	return strings.Join(conds, ` AND `), args, each, len(conds) == 1 && each == nil, nil
 }
 
 // listOrder is the ORDER BY of a list sorted by: name (the default),
