@@ -132,12 +132,8 @@ func (s *Service) ListPage(ctx context.Context, workspaceID string, o ListOption
 	// Whether the caller may see the workspace: its identity is enough
 	// (Get also works out the effective execution mode, three statements
 	// for a workspace that inherits its project's).
-	w, err := s.Workspaces.Identity(ctx, workspaceID)
-	if err != nil {
+	if _, err := s.Workspaces.Readable(ctx, workspaceID); err != nil {
 		return nil, 0, err
-	}
-	if !auth.FromContext(ctx).CanAccessOrganization(w.Organization) {
-		return nil, 0, core.NotFound("workspace %q not found", workspaceID)
 	}
 	return s.workspacePage(ctx, workspaceID, o)
 }

@@ -46,6 +46,10 @@ type Workspaces interface {
 	// costs more queries (the effective execution mode and agent pool,
 	// left empty): what observers of run transitions are given.
 	Identity(ctx context.Context, id string) (*Workspace, error)
+	// Readable is Identity for a caller that may see the workspace (404
+	// otherwise, as Get): the workspace domain's access check without the
+	// statements of the effective execution mode.
+	Readable(ctx context.Context, id string) (*Workspace, error)
 	// LockForRun makes runID the workspace's lock holder inside q's
 	// transaction; false when someone else holds the lock.
 	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)

@@ -37,6 +37,7 @@ func (f fakeWorkspaces) SystemIn(context.Context, store.Q, string) (*Workspace, 
 	return f.ws, nil
 }
 func (f fakeWorkspaces) Identity(context.Context, string) (*Workspace, error) { return f.ws, nil }
+func (f fakeWorkspaces) Readable(context.Context, string) (*Workspace, error) { return f.ws, nil }
 func (f fakeWorkspaces) LockForRun(context.Context, store.Q, string, string) (bool, error) {
 	return true, nil
 }

@@ -70,7 +70,15 @@ func (a runWorkspaces) SystemIn(ctx context.Context, q store.Q, id string) (*run
 }
 
 func (a runWorkspaces) Identity(ctx context.Context, id string) (*run.Workspace, error) {
-	w, err := a.ws.System(ctx, id)
+	return identityOf(a.ws.System(ctx, id))
+}
+
+func (a runWorkspaces) Readable(ctx context.Context, id string) (*run.Workspace, error) {
+	return identityOf(a.ws.Get(ctx, id))
+}
+
+// identityOf is a workspace's identity for the run domain (Identity).
+func identityOf(w *workspace.Workspace, err error) (*run.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
