@@ -152,12 +152,12 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.Reader, limit in
 }
 
 // checkKey refuses, before anything is written, a key that a local
-// store could not make durable (localPath).
+// store could not make durable (localKey).
 func (s *Store) checkKey(key string) error {
 	if s.dir == "" {
 		return nil
 	}
-	if _, err := localPath(s.dir, key); err != nil {
+	if err := localKey(key); err != nil {
 		return fmt.Errorf("writing blob %s: %w", key, err)
 	}
 	return nil
@@ -177,43 +177,37 @@ func (s *Store) durable(key string) error {
 	if s.dir == "" {
 		return nil
 	}
-	path, err := localPath(s.dir, key)
-	if err != nil {
-		return fmt.Errorf("writing blob %s: %w", key, err)
-	}
+	// checkKey let the key in: its file is dir/part/part/…, as fileblob
+	// names it.
+	parts := append([]string{s.dir}, strings.Split(key, "/")...)
 	// A blob written before with fileblob's sidecar (content type, MD5)
 	// would keep the old one beside the new content.
-	if err := os.Remove(path + ".attrs"); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(parts...) + ".attrs"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("writing blob %s: removing its old sidecar: %w", key, err)
 	}
-	for p := path; ; p = filepath.Dir(p) {
-		if err := syncPath(p); err != nil {
+	for n := len(parts); n > 0; n-- { // the file, then its folders up to dir
+		if err := syncPath(filepath.Join(parts[:n]...)); err != nil {
 			return fmt.Errorf("writing blob %s: syncing it to disk: %w", key, err)
 		}
-		if p == s.dir {
-			return nil
-		}
-		if filepath.Dir(p) == p { // cannot happen: localPath joins under dir
-			return fmt.Errorf("writing blob %s: %s is not under %s", key, path, s.dir)
-		}
 	}
+	return nil
 }
 
-// localPath is where fileblob keeps key under dir, for the keys Terrace
-// makes (IDs and random strings in folders): letters, digits, '.', '-'
-// and '_' in '/'-separated parts. fileblob escapes other keys into other
-// names, which this does not follow: they are refused.
-func localPath(dir, key string) (string, error) {
+// localKey accepts the keys Terrace makes (IDs and random strings in
+// folders): letters, digits, '.', '-' and '_' in '/'-separated parts,
+// which fileblob keeps under the same names. fileblob escapes other keys
+// into other names, which durable does not follow: they are refused.
+func localKey(key string) error {
 	for _, part := range strings.Split(key, "/") {
 		ok := part != "" && part != "." && part != ".." && !strings.Contains(part, "__")
 		for _, c := range part {
 			ok = ok && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_')
 		}
 		if !ok {
-			return "", fmt.Errorf("the key %q has a part the folder store would escape", key)
+			return fmt.Errorf("the key %q has a part the folder store would escape", key)
 		}
 	}
-	return filepath.Join(dir, filepath.FromSlash(key)), nil
+	return nil
 }
 
 // syncPath flushes a file or folder to disk (a variable for the test that
