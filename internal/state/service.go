@@ -792,8 +792,7 @@ func (s *Service) Current(ctx context.Context, workspaceID string) (*Version, er
 // check, and keeps it in the request memo for the reads of it by ID that
 // follow (its outputs, the response).
 func (s *Service) currentVersion(ctx context.Context, workspaceID string) (*Version, error) {
-	v, err := scanVersion(s.db.QueryRow(ctx, `SELECT `+versionCols+` FROM state_versions
-		WHERE id = (SELECT current_id FROM state_heads WHERE workspace_id = ?)`, workspaceID))
+	v, err := scanVersion(s.db.QueryRow(ctx, `SELECT `+versionCols+` FROM state_versions WHERE id = (`+headSQL+`)`, workspaceID))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("workspace %s has no current state version", workspaceID)
 	}
@@ -879,8 +878,18 @@ func (s *Service) scanOutput(sc interface{ Scan(...any) error }) (*Output, error
 }
 
 func (s *Service) outputs(ctx context.Context, svID string) ([]*Output, error) {
-	return store.All(ctx, s.db, s.scanOutput, `SELECT `+outputCols+` FROM state_version_outputs WHERE state_version_id = ? ORDER BY name`, svID)
+	return s.outputsOf(ctx, `?`, svID)
 }
+
+// outputsOf lists, in name order, the outputs of the version whose ID the
+// SQL expression version says (its one argument arg).
+func (s *Service) outputsOf(ctx context.Context, version string, arg any) ([]*Output, error) {
+	return store.All(ctx, s.db, s.scanOutput, `SELECT `+outputCols+` FROM state_version_outputs WHERE state_version_id = `+version+` ORDER BY name`, arg)
+}
+
+// headSQL is a workspace's current version's ID ("" or no row: none); its
+// argument is the workspace's ID.
+const headSQL = `SELECT current_id FROM state_heads WHERE workspace_id = ?`
 
 // Outputs returns the outputs of a state version the caller may see, with
 // their values (sensitive ones included, as HCP Terraform does).
@@ -922,15 +931,14 @@ func (s *Service) CurrentOutputs(ctx context.Context, workspaceID string) ([]*Ou
 	}
 	// Through the head in one statement: the version itself is not needed
 	// (a workspace without one has no outputs either).
-	return store.All(ctx, s.db, s.scanOutput, `SELECT `+outputCols+` FROM state_version_outputs
-		WHERE state_version_id = (SELECT current_id FROM state_heads WHERE workspace_id = ?) ORDER BY name`, workspaceID)
+	return s.outputsOf(ctx, `(`+headSQL+`)`, workspaceID)
 }
 
 // CurrentStateVersionID returns the ID of a workspace's current state
 // version, "" when it has none. No access check (for other domains).
 func (s *Service) CurrentStateVersionID(ctx context.Context, workspaceID string) (string, error) {
 	var id string
-	err := s.db.QueryRow(ctx, `SELECT current_id FROM state_heads WHERE workspace_id = ?`, workspaceID).Scan(&id)
+	err := s.db.QueryRow(ctx, headSQL, workspaceID).Scan(&id)
 	if store.IsNoRows(err) {
 		return "", nil
 	}
