@@ -98,13 +98,8 @@ func (a workspaceState) StateSummaryOf(ctx context.Context, workspaceID, id stri
 	if err != nil {
 		return workspace.StateSummary{}, err
 	}
-	if len(outputs) > 0 {
-		if ok, err := a.outputsVisible(ctx, workspaceID); err != nil || !ok {
-			outputs = nil
-			if err != nil {
-				return workspace.StateSummary{}, err
-			}
-		}
+	if outputs, err = visibleOutputs(ctx, a, workspaceID, outputs); err != nil {
+		return workspace.StateSummary{}, err
 	}
 	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, len(outputs))}
 	for i, o := range outputs {
@@ -120,15 +115,10 @@ func (a workspaceState) StateSummary(ctx context.Context, workspaceID string) (w
 	if err != nil {
 		return workspace.StateSummary{}, err
 	}
-	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, 0, len(outs))}
-	if len(outs) > 0 {
-		if ok, err := a.outputsVisible(ctx, workspaceID); err != nil || !ok {
-			outs = nil
-			if err != nil {
-				return workspace.StateSummary{}, err
-			}
-		}
+	if outs, err = visibleOutputs(ctx, a, workspaceID, outs); err != nil {
+		return workspace.StateSummary{}, err
 	}
+	sum := workspace.StateSummary{CurrentStateVersionID: id, ResourceCount: n, Outputs: make([]workspace.Output, 0, len(outs))}
 	for _, o := range outs {
 		w := workspace.Output{ID: o.ID, Name: o.Name, Sensitive: o.Sensitive, Type: o.Type}
 		if !o.Sensitive {
@@ -139,15 +129,23 @@ func (a workspaceState) StateSummary(ctx context.Context, workspaceID string) (w
 	return sum, nil
 }
 
-// outputsVisible says whether the caller may see a workspace's outputs
-// in its document: outputs are state, which a run token sees only where
-// the remote-state rule lets it read the state (as CurrentOutputs).
-func (a workspaceState) outputsVisible(ctx context.Context, workspaceID string) (bool, error) {
-	_, err := (stateWorkspaces{ws: a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID})
-	if core.KindOf(err) == core.KindNotFound {
-		return false, nil
+// visibleOutputs returns a workspace's outputs as the caller may see
+// them in its document, none where it may not: outputs are state, which a
+// run token sees only where the remote-state rule lets it read the state
+// (as CurrentOutputs). Both summaries, the document's and the domain's,
+// ask it.
+func visibleOutputs[T any](ctx context.Context, a workspaceState, workspaceID string, outs []T) ([]T, error) {
+	if len(outs) == 0 {
+		return outs, nil
 	}
-	return err == nil, err
+	_, err := (stateWorkspaces{ws: a.ws}).check(ctx, &workspace.Workspace{ID: workspaceID})
+	switch {
+	case core.KindOf(err) == core.KindNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return outs, nil
 }
 
 // CurrentOutputs lists the current outputs with sensitive values removed.
