@@ -19,11 +19,7 @@ func TestWorkspaceCountsMigrationCountsExisting(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db, err := store.OpenUntil(ctx, storetest.DSN(t, name), "1042")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openUntil(t, name, "1042")
 			exec := func(q string) {
 				t.Helper()
 				if _, err := db.Exec(ctx, q); err != nil {

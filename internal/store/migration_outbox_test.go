@@ -21,11 +21,7 @@ func TestOutboxMigrationMovesRows(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db, err := store.OpenUntil(ctx, storetest.DSN(t, name), "0759")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openUntil(t, name, "0759")
 			for _, q := range []string{
 				`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', 1, 1)`,
 				`INSERT INTO notification_configurations (id, organization_name, subscribable_type, subscribable_id, name, destination_type, enabled, triggers, email_addresses, email_user_ids, delivery_responses, created_at, updated_at)
@@ -92,4 +88,16 @@ func TestOutboxMigrationMovesRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openUntil opens a fresh database of the named store with the migrations
+// up to version applied (store.OpenUntil), closed when the test ends.
+func openUntil(t *testing.T, name, version string) *store.DB {
+	t.Helper()
+	db, err := store.OpenUntil(context.Background(), storetest.DSN(t, name), version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
