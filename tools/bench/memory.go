@@ -22,8 +22,8 @@ import (
 
 // memory is (g): the resident memory of a `terrace server` started as its
 // own process (built from this checkout, SQLite, default flags), read
-// from /proc/PID/status: after it started and sat idle for 5 s, and after
-// the Workspaces.Read load of (e) against it. Unlike (e)'s figures, the
+// from /proc/PID/status: 5 s and a minute after it started (idle), and
+// after the Workspaces.Read load of (e) against it. Unlike (e)'s figures, the
 // clients are not in the measured process. The Go heap figures from the
 // server's /debug/pprof/heap (as the site admin) say how much of it the
 // heap holds.
@@ -71,13 +71,23 @@ func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error 
 		return err
 	}
 	token := strings.TrimSpace(string(tok))
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(5 * time.Second):
-	}
+	// Idle twice: 5 s after the start, before the server releases the
+	// binary's start-up pages (--release-binary-pages, after 10 s), and
+	// after a minute, once the background loops have run their periods.
+	started := time.Now()
 	pid := cmd.Process.Pid
-	fmt.Printf("  after start and 5 s idle: %s (target 35 MB)%s\n", procRSS(pid), heapSummary(ctx, hc, url, token))
+	for _, at := range []time.Duration{5 * time.Second, time.Minute} {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(started.Add(at))):
+		}
+		target := ""
+		if at == time.Minute {
+			target = " (target 35 MB)"
+		}
+		fmt.Printf("  idle, %s after the start: %s%s%s\n", at, procRSS(pid), target, heapSummary(ctx, hc, url, token))
+	}
 
 	c, err := tfe.NewClient(&tfe.Config{Address: url, Token: token, HTTPClient: hc})
 	if err != nil {
