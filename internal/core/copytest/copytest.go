@@ -12,7 +12,8 @@ import (
 
 // SharesNothing fails t when copy shares a pointer, map or slice with
 // orig (both pointers to the same struct type), found by reflection
-// through pointers, maps and structs, or when the copy's values differ.
+// through pointers, maps, slices and structs, or when the copy's values
+// differ.
 // Every pointer, map and slice of orig must be set, so that a field added
 // later fails the test until the test sets it and the copy copies it.
 func SharesNothing(t testing.TB, orig, copy any) {
@@ -48,6 +49,11 @@ func walk(t testing.TB, a, b reflect.Value, path string) {
 		case reflect.Map:
 			for _, k := range a.MapKeys() {
 				walk(t, a.MapIndex(k), b.MapIndex(k), fmt.Sprintf("%s[%v]", path, k))
+			}
+		case reflect.Slice:
+			// The copies are equal (DeepEqual above), so of one length.
+			for i := range a.Len() {
+				walk(t, a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
 	case reflect.Struct:
