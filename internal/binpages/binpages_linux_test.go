@@ -71,6 +71,7 @@ func writeFile(t *testing.T, name string, size int, c byte) string {
 // TestReleaseUnmapsCleanPages: a read-only private mapping's pages leave
 // the process's resident memory and come back, unchanged, when read.
 func TestReleaseUnmapsCleanPages(t *testing.T) {
+	t.Parallel()
 	size := 64 * os.Getpagesize()
 	path := writeFile(t, "clean file", size, 'A') // a space: smaps' path is the rest of the line
 	b := mapFile(t, path, unix.PROT_READ)
@@ -102,6 +103,7 @@ func TestReleaseUnmapsCleanPages(t *testing.T) {
 // it were written (as a relocated segment is) keeps them: unmapping them
 // would bring back the file's bytes in their place.
 func TestReleaseKeepsPrivateCopies(t *testing.T) {
+	t.Parallel()
 	size := 16 * os.Getpagesize()
 	path := writeFile(t, "relocated", size, 'A')
 	b := mapFile(t, path, unix.PROT_READ|unix.PROT_WRITE)
@@ -122,7 +124,9 @@ func TestReleaseKeepsPrivateCopies(t *testing.T) {
 }
 
 // TestReleaseTheExecutable: the running test binary's pages, which its
-// start-up made resident, are given back, and the code runs on.
+// start-up made resident, are given back, and the code runs on. Not
+// parallel: the other tests' code would map pages while it measures (Go
+// runs the parallel tests after it).
 func TestReleaseTheExecutable(t *testing.T) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -148,6 +152,7 @@ func TestReleaseTheExecutable(t *testing.T) {
 // TestMappingsOf reads the mappings smaps lists for a path: private and
 // read-only only, the path as the rest of the header line.
 func TestMappingsOf(t *testing.T) {
+	t.Parallel()
 	smaps := `00400000-00c00000 r-xp 00000000 fd:01 42                                 /opt/my tools/terrace (deleted)
 Size:               8192 kB
 Rss:                6144 kB
