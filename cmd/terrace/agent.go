@@ -17,6 +17,7 @@ import (
 func agentCmd() *cobra.Command {
 	var cfg jobapi.AgentConfig
 	var tokenFile, logLevel, enginesDir, runCLIConfig string
+	var releasePages bool
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run jobs of an agent pool's workspaces, polling a Terrace server (no inbound connection)",
@@ -58,6 +59,9 @@ by --token-file or TERRACE_AGENT_TOKEN_FILE.`,
 				cfg.Runner.CLIConfig = string(b)
 			}
 			cfg.Runner.Engines = &engine.Finder{Dir: enginesDir}
+			if releasePages {
+				go releaseBinaryPages(cmd.Context(), cfg.Logger, releaseAfter)
+			}
 			return jobapi.RunAgent(cmd.Context(), cfg)
 		},
 	}
@@ -75,5 +79,6 @@ by --token-file or TERRACE_AGENT_TOKEN_FILE.`,
 	f.DurationVar(&cfg.Runner.CancelGrace, "cancel-grace", 10*time.Second, "how long terraform gets to stop after a cancel before it is killed")
 	f.DurationVar(&cfg.Runner.Heartbeat, "heartbeat", 5*time.Second, "longest wait between heartbeats; the agent never waits more than a third of the lease the server gives each job (its --job-heartbeat-timeout)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.BoolVar(&releasePages, "release-binary-pages", true, "on Linux, 10 s after the start give back the pages of the terrace binary that start-up touched (as terrace server does)")
 	return cmd
 }
