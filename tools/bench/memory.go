@@ -22,8 +22,9 @@ import (
 
 // memory is (g): the resident memory of a `terrace server` started as its
 // own process (built from this checkout, SQLite, default flags), read
-// from /proc/PID/status: 5 s and a minute after it started (idle), and
-// after the Workspaces.Read load of (e) against it. Unlike (e)'s figures, the
+// from /proc/PID/status: 5 s and a minute after it started (idle), after
+// the Workspaces.Read load of (e) against it, and then after a few remote
+// runs. Unlike (e)'s figures, the
 // clients are not in the measured process. The Go heap figures from the
 // server's /debug/pprof/heap (as the site admin) say how much of it the
 // heap holds.
@@ -102,6 +103,27 @@ func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error 
 	lat, failed := readLoad(ctx, c, "mem", "w", clients, d)
 	fmt.Printf("  Workspaces.Read against it (site admin token): %.0f requests/s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(), fmtDur(percentile(lat, 99)), failed)
 	fmt.Printf("  after the reads: %s (target 50 MB)%s\n", procRSS(pid), heapSummary(ctx, hc, url, token))
+
+	// Not a target: what the work a server does besides reading maps
+	// (the runner, terraform's reports, state), after the figures above.
+	const runs = 5
+	other := &bench{c: c, org: "mem", tmp: dir}
+	for range runs {
+		ws, cv, err := other.workspace(ctx, bigConfig)
+		if err != nil {
+			return err
+		}
+		r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, AutoApply: tfe.Bool(true)})
+		if err != nil {
+			return err
+		}
+		if r, _, err = other.await(ctx, r.ID, 100*time.Millisecond); err != nil {
+			return err
+		} else if r.Status != tfe.RunApplied {
+			return fmt.Errorf("run %s is %s, not applied", r.ID, r.Status)
+		}
+	}
+	fmt.Printf("  after %d remote runs besides (not a target): %s%s\n", runs, procRSS(pid), heapSummary(ctx, hc, url, token))
 	return nil
 }
 
