@@ -36,9 +36,19 @@ type binaryKey struct {
 	mtime int64
 }
 
-// Find returns the path of a binary for version: "latest" or "" means the
-// terraform (else tofu) on PATH; "tofu" or "tofu:<v>" asks for OpenTofu.
+// Find returns the absolute path of a binary for version: "latest" or ""
+// means the terraform (else tofu) on PATH; "tofu" or "tofu:<v>" asks for
+// OpenTofu. Absolute, because the binary is started in a job's folder:
+// a relative engines folder or PATH entry would be looked up from there.
 func (f *Finder) Find(ctx context.Context, version string) (string, error) {
+	bin, err := f.find(ctx, version)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(bin)
+}
+
+func (f *Finder) find(ctx context.Context, version string) (string, error) {
 	name, want := "terraform", strings.TrimPrefix(strings.TrimSpace(version), "v")
 	if v, ok := strings.CutPrefix(want, "tofu"); ok {
 		name, want = "tofu", strings.TrimPrefix(strings.TrimPrefix(v, ":"), "-")

@@ -283,7 +283,13 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 		"TFC_WORKSPACE_NAME=" + in.Workspace.Name,
 	}
 	if in.CAFile != "" {
-		j.env = append(j.env, "SSL_CERT_FILE="+in.CAFile)
+		// Relative to where the server or agent started, not to the job's
+		// folder terraform runs in.
+		ca, err := filepath.Abs(in.CAFile)
+		if err != nil {
+			return Fault{Err: fmt.Errorf("finding the CA file %s: %w", in.CAFile, err)}
+		}
+		j.env = append(j.env, "SSL_CERT_FILE="+ca)
 	}
 	if j.r.cfg.PluginCacheDir != "" {
 		j.env = append(j.env, "TF_PLUGIN_CACHE_DIR="+j.r.cfg.PluginCacheDir)

@@ -146,6 +146,16 @@ func New(api API, cfg Config) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// terraform runs in a job's folder: a relative folder handed to it
+	// (the job folder's own files, the plugin cache) would be looked up
+	// from there, not from where the runner was started.
+	for _, dir := range []*string{&cfg.ScratchDir, &cfg.PluginCacheDir} {
+		if *dir != "" {
+			if abs, err := filepath.Abs(*dir); err == nil {
+				*dir = abs
+			}
+		}
+	}
 	return &Runner{cfg: cfg, api: api}
 }
 

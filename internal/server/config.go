@@ -139,6 +139,12 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	c.DataDir = cmp.Or(c.DataDir, ".terrace")
+	// Absolute, so that what is made from it and handed to terraform in a
+	// job's folder (the CA file, the engines folder) and the paths printed
+	// for the operator name the same files from anywhere.
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
 	c.Addr = cmp.Or(c.Addr, "127.0.0.1:8443")
 	c.Database = cmp.Or(c.Database, filepath.Join(c.DataDir, "terrace.db"))
 	c.Blobs = cmp.Or(c.Blobs, filepath.Join(c.DataDir, "blobs"))

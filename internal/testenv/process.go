@@ -161,6 +161,13 @@ type AgentProcess struct {
 // log shown when the test failed.
 func StartAgent(t testing.TB, p *Process, token, name string, extra ...string) *AgentProcess {
 	t.Helper()
+	return StartAgentIn(t, "", p, token, name, extra...)
+}
+
+// StartAgentIn is StartAgent with the agent's working folder dir ("": the
+// test's), for flags that name files relative to it.
+func StartAgentIn(t testing.TB, dir string, p *Process, token, name string, extra ...string) *AgentProcess {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -170,6 +177,7 @@ func StartAgent(t testing.TB, p *Process, token, name string, extra ...string) *
 		"--ca-file", filepath.Join(p.DataDir, "tls", "ca.pem"), "--heartbeat", "500ms")
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "TERRACE_AGENT_TOKEN="+token)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
