@@ -48,40 +48,19 @@ func TestRelativeFolders(t *testing.T) {
 	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
 		t.Fatal(err)
 	}
-	apply := func(name, version, config string) *tfe.Run {
-		t.Helper()
-		opts := tfe.WorkspaceCreateOptions{Name: tfe.String(name), GlobalRemoteState: tfe.Bool(true), AutoApply: tfe.Bool(true)}
-		if version != "" {
-			opts.TerraformVersion = tfe.String(version)
-		}
-		ws, err := c.Workspaces.Create(ctx, "acme", opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv := testenv.UploadConfig(ctx, t, c, ws.ID, config)
-		r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = testenv.WaitRun(ctx, t, c, r.ID, tfe.RunApplied, tfe.RunErrored)
-		if r.Status != tfe.RunApplied {
-			t.Fatalf("the run of %s is %s: %s", name, r.Status, testenv.ErroredReason(ctx, t, c, r.ID))
-		}
-		return r
-	}
-	apply("net", "", netConfig)
+	applied(ctx, t, c, tfe.WorkspaceCreateOptions{Name: tfe.String("net"), GlobalRemoteState: tfe.Bool(true)}, netConfig)
 	// The consumer on an engine from the (relative) engines folder when one
 	// is built; the terraform on PATH otherwise.
+	app := tfe.WorkspaceCreateOptions{Name: tfe.String("app")}
 	version := ""
 	if len(engs) > 1 {
 		version = engs[1].Version
 		if engs[1].Name == "tofu" {
 			version = "tofu:" + version
 		}
+		app.TerraformVersion = tfe.String(version)
 	}
-	r := apply("app", version, remoteState(e.Host, "net")+`
-output "cidr" { value = data.terraform_remote_state.net.outputs.cidr }
-`)
+	r := applied(ctx, t, c, app, netConsumer(e.Host))
 	sv, err := c.StateVersions.ReadCurrentWithOptions(ctx, r.Workspace.ID, &tfe.StateVersionCurrentOptions{Include: []tfe.StateVersionIncludeOpt{tfe.SVoutputs}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,28 +88,34 @@ func TestAgentRelativeCAFile(t *testing.T) {
 	ctx := mustCtx()
 	c := p.Client
 	pool, tok := acmeAgentPool(ctx, t, c)
-	net, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("net"), GlobalRemoteState: tfe.Bool(true), AutoApply: tfe.Bool(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := createRun(ctx, t, c, net.ID, uploadConfig(ctx, t, c, net.ID, netConfig).ID, nil)
-	if r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplied, tfe.RunErrored); r.Status != tfe.RunApplied {
-		t.Fatalf("net's run is %s", r.Status)
-	}
-	app, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app"), AutoApply: tfe.Bool(true),
-		ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	applied(ctx, t, c, tfe.WorkspaceCreateOptions{Name: tfe.String("net"), GlobalRemoteState: tfe.Bool(true)}, netConfig)
 	// The agent starts in the server's data folder and names the CA from
 	// there, as an operator who copied ca.pem beside it would.
 	testenv.StartAgentIn(t, p.DataDir, p.Process, tok.Token, "relative", "--ca-file", filepath.Join("tls", "ca.pem"))
-	_, port, _ := strings.Cut(strings.TrimPrefix(p.URL, "https://"), ":")
-	cv := uploadConfig(ctx, t, c, app.ID, remoteState("localhost:"+port, "net")+`
+	applied(ctx, t, c, tfe.WorkspaceCreateOptions{Name: tfe.String("app"), ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)},
+		netConsumer(strings.TrimPrefix(p.URL, "https://")))
+}
+
+// netConsumer is a configuration that outputs net's cidr, read through
+// terraform_remote_state from the server at host.
+func netConsumer(host string) string {
+	return remoteState(host, "net") + `
 output "cidr" { value = data.terraform_remote_state.net.outputs.cidr }
-`)
-	r = createRun(ctx, t, c, app.ID, cv.ID, nil)
-	if r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplied, tfe.RunErrored); r.Status != tfe.RunApplied {
-		t.Fatalf("app's run on the agent is %s: %s", r.Status, testenv.ErroredReason(ctx, t, c, r.ID))
+`
+}
+
+// applied creates a workspace of organization acme with opts, uploads
+// config and applies it with a run, and fails the test unless the run
+// ends applied.
+func applied(ctx context.Context, t *testing.T, c *tfe.Client, opts tfe.WorkspaceCreateOptions, config string) *tfe.Run {
+	t.Helper()
+	ws, err := c.Workspaces.Create(ctx, "acme", opts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r := createRun(ctx, t, c, ws.ID, uploadConfig(ctx, t, c, ws.ID, config).ID, nil)
+	if r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplied, tfe.RunErrored); r.Status != tfe.RunApplied {
+		t.Fatalf("the run of %s is %s: %s", ws.Name, r.Status, erroredReason(ctx, t, c, r.ID))
+	}
+	return r
 }
