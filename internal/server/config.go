@@ -139,9 +139,10 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	c.DataDir = cmp.Or(c.DataDir, ".terrace")
-	// Absolute, so that what is made from it and handed to terraform in a
-	// job's folder (the CA file, the engines folder) and the paths printed
-	// for the operator name the same files from anywhere.
+	// Absolute, so that the paths made from it that others are given (the
+	// CA file the welcome message tells clients to trust, s.CAFile) name
+	// the same files from any folder. What the runner hands terraform it
+	// makes absolute itself (internal/runner, internal/engine).
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}
