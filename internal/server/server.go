@@ -44,6 +44,7 @@ import (
 	"github.com/terracehq/terrace/internal/signin"
 	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/stack"
+	"github.com/terracehq/terrace/internal/stackgrow"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -392,7 +393,9 @@ func (s *Server) routes() http.Handler {
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	s.signinRoutes(root)
 	s.uiRoutes(root)
-	return s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto})
+	// Outermost: every request's goroutine grows its stack once, before
+	// the handlers (internal/stackgrow).
+	return stackgrow.Handler(s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto}))
 }
 
 // Handler returns the server's HTTP handler.
