@@ -21,6 +21,11 @@ type CreateHook func(ctx context.Context, q store.Q, org *Organization, creator 
 type Service struct {
 	db    *store.DB
 	hooks []CreateHook
+	// OnDelete runs inside the transaction that deletes an organization,
+	// before its row goes (and with it, by cascade, the rows of all it
+	// holds), so that other domains record for deletion what the cascade
+	// cannot reach: their blobs.
+	OnDelete []func(ctx context.Context, q store.Q, org string) error
 	// Pools tells the organization of an agent pool (nil: no agent pools).
 	Pools interface {
 		PoolOrganization(ctx context.Context, id string) (string, error)
@@ -329,14 +334,23 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 	if !auth.FromContext(ctx).IsOwner(name) || auth.FromContext(ctx).Kind == auth.KindOrganization {
 		return core.Forbidden("only owners may delete organization %q", name)
 	}
-	res, err := s.db.Exec(ctx, `DELETE FROM organizations WHERE name = ?`, name)
-	if err != nil {
-		return fmt.Errorf("deleting organization %s: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return core.NotFound("organization %q not found", name)
-	}
-	return nil
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		var id string
+		if err := tx.QueryRow(ctx, `SELECT id FROM organizations WHERE name = ?`+store.ForUpdate(tx), name).Scan(&id); store.IsNoRows(err) {
+			return core.NotFound("organization %q not found", name)
+		} else if err != nil {
+			return err
+		}
+		for _, fn := range s.OnDelete {
+			if err := fn(ctx, tx, name); err != nil {
+				return fmt.Errorf("deleting organization %s: %w", name, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM organizations WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("deleting organization %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // UserTokensDisabled returns those of the named organizations whose

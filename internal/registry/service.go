@@ -537,6 +537,15 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 	return nil
 }
 
+// DeleteOrganizationModules records the archives of an organization's
+// module versions for deletion, inside the transaction that deletes the
+// organization (whose modules go by cascade).
+func DeleteOrganizationModules(ctx context.Context, q store.Q, org string) error {
+	_, err := q.Exec(ctx, `INSERT INTO registry_module_garbage (blob_key, not_before) SELECT v.blob_key, ? FROM registry_module_versions v JOIN registry_modules m ON m.id = v.module_id WHERE m.organization_name = ? AND v.blob_key <> '' ON CONFLICT (blob_key) DO NOTHING`,
+		core.Micros(core.Now()), org)
+	return err
+}
+
 // stagingGrace is how long an upload in progress may take before a sweep
 // may delete its half-written blob.
 const stagingGrace = 24 * time.Hour

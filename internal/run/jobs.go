@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -655,6 +656,36 @@ func (s *Service) PlanBlob(ctx context.Context, planID, name string) ([]byte, er
 }
 
 func planKey(planID, name string) string { return "plans/" + planID + "/" + name }
+
+// planBlobs are the names of the blobs a plan may keep (planKey): its
+// JSON, the redacted JSON, the plan file and the dependency lock file an
+// apply needs.
+var planBlobs = []string{"json", "json-redacted", "tfplan", "lock"}
+
+// runBlobKeys are SQL expressions over a row of runs for the keys of
+// every blob the run may have: its plan's and apply's logs (logKey) and
+// its plan's blobs.
+var runBlobKeys = func() []string {
+	keys := []string{`'logs/' || plan_id`, `'logs/' || apply_id`}
+	for _, name := range planBlobs {
+		keys = append(keys, `'plans/' || plan_id || '/`+name+`'`)
+	}
+	return keys
+}()
+
+// garbage is the ledger of run blobs awaiting deletion (DeleteWorkspaceRuns).
+func (s *Service) garbage() blob.Garbage {
+	return blob.Garbage{DB: s.DB, Blobs: s.Blobs, Table: "run_garbage", What: "run log or plan", Logger: s.Logger}
+}
+
+// SweepBlobs deletes up to 500 blobs of deleted runs and returns how many.
+func (s *Service) SweepBlobs(ctx context.Context) (int, error) { return s.garbage().Sweep(ctx) }
+
+// RunBlobSweeper sweeps the blobs of deleted runs every interval until ctx
+// ends: a loop run once per cluster.
+func (s *Service) RunBlobSweeper(ctx context.Context, interval time.Duration) {
+	s.garbage().Run(ctx, interval)
+}
 
 // ReapExpired handles jobs whose runner stopped heartbeating. With
 // lostPrefix set it also takes every running job of runners whose ID has

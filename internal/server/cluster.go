@@ -87,6 +87,8 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	l.Go("job-reaper", s.reapExpiredJobs)
 	l.Go("configuration-sweep", func(ctx context.Context) { s.ConfigVersions.Run(ctx, time.Minute) })
 	l.Go("module-sweep", func(ctx context.Context) { s.Registry.Run(ctx, time.Minute) })
+	l.Go("run-blob-sweep", func(ctx context.Context) { s.Runs.RunBlobSweeper(ctx, time.Minute) })
+	l.Go("stack-configuration-sweep", func(ctx context.Context) { s.Stacks.RunSweeper(ctx, time.Minute) })
 	l.Go("audit-prune", s.Audit.Run)
 	l.Go("state-garbage", func(ctx context.Context) { s.States.RunGarbageCollector(ctx, 10*time.Minute) })
 	if s.cfg.AssessmentInterval >= 0 { // negative: assessments only on request

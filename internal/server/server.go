@@ -231,6 +231,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
 	s.Workspaces.Configs = workspaceConfigs{s.DB}
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
+	// An organization's rows go by cascade; its workspaces (with what each
+	// domain keeps for them), modules and stacks record their blobs first.
+	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.Workspaces.DeleteOrganizationWorkspaces, registry.DeleteOrganizationModules, stack.DeleteOrganizationStacks)
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
 	if err := s.wireNotify(); err != nil {

@@ -450,11 +450,11 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 				return core.Conflict("stack %s still has %d deployments; delete it with force=true", id, n)
 			}
 		}
-		keys, err = store.All(ctx, tx, func(sc store.Scanner) (string, error) {
-			var k string
-			return k, sc.Scan(&k)
-		}, `SELECT blob_key FROM stack_configurations WHERE stack_id = ? AND blob_key <> ''`, id)
+		keys, err = store.Strings(ctx, tx, `SELECT blob_key FROM stack_configurations WHERE stack_id = ? AND blob_key <> ''`, id)
 		if err != nil {
+			return err
+		}
+		if err := addGarbage(ctx, tx, `stack_id = ?`, id); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM stacks WHERE id = ?`, id)
@@ -464,11 +464,44 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 		return err
 	}
 	for _, k := range keys {
-		if err := s.blobs.Delete(ctx, k); err != nil {
-			s.logger.Warn("deleting a stack configuration archive", "key", k, "error", err)
-		}
+		s.garbage().Collect(ctx, k)
 	}
 	return nil
+}
+
+// addGarbage records, in the caller's transaction, the archives of the
+// configurations of the stacks that where (over stack_configurations)
+// selects, for deletion at once.
+func addGarbage(ctx context.Context, q store.Q, where string, args ...any) error {
+	_, err := q.Exec(ctx, `INSERT INTO stack_configuration_garbage (blob_key, not_before) SELECT blob_key, ? FROM stack_configurations WHERE `+where+` AND blob_key <> '' ON CONFLICT (blob_key) DO NOTHING`,
+		append([]any{core.Micros(core.Now())}, args...)...)
+	return err
+}
+
+// DeleteOrganizationStacks records the archives of an organization's stack
+// configurations for deletion, inside the transaction that deletes the
+// organization (whose stacks go by cascade).
+func DeleteOrganizationStacks(ctx context.Context, q store.Q, org string) error {
+	return addGarbage(ctx, q, `stack_id IN (SELECT id FROM stacks WHERE organization_name = ?)`, org)
+}
+
+// stagingGrace is how long an upload in progress may take before a sweep
+// may delete its archive.
+const stagingGrace = 24 * time.Hour
+
+// garbage is the ledger of configuration archives awaiting deletion.
+func (s *Service) garbage() blob.Garbage {
+	return blob.Garbage{DB: s.db, Blobs: s.blobs, Table: "stack_configuration_garbage", What: "stack configuration archive", Logger: s.logger}
+}
+
+// Sweep deletes up to 500 archives of deleted stacks and of uploads a
+// crash abandoned, and returns how many it deleted.
+func (s *Service) Sweep(ctx context.Context) (int, error) { return s.garbage().Sweep(ctx) }
+
+// RunSweeper sweeps every interval until ctx ends: a loop run once per
+// cluster.
+func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
+	s.garbage().Run(ctx, interval)
 }
 
 // CountInProject counts the stacks of a project (a project holding stacks
@@ -721,9 +754,14 @@ func (s *Service) Upload(ctx context.Context, id string, body io.Reader) (*Confi
 		return nil, core.Conflict("stack configuration %s is %s and takes no upload", id, c.Status)
 	}
 	key := "stack-configurations/" + c.StackID + "/" + c.ID + "-" + core.RandomString(8) + ".tar.gz"
+	// Recorded first, so that a crash before the upload commits leaves the
+	// archive to a sweep.
+	if err := (blob.Garbage{Table: "stack_configuration_garbage"}).Add(ctx, s.db, key, core.Now().Add(stagingGrace)); err != nil {
+		return nil, err
+	}
 	h := sha256.New()
 	if _, err := s.blobs.PutReader(ctx, key, io.TeeReader(body, h), s.maxBytes); err != nil {
-		_ = s.blobs.Delete(context.WithoutCancel(ctx), key)
+		s.garbage().Collect(ctx, key)
 		if core.KindOf(err) == core.KindTooLarge {
 			return nil, err
 		}
@@ -740,10 +778,13 @@ func (s *Service) Upload(ctx context.Context, id string, body io.Reader) (*Confi
 		}
 		cur.blobKey, cur.sha256 = key, sum
 		cur.UpdatedAt = nowUTC()
+		if err := s.garbage().Forget(ctx, tx, key); err != nil {
+			return err
+		}
 		return updateConfig(ctx, tx, cur)
 	})
 	if err != nil {
-		_ = s.blobs.Delete(context.WithoutCancel(ctx), key)
+		s.garbage().Collect(ctx, key)
 		return nil, err
 	}
 	return s.prepare(context.WithoutCancel(ctx), id)

@@ -142,16 +142,33 @@ type Service struct {
 	documentQuery, documentByID documentQuery
 }
 
-// remove deletes a workspace row and, in the same transaction, everything
-// other domains keep for it.
-func (s *Service) remove(ctx context.Context, tx *store.Tx, id string) error {
+// remove deletes a workspace row and, in the same transaction (q),
+// everything other domains keep for it.
+func (s *Service) remove(ctx context.Context, q store.Q, id string) error {
 	for _, fn := range s.OnDelete {
-		if err := fn(ctx, tx, id); err != nil {
+		if err := fn(ctx, q, id); err != nil {
 			return fmt.Errorf("deleting workspace %s: %w", id, err)
 		}
 	}
-	_, err := tx.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, id)
+	_, err := q.Exec(ctx, `DELETE FROM workspaces WHERE id = ?`, id)
 	return err
+}
+
+// DeleteOrganizationWorkspaces removes an organization's workspaces, each
+// with what other domains keep for it as Delete removes it, inside the
+// transaction that deletes the organization: the organization's cascade
+// would take their rows, but not the blobs those name.
+func (s *Service) DeleteOrganizationWorkspaces(ctx context.Context, q store.Q, org string) error {
+	ids, err := store.Strings(ctx, q, `SELECT id FROM workspaces WHERE organization_name = ? ORDER BY id`, org)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.remove(ctx, q, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkPool refuses an agent pool outside the workspace's organization.
