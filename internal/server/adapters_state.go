@@ -56,23 +56,6 @@ func (a stateWorkspaces) GetByName(ctx context.Context, org, name string) (*stat
 	return a.check(ctx, w)
 }
 
-// Exists reports which workspace ids still exist, for
-// state.Service.SweepDeletedWorkspaces (run it after deleting an
-// organization, whose workspaces go by cascade).
-func (a stateWorkspaces) Exists(ctx context.Context, ids []string) (map[string]bool, error) {
-	sys := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
-	out := map[string]bool{}
-	for _, id := range ids {
-		_, err := a.ws.Get(sys, id)
-		if err == nil {
-			out[id] = true
-		} else if core.KindOf(err) != core.KindNotFound {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // workspaceState gives the workspace domain what it needs of state.
 type workspaceState struct {
 	states *state.Service

@@ -592,30 +592,6 @@ func TestDeleteWorkspaceStates(t *testing.T) {
 		if _, err := e.Client.StateVersions.Download(ctx, kept.DownloadURL); err != nil {
 			t.Fatalf("another workspace's state was collected: %v", err)
 		}
-		// A sweep removes the states of workspaces that vanished without a
-		// call (an organization cascade), and keeps the others'.
-		gone := e.workspace(t, "acme", "gone")
-		goneSV, err := e.inline(t, e.Client, gone, 1, testState{serial: 1}.bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var goneKey string
-		if err := e.Server.DB.QueryRow(ctx, `SELECT state_key FROM state_versions WHERE id = ?`, goneSV.ID).Scan(&goneKey); err != nil {
-			t.Fatal(err)
-		}
-		n, err := e.Server.States.SweepDeletedWorkspaces(ctx, func(ctx context.Context, ids []string) (map[string]bool, error) {
-			return map[string]bool{other: true}, nil
-		})
-		if err != nil || n != 1 {
-			t.Fatalf("sweep: %d %v", n, err)
-		}
-		if e.versionCount(t, gone) != 0 || e.versionCount(t, other) != 1 {
-			t.Fatal("sweep removed the wrong states")
-		}
-		if ok, _ := e.Server.Blobs.Exists(ctx, goneKey); ok {
-			t.Fatal("sweep left the vanished workspace's blob")
-		}
-
 		// Orphan records younger than the cut-off are left alone.
 		if _, err := e.Server.DB.Exec(ctx, `INSERT INTO state_blob_orphans (blob_key, created_at) VALUES ('young', ?)`, core.Micros(time.Now())); err != nil {
 			t.Fatal(err)

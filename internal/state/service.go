@@ -1101,39 +1101,3 @@ func (s *Service) RunGarbageCollector(ctx context.Context, interval time.Duratio
 		}
 	}
 }
-
-// SweepDeletedWorkspaces removes the states of workspaces that no longer
-// exist, such as those deleted by a cascade with their organization, and
-// returns how many workspaces it cleaned. exists reports which of the given
-// workspace ids still exist (the workspace domain answers, without access
-// checks). Blobs go to the garbage collector.
-func (s *Service) SweepDeletedWorkspaces(ctx context.Context, exists func(ctx context.Context, ids []string) (map[string]bool, error)) (int, error) {
-	ids, err := store.Strings(ctx, s.db, `SELECT workspace_id FROM state_versions UNION SELECT workspace_id FROM state_heads`)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for len(ids) > 0 {
-		batch := ids[:min(len(ids), 500)]
-		ids = ids[len(batch):]
-		live, err := exists(ctx, batch)
-		if err != nil {
-			return n, err
-		}
-		for _, id := range batch {
-			if live[id] {
-				continue
-			}
-			if err := s.db.Tx(ctx, func(tx *store.Tx) error { return s.DeleteWorkspaceStates(ctx, tx, id) }); err != nil {
-				return n, err
-			}
-			n++
-		}
-	}
-	if n > 0 {
-		if _, err := s.CollectGarbage(ctx, 0); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
