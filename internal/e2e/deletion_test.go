@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
@@ -121,4 +122,50 @@ func blobFiles(t *testing.T, dataDir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestDeletingAnApplyingWorkspace: a workspace deleted while its run
+// applies takes the chunks of the running log with it (they stayed in
+// the store for good before: the log is only folded and dropped when its
+// phase reports, and the report of a deleted run records nothing).
+func TestDeletingAnApplyingWorkspace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("busy")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := createRun(ctx, t, c, ws.ID, uploadConfig(ctx, t, c, ws.ID, `resource "terraform_data" "slow" {
+  provisioner "local-exec" {
+    command = "sleep 3"
+  }
+}
+`).ID, nil)
+		r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplying, tfe.RunApplied, tfe.RunErrored)
+		if r.Status != tfe.RunApplying {
+			t.Fatalf("the run is %s, not applying", r.Status)
+		}
+		chunks := func() int {
+			t.Helper()
+			var n int
+			if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM log_chunks WHERE log_id = ?`, r.Apply.ID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if chunks() == 0 {
+			t.Fatal("the applying run's log has no chunks: the test would prove nothing")
+		}
+		if err := c.Workspaces.DeleteByID(ctx, ws.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := chunks(); n != 0 {
+			t.Errorf("the deleted run's running log keeps %d chunks", n)
+		}
+	})
 }

@@ -989,13 +989,17 @@ func (s *Service) UsesConfigVersion(ctx context.Context, cvID string, active boo
 // DeleteWorkspaceRuns removes a workspace's runs (with their events and
 // jobs) inside the transaction that deletes the workspace. Their blobs
 // (runBlobKeys) go to the ledger for the next Sweep, so a rolled-back
-// deletion loses nothing.
+// deletion loses nothing; the chunks of a log still running (a phase
+// that has not ended) go with the runs.
 func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) error {
 	now := core.Micros(core.Now())
 	for _, key := range runBlobKeys {
 		if _, err := q.Exec(ctx, `INSERT INTO run_garbage (blob_key, not_before) SELECT `+key+`, ? FROM runs WHERE workspace_id = ? ON CONFLICT (blob_key) DO NOTHING`, now, workspaceID); err != nil {
 			return err
 		}
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id IN (SELECT plan_id FROM runs WHERE workspace_id = ? UNION ALL SELECT apply_id FROM runs WHERE workspace_id = ?)`, workspaceID, workspaceID); err != nil {
+		return err
 	}
 	if _, err := q.Exec(ctx, `DELETE FROM runs WHERE workspace_id = ?`, workspaceID); err != nil {
 		return err
