@@ -469,9 +469,8 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 	return nil
 }
 
-// addGarbage records, in the caller's transaction, the archives of the
-// configurations of the stacks that where (over stack_configurations)
-// selects, for deletion at once.
+// addGarbage records, in the caller's transaction (q), the archives of
+// the stack configurations that where selects, for deletion at once.
 func addGarbage(ctx context.Context, q store.Q, where string, args ...any) error {
 	_, err := q.Exec(ctx, `INSERT INTO stack_configuration_garbage (blob_key, not_before) SELECT blob_key, ? FROM stack_configurations WHERE `+where+` AND blob_key <> '' ON CONFLICT (blob_key) DO NOTHING`,
 		append([]any{core.Micros(core.Now())}, args...)...)
@@ -756,7 +755,7 @@ func (s *Service) Upload(ctx context.Context, id string, body io.Reader) (*Confi
 	key := "stack-configurations/" + c.StackID + "/" + c.ID + "-" + core.RandomString(8) + ".tar.gz"
 	// Recorded first, so that a crash before the upload commits leaves the
 	// archive to a sweep.
-	if err := (blob.Garbage{Table: "stack_configuration_garbage"}).Add(ctx, s.db, key, core.Now().Add(stagingGrace)); err != nil {
+	if err := s.garbage().Add(ctx, s.db, key, core.Now().Add(stagingGrace)); err != nil {
 		return nil, err
 	}
 	h := sha256.New()
