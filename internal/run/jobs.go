@@ -306,8 +306,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	if r == nil {
 		return false, err // nil: force-canceled meanwhile, nothing to record
 	}
-	runID := r.ID
+	runID, read := r.ID, r
 	defer s.logSteps("plan reported", runID, &steps)
+	s.reported()
 	// Blobs first, side by side: the run only says "planned" once they
 	// are stored.
 	tail := string(res.Log)
@@ -328,6 +329,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 		}
 	}
 	if err := together(writes...); err != nil {
+		s.dropIfDeleted(ctx, read, err)
 		return false, err
 	}
 	defer steps.time("update")()
@@ -448,6 +450,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 	})
 	switch {
 	case err != nil:
+		s.dropIfDeleted(ctx, read, err)
 		return false, err
 	case cont:
 		// The runner applies at once: it hears so before the observers
@@ -501,6 +504,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 	}
 	runID := r.ID
 	defer s.logSteps("apply reported", runID, &steps)
+	s.reported()
 	// The new state and the folded log do not depend on each other: both
 	// are stored, side by side, before the outcome is recorded (the run is
 	// never applied without its state version, nor ended without its log).
@@ -523,6 +527,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		})
 	}
 	if err := together(writes...); err != nil {
+		s.dropIfDeleted(ctx, r, err)
 		return err
 	}
 	if stateErr != "" {
@@ -601,6 +606,7 @@ func (s *Service) FinishApply(ctx context.Context, jobID, runnerID string, res A
 		// The saved plans this apply made stale keep no plan file either.
 		s.dropPlanFiles(ctx, staleIDs...)
 	}
+	s.dropIfDeleted(ctx, r, err)
 	return err
 }
 

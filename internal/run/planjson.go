@@ -45,15 +45,18 @@ func (s *Service) SavePlanJSON(ctx context.Context, jobID, runnerID string, d Pl
 	if (phase != PhaseApply && phase != PhasePlanJSON) || !r.PlanJSONLater {
 		return core.Conflict("run %s has its plan's JSON: nothing waits for it", runID)
 	}
+	s.reported()
 	if d.Error == "" {
 		for name, data := range map[string][]byte{"json": d.PlanJSON, "json-redacted": d.RedactedJSON} {
 			if err := s.Blobs.Put(ctx, planKey(r.Plan.ID, name), data); err != nil {
+				s.dropIfDeleted(ctx, r, err)
 				return err
 			}
 		}
 	}
 	// No status changes: no transition, no listeners.
-	return s.DB.Tx(ctx, func(tx *store.Tx) error {
+	read := r
+	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		if _, phase, err = s.ownJob(ctx, tx, jobID, runnerID); err != nil {
 			return err
 		}
@@ -72,6 +75,8 @@ func (s *Service) SavePlanJSON(ctx context.Context, jobID, runnerID string, d Pl
 		}
 		return updateRun(ctx, tx, r)
 	})
+	s.dropIfDeleted(ctx, read, err)
+	return err
 }
 
 // PlanJSONWait bounds how long a read of a plan's JSON waits for JSON

@@ -25,6 +25,39 @@ func (s *Service) runOfJob(ctx context.Context, jobID string) (*Run, error) {
 	return r, err
 }
 
+// reported is called by a runner's report of run r once it has read the
+// run, before it stores anything (a seam for tests: onReport).
+func (s *Service) reported() {
+	if s.onReport != nil {
+		s.onReport()
+	}
+}
+
+// dropIfDeleted deletes every blob run r may have when the report that
+// stored some of them failed (err) because the run no longer exists: its
+// workspace was deleted after the report read the run, and the deletion's
+// ledger (run_garbage) may have been swept before these blobs were
+// written. A run that still exists keeps its blobs, whatever err was.
+func (s *Service) dropIfDeleted(ctx context.Context, r *Run, err error) {
+	if err == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	var n int
+	if qerr := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE id = ?`, r.ID).Scan(&n); qerr != nil || n > 0 {
+		return
+	}
+	keys := []string{logKey(r.Plan.ID), logKey(r.Apply.ID)}
+	for _, name := range planBlobs {
+		keys = append(keys, planKey(r.Plan.ID, name))
+	}
+	for _, k := range keys {
+		if derr := s.Blobs.Delete(ctx, k); derr != nil {
+			s.Logger.WarnContext(ctx, "deleting a blob of a deleted run", "run", r.ID, "key", k, "error", derr)
+		}
+	}
+}
+
 // together runs fns at once and waits for all of them; the error joins
 // theirs. The work they do must not depend on each other.
 func together(fns ...func() error) error {

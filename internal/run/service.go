@@ -119,6 +119,9 @@ type Service struct {
 	// wait of such a read.
 	planJSONWait   time.Duration
 	onPlanJSONWait func()
+	// onReport, when set (tests), is called by a runner's report once it
+	// has read the job's run, before it stores anything.
+	onReport func()
 }
 
 // NewService returns a run service.
