@@ -55,7 +55,6 @@ func (s *Service) SavePlanJSON(ctx context.Context, jobID, runnerID string, d Pl
 		}
 	}
 	// No status changes: no transition, no listeners.
-	read := r
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		if _, phase, err = s.ownJob(ctx, tx, jobID, runnerID); err != nil {
 			return err
@@ -75,7 +74,7 @@ func (s *Service) SavePlanJSON(ctx context.Context, jobID, runnerID string, d Pl
 		}
 		return updateRun(ctx, tx, r)
 	})
-	s.dropIfDeleted(ctx, read, err)
+	s.dropIfDeleted(ctx, r, err)
 	return err
 }
 
