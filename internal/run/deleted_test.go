@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -17,16 +16,7 @@ import (
 func TestReportOfADeletedRunLeavesNoBlobs(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
-		r := &Run{ID: "run-gone", WorkspaceID: "ws-gone", Organization: "acme", ConfigurationVersionID: "cv-x", Status: Planning,
-			Timestamps: Stamps{}, PlanOnly: true, CreatedAt: core.Now(), Plan: Phase{ID: "plan-gone"}, Apply: Phase{ID: "apply-gone"}}
-		if err := insertRun(ctx, db, nil, r); err != nil {
-			t.Fatal(err)
-		}
-		now := core.Micros(core.Now())
-		if _, err := db.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, runner_id, lease_expires_at, created_at, updated_at) VALUES (?, ?, ?, 'running', 'runs', '', 'runner-1', ?, ?, ?)`,
-			"job-gone", r.ID, string(PhasePlan), core.Micros(core.Now().Add(time.Hour)), now, now); err != nil {
-			t.Fatal(err)
-		}
+		r := addLaterRun(ctx, t, db, "gone", Planning, false, PhasePlan)
 		if err := s.startLog(ctx, db, r.Plan.ID, true); err != nil {
 			t.Fatal(err)
 		}

@@ -95,7 +95,7 @@ func waitingReads(ctx context.Context, s *Service) (waiting chan struct{}, read 
 }
 
 // addLaterRun stores an auto-applied run and its job (held by runner-1 in
-// phase) for the plan JSON tests.
+// phase), for tests of a runner's reports.
 func addLaterRun(ctx context.Context, t *testing.T, db *store.DB, id string, st Status, later bool, phase JobPhase) *Run {
 	t.Helper()
 	r := &Run{ID: id, WorkspaceID: "ws-a", Organization: "acme", ConfigurationVersionID: "cv-x", Status: st, Timestamps: Stamps{},
