@@ -28,9 +28,7 @@ func TestDeletionLeavesNoBlobs(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
 		c := e.Client
-		if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
-			t.Fatal(err)
-		}
+		testenv.NewOrg(t, c, "acme")
 		kinds := func(want ...string) {
 			t.Helper()
 			files := blobFiles(t, e.Opts.DataDir)
