@@ -75,13 +75,16 @@ func (g Garbage) Sweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Run sweeps every interval until ctx ends.
-func (g Garbage) Run(ctx context.Context, interval time.Duration) {
+// RunAll sweeps the ledgers, one after another, every interval until ctx
+// ends: one loop for every domain's ledger.
+func RunAll(ctx context.Context, interval time.Duration, ledgers ...Garbage) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
-			g.Logger.WarnContext(ctx, "sweeping "+g.What+"s", "error", err)
+		for _, g := range ledgers {
+			if _, err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
+				g.Logger.WarnContext(ctx, "sweeping "+g.What+"s", "error", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

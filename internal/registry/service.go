@@ -564,10 +564,9 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	return s.garbage().Sweep(ctx)
 }
 
-// Run sweeps every interval until ctx ends.
-func (s *Service) Run(ctx context.Context, interval time.Duration) {
-	s.garbage().Run(ctx, interval)
-}
+// Ledger is the domain's ledger of archives awaiting deletion, for the
+// server's sweep loop (blob.RunAll).
+func (s *Service) Ledger() blob.Garbage { return s.garbage() }
 
 // CreateVersion adds a pending version to a private module; its archive is
 // then PUT to UploadURL.

@@ -687,11 +687,9 @@ func (s *Service) garbage() blob.Garbage {
 // SweepBlobs deletes up to 500 blobs of deleted runs and returns how many.
 func (s *Service) SweepBlobs(ctx context.Context) (int, error) { return s.garbage().Sweep(ctx) }
 
-// RunBlobSweeper sweeps the blobs of deleted runs every interval until ctx
-// ends: a loop run once per cluster.
-func (s *Service) RunBlobSweeper(ctx context.Context, interval time.Duration) {
-	s.garbage().Run(ctx, interval)
-}
+// Ledger is the ledger of run blobs awaiting deletion, for the server's
+// sweep loop (blob.RunAll).
+func (s *Service) Ledger() blob.Garbage { return s.garbage() }
 
 // ReapExpired handles jobs whose runner stopped heartbeating. With
 // lostPrefix set it also takes every running job of runners whose ID has

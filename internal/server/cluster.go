@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/loops"
 )
@@ -85,10 +86,9 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	})
 	l.Go("stack-runs", func(ctx context.Context) { s.Stacks.Run(ctx, 500*time.Millisecond) })
 	l.Go("job-reaper", s.reapExpiredJobs)
-	l.Go("configuration-sweep", func(ctx context.Context) { s.ConfigVersions.Run(ctx, time.Minute) })
-	l.Go("module-sweep", func(ctx context.Context) { s.Registry.Run(ctx, time.Minute) })
-	l.Go("run-blob-sweep", func(ctx context.Context) { s.Runs.RunBlobSweeper(ctx, time.Minute) })
-	l.Go("stack-configuration-sweep", func(ctx context.Context) { s.Stacks.RunSweeper(ctx, time.Minute) })
+	l.Go("blob-sweep", func(ctx context.Context) {
+		blob.RunAll(ctx, time.Minute, s.ConfigVersions.Ledger(), s.Registry.Ledger(), s.Runs.Ledger(), s.Stacks.Ledger())
+	})
 	l.Go("audit-prune", s.Audit.Run)
 	l.Go("state-garbage", func(ctx context.Context) { s.States.RunGarbageCollector(ctx, 10*time.Minute) })
 	if s.cfg.AssessmentInterval >= 0 { // negative: assessments only on request

@@ -497,11 +497,9 @@ func (s *Service) garbage() blob.Garbage {
 // crash abandoned, and returns how many it deleted.
 func (s *Service) Sweep(ctx context.Context) (int, error) { return s.garbage().Sweep(ctx) }
 
-// RunSweeper sweeps every interval until ctx ends: a loop run once per
-// cluster.
-func (s *Service) RunSweeper(ctx context.Context, interval time.Duration) {
-	s.garbage().Run(ctx, interval)
-}
+// Ledger is the domain's ledger of archives awaiting deletion, for the
+// server's sweep loop (blob.RunAll).
+func (s *Service) Ledger() blob.Garbage { return s.garbage() }
 
 // CountInProject counts the stacks of a project (a project holding stacks
 // is not deleted).
