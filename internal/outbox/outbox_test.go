@@ -163,13 +163,12 @@ func TestRetryThenGiveUp(t *testing.T) {
 			}
 			return nil, fmt.Errorf("refused (%d)", it.Attempts)
 		}})
-		var outcomes []outbox.Outcome
-		var mu sync.Mutex
+		// Outcomes are heard after their record commits: the test waits
+		// for each rather than reading them once the item shows failed.
+		outcomes := make(chan outbox.Outcome, 10)
 		q.OnAttempt(func(topic string, o outbox.Outcome) {
-			mu.Lock()
-			defer mu.Unlock()
 			if topic == "t" {
-				outcomes = append(outcomes, o)
+				outcomes <- o
 			}
 		})
 		if _, err := q.Enqueue(ctx, db, outbox.Message{Key: "flaky"}); err != nil {
@@ -186,10 +185,11 @@ func TestRetryThenGiveUp(t *testing.T) {
 		if s.Attempts != 3 || s.LastError != "gave up after 3 attempts: refused (3)" {
 			t.Fatalf("failed item: %+v", s)
 		}
-		mu.Lock()
-		got := fmt.Sprint(outcomes)
-		mu.Unlock()
-		if got != "[retry retry failed]" {
+		var heard []outbox.Outcome
+		for range 3 {
+			heard = append(heard, wait(t, outcomes, "an attempt's outcome"))
+		}
+		if got := fmt.Sprint(heard); got != "[retry retry failed]" {
 			t.Fatalf("outcomes heard: %s", got)
 		}
 
