@@ -668,15 +668,24 @@ func planKey(planID, name string) string { return "plans/" + planID + "/" + name
 // apply needs.
 var planBlobs = []string{"json", "json-redacted", "tfplan", "lock"}
 
-// runBlobKeys are SQL expressions over a row of runs for the keys of
-// every blob the run may have: its plan's and apply's logs (logKey) and
-// its plan's blobs.
-var runBlobKeys = func() []string {
-	keys := []string{`'logs/' || plan_id`, `'logs/' || apply_id`}
+// runBlobs are the keys of every blob a run with these plan and apply IDs
+// may have: its plan's and apply's logs (logKey) and its plan's blobs.
+func runBlobs(planID, applyID string) []string {
+	keys := []string{logKey(planID), logKey(applyID)}
 	for _, name := range planBlobs {
-		keys = append(keys, `'plans/' || plan_id || '/`+name+`'`)
+		keys = append(keys, planKey(planID, name))
 	}
 	return keys
+}
+
+// runBlobKeys are runBlobs as SQL expressions over a row of runs: each key
+// a string literal with the row's IDs concatenated in.
+var runBlobKeys = func() []string {
+	var exprs []string
+	for _, k := range runBlobs(`' || plan_id || '`, `' || apply_id || '`) {
+		exprs = append(exprs, `'`+k+`'`)
+	}
+	return exprs
 }()
 
 // garbage is the ledger of run blobs awaiting deletion (DeleteWorkspaceRuns).

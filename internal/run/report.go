@@ -47,11 +47,7 @@ func (s *Service) dropIfDeleted(ctx context.Context, r *Run, err error) {
 	if qerr := s.DB.QueryRow(ctx, `SELECT COUNT(*) FROM runs WHERE id = ?`, r.ID).Scan(&n); qerr != nil || n > 0 {
 		return
 	}
-	keys := []string{logKey(r.Plan.ID), logKey(r.Apply.ID)}
-	for _, name := range planBlobs {
-		keys = append(keys, planKey(r.Plan.ID, name))
-	}
-	for _, k := range keys {
+	for _, k := range runBlobs(r.Plan.ID, r.Apply.ID) {
 		if derr := s.Blobs.Delete(ctx, k); derr != nil {
 			s.Logger.WarnContext(ctx, "deleting a blob of a deleted run", "run", r.ID, "key", k, "error", derr)
 		}
