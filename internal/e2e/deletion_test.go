@@ -12,6 +12,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -40,13 +41,13 @@ func TestDeletionLeavesNoBlobs(t *testing.T) {
 		}
 		sweptEmpty := func(after string) {
 			t.Helper()
-			for _, sweep := range []func(context.Context) (int, error){
-				e.Server.ConfigVersions.Sweep, e.Server.Registry.Sweep, e.Server.Runs.SweepBlobs, e.Server.Stacks.Sweep,
-				func(ctx context.Context) (int, error) { return e.Server.States.CollectGarbage(ctx, 0) },
-			} {
-				if _, err := sweep(ctx); err != nil {
+			for _, g := range []blob.Garbage{e.Server.ConfigVersions.Ledger(), e.Server.Registry.Ledger(), e.Server.Runs.Ledger(), e.Server.Stacks.Ledger()} {
+				if _, err := g.Sweep(ctx); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if _, err := e.Server.States.CollectGarbage(ctx, 0); err != nil {
+				t.Fatal(err)
 			}
 			if files := blobFiles(t, e.Opts.DataDir); len(files) > 0 {
 				t.Errorf("after %s and the sweeps, the blob store still holds %v", after, files)

@@ -45,9 +45,7 @@ func TestRelativeFolders(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := e.Client
-	if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.NewOrg(t, c, "acme")
 	applied(ctx, t, c, tfe.WorkspaceCreateOptions{Name: tfe.String("net"), GlobalRemoteState: tfe.Bool(true)}, netConfig)
 	// The consumer on an engine from the (relative) engines folder when one
 	// is built; the terraform on PATH otherwise.

@@ -24,7 +24,7 @@ func TestReportOfADeletedRunLeavesNoBlobs(t *testing.T) {
 			if err := DeleteWorkspaceRuns(ctx, db, r.WorkspaceID); err != nil {
 				t.Error(err)
 			}
-			if _, err := s.SweepBlobs(ctx); err != nil {
+			if _, err := s.Ledger().Sweep(ctx); err != nil {
 				t.Error(err)
 			}
 		}

@@ -693,9 +693,6 @@ func (s *Service) garbage() blob.Garbage {
 	return blob.Garbage{DB: s.DB, Blobs: s.Blobs, Table: "run_garbage", What: "run log or plan", Logger: s.Logger}
 }
 
-// SweepBlobs deletes up to 500 blobs of deleted runs and returns how many.
-func (s *Service) SweepBlobs(ctx context.Context) (int, error) { return s.garbage().Sweep(ctx) }
-
 // Ledger is the ledger of run blobs awaiting deletion, for the server's
 // sweep loop (blob.RunAll).
 func (s *Service) Ledger() blob.Garbage { return s.garbage() }

@@ -71,7 +71,7 @@ func TestUploadRecordedBeforeItsArchive(t *testing.T) {
 		if ok, err := e.Server.Blobs.Exists(ctx, during[0]); err != nil || !ok {
 			t.Fatalf("the uploaded archive %s: exists %v, %v", during[0], ok, err)
 		}
-		if n, err := e.Server.Stacks.Sweep(ctx); err != nil || n != 0 {
+		if n, err := e.Server.Stacks.Ledger().Sweep(ctx); err != nil || n != 0 {
 			t.Errorf("a sweep deleted %d archives (%v); the stack's is in use", n, err)
 		}
 		if ok, _ := e.Server.Blobs.Exists(ctx, during[0]); !ok {

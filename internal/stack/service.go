@@ -493,10 +493,6 @@ func (s *Service) garbage() blob.Garbage {
 	return blob.Garbage{DB: s.db, Blobs: s.blobs, Table: "stack_configuration_garbage", What: "stack configuration archive", Logger: s.logger}
 }
 
-// Sweep deletes up to 500 archives of deleted stacks and of uploads a
-// crash abandoned, and returns how many it deleted.
-func (s *Service) Sweep(ctx context.Context) (int, error) { return s.garbage().Sweep(ctx) }
-
 // Ledger is the domain's ledger of archives awaiting deletion, for the
 // server's sweep loop (blob.RunAll).
 func (s *Service) Ledger() blob.Garbage { return s.garbage() }
