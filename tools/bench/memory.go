@@ -100,8 +100,16 @@ func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error 
 	if _, err := c.Workspaces.Create(ctx, "mem", tfe.WorkspaceCreateOptions{Name: tfe.String("w")}); err != nil {
 		return err
 	}
+	srv0, self0 := procCPU(pid), cpuNow().self
 	lat, failed := readLoad(ctx, c, "mem", "w", clients, d)
+	srvCPU, selfCPU := procCPU(pid)-srv0, cpuNow().self-self0
 	fmt.Printf("  Workspaces.Read against it (site admin token): %.0f requests/s, p99 %s, %d failed\n", float64(len(lat))/d.Seconds(), fmtDur(percentile(lat, 99)), failed)
+	if len(lat) > 0 {
+		// Both share the machine's cores: what the clients spend is CPU
+		// the server cannot have, so (e)'s throughput is bounded by both.
+		n := time.Duration(len(lat))
+		fmt.Printf("  CPU time per read: the server %s, the go-tfe clients (this process) %s\n", fmtDur(srvCPU/n), fmtDur(selfCPU/n))
+	}
 	fmt.Printf("  after the reads: %s (target 50 MB)%s\n", procRSS(pid), heapSummary(ctx, hc, url, token))
 
 	// Not a target: what the work a server does besides reading maps

@@ -74,11 +74,25 @@ func postgresCPU(postmaster int) time.Duration {
 		if ppid, _ := strconv.Atoi(f[1]); pid != postmaster && ppid != postmaster {
 			continue
 		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += u + st
+		ticks += statTicks(f)
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// procCPU is process pid's CPU time (user and system) so far, to 10 ms;
+// 0 when it cannot be read.
+func procCPU(pid int) time.Duration {
+	return time.Duration(statTicks(procStat(pid))) * time.Second / 100
+}
+
+// statTicks is utime + stime of a procStat, in clock ticks.
+func statTicks(f []string) int64 {
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st
 }
 
 // procStat is /proc/PID/stat after the command's closing parenthesis:
