@@ -784,17 +784,23 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 		}
 		and(`LOWER(ws.name) LIKE ?`+store.LikeEscape, pattern)
 	}
-	// From the tag to its workspaces, through the tags' and
+	// search[tags] names single-value tags or the keys of tag bindings
+	// (the workspace's own or its project's): terraform 1.10+ sends a
+	// cloud block's key/value tags both as filter[tagged] and, "just in
+	// case", their keys as search[tags], expecting the same workspaces
+	// from either. From the tag to its workspaces, through the tags' and
 	// workspace_tags' indexes, rather than a subquery per workspace.
-	const tagged = `ws.id IN (SELECT wt.workspace_id FROM tags t JOIN workspace_tags wt ON wt.tag_id = t.id WHERE t.organization_name = ? AND t.name = ?)`
+	const tagged = `(ws.id IN (SELECT wt.workspace_id FROM tags t JOIN workspace_tags wt ON wt.tag_id = t.id WHERE t.organization_name = ? AND t.name = ?)` +
+		` OR EXISTS (SELECT 1 FROM workspace_tag_bindings b WHERE b.workspace_id = ws.id AND b.tag_key = ?)` +
+		` OR EXISTS (SELECT 1 FROM project_tag_bindings pb WHERE pb.project_id = ws.project_id AND pb.tag_key = ?))`
 	for _, t := range opts.Tags {
-		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
-			and(tagged, org, t)
+		if t = strings.TrimSpace(t); t != "" {
+			and(tagged, org, strings.ToLower(t), t, t)
 		}
 	}
 	for _, t := range opts.ExcludeTags {
-		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
-			and(`NOT `+tagged, org, t)
+		if t = strings.TrimSpace(t); t != "" {
+			and(`NOT `+tagged, org, strings.ToLower(t), t, t)
 		}
 	}
 	// A tag binding filter matches the workspace's effective bindings:

@@ -685,6 +685,32 @@ func TestWorkspaceTags(t *testing.T) {
 		if err != nil || len(l.Items) != 1 || l.Items[0].ID != w3.ID {
 			t.Fatalf("filter by binding: %v", err)
 		}
+		// search[tags] names single-value tags or binding keys, own or
+		// the project's: terraform 1.10+ sends the keys of a cloud block's
+		// key/value tags there beside filter[tagged].
+		for _, tc := range []struct {
+			opts *tfe.WorkspaceListOptions
+			want string
+		}{
+			{&tfe.WorkspaceListOptions{Tags: "cost"}, "ws3"},
+			{&tfe.WorkspaceListOptions{Tags: "team"}, "ws3"},
+			{&tfe.WorkspaceListOptions{Tags: "two,cost"}, ""},
+			{&tfe.WorkspaceListOptions{Tags: "two"}, "ws,ws2"},
+			{&tfe.WorkspaceListOptions{TagBindings: []*tfe.TagBinding{{Key: "team", Value: "core"}}, Tags: "team"}, "ws3"},
+			{&tfe.WorkspaceListOptions{ExcludeTags: "team"}, "ws,ws2"},
+		} {
+			l, err := c.Workspaces.List(ctx, "acme", tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range l.Items {
+				got = append(got, w.Name)
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Errorf("list %+v: %v, want %s", tc.opts, got, tc.want)
+			}
+		}
 		if err := c.Workspaces.DeleteAllTagBindings(ctx, w3.ID); err != nil {
 			t.Fatal(err)
 		}
