@@ -36,6 +36,12 @@ const (
 	// policies, policy sets and their parameters and versions (the
 	// manage-policies organization access).
 	OrgManagePolicies Action = "organization:manage-policies"
+	// OrgManageOrchestrator creates, changes and deletes the
+	// resource-graph orchestrator's configuration objects (projects,
+	// environment types, environments, resource types, providers, modules,
+	// module rules): the platform team's, so owners and the organization's
+	// token only. Deploying is decided on the environment's workspace.
+	OrgManageOrchestrator Action = "organization:manage-orchestrator"
 
 	TeamRead   Action = "team:read"
 	TeamManage Action = "team:manage"
@@ -160,6 +166,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageRunTasks }},
 	OrgManagePolicies: {scope: scopeOrg, noun: "organization", verb: "manage policies",
 		org: func(st standing) bool { return st.access.ManagePolicies }},
+	OrgManageOrchestrator: {scope: scopeOrg, noun: "organization", verb: "change orchestrator configuration",
+		org: func(st standing) bool { return st.owner || st.orgToken }},
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestrator"
 	"github.com/terracehq/terrace/internal/store"
@@ -195,28 +194,6 @@ func kindOf(k string) (kind, error) {
 // auth.CheckOrganization for any name).
 type Organizations interface {
 	Exists(ctx context.Context, name string) error
-}
-
-func (s *Service) canRead(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
-		return err
-	}
-	if s.Orgs != nil {
-		return s.Orgs.Exists(ctx, org)
-	}
-	return nil
-}
-
-// canWrite: configuration objects are the platform team's; only owners
-// change them.
-func (s *Service) canWrite(ctx context.Context, org string) error {
-	if err := s.canRead(ctx, org); err != nil {
-		return err
-	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return core.Forbidden("only owners of organization %q may change orchestrator configuration", org)
-	}
-	return nil
 }
 
 // decode reads body strictly into the kind's struct, so that a misspelt

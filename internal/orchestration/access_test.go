@@ -1,0 +1,268 @@
+package orchestration_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/runtask"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// orchWorld is an organization with an orchestrator environment and
+// callers of every kind, as the permissions tests need them.
+type orchWorld struct {
+	t     *testing.T
+	e     *testenv.Env
+	admin apiClient
+	// defaultPrj is the project environments' workspaces go into.
+	defaultPrj *tfe.Project
+}
+
+const (
+	orgPath   = "/orgs/acme"
+	secretOut = "s3cret-pw"
+)
+
+func newOrchWorld(t *testing.T, e *testenv.Env) *orchWorld {
+	ctx := context.Background()
+	testenv.NewOrg(t, e.Client, "acme")
+	w := &orchWorld{t: t, e: e, admin: apiClient{t: t, e: e, token: e.Token}}
+	prjs, err := e.Client.Projects.List(ctx, "acme", &tfe.ProjectListOptions{Name: "Default Project"})
+	if err != nil || len(prjs.Items) != 1 {
+		t.Fatalf("the default project: %v %v", prjs, err)
+	}
+	w.defaultPrj = prjs.Items[0]
+	a := w.admin
+	a.must(201, "POST", orgPath+"/env-types", map[string]any{"id": "development"})
+	a.must(201, "POST", orgPath+"/projects", map[string]any{"id": "my-project"})
+	for _, env := range []string{"dev", "qa"} {
+		a.must(201, "POST", orgPath+"/projects/my-project/envs", map[string]any{"id": env, "env_type_id": "development"})
+	}
+	a.must(201, "POST", orgPath+"/resource-types", map[string]any{"id": "db", "output_schema": map[string]any{"type": "object"}})
+	a.must(201, "POST", orgPath+"/modules", map[string]any{"id": "db", "resource_type": "db",
+		"module_source_code": "resource \"terraform_data\" \"db\" { input = \"x\" }\noutput \"host\" { value = \"db.internal\" }\n" +
+			"output \"password\" {\n  value     = \"" + secretOut + "\"\n  sensitive = true\n}\n"})
+	a.must(201, "POST", orgPath+"/module-rules", map[string]any{"module_id": "db"})
+	return w
+}
+
+func deployBody(env, mode string) map[string]any {
+	b := map[string]any{"project_id": "my-project", "env_id": env, "mode": mode}
+	if mode != "destroy" {
+		b["manifest"] = map[string]any{"shared": map[string]any{"main": map[string]any{"type": "db"}}}
+	}
+	return b
+}
+
+// user returns a client with a user token of a new member of acme in the
+// teams.
+func (w *orchWorld) user(email string, teams ...*tfe.Team) apiClient {
+	_, m := w.e.UserClient(w.t, "acme", email, teams...)
+	_, secret, err := w.e.Server.Auth.CreateToken(context.Background(), w.e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return apiClient{t: w.t, e: w.e, token: secret}
+}
+
+func (w *orchWorld) team(name string) *tfe.Team {
+	tm, err := w.e.Client.Teams.Create(context.Background(), "acme", tfe.TeamCreateOptions{Name: tfe.String(name), Visibility: tfe.String("organization")})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return tm
+}
+
+// runToken is the token of a run that waits for confirmation (a run token
+// works while its run goes on).
+func (w *orchWorld) runToken(r *tfe.Run) string {
+	testenv.WaitRun(context.Background(), w.t, w.e.Client, r.ID, tfe.RunPlanned)
+	exp := core.Now().Add(time.Hour)
+	_, secret, err := w.e.Server.Auth.CreateToken(context.Background(), w.e.Server.DB, auth.NewToken{Kind: auth.KindRun, Subject: r.ID, ExpiredAt: &exp})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return secret
+}
+
+// taskResultToken is the access token a run task service gets for a
+// run's pre-plan stage (the service never answers, so it stays valid).
+func (w *orchWorld) taskResultToken(ws *tfe.Workspace) string {
+	ctx := context.Background()
+	got := make(chan string, 1)
+	svc := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var p runtask.Payload
+		if json.Unmarshal(body, &p) == nil && p.AccessToken != "" && p.AccessToken != runtask.TestToken {
+			select {
+			case got <- p.AccessToken:
+			default:
+			}
+		}
+		rw.WriteHeader(http.StatusOK)
+	}))
+	w.t.Cleanup(svc.Close)
+	task, err := w.e.Client.RunTasks.Create(ctx, "acme", tfe.RunTaskCreateOptions{Name: "scan", URL: svc.URL, Category: "task"})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	stages := []tfe.Stage{tfe.PrePlan}
+	if _, err := w.e.Client.WorkspaceRunTasks.Create(ctx, ws.ID, tfe.WorkspaceRunTaskCreateOptions{EnforcementLevel: tfe.Mandatory, Stages: &stages, RunTask: task}); err != nil {
+		w.t.Fatal(err)
+	}
+	cv := testenv.UploadConfig(ctx, w.t, w.e.Client, ws.ID, `resource "terraform_data" "a" {}`)
+	if _, err := w.e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv}); err != nil {
+		w.t.Fatal(err)
+	}
+	select {
+	case tok := <-got:
+		return tok
+	case <-time.After(2 * time.Minute):
+		w.t.Fatal("the run task service never got a request")
+	}
+	return ""
+}
+
+// waitDeployment waits for a deployment to end and returns it.
+func (w *orchWorld) waitDeployment(id string) map[string]any {
+	w.t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		d := w.admin.must(200, "GET", orgPath+"/deployments/"+id, nil)
+		if d["status"] != "executing" {
+			return d
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("deployment %s never ended: %v", id, d)
+		}
+	}
+}
+
+// deployments counts an environment's deployments.
+func (w *orchWorld) deployments(env string) int {
+	return len(w.admin.must(200, "GET", orgPath+"/projects/my-project/envs/"+env+"/deployments", nil)["list"].([]any))
+}
+
+// TestOrchestratorRefusesMachineTokens: run, agent and task-result tokens
+// of the organization reach no endpoint of the orchestrator, not even to
+// read; nothing they ask for happens.
+func TestOrchestratorRefusesMachineTokens(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		w := newOrchWorld(t, e)
+		first := w.admin.must(202, "POST", orgPath+"/deployments", deployBody("dev", "deploy"))
+		if d := w.waitDeployment(first["id"].(string)); d["status"] != "succeeded" {
+			t.Fatalf("the first deployment: %v", d)
+		}
+		depID := first["id"].(string)
+		envWS, err := e.Client.Workspaces.Read(ctx, "acme", "my-project-dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		builder, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("builder")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, e.Client, builder.ID, `resource "terraform_data" "a" {}`)
+		elsewhere, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: builder, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A destroy run of the environment's own workspace, waiting for
+		// confirmation: its token may read that workspace's state through
+		// /api/v2, but not use the orchestrator.
+		own, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: envWS, IsDestroy: tfe.Bool(true), AutoApply: tfe.Bool(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("pool")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentTok, err := e.Client.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("agent")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanned, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("scanned")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens := map[string]string{
+			"a run token of another workspace's run":           w.runToken(elsewhere),
+			"a run token of the environment's workspace's run": w.runToken(own),
+			"an agent token":        agentTok.Token,
+			"a task result's token": w.taskResultToken(scanned),
+		}
+		env := "/projects/my-project/envs/dev"
+		requests := []struct {
+			method, path string
+			body         any
+		}{
+			{"POST", "/deployments", deployBody("dev", "destroy")},
+			{"POST", "/deployments", deployBody("dev", "deploy")},
+			{"POST", "/deployments", deployBody("dev", "plan_only")},
+			{"POST", "/deployments", deployBody("qa", "deploy")},
+			{"POST", "/deployments", map[string]any{"project_id": "my-project", "env_id": "dev", "mode": "rollback", "rollback_to_deployment_id": depID}},
+			{"GET", "/deployments/" + depID, nil},
+			{"GET", "/deployments/" + depID + "/graph", nil},
+			{"GET", "/deployments/" + depID + "/tf", nil},
+			{"GET", "/deployments/" + depID + "/diff", nil},
+			{"GET", env + "/deployments", nil},
+			{"GET", env + "/outputs", nil},
+			{"GET", env + "/outputs?sensitive=true", nil},
+			{"GET", "/projects", nil},
+			{"GET", "/projects/my-project", nil},
+			{"POST", "/projects", map[string]any{"id": "new"}},
+			{"PUT", "/projects/my-project", map[string]any{"display_name": "Mine"}},
+			{"DELETE", "/projects/my-project", nil},
+			{"GET", "/env-types", nil},
+			{"POST", "/env-types", map[string]any{"id": "production"}},
+			{"GET", "/projects/my-project/envs", nil},
+			{"GET", env, nil},
+			{"POST", "/projects/my-project/envs", map[string]any{"id": "prod", "env_type_id": "development"}},
+			{"DELETE", env, nil},
+			{"GET", "/resource-types", nil},
+			{"POST", "/resource-types", map[string]any{"id": "cache", "output_schema": map[string]any{"type": "object"}}},
+			{"PUT", "/resource-types/db", map[string]any{"output_schema": map[string]any{"type": "object"}}},
+			{"GET", "/module-providers", nil},
+			{"GET", "/module-providers/random", nil},
+			{"POST", "/module-providers/random", map[string]any{"id": "default", "source": "hashicorp/random"}},
+			{"GET", "/modules", nil},
+			{"GET", "/modules/db", nil},
+			{"GET", "/modules/db/versions", nil},
+			{"PUT", "/modules/db", map[string]any{"resource_type": "db", "module_source_code": `output "host" { value = "evil" }`}},
+			{"DELETE", "/modules/db", nil},
+			{"GET", "/module-rules", nil},
+			{"POST", "/module-rules", map[string]any{"module_id": "db", "env_id": "dev", "project_id": "my-project"}},
+		}
+		deps := w.deployments("dev")
+		for who, tok := range tokens {
+			c := apiClient{t: t, e: e, token: tok}
+			for _, r := range requests {
+				if st, out := c.call(r.method, orgPath+r.path, r.body); st != http.StatusForbidden {
+					t.Errorf("%s: %s %s: %d %v, want 403", who, r.method, r.path, st, out)
+				}
+			}
+		}
+		if n := w.deployments("dev"); n != deps {
+			t.Fatalf("the environment has %d deployments, had %d", n, deps)
+		}
+		if _, err := e.Client.Workspaces.Read(ctx, "acme", "my-project-qa"); err != tfe.ErrResourceNotFound {
+			t.Fatalf("a refused deployment made a workspace (%v)", err)
+		}
+		if m := w.admin.must(200, "GET", orgPath+"/modules/db/versions", nil)["list"].([]any); len(m) != 1 {
+			t.Fatalf("module db has %d versions, want 1", len(m))
+		}
+		if err := e.Client.Runs.Discard(ctx, own.ID, tfe.RunDiscardOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
