@@ -151,6 +151,142 @@ func (w *orchWorld) deployments(env string) int {
 	return len(w.admin.must(200, "GET", orgPath+"/projects/my-project/envs/"+env+"/deployments", nil)["list"].([]any))
 }
 
+// grantedWorld is an orchWorld whose environment my-project/dev was
+// deployed by a team with write access to the default project's
+// workspaces, with callers of each kind of access to its workspace.
+type grantedWorld struct {
+	*orchWorld
+	ws    *tfe.Workspace // the environment's workspace
+	depID string         // its first deployment
+	// deployer (write on the default project's workspaces), planner,
+	// reader and outputReader (plan, read and read-outputs access to ws),
+	// member (none) and org (the organization token).
+	deployer, planner, reader, outputReader, member, org apiClient
+}
+
+func newGrantedWorld(t *testing.T, e *testenv.Env) *grantedWorld {
+	ctx := context.Background()
+	w := &grantedWorld{orchWorld: newOrchWorld(t, e)}
+	deployers := w.team("deployers")
+	if _, err := e.Client.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessWrite, Team: deployers, Project: w.defaultPrj}); err != nil {
+		t.Fatal(err)
+	}
+	w.deployer = w.user("deployer@acme.test", deployers)
+	w.member = w.user("member@acme.test")
+	orgTok, err := e.Client.OrganizationTokens.Create(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.org = apiClient{t: t, e: e, token: orgTok.Token}
+
+	// The deployer creates the environment's workspace and applies.
+	first := w.deployer.must(202, "POST", orgPath+"/deployments", deployBody("dev", "deploy"))
+	w.depID = first["id"].(string)
+	d := w.waitDeployment(w.depID)
+	if d["status"] != "succeeded" {
+		t.Fatalf("the deployer's deployment: %v", d)
+	}
+	if r, err := e.Client.Runs.Read(ctx, d["run_id"].(string)); err != nil || r.Status != tfe.RunApplied {
+		t.Fatalf("the deployment's run: %v %v", r, err)
+	}
+	if w.ws, err = e.Client.Workspaces.Read(ctx, "acme", "my-project-dev"); err != nil {
+		t.Fatal(err)
+	}
+	if w.ws.Project == nil || w.ws.Project.ID != w.defaultPrj.ID {
+		t.Fatalf("the environment's workspace is in project %v, want the default project", w.ws.Project)
+	}
+
+	planners, readers, outputReaders := w.team("planners"), w.team("readers"), w.team("output-readers")
+	for _, g := range []tfe.TeamAccessAddOptions{
+		{Access: tfe.Access(tfe.AccessPlan), Team: planners, Workspace: w.ws},
+		{Access: tfe.Access(tfe.AccessRead), Team: readers, Workspace: w.ws},
+		{Access: tfe.Access(tfe.AccessCustom), Team: outputReaders, Workspace: w.ws, Runs: tfe.RunsPermission(tfe.RunsPermissionRead),
+			StateVersions: tfe.StateVersionsPermission(tfe.StateVersionsPermissionReadOutputs)},
+	} {
+		if _, err := e.Client.TeamAccess.Add(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.planner, w.reader, w.outputReader = w.user("planner@acme.test", planners), w.user("reader@acme.test", readers), w.user("outputs@acme.test", outputReaders)
+	// As /api/v2 says: the member may not see the workspace.
+	if st, _ := e.API(t, w.member.token, "GET", "/api/v2/workspaces/"+w.ws.ID, nil); st != 404 {
+		t.Fatalf("the member reads the workspace through /api/v2: %d", st)
+	}
+	return w
+}
+
+// TestDeployPermissions: deploying needs, on the environment's workspace,
+// what /api/v2 needs for the same run (plan for plan_only, apply for
+// deploy, rollback and destroy; organization tokens neither), and a first
+// deployment what creating the workspace in its project needs.
+func TestDeployPermissions(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		w := newGrantedWorld(t, e)
+
+		// Environment qa has no workspace yet: its first deployment needs
+		// what creating one in the default project needs, and an
+		// organization token, which may create workspaces, never runs
+		// terraform.
+		for _, mode := range []string{"deploy", "plan_only", "destroy"} {
+			w.member.must(403, "POST", orgPath+"/deployments", deployBody("qa", mode))
+			w.org.must(403, "POST", orgPath+"/deployments", deployBody("qa", mode))
+		}
+		if n := w.deployments("qa"); n != 0 {
+			t.Fatalf("refused deployments were stored: %d", n)
+		}
+		if _, err := e.Client.Workspaces.Read(ctx, "acme", "my-project-qa"); err != tfe.ErrResourceNotFound {
+			t.Fatalf("a refused deployment made the environment's workspace (%v)", err)
+		}
+
+		// A member who may not see dev's workspace can neither deploy to
+		// it nor preview a deployment (404, as for the workspace).
+		before := w.deployments("dev")
+		rollback := map[string]any{"project_id": "my-project", "env_id": "dev", "mode": "rollback", "rollback_to_deployment_id": w.depID}
+		dry := deployBody("dev", "deploy")
+		dry["is_dry_run"] = true
+		for _, body := range []map[string]any{deployBody("dev", "deploy"), deployBody("dev", "plan_only"), deployBody("dev", "destroy"), rollback, dry} {
+			w.member.must(404, "POST", orgPath+"/deployments", body)
+		}
+		// Plan access: plan-only deployments, nothing that applies.
+		for _, body := range []map[string]any{deployBody("dev", "deploy"), deployBody("dev", "destroy"), rollback} {
+			w.planner.must(403, "POST", orgPath+"/deployments", body)
+		}
+		// Nor can an organization token plan or apply in it; it may
+		// preview.
+		for _, mode := range []string{"deploy", "plan_only", "destroy"} {
+			w.org.must(403, "POST", orgPath+"/deployments", deployBody("dev", mode))
+		}
+		w.org.must(200, "POST", orgPath+"/deployments", dry)
+		if n := w.deployments("dev"); n != before {
+			t.Fatalf("refused deployments were stored: %d, want %d", n, before)
+		}
+		plan := w.planner.must(202, "POST", orgPath+"/deployments", deployBody("dev", "plan_only"))
+		if d := w.waitDeployment(plan["id"].(string)); d["status"] != "succeeded" {
+			t.Fatalf("the planner's plan-only deployment: %v", d)
+		} else if r, err := e.Client.Runs.Read(ctx, d["run_id"].(string)); err != nil || r.Status != tfe.RunPlannedAndFinished {
+			t.Fatalf("the plan-only deployment's run: %v %v", r, err)
+		}
+
+		// Configuration objects stay the owners' (and the organization
+		// token's): deploying does not make one a platform engineer.
+		for _, c := range []apiClient{w.deployer, w.member, w.reader} {
+			c.must(403, "POST", orgPath+"/resource-types", map[string]any{"id": "cache", "output_schema": map[string]any{"type": "object"}})
+			c.must(403, "PUT", orgPath+"/modules/db", map[string]any{"resource_type": "db", "module_source_code": `output "host" { value = "evil" }`})
+			c.must(403, "DELETE", orgPath+"/module-rules/nope", nil)
+		}
+		w.org.must(201, "POST", orgPath+"/resource-types", map[string]any{"id": "cache", "output_schema": map[string]any{"type": "object"}})
+
+		// The deployer may destroy what it deployed.
+		destroy := w.deployer.must(202, "POST", orgPath+"/deployments", deployBody("dev", "destroy"))
+		if d := w.waitDeployment(destroy["id"].(string)); d["status"] != "succeeded" {
+			t.Fatalf("the deployer's destroy: %v", d)
+		} else if r, err := e.Client.Runs.Read(ctx, d["run_id"].(string)); err != nil || r.Status != tfe.RunApplied || !r.IsDestroy {
+			t.Fatalf("the destroy's run: %v %v", r, err)
+		}
+	})
+}
+
 // TestOrchestratorRefusesMachineTokens: run, agent and task-result tokens
 // of the organization reach no endpoint of the orchestrator, not even to
 // read; nothing they ask for happens.

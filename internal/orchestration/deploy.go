@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestrator"
 	"github.com/terracehq/terrace/internal/slug"
@@ -195,10 +196,16 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 	if err != nil {
 		return nil, err
 	}
+	if err := s.allowDeploy(ctx, org, req); err != nil {
+		return nil, err
+	}
 	var target *Deployment
 	var pinned map[string]string // module id → version of the rollback target's graph
 	if req.Mode == ModeRollback {
 		if target, err = s.loadDeployment(ctx, org, req.RollbackToDeploymentID); err != nil {
+			return nil, err
+		}
+		if err := s.allowDeployment(ctx, org, target, authz.RunRead); err != nil {
 			return nil, err
 		}
 		switch {
@@ -484,7 +491,11 @@ func (s *Service) execute(ctx context.Context, org string, d *Deployment, files 
 	case store.IsNoRows(err) && d.Mode == ModeDestroy:
 		return nil // never deployed: nothing to destroy
 	case store.IsNoRows(err):
-		if wsID, err = s.Workspaces.Create(ctx, org, d.ProjectID+"-"+d.EnvID); err != nil {
+		prj, err := s.Workspaces.Project(ctx, org)
+		if err != nil {
+			return fmt.Errorf("finding the project of the environment's workspace: %w", err)
+		}
+		if wsID, err = s.Workspaces.Create(ctx, org, prj, d.ProjectID+"-"+d.EnvID); err != nil {
 			return fmt.Errorf("creating the environment's workspace: %w", err)
 		}
 		if _, err := s.db.Exec(ctx, `INSERT INTO orchestrator_env_workspaces (organization_name, project_id, env_id, workspace_id) VALUES (?, ?, ?, ?)`, org, d.ProjectID, d.EnvID, wsID); err != nil {
@@ -494,6 +505,11 @@ func (s *Service) execute(ctx context.Context, org string, d *Deployment, files 
 		return err
 	}
 	d.WorkspaceID = wsID
+	// Deploy asked already; asked again of the workspace the run goes
+	// into, which another deployment may have created since.
+	if err := authz.Allows(ctx, runAction(d.Mode), authz.Resource{Organization: org, WorkspaceID: wsID}); err != nil {
+		return fmt.Errorf("starting the run: %w", err)
+	}
 	cvID := ""
 	if d.Mode != ModeDestroy {
 		dir, err := os.MkdirTemp("", "terrace-deploy-")

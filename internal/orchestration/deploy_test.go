@@ -29,7 +29,9 @@ type fakeResult struct {
 	final, ok bool
 }
 
-func (f *fakeCore) Create(ctx context.Context, org, name string) (string, error) {
+func (f *fakeCore) Project(ctx context.Context, org string) (string, error) { return "prj-fake", nil }
+func (f *fakeCore) CheckCreate(ctx context.Context, org, prj string) error  { return nil }
+func (f *fakeCore) Create(ctx context.Context, org, prj, name string) (string, error) {
 	return "ws-fake", nil
 }
 func (f *fakeCore) Delete(ctx context.Context, id string) error { return nil }

@@ -38,9 +38,15 @@ var Kinds = []string{KindProject, KindEnvType, KindEnvironment, KindResourceType
 
 // Workspaces is what deployments need from the workspace domain.
 type Workspaces interface {
-	// Create makes a remote-execution, auto-apply workspace in the
-	// organization's default project and returns its ID.
-	Create(ctx context.Context, org, name string) (string, error)
+	// Project returns the project an environment's workspace is created
+	// in (the organization's default project).
+	Project(ctx context.Context, org string) (string, error)
+	// CheckCreate asks whether the caller may create a workspace in
+	// project prj: nil, or the refusal Create would answer.
+	CheckCreate(ctx context.Context, org, prj string) error
+	// Create makes a remote-execution, auto-apply workspace in project
+	// prj and returns its ID.
+	Create(ctx context.Context, org, prj, name string) (string, error)
 	// Delete deletes a workspace unless it still manages resources.
 	Delete(ctx context.Context, id string) error
 }

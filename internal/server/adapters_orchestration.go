@@ -9,6 +9,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestration"
+	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/workspace"
 )
@@ -20,7 +21,7 @@ func (s *Server) wireOrchestration() {
 	s.Orchestration = orchestration.NewService(s.DB)
 	s.Orchestration.Logger = s.logger.With("component", "orchestration")
 	s.Orchestration.Orgs = orchOrgs{s}
-	s.Orchestration.Workspaces = orchWorkspaces{s.Workspaces}
+	s.Orchestration.Workspaces = orchWorkspaces{s.Workspaces, s.Projects}
 	s.Orchestration.Configs = orchConfigs{s.ConfigVersions}
 	s.Orchestration.Runs = orchRuns{s.Runs}
 	s.Orchestration.Outputs = orchOutputs{s}
@@ -41,10 +42,22 @@ func (s *Server) orchestrationHandler() http.Handler {
 	return s.Auth.Middleware(orchestration.Error)(s.Audit.RecorderFor(mux, withModel, orchestration.Error))
 }
 
-type orchWorkspaces struct{ ws *workspace.Service }
+type orchWorkspaces struct {
+	ws       *workspace.Service
+	projects *project.Service
+}
 
-func (a orchWorkspaces) Create(ctx context.Context, org, name string) (string, error) {
-	w, err := a.ws.Create(ctx, org, workspace.Options{Name: &name, ExecutionMode: ptr("remote"), AutoApply: ptr(true),
+// Project: environments' workspaces go into the default project.
+func (a orchWorkspaces) Project(ctx context.Context, org string) (string, error) {
+	return a.projects.DefaultID(ctx, org)
+}
+
+func (a orchWorkspaces) CheckCreate(ctx context.Context, org, prj string) error {
+	return a.ws.CheckCreate(ctx, org, prj)
+}
+
+func (a orchWorkspaces) Create(ctx context.Context, org, prj, name string) (string, error) {
+	w, err := a.ws.Create(ctx, org, workspace.Options{Name: &name, ProjectID: &prj, ExecutionMode: ptr("remote"), AutoApply: ptr(true),
 		Description: ptr("Environment of the resource-graph orchestrator; changed by deployments.")})
 	if err != nil {
 		return "", err

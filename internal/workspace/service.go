@@ -588,6 +588,14 @@ func (s *Service) requireCreate(ctx context.Context, org string, projectID *stri
 	return nil
 }
 
+// CheckCreate asks the authorization model whether the caller may create
+// a workspace in project projectID ("" the organization's default): what
+// Create asks, for a domain that creates workspaces on a caller's behalf
+// and must refuse before starting.
+func (s *Service) CheckCreate(ctx context.Context, org, projectID string) error {
+	return s.requireCreate(ctx, org, &projectID)
+}
+
 // requireManageWorkspace asks the authorization model whether the caller
 // may change w's settings.
 func requireManageWorkspace(ctx context.Context, w *Workspace) error {
