@@ -276,7 +276,9 @@ func testOrchestratorSources(t *testing.T, e *testenv.Env) {
 		t.Fatalf("terrace outputs shows a secret:\n%s", text)
 	}
 
-	// A team that is not the owners may read but not see secrets.
+	// A team without access to the environment's workspace sees nothing
+	// of its outputs; with access to its state outputs it reads them but
+	// not the secrets; read access includes the state, and the secrets.
 	team, err := e.Client.Teams.Create(ctx, org, tfe.TeamCreateOptions{Name: tfe.String("developers")})
 	if err != nil {
 		t.Fatal(err)
@@ -286,19 +288,25 @@ func testOrchestratorSources(t *testing.T, e *testenv.Env) {
 		t.Fatal(err)
 	}
 	dev := &terraceCLI{t: t, e: &testenv.Env{Host: e.Host, Token: tok.Token}, org: org, dir: c.dir}
+	if out, err := dev.try("outputs", "my-project", "dev", "-o", "json"); err == nil || !strings.Contains(err.Error(), "404") || strings.Contains(out, "s3cret") {
+		t.Fatalf("a team without access read the outputs: %v\n%s", err, out)
+	}
+	ws, err := e.Client.Workspaces.Read(ctx, org, "my-project-dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	access, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessCustom), Team: team, Workspace: ws,
+		Runs: tfe.RunsPermission(tfe.RunsPermissionRead), StateVersions: tfe.StateVersionsPermission(tfe.StateVersionsPermissionReadOutputs)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out := dev.run("outputs", "my-project", "dev", "-o", "json"); strings.Contains(out, "s3cret") || !strings.Contains(out, "(sensitive)") {
 		t.Fatalf("a developer's outputs:\n%s", out)
 	}
 	if out, err := dev.try("outputs", "my-project", "dev", "--show-sensitive"); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("a developer asked for secrets: %v\n%s", err, out)
 	}
-	// Read access to the environment's workspace includes its state
-	// outputs: then the team may ask for them.
-	ws, err := e.Client.Workspaces.Read(ctx, org, "my-project-dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
+	if _, err := e.Client.TeamAccess.Update(ctx, access.ID, tfe.TeamAccessUpdateOptions{Access: tfe.Access(tfe.AccessRead)}); err != nil {
 		t.Fatal(err)
 	}
 	if out := dev.run("outputs", "my-project", "dev", "--show-sensitive", "-o", "json"); !strings.Contains(out, "s3cret-basic-5") {

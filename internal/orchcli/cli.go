@@ -584,7 +584,7 @@ func (c *config) deployCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retried deploy return the first one's deployment")
-	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state outputs)")
+	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "compile and diff against the last deployment; change nothing")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "plan the change (a speculative run) without applying it")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the result as json")

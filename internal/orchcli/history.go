@@ -115,7 +115,7 @@ func (c *config) rollbackCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the result as json")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "a key that makes a retried rollback return the first one's deployment")
-	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state outputs)")
+	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state)")
 	return cmd
 }
 
@@ -177,7 +177,7 @@ func (c *config) outputsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the outputs as json")
-	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state outputs)")
+	cmd.Flags().BoolVar(&showSensitive, "show-sensitive", false, "show sensitive outputs (if you may read the environment's state)")
 	return cmd
 }
 

@@ -11,17 +11,20 @@ import (
 )
 
 // Who may do what here. Every decision asks the authorization model
-// (authz.Allows), and an environment's deployments are runs of its
-// workspace, so they need what /api/v2 needs for those in that workspace:
+// (authz.Allows), and an environment's deployments, outputs and generated
+// Terraform are its workspace's runs, state and configurations, so they
+// need what /api/v2 needs for those in that workspace:
 //
 //   - every request: authz.OrgRead in the organization. Run, agent and
 //     task-result tokens have no use for the orchestrator and are refused
 //     by it on every endpoint.
 //   - configuration objects: reading them authz.OrgRead, changing them
 //     authz.OrgManageOrchestrator (owners and the organization's token).
-//   - a dry run: authz.RunRead on the environment's workspace (it shows
-//     the last deployment's graph); before the environment has one, the
-//     organization read suffices.
+//   - an environment's deployments, their graphs and diffs: authz.RunRead
+//     on its workspace; their Terraform: authz.RunInputs; its outputs:
+//     authz.StateReadOutputs. Before the environment has a workspace
+//     there is nothing of one to show, and the organization read suffices.
+//   - a dry run: what reading the deployments needs.
 //   - a deployment: authz.RunPlan (plan_only) or authz.RunApply (deploy,
 //     rollback, destroy) on the environment's workspace, which
 //     organization tokens never have. An environment without a workspace

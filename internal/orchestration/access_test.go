@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,6 +288,43 @@ func TestDeployPermissions(t *testing.T) {
 	})
 }
 
+// TestEnvironmentReadPermissions: an environment's deployments, their
+// graphs, diffs and Terraform need read access to its workspace, its
+// outputs the workspace's state outputs, and sensitive values its state.
+func TestEnvironmentReadPermissions(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		w := newGrantedWorld(t, e)
+		dep := "/deployments/" + w.depID
+		for _, p := range []string{dep, dep + "/graph", dep + "/tf", dep + "/diff", dep + "/diff?from=" + w.depID,
+			"/projects/my-project/envs/dev/deployments", "/projects/my-project/envs/dev/outputs", "/projects/my-project/envs/dev/outputs?sensitive=true"} {
+			if st, out := w.member.call("GET", orgPath+p, nil); st != 404 || strings.Contains(jsonText(out), secretOut) || strings.Contains(jsonText(out), "db.internal") {
+				t.Errorf("the member reads %s: %d %v", p, st, out)
+			}
+		}
+		// The organization's configuration stays readable to members, and
+		// so do environments without a workspace.
+		w.member.must(200, "GET", orgPath+"/projects/my-project/envs/dev", nil)
+		w.member.must(200, "GET", orgPath+"/projects/my-project/envs/qa/deployments", nil)
+		w.member.must(200, "GET", orgPath+"/projects/my-project/envs/qa/outputs", nil)
+
+		for _, c := range []apiClient{w.planner, w.reader, w.outputReader, w.org} {
+			for _, p := range []string{dep, dep + "/graph", dep + "/tf", dep + "/diff", "/projects/my-project/envs/dev/deployments"} {
+				c.must(200, "GET", orgPath+p, nil)
+			}
+			out := c.must(200, "GET", orgPath+"/projects/my-project/envs/dev/outputs", nil)
+			if s := jsonText(out); !strings.Contains(s, "db.internal") || strings.Contains(s, secretOut) {
+				t.Fatalf("outputs without sensitive values: %s", s)
+			}
+		}
+		for _, c := range []apiClient{w.reader, w.org} {
+			if s := jsonText(c.must(200, "GET", orgPath+"/projects/my-project/envs/dev/outputs?sensitive=true", nil)); !strings.Contains(s, secretOut) {
+				t.Fatalf("outputs with sensitive values: %s", s)
+			}
+		}
+		w.outputReader.must(403, "GET", orgPath+"/projects/my-project/envs/dev/outputs?sensitive=true", nil)
+	})
+}
+
 // TestOrchestratorRefusesMachineTokens: run, agent and task-result tokens
 // of the organization reach no endpoint of the orchestrator, not even to
 // read; nothing they ask for happens.
@@ -401,4 +439,9 @@ func TestOrchestratorRefusesMachineTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -578,6 +578,9 @@ func (s *Service) GetDeployment(ctx context.Context, org, id string) (*Deploymen
 			return nil, core.NotFound("deployment %s not found", id)
 		}
 		d := ds[0]
+		if err := s.allowDeployment(ctx, org, d, authz.RunRead); err != nil {
+			return nil, err
+		}
 		if settled || d.Status != StatusExecuting || d.RunID == "" || s.Runs == nil {
 			return d, nil
 		}
@@ -590,6 +593,9 @@ func (s *Service) GetDeployment(ctx context.Context, org, id string) (*Deploymen
 // ListDeployments returns an environment's deployments, newest first.
 func (s *Service) ListDeployments(ctx context.Context, org, project, env string) ([]*Deployment, error) {
 	if err := s.canRead(ctx, org); err != nil {
+		return nil, err
+	}
+	if _, err := s.allowEnv(ctx, org, project, env, authz.RunRead); err != nil {
 		return nil, err
 	}
 	return s.deployments(ctx, org, `project_id = ? AND env_id = ?`, project, env)

@@ -52,6 +52,9 @@ func (s *Service) GetDeploymentGraph(ctx context.Context, org, id string) (*Depl
 	if err != nil {
 		return nil, err
 	}
+	if err := s.allowDeployment(ctx, org, d, authz.RunRead); err != nil {
+		return nil, err
+	}
 	g := d.view.Graph
 	if g.Nodes == nil {
 		g.Nodes = []orchestrator.NodeJSON{}
@@ -70,6 +73,10 @@ func (s *Service) GetDeploymentTerraform(ctx context.Context, org, id string) (m
 	}
 	d, err := s.loadDeployment(ctx, org, id)
 	if err != nil {
+		return nil, err
+	}
+	// The generated Terraform is the configuration its run ran.
+	if err := s.allowDeployment(ctx, org, d, authz.RunInputs); err != nil {
 		return nil, err
 	}
 	if d.files == nil {
@@ -99,6 +106,9 @@ func (s *Service) DiffDeployments(ctx context.Context, org, to, from string) (*D
 	if err != nil {
 		return nil, err
 	}
+	if err := s.allowDeployment(ctx, org, b, authz.RunRead); err != nil {
+		return nil, err
+	}
 	var prev []orchestrator.NodeState
 	if from == "" {
 		err := s.db.QueryRow(ctx, `SELECT id FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND (created_at < ? OR (created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT 1`,
@@ -110,6 +120,9 @@ func (s *Service) DiffDeployments(ctx context.Context, org, to, from string) (*D
 	if from != "" {
 		a, err := s.loadDeployment(ctx, org, from)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.allowDeployment(ctx, org, a, authz.RunRead); err != nil {
 			return nil, err
 		}
 		if a.ProjectID != b.ProjectID || a.EnvID != b.EnvID {
@@ -136,7 +149,7 @@ func (s *Service) DiffDeployments(ctx context.Context, org, to, from string) (*D
 // metadata (its humanitec_metadata or platform_orchestrator_metadata
 // output, kept apart from the data). Sensitive outputs are replaced by
 // HiddenValue unless asked for by a caller allowed to read the
-// environment's state outputs; Sensitive lists them either way.
+// environment's state; Sensitive lists them either way.
 type EnvOutputs struct {
 	Workloads map[string]map[string]any `json:"workloads"`
 	Resources map[string]map[string]any `json:"resources"`
@@ -149,9 +162,10 @@ type EnvOutputs struct {
 const HiddenValue = "(sensitive)"
 
 // GetEnvOutputs returns the environment's current outputs (empty before
-// the first deploy). showSensitive asks for sensitive values: allowed to
-// callers who may read the state outputs of the environment's workspace
-// (authz.StateReadOutputs; owners only where no model is in the context).
+// the first deploy) to callers who may read the state outputs of the
+// environment's workspace (authz.StateReadOutputs). showSensitive asks for
+// sensitive values too: allowed to callers who may read its state
+// (authz.StateRead).
 func (s *Service) GetEnvOutputs(ctx context.Context, org, project, env string, showSensitive bool) (*EnvOutputs, error) {
 	if err := s.canRead(ctx, org); err != nil {
 		return nil, err
@@ -160,17 +174,18 @@ func (s *Service) GetEnvOutputs(ctx context.Context, org, project, env string, s
 		return nil, err
 	}
 	out := &EnvOutputs{Workloads: map[string]map[string]any{}, Resources: map[string]map[string]any{}, Metadata: map[string]any{}}
-	var wsID string
-	err := s.db.QueryRow(ctx, `SELECT workspace_id FROM orchestrator_env_workspaces WHERE organization_name = ? AND project_id = ? AND env_id = ?`, org, project, env).Scan(&wsID)
-	if store.IsNoRows(err) {
-		return out, nil
-	}
+	wsID, err := s.allowEnv(ctx, org, project, env, authz.StateReadOutputs)
 	if err != nil {
 		return nil, err
 	}
+	if wsID == "" {
+		return out, nil
+	}
 	if showSensitive {
-		if err := authz.Allows(ctx, authz.StateReadOutputs, authz.Resource{Organization: org, WorkspaceID: wsID}); err != nil {
-			return nil, core.Forbidden("sensitive outputs of %s/%s may only be shown to callers allowed to read its state outputs", project, env)
+		// What reading the sensitive values in the workspace's state
+		// needs.
+		if err := authz.Allows(ctx, authz.StateRead, authz.Resource{Organization: org, WorkspaceID: wsID}); err != nil {
+			return nil, err
 		}
 	}
 	var view string

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestration"
 )
 
@@ -36,6 +37,11 @@ func (u *UI) environments(w http.ResponseWriter, r *http.Request) {
 		_ = json.Unmarshal(o.Body, &e)
 		row := envRow{Project: o.Scope, ID: o.ID, Type: e.EnvTypeID, Name: e.DisplayName}
 		ds, err := u.o.Orchestration.ListDeployments(ctx, org, o.Scope, o.ID)
+		if k := core.KindOf(err); err != nil && (k == core.KindNotFound || k == core.KindForbidden) {
+			// The caller may not read the environment's workspace:
+			// the environment is listed without its deployments.
+			ds, err = nil, nil
+		}
 		if err != nil {
 			u.fail(w, r, err)
 			return

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -72,6 +74,23 @@ func TestOrchestratorDeploymentGraph(t *testing.T) {
 		}
 		if d["status"] == "failed" || time.Now().After(deadline) {
 			t.Fatalf("deployment: %v", d)
+		}
+	}
+
+	// A member who may not read the environment's workspace sees the
+	// environment listed without its deployments, and neither its history
+	// nor the deployment.
+	_, m := e.UserClient(t, "acme", "member@acme.test")
+	_, member, err := e.Server.Auth.CreateToken(context.Background(), e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := e.API(t, member, "GET", "/app/acme/environments", nil); st != http.StatusOK || !strings.Contains(string(body), "shop/dev") || strings.Contains(string(body), "succeeded") {
+		t.Fatalf("a member's environments: %d\n%s", st, body)
+	}
+	for _, p := range []string{"/app/acme/environments/shop/dev", "/app/acme/deployments/" + id} {
+		if st, _ := e.API(t, member, "GET", p, nil); st != http.StatusNotFound {
+			t.Fatalf("a member opens %s: %d, want 404", p, st)
 		}
 	}
 
