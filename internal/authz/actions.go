@@ -43,9 +43,16 @@ const (
 	// token only. Deploying is decided on the environment's workspace.
 	OrgManageOrchestrator Action = "organization:manage-orchestrator"
 
-	TeamRead   Action = "team:read"
+	// The team actions decide on the team too: a secret team is seen only
+	// by its members, owners and holders of access-secret-teams (others
+	// are told it is not found), and only owners (and the organization's
+	// token) change the owners team or its members.
+	TeamRead Action = "team:read"
+	// TeamManage changes a team's name, visibility, SSO team ID and token
+	// management setting, and deletes it (manage-teams).
 	TeamManage Action = "team:manage"
-	// TeamMembers changes a team's members.
+	// TeamMembers changes a team's members, and invites people into it
+	// (manage-membership).
 	TeamMembers Action = "team:manage-members"
 
 	ProjectRead   Action = "project:read"

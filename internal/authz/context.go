@@ -37,6 +37,37 @@ func Allows(ctx context.Context, action Action, res Resource) error {
 	return s.Check(ctx, action, res)
 }
 
+// AllowsTeam is Allows for a team action on a team the caller's request
+// already read (t), which the model does not read again. Without a model
+// in ctx only owners are allowed.
+func AllowsTeam(ctx context.Context, action Action, t Team) error {
+	s, _ := ctx.Value(modelKey{}).(*Service)
+	if s == nil {
+		if auth.FromContext(ctx).IsOwner(t.Organization) {
+			return nil
+		}
+		return core.Forbidden("only owners of organization %q may do this", t.Organization)
+	}
+	return s.DecideTeam(ctx, auth.FromContext(ctx), action, t)
+}
+
+// VisibleTeams says which of org's teams the caller in ctx may see (a
+// list names only those), deciding as TeamRead does, on the caller's
+// standing read once. Without a model in ctx only owners see any.
+func VisibleTeams(ctx context.Context, org string) (func(Team) bool, error) {
+	p := auth.FromContext(ctx)
+	s, _ := ctx.Value(modelKey{}).(*Service)
+	if s == nil {
+		owner := p.IsOwner(org)
+		return func(Team) bool { return owner }, nil
+	}
+	st, err := s.standing(ctx, p, org)
+	if err != nil {
+		return nil, err
+	}
+	return func(t Team) bool { return t.Organization == org && !st.run && st.seesTeam(t) }, nil
+}
+
 // ReadableWorkspaces says which of org's workspaces the caller in ctx may
 // see (HCP Terraform lists only those), for a list to select them in SQL.
 // where is a condition on the workspaces row aliased ws, with its args; ""

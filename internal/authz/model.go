@@ -16,7 +16,10 @@ type Team struct {
 	ID           string
 	Organization string
 	Owners       bool
-	Access       OrgAccess
+	// Secret: the team's visibility is secret (seen only by its members,
+	// owners and holders of access-secret-teams).
+	Secret bool
+	Access OrgAccess
 }
 
 // Teams gives the model the teams a caller acts as (the team package
@@ -24,7 +27,7 @@ type Team struct {
 type Teams interface {
 	// UserTeams returns the teams of org the user is a member of.
 	UserTeams(ctx context.Context, userID, org string) ([]Team, error)
-	// Team returns one team, whoever asks.
+	// Team returns one team, whoever asks (core.ErrNotFound for none).
 	Team(ctx context.Context, id string) (Team, error)
 }
 
@@ -92,6 +95,14 @@ type standing struct {
 	run      bool // a run token of this organization
 	teamIDs  []string
 	access   OrgAccess
+}
+
+// seesTeam reports whether the caller may see team t of the organization:
+// an organization-visible team, a team the caller is in (or whose token it
+// holds), or a secret team with access-secret-teams (which owners and the
+// organization's token have).
+func (st standing) seesTeam(t Team) bool {
+	return st.member && (!t.Secret || st.access.AccessSecretTeams || slices.Contains(st.teamIDs, t.ID))
 }
 
 func (s *Service) standing(ctx context.Context, p *auth.Principal, org string) (standing, error) {
@@ -371,18 +382,61 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		}
 		return forbidden()
 	case scopeTeam:
-		if st.run {
-			return core.Forbidden("a run token cannot %s", rule.verb)
+		if res.TeamID == "" {
+			return decideTeam(st, action, rule, nil)
 		}
-		if !st.member {
+		t, err := s.teams.Team(ctx, res.TeamID)
+		if core.KindOf(err) == core.KindNotFound {
 			return notFound()
 		}
-		if rule.org(st) {
-			return nil
+		if err != nil {
+			return err
 		}
-		return forbidden()
+		if t.Organization != res.Organization {
+			return notFound()
+		}
+		return decideTeam(st, action, rule, &t)
 	}
 	return forbidden()
+}
+
+// decideTeam is Decide for a team action on team t (nil: the
+// organization's teams in general, or one being created).
+func decideTeam(st standing, action Action, rule rule, t *Team) error {
+	switch {
+	case st.run:
+		return core.Forbidden("a run token cannot %s", rule.verb)
+	case !st.member, t != nil && !st.seesTeam(*t):
+		return core.NotFound("%s not found", rule.noun)
+	case t != nil && t.Owners && action != TeamRead && !st.owner && !st.orgToken:
+		// HCP Terraform keeps the owners team's membership and settings
+		// to owners (and the organization's token, which manages teams and
+		// their members).
+		return core.Forbidden("insufficient permissions to %s: only owners change the owners team", rule.verb)
+	case rule.org(st):
+		return nil
+	}
+	return core.Forbidden("insufficient permissions to %s", rule.verb)
+}
+
+// DecideTeam is Decide for a team action on a team the caller already
+// read (t), without reading it again.
+func (s *Service) DecideTeam(ctx context.Context, p *auth.Principal, action Action, t Team) error {
+	rule, ok := rules[action]
+	if !ok || rule.scope != scopeTeam {
+		return fmt.Errorf("authz: %q is no team action", action)
+	}
+	if p == nil {
+		return core.Unauthorized("this request needs an API token in the Authorization header")
+	}
+	if p.Kind == auth.KindTaskResult || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
+		return core.Forbidden("a %s token cannot be used for this request", p.Kind)
+	}
+	st, err := s.standing(ctx, p, t.Organization)
+	if err != nil {
+		return err
+	}
+	return decideTeam(st, action, rule, &t)
 }
 
 // taskResultDecision is the whole reach of a task result's access token

@@ -13,17 +13,6 @@ import (
 // authzTeams gives the authorization model the teams a caller acts as.
 type authzTeams struct{ teams *team.Service }
 
-func toAuthzTeam(t *team.Team) authz.Team {
-	a := t.OrganizationAccess()
-	return authz.Team{ID: t.ID, Organization: t.Organization, Owners: t.IsOwners(), Access: authz.OrgAccess{
-		ManagePolicies: a.ManagePolicies, ManagePolicyOverrides: a.ManagePolicyOverrides, ManageWorkspaces: a.ManageWorkspaces,
-		ManageVCSSettings: a.ManageVCSSettings, ManageProviders: a.ManageProviders, ManageModules: a.ManageModules,
-		ManageRunTasks: a.ManageRunTasks, ManageProjects: a.ManageProjects, ReadWorkspaces: a.ReadWorkspaces,
-		ReadProjects: a.ReadProjects, ManageMembership: a.ManageMembership, ManageTeams: a.ManageTeams,
-		ManageOrgAccess: a.ManageOrganizationAccess, AccessSecretTeams: a.AccessSecretTeams, ManageAgentPools: a.ManageAgentPools,
-	}}
-}
-
 func (a authzTeams) UserTeams(ctx context.Context, userID, org string) ([]authz.Team, error) {
 	ts, err := a.teams.MemberTeams(ctx, userID, org)
 	if err != nil {
@@ -31,17 +20,13 @@ func (a authzTeams) UserTeams(ctx context.Context, userID, org string) ([]authz.
 	}
 	out := make([]authz.Team, len(ts))
 	for i, t := range ts {
-		out[i] = toAuthzTeam(t)
+		out[i] = t.Authz()
 	}
 	return out, nil
 }
 
 func (a authzTeams) Team(ctx context.Context, id string) (authz.Team, error) {
-	t, err := a.teams.System(ctx, id)
-	if err != nil {
-		return authz.Team{}, err
-	}
-	return toAuthzTeam(t), nil
+	return a.teams.AuthzTeam(ctx, id)
 }
 
 // authzResolver tells the model where a resource lives, asking each domain

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/user"
@@ -90,9 +91,13 @@ type jsonMembership struct {
 	Teams        []*user.TeamRef       `jsonapi:"relation,teams"`
 }
 
-func teamJSON(p *auth.Principal, t *Team, memberships map[string]*Membership) *jsonTeam {
-	owner := p.IsOwner(t.Organization)
-	tokens := canManageTokens(p, t)
+// teamJSON is a team's wire form for the caller in ctx; its permissions
+// are the authorization model's decisions (and the team service's, for
+// tokens) on the team.
+func teamJSON(ctx context.Context, t *Team, memberships map[string]*Membership) *jsonTeam {
+	may := func(a authz.Action) bool { return allows(ctx, a, t) == nil }
+	manage := may(authz.TeamManage)
+	tokens := canManageTokens(auth.FromContext(ctx), t)
 	access := t.OrganizationAccess()
 	j := &jsonTeam{
 		ID:                         t.ID,
@@ -106,14 +111,16 @@ func teamJSON(p *auth.Principal, t *Team, memberships map[string]*Membership) *j
 		Users:                      []*user.UserRef{},
 		OrganizationMemberships:    []*membershipRef{},
 		Permissions: &jsonTeamPermissions{
-			CanUpdateMembership:            owner,
-			CanDestroy:                     owner && !t.IsOwners(),
-			CanUpdateOrganizationAccess:    owner && !t.IsOwners(),
+			CanUpdateMembership: may(authz.TeamMembers),
+			// The owners team is never deleted or renamed, and its
+			// organization access never changes (Options.apply).
+			CanDestroy:                     manage && !t.IsOwners(),
+			CanUpdateOrganizationAccess:    manage && !t.IsOwners(),
 			CanUpdateAPIToken:              tokens,
-			CanUpdateVisibility:            owner,
-			CanUpdateName:                  owner && !t.IsOwners(),
-			CanUpdateSSOTeamID:             owner,
-			CanUpdateMemberTokenManagement: owner,
+			CanUpdateVisibility:            manage,
+			CanUpdateName:                  manage && !t.IsOwners(),
+			CanUpdateSSOTeamID:             manage,
+			CanUpdateMemberTokenManagement: manage,
 			CanViewAPIToken:                tokens,
 		},
 	}
@@ -193,11 +200,10 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
-	p := auth.FromContext(r.Context())
 	ms := a.teamMemberships(r, org, includesMemberships(inc), items...)
 	out := make([]*jsonTeam, len(items))
 	for i, t := range items {
-		out[i] = teamJSON(p, t, ms)
+		out[i] = teamJSON(r.Context(), t, ms)
 	}
 	included, err := a.teamIncludes(r, items, ms, inc)
 	if err != nil {
@@ -262,7 +268,7 @@ func (a *API) respondTeam(w http.ResponseWriter, r *http.Request, status int, t 
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Respond(w, r, status, teamJSON(auth.FromContext(r.Context()), t, ms), included...)
+	tfeapi.Respond(w, r, status, teamJSON(r.Context(), t, ms), included...)
 }
 
 func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
@@ -409,7 +415,7 @@ func (a *API) membershipIncluded(r *http.Request, ms []*Membership, users map[st
 		for _, m := range ms {
 			for _, tid := range m.TeamIDs {
 				if t, err := a.Service.Get(r.Context(), tid); err == nil {
-					out = append(out, teamJSON(p, t, nil))
+					out = append(out, teamJSON(r.Context(), t, nil))
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -206,8 +207,9 @@ func (s *Service) usernameFor(ctx context.Context, email string) (string, error)
 	return "", fmt.Errorf("no free username for %s", email)
 }
 
-// CreateMembership invites an email address into an organization (and
-// optionally into some of its teams); only owners may. A user with that
+// CreateMembership invites an email address into an organization
+// (manage-membership), and optionally into some of its teams (as adding a
+// member to each: TeamMembers). A user with that
 // address is created when none exists. The membership shows as "invited"
 // until the person accepts the invitation link sent by Invitations
 // (internal/signin), which makes it "active".
@@ -215,7 +217,7 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
 	}
-	if err := requireOwner(ctx, org, "invite users"); err != nil {
+	if err := authz.Allows(ctx, authz.OrgManageMembers, authz.Resource{Organization: org}); err != nil {
 		return nil, err
 	}
 	addr, err := mail.ParseAddress(email)
@@ -223,11 +225,17 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 		return nil, core.Invalid("email %q is not a valid address", email)
 	}
 	email = addr.Address
+	// Inviting into a team is adding a member to it: the team must be
+	// one whose members the caller may change (visible to the caller; the
+	// owners team only for owners).
 	var teams []*Team
 	for _, id := range teamIDs {
 		t, err := s.load(ctx, s.db, id)
 		if err != nil || t.Organization != org {
 			return nil, core.NotFound("team %q not found", id)
+		}
+		if err := allows(ctx, authz.TeamMembers, t); err != nil {
+			return nil, err
 		}
 		teams = append(teams, t)
 	}

@@ -148,35 +148,23 @@ func (s *Service) checkOrg(ctx context.Context, q store.Q, org string) error {
 	return nil
 }
 
-func requireOwner(ctx context.Context, org, action string) error {
-	need := authz.OrgManageTeams
-	if action == "invite users" || action == "change team membership" {
-		need = authz.OrgManageMembers
-	}
-	if authz.Allows(ctx, need, authz.Resource{Organization: org}) != nil {
-		return core.Forbidden("you may not %s in organization %q", action, org)
-	}
-	return nil
+// Authz is what the authorization model needs of the team.
+func (t *Team) Authz() authz.Team {
+	a := t.OrganizationAccess()
+	return authz.Team{ID: t.ID, Organization: t.Organization, Owners: t.IsOwners(), Secret: t.Settings.Visibility != "organization",
+		Access: authz.OrgAccess{
+			ManagePolicies: a.ManagePolicies, ManagePolicyOverrides: a.ManagePolicyOverrides, ManageWorkspaces: a.ManageWorkspaces,
+			ManageVCSSettings: a.ManageVCSSettings, ManageProviders: a.ManageProviders, ManageModules: a.ManageModules,
+			ManageRunTasks: a.ManageRunTasks, ManageProjects: a.ManageProjects, ReadWorkspaces: a.ReadWorkspaces,
+			ReadProjects: a.ReadProjects, ManageMembership: a.ManageMembership, ManageTeams: a.ManageTeams,
+			ManageOrgAccess: a.ManageOrganizationAccess, AccessSecretTeams: a.AccessSecretTeams, ManageAgentPools: a.ManageAgentPools,
+		}}
 }
 
-// canSee reports whether the caller may see a team: owners see all, others
-// see organization-visible teams and their own.
-func canSee(p *auth.Principal, t *Team) bool {
-	return canSeeAs(p, t, p.Kind == auth.KindUser && t.HasMember(p.UserID))
-}
-
-// canSeeAs is canSee for a caller known to be in the team (member) or not,
-// without the team's members.
-func canSeeAs(p *auth.Principal, t *Team, member bool) bool {
-	switch {
-	case p.IsOwner(t.Organization), t.Settings.Visibility == "organization":
-		return true
-	case p.Kind == auth.KindUser:
-		return member
-	case p.Kind == auth.KindTeam:
-		return p.TeamID == t.ID
-	}
-	return false
+// allows asks the authorization model whether the caller may do action
+// on team t.
+func allows(ctx context.Context, action authz.Action, t *Team) error {
+	return authz.AllowsTeam(ctx, action, t.Authz())
 }
 
 // canManageTokens reports whether the caller may manage a team's tokens:
@@ -247,7 +235,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Team, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !auth.FromContext(ctx).CanAccessOrganization(t.Organization) || !canSee(auth.FromContext(ctx), t) {
+	if !auth.FromContext(ctx).CanAccessOrganization(t.Organization) || allows(ctx, authz.TeamRead, t) != nil {
 		return nil, core.NotFound("team %q not found", id)
 	}
 	return t, nil
@@ -279,14 +267,13 @@ func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, of
 	if err != nil {
 		return nil, 0, err
 	}
-	p := auth.FromContext(ctx)
-	mine, err := s.callerTeams(ctx, org)
+	sees, err := authz.VisibleTeams(ctx, org)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := []*Team{}
 	for _, t := range teams {
-		if canSeeAs(p, t, mine[t.ID]) {
+		if sees(t.Authz()) {
 			out = append(out, t)
 		}
 	}
@@ -404,12 +391,12 @@ func (o Options) apply(t *Team) error {
 	return nil
 }
 
-// Create makes a team; only owners may.
+// Create makes a team (manage-teams).
 func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
 	}
-	if err := requireOwner(ctx, org, "create teams"); err != nil {
+	if err := authz.Allows(ctx, authz.OrgManageTeams, authz.Resource{Organization: org}); err != nil {
 		return nil, err
 	}
 	if opts.Name == nil {
@@ -431,8 +418,8 @@ func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, 
 	return t, nil
 }
 
-// Update changes a team; only owners may. The owners team keeps its name
-// and its organization access.
+// Update changes a team (manage-teams). The owners team keeps its name and
+// its organization access.
 func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
@@ -443,7 +430,7 @@ func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, e
 		if t, err = s.load(ctx, tx, id); err != nil {
 			return err
 		}
-		if err := requireOwner(ctx, t.Organization, "change teams"); err != nil {
+		if err := allows(ctx, authz.TeamManage, t); err != nil {
 			return err
 		}
 		if err := opts.apply(t); err != nil {
@@ -462,14 +449,14 @@ func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, e
 	return t, nil
 }
 
-// Delete removes a team, its memberships and its tokens; only owners may,
-// and never the owners team.
+// Delete removes a team, its memberships and its tokens (manage-teams),
+// never the owners team.
 func (s *Service) Delete(ctx context.Context, id string) error {
 	t, err := s.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := requireOwner(ctx, t.Organization, "delete teams"); err != nil {
+	if err := allows(ctx, authz.TeamManage, t); err != nil {
 		return err
 	}
 	if t.IsOwners() {
@@ -512,7 +499,7 @@ func (s *Service) manageMembers(ctx context.Context, teamID string) (*Team, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := requireOwner(ctx, t.Organization, "change team membership"); err != nil {
+	if err := allows(ctx, authz.TeamMembers, t); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -674,6 +661,25 @@ func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team,
 // System returns a team whoever asks (for the authorization model).
 func (s *Service) System(ctx context.Context, id string) (*Team, error) {
 	return s.load(ctx, s.db, id)
+}
+
+// AuthzTeam returns what the authorization model needs of a team, whoever
+// asks; the request memo keeps it, since every decision of a team token's
+// request and every team action asks for a team.
+func (s *Service) AuthzTeam(ctx context.Context, id string) (authz.Team, error) {
+	return core.Memoize(ctx, "authz-team:"+id, func() (authz.Team, error) {
+		if !core.HasPrefix(id, core.PrefixTeam) {
+			return authz.Team{}, core.NotFound("team %q not found", id)
+		}
+		t, err := scanTeam(s.db.QueryRow(ctx, `SELECT `+teamCols+` FROM teams WHERE id = ?`, id))
+		if store.IsNoRows(err) {
+			return authz.Team{}, core.NotFound("team %q not found", id)
+		}
+		if err != nil {
+			return authz.Team{}, err
+		}
+		return t.Authz(), nil
+	})
 }
 
 // TeamTokensSQL says in SQL what TeamOrganization and IsOwnersTeam

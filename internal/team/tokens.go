@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/user"
 )
@@ -136,11 +137,15 @@ func (s *Service) OrganizationTokens(ctx context.Context, org, query, sortBy str
 	if err != nil {
 		return nil, err
 	}
+	sees, err := authz.VisibleTeams(ctx, org)
+	if err != nil {
+		return nil, err
+	}
 	p := auth.FromContext(ctx)
 	names := map[string]string{}
 	var ids []string
 	for _, t := range teams {
-		if !canSeeAs(p, t, mine[t.ID]) || !canManageTokensAs(p, t, mine[t.ID]) {
+		if !sees(t.Authz()) || !canManageTokensAs(p, t, mine[t.ID]) {
 			continue
 		}
 		names[t.ID] = t.Name

@@ -1,0 +1,144 @@
+package team_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// memberToken makes email a member of org in teams and returns a user
+// token of theirs.
+func memberToken(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Team) string {
+	t.Helper()
+	_, m := e.UserClient(t, org, email, teams...)
+	_, secret, err := e.Server.Auth.CreateToken(context.Background(), e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
+}
+
+func newTeam(t *testing.T, c *tfe.Client, org, name, visibility string, access *tfe.OrganizationAccessOptions) *tfe.Team {
+	t.Helper()
+	tm, err := c.Teams.Create(context.Background(), org, tfe.TeamCreateOptions{Name: tfe.String(name), Visibility: tfe.String(visibility), OrganizationAccess: access})
+	if err != nil {
+		t.Fatalf("creating team %s: %v", name, err)
+	}
+	return tm
+}
+
+func ownersOf(t *testing.T, c *tfe.Client, org string) *tfe.Team {
+	t.Helper()
+	l, err := c.Teams.List(context.Background(), org, &tfe.TeamListOptions{Names: []string{"owners"}})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("the owners team of %s: %v", org, err)
+	}
+	return l.Items[0]
+}
+
+func invite(email string, teams ...*tfe.Team) map[string]any {
+	var data []map[string]string
+	for _, tm := range teams {
+		data = append(data, map[string]string{"type": "teams", "id": tm.ID})
+	}
+	return map[string]any{"data": map[string]any{"type": "organization-memberships", "attributes": map[string]any{"email": email},
+		"relationships": map[string]any{"teams": map[string]any{"data": data}}}}
+}
+
+func addUsers(names ...string) map[string]any {
+	var data []map[string]string
+	for _, n := range names {
+		data = append(data, map[string]string{"type": "users", "id": n})
+	}
+	return map[string]any{"data": data}
+}
+
+// TestInvitingIntoATeamIsAddingToIt: a holder of manage-membership invites
+// people only into teams whose members it may change: not into a secret
+// team it cannot see (404, as adding to it), and never into the owners
+// team, which only owners fill (403 once it is visible, as adding to it).
+// Nothing is invited when a team is refused.
+func TestInvitingIntoATeamIsAddingToIt(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		owners := ownersOf(t, c, "acme")
+		hidden := newTeam(t, c, "acme", "hidden", "secret", nil)
+		devs := newTeam(t, c, "acme", "devs", "organization", nil)
+		people := newTeam(t, c, "acme", "people", "organization", &tfe.OrganizationAccessOptions{ManageMembership: tfe.Bool(true)})
+		hr := memberToken(t, e, "acme", "hr@acme.test", people)
+		path := "/api/v2/organizations/acme/organization-memberships"
+
+		n := 0
+		refused := func(what string, want int, teams ...*tfe.Team) {
+			t.Helper()
+			n++
+			email := fmt.Sprintf("x%d@acme.test", n)
+			if st, body := e.API(t, hr, "POST", path, invite(email, teams...)); st != want {
+				t.Errorf("%s: status %d (%s), want %d", what, st, body, want)
+			}
+			l, err := c.OrganizationMemberships.List(ctx, "acme", &tfe.OrganizationMembershipListOptions{Emails: []string{email}})
+			if err != nil || len(l.Items) != 0 {
+				t.Errorf("%s: a refused invitation left %d memberships (%v)", what, len(l.Items), err)
+			}
+		}
+		// The owners team is secret: as adding to it, inviting into it
+		// finds no team.
+		if st, body := e.API(t, hr, "POST", "/api/v2/teams/"+owners.ID+"/relationships/users", addUsers("hr")); st != http.StatusNotFound {
+			t.Fatalf("adding to the owners team: status %d (%s), want 404", st, body)
+		}
+		refused("inviting into the owners team", http.StatusNotFound, owners)
+		refused("inviting into a secret team", http.StatusNotFound, hidden)
+		refused("inviting into a visible team and the owners team", http.StatusNotFound, devs, owners)
+
+		// Visible, the owners team is still the owners' to fill.
+		if _, err := c.Teams.Update(ctx, owners.ID, tfe.TeamUpdateOptions{Visibility: tfe.String("organization")}); err != nil {
+			t.Fatal(err)
+		}
+		if st, body := e.API(t, hr, "POST", "/api/v2/teams/"+owners.ID+"/relationships/users", addUsers("hr")); st != http.StatusForbidden {
+			t.Errorf("adding to the visible owners team: status %d (%s), want 403", st, body)
+		}
+		refused("inviting into the visible owners team", http.StatusForbidden, owners)
+		if p := teamPermissions(t, e, hr, owners.ID); p["can-update-membership"] {
+			t.Errorf("the owners team shows manage-membership %v, want can-update-membership false", p)
+		}
+
+		// Into a team it sees, a holder of manage-membership invites; the
+		// owners invite into the owners team.
+		if st, body := e.API(t, hr, "POST", path, invite("dev@acme.test", devs)); st != http.StatusCreated {
+			t.Fatalf("inviting into a visible team: status %d (%s), want 201", st, body)
+		}
+		if p := teamPermissions(t, e, hr, devs.ID); !p["can-update-membership"] {
+			t.Errorf("a visible team shows %v, want can-update-membership", p)
+		}
+		m, err := c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("boss@acme.test"), Teams: []*tfe.Team{owners}})
+		if err != nil || len(m.Teams) != 1 || m.Teams[0].ID != owners.ID {
+			t.Fatalf("an owner inviting into the owners team: %+v %v", m, err)
+		}
+	})
+}
+
+// teamPermissions reads a team's permissions as token.
+func teamPermissions(t *testing.T, e *testenv.Env, token, id string) map[string]bool {
+	t.Helper()
+	var got struct {
+		Data struct {
+			Attributes struct {
+				Permissions map[string]bool `json:"permissions"`
+			} `json:"attributes"`
+		} `json:"data"`
+	}
+	st, body := e.API(t, token, "GET", "/api/v2/teams/"+id, nil)
+	if err := json.Unmarshal(body, &got); st != http.StatusOK || err != nil {
+		t.Fatalf("reading team %s: status %d (%s) %v", id, st, body, err)
+	}
+	return got.Data.Attributes.Permissions
+}
