@@ -54,6 +54,10 @@ const (
 	// TeamMembers changes a team's members, and invites people into it
 	// (manage-membership).
 	TeamMembers Action = "team:manage-members"
+	// TeamManageAccess changes a team's organization access
+	// (manage-organization-access). Without a TeamID it asks for a team
+	// about to be created with organization access.
+	TeamManageAccess Action = "team:manage-organization-access"
 
 	ProjectRead   Action = "project:read"
 	ProjectUpdate Action = "project:update"
@@ -181,6 +185,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageTeams }},
 	TeamMembers: {scope: scopeTeam, noun: "team", verb: "manage team membership",
 		org: func(st standing) bool { return st.access.ManageMembership }},
+	TeamManageAccess: {scope: scopeTeam, noun: "team", verb: "change teams' organization access",
+		org: func(st standing) bool { return st.access.ManageOrgAccess }},
 
 	ProjectRead: {scope: scopeProject, noun: "project", verb: "read this project",
 		project: func(_ standing, p ProjectPerms) bool { return p.Read }},

@@ -142,3 +142,95 @@ func teamPermissions(t *testing.T, e *testenv.Env, token, id string) map[string]
 	}
 	return got.Data.Attributes.Permissions
 }
+
+func teamUpdate(attrs map[string]any) map[string]any {
+	return map[string]any{"data": map[string]any{"type": "teams", "attributes": attrs}}
+}
+
+// TestOrganizationAccessNeedsManageOrganizationAccess: manage-teams
+// changes teams, but not their organization access, its own team's
+// included, nor gives a new team any: that is manage-organization-access
+// (which HCP Terraform lets change any visible team's access but the
+// owners team's). The teams' permissions say so.
+func TestOrganizationAccessNeedsManageOrganizationAccess(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		owners := ownersOf(t, c, "acme")
+		teamsAccess := &tfe.OrganizationAccessOptions{ManageMembership: tfe.Bool(true), ManageTeams: tfe.Bool(true)}
+		admins := newTeam(t, c, "acme", "team-admins", "organization", teamsAccess)
+		ta := memberToken(t, e, "acme", "ta@acme.test", admins)
+		devs := newTeam(t, c, "acme", "devs", "organization", nil)
+		grant := teamUpdate(map[string]any{"organization-access": map[string]any{"manage-workspaces": true}})
+
+		for _, tm := range []*tfe.Team{admins, devs} {
+			if st, body := e.API(t, ta, "PATCH", "/api/v2/teams/"+tm.ID, grant); st != http.StatusForbidden {
+				t.Errorf("manage-teams giving team %s manage-workspaces: status %d (%s), want 403", tm.Name, st, body)
+			}
+			p := teamPermissions(t, e, ta, tm.ID)
+			if p["can-update-organization-access"] || !p["can-update-name"] || !p["can-destroy"] || !p["can-update-membership"] || !p["can-update-visibility"] {
+				t.Errorf("manage-teams sees team %s's permissions %v", tm.Name, p)
+			}
+		}
+		if got, err := c.Teams.Read(ctx, admins.ID); err != nil || got.OrganizationAccess.ManageWorkspaces {
+			t.Fatalf("team-admins after the refusal: %+v %v", got, err)
+		}
+		create := map[string]any{"data": map[string]any{"type": "teams", "attributes": map[string]any{"name": "escalated",
+			"organization-access": map[string]any{"manage-workspaces": true}}}}
+		if st, body := e.API(t, ta, "POST", "/api/v2/organizations/acme/teams", create); st != http.StatusForbidden {
+			t.Errorf("manage-teams creating a team with manage-workspaces: status %d (%s), want 403", st, body)
+		}
+		// What manage-teams does do: rename a team, create one without
+		// organization access, send the access it already has unchanged.
+		if st, body := e.API(t, ta, "PATCH", "/api/v2/teams/"+devs.ID, teamUpdate(map[string]any{"name": "developers",
+			"organization-access": map[string]any{"manage-workspaces": false}})); st != http.StatusOK {
+			t.Errorf("manage-teams renaming a team: status %d (%s), want 200", st, body)
+		}
+		if st, body := e.API(t, ta, "POST", "/api/v2/organizations/acme/teams", teamUpdate(map[string]any{"name": "plain"})); st != http.StatusCreated {
+			t.Errorf("manage-teams creating a team: status %d (%s), want 201", st, body)
+		}
+
+		// manage-organization-access changes visible teams' access, its
+		// own team's too, and creates teams with access; not the owners
+		// team's, nor anything of the owners team.
+		orgAccess := &tfe.OrganizationAccessOptions{ManageMembership: tfe.Bool(true), ManageTeams: tfe.Bool(true), ManageOrganizationAccess: tfe.Bool(true)}
+		access := newTeam(t, c, "acme", "access-admins", "organization", orgAccess)
+		oa := memberToken(t, e, "acme", "oa@acme.test", access)
+		if p := teamPermissions(t, e, oa, devs.ID); !p["can-update-organization-access"] {
+			t.Errorf("manage-organization-access sees devs' permissions %v", p)
+		}
+		if st, body := e.API(t, oa, "PATCH", "/api/v2/teams/"+devs.ID, grant); st != http.StatusOK {
+			t.Errorf("manage-organization-access giving devs manage-workspaces: status %d (%s), want 200", st, body)
+		}
+		if got, err := c.Teams.Read(ctx, devs.ID); err != nil || !got.OrganizationAccess.ManageWorkspaces {
+			t.Fatalf("devs after the change: %+v %v", got, err)
+		}
+		if st, body := e.API(t, oa, "POST", "/api/v2/organizations/acme/teams", create); st != http.StatusCreated {
+			t.Errorf("manage-organization-access creating a team with manage-workspaces: status %d (%s), want 201", st, body)
+		}
+		if _, err := c.Teams.Update(ctx, owners.ID, tfe.TeamUpdateOptions{Visibility: tfe.String("organization")}); err != nil {
+			t.Fatal(err)
+		}
+		p := teamPermissions(t, e, oa, owners.ID)
+		for k, v := range p {
+			if v && k != "can-view-api-token" && k != "can-update-api-token" {
+				t.Errorf("manage-organization-access sees the owners team's %s", k)
+			}
+		}
+		if p["can-view-api-token"] || p["can-update-api-token"] {
+			t.Errorf("a non-owner may manage the owners team's tokens: %v", p)
+		}
+		if st, body := e.API(t, oa, "PATCH", "/api/v2/teams/"+owners.ID, teamUpdate(map[string]any{"visibility": "secret"})); st != http.StatusForbidden {
+			t.Errorf("manage-organization-access changing the owners team: status %d (%s), want 403", st, body)
+		}
+		if st, body := e.API(t, oa, "DELETE", "/api/v2/teams/"+owners.ID, nil); st != http.StatusForbidden {
+			t.Errorf("manage-organization-access deleting the owners team: status %d (%s), want 403", st, body)
+		}
+		// The owners keep all of it but what no one may do.
+		p = teamPermissions(t, e, "", owners.ID)
+		if !p["can-update-membership"] || !p["can-update-visibility"] || p["can-update-organization-access"] || p["can-destroy"] || p["can-update-name"] {
+			t.Errorf("the site admin sees the owners team's permissions %v", p)
+		}
+	})
+}

@@ -115,7 +115,7 @@ func teamJSON(ctx context.Context, t *Team, memberships map[string]*Membership) 
 			// The owners team is never deleted or renamed, and its
 			// organization access never changes (Options.apply).
 			CanDestroy:                     manage && !t.IsOwners(),
-			CanUpdateOrganizationAccess:    manage && !t.IsOwners(),
+			CanUpdateOrganizationAccess:    manage && may(authz.TeamManageAccess) && !t.IsOwners(),
 			CanUpdateAPIToken:              tokens,
 			CanUpdateVisibility:            manage,
 			CanUpdateName:                  manage && !t.IsOwners(),

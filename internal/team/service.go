@@ -391,7 +391,8 @@ func (o Options) apply(t *Team) error {
 	return nil
 }
 
-// Create makes a team (manage-teams).
+// Create makes a team: manage-teams, and manage-organization-access to
+// give it organization access.
 func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
@@ -406,6 +407,13 @@ func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, 
 	if err := opts.apply(t); err != nil {
 		return nil, err
 	}
+	// A new team with organization access is a change of organization
+	// access, which manage-teams alone does not allow.
+	if t.Settings.Access != (Access{}) {
+		if err := authz.Allows(ctx, authz.TeamManageAccess, authz.Resource{Organization: org}); err != nil {
+			return nil, err
+		}
+	}
 	attrs, _ := json.Marshal(t.Settings)
 	_, err := s.db.Exec(ctx, `INSERT INTO teams (id, organization_name, name, attrs, created_at) VALUES (?, ?, ?, ?, ?)`,
 		t.ID, org, t.Name, string(attrs), core.Micros(t.CreatedAt))
@@ -418,8 +426,9 @@ func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, 
 	return t, nil
 }
 
-// Update changes a team (manage-teams). The owners team keeps its name and
-// its organization access.
+// Update changes a team: manage-teams, and manage-organization-access to
+// change its organization access. The owners team keeps its name and its
+// organization access.
 func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
@@ -430,11 +439,18 @@ func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, e
 		if t, err = s.load(ctx, tx, id); err != nil {
 			return err
 		}
-		if err := allows(ctx, authz.TeamManage, t); err != nil {
+		was := t.Authz()
+		if err := authz.AllowsTeam(ctx, authz.TeamManage, was); err != nil {
 			return err
 		}
+		access := t.Settings.Access
 		if err := opts.apply(t); err != nil {
 			return err
+		}
+		if t.Settings.Access != access {
+			if err := authz.AllowsTeam(ctx, authz.TeamManageAccess, was); err != nil {
+				return err
+			}
 		}
 		attrs, _ := json.Marshal(t.Settings)
 		_, err = tx.Exec(ctx, `UPDATE teams SET name = ?, attrs = ? WHERE id = ?`, t.Name, string(attrs), t.ID)
