@@ -42,6 +42,14 @@ const (
 	// module rules): the platform team's, so owners and the organization's
 	// token only. Deploying is decided on the environment's workspace.
 	OrgManageOrchestrator Action = "organization:manage-orchestrator"
+	// OrgManageNoCode enables, changes and disables no-code modules
+	// (manage-modules), with a user or team token: HCP Terraform takes no
+	// organization token there.
+	OrgManageNoCode Action = "organization:manage-no-code-modules"
+	// OrgDeployNoCode is whether the caller may provision no-code
+	// workspaces somewhere in the organization: ProjectProvisionNoCode in
+	// at least one of its projects (for the organization's permissions).
+	OrgDeployNoCode Action = "organization:deploy-no-code-modules"
 
 	// The team actions decide on the team too: a secret team is seen only
 	// by its members, owners and holders of access-secret-teams (others
@@ -68,6 +76,10 @@ const (
 	// project write provisions no-code workspaces into its project).
 	ProjectCreateWorkspace Action = "project:create-workspace"
 	ProjectManageTeams     Action = "project:manage-teams"
+	// ProjectProvisionNoCode provisions a no-code workspace into the
+	// project: ProjectCreateWorkspace, with a user or team token (HCP
+	// Terraform takes no organization token there).
+	ProjectProvisionNoCode Action = "project:provision-no-code"
 
 	// Stacks belong to a project and follow its permissions, as in HCP
 	// Terraform. StackRead sees a stack and everything under it
@@ -127,10 +139,18 @@ type rule struct {
 	any                  func(*auth.Principal) error
 	org                  func(standing) bool
 	project              func(standing, ProjectPerms) bool
-	workspace            func(WorkspacePerms) bool
+	// someProject: an organization rule whose org test fails holds when
+	// this holds of the caller's permissions on some project.
+	someProject func(standing, ProjectPerms) bool
+	workspace   func(WorkspacePerms) bool
 }
 
 func member(st standing) bool { return st.member }
+
+// createsWorkspaces is ProjectCreateWorkspace's rule.
+func createsWorkspaces(st standing, p ProjectPerms) bool {
+	return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
+}
 
 var rules = map[Action]rule{
 	Authenticated: {scope: scopeAny, any: func(p *auth.Principal) error {
@@ -179,6 +199,10 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManagePolicies }},
 	OrgManageOrchestrator: {scope: scopeOrg, noun: "organization", verb: "change orchestrator configuration",
 		org: func(st standing) bool { return st.owner || st.orgToken }},
+	OrgManageNoCode: {scope: scopeOrg, noun: "organization", verb: "manage no-code modules", noOrgToken: true,
+		org: func(st standing) bool { return st.access.ManageModules }},
+	OrgDeployNoCode: {scope: scopeOrg, noun: "organization", verb: "provision no-code workspaces", noOrgToken: true,
+		org: func(standing) bool { return false }, someProject: createsWorkspaces},
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",
@@ -197,9 +221,9 @@ var rules = map[Action]rule{
 	ProjectManageTeams: {scope: scopeProject, noun: "project", verb: "manage this project's team access",
 		project: func(_ standing, p ProjectPerms) bool { return p.ManageTeams }},
 	ProjectCreateWorkspace: {scope: scopeProject, noun: "project", verb: "create workspaces in this project",
-		project: func(st standing, p ProjectPerms) bool {
-			return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
-		}},
+		project: createsWorkspaces},
+	ProjectProvisionNoCode: {scope: scopeProject, noun: "project", verb: "provision no-code workspaces in this project",
+		noOrgToken: true, project: createsWorkspaces},
 
 	StackRead: {scope: scopeProject, noun: "stack", verb: "read stacks",
 		project: func(_ standing, p ProjectPerms) bool { return p.Read }},

@@ -199,9 +199,9 @@ func expect(a authz.Action, service bool, who string) int {
 			return allow
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
-			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
+			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
 			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
-			authz.StackRead, authz.StackManage, authz.StackApprove:
+			authz.ProjectProvisionNoCode, authz.StackRead, authz.StackManage, authz.StackApprove:
 			return http.StatusForbidden
 		}
 		return http.StatusNotFound // workspace "app" does not share with the run's workspace
@@ -209,16 +209,21 @@ func expect(a authz.Action, service bool, who string) int {
 	switch a {
 	case authz.OrgRead, authz.OrgEntitlements, authz.TeamRead:
 		return in(append(teams, "owner", "member", "organization-token")...)
-	case authz.OrgManage:
+	case authz.OrgManage, authz.OrgManageNoCode:
 		return in("owner")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
 		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamManage,
 		authz.TeamMembers:
 		return in("owner", "organization-token")
-	case authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace:
-		// Workspace grants do not show the project.
-		if slices.Contains([]string{"owner", "organization-token"}, who) {
+	case authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
+		authz.ProjectProvisionNoCode:
+		// Workspace grants do not show the project; organization tokens
+		// provision no no-code workspace.
+		switch {
+		case who == "owner", who == "organization-token" && a != authz.ProjectProvisionNoCode:
 			return allow
+		case who == "organization-token":
+			return http.StatusForbidden
 		}
 		return http.StatusNotFound
 	}

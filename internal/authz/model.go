@@ -255,38 +255,82 @@ func (s *Service) Project(ctx context.Context, p *auth.Principal, res Resource) 
 	return s.project(ctx, st, res)
 }
 
-func (s *Service) project(ctx context.Context, st standing, res Resource) (ProjectPerms, error) {
+// orgProjects is what the caller may do with every project of the
+// organization, before any team's grant on one; all is true when no grant
+// can add to it.
+func orgProjects(st standing) (p ProjectPerms, all bool) {
 	switch {
 	case !st.member:
-		return ProjectPerms{}, nil
+		return ProjectPerms{}, true
 	case st.owner, st.orgToken, st.access.ManageProjects:
-		return projectAll, nil
+		return projectAll, true
 	}
-	var out ProjectPerms
-	if st.access.ReadProjects || st.access.ManageWorkspaces {
-		out.Read = true
-	}
-	if len(st.teamIDs) == 0 {
-		return out, nil
-	}
+	p.Read = st.access.ReadProjects || st.access.ManageWorkspaces
+	return p, len(st.teamIDs) == 0
+}
+
+// projectGrants returns the project permissions the caller's teams are
+// granted on project id, or on every project when id is "", added up per
+// project.
+func (s *Service) projectGrants(ctx context.Context, st standing, id string) (map[string]ProjectPerms, error) {
 	in, teams := store.In(st.teamIDs)
-	type row struct{ access, perms string }
+	where, args := `team_id IN (`+in+`)`, teams
+	if id != "" {
+		where, args = `project_id = ? AND `+where, append([]any{id}, teams...)
+	}
+	type row struct{ project, access, perms string }
 	rows, err := store.All(ctx, s.db, func(sc interface{ Scan(...any) error }) (row, error) {
 		var r row
-		return r, sc.Scan(&r.access, &r.perms)
-	}, `SELECT access, perms FROM team_projects WHERE project_id = ? AND team_id IN (`+in+`)`, append([]any{res.ProjectID}, teams...)...)
+		return r, sc.Scan(&r.project, &r.access, &r.perms)
+	}, `SELECT project_id, access, perms FROM team_projects WHERE `+where, args...)
 	if err != nil {
-		return ProjectPerms{}, err
+		return nil, err
 	}
+	out := map[string]ProjectPerms{}
 	for _, r := range rows {
 		var g ProjectGrant
 		if err := json.Unmarshal([]byte(r.perms), &g); err != nil {
-			return ProjectPerms{}, fmt.Errorf("decoding team project access: %w", err)
+			return nil, fmt.Errorf("decoding team project access: %w", err)
 		}
 		pp, _ := g.perms(r.access)
-		out = out.union(pp)
+		out[r.project] = out[r.project].union(pp)
 	}
 	return out, nil
+}
+
+func (s *Service) project(ctx context.Context, st standing, res Resource) (ProjectPerms, error) {
+	out, all := orgProjects(st)
+	if all {
+		return out, nil
+	}
+	grants, err := s.projectGrants(ctx, st, res.ProjectID)
+	if err != nil {
+		return ProjectPerms{}, err
+	}
+	for _, g := range grants {
+		out = out.union(g)
+	}
+	return out, nil
+}
+
+// someProject reports whether ok holds of the caller's permissions on at
+// least one of the organization's projects (it has a default project, so
+// one without any grant counts too).
+func (s *Service) someProject(ctx context.Context, st standing, ok func(standing, ProjectPerms) bool) (bool, error) {
+	base, all := orgProjects(st)
+	if ok(st, base) || all {
+		return ok(st, base), nil
+	}
+	grants, err := s.projectGrants(ctx, st, "")
+	if err != nil {
+		return false, err
+	}
+	for _, g := range grants {
+		if ok(st, base.union(g)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Check asks the model whether the caller in ctx may do action on res:
@@ -336,8 +380,17 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		if !st.member {
 			return notFound()
 		}
+		if st.orgToken && rule.noOrgToken {
+			return core.Forbidden("an organization token cannot %s: use a user or team token", rule.verb)
+		}
 		if rule.org(st) {
 			return nil
+		}
+		if rule.someProject != nil {
+			ok, err := s.someProject(ctx, st, rule.someProject)
+			if err != nil || ok {
+				return err
+			}
 		}
 		return forbidden()
 	case scopeProject:

@@ -70,8 +70,9 @@ type Service struct {
 // dependencies.
 func NewService(db *store.DB) *Service { return &Service{db: db, Logger: slog.Default()} }
 
-// refuseOrgToken refuses organization tokens on the write endpoints (HCP
-// Terraform accepts only user and team tokens there).
+// refuseOrgToken refuses organization tokens when provisioning (HCP
+// Terraform accepts only user and team tokens there; managing no-code
+// modules asks the model, OrgManageNoCode).
 func refuseOrgToken(ctx context.Context) error {
 	if p := auth.FromContext(ctx); p != nil && p.Kind == auth.KindOrganization {
 		return core.Forbidden("organization tokens cannot manage no-code modules or provision workspaces: use a user or team token")
@@ -90,16 +91,10 @@ func access(ctx context.Context, org string) error {
 }
 
 func manage(ctx context.Context, org string) error {
-	if err := refuseOrgToken(ctx); err != nil {
-		return err
-	}
 	if err := access(ctx, org); err != nil {
 		return err
 	}
-	if authz.Allows(ctx, authz.OrgManageModules, authz.Resource{Organization: org}) != nil {
-		return core.Forbidden("you may not manage no-code modules of organization %q", org)
-	}
-	return nil
+	return authz.Allows(ctx, authz.OrgManageNoCode, authz.Resource{Organization: org})
 }
 
 // module returns the registry module, checking it is the org's private one.

@@ -90,22 +90,30 @@ type jsonPermissions struct {
 	CanEnableStacks        bool `json:"can-enable-stacks"`
 }
 
-// orgPermissions are what the caller may do in the organization, from the
-// authorization model the request's guard asked.
-func orgPermissions(ctx context.Context, org string, owner bool) *jsonPermissions {
+// orgPermissions are what the caller may do in the organization: each the
+// authorization model's decision on the action that the routes and
+// services it stands for ask.
+func orgPermissions(ctx context.Context, org string) *jsonPermissions {
 	may := func(a authz.Action) bool { return authz.Allows(ctx, a, authz.Resource{Organization: org}) == nil }
+	// Updating the organization, its settings (stacks-enabled among them)
+	// and its token, and deleting it, are all OrgManage.
 	manage := may(authz.OrgManage)
 	return &jsonPermissions{
-		CanCreateTeam: may(authz.OrgManageTeams), CanCreateWorkspace: may(authz.OrgCreateWorkspace),
-		CanCreateProject: may(authz.OrgCreateProject), CanDestroy: manage, CanTraverse: true, CanUpdate: manage,
-		CanUpdateAPIToken: manage, CanManageRunTasks: manage, CanDeployNoCodeModules: true,
-		CanManageNoCodeModules: may(authz.OrgManageModules), CanEnableStacks: owner,
+		CanCreateTeam:          may(authz.OrgManageTeams),
+		CanCreateWorkspace:     may(authz.OrgCreateWorkspace),
+		CanCreateProject:       may(authz.OrgCreateProject),
+		CanDestroy:             manage,
+		CanTraverse:            may(authz.OrgRead),
+		CanUpdate:              manage,
+		CanUpdateAPIToken:      manage,
+		CanManageRunTasks:      may(authz.OrgManageRunTasks),
+		CanDeployNoCodeModules: may(authz.OrgDeployNoCode),
+		CanManageNoCodeModules: may(authz.OrgManageNoCode),
+		CanEnableStacks:        manage,
 	}
 }
 
 func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
-	p := auth.FromContext(r.Context())
-	owner := p.IsOwner(o.Name)
 	j := &jsonOrganization{
 		Name:                       o.Name,
 		ExternalID:                 o.ID,
@@ -126,7 +134,7 @@ func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
 		UserTokensEnabled:          o.Settings.UserTokensEnabled,
 		AggregatedCommitStatus:     o.Settings.AggregatedCommitStatus,
 		AllowForceDeleteWorkspaces: o.Settings.AllowForceDeleteWorkspaces,
-		Permissions:                orgPermissions(r.Context(), o.Name, owner),
+		Permissions:                orgPermissions(r.Context(), o.Name),
 	}
 	if o.Settings.DefaultAgentPoolID != "" {
 		j.DefaultAgentPool = &jsonPoolRef{ID: o.Settings.DefaultAgentPoolID}

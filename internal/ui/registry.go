@@ -95,7 +95,7 @@ func (u *UI) showProvision(w http.ResponseWriter, r *http.Request, status int, f
 		return
 	}
 	for _, p := range ps {
-		if allowed(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: p.ID}) {
+		if allowed(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: org, ProjectID: p.ID}) {
 			d.Projects = append(d.Projects, p)
 		}
 	}
@@ -126,7 +126,7 @@ func (u *UI) provision(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: projectID}); err != nil {
+	if err := authz.Allows(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: org, ProjectID: projectID}); err != nil {
 		u.fail(w, r, err)
 		return
 	}
