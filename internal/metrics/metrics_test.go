@@ -295,7 +295,8 @@ func testMetricsAfterARealRun(t *testing.T, e *testenv.Env) {
 	}
 }
 
-// memberToken invites email into org and returns a user token of theirs.
+// memberToken invites email into org, accepts for them, and returns a
+// user token of theirs.
 func memberToken(t *testing.T, e *testenv.Env, org, email string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -303,6 +304,7 @@ func memberToken(t *testing.T, e *testenv.Env, org, email string) string {
 	if err != nil {
 		t.Fatalf("inviting %s: %v", email, err)
 	}
+	e.Accept(t, m.ID)
 	_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 	if err != nil {
 		t.Fatal(err)

@@ -98,7 +98,9 @@ func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 					}
 				}
 			}
-			check("a member through devs")
+			check("invited through devs, not yet a member")
+			a.Accept(t, m.ID)
+			check("a member through devs, the invitation accepted")
 
 			if err := b.Client.TeamMembers.Add(ctx, ownersTeam(t, a, acme.Name).ID, tfe.TeamMemberAddOptions{Usernames: []string{user.Username}}); err != nil {
 				t.Fatal(err)
@@ -106,9 +108,11 @@ func TestKeptPrincipalsFollowEveryChange(t *testing.T) {
 			check("added to owners through replica b")
 
 			beta := testenv.NewOrg(t, a.Client, "beta")
-			if _, err := a.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("dev@acme.test")}); err != nil {
+			m2, err := a.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("dev@acme.test")})
+			if err != nil {
 				t.Fatal(err)
 			}
+			b.Accept(t, m2.ID)
 			check("a member of a second organization through replica a")
 
 			if _, err := a.Client.Organizations.Update(ctx, beta.Name, tfe.OrganizationUpdateOptions{Name: tfe.String("gamma")}); err != nil {

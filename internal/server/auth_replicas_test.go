@@ -45,6 +45,7 @@ func TestRevocationReachesEveryReplica(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			a.Accept(t, m.ID)
 			tok, secret, err := a.Server.Auth.CreateToken(ctx, a.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 			if err != nil {
 				t.Fatal(err)
@@ -83,19 +84,27 @@ func TestRevocationReachesEveryReplica(t *testing.T) {
 }
 
 // TestAuthenticationIsOneQuery: a user token with memberships in two
-// organizations, one refusing user tokens, becomes the same principal
-// through the one query as through the domain services one by one.
+// organizations, one refusing user tokens, and an invitation into a third
+// one's owners team not yet accepted, becomes the same principal through
+// the one query as through the domain services one by one.
 func TestAuthenticationIsOneQuery(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
-		acme, beta := testenv.NewOrg(t, e.Client, "acme"), testenv.NewOrg(t, e.Client, "beta")
+		acme, beta, gamma := testenv.NewOrg(t, e.Client, "acme"), testenv.NewOrg(t, e.Client, "beta"), testenv.NewOrg(t, e.Client, "gamma")
 		owners := ownersTeam(t, e, acme.Name)
 		m, err := e.Client.OrganizationMemberships.Create(ctx, acme.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test"), Teams: []*tfe.Team{owners}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test")}); err != nil {
+		e.Accept(t, m.ID)
+		mb, err := e.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Accept(t, mb.ID)
+		if _, err := e.Client.OrganizationMemberships.Create(ctx, gamma.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("o@acme.test"),
+			Teams: []*tfe.Team{ownersTeam(t, e, gamma.Name)}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.Server.DB.Exec(ctx, `UPDATE organizations SET user_tokens_enabled = ? WHERE name = ?`, false, beta.Name); err != nil {
@@ -280,9 +289,12 @@ func TestUserTeamsReadWithTheToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("u@acme.test")}); err != nil {
+		e.Accept(t, m.ID)
+		mb, err := e.Client.OrganizationMemberships.Create(ctx, beta.Name, tfe.OrganizationMembershipCreateOptions{Email: tfe.String("u@acme.test")})
+		if err != nil {
 			t.Fatal(err)
 		}
+		e.Accept(t, mb.ID)
 		_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 		if err != nil {
 			t.Fatal(err)

@@ -41,6 +41,7 @@ func TestTerraformLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Accept(t, m.ID)
 	if err := e.Server.Signin.SetPassword(ctx, m.User.ID, goodPassword); err != nil {
 		t.Fatal(err)
 	}

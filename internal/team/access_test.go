@@ -234,3 +234,72 @@ func TestOrganizationAccessNeedsManageOrganizationAccess(t *testing.T) {
 		}
 	})
 }
+
+// TestInvitedActOnlyOnceAccepted: as in HCP Terraform, an invited person
+// joins the organization, and the teams named in the invitation, when
+// accepting it: until then a token of theirs (a user who already had an
+// account) reaches nothing of the organization, an invitation into the
+// owners team makes no owner (nor counts as one when the last owner
+// leaves), and the person may only read and decline the invitation.
+func TestInvitedActOnlyOnceAccepted(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		testenv.NewOrg(t, c, "globex")
+		owners := ownersOf(t, c, "acme")
+		// An existing user (a member elsewhere) with a token.
+		token := memberToken(t, e, "globex", "eve@example.test")
+		m, err := c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("eve@example.test"), Teams: []*tfe.Team{owners}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != tfe.OrganizationMembershipInvited {
+			t.Fatalf("the membership is %s, want invited", m.Status)
+		}
+		newTeam := map[string]any{"data": map[string]any{"type": "teams", "attributes": map[string]any{"name": "eves"}}}
+		for _, rq := range []struct {
+			method, path string
+			body         any
+		}{
+			{"GET", "/api/v2/organizations/acme", nil},
+			{"GET", "/api/v2/organizations/acme/workspaces", nil},
+			{"GET", "/api/v2/teams/" + owners.ID, nil},
+			{"POST", "/api/v2/organizations/acme/teams", newTeam},
+		} {
+			if st, body := e.API(t, token, rq.method, rq.path, rq.body); st != http.StatusNotFound {
+				t.Errorf("invited, %s %s: status %d (%s), want 404", rq.method, rq.path, st, body)
+			}
+		}
+		if st, body := e.API(t, token, "GET", "/api/v2/organization-memberships/"+m.ID, nil); st != http.StatusOK {
+			t.Errorf("invited, reading the invitation: status %d (%s), want 200", st, body)
+		}
+		// The invited owner is no owner: the organization's one owner
+		// may not leave the owners team to them.
+		me, err := c.Users.ReadCurrent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.TeamMembers.Remove(ctx, owners.ID, tfe.TeamMemberRemoveOptions{Usernames: []string{me.Username}})
+		testenv.WantStatus(t, "the last owner leaving to an invited one", err, "at least one owner")
+
+		// Accepted, the invitation makes an owner.
+		e.Accept(t, m.ID)
+		if st, body := e.API(t, token, "POST", "/api/v2/organizations/acme/teams", newTeam); st != http.StatusCreated {
+			t.Errorf("accepted, creating a team: status %d (%s), want 201", st, body)
+		}
+
+		// An invitation may be declined by its person.
+		m2, err := c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("mallory@globex.test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m2.User.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, body := e.API(t, secret, "DELETE", "/api/v2/organization-memberships/"+m2.ID, nil); st != http.StatusNoContent {
+			t.Errorf("declining an invitation: status %d (%s), want 204", st, body)
+		}
+	})
+}

@@ -57,11 +57,17 @@ func (s *Service) loadMembership(ctx context.Context, q store.Q, id string) (*Me
 	return m, nil
 }
 
-// GetMembership returns an organization membership the caller may see.
+// GetMembership returns an organization membership the caller may see:
+// one of an organization the caller is in, or the caller's own invitation
+// not yet accepted (which gives no access to the organization), so that
+// its user may read and decline it.
 func (s *Service) GetMembership(ctx context.Context, id string) (*Membership, error) {
 	m, err := s.loadMembership(ctx, s.db, id)
 	if err != nil {
 		return nil, err
+	}
+	if p := auth.FromContext(ctx); m.Status == StatusInvited && p.IsUser() && p.UserID == m.UserID {
+		return m, nil
 	}
 	if err := auth.CheckOrganization(ctx, m.Organization); err != nil {
 		return nil, core.NotFound("organization membership %q not found", id)
@@ -209,10 +215,11 @@ func (s *Service) usernameFor(ctx context.Context, email string) (string, error)
 
 // CreateMembership invites an email address into an organization
 // (manage-membership), and optionally into some of its teams (as adding a
-// member to each: TeamMembers). A user with that
-// address is created when none exists. The membership shows as "invited"
-// until the person accepts the invitation link sent by Invitations
-// (internal/signin), which makes it "active".
+// member to each: TeamMembers). A user with that address is created when
+// none exists. The membership shows as "invited" until the person accepts
+// the invitation link sent by Invitations (internal/signin), which makes
+// it "active"; until then the person has no access to the organization,
+// nor acts in the teams named (UserOrganizations, MemberTeams).
 func (s *Service) CreateMembership(ctx context.Context, org, email string, teamIDs []string) (*Membership, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err

@@ -69,18 +69,26 @@ func (s *Service) CreateOwners(ctx context.Context, q store.Q, org, userID strin
 	return err
 }
 
-// UserOrganizations returns the organizations a user belongs to (through a
-// membership or a team) and those where the user is an owner.
+// accepted is the SQL condition that the member m (team_members) of team t
+// (teams) has no invitation still waiting in t's organization: an invited
+// person belongs to the organization, and acts in its teams, only once
+// the invitation is accepted (HCP Terraform adds them to the teams named
+// in the invitation then).
+const accepted = `NOT EXISTS (SELECT 1 FROM organization_memberships i
+	WHERE i.organization_name = t.organization_name AND i.user_id = m.user_id AND i.status = '` + StatusInvited + `')`
+
+// UserOrganizations returns the organizations a user belongs to (through an
+// accepted membership or a team) and those where the user is an owner.
 func (s *Service) UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error) {
-	rows, err := s.db.Query(ctx, `SELECT organization_name FROM organization_memberships WHERE user_id = ?
-		UNION SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ?`, userID, userID)
+	rows, err := s.db.Query(ctx, `SELECT organization_name FROM organization_memberships WHERE user_id = ? AND status = ?
+		UNION SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND `+accepted, userID, StatusActive, userID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if member, err = scanStrings(rows); err != nil {
 		return nil, nil, err
 	}
-	rows, err = s.db.Query(ctx, `SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.name = ?`, userID, OwnersTeam)
+	rows, err = s.db.Query(ctx, `SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.name = ? AND `+accepted, userID, OwnersTeam)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -636,10 +644,10 @@ func (s *Service) removeMembers(ctx context.Context, t *Team, userIDs []string) 
 }
 
 // checkOwnersLeft refuses a change that would leave an organization
-// without owners.
+// without owners (an invited one is none until accepted).
 func checkOwnersLeft(ctx context.Context, q store.Q, org string) error {
 	var n int
-	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM team_members m JOIN teams t ON t.id = m.team_id WHERE t.organization_name = ? AND t.name = ?`, org, OwnersTeam).Scan(&n)
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM team_members m JOIN teams t ON t.id = m.team_id WHERE t.organization_name = ? AND t.name = ? AND `+accepted, org, OwnersTeam).Scan(&n)
 	if err != nil {
 		return err
 	}
@@ -661,7 +669,7 @@ func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team,
 			return decodeMemberTeams(rows)
 		}
 		return store.All(ctx, s.db, scanTeam, `SELECT t.id, t.organization_name, t.name, t.attrs, t.created_at FROM teams t
-		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? ORDER BY t.name`, userID, org)
+		JOIN team_members m ON m.team_id = t.id WHERE m.user_id = ? AND t.organization_name = ? AND `+accepted+` ORDER BY t.name`, userID, org)
 	})
 	if err != nil {
 		return nil, err
@@ -709,9 +717,9 @@ func (s *Service) TeamTokensSQL() string {
 // authenticates a user also reads the user's teams.
 func (s *Service) UserTeamsSQL() string {
 	return `SELECT user_id, organization_name, 0 AS owner, NULL AS team_id, NULL AS team_name, NULL AS team_attrs, NULL AS team_created_at
-		FROM organization_memberships
+		FROM organization_memberships WHERE status = '` + StatusActive + `'
 		UNION ALL SELECT m.user_id, t.organization_name, CASE WHEN t.name = '` + OwnersTeam + `' THEN 1 ELSE 0 END, t.id, t.name, t.attrs, t.created_at
-		FROM teams t JOIN team_members m ON m.team_id = t.id`
+		FROM teams t JOIN team_members m ON m.team_id = t.id WHERE ` + accepted
 }
 
 // RememberUserTeams keeps, for the rest of the request, the teams the
@@ -758,7 +766,7 @@ func (r memberTeamRow) Scan(dest ...any) error {
 // one query that authenticates a request (internal/auth): every
 // organization of every user, with owner 1 when through the owners team.
 func (s *Service) UserOrganizationsSQL() string {
-	return `SELECT user_id, organization_name, 0 AS owner FROM organization_memberships
+	return `SELECT user_id, organization_name, 0 AS owner FROM organization_memberships WHERE status = '` + StatusActive + `'
 		UNION ALL SELECT m.user_id, t.organization_name, CASE WHEN t.name = '` + OwnersTeam + `' THEN 1 ELSE 0 END
-		FROM teams t JOIN team_members m ON m.team_id = t.id`
+		FROM teams t JOIN team_members m ON m.team_id = t.id WHERE ` + accepted
 }

@@ -21,8 +21,9 @@ func NewOrg(t testing.TB, c *tfe.Client, name string) *tfe.Organization {
 	return org
 }
 
-// UserClient invites email into org (as the site admin) and returns a
-// client authenticated as the new user, with the membership.
+// UserClient invites email into org (as the site admin), accepts the
+// invitation for them, and returns a client authenticated as the user,
+// with the membership as the invitation returned it.
 func (e *Env) UserClient(t testing.TB, org, email string, teams ...*tfe.Team) (*tfe.Client, *tfe.OrganizationMembership) {
 	t.Helper()
 	ctx := context.Background()
@@ -30,11 +31,22 @@ func (e *Env) UserClient(t testing.TB, org, email string, teams ...*tfe.Team) (*
 	if err != nil {
 		t.Fatalf("inviting %s: %v", email, err)
 	}
+	e.Accept(t, m.ID)
 	_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e.NewClient(t, secret), m
+}
+
+// Accept accepts the invitation of an organization membership, as its
+// person does by following the invitation link: until then an invited
+// person has no access to the organization.
+func (e *Env) Accept(t testing.TB, membershipID string) {
+	t.Helper()
+	if err := e.Server.Teams.ActivateMembership(context.Background(), e.Server.DB, membershipID); err != nil {
+		t.Fatalf("accepting the invitation of %s: %v", membershipID, err)
+	}
 }
 
 // WantErr fails the test unless errors.Is(err, want).

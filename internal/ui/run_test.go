@@ -157,6 +157,7 @@ func TestMemberWithoutAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Accept(t, m.ID)
 	_, token, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 	if err != nil {
 		t.Fatal(err)
