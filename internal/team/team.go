@@ -57,8 +57,8 @@ func (s Settings) copy() Settings {
 var decodedSettings = core.Bounded[string, Settings]{Max: 512, Copy: Settings.copy}
 
 // Access is what a team's members may do across the organization (go-tfe's
-// OrganizationAccess). Terrace stores and shows it; authorization is by
-// owners team membership.
+// OrganizationAccess). The authorization model (internal/authz) decides
+// with it (Team.Authz); changing it is TeamManageAccess.
 type Access struct {
 	ManagePolicies           bool `json:"manage-policies"`
 	ManagePolicyOverrides    bool `json:"manage-policy-overrides"`
