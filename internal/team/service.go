@@ -682,11 +682,6 @@ func (s *Service) MemberTeams(ctx context.Context, userID, org string) ([]*Team,
 	return out, nil
 }
 
-// System returns a team whoever asks (for the authorization model).
-func (s *Service) System(ctx context.Context, id string) (*Team, error) {
-	return s.load(ctx, s.db, id)
-}
-
 // AuthzTeam returns what the authorization model needs of a team, whoever
 // asks; the request memo keeps it, since every decision of a team token's
 // request and every team action asks for a team.
