@@ -187,6 +187,12 @@ func TestSSHKeyAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A team takes members of its organization only: bob joins first.
+		m, err := e.Client.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@users.test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Accept(t, m.ID)
 		if err := e.Client.TeamMembers.Add(ctx, team.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}}); err != nil {
 			t.Fatal(err)
 		}

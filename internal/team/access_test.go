@@ -303,3 +303,64 @@ func TestInvitedActOnlyOnceAccepted(t *testing.T) {
 		}
 	})
 }
+
+// TestAddingByUsernameNeedsMembership: a team takes by username only
+// members of its organization, as HCP Terraform (they are invited first).
+// Adding anyone else used to make them an active member at once, with no
+// invitation, and told the caller which usernames exist on the instance.
+func TestAddingByUsernameNeedsMembership(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		testenv.NewOrg(t, c, "other")
+		devs := newTeam(t, c, "acme", "devs", "organization", nil)
+		outsider, om := e.UserClient(t, "other", "outsider@other.test")
+		name := om.User.Username
+		path := "/api/v2/teams/" + devs.ID + "/relationships/users"
+
+		st, body := e.API(t, "", "POST", path, addUsers(name))
+		st2, body2 := e.API(t, "", "POST", path, addUsers("nobody-at-all"))
+		if st != http.StatusNotFound || st2 != http.StatusNotFound {
+			t.Fatalf("adding a non-member: %d %s; adding an unknown user: %d %s; want 404 for both", st, body, st2, body2)
+		}
+		if _, err := outsider.Organizations.Read(ctx, "acme"); err == nil {
+			t.Fatal("the outsider became a member of acme by being added to a team")
+		}
+		if got := teamUsers(t, c, devs.ID); len(got) != 0 {
+			t.Fatalf("devs' members after refused adds: %v", got)
+		}
+
+		// Invited, they may be added; they act once they accept.
+		m, err := c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("outsider@other.test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, body := e.API(t, "", "POST", path, addUsers(name)); st != http.StatusNoContent {
+			t.Fatalf("adding an invited member: %d %s", st, body)
+		}
+		if got := teamUsers(t, c, devs.ID); len(got) != 1 || got[0] != name {
+			t.Fatalf("devs' members: %v, want [%s]", got, name)
+		}
+		if _, err := outsider.Organizations.Read(ctx, "acme"); err == nil {
+			t.Fatal("the outsider acts in acme before accepting the invitation")
+		}
+		e.Accept(t, m.ID)
+		if _, err := outsider.Organizations.Read(ctx, "acme"); err != nil {
+			t.Fatalf("the outsider, having accepted: %v", err)
+		}
+	})
+}
+
+func teamUsers(t *testing.T, c *tfe.Client, teamID string) []string {
+	t.Helper()
+	users, err := c.TeamMembers.List(context.Background(), teamID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range users {
+		names = append(names, u.Username)
+	}
+	return names
+}

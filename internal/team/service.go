@@ -529,15 +529,27 @@ func (s *Service) manageMembers(ctx context.Context, teamID string) (*Team, erro
 	return t, nil
 }
 
-func (s *Service) usersByName(ctx context.Context, usernames []string) ([]string, error) {
+func (s *Service) usersByName(ctx context.Context, org string, usernames []string) ([]string, error) {
 	if len(usernames) == 0 {
 		return nil, core.Invalid("at least one user is required")
 	}
 	var ids []string
 	for _, name := range usernames {
+		// A user who is not a member of the organization is answered as
+		// one who does not exist: the caller learns nothing of the
+		// instance's other users.
+		notMember := core.NotFound("user %q is not a member of organization %q: invite them first (organization memberships)", name, org)
 		u, err := s.users.UserByName(ctx, name)
 		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("user %q not found", name)
+			return nil, notMember
+		}
+		if err != nil {
+			return nil, err
+		}
+		var one int
+		err = s.db.QueryRow(ctx, `SELECT 1 FROM organization_memberships WHERE organization_name = ? AND user_id = ?`, org, u.ID).Scan(&one)
+		if store.IsNoRows(err) {
+			return nil, notMember
 		}
 		if err != nil {
 			return nil, err
@@ -562,14 +574,16 @@ func (s *Service) membershipUsers(ctx context.Context, org string, ids []string)
 	return users, nil
 }
 
-// AddUsers adds users (by username) to a team, making them members of its
-// organization if they were not.
+// AddUsers adds users (by username) to a team. They must be members of its
+// organization already, invited or active, as HCP Terraform asks ("to add
+// users to a team, they must first receive and accept the invitation"): an
+// invited one acts with the team once the invitation is accepted.
 func (s *Service) AddUsers(ctx context.Context, teamID string, usernames []string) error {
 	t, err := s.manageMembers(ctx, teamID)
 	if err != nil {
 		return err
 	}
-	ids, err := s.usersByName(ctx, usernames)
+	ids, err := s.usersByName(ctx, t.Organization, usernames)
 	if err != nil {
 		return err
 	}
@@ -592,10 +606,11 @@ func (s *Service) AddMemberships(ctx context.Context, teamID string, membershipI
 func (s *Service) addMembers(ctx context.Context, t *Team, userIDs []string) error {
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		for _, uid := range userIDs {
-			if err := ensureMembership(ctx, tx, t.Organization, uid, StatusActive); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO team_members (team_id, user_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.ID, uid); err != nil {
+			// Only while the user is a member: a membership deleted since
+			// it was looked up adds nobody (and never comes back active).
+			_, err := tx.Exec(ctx, `INSERT INTO team_members (team_id, user_id) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM organization_memberships WHERE organization_name = ? AND user_id = ?) ON CONFLICT DO NOTHING`,
+				t.ID, uid, t.Organization, uid)
+			if err != nil {
 				return fmt.Errorf("adding user %s to team %s: %w", uid, t.ID, err)
 			}
 		}
@@ -609,7 +624,7 @@ func (s *Service) RemoveUsers(ctx context.Context, teamID string, usernames []st
 	if err != nil {
 		return err
 	}
-	ids, err := s.usersByName(ctx, usernames)
+	ids, err := s.usersByName(ctx, t.Organization, usernames)
 	if err != nil {
 		return err
 	}

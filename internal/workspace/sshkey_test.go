@@ -64,6 +64,12 @@ func TestWorkspaceSSHKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A team takes members of its organization only: bob joins first.
+		m, err := c.OrganizationMemberships.Create(ctx, "acme", tfe.OrganizationMembershipCreateOptions{Email: tfe.String("bob@users.test")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Accept(t, m.ID)
 		if err := c.TeamMembers.Add(ctx, team.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}}); err != nil {
 			t.Fatal(err)
 		}
