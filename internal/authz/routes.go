@@ -203,8 +203,9 @@ var Routes = map[string]Route{
 	"PATCH /api/v2/organizations/{org}/workspaces/{name}":                    {Action: WorkspaceUpdate, Locate: WorkspaceByName},
 	"DELETE /api/v2/organizations/{org}/workspaces/{name}":                   {Action: WorkspaceDelete, Locate: WorkspaceByName},
 	"POST /api/v2/organizations/{org}/workspaces/{name}/actions/safe-delete": {Action: WorkspaceDelete, Locate: WorkspaceByName},
-	// Notification configurations (the notify service also checks the
-	// organization of a configuration named by ID) and run triggers.
+	// Notification configurations and run triggers. A configuration named
+	// by ID: the notify service asks the rule of its workspace's, team's or
+	// project's list to read it, and of their create to change it.
 	"GET /api/v2/workspaces/{id}/notification-configurations":      {Action: WorkspaceRead, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/notification-configurations":     {Action: WorkspaceUpdate, Locate: ByID("id")},
 	"GET /api/v2/teams/{id}/notification-configurations":           {Action: TeamRead, Locate: ByID("id")},

@@ -128,23 +128,49 @@ func NewService(o Options) (*Service, error) {
 	return s, err
 }
 
-// authorize is the one decision for managing notification configurations,
-// asked of the authorization model: changing the workspace's settings, or
-// managing the team or the project, the configuration belongs to.
+// access is what a configuration on a workspace, team or project needs,
+// asked of the authorization model: reading one needs what listing its
+// subscribable's configurations needs (the route rules of those lists), as
+// a configuration carries its destination URL (a Slack or Teams webhook URL
+// is a secret) and the responses it got; managing one needs changing the
+// workspace's settings, or managing the team or the project.
+var access = map[string]struct{ read, manage authz.Action }{
+	OnWorkspace: {authz.WorkspaceRead, authz.WorkspaceUpdate},
+	OnTeam:      {authz.TeamRead, authz.TeamManage},
+	OnProject:   {authz.ProjectRead, authz.ProjectUpdate},
+}
+
+// authorize decides managing the configurations of a subscribable.
 func authorize(ctx context.Context, org, kind, id string) error {
+	res, err := subscribable(org, kind, id)
+	if err != nil {
+		return err
+	}
+	return authz.Allows(ctx, access[kind].manage, res)
+}
+
+// authorizeRead decides reading the configurations of a subscribable.
+func authorizeRead(ctx context.Context, org, kind, id string) error {
+	res, err := subscribable(org, kind, id)
+	if err != nil {
+		return err
+	}
+	return authz.Allows(ctx, access[kind].read, res)
+}
+
+func subscribable(org, kind, id string) (authz.Resource, error) {
 	res := authz.Resource{Organization: org}
-	action := authz.WorkspaceUpdate
 	switch kind {
 	case OnWorkspace:
 		res.WorkspaceID = id
 	case OnTeam:
-		res.TeamID, action = id, authz.TeamManage
+		res.TeamID = id
 	case OnProject:
-		res.ProjectID, action = id, authz.ProjectUpdate
+		res.ProjectID = id
 	default:
-		return core.Invalid("notification configurations belong to workspaces, teams or projects, not %q", kind)
+		return res, core.Invalid("notification configurations belong to workspaces, teams or projects, not %q", kind)
 	}
-	return authz.Allows(ctx, action, res)
+	return res, nil
 }
 
 const cols = `id, organization_name, subscribable_type, subscribable_id, name, destination_type, url, token, enabled, triggers, email_addresses, email_user_ids, delivery_responses, last_failure, created_at, updated_at`
@@ -350,9 +376,21 @@ func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool
 	return c, nil
 }
 
-// Get returns a configuration the caller may see.
+// Get returns a configuration the caller may see: one of a workspace,
+// team or project whose configurations the caller may list. Any other is
+// not found, as the list of its subscribable is.
 func (s *Service) Get(ctx context.Context, id string) (*Configuration, error) {
-	return s.load(ctx, s.o.DB, id, false)
+	c, err := s.load(ctx, s.o.DB, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := authorizeRead(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("notification configuration %q not found", id)
+		}
+		return nil, err
+	}
+	return c, nil
 }
 
 // Update changes a configuration; turning it on (or changing where an
