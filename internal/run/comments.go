@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -100,8 +101,11 @@ func (s *Service) GetComment(ctx context.Context, id string) (*Comment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Get(ctx, c.RunID); err != nil {
-		return nil, core.NotFound("comment %s not found", id)
+	if err := s.readable(ctx, c.RunID); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("comment %s not found", id)
+		}
+		return nil, err
 	}
 	return c, nil
 }
@@ -118,10 +122,26 @@ func (s *Service) GetEvent(ctx context.Context, id string) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Get(ctx, e.RunID); err != nil {
-		return nil, core.NotFound("run event %s not found", id)
+	if err := s.readable(ctx, e.RunID); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("run event %s not found", id)
+		}
+		return nil, err
 	}
 	return e, nil
+}
+
+// readable decides reading a run's comment or event named by its own ID
+// (routes the guard cannot place): what reading the run's comments or
+// events needs, RunRead on the run.
+func (s *Service) readable(ctx context.Context, runID string) error {
+	r, err := s.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	res := authz.Resource{Organization: r.Organization, WorkspaceID: r.WorkspaceID, RunID: r.ID}
+	res.ProjectID, _ = r.WorkspaceProject()
+	return authz.Allows(ctx, authz.RunRead, res)
 }
 
 // relations returns the IDs of a run's events and comments, for the run's
