@@ -152,39 +152,52 @@ func (s *Service) ListOrganization(ctx context.Context, org string, o ListOption
 	return runs, err
 }
 
-// ListOrganizationPage is ListPage for an organization's runs.
+// ListOrganizationPage is ListPage for an organization's runs: those of
+// the workspaces the caller may read, selected in the store so that the
+// page and its total count only those.
 func (s *Service) ListOrganizationPage(ctx context.Context, org string, o ListOptions) ([]*Run, int, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
-	workspaces := map[string]*Workspace{}
-	inWorkspaces := func(r *Run) (bool, error) {
-		if len(o.WorkspaceNames) == 0 && len(o.AgentPools) == 0 {
-			return true, nil
-		}
-		w, ok := workspaces[r.WorkspaceID]
-		if !ok {
-			var err error
-			if w, err = s.Workspaces.Get(ctx, r.WorkspaceID); err != nil && core.KindOf(err) != core.KindNotFound {
-				return false, err
-			}
-			workspaces[r.WorkspaceID] = w
-		}
-		return w != nil && (len(o.WorkspaceNames) == 0 || contains(o.WorkspaceNames, w.Name)) &&
-			(len(o.AgentPools) == 0 || contains(o.AgentPools, w.AgentPool)), nil
+	where, args, each, err := s.readableIn(ctx, org)
+	if err != nil {
+		return nil, 0, err
 	}
-	return s.page(ctx, `organization_name = ? AND assessment = ?`, []any{org, false}, o, nil, inWorkspaces)
+	var keep func(*Run) (bool, error)
+	if len(o.WorkspaceNames) > 0 || len(o.AgentPools) > 0 || each != nil {
+		workspaces := map[string]*Workspace{}
+		keep = func(r *Run) (bool, error) {
+			if each != nil && !each(r.WorkspaceID) {
+				return false, nil
+			}
+			if len(o.WorkspaceNames) == 0 && len(o.AgentPools) == 0 {
+				return true, nil
+			}
+			w, ok := workspaces[r.WorkspaceID]
+			if !ok {
+				var err error
+				if w, err = s.Workspaces.Get(ctx, r.WorkspaceID); err != nil && core.KindOf(err) != core.KindNotFound {
+					return false, err
+				}
+				workspaces[r.WorkspaceID] = w
+			}
+			return w != nil && (len(o.WorkspaceNames) == 0 || contains(o.WorkspaceNames, w.Name)) &&
+				(len(o.AgentPools) == 0 || contains(o.AgentPools, w.AgentPool)), nil
+		}
+	}
+	return s.page(ctx, where, args, o, nil, keep)
 }
 
 // page lists the runs matching where and the options, newest first. When
-// every filter is SQL, the store pages (LIMIT/OFFSET on an index in list
-// order) and counts (unfiltered, from total when given); otherwise the
-// rows matching the SQL part are decoded and the rest is checked here.
+// every filter is SQL (keep is nil), the store pages (LIMIT/OFFSET on an
+// index in list order) and counts (unfiltered, from total when given);
+// otherwise the rows matching the SQL part are decoded and the rest is
+// checked here.
 func (s *Service) page(ctx context.Context, where string, args []any, o ListOptions, total func(store.Q) (int, error), keep func(*Run) (bool, error)) ([]*Run, int, error) {
 	cond, more, inGo := o.sql()
 	where, args = where+cond, append(args, more...)
 	const order = ` ORDER BY created_at DESC, id DESC`
-	if inGo || o.Limit <= 0 {
+	if inGo || keep != nil || o.Limit <= 0 {
 		all, err := listRuns(ctx, s.DB, s.Keys, where+order, args...)
 		if err != nil {
 			return nil, 0, err

@@ -2,7 +2,9 @@ package run_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +121,119 @@ func TestRunCommentsAndEventsByIDNeedTheRun(t *testing.T) {
 		}
 		if cm, err := s.rita.Comments.Read(ctx, readComment.ID); err != nil || cm.Body != "fine" {
 			t.Errorf("rita reading a comment on wsread's run: %v, %v", cm, err)
+		}
+	})
+}
+
+// TestOrganizationRunListsShowReadableWorkspacesOnly: an organization's
+// run list and its run queue hold the runs of the workspaces the caller
+// may read, as the workspace list does, and nothing of the others (their
+// run variables, workspace documents, plan and apply log URLs); the page
+// and its count are the store's, so both count only those.
+func TestOrganizationRunListsShowReadableWorkspacesOnly(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		s := newScoped(t, e)
+		c := e.Client
+		// A run of each workspace waiting in the queue: agent execution
+		// with a pool no agent serves.
+		pool, err := c.AgentPools.Create(ctx, s.org, tfe.AgentPoolCreateOptions{Name: tfe.String("idle")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued := map[string]string{}
+		for _, w := range []*tfe.Workspace{s.wsread, s.wssecret} {
+			if _, err := c.Workspaces.UpdateByID(ctx, w.ID, tfe.WorkspaceUpdateOptions{ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)}); err != nil {
+				t.Fatal(err)
+			}
+			cv := testenv.UploadConfig(ctx, t, c, w.ID, `output "o" { value = 1 }`)
+			r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: w, ConfigurationVersion: cv, PlanOnly: tfe.Bool(true),
+				Variables: []*tfe.RunVariable{{Key: "region", Value: `"` + w.Name + `-queued"`}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			queued[w.Name] = testenv.WaitRun(ctx, t, c, r.ID, tfe.RunPlanQueued).ID
+		}
+
+		type list struct {
+			Data []struct {
+				ID            string `json:"id"`
+				Relationships struct {
+					Workspace struct {
+						Data struct{ ID string } `json:"data"`
+					} `json:"workspace"`
+				} `json:"relationships"`
+			} `json:"data"`
+			Meta struct {
+				Pagination map[string]any `json:"pagination"`
+			} `json:"meta"`
+		}
+		get := func(token, path string) (list, string) {
+			t.Helper()
+			status, body := e.API(t, token, "GET", path, nil)
+			if status != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", path, status, body)
+			}
+			var l list
+			if err := json.Unmarshal(body, &l); err != nil {
+				t.Fatalf("GET %s: %v: %s", path, err, body)
+			}
+			return l, string(body)
+		}
+		secrets := []string{s.wssecret.ID, s.secretRun.ID, queued["wssecret"], s.secretPlanLogSecret, "wssecret-queued"}
+		leaks := func(what, body string) {
+			t.Helper()
+			for _, x := range secrets {
+				if strings.Contains(body, x) {
+					t.Errorf("%s names %s of wssecret: %s", what, x, body)
+				}
+			}
+		}
+		ids := func(l list) []string {
+			var out []string
+			for _, r := range l.Data {
+				out = append(out, r.ID)
+			}
+			return out
+		}
+
+		l, body := get(s.ritaToken, "/api/v2/organizations/"+s.org+"/runs?include=workspace,plan,apply,configuration_version")
+		leaks("rita's organization run list", body)
+		if got := ids(l); len(got) != 2 || !slices.Contains(got, s.readRun.ID) || !slices.Contains(got, queued["wsread"]) {
+			t.Errorf("rita's organization run list: %v, want wsread's two runs", got)
+		}
+		// A page of one: the count and the pages are of what she may see.
+		l, body = get(s.ritaToken, "/api/v2/organizations/"+s.org+"/runs?page[size]=1&page[number]=2")
+		leaks("rita's second page of the organization run list", body)
+		if got := ids(l); len(got) != 1 || got[0] != s.readRun.ID {
+			t.Errorf("rita's second page of one: %v, want %s", got, s.readRun.ID)
+		}
+		if n := l.Meta.Pagination["total-count"]; n != float64(2) {
+			t.Errorf("rita's organization run list counts %v runs, want 2", n)
+		}
+		if next := l.Meta.Pagination["next-page"]; next != nil {
+			t.Errorf("rita's second page of two has a next page: %v", next)
+		}
+		// Filtered lists too (those filtered past the store).
+		l, body = get(s.ritaToken, "/api/v2/organizations/"+s.org+"/runs?filter[workspace_names]=wssecret,wsread")
+		leaks("rita's run list filtered by workspace names", body)
+		if got := ids(l); len(got) != 2 {
+			t.Errorf("rita's run list filtered by workspace names: %v, want wsread's two runs", got)
+		}
+
+		l, body = get(s.ritaToken, "/api/v2/organizations/"+s.org+"/runs/queue?include=workspace")
+		leaks("rita's run queue", body)
+		if got := ids(l); len(got) != 1 || got[0] != queued["wsread"] {
+			t.Errorf("rita's run queue: %v, want %s", got, queued["wsread"])
+		}
+
+		// Those who read every workspace see every run.
+		if l, _ := get("", "/api/v2/organizations/"+s.org+"/runs"); len(l.Data) != 4 {
+			t.Errorf("the site admin's organization run list: %v, want 4 runs", ids(l))
+		}
+		if l, _ := get("", "/api/v2/organizations/"+s.org+"/runs/queue"); len(l.Data) != 2 {
+			t.Errorf("the site admin's run queue: %v, want 2 runs", ids(l))
 		}
 	})
 }

@@ -50,6 +50,13 @@ type Workspaces interface {
 	// otherwise, as Get): the workspace domain's access check without the
 	// statements of the effective execution mode.
 	Readable(ctx context.Context, id string) (*Workspace, error)
+	// ReadableSQL selects the runs of org's workspaces the caller in ctx
+	// may read (the workspace list's rule): a condition over a run's
+	// workspace ID written runs.workspace_id, with its arguments, "" when
+	// every workspace of org is readable. each, when not nil, is the test
+	// to apply to each run's workspace instead (the caller's reach is
+	// decided workspace by workspace: a run token's).
+	ReadableSQL(ctx context.Context, org string) (cond string, args []any, each func(workspaceID string) bool, err error)
 	// LockForRun makes runID the workspace's lock holder inside q's
 	// transaction; false when someone else holds the lock.
 	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)
@@ -656,12 +663,43 @@ func (s *Service) readByPhase(ctx context.Context, col, id string) (*Run, error)
 	return r, nil
 }
 
-// Queue returns the organization's runs that wait for or hold a runner.
+// Queue returns the organization's runs that wait for or hold a runner,
+// of the workspaces the caller may read.
 func (s *Service) Queue(ctx context.Context, org string) ([]*Run, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, err
 	}
-	return listRuns(ctx, s.DB, s.Keys, `organization_name = ? AND assessment = ? AND status IN `+sqlExecuting+` ORDER BY created_at, id`, org, false)
+	where, args, each, err := s.readableIn(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := listRuns(ctx, s.DB, s.Keys, where+` AND status IN `+sqlExecuting+` ORDER BY created_at, id`, args...)
+	if err != nil || each == nil {
+		return runs, err
+	}
+	out := runs[:0]
+	for _, r := range runs {
+		if each(r.WorkspaceID) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// readableIn is the condition on the runs table selecting org's runs
+// (assessments left out) on the workspaces the caller in ctx may read,
+// with its arguments; each is the test to apply to each run's workspace
+// when the model decides workspace by workspace (nil otherwise).
+func (s *Service) readableIn(ctx context.Context, org string) (where string, args []any, each func(workspaceID string) bool, err error) {
+	where, args = `organization_name = ? AND assessment = ?`, []any{org, false}
+	cond, cargs, each, err := s.Workspaces.ReadableSQL(ctx, org)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if cond != "" {
+		where, args = where+` AND `+cond, append(args, cargs...)
+	}
+	return where, args, each, nil
 }
 
 // Capacity counts an organization's queued and executing runs.

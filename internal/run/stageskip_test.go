@@ -38,6 +38,9 @@ func (f fakeWorkspaces) SystemIn(context.Context, store.Q, string) (*Workspace, 
 }
 func (f fakeWorkspaces) Identity(context.Context, string) (*Workspace, error) { return f.ws, nil }
 func (f fakeWorkspaces) Readable(context.Context, string) (*Workspace, error) { return f.ws, nil }
+func (f fakeWorkspaces) ReadableSQL(context.Context, string) (string, []any, func(string) bool, error) {
+	return "", nil, nil, nil
+}
 func (f fakeWorkspaces) LockForRun(context.Context, store.Q, string, string) (bool, error) {
 	return true, nil
 }

@@ -89,6 +89,10 @@ func identityOf(w *workspace.Workspace, err error) (*run.Workspace, error) {
 	}, nil
 }
 
+func (a runWorkspaces) ReadableSQL(ctx context.Context, org string) (string, []any, func(string) bool, error) {
+	return a.ws.ReadableSQL(ctx, org, "runs.workspace_id")
+}
+
 // RunWorkspaceProjectSQL says a run's workspace's project in SQL for the
 // run read (run.WorkspaceProjectSQL).
 func (a runWorkspaces) RunWorkspaceProjectSQL() string {
