@@ -99,6 +99,11 @@ const (
 	WorkspaceDelete      Action = "workspace:delete"
 	WorkspaceLock        Action = "workspace:lock"
 	WorkspaceForceUnlock Action = "workspace:force-unlock"
+	// WorkspaceMove moves the workspace out of its project (the move
+	// permission: workspace admin, a project grant's workspace-access
+	// move). Moving it into another project also needs
+	// ProjectCreateWorkspace there, as in HCP Terraform.
+	WorkspaceMove        Action = "workspace:move"
 	WorkspaceManageTeams Action = "workspace:manage-teams"
 	// WorkspaceManageRunTasks attaches, changes and detaches the
 	// workspace's run tasks (run-tasks in workspace access).
@@ -242,6 +247,8 @@ var rules = map[Action]rule{
 		noOrgToken: true, workspace: func(w WorkspacePerms) bool { return w.Locking }},
 	WorkspaceForceUnlock: {scope: scopeWorkspace, noun: "workspace", verb: "force-unlock this workspace",
 		workspace: func(w WorkspacePerms) bool { return w.Admin }},
+	WorkspaceMove: {scope: scopeWorkspace, noun: "workspace", verb: "move this workspace to another project",
+		workspace: func(w WorkspacePerms) bool { return w.Move }},
 	WorkspaceManageTeams: {scope: scopeWorkspace, noun: "workspace", verb: "manage this workspace's team access",
 		workspace: func(w WorkspacePerms) bool { return w.Admin }},
 	WorkspaceManageRunTasks: {scope: scopeWorkspace, noun: "workspace", verb: "manage this workspace's run tasks",

@@ -602,6 +602,22 @@ func requireManageWorkspace(ctx context.Context, w *Workspace) error {
 	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
 }
 
+// requireMove asks the authorization model whether the caller may move w
+// into project dest, as HCP Terraform decides it: the move permission on
+// the workspace (admin includes it) and the right to create workspaces in
+// the destination. A destination the caller may not see is not found, as
+// one that does not exist is.
+func requireMove(ctx context.Context, w *Workspace, dest string) error {
+	if err := authz.Allows(ctx, authz.WorkspaceMove, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}); err != nil {
+		return err
+	}
+	err := authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: w.Organization, ProjectID: dest})
+	if core.KindOf(err) == core.KindNotFound {
+		return core.NotFound("project %q not found in organization %q", dest, w.Organization)
+	}
+	return err
+}
+
 // Create adds a workspace to an organization.
 func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
@@ -880,9 +896,11 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	// The access check, the agent pool and the project are looked up
 	// before the transaction (the model reads the caller's teams: a read
 	// inside it would take a second connection); the pool's and project's
-	// errors are reported after the access check. A workspace's
-	// organization never changes; one moved to another project meanwhile
-	// was checked against the wrong project, so the update is refused.
+	// errors are reported after the access check, and so is a move the
+	// caller may not make (the whole update is then refused). A
+	// workspace's organization never changes; one moved to another project
+	// meanwhile was checked against the wrong project, so the update is
+	// refused.
 	var poolErr, projectErr error
 	var projectID string
 	pre, err := s.load(ctx, s.db, id, false)
@@ -896,6 +914,9 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	if o.ProjectID != nil && *o.ProjectID != "" {
 		c := *pre
 		projectErr, projectID = s.setProject(ctx, &c, o.ProjectID), c.ProjectID
+		if projectErr == nil && projectID != pre.ProjectID {
+			projectErr = requireMove(ctx, pre, projectID)
+		}
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		w, err := s.load(ctx, tx, id, true)

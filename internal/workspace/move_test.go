@@ -1,0 +1,96 @@
+package workspace_test
+
+import (
+	"net/http"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestMovingAWorkspaceNeedsMoveAndCreateInTheDestination: moving a
+// workspace to another project needs, as in HCP Terraform, the move
+// permission on the workspace (admin includes it) and the right to create
+// workspaces in the destination project. An admin of one workspace cannot
+// move it into a project she cannot see (404, as for a project that does
+// not exist: the workspace would take that project's variable sets into
+// her runs) nor into one she may only read (403); the refused update
+// changes nothing, not even its other attributes. With create in the
+// destination the move is made. Creating a workspace in a project needs
+// the right to create workspaces there.
+func TestMovingAWorkspaceNeedsMoveAndCreateInTheDestination(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		org := newOrg(t, c, "acme").Name
+		project := func(name string) *tfe.Project {
+			p, err := c.Projects.Create(ctx, org, tfe.ProjectCreateOptions{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		hidden, readable, landing := project("hidden"), project("readable"), project("landing")
+		wsmove, err := c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("wsmove")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		home := wsmove.Project.ID
+		movers, err := c.Teams.Create(ctx, org, tfe.TeamCreateOptions{Name: tfe.String("movers")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessAdmin), Team: movers, Workspace: wsmove}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessRead, Team: movers, Project: readable}); err != nil {
+			t.Fatal(err)
+		}
+		mia, _ := e.UserClient(t, org, "mia@acme.test", movers)
+
+		stays := func(what string) {
+			t.Helper()
+			w, err := c.Workspaces.ReadByID(ctx, wsmove.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Project.ID != home || w.Name != "wsmove" {
+				t.Fatalf("after %s the workspace is %q in %s, want wsmove in %s", what, w.Name, w.Project.ID, home)
+			}
+		}
+		_, err = mia.Workspaces.UpdateByID(ctx, wsmove.ID, tfe.WorkspaceUpdateOptions{Name: tfe.String("renamed"), Project: &tfe.Project{ID: hidden.ID}})
+		testenv.WantErr(t, "a workspace admin moving it into a project she cannot see", err, tfe.ErrResourceNotFound)
+		stays("a move into a hidden project")
+		_, err = mia.Workspaces.UpdateByID(ctx, wsmove.ID, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: "prj-doesnotexist"}})
+		testenv.WantErr(t, "a workspace admin moving it into a project that does not exist", err, tfe.ErrResourceNotFound)
+		_, err = mia.Workspaces.UpdateByID(ctx, wsmove.ID, tfe.WorkspaceUpdateOptions{Name: tfe.String("renamed"), Project: &tfe.Project{ID: readable.ID}})
+		testenv.WantStatus(t, "a workspace admin moving it into a project she may only read", err, "insufficient permissions to create workspaces in this project")
+		stays("a move into a read-only project")
+		// Naming the project it is in is no move.
+		if _, err := mia.Workspaces.UpdateByID(ctx, wsmove.ID, tfe.WorkspaceUpdateOptions{Description: tfe.String("d"), Project: &tfe.Project{ID: home}}); err != nil {
+			t.Fatalf("a workspace admin naming its own project: %v", err)
+		}
+
+		// With create in the destination, the move is made.
+		yes := true
+		if _, err := c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessCustom, Team: movers, Project: landing,
+			WorkspaceAccess: &tfe.TeamProjectAccessWorkspacePermissionsOptions{Create: &yes}}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := mia.Workspaces.UpdateByID(ctx, wsmove.ID, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: landing.ID}})
+		if err != nil || w.Project.ID != landing.ID {
+			t.Fatalf("a workspace admin moving it into a project she may create workspaces in: %v, %v", w, err)
+		}
+
+		// Creating a workspace in a project needs create there.
+		_, err = mia.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("intruder"), Project: &tfe.Project{ID: hidden.ID}})
+		if err == nil {
+			t.Fatal("a member without create in the hidden project created a workspace in it")
+		}
+		status, body := e.API(t, "", "GET", "/api/v2/organizations/"+org+"/workspaces/intruder", nil)
+		if status != http.StatusNotFound {
+			t.Fatalf("the refused workspace exists: %d %s", status, body)
+		}
+	})
+}
