@@ -124,7 +124,10 @@ func toJSON(t *Trigger) *jsonTrigger {
 		Sourceable: &jsonSourceable{Workspace: &jsonWorkspace{ID: t.SourceableID}}, Workspace: &jsonWorkspace{ID: t.WorkspaceID}}
 }
 
-// included renders the workspaces include= asks for.
+// included renders the workspaces include= asks for, those the caller may
+// read: the other end of a trigger can be a workspace the caller may not
+// see (its name and ID are the trigger's, as in HCP Terraform; its
+// document is not).
 func (a *API) included(r *http.Request, ts []*Trigger) ([]any, error) {
 	inc, err := tfeapi.Includes(r, "sourceable", "workspace")
 	if err != nil || len(inc) == 0 || a.IncludeWorkspace == nil {
@@ -140,6 +143,9 @@ func (a *API) included(r *http.Request, ts []*Trigger) ([]any, error) {
 			ids = append(ids, t.WorkspaceID)
 		}
 		for _, id := range ids {
+			if authorizeRead(r.Context(), t.Organization, id) != nil {
+				continue
+			}
 			w, err := a.IncludeWorkspace(r, id)
 			if err != nil {
 				return nil, err

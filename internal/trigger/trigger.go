@@ -119,6 +119,20 @@ func authorize(ctx context.Context, org, workspaceID string) error {
 	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: org, WorkspaceID: workspaceID})
 }
 
+// authorizeRead decides seeing a workspace's run triggers (a trigger named
+// by ID is its target workspace's): reading that workspace, what the
+// route of its trigger list needs.
+func authorizeRead(ctx context.Context, org, workspaceID string) error {
+	return authz.Allows(ctx, authz.WorkspaceRead, authz.Resource{Organization: org, WorkspaceID: workspaceID})
+}
+
+// authorizeSource decides naming a workspace as the source of a trigger:
+// as in HCP Terraform, reading its runs (whose applies will queue runs in
+// the target).
+func authorizeSource(ctx context.Context, org, workspaceID string) error {
+	return authz.Allows(ctx, authz.RunRead, authz.Resource{Organization: org, WorkspaceID: workspaceID})
+}
+
 type edge struct {
 	id, org, target, source string
 	created                 int64
@@ -159,8 +173,10 @@ func (s *Service) Create(ctx context.Context, workspaceID, sourceID string) (*Tr
 	if sourceID == "" {
 		return nil, core.Invalid("sourceable is required")
 	}
+	// A source the caller may not read is not found, as one that does
+	// not exist (HCP Terraform answers 404 for both).
 	source, err := s.o.Workspaces.Get(ctx, sourceID)
-	if err != nil || source.Organization != target.Organization {
+	if err != nil || source.Organization != target.Organization || authorizeSource(ctx, source.Organization, source.ID) != nil {
 		return nil, core.NotFound("source workspace %q not found", sourceID)
 	}
 	if source.ID == target.ID {
@@ -245,7 +261,7 @@ func (s *Service) List(ctx context.Context, workspaceID, direction string) ([]*T
 	return out, nil
 }
 
-// Get returns a trigger whose target the caller may see.
+// Get returns a trigger whose target the caller may read.
 func (s *Service) Get(ctx context.Context, id string) (*Trigger, error) {
 	if !core.HasPrefix(id, Prefix) {
 		return nil, core.NotFound("run trigger %q not found", id)
@@ -257,8 +273,11 @@ func (s *Service) Get(ctx context.Context, id string) (*Trigger, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.o.Workspaces.Get(ctx, e.target); err != nil {
-		return nil, core.NotFound("run trigger %q not found", id)
+	if err := authorizeRead(ctx, e.org, e.target); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("run trigger %q not found", id)
+		}
+		return nil, err
 	}
 	return s.fill(ctx, e)
 }
