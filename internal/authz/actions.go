@@ -50,6 +50,12 @@ const (
 	// workspaces somewhere in the organization: ProjectProvisionNoCode in
 	// at least one of its projects (for the organization's permissions).
 	OrgDeployNoCode Action = "organization:deploy-no-code-modules"
+	// OrgReadModules lists and downloads the organization's private
+	// registry modules through the module registry protocol (terraform
+	// init): members, organization tokens, and run tokens, since
+	// terraform init inside a run fetches private modules; not agent or
+	// task result tokens.
+	OrgReadModules Action = "organization:read-modules"
 
 	// The team actions decide on the team too: a secret team is seen only
 	// by its members, owners and holders of access-secret-teams (others
@@ -188,6 +194,7 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageTeams }},
 	OrgManageModules: {scope: scopeOrg, noun: "organization", verb: "manage the private registry",
 		org: func(st standing) bool { return st.access.ManageModules }},
+	OrgReadModules: {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member},
 	OrgManageAgents: {scope: scopeOrg, noun: "organization", verb: "manage agent pools",
 		org: func(st standing) bool { return st.access.ManageAgentPools }},
 	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",

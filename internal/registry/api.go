@@ -494,6 +494,10 @@ func protoError(w http.ResponseWriter, err error) {
 
 func (a *API) protoVersions(w http.ResponseWriter, r *http.Request) {
 	ns, name, provider := r.PathValue("ns"), r.PathValue("name"), r.PathValue("provider")
+	if err := fetch(r.Context(), ns); err != nil {
+		protoError(w, err)
+		return
+	}
 	_, vs, err := a.Service.Versions(r.Context(), ns, name, provider)
 	if err != nil {
 		protoError(w, err)
@@ -521,6 +525,10 @@ func (a *API) protoVersions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) protoDownload(w http.ResponseWriter, r *http.Request) {
+	if err := fetch(r.Context(), r.PathValue("ns")); err != nil {
+		protoError(w, err)
+		return
+	}
 	_, v, err := a.Service.published(r.Context(), r.PathValue("ns"), r.PathValue("name"), r.PathValue("provider"), r.PathValue("version"))
 	if err != nil {
 		protoError(w, err)
@@ -534,6 +542,10 @@ func (a *API) protoDownload(w http.ResponseWriter, r *http.Request) {
 // module details, latest version when none is named).
 func (a *API) protoModule(w http.ResponseWriter, r *http.Request) {
 	ns, name, provider := r.PathValue("ns"), r.PathValue("name"), r.PathValue("provider")
+	if err := fetch(r.Context(), ns); err != nil {
+		protoError(w, err)
+		return
+	}
 	m, v, err := a.Service.published(r.Context(), ns, name, provider, r.PathValue("version"))
 	if err != nil {
 		protoError(w, err)

@@ -123,6 +123,16 @@ func access(ctx context.Context, org string) error {
 	return nil
 }
 
+// fetch decides a request of the module registry protocol (terraform init
+// listing and downloading a private module of org): the model's
+// OrgReadModules, which members, organization tokens and run tokens
+// (terraform init inside a run) have. Every kind of token authenticates on
+// the protocol's routes; agent and task result tokens, which reach only
+// their job protocol or their run's plan and configuration, are refused.
+func fetch(ctx context.Context, org string) error {
+	return authz.Allows(ctx, authz.OrgReadModules, authz.Resource{Organization: org})
+}
+
 // manage checks the caller may publish and delete modules: owners.
 func manage(ctx context.Context, org string) error {
 	if err := access(ctx, org); err != nil {
