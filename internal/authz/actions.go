@@ -1,6 +1,8 @@
 package authz
 
 import (
+	"context"
+
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 )
@@ -50,6 +52,11 @@ const (
 	// workspaces somewhere in the organization: ProjectProvisionNoCode in
 	// at least one of its projects (for the organization's permissions).
 	OrgDeployNoCode Action = "organization:deploy-no-code-modules"
+	// OrgReadSSHKeys lists and reads the organization's SSH keys (their
+	// names; the key itself is write-only): as HCP Terraform documents it,
+	// manage VCS settings, or admin access to at least one workspace
+	// (which assigns keys to workspaces).
+	OrgReadSSHKeys Action = "organization:read-ssh-keys"
 	// OrgReadModules lists and downloads the organization's private
 	// registry modules through the module registry protocol (terraform
 	// init): members, organization tokens, and run tokens, since
@@ -150,10 +157,10 @@ type rule struct {
 	any                  func(*auth.Principal) error
 	org                  func(standing) bool
 	project              func(standing, ProjectPerms) bool
-	// someProject: an organization rule whose org test fails holds when
-	// this holds of the caller's permissions on some project.
-	someProject func(standing, ProjectPerms) bool
-	workspace   func(WorkspacePerms) bool
+	workspace            func(WorkspacePerms) bool
+	// orgAsk, when set, is asked when org refuses: an organization
+	// permission that grants held inside the organization give.
+	orgAsk func(s *Service, ctx context.Context, st standing) (bool, error)
 }
 
 func member(st standing) bool { return st.member }
@@ -199,6 +206,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageAgentPools }},
 	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",
 		org: func(st standing) bool { return st.access.ManageVCSSettings }},
+	OrgReadSSHKeys: {scope: scopeOrg, noun: "organization", verb: "read SSH keys",
+		org: func(st standing) bool { return st.access.ManageVCSSettings }, orgAsk: (*Service).adminSomewhere},
 	OrgManageVarsets: {scope: scopeOrg, noun: "organization", verb: "manage variable sets",
 		org: func(st standing) bool { return st.access.ManageWorkspaces }},
 	OrgCreateWorkspace: {scope: scopeOrg, noun: "organization", verb: "create workspaces",
@@ -214,7 +223,9 @@ var rules = map[Action]rule{
 	OrgManageNoCode: {scope: scopeOrg, noun: "organization", verb: "manage no-code modules", noOrgToken: true,
 		org: func(st standing) bool { return st.access.ManageModules }},
 	OrgDeployNoCode: {scope: scopeOrg, noun: "organization", verb: "provision no-code workspaces", noOrgToken: true,
-		org: func(standing) bool { return false }, someProject: createsWorkspaces},
+		org: func(standing) bool { return false }, orgAsk: func(s *Service, ctx context.Context, st standing) (bool, error) {
+			return s.someProject(ctx, st, createsWorkspaces)
+		}},
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",

@@ -198,7 +198,7 @@ func expect(a authz.Action, service bool, who string) int {
 		case authz.OrgEntitlements:
 			return allow
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
-			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
+			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgReadSSHKeys, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
 			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
 			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
 			authz.ProjectProvisionNoCode, authz.StackRead, authz.StackManage, authz.StackApprove:
@@ -211,6 +211,9 @@ func expect(a authz.Action, service bool, who string) int {
 		return in(append(teams, "owner", "member", "organization-token")...)
 	case authz.OrgManage, authz.OrgManageNoCode:
 		return in("owner")
+	case authz.OrgReadSSHKeys:
+		// Manage VCS settings, or admin on a workspace (team-admin's on app).
+		return in("owner", "organization-token", "admin")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
 		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamManage,
 		authz.TeamMembers:

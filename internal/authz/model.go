@@ -246,6 +246,25 @@ func (s *Service) grantsFor(ctx context.Context, teamIDs []string, workspaceID, 
 	return out, nil
 }
 
+// adminSomewhere reports whether the caller is an admin of at least one
+// workspace of the organization: everywhere with manage workspaces or
+// manage projects (owners, organization tokens), else through a team's
+// admin access to a workspace or maintain or admin access to a project
+// (the grants whose workspace permissions include admin).
+func (s *Service) adminSomewhere(ctx context.Context, st standing) (bool, error) {
+	switch {
+	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects:
+		return true, nil
+	case len(st.teamIDs) == 0:
+		return false, nil
+	}
+	in, teams := store.In(st.teamIDs)
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM team_workspaces WHERE access = 'admin' AND team_id IN (`+in+`))
+		+ (SELECT COUNT(*) FROM team_projects WHERE access IN ('maintain', 'admin') AND team_id IN (`+in+`))`, append(teams, teams...)...).Scan(&n)
+	return n > 0, err
+}
+
 // Project returns the caller's permissions on a project.
 func (s *Service) Project(ctx context.Context, p *auth.Principal, res Resource) (ProjectPerms, error) {
 	st, err := s.standing(ctx, p, res.Organization)
@@ -386,8 +405,8 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		if rule.org(st) {
 			return nil
 		}
-		if rule.someProject != nil {
-			ok, err := s.someProject(ctx, st, rule.someProject)
+		if rule.orgAsk != nil {
+			ok, err := rule.orgAsk(s, ctx, st)
 			if err != nil || ok {
 				return err
 			}

@@ -57,7 +57,7 @@ var Routes = map[string]Route{
 	"POST /api/v2/organizations/{org}/tasks":                                                          {Action: OrgManageRunTasks, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/agent-pools":                                                     {Action: OrgRead, Locate: InOrg},
 	"POST /api/v2/organizations/{org}/agent-pools":                                                    {Action: OrgManageAgents, Locate: InOrg},
-	"GET /api/v2/organizations/{org}/ssh-keys":                                                        {Action: OrgManageVCS, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/ssh-keys":                                                        {Action: OrgReadSSHKeys, Locate: InOrg},
 	"POST /api/v2/organizations/{org}/ssh-keys":                                                       {Action: OrgManageVCS, Locate: InOrg},
 	"GET /api/v2/organizations/{org}/varsets":                                                         {Action: OrgRead, Locate: InOrg},
 	"POST /api/v2/organizations/{org}/varsets":                                                        {Action: OrgManageVarsets, Locate: InOrg},

@@ -12,8 +12,9 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 )
 
-// Service manages SSH keys. Members of an organization see its keys (names
-// only); owners create, change and delete them.
+// Service manages SSH keys. Those who manage VCS settings or administer a
+// workspace see an organization's keys (names only: authz.OrgReadSSHKeys);
+// those who manage VCS settings create, change and delete them.
 type Service struct {
 	db   *store.DB
 	orgs Organizations
@@ -152,9 +153,21 @@ func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool
 	return k, nil
 }
 
-// Get returns a key; 404 when the caller cannot see its organization.
+// Get returns a key the caller may read: what listing the organization's
+// keys needs (authz.OrgReadSSHKeys); 404 when the caller cannot see its
+// organization.
 func (s *Service) Get(ctx context.Context, id string) (*Key, error) {
-	return s.load(ctx, s.db, id, false)
+	k, err := s.load(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := authz.Allows(ctx, authz.OrgReadSSHKeys, authz.Resource{Organization: k.Organization}); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.NotFound("SSH key %q not found", id)
+		}
+		return nil, err
+	}
+	return k, nil
 }
 
 // Update renames a key and/or replaces its value.

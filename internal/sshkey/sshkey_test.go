@@ -181,7 +181,9 @@ func TestSSHKeyAccess(t *testing.T) {
 				t.Errorf("outsider %s %s: %d %s", rq[0], rq[1], st, body)
 			}
 		}
-		// A member who is not an owner may read but not manage.
+		// A member who neither manages VCS settings nor administers a
+		// workspace may not read keys (TestReadingSSHKeysNeedsWhatTheListNeeds)
+		// nor manage them.
 		member := userToken(t, e, "bob")
 		team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("devs")})
 		if err != nil {
@@ -196,7 +198,7 @@ func TestSSHKeyAccess(t *testing.T) {
 		if err := e.Client.TeamMembers.Add(ctx, team.ID, tfe.TeamMemberAddOptions{Usernames: []string{"bob"}}); err != nil {
 			t.Fatal(err)
 		}
-		if st, body := raw(t, e, member, "GET", "ssh-keys/"+k.ID, ""); st != 200 || !strings.Contains(body, k.ID) {
+		if st, body := raw(t, e, member, "GET", "ssh-keys/"+k.ID, ""); st != 403 || strings.Contains(body, "deploy") {
 			t.Errorf("member read: %d %s", st, body)
 		}
 		for _, rq := range [][2]string{{"PATCH", "ssh-keys/" + k.ID}, {"DELETE", "ssh-keys/" + k.ID}, {"POST", "organizations/acme/ssh-keys"}} {
