@@ -103,3 +103,30 @@ func ReadableWorkspaces(ctx context.Context, org string) (where string, args []a
 	return `(ws.id IN (SELECT workspace_id FROM team_workspaces WHERE team_id IN (` + in + `)) OR ws.project_id IN (SELECT project_id FROM team_projects WHERE team_id IN (` + in + `)))`,
 		append(teams, teams...), nil, nil
 }
+
+// ReadableProjects says which of org's projects the caller in ctx may read
+// (ProjectRead), for a project list to select them in SQL: a condition on
+// the projects row aliased p, with its args; "" when every project of the
+// organization is readable (so too without a model in ctx).
+func ReadableProjects(ctx context.Context, org string) (where string, args []any, err error) {
+	s, _ := ctx.Value(modelKey{}).(*Service)
+	if s == nil {
+		return "", nil, nil
+	}
+	st, err := s.standing(ctx, auth.FromContext(ctx), org)
+	if err != nil {
+		return "", nil, err
+	}
+	// As project() decides: the organization's access, else a team's
+	// grant on the project.
+	switch {
+	case !st.member:
+		return "1 = 0", nil, nil
+	case st.owner, st.orgToken, st.access.ManageProjects, st.access.ReadProjects, st.access.ManageWorkspaces:
+		return "", nil, nil
+	case len(st.teamIDs) == 0:
+		return "1 = 0", nil, nil
+	}
+	in, teams := store.In(st.teamIDs)
+	return `p.id IN (SELECT project_id FROM team_projects WHERE team_id IN (` + in + `))`, teams, nil
+}

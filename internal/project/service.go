@@ -158,21 +158,34 @@ type ListOptions struct {
 	Tagged []TagBinding
 }
 
-// List returns an organization's projects that match opts, newest first.
+// List returns an organization's projects that the caller may read and
+// that match opts, newest first.
 func (s *Service) List(ctx context.Context, org string, opts ListOptions) ([]*Project, error) {
 	ps, _, err := s.ListPage(ctx, org, opts, 0, -1)
 	return ps, err
 }
 
 // ListPage returns at most limit (all when negative) of the projects List
-// returns, from offset on, and how many List returns in all: filtered and
-// paged in the store, with the page's tag bindings read in one statement.
+// returns, from offset on, and how many List returns in all: filtered (to
+// the projects the caller may read, among others) and paged in the store,
+// with the page's tag bindings read in one statement.
 func (s *Service) ListPage(ctx context.Context, org string, opts ListOptions, offset, limit int) ([]*Project, int, error) {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
 	where := `p.organization_name = ?`
 	args := []any{org}
+	// Only the projects the caller may read one by one (HCP Terraform
+	// lists those): selected in the store, so the page and its count are
+	// right.
+	readable, rargs, err := authz.ReadableProjects(ctx, org)
+	if err != nil {
+		return nil, 0, err
+	}
+	if readable != "" {
+		where += ` AND ` + readable
+		args = append(args, rargs...)
+	}
 	if len(opts.Names) > 0 {
 		in, names := store.In(opts.Names)
 		where += ` AND p.name IN (` + in + `)`
