@@ -2,6 +2,8 @@ package authz
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -129,4 +131,106 @@ func ReadableProjects(ctx context.Context, org string) (where string, args []any
 	}
 	in, teams := store.In(st.teamIDs)
 	return `p.id IN (SELECT project_id FROM team_projects WHERE team_id IN (` + in + `))`, teams, nil
+}
+
+// VariableReach is where the caller may read variables in an organization
+// (VariableRead) and whose project-owned variable sets it may read: what
+// the variable domain selects the readable variable sets by, in SQL.
+type VariableReach struct {
+	// All: the variables of every workspace (and so every variable set).
+	All bool
+	// Workspaces whose variables a team grant lets the caller read, and
+	// the projects those workspaces are in.
+	Workspaces, WorkspaceProjects []string
+	// Projects whose grants let the caller read the variables of every
+	// workspace in them.
+	Projects []string
+	// VarsetProjects are projects whose own variable sets the caller may
+	// read (project access variable-sets read or write).
+	VarsetProjects []string
+}
+
+// Any reports whether the caller may read the variables of some workspace
+// (where a global variable set applies).
+func (r VariableReach) Any() bool {
+	return r.All || len(r.Workspaces) > 0 || len(r.Projects) > 0
+}
+
+// ReadableVariables says where the caller in ctx may read variables in org,
+// decided as workspace() decides VariableRead: the organization's access
+// (owners, organization tokens, manage-workspaces, manage-projects and
+// read-workspaces read every workspace's variables), else the caller's
+// teams' grants on workspaces and projects. Without a model in ctx, only
+// owners reach anything (Allows' answer).
+func ReadableVariables(ctx context.Context, org string) (VariableReach, error) {
+	p := auth.FromContext(ctx)
+	s, _ := ctx.Value(modelKey{}).(*Service)
+	if s == nil {
+		return VariableReach{All: p.IsOwner(org)}, nil
+	}
+	st, err := s.standing(ctx, p, org)
+	if err != nil {
+		return VariableReach{}, err
+	}
+	switch {
+	case st.run, !st.member:
+		// Run tokens read their workspace's variables through the job
+		// protocol, never through the API (VariableRead refuses them).
+		return VariableReach{}, nil
+	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects, st.access.ReadWorkspaces:
+		return VariableReach{All: true}, nil
+	case len(st.teamIDs) == 0:
+		return VariableReach{}, nil
+	}
+	var r VariableReach
+	in, teams := store.In(st.teamIDs)
+	type row struct{ id, access, perms string }
+	scan := func(sc interface{ Scan(...any) error }) (row, error) {
+		var x row
+		return x, sc.Scan(&x.id, &x.access, &x.perms)
+	}
+	direct, err := store.All(ctx, s.db, scan, `SELECT workspace_id, access, perms FROM team_workspaces WHERE team_id IN (`+in+`)`, teams...)
+	if err != nil {
+		return VariableReach{}, err
+	}
+	seen := map[string]bool{}
+	for _, x := range direct {
+		var g WorkspaceGrant
+		if err := json.Unmarshal([]byte(x.perms), &g); err != nil {
+			return VariableReach{}, fmt.Errorf("decoding team access: %w", err)
+		}
+		if g.perms(x.access).Variables < VarsRead || seen[x.id] {
+			continue
+		}
+		seen[x.id] = true
+		res, err := s.resolver.Resolve(ctx, x.id)
+		if core.KindOf(err) == core.KindNotFound {
+			continue
+		}
+		if err != nil {
+			return VariableReach{}, err
+		}
+		r.Workspaces = append(r.Workspaces, x.id)
+		if res.ProjectID != "" {
+			r.WorkspaceProjects = append(r.WorkspaceProjects, res.ProjectID)
+		}
+	}
+	viaProject, err := store.All(ctx, s.db, scan, `SELECT project_id, access, perms FROM team_projects WHERE team_id IN (`+in+`)`, teams...)
+	if err != nil {
+		return VariableReach{}, err
+	}
+	for _, x := range viaProject {
+		var g ProjectGrant
+		if err := json.Unmarshal([]byte(x.perms), &g); err != nil {
+			return VariableReach{}, fmt.Errorf("decoding team project access: %w", err)
+		}
+		pp, w := g.perms(x.access)
+		if w.Variables >= VarsRead {
+			r.Projects = append(r.Projects, x.id)
+		}
+		if pp.VariableSets >= VarsRead {
+			r.VarsetProjects = append(r.VarsetProjects, x.id)
+		}
+	}
+	return r, nil
 }

@@ -66,11 +66,7 @@ func (s *Server) locateForAudit(ctx context.Context, collection, id string) (str
 		}
 		return m.Organization, nil
 	case "varsets":
-		v, err := s.Variables.GetVarset(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		return v.Organization, nil
+		return s.Variables.VarsetOrganization(ctx, id)
 	case "agent-pools":
 		p, err := s.AgentPools.Get(ctx, id)
 		if err != nil {

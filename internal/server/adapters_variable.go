@@ -19,6 +19,12 @@ func (a variableWorkspaces) Get(ctx context.Context, id string) (*variable.Works
 	return &variable.Workspace{ID: w.ID, Name: w.Name, Organization: w.Organization, ProjectID: w.ProjectID}, nil
 }
 
+// WorkspaceProjectSQL says a workspace's project in SQL
+// (variable.WorkspaceProjectSQL).
+func (a variableWorkspaces) WorkspaceProjectSQL(idExpr string) string {
+	return workspace.ProjectIDSQL(idExpr)
+}
+
 // variableProjects shows projects to the variable domain.
 type variableProjects struct{ projects *project.Service }
 

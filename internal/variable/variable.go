@@ -89,6 +89,15 @@ type Workspaces interface {
 	Get(ctx context.Context, id string) (*Workspace, error)
 }
 
+// WorkspaceProjectSQL is implemented by a Workspaces that says in SQL the
+// project of the workspace whose ID is the SQL expression idExpr (a scalar
+// subquery): the variable set reads use it to find the sets applied to the
+// workspaces of a project whose variables the caller may read. Without it
+// those sets are readable only through the caller's other reach.
+type WorkspaceProjectSQL interface {
+	WorkspaceProjectSQL(idExpr string) string
+}
+
 // Projects looks up a project's organization; a missing project (or one
 // the caller in ctx cannot see) is core.NotFound. The variable service
 // checks the organization itself as well.

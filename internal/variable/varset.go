@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -45,8 +46,19 @@ func getVarset(ctx context.Context, q store.Q, id string, lock bool) (*VariableS
 	return vs, nil
 }
 
-// varset returns a variable set the caller may see, with its relations.
+// varset returns a variable set the caller may read, with its relations.
 func (s *Service) varset(ctx context.Context, id string) (*VariableSet, error) {
+	vs, err := s.readableVarset(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return vs, loadRelations(ctx, s.db, vs)
+}
+
+// readableVarset returns a variable set (without its relations) the caller
+// may read: in its organization, and selected by readableWhere, the rule
+// the lists select by. Any other is not found.
+func (s *Service) readableVarset(ctx context.Context, id string) (*VariableSet, error) {
 	vs, err := getVarset(ctx, s.db, id, false)
 	if err != nil {
 		return nil, err
@@ -54,7 +66,90 @@ func (s *Service) varset(ctx context.Context, id string) (*VariableSet, error) {
 	if err := auth.CheckOrganization(ctx, vs.Organization); err != nil {
 		return nil, core.NotFound("variable set %q not found", id)
 	}
-	return vs, loadRelations(ctx, s.db, vs)
+	where, args, err := s.readableWhere(ctx, vs.Organization)
+	if err != nil || where == "" {
+		return vs, err
+	}
+	var n int
+	if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM variable_sets WHERE id = ? AND `+where, append([]any{id}, args...)...).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, core.NotFound("variable set %q not found", id)
+	}
+	return vs, nil
+}
+
+// VarsetOrganization returns the organization of a variable set in an
+// organization the caller may see, whether or not the caller may read the
+// set: for the audit record of a request, whose own rule the request
+// applies.
+func (s *Service) VarsetOrganization(ctx context.Context, id string) (string, error) {
+	vs, err := getVarset(ctx, s.db, id, false)
+	if err != nil {
+		return "", err
+	}
+	if err := auth.CheckOrganization(ctx, vs.Organization); err != nil {
+		return "", core.NotFound("variable set %q not found", id)
+	}
+	return vs.Organization, nil
+}
+
+// readableWhere is the condition on variable_sets rows that selects the
+// sets of org the caller in ctx may read, with its arguments ("" for every
+// set): those who manage variable sets read them all; others, as HCP
+// Terraform documents it (reading a set's variables on a workspace needs
+// read variables there), the sets that apply to a workspace whose
+// variables they may read (global sets, sets applied to that workspace or
+// to its project, sets applied to a workspace of a project whose
+// variables they may read), and the sets owned by a project whose
+// variable sets they may read. By ID and in every list alike.
+func (s *Service) readableWhere(ctx context.Context, org string) (string, []any, error) {
+	if canManageVarsets(ctx, org) == nil {
+		return "", nil, nil
+	}
+	r, err := authz.ReadableVariables(ctx, org)
+	if err != nil || r.All {
+		return "", nil, err
+	}
+	var conds []string
+	var args []any
+	// or adds a condition naming ids where it says %s.
+	or := func(cond string, ids []string) {
+		in, a := store.In(ids)
+		conds = append(conds, fmt.Sprintf(cond, in))
+		args = append(args, a...)
+	}
+	if r.Any() {
+		conds, args = append(conds, `is_global = ?`), append(args, true)
+	}
+	if len(r.Workspaces) > 0 {
+		or(`id IN (SELECT varset_id FROM variable_set_workspaces WHERE workspace_id IN (%s))`, r.Workspaces)
+	}
+	if prj := append(append([]string{}, r.Projects...), r.WorkspaceProjects...); len(prj) > 0 {
+		or(`id IN (SELECT varset_id FROM variable_set_projects WHERE project_id IN (%s))`, prj)
+	}
+	if wp, ok := s.workspaces.(WorkspaceProjectSQL); ok && len(r.Projects) > 0 {
+		projectOf := strings.ReplaceAll(wp.WorkspaceProjectSQL("vsw.workspace_id"), "%", "%%")
+		or(`id IN (SELECT vsw.varset_id FROM variable_set_workspaces vsw WHERE (`+projectOf+`) IN (%s))`, r.Projects)
+	}
+	if len(r.VarsetProjects) > 0 {
+		or(`parent_project_id IN (%s)`, r.VarsetProjects)
+	}
+	if len(conds) == 0 {
+		return "1 = 0", nil, nil
+	}
+	return `(` + strings.Join(conds, ` OR `) + `)`, args, nil
+}
+
+// andReadable adds to a list's condition and arguments the readableWhere
+// of org.
+func (s *Service) andReadable(ctx context.Context, org, where string, args []any) (string, []any, error) {
+	cond, more, err := s.readableWhere(ctx, org)
+	if err != nil || cond == "" {
+		return where, args, err
+	}
+	return `(` + where + `) AND ` + cond, append(args, more...), nil
 }
 
 // queryVarsets returns at most limit (all when negative) of the variable
@@ -121,7 +216,11 @@ func (s *Service) ListVarsets(ctx context.Context, org, search string, offset, l
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return nil, 0, err
 	}
-	return s.queryVarsets(ctx, search, offset, limit, `organization_name = ?`, org)
+	where, args, err := s.andReadable(ctx, org, `organization_name = ?`, []any{org})
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.queryVarsets(ctx, search, offset, limit, where, args...)
 }
 
 // ListWorkspaceVarsets returns the variable sets that apply to a workspace:
@@ -132,9 +231,13 @@ func (s *Service) ListWorkspaceVarsets(ctx context.Context, workspaceID, search 
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.queryVarsets(ctx, search, offset, limit, `organization_name = ? AND (is_global = ?
+	where, args, err := s.andReadable(ctx, ws.Organization, `organization_name = ? AND (is_global = ?
  OR id IN (SELECT varset_id FROM variable_set_workspaces WHERE workspace_id = ?)
- OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, ws.Organization, true, ws.ID, ws.ProjectID)
+ OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, []any{ws.Organization, true, ws.ID, ws.ProjectID})
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.queryVarsets(ctx, search, offset, limit, where, args...)
 }
 
 // ListProjectVarsets returns the variable sets applied to or owned by a
@@ -144,8 +247,12 @@ func (s *Service) ListProjectVarsets(ctx context.Context, projectID, search stri
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.queryVarsets(ctx, search, offset, limit, `organization_name = ? AND (parent_project_id = ?
- OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, org, projectID, projectID)
+	where, args, err := s.andReadable(ctx, org, `organization_name = ? AND (parent_project_id = ?
+ OR id IN (SELECT varset_id FROM variable_set_projects WHERE project_id = ?))`, []any{org, projectID, projectID})
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.queryVarsets(ctx, search, offset, limit, where, args...)
 }
 
 // CreateVarsetOptions are a new variable set's attributes and relations.
@@ -394,12 +501,9 @@ func (s *Service) RemoveFromProjects(ctx context.Context, id string, projectIDs 
 // --- variable set variables ---
 
 func (s *Service) varsetOwner(ctx context.Context, id string, write bool) (owner, error) {
-	vs, err := getVarset(ctx, s.db, id, false)
+	vs, err := s.readableVarset(ctx, id)
 	if err != nil {
 		return owner{}, err
-	}
-	if err := auth.CheckOrganization(ctx, vs.Organization); err != nil {
-		return owner{}, core.NotFound("variable set %q not found", id)
 	}
 	if write {
 		if err := canManageVarsets(ctx, vs.Organization); err != nil {
