@@ -95,7 +95,9 @@ func ReadableWorkspaces(ctx context.Context, org string) (where string, args []a
 		}, nil
 	case !st.member:
 		return "1 = 0", nil, nil, nil
-	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects, st.access.ReadWorkspaces:
+	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects, st.access.ReadWorkspaces,
+		// manage-policy-overrides sees every workspace (workspace()).
+		st.access.ManagePolicyOverrides:
 		return "", nil, nil, nil
 	case len(st.teamIDs) == 0:
 		return "1 = 0", nil, nil, nil

@@ -52,6 +52,17 @@ func TestWorkspaceListsShowWhatTheCallerMaySee(t *testing.T) {
 		if got := names(auditor); len(got) != 3 {
 			t.Errorf("read-workspaces lists %v", got)
 		}
+		// manage-policy-overrides reads every workspace one by one (to
+		// override their runs' policies), so lists them all.
+		overriders := must(c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String("overriders"),
+			OrganizationAccess: &tfe.OrganizationAccessOptions{ManagePolicyOverrides: tfe.Bool(true)}}))(t)
+		overrider := e.NewClient(t, must(c.TeamTokens.Create(ctx, overriders.ID))(t).Token)
+		if _, err := overrider.Workspaces.Read(ctx, org.Name, "secret"); err != nil {
+			t.Errorf("manage-policy-overrides reading a workspace: %v", err)
+		}
+		if got := names(overrider); len(got) != 3 {
+			t.Errorf("manage-policy-overrides lists %v", got)
+		}
 		if got := names(c); len(got) != 3 {
 			t.Errorf("the site admin lists %v", got)
 		}
