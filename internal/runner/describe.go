@@ -67,7 +67,7 @@ func (j *jobExec) providerSchemas(ctx context.Context) []byte {
 			return b
 		}
 	}
-	b, err := j.capture(ctx, "providers", "schema", "-json")
+	b, err := j.capture(ctx, append([]string{"providers", "schema", "-json"}, j.schemaVarFiles(ctx)...)...)
 	if err != nil {
 		j.log.Warn("the provider schemas could not be read for the redacted plan JSON", "error", err)
 		return nil

@@ -32,7 +32,10 @@ type jobExec struct {
 	dir string // scratch root
 	wd  string // terraform working directory
 	env []string
-	out *logWriter
+	// varFiles are the -var-file flags of the run's variables (see
+	// writeVarFiles), for every command that evaluates them.
+	varFiles []string
+	out      *logWriter
 	// secrets are the values masked in the logs and the redacted plan
 	// JSON (maskList): held in memory only.
 	secrets []string
@@ -95,7 +98,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
-		applied := j.apply(ctx, res)
+		applied := j.apply(ctx, in, res)
 		if described != nil {
 			t0 := time.Now()
 			if d := described(); d.planJSON != nil {
@@ -119,7 +122,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	}
 	// The plan's counts were recorded when it finished: no show -json here.
 	p := r.Plan
-	return j.finishApply(ctx, j.apply(ctx, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}))
+	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}))
 }
 
 // header starts a phase's log as HCP Terraform's do: three lines naming
@@ -255,7 +258,7 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 			return err
 		}
 	}
-	if err := writeVarFiles(j.wd, in.Variables, j.job.Run.Variables); err != nil {
+	if j.varFiles, err = writeVarFiles(filepath.Join(j.dir, "vars"), in.Variables, j.job.Run.Variables, nil); err != nil {
 		return err
 	}
 	home := filepath.Join(j.dir, "home")
@@ -357,45 +360,6 @@ func configFile(name string) bool {
 	return false
 }
 
-// writeVarFiles writes terraform variables as auto-loaded files: plain
-// values as JSON (taken literally, no template interpretation), HCL values
-// as HCL, and the run's own variables last so that they win.
-func writeVarFiles(wd string, vars []Variable, runVars []run.RunVar) error {
-	plain := map[string]string{}
-	var hcl strings.Builder
-	for _, v := range vars {
-		if v.Category != "terraform" {
-			continue
-		}
-		if v.HCL {
-			fmt.Fprintf(&hcl, "%s = %s\n", v.Key, v.Value)
-		} else {
-			plain[v.Key] = v.Value
-		}
-	}
-	if len(plain) > 0 {
-		b, _ := json.Marshal(plain)
-		if err := os.WriteFile(filepath.Join(wd, "zz_terrace_1.auto.tfvars.json"), b, 0o600); err != nil {
-			return err
-		}
-	}
-	if hcl.Len() > 0 {
-		if err := os.WriteFile(filepath.Join(wd, "zz_terrace_2.auto.tfvars"), []byte(hcl.String()), 0o600); err != nil {
-			return err
-		}
-	}
-	if len(runVars) > 0 {
-		var b strings.Builder
-		for _, v := range runVars {
-			fmt.Fprintf(&b, "%s = %s\n", v.Key, v.Value)
-		}
-		if err := os.WriteFile(filepath.Join(wd, "zz_terrace_3.auto.tfvars"), []byte(b.String()), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // terraform runs the engine with args, streaming its output to the log.
 // It returns the exit code; a cancel signal interrupts it (SIGINT, then
 // SIGKILL after the grace period; "force" kills at once).
@@ -458,7 +422,10 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 }
 
 func (j *jobExec) init(ctx context.Context) error {
-	code, err := j.terraform(ctx, nil, "init", "-input=false", "-no-color")
+	// init takes the variables too: OpenTofu 1.8 and later (and
+	// terraform's const variables) evaluate them for module sources and
+	// the backend; other engines read and ignore them.
+	code, err := j.terraform(ctx, nil, append([]string{"init", "-input=false", "-no-color"}, j.varFiles...)...)
 	if err != nil {
 		return err
 	}
@@ -497,6 +464,9 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.InvokeActionAddrs {
 		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
 	}
+	// Every plan (destroy, refresh-only, an assessment's) evaluates the
+	// variables; apply of the saved plan takes them from the plan.
+	args = append(args, j.varFiles...)
 	summary := &planSummary{}
 	code, err := j.terraform(ctx, io.MultiWriter(j.out, summary), args...)
 	switch {
@@ -538,12 +508,18 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 
 // apply applies the saved plan in the working directory; planned carries
 // the plan's counts.
-func (j *jobExec) apply(ctx context.Context, planned run.PlanResult) run.ApplyResult {
+func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult) run.ApplyResult {
+	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
+	varFiles, err := j.applyVarFiles(ctx, in)
+	if err != nil {
+		res.Error = fmt.Sprintf("writing the variables: %v", err)
+		return res
+	}
 	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
 	stopSnapshots := j.snapshots(ctx, before)
-	code, err := j.terraform(ctx, nil, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve", "tfplan")
+	args := append([]string{"apply", "-input=false", "-no-color", "-lock=false", "-auto-approve"}, varFiles...)
+	code, err := j.terraform(ctx, nil, append(args, "tfplan")...)
 	stopSnapshots()
-	res := run.ApplyResult{Additions: planned.Additions, Changes: planned.Changes, Destructions: planned.Destructions, Imports: planned.Imports}
 	// The state terraform left counts even when the apply failed.
 	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
 		res.State = after

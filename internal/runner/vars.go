@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-version"
+
+	"github.com/terracehq/terrace/internal/run"
+)
+
+// writeVarFiles writes the run's terraform variables into dir, a folder of
+// the job's outside its configuration, and returns the -var-file flags
+// that hand them to terraform: the workspace's plain values as JSON (taken
+// literally, no template interpretation), its HCL values as HCL, then the
+// run's own variables.
+//
+// Flags, not auto-loaded files in the configuration, because terraform
+// reads terraform.tfvars and the *.auto.tfvars files in lexical order and
+// -var-file flags after all of them, in their order: workspace variables
+// then win over every file of the configuration, whatever its name (a
+// zzz.auto.tfvars sorts after any name Terrace could pick), and run
+// variables over workspace variables, as HCP Terraform documents. The
+// files hold sensitive values: dir is the job's and goes with it.
+//
+// With only, just the variables it names are written (see applyVarFiles).
+func writeVarFiles(dir string, vars []Variable, runVars []run.RunVar, only map[string]bool) ([]string, error) {
+	plain := map[string]string{}
+	var hcl strings.Builder
+	for _, v := range vars {
+		if v.Category != "terraform" || only != nil && !only[v.Key] {
+			continue
+		}
+		if v.HCL {
+			fmt.Fprintf(&hcl, "%s = %s\n", v.Key, v.Value)
+		} else {
+			plain[v.Key] = v.Value
+		}
+	}
+	var runHCL strings.Builder
+	for _, v := range runVars {
+		if only == nil || only[v.Key] {
+			fmt.Fprintf(&runHCL, "%s = %s\n", v.Key, v.Value)
+		}
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"workspace.tfvars.json", nil},
+		{"workspace.tfvars", []byte(hcl.String())},
+		{"run.tfvars", []byte(runHCL.String())},
+	}
+	if len(plain) > 0 {
+		files[0].data, _ = json.Marshal(plain)
+	}
+	var flags []string
+	for _, f := range files {
+		if len(f.data) == 0 {
+			continue
+		}
+		if flags == nil {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+		}
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, f.data, 0o600); err != nil {
+			return nil, err
+		}
+		flags = append(flags, "-var-file="+path)
+	}
+	return flags, nil
+}
+
+// opentofu says whether the job's engine is OpenTofu.
+func (j *jobExec) opentofu() bool {
+	return strings.HasPrefix(filepath.Base(j.bin), "tofu")
+}
+
+// engineAtLeast says whether the job's engine is OpenTofu at least tofu
+// or terraform at least terraform ("" for none of that engine): false when
+// its version is unknown.
+func (j *jobExec) engineAtLeast(ctx context.Context, tofu, terraform string) bool {
+	want := terraform
+	if j.opentofu() {
+		want = tofu
+	}
+	if want == "" {
+		return false
+	}
+	v, err := j.r.cfg.Engines.Version(ctx, j.bin)
+	if err != nil {
+		return false
+	}
+	have, err := version.NewVersion(v)
+	return err == nil && have.GreaterThanOrEqual(version.Must(version.NewVersion(want)))
+}
+
+// schemaVarFiles returns the -var-file flags for `providers schema`:
+// OpenTofu 1.8 and later evaluate variables while they load the
+// configuration (a module source or a backend setting may name one), so
+// a command that takes no plan needs them as plan does, and takes the
+// flags; terraform refuses them there.
+func (j *jobExec) schemaVarFiles(ctx context.Context) []string {
+	if len(j.varFiles) == 0 || !j.engineAtLeast(ctx, "1.8.0", "") {
+		return nil
+	}
+	return j.varFiles
+}
+
+// applyVarFiles returns the -var-file flags for applying the saved plan
+// in the working directory. The plan holds the values of the variables
+// it was made with; what an engine wants besides differs:
+//   - OpenTofu 1.8 and later read every variable again (the
+//     configuration's own files too) and refuse a value that differs from
+//     the plan's: they get all the files, which give the plan's values
+//     back (and the ephemeral ones);
+//   - terraform 1.10 and later want the ephemeral variables set while
+//     planning (the plan's apply-time variables) again, and refuse a
+//     -var-file value that differs from the plan's: they get those
+//     variables only, so that a workspace variable changed since the plan
+//     was made does not fail the apply (the plan's value is applied, as
+//     with older versions);
+//   - older engines take no variables with a saved plan.
+func (j *jobExec) applyVarFiles(ctx context.Context, in *Inputs) ([]string, error) {
+	switch {
+	case len(j.varFiles) == 0:
+		return nil, nil
+	case j.engineAtLeast(ctx, "1.8.0", ""):
+		return j.varFiles, nil
+	case !j.engineAtLeast(ctx, "", "1.10.0"):
+		return nil, nil
+	}
+	p, err := readSavedPlan(filepath.Join(j.wd, "tfplan"))
+	if err != nil || len(p.applyTimeVars) == 0 {
+		// Unreadable: terraform says what it misses, if anything.
+		return nil, nil
+	}
+	only := map[string]bool{}
+	for _, name := range p.applyTimeVars {
+		only[name] = true
+	}
+	return writeVarFiles(filepath.Join(j.dir, "apply-vars"), in.Variables, j.job.Run.Variables, only)
+}
