@@ -35,7 +35,10 @@ type jobExec struct {
 	// varFiles are the -var-file flags of the run's variables (see
 	// writeVarFiles), for every command that evaluates them.
 	varFiles []string
-	out      *logWriter
+	// statePath is the state file of the terraform workspace the run
+	// selects (see workspace.go).
+	statePath string
+	out       *logWriter
 	// secrets are the values masked in the logs and the redacted plan
 	// JSON (maskList): held in memory only.
 	secrets []string
@@ -113,9 +116,6 @@ func (j *jobExec) run(ctx context.Context) error {
 		// ends with the plan's JSON (or the reason it could not be made).
 		j.uploadDescription(ctx, j.describe(ctx, in))
 		return nil
-	}
-	if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
-		return j.finish(ctx, err, nil)
 	}
 	if err := j.init(ctx); err != nil {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
@@ -248,10 +248,31 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 			return err
 		}
 	}
-	if in.State != nil {
-		if err := os.WriteFile(filepath.Join(j.wd, "terraform.tfstate"), in.State, 0o600); err != nil {
+	// The run's terraform workspace is the Terrace workspace's name; an
+	// apply job's is the one its saved plan was made in (made before the
+	// runner named workspaces, or before the workspace was renamed).
+	ws := terraformWorkspace(in.Workspace.Name)
+	if in.PlanFile != nil {
+		plan := filepath.Join(j.wd, "tfplan")
+		if err := os.WriteFile(plan, in.PlanFile, 0o600); err != nil {
 			return err
 		}
+		if p, err := readSavedPlan(plan); err == nil && p.workspace != "" {
+			ws = terraformWorkspace(p.workspace)
+		}
+	}
+	if err := selectWorkspace(j.wd, dataDir(j.wd, in.Variables), ws); err != nil {
+		return err
+	}
+	j.statePath = stateFile(j.wd, ws)
+	if in.State != nil {
+		if err := os.WriteFile(j.statePath, in.State, 0o600); err != nil {
+			return err
+		}
+	} else if err := os.Remove(j.statePath); err != nil && !os.IsNotExist(err) {
+		// A state file uploaded with the configuration is not the
+		// workspace's: a workspace without state plans from none.
+		return err
 	}
 	if in.LockFile != nil {
 		if err := os.WriteFile(filepath.Join(j.wd, ".terraform.lock.hcl"), in.LockFile, 0o600); err != nil {
@@ -298,7 +319,9 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 		j.env = append(j.env, "TF_PLUGIN_CACHE_DIR="+j.r.cfg.PluginCacheDir)
 	}
 	for _, v := range in.Variables {
-		if v.Category == "env" {
+		// TF_WORKSPACE would select another workspace than the run's,
+		// whose state the runner neither fills nor collects.
+		if v.Category == "env" && v.Key != "TF_WORKSPACE" {
 			j.env = append(j.env, v.Key+"="+v.Value)
 		}
 	}
@@ -422,10 +445,18 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 }
 
 func (j *jobExec) init(ctx context.Context) error {
+	// -force-copy: with the backend override, init moves the states of
+	// the implicit local backend to the configured one, which keeps them
+	// in the same files; for a named workspace with state it asks first
+	// (terraform 1.11: "Do you want to migrate all workspaces to local?"),
+	// and without input fails. The only other source it could copy from,
+	// a backend recorded in an uploaded data folder, is forgotten by
+	// selectWorkspace.
+	//
 	// init takes the variables too: OpenTofu 1.8 and later (and
 	// terraform's const variables) evaluate them for module sources and
 	// the backend; other engines read and ignore them.
-	code, err := j.terraform(ctx, nil, append([]string{"init", "-input=false", "-no-color"}, j.varFiles...)...)
+	code, err := j.terraform(ctx, nil, append([]string{"init", "-input=false", "-no-color", "-force-copy"}, j.varFiles...)...)
 	if err != nil {
 		return err
 	}
@@ -515,13 +546,13 @@ func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult)
 		res.Error = fmt.Sprintf("writing the variables: %v", err)
 		return res
 	}
-	before, _ := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
+	before, _ := os.ReadFile(j.statePath)
 	stopSnapshots := j.snapshots(ctx, before)
 	args := append([]string{"apply", "-input=false", "-no-color", "-lock=false", "-auto-approve"}, varFiles...)
 	code, err := j.terraform(ctx, nil, append(args, "tfplan")...)
 	stopSnapshots()
 	// The state terraform left counts even when the apply failed.
-	if after, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate")); err == nil && !bytes.Equal(before, after) {
+	if after, err := os.ReadFile(j.statePath); err == nil && !bytes.Equal(before, after) {
 		res.State = after
 	}
 	switch {
@@ -536,7 +567,7 @@ func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult)
 }
 
 // snapshots uploads the state terraform saves while it applies: its local
-// state manager rewrites terraform.tfstate after every resource it
+// state manager rewrites the workspace's state file after every resource it
 // changes, and each new complete version goes to the server as a state
 // version of the run, so that an apply killed halfway (the runner's
 // machine dies) leaves what it had made in the workspace's current state.
@@ -556,7 +587,7 @@ func (j *jobExec) snapshots(ctx context.Context, before []byte) func() {
 				return
 			case <-t.C:
 			}
-			cur, err := os.ReadFile(filepath.Join(j.wd, "terraform.tfstate"))
+			cur, err := os.ReadFile(j.statePath)
 			// terraform rewrites the file in place: a half-written file is
 			// not valid JSON and waits for the next tick.
 			if err != nil || bytes.Equal(cur, last) || !json.Valid(cur) {

@@ -10,3 +10,10 @@ func SummaryCounts(out []byte) (add, change, destroy, imports int) {
 
 // CountChanges counts a plan JSON's changes as the runner does.
 var CountChanges = countChanges
+
+// SavedPlan reads a saved plan file as an apply job does: the workspace
+// it was made in and its apply-time variables.
+func SavedPlan(path string) (workspace string, applyTimeVars []string, err error) {
+	p, err := readSavedPlan(path)
+	return p.workspace, p.applyTimeVars, err
+}

@@ -11,9 +11,13 @@ import (
 
 // savedPlan is what the runner reads of a saved plan file (a zip whose
 // "tfplan" entry is the plan as protocol buffers, planfile.proto of
-// terraform and of OpenTofu): the variables terraform asks for again when
-// it applies the plan.
+// terraform and of OpenTofu): the workspace it was made in and the
+// variables terraform asks for again when it applies the plan.
 type savedPlan struct {
+	// workspace is the workspace the plan was made in ("" when the plan
+	// does not say); terraform 1.15 and later refuse to apply a plan in
+	// another, and others would apply it to that other's state.
+	workspace string
 	// applyTimeVars are terraform's apply_time_variables: the ephemeral
 	// variables set while planning, which the apply must be given again
 	// (terraform 1.10 and later; OpenTofu records its own elsewhere).
@@ -22,6 +26,8 @@ type savedPlan struct {
 
 // The field numbers of planfile.proto the runner reads.
 const (
+	planBackend            protowire.Number = 13 // Backend backend
+	backendWorkspace       protowire.Number = 3  // Backend: string workspace
 	planApplyTimeVariables protowire.Number = 28 // terraform: repeated string apply_time_variables
 )
 
@@ -55,13 +61,21 @@ func readSavedPlan(path string) (savedPlan, error) {
 			return p, fmt.Errorf("reading the plan: %w", protowire.ParseError(n))
 		}
 		b = b[n:]
-		if num == planApplyTimeVariables && typ == protowire.BytesType {
+		if (num == planApplyTimeVariables || num == planBackend) && typ == protowire.BytesType {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return p, fmt.Errorf("reading the plan: %w", protowire.ParseError(n))
 			}
-			p.applyTimeVars = append(p.applyTimeVars, string(v))
 			b = b[n:]
+			if num == planApplyTimeVariables {
+				p.applyTimeVars = append(p.applyTimeVars, string(v))
+				continue
+			}
+			ws, err := stringField(v, backendWorkspace)
+			if err != nil {
+				return p, fmt.Errorf("reading the plan's backend: %w", err)
+			}
+			p.workspace = ws
 			continue
 		}
 		n = protowire.ConsumeFieldValue(num, typ, b)
@@ -71,4 +85,30 @@ func readSavedPlan(path string) (savedPlan, error) {
 		b = b[n:]
 	}
 	return p, nil
+}
+
+// stringField returns the last value of string field num of message b
+// ("" when it has none).
+func stringField(b []byte, num protowire.Number) (string, error) {
+	var out string
+	for len(b) > 0 {
+		n2, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return "", protowire.ParseError(n)
+		}
+		b = b[n:]
+		if n2 == num && typ == protowire.BytesType {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return "", protowire.ParseError(n)
+			}
+			out, b = string(v), b[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(n2, typ, b); n < 0 {
+			return "", protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return out, nil
 }
