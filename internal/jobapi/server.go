@@ -58,6 +58,8 @@ type Sources struct {
 	RunToken func(ctx context.Context, runID string) (string, error)
 	// SaveState stores a state terraform wrote during the run's apply.
 	SaveState func(ctx context.Context, workspaceID, runID string, state []byte) error
+	// ProjectName returns a project's name ("" when it is gone).
+	ProjectName func(ctx context.Context, projectID string) (string, error)
 }
 
 // Options configure the protocol's server side.
@@ -80,7 +82,7 @@ type Server struct {
 // NewServer returns the protocol's server side.
 func NewServer(o Options) (*Server, error) {
 	if o.Runs == nil || o.Agents == nil || o.Sources.Archive == nil || o.Sources.State == nil || o.Sources.Variables == nil ||
-		o.Sources.RunToken == nil || o.Sources.SaveState == nil {
+		o.Sources.RunToken == nil || o.Sources.SaveState == nil || o.Sources.ProjectName == nil {
 		return nil, errors.New("jobapi: runs, agents and every source are required")
 	}
 	if o.MaxWait <= 0 {
@@ -452,14 +454,14 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 
 // gather collects what a job needs. The run token it mints lives as long
 // as the run: auth refuses run tokens of finished runs. The reads are
-// independent of each other (but for the variables, which need the
-// workspace's project, and so follow the workspace's read), so they are
-// made side by side: on PostgreSQL each is a round trip on the run's
-// critical path.
+// independent of each other (but for the variables and the project's
+// name, which need the workspace's project, and so follow the workspace's
+// read, side by side), so they are made side by side: on PostgreSQL each
+// is a round trip on the run's critical path.
 func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
 	in := &runner.Inputs{Hostname: s.o.Hostname}
 	var wg sync.WaitGroup
-	errs := make([]error, 6)
+	errs := make([]error, 7)
 	side := func(i int, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -499,6 +501,11 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		if in.Workspace, err = s.o.Runs.Workspaces.Identity(ctx, r.WorkspaceID); err != nil {
 			return err
 		}
+		projectID := in.Workspace.ProjectID
+		side(6, func() (err error) {
+			in.ProjectName, err = s.o.Sources.ProjectName(ctx, projectID)
+			return err
+		})
 		if in.Variables, err = s.o.Sources.Variables(ctx, in.Workspace.Organization, r.WorkspaceID, in.Workspace.ProjectID); err != nil {
 			return fmt.Errorf("reading variables: %w", err)
 		}

@@ -73,6 +73,18 @@ func (s *Service) CreateDefault(ctx context.Context, q store.Q, org string) erro
 	return err
 }
 
+// SystemName returns a project's name without checking the caller (for
+// the server itself: a run's TFC_PROJECT_NAME): one column of one row,
+// where SystemIn reads the whole project and its tag bindings.
+func (s *Service) SystemName(ctx context.Context, id string) (string, error) {
+	var name string
+	err := s.db.QueryRow(ctx, `SELECT name FROM projects WHERE id = ?`, id).Scan(&name)
+	if store.IsNoRows(err) {
+		return "", core.NotFound("project %q not found", id)
+	}
+	return name, err
+}
+
 // DefaultID returns the ID of an organization's default project.
 func (s *Service) DefaultID(ctx context.Context, org string) (string, error) {
 	var id string

@@ -303,8 +303,20 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 		"TF_IN_AUTOMATION=1",
 		"TF_INPUT=0",
 		"CHECKPOINT_DISABLE=1",
+	}
+	// What HCP Terraform tells a run about itself, also as the input
+	// variables of those names (which a configuration may declare); no
+	// TFC_CONFIGURATION_VERSION_GIT_*, as Terrace ingresses no VCS.
+	about := []string{
 		"TFC_RUN_ID=" + j.job.RunID,
 		"TFC_WORKSPACE_NAME=" + in.Workspace.Name,
+		"TFC_WORKSPACE_SLUG=" + in.Workspace.Organization + "/" + in.Workspace.Name,
+	}
+	if in.ProjectName != "" {
+		about = append(about, "TFC_PROJECT_NAME="+in.ProjectName)
+	}
+	for _, kv := range about {
+		j.env = append(j.env, kv, "TF_VAR_"+kv)
 	}
 	if in.CAFile != "" {
 		// Relative to where the server or agent started, not to the job's

@@ -49,6 +49,10 @@ type Inputs struct {
 	// terraform may print as previous values even where the state does
 	// not mark them sensitive.
 	Masks []string `json:",omitempty"`
+	// ProjectName names the workspace's project (TFC_PROJECT_NAME): a
+	// server that predates it sends none, and an agent that predates it
+	// ignores it.
+	ProjectName string `json:",omitempty"`
 }
 
 // API is the server as a runner sees it (internal/jobapi.Client).

@@ -62,6 +62,13 @@ func (s *Server) wireJobs() error {
 				_, err := s.States.CreateFromRun(ctx, workspaceID, runID, raw)
 				return err
 			},
+			ProjectName: func(ctx context.Context, projectID string) (string, error) {
+				name, err := s.Projects.SystemName(ctx, projectID)
+				if core.KindOf(err) == core.KindNotFound {
+					return "", nil
+				}
+				return name, err
+			},
 		},
 	})
 	if err != nil {
