@@ -20,15 +20,18 @@ const (
 	// Site administration.
 	SiteAdmin Action = "site-admin"
 
-	OrgRead            Action = "organization:read"
-	OrgEntitlements    Action = "organization:read-entitlements"
-	OrgManage          Action = "organization:manage"
-	OrgManageMembers   Action = "organization:manage-membership"
-	OrgManageTeams     Action = "organization:manage-teams"
-	OrgManageModules   Action = "organization:manage-modules"
-	OrgManageAgents    Action = "organization:manage-agent-pools"
-	OrgManageVCS       Action = "organization:manage-vcs-settings"
-	OrgManageVarsets   Action = "organization:manage-variable-sets"
+	OrgRead          Action = "organization:read"
+	OrgEntitlements  Action = "organization:read-entitlements"
+	OrgManage        Action = "organization:manage"
+	OrgManageMembers Action = "organization:manage-membership"
+	OrgManageTeams   Action = "organization:manage-teams"
+	OrgManageModules Action = "organization:manage-modules"
+	OrgManageAgents  Action = "organization:manage-agent-pools"
+	OrgManageVCS     Action = "organization:manage-vcs-settings"
+	OrgManageVarsets Action = "organization:manage-variable-sets"
+	// OrgCreateWorkspace: creating workspaces somewhere in the
+	// organization, through manage-workspaces or a project grant that
+	// creates them (ProjectCreateWorkspace decides the project itself).
 	OrgCreateWorkspace Action = "organization:create-workspace"
 	OrgCreateProject   Action = "organization:create-project"
 	// OrgManageRunTasks creates, changes and deletes the organization's
@@ -170,6 +173,12 @@ func createsWorkspaces(st standing, p ProjectPerms) bool {
 	return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
 }
 
+// createsSomewhere: the caller may create workspaces in at least one of the
+// organization's projects (ProjectCreateWorkspace there).
+func (s *Service) createsSomewhere(ctx context.Context, st standing) (bool, error) {
+	return s.someProject(ctx, st, createsWorkspaces)
+}
+
 var rules = map[Action]rule{
 	Authenticated: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if p.Kind == auth.KindRun {
@@ -211,7 +220,7 @@ var rules = map[Action]rule{
 	OrgManageVarsets: {scope: scopeOrg, noun: "organization", verb: "manage variable sets",
 		org: func(st standing) bool { return st.access.ManageWorkspaces }},
 	OrgCreateWorkspace: {scope: scopeOrg, noun: "organization", verb: "create workspaces",
-		org: func(st standing) bool { return st.access.ManageWorkspaces }},
+		org: func(st standing) bool { return st.access.ManageWorkspaces }, orgAsk: (*Service).createsSomewhere},
 	OrgCreateProject: {scope: scopeOrg, noun: "organization", verb: "create projects",
 		org: func(st standing) bool { return st.access.ManageProjects }},
 	OrgManageRunTasks: {scope: scopeOrg, noun: "organization", verb: "manage run tasks",
@@ -223,9 +232,7 @@ var rules = map[Action]rule{
 	OrgManageNoCode: {scope: scopeOrg, noun: "organization", verb: "manage no-code modules", noOrgToken: true,
 		org: func(st standing) bool { return st.access.ManageModules }},
 	OrgDeployNoCode: {scope: scopeOrg, noun: "organization", verb: "provision no-code workspaces", noOrgToken: true,
-		org: func(standing) bool { return false }, orgAsk: func(s *Service, ctx context.Context, st standing) (bool, error) {
-			return s.someProject(ctx, st, createsWorkspaces)
-		}},
+		org: func(standing) bool { return false }, orgAsk: (*Service).createsSomewhere},
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",

@@ -19,7 +19,8 @@ import (
 // (the guard's decision, asked in-process as the route matrix does, so
 // that nothing is created): a member who only reads provisions no no-code
 // workspace and manages no run task, a team with manage-run-tasks does,
-// a team with write on a project provisions no-code workspaces, and the
+// a team with write on a project provisions no-code workspaces (and
+// creates workspaces there, ProjectCreateWorkspace), and the
 // organization's token neither manages no-code modules, provisions, nor
 // changes the organization's settings (stacks among them).
 func TestPermissionsAreWhatIsEnforced(t *testing.T) {
@@ -90,7 +91,7 @@ func TestPermissionsAreWhatIsEnforced(t *testing.T) {
 			"reader":             {"can-traverse"},
 			"tasks":              {"can-traverse", "can-manage-run-tasks"},
 			"modules":            {"can-traverse", "can-manage-no-code-modules"},
-			"writer":             {"can-traverse", "can-deploy-no-code-modules"},
+			"writer":             {"can-traverse", "can-deploy-no-code-modules", "can-create-workspace"},
 			"organization-token": {"can-traverse", "can-create-team", "can-create-workspace", "can-create-project", "can-manage-run-tasks"},
 		}
 		guard := &authz.Guard{Service: e.Server.Authz, Routes: authz.Routes}

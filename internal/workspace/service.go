@@ -558,19 +558,10 @@ func canManage(ctx context.Context, org string) bool {
 	return auth.FromContext(ctx).IsOwner(org)
 }
 
-func requireManage(ctx context.Context, org string) error {
-	if err := authz.Allows(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org}); err != nil {
-		return core.Forbidden("you may not create workspaces in organization %q", org)
-	}
-	return nil
-}
-
 // requireCreate asks the authorization model whether the caller may create
-// a workspace in the project (the organization's default when none).
+// a workspace in the project (the organization's default when none):
+// manage-workspaces, or a grant on that project that creates workspaces.
 func (s *Service) requireCreate(ctx context.Context, org string, projectID *string) error {
-	if requireManage(ctx, org) == nil {
-		return nil
-	}
 	prj := ""
 	if projectID != nil {
 		prj = *projectID
@@ -582,10 +573,16 @@ func (s *Service) requireCreate(ctx context.Context, org string, projectID *stri
 		}
 		prj = id
 	}
-	if authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: prj}) != nil {
-		return core.Forbidden("you may not create workspaces in organization %q", org)
+	err := authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: prj})
+	if err == nil {
+		return nil
 	}
-	return nil
+	// A project named and hidden from the caller stays not found; the
+	// default one, which the caller did not name, is a refusal.
+	if projectID != nil && *projectID != "" && core.KindOf(err) == core.KindNotFound {
+		return err
+	}
+	return core.Forbidden("you may not create workspaces in this project of organization %q", org)
 }
 
 // CheckCreate asks the authorization model whether the caller may create
