@@ -438,27 +438,30 @@ func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, 
 // change its organization access. The owners team keeps its name and its
 // organization access.
 func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, error) {
-	if _, err := s.Get(ctx, id); err != nil {
+	before, err := s.Get(ctx, id)
+	if err != nil {
 		return nil, err
 	}
+	// Decided before the transaction: the model reads the caller's teams
+	// from the store, which it must not do inside one. What they decide on
+	// (the team's identity: owners or not, its visibility's team) is the
+	// same in the row the transaction reads.
+	if err := authz.AllowsTeam(ctx, authz.TeamManage, before.Authz()); err != nil {
+		return nil, err
+	}
+	changeAccess := authz.AllowsTeam(ctx, authz.TeamManageAccess, before.Authz())
 	var t *Team
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		if t, err = s.load(ctx, tx, id); err != nil {
-			return err
-		}
-		was := t.Authz()
-		if err := authz.AllowsTeam(ctx, authz.TeamManage, was); err != nil {
 			return err
 		}
 		access := t.Settings.Access
 		if err := opts.apply(t); err != nil {
 			return err
 		}
-		if t.Settings.Access != access {
-			if err := authz.AllowsTeam(ctx, authz.TeamManageAccess, was); err != nil {
-				return err
-			}
+		if t.Settings.Access != access && changeAccess != nil {
+			return changeAccess
 		}
 		attrs, _ := json.Marshal(t.Settings)
 		_, err = tx.Exec(ctx, `UPDATE teams SET name = ?, attrs = ? WHERE id = ?`, t.Name, string(attrs), t.ID)
