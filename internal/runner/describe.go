@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -147,12 +149,21 @@ func (j *jobExec) capture(ctx context.Context, args ...string) ([]byte, error) {
 // newer terraform may add "1 to forget"), so that a plan can be reported
 // with its counts before show -json has run. It keeps only the start of
 // each line.
+//
+// With structured run output the summary is a JSON log line of type
+// change_summary whose @message is that line.
 type planSummary struct {
-	cur  []byte
-	line string
+	structured bool
+	cur        []byte
+	line       string
 }
 
+// summaryLineMax is how much of a line is kept: the summary line, or
+// (structured) the change_summary JSON line, whose fields come first
+// from terraform's logger but for its counts.
 const summaryLineMax = 256
+
+const structuredLineMax = 4096
 
 func (p *planSummary) Write(b []byte) (int, error) {
 	n := len(b)
@@ -162,7 +173,11 @@ func (p *planSummary) Write(b []byte) (int, error) {
 		if i >= 0 {
 			chunk = b[:i]
 		}
-		if room := summaryLineMax - len(p.cur); room > 0 {
+		limit := summaryLineMax
+		if p.structured {
+			limit = structuredLineMax
+		}
+		if room := limit - len(p.cur); room > 0 {
 			p.cur = append(p.cur, chunk[:min(room, len(chunk))]...)
 		}
 		if i < 0 {
@@ -170,6 +185,14 @@ func (p *planSummary) Write(b []byte) (int, error) {
 		}
 		if bytes.HasPrefix(p.cur, []byte("Plan: ")) {
 			p.line = string(bytes.TrimSpace(p.cur))
+		} else if p.structured && bytes.HasPrefix(p.cur, []byte("{")) && bytes.Contains(p.cur, []byte(`"change_summary"`)) {
+			var l struct {
+				Message string `json:"@message"`
+				Type    string `json:"type"`
+			}
+			if json.Unmarshal(p.cur, &l) == nil && l.Type == "change_summary" && strings.HasPrefix(l.Message, "Plan: ") {
+				p.line = l.Message
+			}
 		}
 		p.cur = p.cur[:0]
 		b = b[i+1:]

@@ -8,6 +8,19 @@ func SummaryCounts(out []byte) (add, change, destroy, imports int) {
 	return p.counts()
 }
 
+// StructuredSummaryCounts is SummaryCounts for terraform plan -json's
+// JSON log lines (structured run output).
+func StructuredSummaryCounts(out []byte) (add, change, destroy, imports int) {
+	p := planSummary{structured: true}
+	_, _ = p.Write(out)
+	return p.counts()
+}
+
+// MaskLog masks secrets in text as a job's log writer does.
+func MaskLog(secrets []string, text string) string {
+	return maskReplacer(secrets).Replace(text)
+}
+
 // CountChanges counts a plan JSON's changes as the runner does.
 var CountChanges = countChanges
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 	"sync"
@@ -68,9 +69,18 @@ func maskReplacer(secrets []string) *strings.Replacer {
 	var parts []string
 	for _, sec := range secrets {
 		for _, part := range strings.Split(sec, "\n") {
-			if len(part) >= 3 && !seen[part] {
-				seen[part] = true
-				parts = append(parts, part)
+			if len(part) < 3 {
+				continue
+			}
+			// As the line has it, and as a JSON string has it: a log of
+			// structured run output is terraform's JSON log lines, which
+			// escape quotes, backslashes, control characters and (as
+			// encoding/json does by default) <, > and &.
+			for _, form := range append([]string{part}, jsonForms(part)...) {
+				if !seen[form] {
+					seen[form] = true
+					parts = append(parts, form)
+				}
 			}
 		}
 	}
@@ -83,6 +93,26 @@ func maskReplacer(secrets []string) *strings.Replacer {
 		pairs = append(pairs, p, "***")
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// jsonForms returns how s is written inside a JSON string, with and
+// without HTML escaping, where that differs from s.
+func jsonForms(s string) []string {
+	var out []string
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(s) != nil {
+			continue
+		}
+		f := strings.TrimSuffix(b.String(), "\n")
+		f = f[1 : len(f)-1] // the quotes
+		if f != s {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Write implements io.Writer.

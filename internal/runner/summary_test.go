@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,19 +63,25 @@ resource "terraform_data" "new" {
 				t.Fatalf("setting up the state:\n%s", out.String())
 			}
 			write(v2)
-			out.Reset()
-			if code := tf(&out, "plan", "-input=false", "-no-color", "-detailed-exitcode", "-out=tfplan"); code != 2 {
-				t.Fatalf("plan exit code %d, want 2 (changes):\n%s", code, out.String())
-			}
-			add, change, destroy, imports := runner.SummaryCounts(out.Bytes())
-			var js bytes.Buffer
-			if tf(&js, "show", "-json", "-no-color", "tfplan") != 0 {
-				t.Fatal("show -json failed")
-			}
-			wa, wc, wd, wi := runner.CountChanges(js.Bytes())
-			if [4]int{add, change, destroy, imports} != [4]int{wa, wc, wd, wi} || [4]int{wa, wc, wd, wi} != [4]int{3, 1, 2, 0} {
-				t.Fatalf("summary line counts %d/%d/%d/%d (add/change/destroy/import), show -json %d/%d/%d/%d, want 3/1/2/0:\n%s",
-					add, change, destroy, imports, wa, wc, wd, wi, out.String())
+			// Text, and terraform's JSON log lines (structured run output).
+			for _, mode := range []struct {
+				flag   string
+				counts func([]byte) (int, int, int, int)
+			}{{"-no-color", runner.SummaryCounts}, {"-json", runner.StructuredSummaryCounts}} {
+				out.Reset()
+				if code := tf(&out, "plan", "-input=false", mode.flag, "-detailed-exitcode", "-out=tfplan"); code != 2 {
+					t.Fatalf("plan %s exit code %d, want 2 (changes):\n%s", mode.flag, code, out.String())
+				}
+				add, change, destroy, imports := mode.counts(out.Bytes())
+				var js bytes.Buffer
+				if tf(&js, "show", "-json", "-no-color", "tfplan") != 0 {
+					t.Fatal("show -json failed")
+				}
+				wa, wc, wd, wi := runner.CountChanges(js.Bytes())
+				if [4]int{add, change, destroy, imports} != [4]int{wa, wc, wd, wi} || [4]int{wa, wc, wd, wi} != [4]int{3, 1, 2, 0} {
+					t.Fatalf("plan %s: summary counts %d/%d/%d/%d (add/change/destroy/import), show -json %d/%d/%d/%d, want 3/1/2/0:\n%s",
+						mode.flag, add, change, destroy, imports, wa, wc, wd, wi, out.String())
+				}
 			}
 		})
 	}
@@ -94,6 +101,24 @@ func TestPlanSummaryLines(t *testing.T) {
 		a, c, d, i := runner.SummaryCounts([]byte(out))
 		if got := [4]int{a, c, d, i}; got != want {
 			t.Errorf("%q: %v, want %v", out, got, want)
+		}
+	}
+}
+
+// TestMaskJSONLogLines: a secret is masked in terraform's JSON log lines
+// (structured run output), where quotes, backslashes, control characters
+// and <, > and & are escaped.
+func TestMaskJSONLogLines(t *testing.T) {
+	t.Parallel()
+	for _, secret := range []string{`pa"ss\word-1`, "a<b>&c-secret", "tab\there-secret"} {
+		line, err := json.Marshal(map[string]string{"@message": "value is " + secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := runner.MaskLog([]string{secret}, string(line)+"\n")
+		var back map[string]string
+		if err := json.Unmarshal([]byte(got), &back); err != nil || back["@message"] != "value is ***" {
+			t.Errorf("secret %q: masked line %s (%v), want @message %q", secret, got, err, "value is ***")
 		}
 	}
 }
