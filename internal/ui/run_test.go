@@ -76,7 +76,7 @@ func TestRunFromTheBrowser(t *testing.T) {
 	if log := tb.text("#plan-log"); !strings.Contains(log, "Plan: 1 to add") {
 		t.Fatalf("plan log: %q", log)
 	}
-	if ch := tb.text("#changes"); !strings.Contains(ch, "terraform_data.app") || !strings.Contains(ch, "create") {
+	if ch := tb.text("#changes"); !strings.Contains(ch, "terraform_data.app") || !strings.Contains(ch, "create") || !strings.Contains(ch, `input = "hello"`) {
 		t.Fatalf("resource changes: %q", ch)
 	}
 	tb.screenshot("planned")

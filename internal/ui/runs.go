@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,10 @@ import (
 type change struct {
 	Address string
 	Actions string
+	// Values are the planned attributes known before apply, as
+	// name = value (a sensitive one as (sensitive value)): what a text
+	// log's diff shows and terraform's JSON log lines do not.
+	Values []string
 }
 
 type stageView struct {
@@ -127,7 +132,10 @@ func planChanges(raw []byte) []change {
 		ResourceChanges []struct {
 			Address string `json:"address"`
 			Change  struct {
-				Actions []string `json:"actions"`
+				Actions        []string                   `json:"actions"`
+				After          map[string]json.RawMessage `json:"after"`
+				AfterUnknown   map[string]json.RawMessage `json:"after_unknown"`
+				AfterSensitive map[string]json.RawMessage `json:"after_sensitive"`
 			} `json:"change"`
 		} `json:"resource_changes"`
 	}
@@ -140,7 +148,26 @@ func planChanges(raw []byte) []change {
 		if a == "no-op" || a == "read" {
 			continue
 		}
-		out = append(out, change{Address: c.Address, Actions: a})
+		ch := change{Address: c.Address, Actions: a}
+		names := make([]string, 0, len(c.Change.After))
+		for n := range c.Change.After {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			v := c.Change.After[n]
+			if string(c.Change.AfterUnknown[n]) == "true" || string(v) == "null" {
+				continue
+			}
+			text := string(v)
+			if s := string(c.Change.AfterSensitive[n]); s != "" && s != "false" {
+				text = "(sensitive value)" // the redacted plan holds a stand-in
+			} else if len(text) > 120 {
+				text = text[:117] + "..."
+			}
+			ch.Values = append(ch.Values, n+" = "+text)
+		}
+		out = append(out, ch)
 	}
 	return out
 }
