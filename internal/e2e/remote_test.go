@@ -33,7 +33,7 @@ func (c *cli) tryInput(dir, stdin string, args ...string) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	return out.String(), err
+	return plain(out.String()), err
 }
 
 const remoteConfig = `

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -78,8 +79,15 @@ func (c *cli) try(dir string, args ...string) (string, string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	return stdout.String(), stderr.String(), err
+	return plain(stdout.String()), plain(stderr.String()), err
 }
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// plain drops the colours of the CLI's output: the cloud backend colours
+// what it renders of a run with structured run output (the plan, JSON
+// log lines) whatever TF_IN_AUTOMATION says.
+func plain(s string) string { return ansi.ReplaceAllString(s, "") }
 
 func writeConfig(t *testing.T, files map[string]string) string {
 	dir := t.TempDir()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -395,7 +396,7 @@ func (a *API) create(w http.ResponseWriter, req *http.Request) {
 		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, DebuggingMode: at.DebuggingMode, TerraformVersion: at.TerraformVersion,
 		TargetAddrs: at.TargetAddrs, ReplaceAddrs: at.ReplaceAddrs, Variables: at.Variables,
 		InvokeActionAddrs: at.InvokeActions, PolicyPaths: at.PolicyPaths,
-		FromCLI: fromCLI(req),
+		FromCLI: fromCLI(req), TextLog: TextLogFor(req.Header),
 	})
 	if err != nil {
 		tfeapi.Error(w, req, err)
@@ -867,6 +868,28 @@ func (a *API) Render(req *http.Request, id string) (any, error) {
 		return nil, err
 	}
 	return a.toJSON(req, r)
+}
+
+// TextLogFor reports whether the client that creates a run prints its
+// logs as they are, unable to render terraform's JSON log lines: the
+// remote backend (it sends Terraform-Version but not
+// X-Terraform-Integration: cloud), and the cloud backend before
+// terraform 1.4, which first rendered structured run output. Its run
+// logs text whatever the workspace's structured run output, as HCP
+// Terraform's do for those clients.
+func TextLogFor(h http.Header) bool {
+	v := h.Get("Terraform-Version")
+	if v == "" {
+		return false // not terraform: the API, the UI, a VCS or trigger
+	}
+	if h.Get("X-Terraform-Integration") != "cloud" {
+		return true
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(v, "v"), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major < 1 || major == 1 && minor < 4
 }
 
 // fromCLI reports whether a request came from terraform's or OpenTofu's

@@ -57,6 +57,11 @@ type Run struct {
 	// the plan before it streams the apply, so its JSON is made beside
 	// the apply, not after it.
 	FromCLI bool `json:"from_cli,omitempty"`
+	// TextLog: the run's client prints its logs as they are and cannot
+	// render terraform's JSON log lines (the older remote backend, or the
+	// cloud backend of terraform before 1.4): its logs are text whatever
+	// the workspace's structured run output (see TextLogFor).
+	TextLog bool `json:"text_log,omitempty"`
 
 	// Assessment marks a health assessment (a refresh-only plan started by
 	// internal/assessment): left out of run lists and queue counts, its

@@ -297,6 +297,8 @@ type CreateOptions struct {
 	TriggerReason          string
 	// FromCLI: the request came from terraform's cloud backend (Run.FromCLI).
 	FromCLI bool
+	// TextLog: the client cannot render JSON log lines (Run.TextLog).
+	TextLog bool
 }
 
 func val[T any](p *T, def T) T {
@@ -370,6 +372,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		Source:                 o.Source,
 		TriggerReason:          o.TriggerReason,
 		FromCLI:                o.FromCLI,
+		TextLog:                o.TextLog,
 		CreatedBy:              actorOf(ctx),
 		ws:                     ws,
 		// Its workspace's project is known: neither its task stages nor

@@ -42,8 +42,15 @@ type jobExec struct {
 	// secrets are the values masked in the logs and the redacted plan
 	// JSON (maskList): held in memory only.
 	secrets []string
-	cancel  run.Signal // the strongest signal seen
-	sig     chan run.Signal
+	// structured: the workspace has structured run output on, so plan
+	// and apply write terraform's JSON log lines (-json), as HCP
+	// Terraform's runs do: terraform's cloud backend then renders the
+	// plan once, from its redacted JSON, and skips the plan's own
+	// change lines; with text logs it prints both. Not for a client that
+	// cannot render them (run.Run.TextLog).
+	structured bool
+	cancel     run.Signal // the strongest signal seen
+	sig        chan run.Signal
 }
 
 func (j *jobExec) run(ctx context.Context) error {
@@ -65,6 +72,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		return j.finish(ctx, j.r.fault(j.job, Fault{Err: fmt.Errorf("preparing the run: %w", err)}), nil)
 	}
 	j.secrets = maskList(in, withRunSecrets(in.Variables, r.Variables))
+	j.structured = in.Workspace != nil && in.Workspace.StructuredRunOutput && !r.TextLog
 	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, j.secrets)
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 	defer j.out.Close()
@@ -483,12 +491,24 @@ func (j *jobExec) init(ctx context.Context) error {
 
 var errCanceled = errors.New("canceled")
 
+// outputFlag is how plan and apply write their log: terraform's JSON log
+// lines with structured run output, plain text without. init writes text
+// either way (terraform before 1.9 has no init -json): the cloud backend
+// prints a line that is not JSON as it is, so init's output and the
+// runner's own lines (header, errors) show as they do without it.
+func (j *jobExec) outputFlag() string {
+	if j.structured {
+		return "-json"
+	}
+	return "-no-color"
+}
+
 func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	if err := j.init(ctx); err != nil {
 		return run.PlanResult{Error: err.Error(), Canceled: j.cancel != run.NoSignal}
 	}
 	r := j.job.Run
-	args := []string{"plan", "-input=false", "-no-color", "-lock=false", "-detailed-exitcode", "-out=tfplan"}
+	args := []string{"plan", "-input=false", j.outputFlag(), "-lock=false", "-detailed-exitcode", "-out=tfplan"}
 	if r.IsDestroy {
 		args = append(args, "-destroy")
 	}
@@ -510,7 +530,7 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	// Every plan (destroy, refresh-only, an assessment's) evaluates the
 	// variables; apply of the saved plan takes them from the plan.
 	args = append(args, j.varFiles...)
-	summary := &planSummary{}
+	summary := &planSummary{structured: j.structured}
 	code, err := j.terraform(ctx, io.MultiWriter(j.out, summary), args...)
 	switch {
 	case j.cancel != run.NoSignal:
@@ -560,7 +580,7 @@ func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult)
 	}
 	before, _ := os.ReadFile(j.statePath)
 	stopSnapshots := j.snapshots(ctx, before)
-	args := append([]string{"apply", "-input=false", "-no-color", "-lock=false", "-auto-approve"}, varFiles...)
+	args := append([]string{"apply", "-input=false", j.outputFlag(), "-lock=false", "-auto-approve"}, varFiles...)
 	code, err := j.terraform(ctx, nil, append(args, "tfplan")...)
 	stopSnapshots()
 	// The state terraform left counts even when the apply failed.

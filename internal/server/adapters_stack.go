@@ -122,8 +122,11 @@ func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunReque
 		vars = append(vars, run.RunVar{Key: k, Value: v, Sensitive: req.Sensitive[k]})
 	}
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
+	// A deployment run's logs are the deployment's debug logs, which no
+	// cloud backend renders: text, as they were, whatever its
+	// workspace's structured run output.
 	r, err := e.s.Runs.Create(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
-		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars})
+		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars, TextLog: true})
 	if err != nil {
 		return "", err
 	}
