@@ -107,15 +107,17 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 	u.render(w, r, status, "run", rn.ID, rn.Organization, d)
 }
 
-// readLog returns a phase's log so far, its length as stored (the
-// offset to follow it from) and whether it has ended.
+// readLog returns a phase's log so far (its whole lines, terraform's JSON
+// log lines as text: legibleLog), its length as stored (the offset to
+// follow it from) and whether it has ended.
 func (u *UI) readLog(r *http.Request, id string) (string, int, bool, error) {
 	b, err := u.o.Runs.ReadLog(r.Context(), id, 0, 0)
 	if err != nil {
 		return "", 0, false, err
 	}
+	b = b[:completeLines(b)]
 	text, done := unframe(b)
-	return text, len(b), done, nil
+	return legibleLog(text), len(b), done, nil
 }
 
 // unframe drops the STX/ETX framing of a log, telling whether ETX ended it.
@@ -221,11 +223,12 @@ func (u *UI) runLog(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		if len(b) > 0 {
+		// Whole lines only: a JSON log line is shown once it is whole.
+		if b = b[:completeLines(b)]; len(b) > 0 {
 			offset += int64(len(b))
 			text, done := unframe(b)
 			if text != "" {
-				writeEvent(w, "", offset, text)
+				writeEvent(w, "", offset, legibleLog(text))
 			}
 			if done {
 				writeEvent(w, "end", offset, "")
