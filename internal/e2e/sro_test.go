@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestRemoteStructuredRunOutput(t *testing.T) {
 				})
 			}
 			t.Run("remote-backend", func(t *testing.T) { testRemoteBackendTextLog(t, e, c) })
+			for _, sro := range []bool{true, false} {
+				t.Run(fmt.Sprintf("sensitive/sro=%v", sro), func(t *testing.T) { testSensitiveShown(t, e, c, sro) })
+			}
 		})
 	}
 }
@@ -118,5 +122,44 @@ func testRemoteBackendTextLog(t *testing.T, e *testenv.Env, c *cli) {
 		if n := strings.Count(out, "Plan: 1 to add, 0 to change, 0 to destroy."); n != 1 || strings.Contains(out, `"@level"`) {
 			t.Fatalf("%s with backend \"remote\" shows the plan's summary %d times (want once), as text:\n%s", args[0], n, out)
 		}
+	}
+}
+
+const sensitiveConfig = `
+variable "secret" {
+  type      = string
+  sensitive = true
+  default   = "Sro-Secret-Value-91"
+}
+resource "terraform_data" "sec" { input = var.secret }
+output "sec" {
+  value     = var.secret
+  sensitive = true
+}
+`
+
+// testSensitiveShown: the plan the CLI shows lists a sensitive output
+// and a sensitive attribute as "(sensitive value)", with structured run
+// output (rendered from the redacted plan, which keeps a stand-in for
+// the value) as without; the value itself shows nowhere.
+func testSensitiveShown(t *testing.T, e *testenv.Env, c *cli, sro bool) {
+	ctx := context.Background()
+	name := fmt.Sprintf("sro-sensitive-%v", sro)
+	dir := writeConfig(t, map[string]string{"main.tf": cloudBlock(e.Host, "acme", name) + sensitiveConfig})
+	c.run(dir, "init")
+	if _, err := e.Client.Workspaces.Update(ctx, "acme", name, tfe.WorkspaceUpdateOptions{StructuredRunOutputEnabled: tfe.Bool(sro)}); err != nil {
+		t.Fatal(err)
+	}
+	out := c.run(dir, "plan")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^\s*\+ input\s+= \(sensitive value\)$`),
+		regexp.MustCompile(`(?m)^\s*\+ sec\s+= \(sensitive value\)$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the plan lacks a line like %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Sro-Secret-Value-91") {
+		t.Fatalf("the plan shows the sensitive value:\n%s", out)
 	}
 }

@@ -3,13 +3,15 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 )
 
 // Redact returns a plan's JSON (terraform show -json) with every value
-// marked sensitive replaced by null: resource changes and drift (by their
-// before/after_sensitive masks), outputs, planned values, prior state, and
-// variables that are declared sensitive or set as sensitive in Terrace.
+// marked sensitive replaced: in resource changes and drift (by their
+// before/after_sensitive masks) and output changes by a stand-in
+// (redactChange), in outputs, planned values, prior state, and variables
+// that are declared sensitive or set as sensitive in Terrace by null.
 // The masks stay, so renderers still print "(sensitive value)".
 //
 // Then every secret (the values the job masks in its logs, maskList) left
@@ -31,15 +33,14 @@ func Redact(planJSON []byte, sensitiveVars map[string]bool, secrets []string) []
 			if change == nil {
 				continue
 			}
-			change["before"] = redactBy(change["before"], change["before_sensitive"])
-			change["after"] = redactBy(change["after"], change["after_sensitive"])
+			redactChange(change)
 		}
 	}
 	if oc, ok := p["output_changes"].(map[string]any); ok {
 		for _, v := range oc {
-			change := asMap(v)
-			change["before"] = redactBy(change["before"], change["before_sensitive"])
-			change["after"] = redactBy(change["after"], change["after_sensitive"])
+			if change := asMap(v); change != nil {
+				redactChange(change)
+			}
 		}
 	}
 	for _, key := range []string{"planned_values", "prior_state"} {
@@ -106,6 +107,122 @@ func redactModule(m map[string]any) {
 	for _, c := range asSlice(m["child_modules"]) {
 		redactModule(asMap(c))
 	}
+}
+
+// Stand-ins of a sensitive value in a change's before and after: never
+// the value nor anything made from it, but not null, as terraform's
+// cloud backend renders a change whose value is null as no change (it
+// left out "+ secret = (sensitive value)"), where HCP Terraform's
+// redacted plan has a stand-in string. They have the value's JSON type
+// (the renderer reads a resource's attributes by their schema's type):
+// a string, a number, a bool, an empty object or array. Before and after
+// get the same stand-in when the values are equal, different ones when
+// not (a collection that changed gets one element), so the renderer
+// tells a changed sensitive value from an unchanged one, as terraform
+// does with the values: whether a value changed is all it learns.
+const standIn, standInChanged = "(sensitive)", "(sensitive, changed)"
+
+// redactChange replaces the sensitive parts of a change's before and
+// after by stand-ins (standIn).
+func redactChange(change map[string]any) {
+	// Each side is compared with the other as it was.
+	before, after := change["before"], change["after"]
+	was, will := clone(before), clone(after)
+	change["before"] = redactPair(before, will, change["before_sensitive"], false)
+	change["after"] = redactPair(after, was, change["after_sensitive"], true)
+}
+
+// clone copies a decoded JSON value deeply.
+func clone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = clone(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = clone(e)
+		}
+		return out
+	}
+	return v
+}
+
+// redactPair is redactBy with stand-ins for v, one side of a change;
+// other is the other side, to compare with; after says which side v is.
+func redactPair(v, other, mask any, after bool) any {
+	switch m := mask.(type) {
+	case bool:
+		if !m {
+			return v
+		}
+		if v == nil {
+			return nil // null (or unknown) stays so
+		}
+		return standInFor(v, after && !reflect.DeepEqual(v, other))
+	case map[string]any:
+		vm, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		om, _ := other.(map[string]any)
+		for k, sub := range m {
+			if _, present := vm[k]; present {
+				vm[k] = redactPair(vm[k], om[k], sub, after)
+			}
+		}
+		return vm
+	case []any:
+		vs, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		ol, _ := other.([]any)
+		for i := range vs {
+			if i < len(m) {
+				var o any
+				if i < len(ol) {
+					o = ol[i]
+				}
+				vs[i] = redactPair(vs[i], o, m[i], after)
+			}
+		}
+		return vs
+	}
+	return v
+}
+
+// standInFor returns the stand-in of a sensitive value of v's JSON type;
+// changed picks the other stand-in.
+func standInFor(v any, changed bool) any {
+	switch v.(type) {
+	case string:
+		if changed {
+			return standInChanged
+		}
+		return standIn
+	case json.Number:
+		if changed {
+			return json.Number("1")
+		}
+		return json.Number("0")
+	case bool:
+		return changed
+	case map[string]any:
+		if changed {
+			return map[string]any{standInChanged: standInChanged}
+		}
+		return map[string]any{}
+	case []any:
+		if changed {
+			return []any{standInChanged}
+		}
+		return []any{}
+	}
+	return nil
 }
 
 // redactBy nulls the parts of v that mask marks as sensitive (mask is true,

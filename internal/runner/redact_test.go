@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,5 +139,54 @@ func TestWithProviderSchemas(t *testing.T) {
 	}
 	if string(withProviderSchemas(plan, []byte("not json"))) != string(plan) {
 		t.Fatal("a schema that is not JSON must leave the plan as it was")
+	}
+}
+
+// TestRedactChangeStandIns: a sensitive value in a change becomes a
+// stand-in of its JSON type that is not the value; before and after get
+// the same stand-in when equal and different ones when not; null stays
+// null, and what is not sensitive stays.
+func TestRedactChangeStandIns(t *testing.T) {
+	plan := []byte(`{"resource_changes":[{"change":{"actions":["update"],
+		"before":{"same":"s3cr3t-a","changed":"s3cr3t-b","num":42,"list":["s3cr3t-c"],"obj":{"k":"s3cr3t-d"},"flag":true,"gone":null,"plain":"p"},
+		"after":{"same":"s3cr3t-a","changed":"s3cr3t-e","num":43,"list":["s3cr3t-c"],"obj":{"k":"s3cr3t-f"},"flag":true,"gone":null,"plain":"p"},
+		"before_sensitive":{"same":true,"changed":true,"num":true,"list":true,"obj":true,"flag":true,"gone":true},
+		"after_sensitive":{"same":true,"changed":true,"num":true,"list":true,"obj":true,"flag":true,"gone":true}}}],
+		"output_changes":{"o":{"actions":["create"],"before":null,"after":"s3cr3t-g","before_sensitive":false,"after_sensitive":true}}}`)
+	red := Redact(plan, nil, nil)
+	if strings.Contains(string(red), "s3cr3t") || strings.Contains(string(red), "42") || strings.Contains(string(red), "43") {
+		t.Fatalf("a sensitive value survived: %s", red)
+	}
+	var p struct {
+		ResourceChanges []struct {
+			Change struct{ Before, After map[string]any }
+		} `json:"resource_changes"`
+		OutputChanges map[string]struct{ After any } `json:"output_changes"`
+	}
+	if err := json.Unmarshal(red, &p); err != nil {
+		t.Fatal(err)
+	}
+	b, a := p.ResourceChanges[0].Change.Before, p.ResourceChanges[0].Change.After
+	for _, k := range []string{"same", "list", "flag"} {
+		if b[k] == nil || fmt.Sprint(b[k]) != fmt.Sprint(a[k]) {
+			t.Errorf("%s: before %v, after %v; want one non-null stand-in", k, b[k], a[k])
+		}
+	}
+	for _, k := range []string{"changed", "num", "obj"} {
+		if b[k] == nil || a[k] == nil || fmt.Sprint(b[k]) == fmt.Sprint(a[k]) {
+			t.Errorf("%s: before %v, after %v; want two different stand-ins", k, b[k], a[k])
+		}
+	}
+	if _, ok := a["num"].(float64); !ok {
+		t.Errorf("num's stand-in %v is not a number", a["num"])
+	}
+	if _, ok := a["obj"].(map[string]any); !ok {
+		t.Errorf("obj's stand-in %v is not an object", a["obj"])
+	}
+	if a["gone"] != nil || a["plain"] != "p" {
+		t.Errorf("gone %v (want null), plain %v (want p)", a["gone"], a["plain"])
+	}
+	if o := p.OutputChanges["o"].After; o == nil {
+		t.Error("a sensitive output's after is null")
 	}
 }

@@ -103,7 +103,8 @@ func TestMaskList(t *testing.T) {
 // TestRedactMasksSecrets: a previous secret that terraform left unmarked
 // (terraform_data's output copies a sensitive input) is masked in the
 // redacted plan JSON wherever it is, and a number that is a secret is
-// nulled; other values keep their form.
+// nulled; other values keep their form (a value marked sensitive becomes
+// its stand-in).
 func TestRedactMasksSecrets(t *testing.T) {
 	t.Parallel()
 	plan := []byte(`{"format_version":"1.2",
@@ -138,7 +139,7 @@ func TestRedactMasksSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := p.ResourceChanges[0].Change.Before
-	if string(b["output"]) != `"***"` || string(b["n"]) != "null" || string(b["input"]) != "null" || string(b["big"]) != "12345678901234567890" {
+	if string(b["output"]) != `"***"` || string(b["n"]) != "null" || string(b["input"]) != `"`+standIn+`"` || string(b["big"]) != "12345678901234567890" {
 		t.Fatalf("before %v", b)
 	}
 	if v := p.PriorState.Values.RootModule.Resources[0].Values["output"]; v != "prefix-***" {
