@@ -588,9 +588,15 @@ func (s *Service) requireCreate(ctx context.Context, org string, projectID *stri
 // CheckCreate asks the authorization model whether the caller may create
 // a workspace in project projectID ("" the organization's default): what
 // Create asks, for a domain that creates workspaces on a caller's behalf
-// and must refuse before starting.
+// and must refuse before starting. That domain chose the project, not the
+// caller, so a project hidden from the caller is a refusal (403), not "not
+// found".
 func (s *Service) CheckCreate(ctx context.Context, org, projectID string) error {
-	return s.requireCreate(ctx, org, &projectID)
+	err := s.requireCreate(ctx, org, &projectID)
+	if core.KindOf(err) == core.KindNotFound {
+		return core.Forbidden("you may not create workspaces in this project of organization %q", org)
+	}
+	return err
 }
 
 // requireManageWorkspace asks the authorization model whether the caller
