@@ -77,10 +77,17 @@ func (s *Server) wireJobs() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", http.NotFound)
 	jobs.Register(mux)
-	s.jobHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mux.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), s.Authz)))
-	})
+	s.jobHandler = s.withModel(mux)
 	return nil
+}
+
+// withModel serves h with the authorization model in the request's
+// context, where the services' authz.Allows finds it (the /api/v2 guard
+// puts it there itself).
+func (s *Server) withModel(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), s.Authz)))
+	})
 }
 
 // inProcessJobs is the job protocol client of an in-process runner: the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -35,11 +34,8 @@ func (s *Server) orchestrationHandler() http.Handler {
 	})
 	(&orchestration.API{Service: s.Orchestration}).Register(mux)
 	// The authorization model in the context answers the service's
-	// authz.Allows questions (e.g. who may see sensitive outputs).
-	withModel := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mux.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), s.Authz)))
-	})
-	return s.Auth.Middleware(orchestration.Error)(s.Audit.RecorderFor(mux, withModel, orchestration.Error))
+	// authz.Allows questions (every orchestrator decision).
+	return s.Auth.Middleware(orchestration.Error)(s.Audit.RecorderFor(mux, s.withModel(mux), orchestration.Error))
 }
 
 type orchWorkspaces struct {

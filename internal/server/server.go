@@ -394,10 +394,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("/api/agent/", s.Auth.Middleware(tfeapi.Error)(perToken(s.jobHandler)))
 	// The registry protocol asks the authorization model who may fetch
 	// private modules (registry.API's protocol handlers).
-	regWithModel := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		regProto.ServeHTTP(w, r.WithContext(authz.WithModel(r.Context(), s.Authz)))
-	})
-	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(regProto, regWithModel, tfeapi.Error))))
+	root.Handle("/api/registry/", s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(regProto, s.withModel(regProto), tfeapi.Error))))
 	root.Handle(blob.CapabilityPrefix, s.Signer.Handler(capability))
 	s.signinRoutes(root)
 	s.uiRoutes(root)
