@@ -80,6 +80,17 @@ func Unauthorized(format string, args ...any) error {
 // Forbidden returns a KindForbidden error.
 func Forbidden(format string, args ...any) error { return newErr(KindForbidden, format, args...) }
 
+// NotFoundAs is err, but a not-found err is worded as format says: the
+// authorization model's refusal names the resource it decided on (a
+// comment's run, a key's organization), where the caller named another
+// thing by its own ID, which is what the answer must say is not found.
+func NotFoundAs(err error, format string, args ...any) error {
+	if KindOf(err) == KindNotFound {
+		return NotFound(format, args...)
+	}
+	return err
+}
+
 // KindOf returns the kind of err, KindInternal when it carries none.
 func KindOf(err error) Kind {
 	var e *Error

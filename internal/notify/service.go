@@ -385,10 +385,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Configuration, error) {
 		return nil, err
 	}
 	if err := authorizeRead(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("notification configuration %q not found", id)
-		}
-		return nil, err
+		return nil, core.NotFoundAs(err, "notification configuration %q not found", id)
 	}
 	return c, nil
 }

@@ -95,10 +95,7 @@ func (s *Service) allowDeployment(ctx context.Context, org string, d *Deployment
 		return nil
 	}
 	err = authz.Allows(ctx, action, authz.Resource{Organization: org, WorkspaceID: wsID})
-	if core.KindOf(err) == core.KindNotFound {
-		return core.NotFound("deployment %s not found", d.ID)
-	}
-	return err
+	return core.NotFoundAs(err, "deployment %s not found", d.ID)
 }
 
 // runAction is what a deployment's run needs, as POST /api/v2/runs asks

@@ -461,10 +461,7 @@ func (s *Service) evaluationsOf(ctx context.Context, stageID string) ([]*Evaluat
 // readableEval checks that the caller may read the evaluation's run.
 func readableEval(ctx context.Context, e *Evaluation) error {
 	err := authz.Allows(ctx, authz.RunRead, authz.Resource{Organization: e.Organization, WorkspaceID: e.WorkspaceID, RunID: e.RunID})
-	if core.KindOf(err) == core.KindNotFound {
-		return core.NotFound("policy evaluation %q not found", e.ID)
-	}
-	return err
+	return core.NotFoundAs(err, "policy evaluation %q not found", e.ID)
 }
 
 // SetOutcomes lists an evaluation's set outcomes, filtered by status

@@ -102,10 +102,7 @@ func (s *Service) GetComment(ctx context.Context, id string) (*Comment, error) {
 		return nil, err
 	}
 	if err := s.readable(ctx, c.RunID); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("comment %s not found", id)
-		}
-		return nil, err
+		return nil, core.NotFoundAs(err, "comment %s not found", id)
 	}
 	return c, nil
 }
@@ -123,10 +120,7 @@ func (s *Service) GetEvent(ctx context.Context, id string) (*Event, error) {
 		return nil, err
 	}
 	if err := s.readable(ctx, e.RunID); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("run event %s not found", id)
-		}
-		return nil, err
+		return nil, core.NotFoundAs(err, "run event %s not found", id)
 	}
 	return e, nil
 }

@@ -15,10 +15,7 @@ import (
 // readableStage checks that the caller may read the stage's run.
 func readableStage(ctx context.Context, st *TaskStageRecord) error {
 	err := authz.Allows(ctx, authz.RunRead, authz.Resource{Organization: st.Organization, WorkspaceID: st.WorkspaceID, RunID: st.RunID})
-	if err != nil && core.KindOf(err) == core.KindNotFound {
-		return core.NotFound("task stage %q not found", st.ID)
-	}
-	return err
+	return core.NotFoundAs(err, "task stage %q not found", st.ID)
 }
 
 func (s *Service) loadStage(ctx context.Context, id string) (*TaskStageRecord, error) {

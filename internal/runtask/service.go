@@ -175,10 +175,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Task, error) {
 		return nil, err
 	}
 	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: t.Organization}); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("run task %q not found", id)
-		}
-		return nil, err
+		return nil, core.NotFoundAs(err, "run task %q not found", id)
 	}
 	return t, nil
 }

@@ -162,10 +162,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Key, error) {
 		return nil, err
 	}
 	if err := authz.Allows(ctx, authz.OrgReadSSHKeys, authz.Resource{Organization: k.Organization}); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("SSH key %q not found", id)
-		}
-		return nil, err
+		return nil, core.NotFoundAs(err, "SSH key %q not found", id)
 	}
 	return k, nil
 }

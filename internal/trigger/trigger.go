@@ -274,10 +274,7 @@ func (s *Service) Get(ctx context.Context, id string) (*Trigger, error) {
 		return nil, err
 	}
 	if err := authorizeRead(ctx, e.org, e.target); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return nil, core.NotFound("run trigger %q not found", id)
-		}
-		return nil, err
+		return nil, core.NotFoundAs(err, "run trigger %q not found", id)
 	}
 	return s.fill(ctx, e)
 }

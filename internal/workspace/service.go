@@ -615,10 +615,7 @@ func requireMove(ctx context.Context, w *Workspace, dest string) error {
 		return err
 	}
 	err := authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: w.Organization, ProjectID: dest})
-	if core.KindOf(err) == core.KindNotFound {
-		return core.NotFound("project %q not found in organization %q", dest, w.Organization)
-	}
-	return err
+	return core.NotFoundAs(err, "project %q not found in organization %q", dest, w.Organization)
 }
 
 // Create adds a workspace to an organization.
