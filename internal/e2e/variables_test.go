@@ -339,6 +339,11 @@ func TestEarlyEvaluatedVariables(t *testing.T) {
 		})
 	}
 	if !ran {
-		t.Skip("no OpenTofu 1.8 or later among the engines")
+		// As testenv.Engines: a missing engine fails under CI (the
+		// engines list names OpenTofu 1.12.6), elsewhere it is skipped.
+		if os.Getenv("CI") != "" {
+			t.Fatal("no OpenTofu 1.8 or later among the engines (tools/engines/versions, make engines): this test needs one")
+		}
+		t.Skip("no OpenTofu 1.8 or later among the engines (make engines builds one)")
 	}
 }

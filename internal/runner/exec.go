@@ -38,7 +38,9 @@ type jobExec struct {
 	// statePath is the state file of the terraform workspace the run
 	// selects (see workspace.go).
 	statePath string
-	out       *logWriter
+	// saved is the working directory's saved plan once read (savedPlan).
+	saved *savedPlan
+	out   *logWriter
 	// secrets are the values masked in the logs and the redacted plan
 	// JSON (maskList): held in memory only.
 	secrets []string
@@ -147,7 +149,7 @@ func (j *jobExec) header(ctx context.Context) {
 		v = "(unknown version)"
 	}
 	name := "Terraform"
-	if filepath.Base(j.bin) == "tofu" {
+	if j.opentofu() {
 		name = "OpenTofu"
 	}
 	fmt.Fprintf(j.out, "%s v%s\non %s_%s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v, "v"), runtime.GOOS, runtime.GOARCH)
@@ -261,11 +263,10 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	// runner named workspaces, or before the workspace was renamed).
 	ws := terraformWorkspace(in.Workspace.Name)
 	if in.PlanFile != nil {
-		plan := filepath.Join(j.wd, "tfplan")
-		if err := os.WriteFile(plan, in.PlanFile, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(j.wd, "tfplan"), in.PlanFile, 0o600); err != nil {
 			return err
 		}
-		if p, err := readSavedPlan(plan); err == nil && p.workspace != "" {
+		if p, err := j.savedPlan(); err == nil && p.workspace != "" {
 			ws = terraformWorkspace(p.workspace)
 		}
 	}

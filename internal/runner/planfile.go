@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -34,6 +35,21 @@ const (
 // maxPlanMessage bounds the plan message read (its resource changes are
 // skipped over, but the message is read whole).
 const maxPlanMessage = 256 << 20
+
+// savedPlan reads the saved plan in the job's working directory, once: an
+// apply job reads its workspace before init and its apply-time variables
+// before apply, and the file (up to the whole plan) does not change in
+// between. A job that plans reads it only after its plan wrote it.
+func (j *jobExec) savedPlan() (savedPlan, error) {
+	if j.saved == nil {
+		p, err := readSavedPlan(filepath.Join(j.wd, "tfplan"))
+		if err != nil {
+			return p, err
+		}
+		j.saved = &p
+	}
+	return *j.saved, nil
+}
 
 // readSavedPlan reads the saved plan at path.
 func readSavedPlan(path string) (savedPlan, error) {

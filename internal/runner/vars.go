@@ -77,7 +77,9 @@ func writeVarFiles(dir string, vars []Variable, runVars []run.RunVar, only map[s
 	return flags, nil
 }
 
-// opentofu says whether the job's engine is OpenTofu.
+// opentofu says whether the job's engine is OpenTofu, by its binary's
+// name: tofu, or the engine finder's tofu_<version> and tofu-<version>
+// (the run log's header and the engine's version checks ask this alike).
 func (j *jobExec) opentofu() bool {
 	return strings.HasPrefix(filepath.Base(j.bin), "tofu")
 }
@@ -136,7 +138,7 @@ func (j *jobExec) applyVarFiles(ctx context.Context, in *Inputs) ([]string, erro
 	case !j.engineAtLeast(ctx, "", "1.10.0"):
 		return nil, nil
 	}
-	p, err := readSavedPlan(filepath.Join(j.wd, "tfplan"))
+	p, err := j.savedPlan()
 	if err != nil || len(p.applyTimeVars) == 0 {
 		// Unreadable: terraform says what it misses, if anything.
 		return nil, nil
