@@ -2,8 +2,6 @@ package authz
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -181,57 +179,37 @@ func ReadableVariables(ctx context.Context, org string) (VariableReach, error) {
 		return VariableReach{}, nil
 	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects, st.access.ReadWorkspaces:
 		return VariableReach{All: true}, nil
-	case len(st.teamIDs) == 0:
-		return VariableReach{}, nil
 	}
-	var r VariableReach
-	in, teams := store.In(st.teamIDs)
-	type row struct{ id, access, perms string }
-	scan := func(sc interface{ Scan(...any) error }) (row, error) {
-		var x row
-		return x, sc.Scan(&x.id, &x.access, &x.perms)
-	}
-	direct, err := store.All(ctx, s.db, scan, `SELECT workspace_id, access, perms FROM team_workspaces WHERE team_id IN (`+in+`)`, teams...)
+	grants, err := s.teamGrants(ctx, st)
 	if err != nil {
 		return VariableReach{}, err
 	}
+	var r VariableReach
 	seen := map[string]bool{}
-	for _, x := range direct {
-		var g WorkspaceGrant
-		if err := json.Unmarshal([]byte(x.perms), &g); err != nil {
-			return VariableReach{}, fmt.Errorf("decoding team access: %w", err)
-		}
-		if g.perms(x.access).Variables < VarsRead || seen[x.id] {
+	for _, g := range grants {
+		if g.project != "" {
+			if g.onWorkspaces.Variables >= VarsRead {
+				r.Projects = append(r.Projects, g.project)
+			}
+			if g.onProject.VariableSets >= VarsRead {
+				r.VarsetProjects = append(r.VarsetProjects, g.project)
+			}
 			continue
 		}
-		seen[x.id] = true
-		res, err := s.resolver.Resolve(ctx, x.id)
+		if g.onWorkspaces.Variables < VarsRead || seen[g.workspace] {
+			continue
+		}
+		seen[g.workspace] = true
+		res, err := s.resolver.Resolve(ctx, g.workspace)
 		if core.KindOf(err) == core.KindNotFound {
 			continue
 		}
 		if err != nil {
 			return VariableReach{}, err
 		}
-		r.Workspaces = append(r.Workspaces, x.id)
+		r.Workspaces = append(r.Workspaces, g.workspace)
 		if res.ProjectID != "" {
 			r.WorkspaceProjects = append(r.WorkspaceProjects, res.ProjectID)
-		}
-	}
-	viaProject, err := store.All(ctx, s.db, scan, `SELECT project_id, access, perms FROM team_projects WHERE team_id IN (`+in+`)`, teams...)
-	if err != nil {
-		return VariableReach{}, err
-	}
-	for _, x := range viaProject {
-		var g ProjectGrant
-		if err := json.Unmarshal([]byte(x.perms), &g); err != nil {
-			return VariableReach{}, fmt.Errorf("decoding team project access: %w", err)
-		}
-		pp, w := g.perms(x.access)
-		if w.Variables >= VarsRead {
-			r.Projects = append(r.Projects, x.id)
-		}
-		if pp.VariableSets >= VarsRead {
-			r.VarsetProjects = append(r.VarsetProjects, x.id)
 		}
 	}
 	return r, nil

@@ -246,23 +246,69 @@ func (s *Service) grantsFor(ctx context.Context, teamIDs []string, workspaceID, 
 	return out, nil
 }
 
+// teamGrant is one grant of the caller's teams, decoded: on a workspace
+// (project ""), or on a project (workspace ""), with what it gives on the
+// project itself and on each of the project's workspaces.
+type teamGrant struct {
+	workspace, project string
+	onProject          ProjectPerms
+	onWorkspaces       WorkspacePerms
+}
+
+// teamGrants returns every grant of the caller's teams (in the
+// organization st is of), each decoded as the model decides with it
+// (WorkspaceGrant.perms, ProjectGrant.perms).
+func (s *Service) teamGrants(ctx context.Context, st standing) ([]teamGrant, error) {
+	if len(st.teamIDs) == 0 {
+		return nil, nil
+	}
+	in, teams := store.In(st.teamIDs)
+	type row struct{ id, access, perms string }
+	scan := func(sc interface{ Scan(...any) error }) (row, error) {
+		var x row
+		return x, sc.Scan(&x.id, &x.access, &x.perms)
+	}
+	direct, err := store.All(ctx, s.db, scan, `SELECT workspace_id, access, perms FROM team_workspaces WHERE team_id IN (`+in+`)`, teams...)
+	if err != nil {
+		return nil, err
+	}
+	var out []teamGrant
+	for _, x := range direct {
+		var g WorkspaceGrant
+		if err := json.Unmarshal([]byte(x.perms), &g); err != nil {
+			return nil, fmt.Errorf("decoding team access: %w", err)
+		}
+		out = append(out, teamGrant{workspace: x.id, onWorkspaces: g.perms(x.access)})
+	}
+	viaProject, err := store.All(ctx, s.db, scan, `SELECT project_id, access, perms FROM team_projects WHERE team_id IN (`+in+`)`, teams...)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range viaProject {
+		var g ProjectGrant
+		if err := json.Unmarshal([]byte(x.perms), &g); err != nil {
+			return nil, fmt.Errorf("decoding team project access: %w", err)
+		}
+		pp, w := g.perms(x.access)
+		out = append(out, teamGrant{project: x.id, onProject: pp, onWorkspaces: w})
+	}
+	return out, nil
+}
+
 // adminSomewhere reports whether the caller is an admin of at least one
 // workspace of the organization: everywhere with manage workspaces or
 // manage projects (owners, organization tokens), else through a team's
-// admin access to a workspace or maintain or admin access to a project
-// (the grants whose workspace permissions include admin).
+// grant whose workspace permissions include admin (admin on a
+// workspace; maintain or admin on a project).
 func (s *Service) adminSomewhere(ctx context.Context, st standing) (bool, error) {
-	switch {
-	case st.owner, st.orgToken, st.access.ManageWorkspaces, st.access.ManageProjects:
+	if st.owner || st.orgToken || st.access.ManageWorkspaces || st.access.ManageProjects {
 		return true, nil
-	case len(st.teamIDs) == 0:
-		return false, nil
 	}
-	in, teams := store.In(st.teamIDs)
-	var n int
-	err := s.db.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM team_workspaces WHERE access = 'admin' AND team_id IN (`+in+`))
-		+ (SELECT COUNT(*) FROM team_projects WHERE access IN ('maintain', 'admin') AND team_id IN (`+in+`))`, append(teams, teams...)...).Scan(&n)
-	return n > 0, err
+	grants, err := s.teamGrants(ctx, st)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(grants, func(g teamGrant) bool { return g.onWorkspaces.Admin }), nil
 }
 
 // Project returns the caller's permissions on a project.
@@ -337,8 +383,11 @@ func (s *Service) project(ctx context.Context, st standing, res Resource) (Proje
 // one without any grant counts too).
 func (s *Service) someProject(ctx context.Context, st standing, ok func(standing, ProjectPerms) bool) (bool, error) {
 	base, all := orgProjects(st)
-	if ok(st, base) || all {
-		return ok(st, base), nil
+	if ok(st, base) {
+		return true, nil
+	}
+	if all {
+		return false, nil
 	}
 	grants, err := s.projectGrants(ctx, st, "")
 	if err != nil {
