@@ -58,7 +58,8 @@ const (
 	// OrgReadSSHKeys lists and reads the organization's SSH keys (their
 	// names; the key itself is write-only): as HCP Terraform documents it,
 	// manage VCS settings, or admin access to at least one workspace
-	// (which assigns keys to workspaces).
+	// (which assigns keys to workspaces), with a user or team token: its
+	// list and read "cannot be accessed with organization tokens".
 	OrgReadSSHKeys Action = "organization:read-ssh-keys"
 	// OrgReadModules lists and downloads the organization's private
 	// registry modules through the module registry protocol (terraform
@@ -215,7 +216,7 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageAgentPools }},
 	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",
 		org: func(st standing) bool { return st.access.ManageVCSSettings }},
-	OrgReadSSHKeys: {scope: scopeOrg, noun: "organization", verb: "read SSH keys",
+	OrgReadSSHKeys: {scope: scopeOrg, noun: "organization", verb: "read SSH keys", noOrgToken: true,
 		org: func(st standing) bool { return st.access.ManageVCSSettings }, orgAsk: (*Service).adminSomewhere},
 	OrgManageVarsets: {scope: scopeOrg, noun: "organization", verb: "manage variable sets",
 		org: func(st standing) bool { return st.access.ManageWorkspaces }},

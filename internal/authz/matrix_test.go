@@ -212,8 +212,9 @@ func expect(a authz.Action, service bool, who string) int {
 	case authz.OrgManage, authz.OrgManageNoCode:
 		return in("owner")
 	case authz.OrgReadSSHKeys:
-		// Manage VCS settings, or admin on a workspace (team-admin's on app).
-		return in("owner", "organization-token", "admin")
+		// Manage VCS settings, or admin on a workspace (team-admin's on
+		// app); not an organization token.
+		return in("owner", "admin")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
 		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamManage,
 		authz.TeamMembers:

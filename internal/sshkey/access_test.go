@@ -15,8 +15,9 @@ import (
 // organization's list of keys are read by the same callers, HCP
 // Terraform's documented ones: those who manage VCS settings and those who
 // administer at least one workspace (directly, or through maintain or
-// admin on a project). Other members get 403 for both; callers of another
-// organization 404.
+// admin on a project), with a user or team token. Other members and the
+// organization's token get 403 for both; callers of another organization
+// 404.
 func TestReadingSSHKeysNeedsWhatTheListNeeds(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -33,6 +34,10 @@ func TestReadingSSHKeysNeedsWhatTheListNeeds(t *testing.T) {
 		}
 		key, err := c.SSHKeys.Create(ctx, org, tfe.SSHKeyCreateOptions{Name: tfe.String("deploy"),
 			Value: tfe.String("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orgToken, err := c.OrganizationTokens.Create(ctx, org)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,6 +84,7 @@ func TestReadingSSHKeysNeedsWhatTheListNeeds(t *testing.T) {
 			}), http.StatusOK},
 			{"a VCS settings manager", user(org, "vcs", &tfe.OrganizationAccessOptions{ManageVCSSettings: tfe.Bool(true)}, nil), http.StatusOK},
 			{"a member of another organization", user(other, "stranger", nil, nil), http.StatusNotFound},
+			{"the organization's token", orgToken.Token, http.StatusForbidden},
 		} {
 			status, body := e.API(t, tc.token, "GET", "/api/v2/organizations/"+org+"/ssh-keys", nil)
 			if status != tc.want {
