@@ -176,3 +176,70 @@ func TestSavedPlansFromTheirIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestCurrentRunIsTheHeadOfTheQueue: a workspace's current run is the
+// run that holds it, or the pending run that takes it next, and the
+// newest run when nothing is queued; a run waiting behind another is not
+// current (terraform's cloud backend counts a waiting run's place down to
+// the current run). The head is read through the queue's index, not the
+// workspace's history (here 300 applied runs); on both stores.
+func TestCurrentRunIsTheHeadOfTheQueue(t *testing.T) {
+	eachStore(t, func(t *testing.T, ctx context.Context, db *store.DB, s *Service) {
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		insert := func(id string, st Status, planOnly bool, minute int) {
+			t.Helper()
+			if err := db.Tx(ctx, func(tx *store.Tx) error {
+				return insertRun(ctx, tx, nil, &Run{ID: id, WorkspaceID: "ws-cur", Organization: "acme", ConfigurationVersionID: "cv-x",
+					Status: st, PlanOnly: planOnly, Timestamps: Stamps{}, CreatedAt: at.Add(time.Duration(minute) * time.Minute),
+					Plan: Phase{ID: "plan-" + id}, Apply: Phase{ID: "apply-" + id}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		current := func(want string) {
+			t.Helper()
+			if got, err := s.CurrentRunID(ctx, "ws-cur"); err != nil || got != want {
+				t.Errorf("current run %q (%v), want %q", got, err, want)
+			}
+			var got string
+			if err := db.QueryRow(ctx, `SELECT (`+s.CurrentRunIDSQL()+`), (`+s.CurrentRunStatusSQL()+`) FROM (SELECT ? AS id) ws`, "ws-cur").Scan(&got, new(string)); err != nil || got != want {
+				t.Errorf("current run in SQL %q (%v), want %q", got, err, want)
+			}
+		}
+		if got, err := s.CurrentRunID(ctx, "ws-cur"); err != nil || got != "" {
+			t.Fatalf("a workspace without runs has current run %q (%v)", got, err)
+		}
+		for i := range 300 {
+			insert(fmt.Sprintf("run-h%d", i), Applied, false, i)
+		}
+		current("run-h299")
+		insert("run-held", Planned, false, 300)     // holds the workspace
+		insert("run-spec", Planning, true, 301)     // a speculative plan beside it
+		insert("run-waiting", Pending, false, 302)  // waits behind the holder
+		insert("run-waiting2", Pending, false, 303) // and behind that one
+		current("run-held")
+		if _, err := db.Exec(ctx, `UPDATE runs SET status = ? WHERE id = ?`, string(Discarded), "run-held"); err != nil {
+			t.Fatal(err)
+		}
+		current("run-waiting") // next to take the workspace (a user's lock may keep it pending)
+		if _, err := db.Exec(ctx, `UPDATE runs SET status = ? WHERE id IN (?, ?)`, string(Applied), "run-waiting", "run-waiting2"); err != nil {
+			t.Fatal(err)
+		}
+		current("run-waiting2") // nothing queued: the newest run
+		insert("run-spec2", PlannedAndFinished, true, 304)
+		current("run-spec2")
+
+		if db.Driver().Name() == "postgres" {
+			if _, err := db.Exec(ctx, `ANALYZE runs`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := storetest.QueryPlan(ctx, db, `SELECT `+currentRunSQL("?"), "ws-cur", "ws-cur")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(p, "runs_queue") {
+			t.Errorf("the head of the queue is not read through runs_queue:\n%s", p)
+		}
+	})
+}

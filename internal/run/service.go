@@ -725,32 +725,45 @@ func (s *Service) PositionInQueue(ctx context.Context, r *Run) int {
 	return n
 }
 
-// CurrentRunID returns the workspace's newest run ("" when none).
+// currentRunSQL picks a workspace's current run over its id written as
+// the given expression, as HCP Terraform keeps it: the head of the
+// workspace's queue (the run that holds the workspace, or the pending run
+// that takes it next, say while a user holds the lock), and when nothing
+// is queued, the newest run. A run waiting behind another is not current:
+// terraform's cloud backend counts a pending run's position in the queue
+// down to the current run, and takes a pending current run on a locked
+// workspace for one waiting for a user's unlock. The head is one step of
+// the queue's partial index (runs_queue, queueWhere), the newest one of
+// the history's (runs_workspace_list).
+func currentRunSQL(ws string) string {
+	return `COALESCE((SELECT id FROM runs WHERE workspace_id = ` + ws + ` AND ` + queueWhere + ` ORDER BY created_at, id LIMIT 1),
+		(SELECT id FROM runs WHERE workspace_id = ` + ws + ` AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1))`
+}
+
+// CurrentRunID returns the workspace's current run ("" when none; see
+// currentRunSQL).
 func (s *Service) CurrentRunID(ctx context.Context, workspaceID string) (string, error) {
-	var id string
-	err := s.DB.QueryRow(ctx, `SELECT id FROM runs WHERE workspace_id = ? AND assessment = ? ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, false).Scan(&id)
-	if store.IsNoRows(err) {
-		return "", nil
-	}
-	return id, err
+	var id sql.NullString
+	err := s.DB.QueryRow(ctx, `SELECT `+currentRunSQL("?"), workspaceID, workspaceID).Scan(&id)
+	return id.String, err
 }
 
 // CurrentRunIDSQL says CurrentRunID in SQL over a workspace's id written
 // ws.id (workspace.CurrentRunsSQL).
 func (s *Service) CurrentRunIDSQL() string {
-	return `SELECT id FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
+	return `SELECT ` + currentRunSQL("ws.id")
 }
 
 // CurrentRunCreatedAtSQL says CurrentRunCreatedAt in SQL over a
 // workspace's id written ws.id, NULL for none (workspace.RunHistorySQL).
 func (s *Service) CurrentRunCreatedAtSQL() string {
-	return `SELECT created_at FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
+	return `SELECT created_at FROM runs WHERE id = ` + currentRunSQL("ws.id")
 }
 
 // CurrentRunStatusSQL is the status of a workspace's current run in SQL
 // over its id written ws.id, NULL for none (workspace.RunHistorySQL).
 func (s *Service) CurrentRunStatusSQL() string {
-	return `SELECT status FROM runs WHERE workspace_id = ws.id AND assessment = FALSE ORDER BY created_at DESC, id DESC LIMIT 1`
+	return `SELECT status FROM runs WHERE id = ` + currentRunSQL("ws.id")
 }
 
 // RunsCountSQL says RunsCount in SQL over a workspace's id written ws.id
