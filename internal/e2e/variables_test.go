@@ -200,15 +200,13 @@ func testVariablePrecedence(t *testing.T, e *testenv.Env, c *cli, eng testenv.En
 	if r = waitRun(ctx, t, e.Client, r.ID, 2*time.Minute, tfe.RunPlanned, tfe.RunErrored); r.Status != tfe.RunPlanned {
 		t.Fatalf("the API run ended %s: %s\n%s", r.Status, erroredReason(ctx, t, e.Client, r.ID), strings.Join(phaseLogs(ctx, t, e, r), "\n"))
 	}
-	if eng.Name == "terraform" {
-		// A workspace variable changed while the run waits: the apply
-		// applies the plan's value (terraform refuses a -var-file value
-		// that differs from its saved plan's, so none may reach it).
-		// OpenTofu refuses any source that differs, the configuration's
-		// own files too, so there the apply fails whatever the runner does.
-		if _, err := e.Client.Variables.Update(ctx, ws.ID, wsVar.ID, tfe.VariableUpdateOptions{Value: tfe.String("changed")}); err != nil {
-			t.Fatal(err)
-		}
+	// A workspace variable changed while the run waits: the apply
+	// applies the plan's value. terraform refuses a -var-file value that
+	// differs from its saved plan's, so none may reach it; OpenTofu
+	// refuses any source that differs, the configuration's own files too,
+	// so the runner gives it the plan's values last.
+	if _, err := e.Client.Variables.Update(ctx, ws.ID, wsVar.ID, tfe.VariableUpdateOptions{Value: tfe.String("changed")}); err != nil {
+		t.Fatal(err)
 	}
 	if err := e.Client.Runs.Apply(ctx, r.ID, tfe.RunApplyOptions{}); err != nil {
 		t.Fatal(err)

@@ -30,3 +30,18 @@ func SavedPlan(path string) (workspace string, applyTimeVars []string, err error
 	p, err := readSavedPlan(path)
 	return p.workspace, p.applyTimeVars, err
 }
+
+// PlanVariables reads the variables a saved plan keeps as an OpenTofu
+// apply job hands them back: JSON values by name.
+func PlanVariables(path string) (map[string]string, error) {
+	p, err := readSavedPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	values, err := planValues(p.variables)
+	out := map[string]string{}
+	for k, v := range values {
+		out[k] = string(v)
+	}
+	return out, err
+}

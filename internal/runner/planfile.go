@@ -23,10 +23,18 @@ type savedPlan struct {
 	// variables set while planning, which the apply must be given again
 	// (terraform 1.10 and later; OpenTofu records its own elsewhere).
 	applyTimeVars []string
+	// variables are the values of the variables set while planning, by
+	// name: msgpack encodings of dynamically typed values (ephemeral
+	// variables are left out).
+	variables map[string][]byte
 }
 
 // The field numbers of planfile.proto the runner reads.
 const (
+	planVariables          protowire.Number = 2  // map<string, DynamicValue> variables
+	mapKey                 protowire.Number = 1  // a map entry's key
+	mapValue               protowire.Number = 2  // a map entry's value
+	dynamicMsgpack         protowire.Number = 1  // DynamicValue: bytes msgpack
 	planBackend            protowire.Number = 13 // Backend backend
 	backendWorkspace       protowire.Number = 3  // Backend: string workspace
 	planApplyTimeVariables protowire.Number = 28 // terraform: repeated string apply_time_variables
@@ -77,12 +85,31 @@ func readSavedPlan(path string) (savedPlan, error) {
 			return p, fmt.Errorf("reading the plan: %w", protowire.ParseError(n))
 		}
 		b = b[n:]
-		if (num == planApplyTimeVariables || num == planBackend) && typ == protowire.BytesType {
+		if (num == planApplyTimeVariables || num == planBackend || num == planVariables) && typ == protowire.BytesType {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return p, fmt.Errorf("reading the plan: %w", protowire.ParseError(n))
 			}
 			b = b[n:]
+			if num == planVariables {
+				name, err := stringField(v, mapKey)
+				if err != nil {
+					return p, fmt.Errorf("reading the plan's variables: %w", err)
+				}
+				dv, err := bytesField(v, mapValue)
+				if err != nil {
+					return p, fmt.Errorf("reading the plan's variable %q: %w", name, err)
+				}
+				mp, err := bytesField(dv, dynamicMsgpack)
+				if err != nil {
+					return p, fmt.Errorf("reading the plan's variable %q: %w", name, err)
+				}
+				if p.variables == nil {
+					p.variables = map[string][]byte{}
+				}
+				p.variables[name] = mp
+				continue
+			}
 			if num == planApplyTimeVariables {
 				p.applyTimeVars = append(p.applyTimeVars, string(v))
 				continue
@@ -106,23 +133,30 @@ func readSavedPlan(path string) (savedPlan, error) {
 // stringField returns the last value of string field num of message b
 // ("" when it has none).
 func stringField(b []byte, num protowire.Number) (string, error) {
-	var out string
+	v, err := bytesField(b, num)
+	return string(v), err
+}
+
+// bytesField returns the last value of bytes (or string, or message)
+// field num of message b (nil when it has none).
+func bytesField(b []byte, num protowire.Number) ([]byte, error) {
+	var out []byte
 	for len(b) > 0 {
 		n2, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return "", protowire.ParseError(n)
+			return nil, protowire.ParseError(n)
 		}
 		b = b[n:]
 		if n2 == num && typ == protowire.BytesType {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
-				return "", protowire.ParseError(n)
+				return nil, protowire.ParseError(n)
 			}
-			out, b = string(v), b[n:]
+			out, b = v, b[n:]
 			continue
 		}
 		if n = protowire.ConsumeFieldValue(n2, typ, b); n < 0 {
-			return "", protowire.ParseError(n)
+			return nil, protowire.ParseError(n)
 		}
 		b = b[n:]
 	}

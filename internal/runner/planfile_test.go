@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,11 @@ import (
 )
 
 // TestReadSavedPlan reads what the runner needs of plans every engine
-// saved: the workspace each was made in (an apply job selects it again)
-// and, for terraform 1.10 and later, the ephemeral variables its apply
-// must be given again.
+// saved: the workspace each was made in (an apply job selects it again),
+// for terraform 1.10 and later the ephemeral variables its apply must be
+// given again, and the values of the variables the plan was made with
+// (which an OpenTofu apply is given back), as JSON of the same values;
+// never an ephemeral variable's.
 func TestReadSavedPlan(t *testing.T) {
 	t.Parallel()
 	for _, eng := range testenv.Engines(t) {
@@ -29,7 +32,9 @@ func TestReadSavedPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			ephemeral := eng.Name == "terraform" && v.GreaterThanOrEqual(version.Must(version.NewVersion("1.10.0")))
-			config := "variable \"v\" { type = string }\nresource \"terraform_data\" \"r\" { input = var.v }\n"
+			ephemeral = ephemeral || eng.Name == "tofu" && v.GreaterThanOrEqual(version.Must(version.NewVersion("1.11.0")))
+			config := "variable \"v\" { type = string }\nresource \"terraform_data\" \"r\" { input = var.v }\n" +
+				"variable \"l\" { type = list(string) }\nvariable \"o\" {}\nvariable \"n\" { type = number }\n"
 			if ephemeral {
 				config += "variable \"eph\" {\n  type      = string\n  ephemeral = true\n}\n"
 			}
@@ -38,7 +43,7 @@ func TestReadSavedPlan(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(dir, "vars.tfvars"), []byte("v = \"x\"\neph = \"y\"\n"), 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, "vars.tfvars"), []byte("v = \"x\"\neph = \"y\"\nl = [\"a\", \"b\"]\no = { k = 1, s = \"t\" }\nn = 1.5\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
 				for _, args := range [][]string{
@@ -61,8 +66,16 @@ func TestReadSavedPlan(t *testing.T) {
 				if workspace != ws {
 					t.Errorf("workspace %q, want %q", workspace, ws)
 				}
-				if ephemeral && !slices.Equal(applyTime, []string{"eph"}) || !ephemeral && len(applyTime) != 0 {
+				if eng.Name == "terraform" && (ephemeral && !slices.Equal(applyTime, []string{"eph"}) || !ephemeral && len(applyTime) != 0) {
 					t.Errorf("apply-time variables %q (ephemeral variables: %v)", applyTime, ephemeral)
+				}
+				vars, err := runner.PlanVariables(filepath.Join(dir, "tfplan"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]string{"v": `"x"`, "l": `["a","b"]`, "o": `{"k":1,"s":"t"}`, "n": `1.5`}
+				if !maps.Equal(vars, want) {
+					t.Errorf("the plan's variables %v, want %v", vars, want)
 				}
 			}
 		})

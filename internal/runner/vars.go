@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-version"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/terracehq/terrace/internal/run"
 )
@@ -117,24 +120,34 @@ func (j *jobExec) schemaVarFiles(ctx context.Context) []string {
 
 // applyVarFiles returns the -var-file flags for applying the saved plan
 // in the working directory. The plan holds the values of the variables
-// it was made with; what an engine wants besides differs:
+// it was made with, and the apply applies those, as HCP Terraform does
+// when a workspace variable changed while the run waited for its
+// confirmation; what an engine wants besides differs:
 //   - OpenTofu 1.8 and later read every variable again (the
 //     configuration's own files too) and refuse a value that differs from
-//     the plan's: they get all the files, which give the plan's values
-//     back (and the ephemeral ones);
+//     the plan's: they get the run's files (for the ephemeral variables,
+//     which a plan does not keep), then a file of the plan's own values,
+//     which wins over them all;
 //   - terraform 1.10 and later want the ephemeral variables set while
 //     planning (the plan's apply-time variables) again, and refuse a
 //     -var-file value that differs from the plan's: they get those
-//     variables only, so that a workspace variable changed since the plan
-//     was made does not fail the apply (the plan's value is applied, as
-//     with older versions);
+//     variables only;
 //   - older engines take no variables with a saved plan.
 func (j *jobExec) applyVarFiles(ctx context.Context, in *Inputs) ([]string, error) {
 	switch {
 	case len(j.varFiles) == 0:
 		return nil, nil
 	case j.engineAtLeast(ctx, "1.8.0", ""):
-		return j.varFiles, nil
+		p, err := j.savedPlan()
+		if err != nil || len(p.variables) == 0 {
+			// Unreadable: OpenTofu says what differs, if anything.
+			return j.varFiles, nil
+		}
+		planned, err := writePlanVarFile(filepath.Join(j.dir, "apply-vars"), p.variables)
+		if err != nil {
+			return nil, err
+		}
+		return append(append([]string{}, j.varFiles...), planned...), nil
 	case !j.engineAtLeast(ctx, "", "1.10.0"):
 		return nil, nil
 	}
@@ -148,4 +161,51 @@ func (j *jobExec) applyVarFiles(ctx context.Context, in *Inputs) ([]string, erro
 		only[name] = true
 	}
 	return writeVarFiles(filepath.Join(j.dir, "apply-vars"), in.Variables, j.job.Run.Variables, only)
+}
+
+// writePlanVarFile writes the variables a saved plan keeps (planValues)
+// into dir as a JSON variable file and returns its -var-file flag (none
+// when there is nothing to write).
+func writePlanVarFile(dir string, vars map[string][]byte) ([]string, error) {
+	values, err := planValues(vars)
+	if err != nil || len(values) == 0 {
+		return nil, err
+	}
+	b, err := json.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "plan.tfvars.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"-var-file=" + path}, nil
+}
+
+// planValues turns the variables a saved plan keeps (msgpack of
+// dynamically typed values, by name) into JSON variable values. A plan
+// keeps each variable as it was given (a string, number, bool, tuple or
+// object, as HCL and JSON variable files give them), which JSON gives
+// back as the same value. Null values are left out: the other files or
+// the configuration's default give them as they did for the plan.
+func planValues(vars map[string][]byte) (map[string]json.RawMessage, error) {
+	values := map[string]json.RawMessage{}
+	for name, mp := range vars {
+		v, err := ctymsgpack.Unmarshal(mp, cty.DynamicPseudoType)
+		if err != nil {
+			return nil, fmt.Errorf("the plan's variable %q: %w", name, err)
+		}
+		if v.IsNull() || !v.IsWhollyKnown() {
+			continue
+		}
+		b, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("the plan's variable %q: %w", name, err)
+		}
+		values[name] = b
+	}
+	return values, nil
 }
