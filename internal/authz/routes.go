@@ -71,6 +71,22 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}":                      {Action: OrgManageModules, Locate: InOrg},
 	"DELETE /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}":           {Action: OrgManageModules, Locate: InOrg},
 	"DELETE /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}/{version}": {Action: OrgManageModules, Locate: InOrg},
+	// The private provider registry: reading is reading the
+	// organization, publishing is manage-modules ("manage private
+	// registry").
+	"GET /api/v2/organizations/{org}/registry-providers":                                                                    {Action: OrgRead, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/registry-providers":                                                                   {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}":                                             {Action: OrgRead, Locate: InOrg},
+	"PATCH /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}":                                           {Action: OrgManageModules, Locate: InOrg},
+	"DELETE /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}":                                          {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions":                                    {Action: OrgRead, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions":                                   {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions/{version}":                          {Action: OrgRead, Locate: InOrg},
+	"DELETE /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions/{version}":                       {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions/{version}/platforms":                {Action: OrgRead, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions/{version}/platforms":               {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions/{version}/platforms/{os}/{arch}":    {Action: OrgRead, Locate: InOrg},
+	"DELETE /api/v2/organizations/{org}/registry-providers/{registry}/{ns}/{name}/versions/{version}/platforms/{os}/{arch}": {Action: OrgManageModules, Locate: InOrg},
 
 	// Resources the guard cannot place in an organization from the
 	// request alone; their services check the organization.
@@ -135,6 +151,8 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/ssh-keys/{id}":                                         {Action: Authenticated, Service: true},
 	"GET /api/v2/registry-modules/{id}":                                    {Action: Authenticated, Service: true},
 	"GET /api/v2/registry-modules/{id}/tag-bindings":                       {Action: Authenticated, Service: true},
+	"GET /api/v2/registry-providers/{id}":                                  {Action: Authenticated, Service: true},
+	"GET /api/v2/registry-providers/{id}/tag-bindings":                     {Action: Authenticated, Service: true},
 	"POST /api/v2/registry-modules/{rest...}":                              {Action: Authenticated, Service: true},
 	"GET /api/v2/no-code-modules/{id}":                                     {Action: Authenticated, Service: true},
 	"PATCH /api/v2/no-code-modules/{id}":                                   {Action: Authenticated, Service: true},

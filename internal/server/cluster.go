@@ -87,7 +87,7 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	l.Go("stack-runs", func(ctx context.Context) { s.Stacks.Run(ctx, 500*time.Millisecond) })
 	l.Go("job-reaper", s.reapExpiredJobs)
 	l.Go("blob-sweep", func(ctx context.Context) {
-		blob.RunAll(ctx, time.Minute, s.ConfigVersions.Ledger(), s.Registry.Ledger(), s.Runs.Ledger(), s.Stacks.Ledger())
+		blob.RunAll(ctx, time.Minute, s.ConfigVersions.Ledger(), s.Registry.Ledger(), s.Providers.Ledger(), s.Runs.Ledger(), s.Stacks.Ledger())
 	})
 	l.Go("audit-prune", s.Audit.Run)
 	l.Go("state-garbage", func(ctx context.Context) { s.States.RunGarbageCollector(ctx, 10*time.Minute) })

@@ -37,6 +37,7 @@ import (
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/policy"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/providerregistry"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
@@ -110,6 +111,8 @@ type Server struct {
 	SSHKeys *sshkey.Service
 	// Registry is the private module registry.
 	Registry *registry.Service
+	// Providers is the private provider registry.
+	Providers *providerregistry.Service
 	// NoCode is no-code provisioning from registry modules.
 	NoCode *nocode.Service
 	// Orchestration is the resource-graph orchestrator (/api/terrace/v1).
@@ -233,7 +236,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
 	// An organization's rows go by cascade; its workspaces (with what each
 	// domain keeps for them), modules and stacks record their blobs first.
-	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.Workspaces.DeleteOrganizationWorkspaces, registry.DeleteOrganizationModules, stack.DeleteOrganizationStacks)
+	s.Providers = providerregistry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, providerregistry.Options{Logger: s.logger})
+	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.Workspaces.DeleteOrganizationWorkspaces, registry.DeleteOrganizationModules, providerregistry.DeleteOrganizationProviders, stack.DeleteOrganizationStacks)
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
 	if err := s.wireNotify(); err != nil {
@@ -348,6 +352,9 @@ func (s *Server) routes() http.Handler {
 	regAPI := &registry.API{Service: s.Registry}
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
+	provAPI := &providerregistry.API{Service: s.Providers}
+	provAPI.Register(api)
+	provAPI.RegisterCapability(capability)
 	(&nocode.API{Service: s.NoCode, Workspaces: wsAPI}).Register(api)
 	(&authz.API{Service: s.Authz}).Register(api)
 	wsAPI.Permissions = s.Authz.Workspace
@@ -378,6 +385,7 @@ func (s *Server) routes() http.Handler {
 	regProto := http.NewServeMux()
 	regProto.HandleFunc("/", tfeapi.NotFound)
 	regAPI.RegisterProtocol(regProto)
+	provAPI.RegisterRegistry(regProto)
 
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", s.healthz)

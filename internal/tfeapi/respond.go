@@ -51,6 +51,10 @@ func genericOne(v any, included []any) ([]byte, error) {
 // Pagination is the page a list response holds.
 type Pagination struct {
 	Page, Size, Total int
+	// EmptyHasNoPages makes an empty list have 0 pages rather than 1, as
+	// HCP Terraform's registry-providers lists answer (go-tfe's tests
+	// check it there).
+	EmptyHasNoPages bool
 }
 
 // RespondList writes items (a slice of pointers to jsonapi structs) with
@@ -129,7 +133,10 @@ const maxPooledDoc = 64 << 10
 
 func (pg Pagination) meta() map[string]any {
 	size := max(pg.Size, 1)
-	pages := max((pg.Total+size-1)/size, 1)
+	pages := (pg.Total + size - 1) / size
+	if !pg.EmptyHasNoPages {
+		pages = max(pages, 1)
+	}
 	m := map[string]any{
 		"current-page": pg.Page,
 		"page-size":    size,
@@ -297,7 +304,20 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 	} else {
 		obj.Detail = err.Error()
 	}
-	WriteJSON(w, status, ContentType, map[string]any{"errors": []ErrorObject{obj}})
+	objs := []ErrorObject{obj}
+	if multi, ok := err.(interface{ Unwrap() []error }); ok && kind != core.KindInternal {
+		// Several refusals of one request (invalid attributes): one
+		// error object each, as HCP Terraform answers them.
+		objs = objs[:0]
+		for _, e := range multi.Unwrap() {
+			o := ErrorObject{Status: strconv.Itoa(status), Title: kindTitle[kind], Detail: e.Error()}
+			if ce, ok := e.(*core.Error); ok && ce.Title != "" {
+				o.Title = ce.Title
+			}
+			objs = append(objs, o)
+		}
+	}
+	WriteJSON(w, status, ContentType, map[string]any{"errors": objs})
 }
 
 // NotFound answers any unknown API route.
