@@ -1,0 +1,536 @@
+package providerregistry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/providerregistry/release"
+	"github.com/terracehq/terrace/internal/store/storetest"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// fixture is an organization with a signing key in its namespace and a
+// private provider, and the release files of one version.
+type fixture struct {
+	e        *testenv.Env
+	org      string
+	key      *release.Key
+	pid      tfe.RegistryProviderID
+	zips     map[string][]byte
+	sums     []byte
+	sig      []byte
+	linuxZip string
+}
+
+func newFixture(t *testing.T, e *testenv.Env) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &fixture{e: e, org: testenv.NewOrg(t, e.Client, "acme").Name}
+	var err error
+	if f.key, err = release.NewKey("Acme", "ops@acme.test"); err != nil {
+		t.Fatal(err)
+	}
+	armored, err := f.key.PublicArmor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.GPGKeys.Create(ctx, tfe.PrivateRegistry, tfe.GPGKeyCreateOptions{Namespace: f.org, AsciiArmor: armored}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.RegistryProviders.Create(ctx, f.org, tfe.RegistryProviderCreateOptions{Name: "toolbox", Namespace: f.org, RegistryName: tfe.PrivateRegistry}); err != nil {
+		t.Fatal(err)
+	}
+	f.pid = tfe.RegistryProviderID{OrganizationName: f.org, RegistryName: tfe.PrivateRegistry, Namespace: f.org, Name: "toolbox"}
+	f.zips = map[string][]byte{}
+	for _, p := range []string{"linux_amd64", "darwin_arm64"} {
+		z, err := release.Zip(map[string][]byte{"terraform-provider-toolbox_v1.0.0": []byte("#!/bin/sh\necho " + p + "\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.zips["terraform-provider-toolbox_1.0.0_"+p+".zip"] = z
+	}
+	f.linuxZip = "terraform-provider-toolbox_1.0.0_linux_amd64.zip"
+	f.sums = release.Shasums(f.zips)
+	if f.sig, err = f.key.Sign(f.sums); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) version(t *testing.T, version, keyID string) *tfe.RegistryProviderVersion {
+	t.Helper()
+	v, err := f.e.Client.RegistryProviderVersions.Create(context.Background(), f.pid, tfe.RegistryProviderVersionCreateOptions{Version: version, KeyID: keyID, Protocols: []string{"5.0", "6.0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (f *fixture) vid(version string) tfe.RegistryProviderVersionID {
+	return tfe.RegistryProviderVersionID{RegistryProviderID: f.pid, Version: version}
+}
+
+func (f *fixture) platform(t *testing.T, version, os, arch, filename, shasum string) *tfe.RegistryProviderPlatform {
+	t.Helper()
+	pl, err := f.e.Client.RegistryProviderPlatforms.Create(context.Background(), f.vid(version), tfe.RegistryProviderPlatformCreateOptions{OS: os, Arch: arch, Shasum: shasum, Filename: filename})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// put PUTs body to a capability link and returns the status and body.
+func put(t *testing.T, e *testenv.Env, link any, body []byte) (int, string) {
+	t.Helper()
+	u, ok := link.(string)
+	if !ok || u == "" {
+		t.Fatalf("no link: %v", link)
+	}
+	req, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func mustPut(t *testing.T, e *testenv.Env, link any, body []byte) {
+	t.Helper()
+	if code, b := put(t, e, link, body); code != http.StatusOK {
+		t.Fatalf("PUT: %d %s", code, b)
+	}
+}
+
+func get(t *testing.T, e *testenv.Env, url, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+type protoVersions struct {
+	Versions []struct {
+		Version   string   `json:"version"`
+		Protocols []string `json:"protocols"`
+		Platforms []struct {
+			OS   string `json:"os"`
+			Arch string `json:"arch"`
+		} `json:"platforms"`
+	} `json:"versions"`
+}
+
+func (f *fixture) protoVersions(t *testing.T, token string) protoVersions {
+	t.Helper()
+	code, b := get(t, f.e, f.e.URL+"/api/registry/v1/providers/"+f.org+"/toolbox/versions", token)
+	if code != http.StatusOK {
+		t.Fatalf("versions: %d %s", code, b)
+	}
+	var out protoVersions
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPublishAndInstallProtocol: a version is offered through
+// providers.v1 only once SHA256SUMS, its signature and a platform's zip
+// are uploaded, with the platforms that have a zip; the download answer
+// names capability URLs serving exactly what was uploaded, and a key that
+// verifies the signature.
+func TestPublishAndInstallProtocol(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		f := newFixture(t, e)
+		v := f.version(t, "1.0.0", f.key.KeyID())
+		if v.ShasumsUploaded || v.ShasumsSigUploaded || v.KeyID != f.key.KeyID() {
+			t.Fatalf("new version: %+v", v)
+		}
+		if _, ok := v.Links["shasums-download"]; ok {
+			t.Fatal("a new version links a SHA256SUMS download")
+		}
+		if got := f.protoVersions(t, e.Token); len(got.Versions) != 0 {
+			t.Fatalf("offered before anything was uploaded: %+v", got)
+		}
+		linux := f.platform(t, "1.0.0", "linux", "amd64", f.linuxZip, release.SHA256(f.zips[f.linuxZip]))
+		darwinName := "terraform-provider-toolbox_1.0.0_darwin_arm64.zip"
+		f.platform(t, "1.0.0", "darwin", "arm64", darwinName, release.SHA256(f.zips[darwinName]))
+		mustPut(t, e, v.Links["shasums-upload"], f.sums)
+		mustPut(t, e, v.Links["shasums-sig-upload"], f.sig)
+		if got := f.protoVersions(t, e.Token); len(got.Versions) != 0 {
+			t.Fatalf("offered before a zip was uploaded: %+v", got)
+		}
+		mustPut(t, e, linux.Links["provider-binary-upload"], f.zips[f.linuxZip])
+
+		rv, err := e.Client.RegistryProviderVersions.Read(ctx, f.vid("1.0.0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rv.ShasumsUploaded || !rv.ShasumsSigUploaded || len(rv.RegistryProviderPlatforms) != 2 {
+			t.Fatalf("version after uploads: %+v", rv)
+		}
+		pls, err := e.Client.RegistryProviderPlatforms.List(ctx, f.vid("1.0.0"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uploaded := map[string]bool{}
+		for _, p := range pls.Items {
+			uploaded[p.OS+"_"+p.Arch] = p.ProviderBinaryUploaded
+		}
+		if !uploaded["linux_amd64"] || uploaded["darwin_arm64"] || pls.TotalCount != 2 {
+			t.Fatalf("platforms: %v (total %d)", uploaded, pls.TotalCount)
+		}
+
+		got := f.protoVersions(t, e.Token)
+		if len(got.Versions) != 1 || got.Versions[0].Version != "1.0.0" || strings.Join(got.Versions[0].Protocols, ",") != "5.0,6.0" ||
+			len(got.Versions[0].Platforms) != 1 || got.Versions[0].Platforms[0].OS != "linux" {
+			t.Fatalf("versions: %+v", got)
+		}
+		code, b := get(t, e, e.URL+"/api/registry/v1/providers/"+f.org+"/toolbox/1.0.0/download/darwin/arm64", e.Token)
+		if code != http.StatusNotFound {
+			t.Fatalf("download of a platform without zip: %d %s", code, b)
+		}
+		code, b = get(t, e, e.URL+"/api/registry/v1/providers/"+f.org+"/toolbox/1.0.0/download/linux/amd64", e.Token)
+		if code != http.StatusOK {
+			t.Fatalf("download: %d %s", code, b)
+		}
+		var d struct {
+			Filename            string `json:"filename"`
+			DownloadURL         string `json:"download_url"`
+			ShasumsURL          string `json:"shasums_url"`
+			ShasumsSignatureURL string `json:"shasums_signature_url"`
+			Shasum              string `json:"shasum"`
+			SigningKeys         struct {
+				GPGPublicKeys []struct {
+					KeyID      string `json:"key_id"`
+					ASCIIArmor string `json:"ascii_armor"`
+				} `json:"gpg_public_keys"`
+			} `json:"signing_keys"`
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Filename != f.linuxZip || d.Shasum != release.SHA256(f.zips[f.linuxZip]) || len(d.SigningKeys.GPGPublicKeys) != 1 {
+			t.Fatalf("download answer: %s", b)
+		}
+		// The URLs need no token (terraform sends none) and serve what
+		// was uploaded.
+		for url, want := range map[string][]byte{d.DownloadURL: f.zips[f.linuxZip], d.ShasumsURL: f.sums, d.ShasumsSignatureURL: f.sig} {
+			if code, body := get(t, e, url, ""); code != http.StatusOK || !bytes.Equal(body, want) {
+				t.Fatalf("GET %s: %d (%d bytes, want %d)", url, code, len(body), len(want))
+			}
+		}
+		ring, err := openpgp.ReadArmoredKeyRing(strings.NewReader(d.SigningKeys.GPGPublicKeys[0].ASCIIArmor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := openpgp.CheckDetachedSignature(ring, bytes.NewReader(f.sums), bytes.NewReader(f.sig), nil); err != nil {
+			t.Fatalf("the offered key does not verify the signature: %v", err)
+		}
+
+		// Deleting the key withdraws the version: its signature can no
+		// longer be checked.
+		if err := e.Client.GPGKeys.Delete(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: f.org, KeyID: f.key.KeyID()}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.protoVersions(t, e.Token); len(got.Versions) != 0 {
+			t.Fatalf("offered without its key: %+v", got)
+		}
+		// Deleting the provider deletes its zips.
+		if err := e.Client.RegistryProviders.Delete(ctx, f.pid); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := get(t, e, d.DownloadURL, ""); code != http.StatusNotFound {
+			t.Fatalf("zip of a deleted provider: %d", code)
+		}
+		var n int
+		if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM registry_provider_garbage`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("garbage left: %d %v", n, err)
+		}
+	})
+}
+
+// apiError returns the status-bearing text of a go-tfe error.
+func apiError(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+}
+
+// TestRefusesBadInput: every bad request is refused with a reason, and
+// leaves nothing half-written.
+func TestRefusesBadInput(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		f := newFixture(t, e)
+
+		_, err := c.RegistryProviderVersions.Create(ctx, f.pid, tfe.RegistryProviderVersionCreateOptions{Version: "1.0", KeyID: f.key.KeyID()})
+		apiError(t, err, "not a semantic version")
+		_, err = c.RegistryProviderVersions.Create(ctx, f.pid, tfe.RegistryProviderVersionCreateOptions{Version: "1.0.0", KeyID: f.key.KeyID(), Protocols: []string{"five"}})
+		apiError(t, err, `protocol "five" is invalid`)
+		v := f.version(t, "1.0.0", f.key.KeyID())
+		_, err = c.RegistryProviderVersions.Create(ctx, f.pid, tfe.RegistryProviderVersionCreateOptions{Version: "1.0.0", KeyID: f.key.KeyID()})
+		apiError(t, err, "already exists")
+
+		// Platforms: a bad filename, a duplicate.
+		_, err = c.RegistryProviderPlatforms.Create(ctx, f.vid("1.0.0"), tfe.RegistryProviderPlatformCreateOptions{OS: "linux", Arch: "amd64", Shasum: "abc", Filename: "../../etc/passwd"})
+		apiError(t, err, "filename")
+		linux := f.platform(t, "1.0.0", "linux", "amd64", f.linuxZip, release.SHA256(f.zips[f.linuxZip]))
+		_, err = c.RegistryProviderPlatforms.Create(ctx, f.vid("1.0.0"), tfe.RegistryProviderPlatformCreateOptions{OS: "linux", Arch: "amd64", Shasum: "abc", Filename: "x.zip"})
+		apiError(t, err, "already has a linux_amd64 platform")
+
+		// A zip whose SHA-256 is not the platform's shasum stores nothing.
+		if code, body := put(t, e, linux.Links["provider-binary-upload"], []byte("not the zip")); code != http.StatusUnprocessableEntity || !strings.Contains(body, "nothing was stored") {
+			t.Fatalf("wrong zip: %d %s", code, body)
+		}
+		_, pl, err := readPlatform(c, f, "linux", "amd64")
+		if err != nil || pl.ProviderBinaryUploaded {
+			t.Fatalf("platform after a refused zip: %+v %v", pl, err)
+		}
+
+		// SHA256SUMS must list every platform with its shasum; garbage
+		// is refused.
+		for body, want := range map[string]string{
+			"":              "empty",
+			"hello world\n": "is not",
+			release.SHA256([]byte("x")) + "  other.zip\n":          "does not list " + f.linuxZip,
+			release.SHA256([]byte("x")) + "  " + f.linuxZip + "\n": "but the linux_amd64 platform's shasum",
+		} {
+			if code, got := put(t, e, v.Links["shasums-upload"], []byte(body)); code != http.StatusUnprocessableEntity || !strings.Contains(got, want) {
+				t.Fatalf("SHA256SUMS %q: %d %s", body, code, got)
+			}
+		}
+		// The signature needs SHA256SUMS first.
+		if code, got := put(t, e, v.Links["shasums-sig-upload"], f.sig); code != http.StatusUnprocessableEntity || !strings.Contains(got, "before its signature") {
+			t.Fatalf("signature before SHA256SUMS: %d %s", code, got)
+		}
+		mustPut(t, e, v.Links["shasums-upload"], f.sums)
+		// A platform created after SHA256SUMS must match its line.
+		_, err = c.RegistryProviderPlatforms.Create(ctx, f.vid("1.0.0"), tfe.RegistryProviderPlatformCreateOptions{OS: "darwin", Arch: "arm64", Shasum: release.SHA256([]byte("x")), Filename: "terraform-provider-toolbox_1.0.0_darwin_arm64.zip"})
+		apiError(t, err, "but the darwin_arm64 platform's shasum")
+
+		// A signature by another key, or garbage, is refused.
+		other, err := release.NewKey("Mallory", "m@evil.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged, _ := other.Sign(f.sums)
+		for _, sig := range [][]byte{forged, []byte("not a signature")} {
+			if code, got := put(t, e, v.Links["shasums-sig-upload"], sig); code != http.StatusUnprocessableEntity || !strings.Contains(got, "does not verify") {
+				t.Fatalf("bad signature: %d %s", code, got)
+			}
+		}
+		// A version whose key-id the namespace does not hold: created (as
+		// HCP Terraform allows), but its signature cannot be accepted.
+		v2 := f.version(t, "2.0.0", "0123456789ABCDEF")
+		mustPut(t, e, v2.Links["shasums-upload"], f.sums)
+		if code, got := put(t, e, v2.Links["shasums-sig-upload"], f.sig); code != http.StatusUnprocessableEntity || !strings.Contains(got, "has no GPG key with key ID 0123456789ABCDEF") {
+			t.Fatalf("signature of an unknown key: %d %s", code, got)
+		}
+		// The armored form of the right signature is accepted and kept
+		// in the binary form terraform reads.
+		var armored bytes.Buffer
+		w, err := armor.Encode(&armored, "PGP SIGNATURE", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = w.Write(f.sig)
+		_ = w.Close()
+		mustPut(t, e, v.Links["shasums-sig-upload"], armored.Bytes())
+		rv, err := c.RegistryProviderVersions.Read(ctx, f.vid("1.0.0"))
+		if err != nil || !rv.ShasumsSigUploaded {
+			t.Fatalf("version after the signature: %+v %v", rv, err)
+		}
+		sigURL, _ := rv.Links["shasums-sig-download"].(string)
+		if code, body := get(t, e, sigURL, ""); code != http.StatusOK || !bytes.Equal(body, f.sig) {
+			t.Fatalf("stored signature: %d, binary form kept: %v", code, bytes.Equal(body, f.sig))
+		}
+
+		// Versions and platforms of a public provider do not exist.
+		if _, err := c.RegistryProviders.Create(ctx, f.org, tfe.RegistryProviderCreateOptions{Name: "aws", Namespace: "hashicorp", RegistryName: tfe.PublicRegistry}); err != nil {
+			t.Fatal(err)
+		}
+		code, _ := testenv.Raw(t, e.HTTP, e.URL, e.Token, http.MethodGet, "/api/v2/organizations/"+f.org+"/registry-providers/public/hashicorp/aws/versions", nil)
+		if code != http.StatusNotFound {
+			t.Fatalf("versions of a public provider: %d", code)
+		}
+		// A private provider's namespace is its organization.
+		_, err = c.RegistryProviders.Create(ctx, f.org, tfe.RegistryProviderCreateOptions{Name: "x", Namespace: "someone-else", RegistryName: tfe.PrivateRegistry})
+		apiError(t, err, "must be its organization")
+	})
+}
+
+func readPlatform(c *tfe.Client, f *fixture, os, arch string) (*tfe.RegistryProviderVersion, *tfe.RegistryProviderPlatform, error) {
+	pl, err := c.RegistryProviderPlatforms.Read(context.Background(), tfe.RegistryProviderPlatformID{RegistryProviderVersionID: f.vid("1.0.0"), OS: os, Arch: arch})
+	return nil, pl, err
+}
+
+// TestGPGKeys: the server derives the key ID from the armored key and
+// refuses anything but one public key, a private key above all.
+func TestGPGKeys(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "acme").Name
+		testenv.NewOrg(t, c, "beta")
+		key, err := release.NewKey("Acme", "ops@acme.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := key.PublicArmor()
+		priv, err := key.PrivateArmor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, _ := release.NewKey("Other", "o@acme.test")
+		otherPub, _ := other.PublicArmor()
+		for armor, want := range map[string]string{
+			priv:           "private key",
+			"hello":        "exactly one armored public key block",
+			pub + otherPub: "exactly one armored public key block",
+			strings.Replace(pub, "PUBLIC KEY BLOCK", "SIGNATURE", 2): "not a",
+		} {
+			_, err := c.GPGKeys.Create(ctx, tfe.PrivateRegistry, tfe.GPGKeyCreateOptions{Namespace: org, AsciiArmor: armor})
+			apiError(t, err, want)
+			if strings.Contains(err.Error(), "PRIVATE KEY") || (armor == priv && strings.Contains(err.Error(), priv[40:80])) {
+				t.Fatalf("the refusal repeats the private key: %v", err)
+			}
+		}
+		keys, err := c.GPGKeys.ListPrivate(ctx, tfe.GPGKeyListOptions{Namespaces: []string{org}})
+		if err != nil || len(keys.Items) != 0 {
+			t.Fatalf("keys after refusals: %v %v", keys, err)
+		}
+		k, err := c.GPGKeys.Create(ctx, tfe.PrivateRegistry, tfe.GPGKeyCreateOptions{Namespace: org, AsciiArmor: pub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.KeyID != key.KeyID() || k.Namespace != org || k.AsciiArmor != pub {
+			t.Fatalf("key: %+v", k)
+		}
+		_, err = c.GPGKeys.Create(ctx, tfe.PrivateRegistry, tfe.GPGKeyCreateOptions{Namespace: org, AsciiArmor: pub})
+		apiError(t, err, "already has the GPG key")
+		// Read by any case of the key ID.
+		if _, err := c.GPGKeys.Read(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: strings.ToLower(k.KeyID)}); err != nil {
+			t.Fatal(err)
+		}
+
+		// A member of acme reads keys but does not manage them; someone
+		// outside sees nothing.
+		member, _ := e.UserClient(t, org, "member@acme.test")
+		if _, err := member.GPGKeys.Read(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: k.KeyID}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = member.GPGKeys.Create(ctx, tfe.PrivateRegistry, tfe.GPGKeyCreateOptions{Namespace: org, AsciiArmor: otherPub})
+		apiError(t, err, "may not manage the private registry")
+		err = member.GPGKeys.Delete(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: k.KeyID})
+		apiError(t, err, "may not manage the private registry")
+		outsider, _ := e.UserClient(t, "beta", "someone@beta.test")
+		_, err = outsider.GPGKeys.Read(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: k.KeyID})
+		if !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("outsider reads acme's key: %v", err)
+		}
+		_, err = outsider.GPGKeys.Create(ctx, tfe.PrivateRegistry, tfe.GPGKeyCreateOptions{Namespace: org, AsciiArmor: otherPub})
+		if !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("outsider adds a key to acme: %v", err)
+		}
+		// An owner of beta only cannot move acme's key into beta, nor
+		// acme's owner into a namespace it does not manage.
+		_, err = c.GPGKeys.Update(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: k.KeyID}, tfe.GPGKeyUpdateOptions{Namespace: "nowhere"})
+		if !errors.Is(err, tfe.ErrNamespaceNotAuthorized) {
+			t.Fatalf("move to a namespace that does not exist: %v", err)
+		}
+	})
+}
+
+// TestProviderPermissions: members read providers and install them
+// through providers.v1; publishing needs manage-modules.
+func TestProviderPermissions(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		f := newFixture(t, e)
+		v := f.version(t, "1.0.0", f.key.KeyID())
+		mustPut(t, e, v.Links["shasums-upload"], f.sums)
+		mustPut(t, e, v.Links["shasums-sig-upload"], f.sig)
+		pl := f.platform(t, "1.0.0", "linux", "amd64", f.linuxZip, release.SHA256(f.zips[f.linuxZip]))
+		mustPut(t, e, pl.Links["provider-binary-upload"], f.zips[f.linuxZip])
+
+		member, _ := e.UserClient(t, f.org, "member@acme.test")
+		p, err := member.RegistryProviders.Read(ctx, f.pid, nil)
+		if err != nil || p.Permissions.CanDelete {
+			t.Fatalf("member reads: %+v %v", p, err)
+		}
+		mv, err := member.RegistryProviderVersions.Read(ctx, f.vid("1.0.0"))
+		if err != nil || mv.Permissions.CanUploadAsset || mv.Links["shasums-upload"] != nil {
+			t.Fatalf("member reads the version with upload links: %+v %v", mv, err)
+		}
+		_, err = member.RegistryProviderVersions.Create(ctx, f.pid, tfe.RegistryProviderVersionCreateOptions{Version: "2.0.0", KeyID: f.key.KeyID()})
+		apiError(t, err, "forbidden")
+		if err := member.RegistryProviders.Delete(ctx, f.pid); err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Fatalf("member deletes: %v", err)
+		}
+
+		team, err := c.Teams.Create(ctx, f.org, tfe.TeamCreateOptions{Name: tfe.String("platform"), OrganizationAccess: &tfe.OrganizationAccessOptions{ManageModules: tfe.Bool(true)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publisher, _ := e.UserClient(t, f.org, "platform@acme.test", team)
+		if _, err := publisher.RegistryProviderVersions.Create(ctx, f.pid, tfe.RegistryProviderVersionCreateOptions{Version: "2.0.0", KeyID: f.key.KeyID()}); err != nil {
+			t.Fatalf("a manage-modules team publishes: %v", err)
+		}
+
+		// providers.v1: a member installs; someone of another organization
+		// and no token do not.
+		token := func(m *tfe.OrganizationMembership) string {
+			t.Helper()
+			_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return secret
+		}
+		_, m := e.UserClient(t, f.org, "reader@acme.test")
+		testenv.NewOrg(t, c, "beta")
+		_, o := e.UserClient(t, "beta", "someone@beta.test")
+		if got := f.protoVersions(t, token(m)); len(got.Versions) != 1 {
+			t.Fatalf("member sees versions %+v", got)
+		}
+		url := e.URL + "/api/registry/v1/providers/" + f.org + "/toolbox/versions"
+		if code, _ := get(t, e, url, token(o)); code != http.StatusNotFound {
+			t.Fatalf("versions for someone of another organization: %d", code)
+		}
+		if code, _ := get(t, e, url, ""); code != http.StatusUnauthorized {
+			t.Fatalf("versions without a token: %d", code)
+		}
+	})
+}
