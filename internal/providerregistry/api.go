@@ -162,6 +162,9 @@ type jsonKey struct {
 	TrustSignature string    `jsonapi:"attr,trust-signature"`
 	CreatedAt      time.Time `jsonapi:"attr,created-at,iso8601"`
 	UpdatedAt      time.Time `jsonapi:"attr,updated-at,iso8601"`
+	// Organization is the namespace's organization (not in HCP
+	// Terraform's answer; it names the organization of the audit event).
+	Organization *jsonOrgRef `jsonapi:"relation,organization"`
 }
 
 func providerPath(p *Provider) string {
@@ -217,7 +220,8 @@ func (a *API) platformJSON(ctx context.Context, org string, p *Platform) *jsonPl
 }
 
 func keyJSON(k *GPGKey) *jsonKey {
-	return &jsonKey{ID: k.ID, ASCIIArmor: k.ASCIIArmor, KeyID: k.KeyID, Namespace: k.Namespace, CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt}
+	return &jsonKey{ID: k.ID, ASCIIArmor: k.ASCIIArmor, KeyID: k.KeyID, Namespace: k.Namespace, CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt,
+		Organization: &jsonOrgRef{Name: k.Namespace}}
 }
 
 // respondProvider answers a provider, with its versions (and them in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/providerregistry/release"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -468,6 +470,18 @@ func TestGPGKeys(t *testing.T) {
 		_, err = c.GPGKeys.Update(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: k.KeyID}, tfe.GPGKeyUpdateOptions{Namespace: "nowhere"})
 		if !errors.Is(err, tfe.ErrNamespaceNotAuthorized) {
 			t.Fatalf("move to a namespace that does not exist: %v", err)
+		}
+		if err := c.GPGKeys.Delete(ctx, tfe.GPGKeyID{RegistryName: tfe.PrivateRegistry, Namespace: org, KeyID: k.KeyID}); err != nil {
+			t.Fatal(err)
+		}
+		// Adding and deleting a key are events of the organization's
+		// audit trail.
+		pairs, err := store.Pairs(ctx, e.Server.DB, `SELECT resource_type, action FROM audit_events WHERE organization_name = ? AND resource_type LIKE 'gpg%' ORDER BY occurred_at`, org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(pairs) != "[[gpg-key create] [gpg-key delete]]" {
+			t.Fatalf("audit events of acme's keys: %v", pairs)
 		}
 	})
 }

@@ -83,6 +83,10 @@ func (s *Server) locateForAudit(ctx context.Context, collection, id string) (str
 			return "", err
 		}
 		return m.Organization, nil
+	case "gpg-keys":
+		// /api/registry/private/v2/gpg-keys/{namespace}/{key-id}: the
+		// namespace is the organization.
+		return id, nil
 	case "registry-modules":
 		// Legacy routes name the organization: actions/delete/{org}/…
 		if parts := strings.Split(id, "/"); len(parts) >= 3 && parts[0] == "actions" {
