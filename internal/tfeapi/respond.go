@@ -305,19 +305,37 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 		obj.Detail = err.Error()
 	}
 	objs := []ErrorObject{obj}
-	if multi, ok := err.(interface{ Unwrap() []error }); ok && kind != core.KindInternal {
+	if several := refusals(err, kind); several != nil {
 		// Several refusals of one request (invalid attributes): one
 		// error object each, as HCP Terraform answers them.
 		objs = objs[:0]
-		for _, e := range multi.Unwrap() {
-			o := ErrorObject{Status: strconv.Itoa(status), Title: kindTitle[kind], Detail: e.Error()}
-			if ce, ok := e.(*core.Error); ok && ce.Title != "" {
+		for _, ce := range several {
+			o := ErrorObject{Status: strconv.Itoa(status), Title: kindTitle[kind], Detail: ce.Error()}
+			if ce.Title != "" {
 				o.Title = ce.Title
 			}
 			objs = append(objs, o)
 		}
 	}
 	WriteJSON(w, status, ContentType, map[string]any{"errors": objs})
+}
+
+// refusals returns the errors err joins (errors.Join) when every one is a
+// *core.Error of kind, not internal; nil otherwise.
+func refusals(err error, kind core.Kind) []*core.Error {
+	multi, ok := err.(interface{ Unwrap() []error })
+	if !ok || kind == core.KindInternal {
+		return nil
+	}
+	var out []*core.Error
+	for _, e := range multi.Unwrap() {
+		ce, ok := e.(*core.Error)
+		if !ok || ce.Kind != kind {
+			return nil
+		}
+		out = append(out, ce)
+	}
+	return out
 }
 
 // NotFound answers any unknown API route.
