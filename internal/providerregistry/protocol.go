@@ -69,10 +69,10 @@ func (s *Service) protocolProvider(ctx context.Context, namespace, name string) 
 		return nil, notFound
 	}
 	if err := fetch(ctx, ps[0].Organization); err != nil {
-		if core.KindOf(err) == core.KindUnauthorized {
-			return nil, err
-		}
-		return nil, notFound
+		// As module downloads: not found for who may not see the
+		// organization, forbidden for tokens that see it but may not
+		// fetch (agents, task results).
+		return nil, err
 	}
 	return ps[0], nil
 }

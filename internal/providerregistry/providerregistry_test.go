@@ -16,6 +16,8 @@ import (
 	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/providerregistry"
 	"github.com/terracehq/terrace/internal/providerregistry/release"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
@@ -545,6 +547,124 @@ func TestProviderPermissions(t *testing.T) {
 		}
 		if code, _ := get(t, e, url, ""); code != http.StatusUnauthorized {
 			t.Fatalf("versions without a token: %d", code)
+		}
+	})
+}
+
+// TestWhoInstalls: providers.v1 answers members, team and organization
+// tokens and the token of a run of the organization (terraform init in a
+// remote run); not agent tokens, nor a run of another organization.
+func TestWhoInstalls(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		f := newFixture(t, e)
+		v := f.version(t, "1.0.0", f.key.KeyID())
+		mustPut(t, e, v.Links["shasums-upload"], f.sums)
+		mustPut(t, e, v.Links["shasums-sig-upload"], f.sig)
+		pl := f.platform(t, "1.0.0", "linux", "amd64", f.linuxZip, release.SHA256(f.zips[f.linuxZip]))
+		mustPut(t, e, pl.Links["provider-binary-upload"], f.zips[f.linuxZip])
+
+		token := func(kind auth.Kind, subject string) string {
+			t.Helper()
+			_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: kind, Subject: subject})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return secret
+		}
+		// A run that stays queued: its workspace runs on an agent pool
+		// without agents.
+		queuedRun := func(org string) string {
+			t.Helper()
+			pool, err := c.AgentPools.Create(ctx, org, tfe.AgentPoolCreateOptions{Name: tfe.String("pool")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("app"), ExecutionMode: tfe.String("agent"), AgentPoolID: tfe.String(pool.ID)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cv := testenv.UploadConfig(ctx, t, c, ws.ID, `output "o" { value = 1 }`)
+			r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv, PlanOnly: tfe.Bool(true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.ID
+		}
+		_, m := e.UserClient(t, f.org, "member@acme.test")
+		team, err := c.Teams.Create(ctx, f.org, tfe.TeamCreateOptions{Name: tfe.String("devs")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		orgToken, err := c.OrganizationTokens.Create(ctx, f.org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := c.AgentPools.Create(ctx, f.org, tfe.AgentPoolCreateOptions{Name: tfe.String("agents")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentToken, err := c.AgentTokens.Create(ctx, pool.ID, tfe.AgentTokenCreateOptions{Description: tfe.String("agent")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.NewOrg(t, c, "beta")
+
+		base := e.URL + "/api/registry/v1/providers/" + f.org + "/toolbox"
+		for _, tc := range []struct {
+			who, token string
+			want       int
+		}{
+			{"a member", token(auth.KindUser, m.User.ID), http.StatusOK},
+			{"a team token", token(auth.KindTeam, team.ID), http.StatusOK},
+			{"the organization token", orgToken.Token, http.StatusOK},
+			{"a run token", token(auth.KindRun, queuedRun(f.org)), http.StatusOK},
+			{"a run token of another organization", token(auth.KindRun, queuedRun("beta")), http.StatusNotFound},
+			{"an agent token", agentToken.Token, http.StatusForbidden},
+		} {
+			for _, path := range []string{"/versions", "/1.0.0/download/linux/amd64"} {
+				if code, body := get(t, e, base+path, tc.token); code != tc.want {
+					t.Errorf("%s GET %s: %d %s, want %d", tc.who, path, code, body, tc.want)
+				}
+			}
+		}
+	})
+}
+
+// TestUploadLimitsAndCleanup: uploads over the limits are refused with
+// 413 and store nothing; deleting the organization deletes its zips.
+func TestUploadLimitsAndCleanup(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		f := newFixture(t, e)
+		v := f.version(t, "1.0.0", f.key.KeyID())
+		pl := f.platform(t, "1.0.0", "linux", "amd64", f.linuxZip, release.SHA256(f.zips[f.linuxZip]))
+		small := providerregistry.NewService(e.Server.DB, e.Server.Blobs, e.Server.Signer, nil, providerregistry.Options{MaxBinaryBytes: 64, MaxShasumsBytes: 64, MaxSignatureBytes: 64})
+		if _, err := small.UploadBinary(ctx, pl.ID, bytes.NewReader(f.zips[f.linuxZip])); core.KindOf(err) != core.KindTooLarge {
+			t.Fatalf("zip over the limit: %v", err)
+		}
+		if _, err := small.UploadShasums(ctx, v.ID, bytes.NewReader(f.sums)); core.KindOf(err) != core.KindTooLarge {
+			t.Fatalf("SHA256SUMS over the limit: %v", err)
+		}
+		var n int
+		if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM registry_provider_garbage`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("refused uploads left %d blobs to collect (%v)", n, err)
+		}
+
+		mustPut(t, e, pl.Links["provider-binary-upload"], f.zips[f.linuxZip])
+		var key string
+		if err := e.Server.DB.QueryRow(ctx, `SELECT blob_key FROM registry_provider_platforms WHERE id = ?`, pl.ID).Scan(&key); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Client.Organizations.Delete(ctx, f.org); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Server.Providers.Ledger().Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.Server.Blobs.Exists(ctx, key); err != nil || ok {
+			t.Fatalf("zip of a deleted organization still stored: %v %v", ok, err)
 		}
 	})
 }
