@@ -67,6 +67,15 @@ const (
 	// terraform init inside a run fetches private modules; not agent or
 	// task result tokens.
 	OrgReadModules Action = "organization:read-modules"
+	// OrgManageTags deletes the organization's tags (from every workspace
+	// carrying them): manage workspaces, as in HCP Terraform. The tag
+	// service still asks WorkspaceUpdate of each workspace it changes.
+	OrgManageTags Action = "organization:manage-tags"
+	// OrgManageReservedTagKeys creates, changes and deletes the
+	// organization's reserved tag keys: HCP Terraform asks the admin
+	// permission preset (owners here) or the organization's token.
+	// Members read them (OrgRead): they are offered to whoever tags.
+	OrgManageReservedTagKeys Action = "organization:manage-reserved-tag-keys"
 
 	// The team actions decide on the team too: a secret team is seen only
 	// by its members, owners and holders of access-secret-teams (others
@@ -220,6 +229,10 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageVCSSettings }, orgAsk: (*Service).adminSomewhere},
 	OrgManageVarsets: {scope: scopeOrg, noun: "organization", verb: "manage variable sets",
 		org: func(st standing) bool { return st.access.ManageWorkspaces }},
+	OrgManageTags: {scope: scopeOrg, noun: "organization", verb: "manage the organization's tags",
+		org: func(st standing) bool { return st.access.ManageWorkspaces }},
+	OrgManageReservedTagKeys: {scope: scopeOrg, noun: "organization", verb: "manage reserved tag keys",
+		org: func(st standing) bool { return st.owner || st.orgToken }},
 	OrgCreateWorkspace: {scope: scopeOrg, noun: "organization", verb: "create workspaces",
 		org: func(st standing) bool { return st.access.ManageWorkspaces }, orgAsk: (*Service).createsSomewhere},
 	OrgCreateProject: {scope: scopeOrg, noun: "organization", verb: "create projects",

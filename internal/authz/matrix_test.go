@@ -199,8 +199,8 @@ func expect(a authz.Action, service bool, who string) int {
 			return allow
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgReadSSHKeys, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
-			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.TeamRead, authz.TeamManage, authz.TeamMembers,
-			authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
+			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.OrgManageTags, authz.OrgManageReservedTagKeys,
+			authz.TeamRead, authz.TeamManage, authz.TeamMembers, authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
 			authz.ProjectProvisionNoCode, authz.StackRead, authz.StackManage, authz.StackApprove:
 			return http.StatusForbidden
 		}
@@ -217,7 +217,7 @@ func expect(a authz.Action, service bool, who string) int {
 		return in("owner", "admin")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
 		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamManage,
-		authz.TeamMembers:
+		authz.TeamMembers, authz.OrgManageTags, authz.OrgManageReservedTagKeys:
 		return in("owner", "organization-token")
 	case authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
 		authz.ProjectProvisionNoCode:

@@ -25,6 +25,8 @@ const (
 	PrefixTagBinding    = "tb"
 	PrefixTag           = "tag"
 	PrefixSSHKey        = "sshkey"
+	// PrefixReservedTagKey is HCP Terraform's prefix for reserved tag keys.
+	PrefixReservedTagKey = "rtk"
 )
 
 const idAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"

@@ -44,6 +44,15 @@ type TagBinding struct {
 	Value string
 }
 
+// TagKeyRule says which tag binding keys are valid: projects, workspaces
+// and reserved tag keys all follow it.
+const TagKeyRule = "1 to 128 characters: letters, digits, spaces and _ . : / = + - @"
+
+var tagKeyRE = regexp.MustCompile(`^[\p{L}\p{N} _.:/=+@-]{1,128}$`)
+
+// ValidTagKey reports whether key is a valid tag binding key (TagKeyRule).
+func ValidTagKey(key string) bool { return tagKeyRE.MatchString(key) }
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9 _-]{1,90}$`)
 
 // ValidateName checks a project name.

@@ -348,8 +348,8 @@ func (s *Service) apply(p *Project, o Options) error {
 }
 
 func validateTagBinding(b TagBinding) error {
-	if b.Key == "" || len(b.Key) > 128 {
-		return core.Invalid("tag binding key must be 1 to 128 characters")
+	if !ValidTagKey(b.Key) {
+		return core.Invalid("tag binding key %q is invalid: a key is %s", b.Key, TagKeyRule)
 	}
 	if len(b.Value) > 256 {
 		return core.Invalid("tag binding value must be at most 256 characters")

@@ -77,6 +77,10 @@ func (s *Server) locateForAudit(ctx context.Context, collection, id string) (str
 		// The key's organization, for a caller who may see it (the
 		// request's own rule is the guard's and the service's).
 		return s.SSHKeys.Organization(ctx, s.DB, id)
+	case "tags":
+		return s.Workspaces.TagOrganization(ctx, id)
+	case "reserved-tag-keys", "reserved-tags":
+		return s.Workspaces.ReservedTagKeyOrganization(ctx, id)
 	case "no-code-modules":
 		m, err := s.NoCode.Get(ctx, id)
 		if err != nil {

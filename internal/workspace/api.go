@@ -70,7 +70,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("PATCH /api/v2/organizations/{org}/workspaces/{name}", a.byName(a.update))
 	mux.HandleFunc("DELETE /api/v2/organizations/{org}/workspaces/{name}", a.byName(a.delete))
 	mux.HandleFunc("POST /api/v2/organizations/{org}/workspaces/{name}/actions/safe-delete", a.byName(a.safeDelete))
-	mux.HandleFunc("GET /api/v2/organizations/{org}/tags", a.orgTags)
+	a.registerTags(mux)
 	mux.HandleFunc("GET /api/v2/workspaces/{id}", a.byID(a.get))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}", a.byID(a.update))
 	mux.HandleFunc("DELETE /api/v2/workspaces/{id}", a.byID(a.delete))
@@ -275,9 +275,10 @@ type jsonTagBinding struct {
 }
 
 type jsonTag struct {
-	ID            string `jsonapi:"primary,tags"`
-	Name          string `jsonapi:"attr,name"`
-	InstanceCount int    `jsonapi:"attr,instance-count"`
+	ID            string      `jsonapi:"primary,tags"`
+	Name          string      `jsonapi:"attr,name"`
+	InstanceCount int         `jsonapi:"attr,instance-count"`
+	Organization  *jsonOrgRef `jsonapi:"relation,organization,omitempty"`
 }
 
 var includeNames = []string{"organization", "project", "locked_by", "current_run", "current_run.plan",
@@ -930,7 +931,8 @@ func (a *API) orgTags(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	items, total, err := a.Service.OrganizationTags(r.Context(), r.PathValue("org"), q.Get("q"), q.Get("filter[exclude][taggable][id]"), page.Offset(), page.Size)
+	org := r.PathValue("org")
+	items, total, err := a.Service.OrganizationTags(r.Context(), org, q.Get("q"), q.Get("filter[exclude][taggable][id]"), page.Offset(), page.Size)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
@@ -938,7 +940,7 @@ func (a *API) orgTags(w http.ResponseWriter, r *http.Request) {
 	pg := tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}
 	out := make([]*jsonTag, len(items))
 	for i, t := range items {
-		out[i] = &jsonTag{ID: t.ID, Name: t.Name, InstanceCount: t.InstanceCount}
+		out[i] = &jsonTag{ID: t.ID, Name: t.Name, InstanceCount: t.InstanceCount, Organization: &jsonOrgRef{Name: org}}
 	}
 	tfeapi.RespondList(w, r, out, pg)
 }

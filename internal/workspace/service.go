@@ -661,7 +661,7 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 			}
 		}
 		if o.TagBindings != nil {
-			return s.addBindings(ctx, tx, w.ID, *o.TagBindings)
+			return s.addBindings(ctx, tx, w, *o.TagBindings)
 		}
 		return nil
 	})
@@ -836,8 +836,13 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 			and(`(EXISTS (`+own+`) OR EXISTS (`+inherited+`))`, b.Key, b.Key)
 			continue
 		}
-		and(`(EXISTS (`+own+` AND b.tag_value = ?) OR (NOT EXISTS (`+own+`) AND EXISTS (`+inherited+` AND pb.tag_value = ?)))`,
-			b.Key, b.Value, b.Key, b.Key, b.Value)
+		// The project's binding holds where the workspace has none, and
+		// where the key is reserved with overrides disabled
+		// (EffectiveTagBindings).
+		locked := fmt.Sprintf(lockedKeySQL, `ws.organization_name`, `?`)
+		and(`((EXISTS (`+own+` AND b.tag_value = ?) AND NOT (`+locked+` AND EXISTS (`+inherited+`)))`+
+			` OR ((NOT EXISTS (`+own+`) OR `+locked+`) AND EXISTS (`+inherited+` AND pb.tag_value = ?)))`,
+			b.Key, b.Value, b.Key, true, b.Key, b.Key, b.Key, true, b.Key, b.Value)
 	}
 	if opts.Locked != nil {
 		if *opts.Locked {
@@ -955,7 +960,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			if _, err := tx.Exec(ctx, `DELETE FROM workspace_tag_bindings WHERE workspace_id = ?`, w.ID); err != nil {
 				return err
 			}
-			return s.addBindings(ctx, tx, w.ID, *o.TagBindings)
+			return s.addBindings(ctx, tx, w, *o.TagBindings)
 		}
 		return nil
 	})

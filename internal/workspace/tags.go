@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -159,13 +161,156 @@ func (s *Service) OrganizationTags(ctx context.Context, org, query, excludeWorks
 	}, `t.id, t.name, (SELECT COUNT(*) FROM workspace_tags wt WHERE wt.tag_id = t.id)`, `tags t`, where, `t.name, t.id`, offset, limit, args...)
 }
 
+// MaxTagIDs bounds the tags or workspaces one organization tags request
+// names.
+const MaxTagIDs = 100
+
+// tagRow reads a tag without looking at the caller, locking its row in a
+// transaction.
+func tagRow(ctx context.Context, q store.Q, id string) (Tag, string, error) {
+	var t Tag
+	var org string
+	if !core.HasPrefix(id, core.PrefixTag) {
+		return t, "", core.NotFound("tag %q not found", id)
+	}
+	err := q.QueryRow(ctx, `SELECT id, name, organization_name FROM tags WHERE id = ?`+store.ForUpdate(q), id).Scan(&t.ID, &t.Name, &org)
+	if store.IsNoRows(err) {
+		return t, "", core.NotFound("tag %q not found", id)
+	}
+	return t, org, err
+}
+
+// loadTag reads a tag of an organization the caller may see (404
+// otherwise).
+func (s *Service) loadTag(ctx context.Context, id string) (Tag, string, error) {
+	t, org, err := tagRow(ctx, s.db, id)
+	if err != nil {
+		return t, "", err
+	}
+	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
+		return t, "", core.NotFoundAs(err, "tag %q not found", id)
+	}
+	return t, org, nil
+}
+
+// TagOrganization returns the organization of a tag the caller may see.
+func (s *Service) TagOrganization(ctx context.Context, id string) (string, error) {
+	_, org, err := s.loadTag(ctx, id)
+	return org, err
+}
+
+// DeleteOrganizationTags deletes tags of org, taking them off every
+// workspace that carries them, in one transaction: all or nothing. Each
+// such workspace must be one the caller may change (WorkspaceUpdate), as
+// taking a tag off it through the workspace would need; tags not in org
+// are not found. The model decides before the transaction (it reads the
+// store); the caller manages workspaces (authz.OrgManageTags), which a
+// workspace tagged in between does not escape.
+func (s *Service) DeleteOrganizationTags(ctx context.Context, org string, ids []string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return core.Invalid("at least one tag ID is required")
+	}
+	if len(ids) > MaxTagIDs {
+		return core.Invalid("at most %d tags may be deleted at once", MaxTagIDs)
+	}
+	if err := authz.Allows(ctx, authz.OrgManageTags, authz.Resource{Organization: org}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		_, tagOrg, err := s.loadTag(ctx, id)
+		if err == nil && tagOrg != org {
+			err = core.NotFound("tag %q not found in organization %q", id, org)
+		}
+		if err != nil {
+			return err
+		}
+		carriers, err := store.All(ctx, s.db, func(sc store.Scanner) (*Workspace, error) {
+			w := &Workspace{Organization: org}
+			return w, sc.Scan(&w.ID, &w.ProjectID)
+		}, `SELECT w.id, w.project_id FROM workspace_tags wt JOIN workspaces w ON w.id = wt.workspace_id WHERE wt.tag_id = ? ORDER BY w.id`, id)
+		if err != nil {
+			return err
+		}
+		for _, w := range carriers {
+			if err := requireManageWorkspace(ctx, w); err != nil {
+				return err
+			}
+		}
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		for _, id := range ids {
+			if _, _, err := tagRow(ctx, tx, id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM workspace_tags WHERE tag_id = ?`, id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM tags WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AddTagToWorkspaces puts a tag on workspaces of its organization, in one
+// transaction: each must be one the caller may change (WorkspaceUpdate,
+// as adding the tag through the workspace needs), else nothing changes.
+func (s *Service) AddTagToWorkspaces(ctx context.Context, tagID string, workspaceIDs []string) error {
+	if len(workspaceIDs) == 0 {
+		return core.Invalid("at least one workspace is required")
+	}
+	if len(workspaceIDs) > MaxTagIDs {
+		return core.Invalid("at most %d workspaces may be tagged at once", MaxTagIDs)
+	}
+	t, org, err := s.loadTag(ctx, tagID)
+	if err != nil {
+		return err
+	}
+	// The model decides before the transaction, which then only checks
+	// that every row is still there and where it was.
+	for _, id := range workspaceIDs {
+		w, err := s.Get(ctx, id)
+		if err == nil && w.Organization != org {
+			err = core.NotFound("workspace %q not found in organization %q", id, org)
+		}
+		if err != nil {
+			return err
+		}
+		if err := requireManageWorkspace(ctx, w); err != nil {
+			return err
+		}
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, _, err := tagRow(ctx, tx, t.ID); err != nil {
+			return err
+		}
+		for _, id := range workspaceIDs {
+			w, err := s.loadUnchecked(ctx, tx, id, true)
+			if err == nil && w.Organization != org {
+				err = core.NotFound("workspace %q not found in organization %q", id, org)
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.addTags(ctx, tx, w, []TagRef{{ID: t.ID}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func validateBindings(bs []TagBinding) error {
 	if len(bs) > MaxTagBindings {
 		return core.Invalid("tag bindings cannot exceed %d bindings per resource", MaxTagBindings)
 	}
 	for _, b := range bs {
-		if b.Key == "" || len(b.Key) > 128 {
-			return core.Invalid("tag binding key must be 1 to 128 characters")
+		if !project.ValidTagKey(b.Key) {
+			return core.Invalid("tag binding key %q is invalid: a key is %s", b.Key, project.TagKeyRule)
 		}
 		if len(b.Value) > 256 {
 			return core.Invalid("tag binding value must be at most 256 characters")
@@ -174,11 +319,17 @@ func validateBindings(bs []TagBinding) error {
 	return nil
 }
 
-// addBindings adds bindings or changes the values of existing keys.
-func (s *Service) addBindings(ctx context.Context, q store.Q, workspaceID string, bs []TagBinding) error {
+// addBindings adds bindings to w or changes the values of existing keys;
+// none may override a binding its project holds of a key reserved with
+// overrides disabled.
+func (s *Service) addBindings(ctx context.Context, q store.Q, w *Workspace, bs []TagBinding) error {
 	if err := validateBindings(bs); err != nil {
 		return err
 	}
+	if err := s.checkOverrides(ctx, q, w, bs); err != nil {
+		return err
+	}
+	workspaceID := w.ID
 	now := core.Micros(core.Now())
 	for i, b := range bs {
 		res, err := q.Exec(ctx, `UPDATE workspace_tag_bindings SET tag_value = ? WHERE workspace_id = ? AND tag_key = ?`, b.Value, workspaceID, b.Key)
@@ -240,7 +391,7 @@ func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding
 		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
 		}
-		return s.addBindings(ctx, tx, w.ID, bs)
+		return s.addBindings(ctx, tx, w, bs)
 	})
 	if err != nil {
 		return nil, err
@@ -255,7 +406,9 @@ type EffectiveBinding struct {
 }
 
 // EffectiveTagBindings returns the project's bindings overridden by the
-// workspace's own.
+// workspace's own, except for keys reserved with overrides disabled: of
+// those the project's binding holds (a workspace binding written before
+// the key was locked, or before the project bound it, is set aside).
 func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]EffectiveBinding, error) {
 	w, err := s.Get(ctx, id)
 	if err != nil {
@@ -265,20 +418,28 @@ func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]Effect
 	if err != nil {
 		return nil, err
 	}
+	locked, err := lockedKeys(ctx, s.db, w.Organization)
+	if err != nil {
+		return nil, err
+	}
 	var out []EffectiveBinding
 	ownKeys := map[string]bool{}
 	for _, b := range own {
 		ownKeys[b.Key] = true
 	}
+	inherited := map[string]bool{}
 	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
 		for _, b := range p.TagBindings {
-			if !ownKeys[b.Key] {
+			if !ownKeys[b.Key] || locked[b.Key] {
+				inherited[b.Key] = true
 				out = append(out, EffectiveBinding{TagBinding: b, InheritedFrom: p.ID})
 			}
 		}
 	}
 	for _, b := range own {
-		out = append(out, EffectiveBinding{TagBinding: b})
+		if !inherited[b.Key] {
+			out = append(out, EffectiveBinding{TagBinding: b})
+		}
 	}
 	return out, nil
 }

@@ -1,0 +1,184 @@
+package workspace_test
+
+import (
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+func tagNames(t *testing.T, c *tfe.Client, wsID string) []string {
+	t.Helper()
+	l, err := c.Workspaces.ListTags(ctx, wsID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tg := range l.Items {
+		out = append(out, tg.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orgTagIDs(t *testing.T, c *tfe.Client, org string) map[string]*tfe.OrganizationTag {
+	t.Helper()
+	l, err := c.OrganizationTags.List(ctx, org, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*tfe.OrganizationTag{}
+	for _, tg := range l.Items {
+		if tg.Organization == nil || tg.Organization.Name != org {
+			t.Fatalf("tag %s without its organization: %+v", tg.Name, tg.Organization)
+		}
+		out[tg.Name] = tg
+	}
+	return out
+}
+
+// TestOrganizationTags: an organization's tags are listed with their
+// organization and use count, put on more workspaces by ID, and deleted
+// from every workspace at once; a request naming anything of another
+// organization changes nothing.
+func TestOrganizationTags(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		newOrg(t, c, "acme")
+		newOrg(t, c, "other")
+		w1, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("one"), Tags: []*tfe.Tag{{Name: "a"}, {Name: "b"}, {Name: "c"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w2, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("two")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		foreignWS, err := c.Workspaces.Create(ctx, "other", tfe.WorkspaceCreateOptions{Name: tfe.String("x"), Tags: []*tfe.Tag{{Name: "a"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tags := orgTagIDs(t, c, "acme")
+		foreignTag := orgTagIDs(t, c, "other")["a"]
+
+		if err := c.OrganizationTags.AddWorkspaces(ctx, tags["a"].ID, tfe.AddWorkspacesToTagOptions{WorkspaceIDs: []string{w2.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := tagNames(t, c, w2.ID); strings.Join(got, ",") != "a" {
+			t.Fatalf("w2 tags after adding a: %v", got)
+		}
+		if n := orgTagIDs(t, c, "acme")["a"].InstanceCount; n != 2 {
+			t.Fatalf("instance count of a: %d, want 2", n)
+		}
+		// A workspace of another organization: 404, and w2 is not tagged b.
+		err = c.OrganizationTags.AddWorkspaces(ctx, tags["b"].ID, tfe.AddWorkspacesToTagOptions{WorkspaceIDs: []string{w2.ID, foreignWS.ID}})
+		if !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("tagging a foreign workspace: %v", err)
+		}
+		if got := tagNames(t, c, w2.ID); strings.Join(got, ",") != "a" {
+			t.Fatalf("w2 tags after a refused request: %v", got)
+		}
+
+		// A foreign tag among those to delete: 404 and nothing deleted.
+		err = c.OrganizationTags.Delete(ctx, "acme", tfe.OrganizationTagsDeleteOptions{IDs: []string{tags["a"].ID, foreignTag.ID}})
+		if !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("deleting a foreign tag: %v", err)
+		}
+		if got := tagNames(t, c, w1.ID); strings.Join(got, ",") != "a,b,c" {
+			t.Fatalf("w1 tags after a refused delete: %v", got)
+		}
+
+		if err := c.OrganizationTags.Delete(ctx, "acme", tfe.OrganizationTagsDeleteOptions{IDs: []string{tags["a"].ID, tags["b"].ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := tagNames(t, c, w1.ID); strings.Join(got, ",") != "c" {
+			t.Fatalf("w1 tags after deleting a and b: %v", got)
+		}
+		if got := tagNames(t, c, w2.ID); len(got) != 0 {
+			t.Fatalf("w2 tags after deleting a and b: %v", got)
+		}
+		left := orgTagIDs(t, c, "acme")
+		if len(left) != 1 || left["c"] == nil {
+			t.Fatalf("organization tags after the delete: %v", left)
+		}
+		if got := tagNames(t, c, foreignWS.ID); strings.Join(got, ",") != "a" {
+			t.Fatalf("the other organization's tags changed: %v", got)
+		}
+	})
+}
+
+// TestOrganizationTagsPermissions: deleting tags takes manage workspaces;
+// putting a tag on workspaces takes the right to change each of them, and
+// one the caller may only read fails the whole request (403), one it
+// cannot see is not found (404).
+func TestOrganizationTagsPermissions(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		newOrg(t, c, "acme")
+		mine, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("mine"), Tags: []*tfe.Tag{{Name: "t"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readOnly, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("read-only")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hidden, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("hidden")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("devs")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ws, access := range map[*tfe.Workspace]tfe.AccessType{mine: tfe.AccessAdmin, readOnly: tfe.AccessRead} {
+			if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(access), Team: tm, Workspace: ws}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dev, _ := e.UserClient(t, "acme", "dev@acme.test", tm)
+		managers, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("managers"),
+			OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(true)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		manager, _ := e.UserClient(t, "acme", "boss@acme.test", managers)
+		tagID := orgTagIDs(t, c, "acme")["t"].ID
+
+		err = dev.OrganizationTags.AddWorkspaces(ctx, tagID, tfe.AddWorkspacesToTagOptions{WorkspaceIDs: []string{mine.ID, readOnly.ID}})
+		if err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Fatalf("tagging a workspace the caller only reads: %v", err)
+		}
+		if got := tagNames(t, c, readOnly.ID); len(got) != 0 {
+			t.Fatalf("read-only workspace tagged: %v", got)
+		}
+		err = dev.OrganizationTags.AddWorkspaces(ctx, tagID, tfe.AddWorkspacesToTagOptions{WorkspaceIDs: []string{hidden.ID}})
+		if !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("tagging a workspace the caller cannot see: %v", err)
+		}
+		if err := dev.OrganizationTags.Delete(ctx, "acme", tfe.OrganizationTagsDeleteOptions{IDs: []string{tagID}}); err == nil {
+			t.Fatal("a workspace admin deleted an organization tag")
+		}
+		if err := manager.OrganizationTags.AddWorkspaces(ctx, tagID, tfe.AddWorkspacesToTagOptions{WorkspaceIDs: []string{readOnly.ID, hidden.ID}}); err != nil {
+			t.Fatalf("a workspace manager tagging workspaces: %v", err)
+		}
+		if err := manager.OrganizationTags.Delete(ctx, "acme", tfe.OrganizationTagsDeleteOptions{IDs: []string{tagID}}); err != nil {
+			t.Fatalf("a workspace manager deleting a tag: %v", err)
+		}
+		for _, ws := range []*tfe.Workspace{mine, readOnly, hidden} {
+			if got := tagNames(t, c, ws.ID); len(got) != 0 {
+				t.Fatalf("%s still tagged: %v", ws.Name, got)
+			}
+		}
+		// A malformed body is a 400, not a 500.
+		code, body := raw(t, e, http.MethodDelete, "/api/v2/organizations/acme/tags", `{"data":{"id":"x"}}`)
+		if code != http.StatusBadRequest {
+			t.Fatalf("malformed delete: %d %s", code, body)
+		}
+	})
+}
