@@ -1,9 +1,7 @@
 package configversion
 
 import (
-	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/jsonapi"
@@ -150,11 +148,7 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	defer rc.Close()
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.Copy(w, rc)
+	tfeapi.Stream(w, r, "application/octet-stream", rc, size)
 }
 
 func (a *API) archive(w http.ResponseWriter, r *http.Request) {

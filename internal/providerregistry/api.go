@@ -3,7 +3,6 @@ package providerregistry
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -595,13 +594,7 @@ func (a *API) downloadBinary(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	defer rc.Close()
-	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = io.Copy(w, rc)
-	}
+	tfeapi.Stream(w, r, "application/zip", rc, size)
 }
 
 // The provider registry protocol answers plain JSON, errors as

@@ -3,9 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -456,13 +454,7 @@ func (a *API) download(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	defer rc.Close()
-	w.Header().Set("Content-Type", "application/gzip")
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = io.Copy(w, rc)
-	}
+	tfeapi.Stream(w, r, "application/gzip", rc, size)
 }
 
 func cutSuffix(s, suffix string) (string, bool) {

@@ -380,14 +380,8 @@ func (a *API) stream(w http.ResponseWriter, r *http.Request, id string, jsonStat
 		tfeapi.Error(w, r, err)
 		return
 	}
-	defer rc.Close()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = io.Copy(w, rc)
-	}
+	tfeapi.Stream(w, r, "application/json", rc, size)
 }
 
 // readUpload reads a PUT body of at most the size limit.
