@@ -69,6 +69,7 @@ type jsonRun struct {
 	Actions                *jsonRunActions     `jsonapi:"attr,actions"`
 	AutoApply              bool                `jsonapi:"attr,auto-apply"`
 	AllowEmptyApply        bool                `jsonapi:"attr,allow-empty-apply"`
+	AllowConfigGeneration  bool                `jsonapi:"attr,allow-config-generation"`
 	DebuggingMode          bool                `jsonapi:"attr,debugging-mode"`
 	CanceledAt             *time.Time          `jsonapi:"attr,canceled-at,iso8601,omitempty"`
 	CreatedAt              time.Time           `jsonapi:"attr,created-at,iso8601"`
@@ -194,7 +195,7 @@ func (a *API) toPlan(r *Run) *jsonPlan {
 	p := r.Plan
 	return &jsonPlan{ID: p.ID, HasChanges: p.HasChanges, LogReadURL: a.logURL(p.ID), ResourceAdditions: p.Additions,
 		ResourceChanges: p.Changes, ResourceDestructions: p.Destructions, ResourceImports: p.Imports,
-		Status: string(p.Status), StatusTimestamps: stamps(p.Timestamps)}
+		Status: string(p.Status), StatusTimestamps: stamps(p.Timestamps), GeneratedConfig: p.GeneratedConfig}
 }
 
 func (a *API) toApply(r *Run) *jsonApply {
@@ -233,7 +234,7 @@ func (a *API) toJSONAt(req *http.Request, r *Run, position int) (*jsonRun, error
 		return nil, err
 	}
 	j := &jsonRun{
-		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, DebuggingMode: r.DebuggingMode, CreatedAt: r.CreatedAt,
+		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, AllowConfigGeneration: r.AllowConfigGeneration, DebuggingMode: r.DebuggingMode, CreatedAt: r.CreatedAt,
 		HasChanges: r.HasChanges, IsDestroy: r.IsDestroy, Message: r.Message, PlanOnly: r.PlanOnly,
 		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
 		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),
@@ -360,6 +361,7 @@ type createAttrs struct {
 	SavePlan         *bool    `json:"save-plan"`
 	AutoApply        *bool    `json:"auto-apply"`
 	AllowEmptyApply  *bool    `json:"allow-empty-apply"`
+	AllowConfigGen   *bool    `json:"allow-config-generation"`
 	DebuggingMode    *bool    `json:"debugging-mode"`
 	TerraformVersion *string  `json:"terraform-version"`
 	TargetAddrs      []string `json:"target-addrs"`
@@ -393,7 +395,7 @@ func (a *API) create(w http.ResponseWriter, req *http.Request) {
 	r, err := a.Service.Create(req.Context(), CreateOptions{
 		WorkspaceID: wsID, ConfigurationVersionID: cvID, Message: at.Message, IsDestroy: at.IsDestroy,
 		Refresh: at.Refresh, RefreshOnly: at.RefreshOnly, PlanOnly: at.PlanOnly, SavePlan: at.SavePlan,
-		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, DebuggingMode: at.DebuggingMode, TerraformVersion: at.TerraformVersion,
+		AutoApply: at.AutoApply, AllowEmptyApply: at.AllowEmptyApply, AllowConfigGeneration: at.AllowConfigGen, DebuggingMode: at.DebuggingMode, TerraformVersion: at.TerraformVersion,
 		TargetAddrs: at.TargetAddrs, ReplaceAddrs: at.ReplaceAddrs, Variables: at.Variables,
 		InvokeActionAddrs: at.InvokeActions, PolicyPaths: at.PolicyPaths,
 		FromCLI: fromCLI(req), TextLog: TextLogFor(req.Header),

@@ -235,9 +235,12 @@ type PlanResult struct {
 	Canceled                                  bool
 	HasChanges                                bool
 	Additions, Changes, Destructions, Imports int
-	PlanJSON                                  []byte // terraform show -json of the plan
-	RedactedJSON                              []byte // the same without sensitive values
-	PlanFile, LockFile                        []byte // kept when the run waits for confirmation
+	// GeneratedConfig: the plan generated configuration for import
+	// blocks (Phase.GeneratedConfig).
+	GeneratedConfig    bool   `json:",omitempty"`
+	PlanJSON           []byte // terraform show -json of the plan
+	RedactedJSON       []byte // the same without sensitive values
+	PlanFile, LockFile []byte // kept when the run waits for confirmation
 	// JSONLater: PlanJSON and RedactedJSON are left out and come with
 	// SavePlanJSON from the same job, after (or, for a FromCLI run,
 	// beside) the apply (the counts are terraform's summary line). Only
@@ -340,6 +343,7 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 		drop := dropLog(r.Plan.ID)
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
+		r.Plan.GeneratedConfig = res.GeneratedConfig
 		switch {
 		case res.Canceled:
 			r.Plan.setPhase(PhaseCanceled)

@@ -14,38 +14,42 @@ import (
 
 // Run is one plan (and maybe apply) of a configuration version on a workspace.
 type Run struct {
-	ID                     string    `json:"id"`
-	WorkspaceID            string    `json:"workspace_id"`
-	Organization           string    `json:"organization"`
-	ConfigurationVersionID string    `json:"configuration_version_id"`
-	Status                 Status    `json:"status"`
-	Timestamps             Stamps    `json:"timestamps"`
-	Message                string    `json:"message"`
-	IsDestroy              bool      `json:"is_destroy"`
-	Refresh                bool      `json:"refresh"`
-	RefreshOnly            bool      `json:"refresh_only"`
-	PlanOnly               bool      `json:"plan_only"`
-	SavePlan               bool      `json:"save_plan"`
-	AutoApply              bool      `json:"auto_apply"`
-	AllowEmptyApply        bool      `json:"allow_empty_apply"`
-	DebuggingMode          bool      `json:"debugging_mode,omitempty"` // terraform logs at TRACE level
-	TargetAddrs            []string  `json:"target_addrs,omitempty"`
-	ReplaceAddrs           []string  `json:"replace_addrs,omitempty"`
-	InvokeActionAddrs      []string  `json:"invoke_action_addrs,omitempty"`
-	PolicyPaths            []string  `json:"policy_paths,omitempty"`
-	Variables              []RunVar  `json:"variables,omitempty"`
-	TerraformVersion       string    `json:"terraform_version"`
-	Source                 string    `json:"source"`
-	TriggerReason          string    `json:"trigger_reason"`
-	HasChanges             bool      `json:"has_changes"`
-	CreatedBy              string    `json:"created_by"`
-	ConfirmedBy            string    `json:"confirmed_by,omitempty"`
-	ErrorMessage           string    `json:"error_message,omitempty"`
-	CreatedAt              time.Time `json:"created_at"`
-	UpdatedAt              time.Time `json:"updated_at"`
-	CancelRequestedAt      time.Time `json:"cancel_requested_at,omitzero"`
-	Plan                   Phase     `json:"plan"`
-	Apply                  Phase     `json:"apply"`
+	ID                     string `json:"id"`
+	WorkspaceID            string `json:"workspace_id"`
+	Organization           string `json:"organization"`
+	ConfigurationVersionID string `json:"configuration_version_id"`
+	Status                 Status `json:"status"`
+	Timestamps             Stamps `json:"timestamps"`
+	Message                string `json:"message"`
+	IsDestroy              bool   `json:"is_destroy"`
+	Refresh                bool   `json:"refresh"`
+	RefreshOnly            bool   `json:"refresh_only"`
+	PlanOnly               bool   `json:"plan_only"`
+	SavePlan               bool   `json:"save_plan"`
+	AutoApply              bool   `json:"auto_apply"`
+	AllowEmptyApply        bool   `json:"allow_empty_apply"`
+	// AllowConfigGeneration: the plan writes configuration for the
+	// import blocks that have none (terraform plan
+	// -generate-config-out); the CLI takes it from the plan's JSON.
+	AllowConfigGeneration bool      `json:"allow_config_generation,omitempty"`
+	DebuggingMode         bool      `json:"debugging_mode,omitempty"` // terraform logs at TRACE level
+	TargetAddrs           []string  `json:"target_addrs,omitempty"`
+	ReplaceAddrs          []string  `json:"replace_addrs,omitempty"`
+	InvokeActionAddrs     []string  `json:"invoke_action_addrs,omitempty"`
+	PolicyPaths           []string  `json:"policy_paths,omitempty"`
+	Variables             []RunVar  `json:"variables,omitempty"`
+	TerraformVersion      string    `json:"terraform_version"`
+	Source                string    `json:"source"`
+	TriggerReason         string    `json:"trigger_reason"`
+	HasChanges            bool      `json:"has_changes"`
+	CreatedBy             string    `json:"created_by"`
+	ConfirmedBy           string    `json:"confirmed_by,omitempty"`
+	ErrorMessage          string    `json:"error_message,omitempty"`
+	CreatedAt             time.Time `json:"created_at"`
+	UpdatedAt             time.Time `json:"updated_at"`
+	CancelRequestedAt     time.Time `json:"cancel_requested_at,omitzero"`
+	Plan                  Phase     `json:"plan"`
+	Apply                 Phase     `json:"apply"`
 	// PlanJSONLater: the plan was reported without its JSON, which the
 	// job that applies it makes and uploads (see SavePlanJSON): after the
 	// apply was reported, or beside the apply for a FromCLI run; until
@@ -131,6 +135,9 @@ type Phase struct {
 	Changes      int         `json:"changes"`
 	Destructions int         `json:"destructions"`
 	Imports      int         `json:"imports"`
+	// GeneratedConfig: the plan generated configuration for import
+	// blocks (Run.AllowConfigGeneration), which its JSON carries.
+	GeneratedConfig bool `json:"generated_config,omitempty"`
 }
 
 // Stamps records when a status was entered: "planning-at", "queued-at", ….

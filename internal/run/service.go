@@ -286,6 +286,7 @@ type CreateOptions struct {
 	SavePlan               *bool
 	AutoApply              *bool
 	AllowEmptyApply        *bool
+	AllowConfigGeneration  *bool
 	DebuggingMode          *bool
 	TerraformVersion       *string
 	TargetAddrs            []string
@@ -362,6 +363,7 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		SavePlan:               val(o.SavePlan, false),
 		AutoApply:              val(o.AutoApply, ws.AutoApply),
 		AllowEmptyApply:        val(o.AllowEmptyApply, false),
+		AllowConfigGeneration:  val(o.AllowConfigGeneration, false),
 		DebuggingMode:          val(o.DebuggingMode, false),
 		TargetAddrs:            o.TargetAddrs,
 		ReplaceAddrs:           o.ReplaceAddrs,

@@ -528,6 +528,14 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	for _, a := range r.InvokeActionAddrs {
 		args = append(args, "-invoke="+a) // terraform 1.14+; older versions reject the flag and the plan errors
 	}
+	// Configuration for import blocks without it goes to a file outside
+	// the configuration (terraform refuses a file that exists); the plan's
+	// JSON carries it to the CLI, which writes its own file from it.
+	generated := ""
+	if r.AllowConfigGeneration {
+		generated = filepath.Join(j.dir, "generated.tf")
+		args = append(args, "-generate-config-out="+generated)
+	}
 	// Every plan (destroy, refresh-only, an assessment's) evaluates the
 	// variables; apply of the saved plan takes them from the plan.
 	args = append(args, j.varFiles...)
@@ -542,6 +550,10 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		return run.PlanResult{Error: "terraform plan failed"}
 	}
 	res := run.PlanResult{HasChanges: code == 2}
+	if generated != "" {
+		fi, err := os.Stat(generated)
+		res.GeneratedConfig = err == nil && fi.Size() > 0
+	}
 	if r.AutoApply && !r.SavePlan && !r.PlanOnly && !in.KeepPlan && (res.HasChanges || r.AllowEmptyApply) {
 		// The run goes straight on to apply in this job, and nothing
 		// reads the plan's JSON before the apply starts (no run task or
