@@ -71,6 +71,27 @@ import {
 			r.ID, (r.AllowConfigGeneration != nil && *r.AllowConfigGeneration), r.Plan.GeneratedConfiguration, r.Plan.ResourceImports)
 	}
 
+	// A plan that fails after generating configuration still gives it to
+	// the CLI (terraform saves the errored plan and the file, as it does
+	// locally), so that the user can fix and keep it.
+	if err := os.Remove(filepath.Join(dir, "generated.tf")); err != nil {
+		t.Fatal(err)
+	}
+	failing := filepath.Join(dir, "failing.tf")
+	if err := os.WriteFile(failing, []byte(failingPrecondition), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := c.try(dir, "plan", "-generate-config-out=generated.tf")
+	if err == nil || !strings.Contains(errOut+out, "precondition says no") {
+		t.Fatalf("the plan with a failing precondition: err %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	if gen, err := os.ReadFile(filepath.Join(dir, "generated.tf")); err != nil || !strings.Contains(string(gen), `resource "terraform_data" "db"`) {
+		t.Fatalf("the errored plan left no generated configuration (%v):\n%s\nstdout:\n%s\nstderr:\n%s", err, gen, out, errOut)
+	}
+	if err := os.Remove(failing); err != nil {
+		t.Fatal(err)
+	}
+
 	// With the generated configuration in place, a remote apply imports.
 	out = c.run(dir, "apply", "-auto-approve")
 	if !strings.Contains(out, "1 imported") {
@@ -80,3 +101,18 @@ import {
 		t.Fatalf("state list after the import apply:\n%s", list)
 	}
 }
+
+// failingPrecondition fails every plan, after the import blocks' configuration
+// was generated.
+const failingPrecondition = `
+resource "terraform_data" "q" { input = "q" }
+resource "terraform_data" "p" {
+  input = "p"
+  lifecycle {
+    precondition {
+      condition     = terraform_data.q.input == "nope"
+      error_message = "precondition says no"
+    }
+  }
+}
+`

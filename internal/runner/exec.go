@@ -546,14 +546,22 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		return run.PlanResult{Canceled: true, Error: "canceled"}
 	case err != nil:
 		return run.PlanResult{Error: err.Error()}
+	case code == 1 && wroteConfig(generated):
+		// terraform saves a plan that errored (a partial one) and the
+		// configuration it generated before the error: as in HCP
+		// Terraform, the errored plan says generated-configuration and
+		// its JSON carries the configuration, which the CLI writes, as
+		// terraform does locally, for the user to fix.
+		res := run.PlanResult{Error: "terraform plan failed", GeneratedConfig: true}
+		if _, err := os.Stat(filepath.Join(j.wd, "tfplan")); err == nil {
+			d := j.describe(ctx, in)
+			res.PlanJSON, res.RedactedJSON = d.planJSON, d.redactedJSON
+		}
+		return res
 	case code == 1 || code < 0:
 		return run.PlanResult{Error: "terraform plan failed"}
 	}
-	res := run.PlanResult{HasChanges: code == 2}
-	if generated != "" {
-		fi, err := os.Stat(generated)
-		res.GeneratedConfig = err == nil && fi.Size() > 0
-	}
+	res := run.PlanResult{HasChanges: code == 2, GeneratedConfig: wroteConfig(generated)}
 	if r.AutoApply && !r.SavePlan && !r.PlanOnly && !in.KeepPlan && (res.HasChanges || r.AllowEmptyApply) {
 		// The run goes straight on to apply in this job, and nothing
 		// reads the plan's JSON before the apply starts (no run task or
@@ -580,6 +588,16 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 		}
 	}
 	return res
+}
+
+// wroteConfig reports whether terraform wrote configuration to the
+// -generate-config-out file path ("" when the plan had none).
+func wroteConfig(path string) bool {
+	if path == "" {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
 }
 
 // apply applies the saved plan in the working directory; planned carries
