@@ -553,7 +553,8 @@ func TestProviderPermissions(t *testing.T) {
 
 // TestWhoInstalls: providers.v1 answers members, team and organization
 // tokens and the token of a run of the organization (terraform init in a
-// remote run); not agent tokens, nor a run of another organization.
+// remote run); not agent tokens, nor a run of another organization. The
+// GPG keys are read by members only.
 func TestWhoInstalls(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -612,20 +613,30 @@ func TestWhoInstalls(t *testing.T) {
 		testenv.NewOrg(t, c, "beta")
 
 		base := e.URL + "/api/registry/v1/providers/" + f.org + "/toolbox"
+		// The GPG key API is the registry's management API, which no
+		// guard decides (it is under /api/registry): members read keys;
+		// a run's or an agent's token does not, whatever terraform init
+		// fetches through providers.v1.
+		keys := e.URL + "/api/registry/private/v2/gpg-keys"
 		for _, tc := range []struct {
 			who, token string
-			want       int
+			want, keys int
 		}{
-			{"a member", token(auth.KindUser, m.User.ID), http.StatusOK},
-			{"a team token", token(auth.KindTeam, team.ID), http.StatusOK},
-			{"the organization token", orgToken.Token, http.StatusOK},
-			{"a run token", token(auth.KindRun, queuedRun(f.org)), http.StatusOK},
-			{"a run token of another organization", token(auth.KindRun, queuedRun("beta")), http.StatusNotFound},
-			{"an agent token", agentToken.Token, http.StatusForbidden},
+			{"a member", token(auth.KindUser, m.User.ID), http.StatusOK, http.StatusOK},
+			{"a team token", token(auth.KindTeam, team.ID), http.StatusOK, http.StatusOK},
+			{"the organization token", orgToken.Token, http.StatusOK, http.StatusOK},
+			{"a run token", token(auth.KindRun, queuedRun(f.org)), http.StatusOK, http.StatusForbidden},
+			{"a run token of another organization", token(auth.KindRun, queuedRun("beta")), http.StatusNotFound, http.StatusNotFound},
+			{"an agent token", agentToken.Token, http.StatusForbidden, http.StatusForbidden},
 		} {
 			for _, path := range []string{"/versions", "/1.0.0/download/linux/amd64"} {
 				if code, body := get(t, e, base+path, tc.token); code != tc.want {
 					t.Errorf("%s GET %s: %d %s, want %d", tc.who, path, code, body, tc.want)
+				}
+			}
+			for _, url := range []string{keys + "?filter[namespace]=" + f.org, keys + "/" + f.org + "/" + f.key.KeyID()} {
+				if code, body := get(t, e, url, tc.token); code != tc.keys {
+					t.Errorf("%s GET %s: %d %.200s, want %d", tc.who, url, code, body, tc.keys)
 				}
 			}
 		}

@@ -73,7 +73,12 @@ func NewService(db *store.DB, blobs *blob.Store, signer *blob.Signer, orgs Organ
 	return &Service{db: db, blobs: blobs, signer: signer, orgs: orgs, opts: opts}
 }
 
-// access checks the caller may see the organization (404 otherwise).
+// access checks the caller may read the organization's registry: the
+// model's OrgRead, as the guard decides the registry-providers routes
+// (404 for who may not see the organization). The GPG key routes under
+// /api/registry pass no guard, so this is their only decision: the
+// organization check alone would let a run's, an agent's or a task
+// result's token of the organization read them.
 func access(ctx context.Context, org string) error {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		if core.KindOf(err) == core.KindNotFound {
@@ -81,7 +86,7 @@ func access(ctx context.Context, org string) error {
 		}
 		return err
 	}
-	return nil
+	return authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org})
 }
 
 // manage checks the caller may publish to the organization's registry:
