@@ -26,7 +26,7 @@ const (
 // ID (16 uppercase hex digits, as gpg --list-keys --keyid-format long
 // prints it). It refuses anything but exactly one public key: a private
 // key block (whose secret must never be stored), several blocks, several
-// keys, or a key that does not parse.
+// keys, a key with a secret subkey, or a key that does not parse.
 func ParsePublicKey(ascii string) (string, error) {
 	if strings.TrimSpace(ascii) == "" {
 		return "", invalid("ascii-armor is required: the ASCII-armored GPG public key (gpg --armor --export KEY_ID)")
@@ -54,8 +54,15 @@ func ParsePublicKey(ascii string) (string, error) {
 	if len(ents) != 1 {
 		return "", invalid("ascii-armor must hold exactly one public key, not %d", len(ents))
 	}
-	if ents[0].PrivateKey != nil {
-		return "", invalid("ascii-armor holds a private key: upload the public key only")
+	// A private key is refused however it is labelled, its primary key's
+	// secret or a subkey's (a public primary key with a secret subkey
+	// parses as a public key).
+	private := ents[0].PrivateKey != nil
+	for _, sk := range ents[0].Subkeys {
+		private = private || sk.PrivateKey != nil
+	}
+	if private {
+		return "", invalid("ascii-armor holds a private key: upload the public key only (gpg --armor --export KEY_ID)")
 	}
 	return strings.ToUpper(ents[0].PrimaryKey.KeyIdString()), nil
 }
