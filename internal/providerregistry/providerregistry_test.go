@@ -554,7 +554,8 @@ func TestProviderPermissions(t *testing.T) {
 // TestWhoInstalls: providers.v1 answers members, team and organization
 // tokens and the token of a run of the organization (terraform init in a
 // remote run); not agent tokens, nor a run of another organization. The
-// GPG keys are read by members only.
+// GPG keys are read by members only. An organization that refuses user
+// tokens refuses them on providers.v1 too.
 func TestWhoInstalls(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -639,6 +640,21 @@ func TestWhoInstalls(t *testing.T) {
 					t.Errorf("%s GET %s: %d %.200s, want %d", tc.who, url, code, body, tc.keys)
 				}
 			}
+		}
+
+		// An organization that refuses user tokens refuses them here too,
+		// as on every other route of its own.
+		member := token(auth.KindUser, m.User.ID)
+		if _, err := c.Organizations.Update(ctx, f.org, tfe.OrganizationUpdateOptions{UserTokensEnabled: tfe.Bool(false)}); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{"/versions", "/1.0.0/download/linux/amd64"} {
+			if code, body := get(t, e, base+path, member); code != http.StatusUnauthorized {
+				t.Errorf("a member's user token, refused by the organization, GET %s: %d %.200s, want 401", path, code, body)
+			}
+		}
+		if code, body := get(t, e, base+"/versions", token(auth.KindTeam, team.ID)); code != http.StatusOK {
+			t.Errorf("a team token once user tokens are refused: %d %.200s", code, body)
 		}
 	})
 }

@@ -106,8 +106,15 @@ func manage(ctx context.Context, org string) error {
 func CanManage(ctx context.Context, org string) bool { return manage(ctx, org) == nil }
 
 // fetch decides a request of the provider registry protocol: the model's
-// OrgReadModules, as module downloads.
+// OrgReadModules, as module downloads, after the organization check that
+// every service makes (an organization may refuse user tokens).
 func fetch(ctx context.Context, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return core.NotFound("organization %q not found", org)
+		}
+		return err
+	}
 	return authz.Allows(ctx, authz.OrgReadModules, authz.Resource{Organization: org})
 }
 
