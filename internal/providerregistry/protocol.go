@@ -57,10 +57,14 @@ type published struct {
 }
 
 // protocolProvider finds the private provider namespace/name (terraform
-// lowercases both) and checks the caller may fetch it.
+// lowercases both) and checks the caller may fetch it. A private
+// provider's namespace is its organization, by the organization's current
+// name: the namespace column keeps the name the organization had when the
+// provider was created, which after a rename another organization may
+// take (and publish under).
 func (s *Service) protocolProvider(ctx context.Context, namespace, name string) (*Provider, error) {
 	notFound := core.NotFound("provider %s/%s not found", namespace, name)
-	ps, err := store.All(ctx, s.db, scanProvider, `SELECT `+providerCols+` FROM registry_providers WHERE registry_name = ? AND LOWER(namespace) = ? AND LOWER(name) = ? ORDER BY id`,
+	ps, err := store.All(ctx, s.db, scanProvider, `SELECT `+providerCols+` FROM registry_providers WHERE registry_name = ? AND LOWER(organization_name) = ? AND LOWER(name) = ? ORDER BY id`,
 		RegistryPrivate, strings.ToLower(namespace), strings.ToLower(name))
 	if err != nil {
 		return nil, err

@@ -695,3 +695,51 @@ func TestUploadLimitsAndCleanup(t *testing.T) {
 		}
 	})
 }
+
+// TestRenamedOrganization: a private provider's namespace is its
+// organization, renamed with it. After acme becomes acme-corp, its members
+// install acme-corp/toolbox; a new organization that takes the name acme
+// and publishes its own toolbox neither hides acme-corp's provider nor
+// reaches acme-corp's members.
+func TestRenamedOrganization(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		f := newFixture(t, e)
+		v := f.version(t, "1.0.0", f.key.KeyID())
+		mustPut(t, e, v.Links["shasums-upload"], f.sums)
+		mustPut(t, e, v.Links["shasums-sig-upload"], f.sig)
+		pl := f.platform(t, "1.0.0", "linux", "amd64", f.linuxZip, release.SHA256(f.zips[f.linuxZip]))
+		mustPut(t, e, pl.Links["provider-binary-upload"], f.zips[f.linuxZip])
+		_, m := e.UserClient(t, f.org, "member@acme.test")
+		_, member, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if _, err := c.Organizations.Update(ctx, f.org, tfe.OrganizationUpdateOptions{Name: tfe.String("acme-corp")}); err != nil {
+			t.Fatal(err)
+		}
+		// Someone else takes the old name and publishes a toolbox there.
+		testenv.NewOrg(t, c, f.org)
+		if _, err := c.RegistryProviders.Create(ctx, f.org, tfe.RegistryProviderCreateOptions{Name: "toolbox", Namespace: f.org, RegistryName: tfe.PrivateRegistry}); err != nil {
+			t.Fatal(err)
+		}
+
+		proto := e.URL + "/api/registry/v1/providers/"
+		code, b := get(t, e, proto+"acme-corp/toolbox/versions", member)
+		if code != http.StatusOK || !strings.Contains(string(b), `"1.0.0"`) {
+			t.Fatalf("acme-corp/toolbox for a member of acme-corp: %d %s", code, b)
+		}
+		if code, b := get(t, e, proto+"acme-corp/toolbox/1.0.0/download/linux/amd64", member); code != http.StatusOK {
+			t.Fatalf("download of acme-corp/toolbox: %d %s", code, b)
+		}
+		if code, b := get(t, e, proto+"acme/toolbox/versions", member); code != http.StatusNotFound {
+			t.Fatalf("the new acme's toolbox for a member of acme-corp: %d %s", code, b)
+		}
+		code, b = get(t, e, proto+"acme/toolbox/versions", e.Token)
+		if code != http.StatusOK || strings.Contains(string(b), `"1.0.0"`) {
+			t.Fatalf("the new acme's toolbox for its owner: %d %s", code, b)
+		}
+	})
+}
