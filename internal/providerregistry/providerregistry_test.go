@@ -329,6 +329,8 @@ func TestRefusesBadInput(t *testing.T) {
 			"hello world\n": "is not",
 			release.SHA256([]byte("x")) + "  other.zip\n":          "does not list " + f.linuxZip,
 			release.SHA256([]byte("x")) + "  " + f.linuxZip + "\n": "but the linux_amd64 platform's shasum",
+			// sha256sum -b: terraform would look for "*"+name.
+			string(bytes.Replace(f.sums, []byte("  "+f.linuxZip), []byte(" *"+f.linuxZip), 1)): "binary mode",
 		} {
 			if code, got := put(t, e, v.Links["shasums-upload"], []byte(body)); code != http.StatusUnprocessableEntity || !strings.Contains(got, want) {
 				t.Fatalf("SHA256SUMS %q: %d %s", body, code, got)

@@ -18,9 +18,11 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 )
 
-// shasumsLine is a line of a SHA256SUMS file (sha256sum's output; a '*'
-// marks binary mode).
-var shasumsLine = regexp.MustCompile(`^([0-9a-fA-F]{64}) [ *]?(\S+)$`)
+// shasumsLine is a line of a SHA256SUMS file as terraform reads it: a
+// SHA-256 and a file name, separated by white space (sha256sum's text-mode
+// output). terraform takes the name literally: the '*' with which
+// sha256sum marks a binary-mode line would be part of it.
+var shasumsLine = regexp.MustCompile(`^([0-9a-fA-F]{64})\s+(\S+)$`)
 
 // parseShasums reads a SHA256SUMS file: filename -> lowercase SHA-256.
 func parseShasums(text string) (map[string]string, error) {
@@ -40,6 +42,9 @@ func parseShasums(text string) (map[string]string, error) {
 		m := shasumsLine.FindStringSubmatch(line)
 		if m == nil {
 			return nil, invalid("SHA256SUMS line %d is not \"<sha256>  <filename>\": %.80q", n, line)
+		}
+		if strings.HasPrefix(m[2], "*") {
+			return nil, invalid("SHA256SUMS line %d names %s in binary mode (\"*\"): terraform reads the name with the star and would find no hash for %s; write the file in text mode (sha256sum without -b)", n, m[2], m[2][1:])
 		}
 		if _, dup := out[m[2]]; dup {
 			return nil, invalid("SHA256SUMS lists %s twice", m[2])
