@@ -141,7 +141,12 @@ const (
 	RunPlan          Action = "run:plan"
 	RunApply         Action = "run:apply"
 	// RunInputs reads a run's inputs (its configuration).
-	RunInputs        Action = "run:read-inputs"
+	RunInputs Action = "run:read-inputs"
+	// RunReadPlanJSON reads a run's unredacted plan JSON, which holds
+	// sensitive values: admin access to the workspace, as HCP Terraform
+	// documents it, and the access token of a run task of this very run
+	// (plan_json_api_url).
+	RunReadPlanJSON  Action = "run:read-plan-json"
 	VariableRead     Action = "variable:read"
 	VariableWrite    Action = "variable:write"
 	StateRead        Action = "state:read"
@@ -298,6 +303,8 @@ var rules = map[Action]rule{
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
 	RunInputs: {scope: scopeRun, noun: "configuration version", verb: "read run inputs", runToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsRead }},
+	RunReadPlanJSON: {scope: scopeRun, noun: "run", verb: "read the unredacted plan JSON",
+		workspace: func(w WorkspacePerms) bool { return w.Admin }},
 	RunPlan: {scope: scopeWorkspace, noun: "workspace", verb: "queue plans", noOrgToken: true,
 		workspace: func(w WorkspacePerms) bool { return w.Runs >= RunsPlan }},
 	RunApply: {scope: scopeWorkspace, noun: "workspace", verb: "apply runs", noOrgToken: true,

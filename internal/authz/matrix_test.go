@@ -264,7 +264,7 @@ func expect(a authz.Action, service bool, who string) int {
 	case authz.VariableWrite:
 		return in("owner", "write", "admin", "organization-token")
 	case authz.WorkspaceUpdate, authz.WorkspaceDelete, authz.WorkspaceForceUnlock, authz.WorkspaceManageTeams,
-		authz.WorkspaceManageRunTasks:
+		authz.WorkspaceManageRunTasks, authz.RunReadPlanJSON:
 		return in("owner", "admin", "organization-token")
 	}
 	panic(fmt.Sprintf("the matrix has no expectation for action %q", a))

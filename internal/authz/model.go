@@ -570,7 +570,7 @@ func taskResultDecision(p *auth.Principal, action Action, res Resource) error {
 	switch action {
 	case Authenticated:
 		return nil
-	case RunRead:
+	case RunRead, RunReadPlanJSON:
 		if res.Organization == p.Organization && res.RunID != "" && res.RunID == p.RunID {
 			return nil
 		}

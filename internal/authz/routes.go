@@ -354,10 +354,10 @@ var Routes = map[string]Route{
 	"GET /api/v2/runs/{id}/task-stages":                        {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/runs/{id}/plan":                               {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/runs/{id}/apply":                              {Action: RunRead, Locate: ByID("id")},
-	"GET /api/v2/runs/{id}/plan/json-output":                   {Action: RunRead, Locate: ByID("id")},
+	"GET /api/v2/runs/{id}/plan/json-output":                   {Action: RunReadPlanJSON, Locate: ByID("id")},
 	"GET /api/v2/runs/{id}/plan/json-output-redacted":          {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/plans/{id}":                                   {Action: RunRead, Locate: ByID("id")},
-	"GET /api/v2/plans/{id}/json-output":                       {Action: RunRead, Locate: ByID("id"), TaskToken: true},
+	"GET /api/v2/plans/{id}/json-output":                       {Action: RunReadPlanJSON, Locate: ByID("id"), TaskToken: true},
 	"GET /api/v2/plans/{id}/json-output-redacted":              {Action: RunRead, Locate: ByID("id")},
 	"GET /api/v2/applies/{id}":                                 {Action: RunRead, Locate: ByID("id")},
 }

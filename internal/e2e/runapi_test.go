@@ -66,8 +66,10 @@ func testRunCommentsAndForceExecute(t *testing.T, e *testenv.Env) {
 	}
 	waitRun(ctx, t, c, first.ID, 2*time.Minute, tfe.RunPlanned)
 
-	// The unredacted plan JSON holds sensitive values: owners only. A
-	// member of a team with read access still gets the redacted one.
+	// The unredacted plan JSON holds sensitive values: admins of the
+	// workspace only (owners, a team with admin access), as HCP Terraform
+	// documents it. A member of a team with read or write access still
+	// gets the redacted one.
 	planned, err := c.Runs.Read(ctx, first.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +87,23 @@ func testRunCommentsAndForceExecute(t *testing.T, e *testenv.Env) {
 	}
 	if _, err := c.Plans.ReadJSONOutput(ctx, planned.Plan.ID); err != nil {
 		t.Fatalf("an owner could not read the plan JSON: %v", err)
+	}
+	for _, level := range []tfe.AccessType{tfe.AccessWrite, tfe.AccessAdmin} {
+		tm, err := c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String("team-" + string(level))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(level), Team: tm, Workspace: ws}); err != nil {
+			t.Fatal(err)
+		}
+		user, _ := e.UserClient(t, org.Name, string(level)+"@acme.test", tm)
+		_, err = user.Plans.ReadJSONOutput(ctx, planned.Plan.ID)
+		if level == tfe.AccessAdmin && err != nil {
+			t.Fatalf("a workspace admin could not read the plan JSON: %v", err)
+		}
+		if level != tfe.AccessAdmin && (err == nil || !strings.Contains(strings.ToLower(err.Error()), "forbidden")) {
+			t.Fatalf("a member with %s access read the unredacted plan JSON: %v", level, err)
+		}
 	}
 	for _, who := range []*tfe.Client{c, member} {
 		if b, err := redactedPlanJSON(ctx, who, planned.Plan.ID); err != nil || !json.Valid(b) {

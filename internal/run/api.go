@@ -785,18 +785,9 @@ func (a *API) apply(w http.ResponseWriter, req *http.Request) {
 }
 
 func (a *API) writePlanJSON(w http.ResponseWriter, req *http.Request, r *Run, name string) {
-	if name == "json" {
-		// The unredacted plan holds sensitive values: only for tokens that
-		// may administer the organization, and for the access token of a
-		// run task of this very run (plan_json_api_url, as in HCP
-		// Terraform; the authorization model keeps it off any other run).
-		p := auth.FromContext(req.Context())
-		task := p != nil && p.Kind == auth.KindTaskResult && p.RunID == r.ID
-		if !p.IsOwner(r.Organization) && !task {
-			tfeapi.Error(w, req, core.Forbidden("the unredacted plan JSON needs an owner's token; use json-output-redacted"))
-			return
-		}
-	}
+	// The unredacted plan ("json") holds sensitive values: its routes ask
+	// authz.RunReadPlanJSON (workspace admins, and the access token of a
+	// run task of this very run).
 	b, err := a.Service.PlanJSON(req.Context(), r, name)
 	if core.KindOf(err) == core.KindNotFound {
 		w.WriteHeader(http.StatusNoContent)
