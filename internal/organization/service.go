@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -290,13 +291,14 @@ func (s *Service) ListPage(ctx context.Context, query string, offset, limit int)
 	return store.Page(ctx, s.db, scan, cols, "organizations", where, `name`, offset, limit, args...)
 }
 
-// Update changes an organization; only owners may.
+// Update changes an organization: OrgManage, decided before the
+// transaction (the model reads the store).
 func (s *Service) Update(ctx context.Context, name string, opts UpdateOptions) (*Organization, error) {
 	if err := auth.CheckOrganization(ctx, name); err != nil {
 		return nil, err
 	}
-	if !auth.FromContext(ctx).IsOwner(name) {
-		return nil, core.Forbidden("only owners may change organization %q", name)
+	if err := authz.Allows(ctx, authz.OrgManage, authz.Resource{Organization: name}); err != nil {
+		return nil, err
 	}
 	var org *Organization
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -326,13 +328,14 @@ func (s *Service) Update(ctx context.Context, name string, opts UpdateOptions) (
 	return org, nil
 }
 
-// Delete removes an organization and everything in it; only owners may.
+// Delete removes an organization and everything in it: OrgManage (owners,
+// not the organization's token), decided before the transaction.
 func (s *Service) Delete(ctx context.Context, name string) error {
 	if err := auth.CheckOrganization(ctx, name); err != nil {
 		return err
 	}
-	if !auth.FromContext(ctx).IsOwner(name) || auth.FromContext(ctx).Kind == auth.KindOrganization {
-		return core.Forbidden("only owners may delete organization %q", name)
+	if err := authz.Allows(ctx, authz.OrgManage, authz.Resource{Organization: name}); err != nil {
+		return err
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		var id string
