@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"slices"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -20,9 +21,25 @@ const (
 	// Site administration.
 	SiteAdmin Action = "site-admin"
 
-	OrgRead          Action = "organization:read"
-	OrgEntitlements  Action = "organization:read-entitlements"
-	OrgManage        Action = "organization:manage"
+	OrgRead         Action = "organization:read"
+	OrgEntitlements Action = "organization:read-entitlements"
+	// OrgManage changes the organization's settings (its name, its
+	// token TTL policies, its audit configuration, stacks among them) and
+	// deletes it: owners (site admins, the owners team's members and its
+	// token), never the organization's token.
+	OrgManage Action = "organization:manage"
+	// OrgManageTokens reads, generates and revokes the organization's
+	// own tokens (organization and audit-trails): owners with a user
+	// token.
+	OrgManageTokens Action = "organization:manage-tokens"
+	// OrgRemoveMember removes a user from the organization (their
+	// organization membership): manage-membership, as HCP Terraform
+	// documents it ("invite users to the organization, remove users from
+	// the organization"), or the user themselves (Resource.UserID). The
+	// organization service also asks TeamMembers of every team the user
+	// is in, since HCP Terraform asks visibility into all of them and only
+	// owners change the owners team.
+	OrgRemoveMember  Action = "organization:remove-member"
 	OrgManageMembers Action = "organization:manage-membership"
 	OrgManageTeams   Action = "organization:manage-teams"
 	OrgManageModules Action = "organization:manage-modules"
@@ -88,6 +105,11 @@ const (
 	// TeamMembers changes a team's members, and invites people into it
 	// (manage-membership).
 	TeamMembers Action = "team:manage-members"
+	// TeamManageTokens reads, generates and revokes a team's tokens:
+	// owners and the organization's token, or, with a user token, a
+	// member of the team when its members may manage its tokens
+	// (allow-member-token-management).
+	TeamManageTokens Action = "team:manage-tokens"
 	// TeamManageAccess changes a team's organization access
 	// (manage-organization-access). Without a TeamID it asks for a team
 	// about to be created with organization access.
@@ -170,12 +192,18 @@ type rule struct {
 	noun  string // what a 404 names
 	verb  string // what a 403 says the caller cannot do
 	// runToken: run tokens may (subject to the workspace permissions of a
-	// run token); noOrgToken: organization tokens may not.
-	runToken, noOrgToken bool
-	any                  func(*auth.Principal) error
-	org                  func(standing) bool
-	project              func(standing, ProjectPerms) bool
-	workspace            func(WorkspacePerms) bool
+	// run token); noOrgToken: organization tokens may not; userOnly: only
+	// user tokens may (not team or organization tokens); self: a user
+	// member of the organization may do it to what is their own (the
+	// Resource's UserID is theirs), whatever org says.
+	runToken, noOrgToken, userOnly, self bool
+	any                                  func(*auth.Principal) error
+	org                                  func(standing) bool
+	project                              func(standing, ProjectPerms) bool
+	// team, when set, decides a team action on a named team instead of
+	// org (org still decides without one).
+	team      func(standing, Team) bool
+	workspace func(WorkspacePerms) bool
 	// orgAsk, when set, is asked when org refuses: an organization
 	// permission that grants held inside the organization give.
 	orgAsk func(s *Service, ctx context.Context, st standing) (bool, error)
@@ -219,6 +247,10 @@ var rules = map[Action]rule{
 	OrgEntitlements: {scope: scopeOrg, noun: "organization", verb: "read entitlements", org: member, runToken: true},
 	OrgManage: {scope: scopeOrg, noun: "organization", verb: "manage this organization",
 		org: func(st standing) bool { return st.owner }},
+	OrgManageTokens: {scope: scopeOrg, noun: "organization", verb: "manage the organization's tokens", userOnly: true,
+		org: func(st standing) bool { return st.owner }},
+	OrgRemoveMember: {scope: scopeOrg, noun: "organization", verb: "remove members", self: true,
+		org: func(st standing) bool { return st.access.ManageMembership }},
 	OrgManageMembers: {scope: scopeOrg, noun: "organization", verb: "manage organization membership",
 		org: func(st standing) bool { return st.access.ManageMembership }},
 	OrgManageTeams: {scope: scopeOrg, noun: "organization", verb: "manage teams",
@@ -258,6 +290,11 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageTeams }},
 	TeamMembers: {scope: scopeTeam, noun: "team", verb: "manage team membership",
 		org: func(st standing) bool { return st.access.ManageMembership }},
+	TeamManageTokens: {scope: scopeTeam, noun: "team", verb: "manage this team's tokens",
+		org: func(st standing) bool { return st.owner || st.orgToken },
+		team: func(st standing, t Team) bool {
+			return st.owner || st.orgToken || st.user && t.MembersManageTokens && slices.Contains(st.teamIDs, t.ID)
+		}},
 	TeamManageAccess: {scope: scopeTeam, noun: "team", verb: "change teams' organization access",
 		org: func(st standing) bool { return st.access.ManageOrgAccess }},
 

@@ -197,7 +197,7 @@ func expect(a authz.Action, service bool, who string) int {
 		switch a {
 		case authz.OrgEntitlements:
 			return allow
-		case authz.OrgRead, authz.OrgManage, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
+		case authz.OrgRead, authz.OrgManage, authz.OrgManageTokens, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgReadSSHKeys, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
 			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.OrgManageTags, authz.OrgManageReservedTagKeys,
 			authz.TeamRead, authz.TeamManage, authz.TeamMembers, authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
@@ -210,6 +210,10 @@ func expect(a authz.Action, service bool, who string) int {
 	case authz.OrgRead, authz.OrgEntitlements, authz.TeamRead:
 		return in(append(teams, "owner", "member", "organization-token")...)
 	case authz.OrgManage, authz.OrgManageNoCode:
+		return in("owner")
+	case authz.OrgManageTokens:
+		// Owners with a user token: the organization's token, and team
+		// tokens, manage none.
 		return in("owner")
 	case authz.OrgReadSSHKeys:
 		// Manage VCS settings, or admin on a workspace (team-admin's on

@@ -19,7 +19,10 @@ type Team struct {
 	// Secret: the team's visibility is secret (seen only by its members,
 	// owners and holders of access-secret-teams).
 	Secret bool
-	Access OrgAccess
+	// MembersManageTokens: the team's members may manage its tokens
+	// (its allow-member-token-management setting).
+	MembersManageTokens bool
+	Access              OrgAccess
 }
 
 // Teams gives the model the teams a caller acts as (the team package
@@ -63,6 +66,9 @@ type Resource struct {
 	// AgentPoolID is the pool of a job of the job protocol ("" for the
 	// jobs of the server's own runners).
 	AgentPoolID string
+	// UserID is the user a resource belongs to (an organization
+	// membership's), for the actions a user may do to their own (rule.self).
+	UserID string
 }
 
 // Service is the authorization model and the store of team access grants.
@@ -92,6 +98,7 @@ type standing struct {
 	member   bool // may see the organization at all
 	owner    bool // site admin, owners team, its token
 	orgToken bool
+	user     bool // a user token (site admins too)
 	run      bool // a run token of this organization
 	teamIDs  []string
 	access   OrgAccess
@@ -111,7 +118,7 @@ func (s *Service) standing(ctx context.Context, p *auth.Principal, org string) (
 		return st, nil
 	}
 	if p.SiteAdmin {
-		return standing{member: true, owner: true, access: orgAll}, nil
+		return standing{member: true, owner: true, user: p.Kind == auth.KindUser, access: orgAll}, nil
 	}
 	if p.Organization != org && p.Kind != auth.KindUser {
 		return st, nil
@@ -121,7 +128,7 @@ func (s *Service) standing(ctx context.Context, p *auth.Principal, org string) (
 		if !slices.Contains(p.Orgs, org) {
 			return st, nil
 		}
-		st.member = true
+		st.member, st.user = true, true
 		teams, err := s.teams.UserTeams(ctx, p.UserID, org)
 		if err != nil {
 			return st, err
@@ -448,8 +455,14 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		if !st.member {
 			return notFound()
 		}
+		if rule.self && st.user && res.UserID != "" && res.UserID == p.UserID {
+			return nil
+		}
 		if st.orgToken && rule.noOrgToken {
 			return core.Forbidden("an organization token cannot %s: use a user or team token", rule.verb)
+		}
+		if rule.userOnly && !st.user {
+			return core.Forbidden("a %s token cannot %s: use a user token", p.Kind, rule.verb)
 		}
 		if rule.org(st) {
 			return nil
@@ -534,6 +547,10 @@ func decideTeam(st standing, action Action, rule rule, t *Team) error {
 		// to owners (and the organization's token, which manages teams and
 		// their members).
 		return core.Forbidden("insufficient permissions to %s: only owners change the owners team", rule.verb)
+	case rule.team != nil && t != nil:
+		if rule.team(st, *t) {
+			return nil
+		}
 	case rule.org(st):
 		return nil
 	}

@@ -95,8 +95,8 @@ type jsonPermissions struct {
 // services it stands for ask.
 func orgPermissions(ctx context.Context, org string) *jsonPermissions {
 	may := func(a authz.Action) bool { return authz.Allows(ctx, a, authz.Resource{Organization: org}) == nil }
-	// Updating the organization, its settings (stacks-enabled among them)
-	// and its token, and deleting it, are all OrgManage.
+	// Updating the organization and its settings (stacks-enabled among
+	// them), and deleting it, are OrgManage; its token is OrgManageTokens.
 	manage := may(authz.OrgManage)
 	return &jsonPermissions{
 		CanCreateTeam:          may(authz.OrgManageTeams),
@@ -105,7 +105,7 @@ func orgPermissions(ctx context.Context, org string) *jsonPermissions {
 		CanDestroy:             manage,
 		CanTraverse:            may(authz.OrgRead),
 		CanUpdate:              manage,
-		CanUpdateAPIToken:      manage,
+		CanUpdateAPIToken:      may(authz.OrgManageTokens),
 		CanManageRunTasks:      may(authz.OrgManageRunTasks),
 		CanDeployNoCodeModules: may(authz.OrgDeployNoCode),
 		CanManageNoCodeModules: may(authz.OrgManageNoCode),

@@ -22,7 +22,9 @@ import (
 // a team with write on a project provisions no-code workspaces (and
 // creates workspaces there, ProjectCreateWorkspace), and the
 // organization's token neither manages no-code modules, provisions, nor
-// changes the organization's settings (stacks among them).
+// changes the organization's settings (stacks among them); the owners
+// team's token does all an owner does but manage the organization's
+// tokens, which take a user token.
 func TestPermissionsAreWhatIsEnforced(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -68,6 +70,11 @@ func TestPermissionsAreWhatIsEnforced(t *testing.T) {
 			t.Fatal(err)
 		}
 		tokens["organization-token"] = orgToken.Token
+		ownersToken, err := c.TeamTokens.Create(ctx, owners.Items[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens["owners-team-token"] = ownersToken.Token
 
 		provision := fmt.Sprintf(`{"data":{"type":"workspaces","attributes":{"name":"nc"},"relationships":{"project":{"data":{"type":"projects","id":%q}}}}}`, o.DefaultProject.ID)
 		routes := map[string]struct {
@@ -93,6 +100,10 @@ func TestPermissionsAreWhatIsEnforced(t *testing.T) {
 			"modules":            {"can-traverse", "can-manage-no-code-modules"},
 			"writer":             {"can-traverse", "can-deploy-no-code-modules", "can-create-workspace"},
 			"organization-token": {"can-traverse", "can-create-team", "can-create-workspace", "can-create-project", "can-manage-run-tasks"},
+			// An owner, but the organization's tokens are managed with a
+			// user token only.
+			"owners-team-token": {"can-create-team", "can-create-workspace", "can-create-project", "can-destroy", "can-traverse", "can-update",
+				"can-manage-run-tasks", "can-deploy-no-code-modules", "can-manage-no-code-modules", "can-enable-stacks"},
 		}
 		guard := &authz.Guard{Service: e.Server.Authz, Routes: authz.Routes}
 		for who, token := range tokens {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/store"
@@ -163,16 +164,16 @@ func orgTokenKind(tokenType string) (auth.Kind, error) {
 }
 
 // orgForTokens returns the organization whose tokens the caller manages:
-// owners with a user token only (404 when the organization is not visible,
-// 403 for other callers).
+// the model's OrgManageTokens (owners with a user token), decided before
+// any transaction (404 when the organization is not visible, 403 for
+// other callers).
 func (s *Service) orgForTokens(ctx context.Context, name string) (*organization.Organization, error) {
 	org, err := s.orgs.Get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	p := auth.FromContext(ctx)
-	if !p.IsUser() || !p.IsOwner(name) {
-		return nil, core.Forbidden("only owners of organization %q, with a user token, may manage its organization tokens", name)
+	if err := authz.Allows(ctx, authz.OrgManageTokens, authz.Resource{Organization: name}); err != nil {
+		return nil, err
 	}
 	return org, nil
 }

@@ -7,6 +7,9 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -97,6 +100,28 @@ func TestOrganizationTokens(t *testing.T) {
 		testenv.WantStatus(t, "member creating an organization token", err, "forbidden")
 		_, err = bob.OrganizationTokens.Create(ctx, "other")
 		testenv.WantErr(t, "member creating another organization's token", err, tfe.ErrResourceNotFound)
+
+		// Nor may the owners team's token: the organization's tokens take
+		// an owner's user token (OrgManageTokens), whether the guard or
+		// the service asks.
+		owners, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("the owners team: %v", err)
+		}
+		ownersToken, err := c.TeamTokens.Create(ctx, owners.Items[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.NewClient(t, ownersToken.Token).OrganizationTokens.Create(ctx, "acme")
+		testenv.WantStatus(t, "the owners team's token creating an organization token", err, "forbidden")
+		p, err := e.Server.Auth.Authenticate(ctx, ownersToken.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx := authz.WithModel(auth.WithPrincipal(ctx, p), e.Server.Authz)
+		if _, _, err := e.Server.Users.CreateOrganizationToken(sctx, "acme", "", nil); core.KindOf(err) != core.KindForbidden {
+			t.Errorf("service: the owners team's token creating an organization token: %v, want forbidden", err)
+		}
 	})
 }
 
