@@ -294,16 +294,34 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 	return s.loadMembership(ctx, s.db, id)
 }
 
-// DeleteMembership removes a user from an organization and all its teams.
-// Owners may remove anyone, users themselves; the last owner stays.
+// DeleteMembership removes a user from an organization and all its teams:
+// the model's OrgRemoveMember (manage-membership, as in HCP Terraform, or
+// the user themselves), and, unless the user leaves by themselves,
+// TeamMembers on each of the user's teams (HCP Terraform asks visibility
+// into all of them; only owners change the owners team). Decided before
+// the transaction, which keeps the last owner.
 func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 	m, err := s.GetMembership(ctx, id)
 	if err != nil {
 		return err
 	}
-	p := auth.FromContext(ctx)
-	if !p.IsOwner(m.Organization) && !(p.IsUser() && p.UserID == m.UserID) {
-		return core.Forbidden("only owners of organization %q may remove members", m.Organization)
+	if err := authz.Allows(ctx, authz.OrgRemoveMember, authz.Resource{Organization: m.Organization, UserID: m.UserID}); err != nil {
+		return err
+	}
+	if p := auth.FromContext(ctx); !p.IsUser() || p.UserID != m.UserID {
+		for _, tid := range m.TeamIDs {
+			t, err := s.load(ctx, s.db, tid)
+			if err != nil {
+				return err
+			}
+			err = allows(ctx, authz.TeamMembers, t)
+			if core.KindOf(err) == core.KindNotFound {
+				return core.Forbidden("insufficient permissions to remove members: this user is in a team you cannot see")
+			}
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM team_members WHERE user_id = ? AND team_id IN (SELECT id FROM teams WHERE organization_name = ?)`, m.UserID, m.Organization); err != nil {
