@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -66,6 +67,30 @@ func VisibleTeams(ctx context.Context, org string) (func(Team) bool, error) {
 		return nil, err
 	}
 	return func(t Team) bool { return t.Organization == org && !st.run && st.seesTeam(t) }, nil
+}
+
+// TeamsAllowing says on which of org's teams the caller in ctx may do the
+// team action, deciding as AllowsTeam does on the caller's standing read
+// once (for a list of many teams). Without a model in ctx only owners may.
+func TeamsAllowing(ctx context.Context, org string, action Action) (func(Team) bool, error) {
+	p := auth.FromContext(ctx)
+	s, _ := ctx.Value(modelKey{}).(*Service)
+	if s == nil {
+		owner := p.IsOwner(org)
+		return func(Team) bool { return owner }, nil
+	}
+	rule, ok := rules[action]
+	if !ok || rule.scope != scopeTeam {
+		return nil, fmt.Errorf("authz: %q is no team action", action)
+	}
+	if p == nil || p.Kind == auth.KindTaskResult || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
+		return func(Team) bool { return false }, nil
+	}
+	st, err := s.standing(ctx, p, org)
+	if err != nil {
+		return nil, err
+	}
+	return func(t Team) bool { return t.Organization == org && decideTeam(st, action, rule, &t) == nil }, nil
 }
 
 // ReadableWorkspaces says which of org's workspaces the caller in ctx may

@@ -200,7 +200,7 @@ func expect(a authz.Action, service bool, who string) int {
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageTokens, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
 			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgReadSSHKeys, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
 			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.OrgManageTags, authz.OrgManageReservedTagKeys,
-			authz.TeamRead, authz.TeamManage, authz.TeamMembers, authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
+			authz.TeamRead, authz.TeamManage, authz.TeamMembers, authz.TeamManageTokens, authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
 			authz.ProjectProvisionNoCode, authz.StackRead, authz.StackManage, authz.StackApprove:
 			return http.StatusForbidden
 		}
@@ -211,6 +211,10 @@ func expect(a authz.Action, service bool, who string) int {
 		return in(append(teams, "owner", "member", "organization-token")...)
 	case authz.OrgManage, authz.OrgManageNoCode:
 		return in("owner")
+	case authz.TeamManageTokens:
+		// Team "read" lets its members manage its tokens, but its token
+		// is no member (a user token).
+		return in("owner", "organization-token")
 	case authz.OrgManageTokens:
 		// Owners with a user token: the organization's token, and team
 		// tokens, manage none.

@@ -200,13 +200,13 @@ var Routes = map[string]Route{
 	"GET /api/v2/teams/{id}/relationships/organization-memberships":    {Action: TeamRead, Locate: ByID("id")},
 	"POST /api/v2/teams/{id}/relationships/organization-memberships":   {Action: TeamMembers, Locate: ByID("id")},
 	"DELETE /api/v2/teams/{id}/relationships/organization-memberships": {Action: TeamMembers, Locate: ByID("id")},
-	// Team tokens: owners, and the team's own members when it allows it
-	// (the team service decides between the two).
-	"GET /api/v2/teams/{id}/authentication-token":    {Action: TeamRead, Locate: ByID("id")},
-	"POST /api/v2/teams/{id}/authentication-token":   {Action: TeamRead, Locate: ByID("id")},
-	"DELETE /api/v2/teams/{id}/authentication-token": {Action: TeamRead, Locate: ByID("id")},
-	"GET /api/v2/teams/{id}/authentication-tokens":   {Action: TeamRead, Locate: ByID("id")},
-	"POST /api/v2/teams/{id}/authentication-tokens":  {Action: TeamRead, Locate: ByID("id")},
+	// Team tokens: owners and the organization's token, and the team's
+	// own members (user tokens) when it allows it.
+	"GET /api/v2/teams/{id}/authentication-token":    {Action: TeamManageTokens, Locate: ByID("id")},
+	"POST /api/v2/teams/{id}/authentication-token":   {Action: TeamManageTokens, Locate: ByID("id")},
+	"DELETE /api/v2/teams/{id}/authentication-token": {Action: TeamManageTokens, Locate: ByID("id")},
+	"GET /api/v2/teams/{id}/authentication-tokens":   {Action: TeamManageTokens, Locate: ByID("id")},
+	"POST /api/v2/teams/{id}/authentication-tokens":  {Action: TeamManageTokens, Locate: ByID("id")},
 
 	// Team access.
 	"GET /api/v2/team-workspaces":         {Action: WorkspaceRead, Locate: ByQuery("filter[workspace][id]")},

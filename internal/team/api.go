@@ -92,12 +92,11 @@ type jsonMembership struct {
 }
 
 // teamJSON is a team's wire form for the caller in ctx; its permissions
-// are the authorization model's decisions (and the team service's, for
-// tokens) on the team.
+// are the authorization model's decisions on the team.
 func teamJSON(ctx context.Context, t *Team, memberships map[string]*Membership) *jsonTeam {
 	may := func(a authz.Action) bool { return allows(ctx, a, t) == nil }
 	manage := may(authz.TeamManage)
-	tokens := canManageTokens(auth.FromContext(ctx), t)
+	tokens := may(authz.TeamManageTokens)
 	access := t.OrganizationAccess()
 	j := &jsonTeam{
 		ID:                         t.ID,

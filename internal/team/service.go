@@ -160,6 +160,7 @@ func (s *Service) checkOrg(ctx context.Context, q store.Q, org string) error {
 func (t *Team) Authz() authz.Team {
 	a := t.OrganizationAccess()
 	return authz.Team{ID: t.ID, Organization: t.Organization, Owners: t.IsOwners(), Secret: t.Settings.Visibility != "organization",
+		MembersManageTokens: t.MembersManageTokens(),
 		Access: authz.OrgAccess{
 			ManagePolicies: a.ManagePolicies, ManagePolicyOverrides: a.ManagePolicyOverrides, ManageWorkspaces: a.ManageWorkspaces,
 			ManageVCSSettings: a.ManageVCSSettings, ManageProviders: a.ManageProviders, ManageModules: a.ManageModules,
@@ -173,21 +174,6 @@ func (t *Team) Authz() authz.Team {
 // on team t.
 func allows(ctx context.Context, action authz.Action, t *Team) error {
 	return authz.AllowsTeam(ctx, action, t.Authz())
-}
-
-// canManageTokens reports whether the caller may manage a team's tokens:
-// owners, and the team's own members when the team allows it.
-func canManageTokens(p *auth.Principal, t *Team) bool {
-	return canManageTokensAs(p, t, p.Kind == auth.KindUser && t.HasMember(p.UserID))
-}
-
-// canManageTokensAs is canManageTokens for a caller known to be in the
-// team (member) or not.
-func canManageTokensAs(p *auth.Principal, t *Team, member bool) bool {
-	if p.IsOwner(t.Organization) {
-		return true
-	}
-	return p.Kind == auth.KindUser && t.MembersManageTokens() && member
 }
 
 // --- teams
@@ -311,21 +297,6 @@ func (s *Service) listRows(ctx context.Context, org string, opts ListOptions) ([
 		args = append(args, "%"+store.EscapeLike(q)+"%")
 	}
 	return store.All(ctx, s.db, scanTeam, `SELECT `+teamCols+` FROM teams WHERE `+where+` ORDER BY name, id`, args...)
-}
-
-// callerTeams are the IDs of org's teams the calling user is in (none for
-// an owner, who sees every team anyway, or a caller that is no user).
-func (s *Service) callerTeams(ctx context.Context, org string) (map[string]bool, error) {
-	p := auth.FromContext(ctx)
-	mine := map[string]bool{}
-	if p.Kind != auth.KindUser || p.IsOwner(org) {
-		return mine, nil
-	}
-	ids, err := store.Strings(ctx, s.db, `SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id WHERE t.organization_name = ? AND tm.user_id = ?`, org, p.UserID)
-	for _, id := range ids {
-		mine[id] = true
-	}
-	return mine, err
 }
 
 // fillMembers reads the members (UserIDs) of teams, in one statement.

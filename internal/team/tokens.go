@@ -24,15 +24,16 @@ type TokenOptions struct {
 // ErrInvalidDescriptionConflict.
 var errDescriptionTaken = &core.Error{Kind: core.KindInvalid, Title: "invalid attributes", Detail: "Validation failed: Description has already been taken"}
 
-// tokenTeam loads a team whose tokens the caller may manage: 404 when the
-// team is not visible, 403 when it is but the caller may not.
+// tokenTeam loads a team whose tokens the caller may manage (the model's
+// TeamManageTokens): 404 when the team is not visible, 403 when it is but
+// the caller may not.
 func (s *Service) tokenTeam(ctx context.Context, teamID string) (*Team, error) {
 	t, err := s.Get(ctx, teamID)
 	if err != nil {
 		return nil, err
 	}
-	if !canManageTokens(auth.FromContext(ctx), t) {
-		return nil, core.Forbidden("you may not manage the tokens of team %q", t.Name)
+	if err := allows(ctx, authz.TeamManageTokens, t); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -127,25 +128,20 @@ func (s *Service) OrganizationTokens(ctx context.Context, org, query, sortBy str
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
 	}
-	// The teams' rows and the caller's own teams decide; their tokens
-	// come in one statement.
+	// The teams' rows and the model (TeamManageTokens, on the caller's
+	// standing read once) decide; their tokens come in one statement.
 	teams, err := s.listRows(ctx, org, ListOptions{Query: query})
 	if err != nil {
 		return nil, err
 	}
-	mine, err := s.callerTeams(ctx, org)
+	manages, err := authz.TeamsAllowing(ctx, org, authz.TeamManageTokens)
 	if err != nil {
 		return nil, err
 	}
-	sees, err := authz.VisibleTeams(ctx, org)
-	if err != nil {
-		return nil, err
-	}
-	p := auth.FromContext(ctx)
 	names := map[string]string{}
 	var ids []string
 	for _, t := range teams {
-		if !sees(t.Authz()) || !canManageTokensAs(p, t, mine[t.ID]) {
+		if !manages(t.Authz()) {
 			continue
 		}
 		names[t.ID] = t.Name
