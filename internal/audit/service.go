@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -178,8 +179,8 @@ func (s *Service) ownedOrganization(ctx context.Context, org string) (string, er
 	if err != nil {
 		return "", err
 	}
-	if !auth.FromContext(ctx).IsOwner(org) {
-		return "", core.Forbidden("only owners of organization %q may manage its audit configuration", org)
+	if err := authz.Allows(ctx, authz.OrgManage, authz.Resource{Organization: org}); err != nil {
+		return "", err
 	}
 	return id, nil
 }
