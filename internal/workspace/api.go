@@ -287,8 +287,11 @@ var includeNames = []string{"organization", "project", "locked_by", "current_run
 
 // permissions renders what the caller may do in w: from the authorization
 // model when wired, so that what terraform is told is what is enforced.
-func (a *API) permissions(ctx context.Context, p *auth.Principal, w *Workspace, owner, member bool) *jsonPermissions {
+func (a *API) permissions(ctx context.Context, p *auth.Principal, w *Workspace) *jsonPermissions {
 	if a.Permissions == nil {
+		// No model wired (a service used on its own): Allows' answer.
+		owner := authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}) == nil
+		member := p.CanAccessOrganization(w.Organization)
 		return &jsonPermissions{
 			CanDestroy: owner, CanForceUnlock: owner, CanLock: member, CanManageRunTasks: owner, CanManageHYOK: owner,
 			CanQueueApply: owner, CanQueueDestroy: owner, CanQueueRun: owner, CanReadSettings: member,
@@ -325,12 +328,12 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		mode, pool = a.Service.EffectiveExecution(ctx, w)
 		autoDestroy = a.Service.autoDestroyDuration(ctx, w)
 	}
-	owner := canManage(ctx, w.Organization)
 	p := auth.FromContext(ctx)
-	member := p.CanAccessOrganization(w.Organization)
+	perms := a.permissions(ctx, p, w)
 	j := &jsonWorkspace{
-		ID:                         w.ID,
-		Actions:                    &jsonActions{IsDestroyable: owner},
+		ID: w.ID,
+		// Destroyable by the caller: WorkspaceDelete, as can-destroy.
+		Actions:                    &jsonActions{IsDestroyable: perms.CanDestroy},
 		AllowDestroyPlan:           s.AllowDestroyPlan,
 		AssessmentsEnabled:         s.AssessmentsEnabled,
 		AutoApply:                  s.AutoApply,
@@ -361,7 +364,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		UpdatedAt:                  w.UpdatedAt,
 		TagNames:                   w.TagNames,
 		SettingOverwrites:          &jsonSettingOverwrites{ExecutionMode: s.ExecutionModeOverwrite, AgentPool: s.AgentPoolOverwrite},
-		Permissions:                a.permissions(ctx, p, w, owner, member),
+		Permissions:                perms,
 		Organization:               &jsonOrgRef{Name: w.Organization},
 		Project:                    &jsonProjectRef{ID: w.ProjectID},
 		Outputs:                    []*jsonOutput{},

@@ -553,11 +553,6 @@ func (s *Service) CountInProject(ctx context.Context, q store.Q, projectID strin
 	return n, err
 }
 
-// canManage reports whether the caller may change workspaces in org.
-func canManage(ctx context.Context, org string) bool {
-	return auth.FromContext(ctx).IsOwner(org)
-}
-
 // requireCreate asks the authorization model whether the caller may create
 // a workspace in the project (the organization's default when none):
 // manage-workspaces, or a grant on that project that creates workspaces.
