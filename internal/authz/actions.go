@@ -194,8 +194,8 @@ type rule struct {
 	// runToken: run tokens may (subject to the workspace permissions of a
 	// run token); noOrgToken: organization tokens may not; userOnly: only
 	// user tokens may (not team or organization tokens); self: a user
-	// member of the organization may do it to what is their own (the
-	// Resource's UserID is theirs), whatever org says.
+	// (with a user token, invited or member) may do it to what is their
+	// own (the Resource's UserID is theirs), whatever org says.
 	runToken, noOrgToken, userOnly, self bool
 	any                                  func(*auth.Principal) error
 	org                                  func(standing) bool

@@ -452,11 +452,13 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 			}
 			return core.Forbidden("a run token cannot %s", rule.verb)
 		}
+		// Their own (an invited user declining their invitation is no
+		// member yet).
+		if rule.self && p.Kind == auth.KindUser && res.UserID != "" && res.UserID == p.UserID {
+			return nil
+		}
 		if !st.member {
 			return notFound()
-		}
-		if rule.self && st.user && res.UserID != "" && res.UserID == p.UserID {
-			return nil
 		}
 		if st.orgToken && rule.noOrgToken {
 			return core.Forbidden("an organization token cannot %s: use a user or team token", rule.verb)
