@@ -35,6 +35,10 @@ func (b *bench) reads(ctx context.Context, clients int, d time.Duration, histori
 	if err != nil {
 		return err
 	}
+	// An invited user acts with its teams' rights once it accepted.
+	if err := b.srv.Teams.ActivateMembership(ctx, b.srv.DB, m.ID); err != nil {
+		return fmt.Errorf("accepting the reader's invitation: %w", err)
+	}
 	_, secret, err := b.srv.Auth.CreateToken(ctx, b.srv.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 	if err != nil {
 		return err
