@@ -27,6 +27,12 @@ type Service struct {
 	// holds), so that other domains record for deletion what the cascade
 	// cannot reach: their blobs.
 	OnDelete []func(ctx context.Context, q store.Q, org string) error
+	// OnRename runs inside the transaction that renames an organization,
+	// after its row (and, by cascade, every organization_name that refers
+	// to it) has the new name, for what names the organization in other
+	// columns: the namespace of its private registry modules and
+	// providers.
+	OnRename []func(ctx context.Context, q store.Q, from, to string) error
 	// Pools tells the organization of an agent pool (nil: no agent pools).
 	Pools interface {
 		PoolOrganization(ctx context.Context, id string) (string, error)
@@ -320,7 +326,15 @@ func (s *Service) Update(ctx context.Context, name string, opts UpdateOptions) (
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", org.Name)
 		}
-		return err
+		if err != nil || org.Name == name {
+			return err
+		}
+		for _, fn := range s.OnRename {
+			if err := fn(ctx, tx, name, org.Name); err != nil {
+				return fmt.Errorf("renaming organization %s: %w", name, err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

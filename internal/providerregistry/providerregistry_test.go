@@ -743,5 +743,14 @@ func TestRenamedOrganization(t *testing.T) {
 		if code != http.StatusOK || strings.Contains(string(b), `"1.0.0"`) {
 			t.Fatalf("the new acme's toolbox for its owner: %d %s", code, b)
 		}
+		// The API finds the renamed organization's provider under its
+		// new namespace, with its version.
+		renamed := tfe.RegistryProviderID{OrganizationName: "acme-corp", RegistryName: tfe.PrivateRegistry, Namespace: "acme-corp", Name: "toolbox"}
+		if p, err := c.RegistryProviders.Read(ctx, renamed, nil); err != nil || p.Namespace != "acme-corp" {
+			t.Fatalf("acme-corp's toolbox through the API: %+v %v", p, err)
+		}
+		if v, err := c.RegistryProviderVersions.Read(ctx, tfe.RegistryProviderVersionID{RegistryProviderID: renamed, Version: "1.0.0"}); err != nil || !v.ShasumsUploaded {
+			t.Fatalf("acme-corp's toolbox 1.0.0 through the API: %+v %v", v, err)
+		}
 	})
 }

@@ -365,6 +365,17 @@ func DeleteOrganizationProviders(ctx context.Context, q store.Q, org string) err
 	return err
 }
 
+// RenameOrganizationProviders gives an organization's private providers
+// its new name as their namespace, inside the transaction that renames it
+// (organization_name follows by cascade, and with it the GPG keys'
+// namespace): the API finds them under the new namespace, as providers.v1
+// does.
+func RenameOrganizationProviders(ctx context.Context, q store.Q, from, to string) error {
+	_, err := q.Exec(ctx, `UPDATE registry_providers SET namespace = ? WHERE organization_name = ? AND registry_name = ? AND namespace = ?`,
+		to, to, RegistryPrivate, from)
+	return err
+}
+
 // garbage is the ledger of this domain's blobs awaiting deletion.
 func (s *Service) garbage() blob.Garbage {
 	return blob.Garbage{DB: s.db, Blobs: s.blobs, Table: "registry_provider_garbage", What: "provider zip", Logger: s.opts.Logger}

@@ -473,3 +473,43 @@ func TestPublishFlow(t *testing.T) {
 		}
 	})
 }
+
+// TestRenamedOrganizationModules: a private module's namespace is its
+// organization's name, and follows a rename: terraform finds the module
+// as HOST/NEW/NAME/PROVIDER (and no longer under the old name, which
+// another organization may take), and the API under the new namespace.
+func TestRenamedOrganizationModules(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		if _, err := c.Organizations.Create(ctx, tfe.OrganizationCreateOptions{Name: tfe.String("acme"), Email: tfe.String("ops@acme.test")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("net"), Provider: tfe.String("aws")}); err != nil {
+			t.Fatal(err)
+		}
+		old := tfe.RegistryModuleID{Organization: "acme", Name: "net", Provider: "aws", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
+		rmv, err := c.RegistryModules.CreateVersion(ctx, old, tfe.RegistryModuleCreateVersionOptions{Version: tfe.String("1.0.0")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		upload, _ := rmv.Links["upload"].(string)
+		if err := c.RegistryModules.UploadTarGzip(ctx, upload, bytes.NewReader(tarGz(t, [2]string{"main.tf", moduleV1}))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Organizations.Update(ctx, "acme", tfe.OrganizationUpdateOptions{Name: tfe.String("acme-corp")}); err != nil {
+			t.Fatal(err)
+		}
+		renamed := tfe.RegistryModuleID{Organization: "acme-corp", Name: "net", Provider: "aws", Namespace: "acme-corp", RegistryName: tfe.PrivateRegistry}
+		if m, err := c.RegistryModules.Read(ctx, renamed); err != nil || m.Namespace != "acme-corp" {
+			t.Fatalf("the module under the new namespace: %+v %v", m, err)
+		}
+		resp, body := do(t, e.HTTP, "GET", e.URL+"/api/registry/v1/modules/acme-corp/net/aws/versions", e.Token, nil)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"1.0.0"`) {
+			t.Fatalf("terraform's versions of acme-corp/net/aws: %d %s", resp.StatusCode, body)
+		}
+		if resp, body := do(t, e.HTTP, "GET", e.URL+"/api/registry/v1/modules/acme/net/aws/versions", e.Token, nil); resp.StatusCode != 404 {
+			t.Fatalf("the old name still serves the module: %d %s", resp.StatusCode, body)
+		}
+	})
+}

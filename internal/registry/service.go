@@ -556,6 +556,16 @@ func DeleteOrganizationModules(ctx context.Context, q store.Q, org string) error
 	return err
 }
 
+// RenameOrganizationModules gives an organization's private modules its
+// new name as their namespace, inside the transaction that renames it
+// (organization_name follows by cascade): terraform then finds them as
+// HOST/NEW/NAME/PROVIDER, and the API under the new namespace.
+func RenameOrganizationModules(ctx context.Context, q store.Q, from, to string) error {
+	_, err := q.Exec(ctx, `UPDATE registry_modules SET namespace = ? WHERE organization_name = ? AND registry_name = ? AND namespace = ?`,
+		to, to, RegistryPrivate, from)
+	return err
+}
+
 // stagingGrace is how long an upload in progress may take before a sweep
 // may delete its half-written blob.
 const stagingGrace = 24 * time.Hour

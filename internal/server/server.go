@@ -238,6 +238,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	// domain keeps for them), modules and stacks record their blobs first.
 	s.Providers = providerregistry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, providerregistry.Options{Logger: s.logger})
 	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.Workspaces.DeleteOrganizationWorkspaces, registry.DeleteOrganizationModules, providerregistry.DeleteOrganizationProviders, stack.DeleteOrganizationStacks)
+	s.Orgs.OnRename = append(s.Orgs.OnRename, registry.RenameOrganizationModules, providerregistry.RenameOrganizationProviders)
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
 	if err := s.wireNotify(); err != nil {
