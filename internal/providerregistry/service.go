@@ -81,9 +81,6 @@ func NewService(db *store.DB, blobs *blob.Store, signer *blob.Signer, orgs Organ
 // result's token of the organization read them.
 func access(ctx context.Context, org string) error {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return core.NotFound("organization %q not found", org)
-		}
 		return err
 	}
 	return authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org})
@@ -110,9 +107,6 @@ func CanManage(ctx context.Context, org string) bool { return manage(ctx, org) =
 // every service makes (an organization may refuse user tokens).
 func fetch(ctx context.Context, org string) error {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return core.NotFound("organization %q not found", org)
-		}
 		return err
 	}
 	return authz.Allows(ctx, authz.OrgReadModules, authz.Resource{Organization: org})
@@ -332,10 +326,18 @@ func (s *Service) Delete(ctx context.Context, ref Ref) error {
 	if err := manage(ctx, ref.Organization); err != nil {
 		return err
 	}
-	var garbage []string
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		keys, err := store.Strings(ctx, tx, `SELECT pl.blob_key FROM registry_provider_platforms pl JOIN registry_provider_versions v ON v.id = pl.version_id WHERE v.provider_id = ? AND pl.blob_key <> ''`, p.ID)
-		if err != nil {
+	return s.deleteWithZips(ctx, `SELECT pl.blob_key FROM registry_provider_platforms pl JOIN registry_provider_versions v ON v.id = pl.version_id WHERE v.provider_id = ? AND pl.blob_key <> ''`,
+		`DELETE FROM registry_providers WHERE id = ?`, p.ID)
+}
+
+// deleteWithZips deletes the row id names (the cascade takes what it
+// holds) and records the zips zipsQuery finds for it in the ledger, in one
+// transaction; the zips are collected after it commits.
+func (s *Service) deleteWithZips(ctx context.Context, zipsQuery, deleteStmt, id string) error {
+	var keys []string
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if keys, err = store.Strings(ctx, tx, zipsQuery, id); err != nil {
 			return err
 		}
 		for _, k := range keys {
@@ -343,14 +345,13 @@ func (s *Service) Delete(ctx context.Context, ref Ref) error {
 				return err
 			}
 		}
-		garbage = keys
-		_, err = tx.Exec(ctx, `DELETE FROM registry_providers WHERE id = ?`, p.ID)
+		_, err = tx.Exec(ctx, deleteStmt, id)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range garbage {
+	for _, k := range keys {
 		s.garbage().Collect(ctx, k)
 	}
 	return nil
@@ -544,27 +545,8 @@ func (s *Service) DeleteVersion(ctx context.Context, ref Ref, version string) er
 	if err := manage(ctx, ref.Organization); err != nil {
 		return err
 	}
-	var garbage []string
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		if garbage, err = store.Strings(ctx, tx, `SELECT blob_key FROM registry_provider_platforms WHERE version_id = ? AND blob_key <> ''`, v.ID); err != nil {
-			return err
-		}
-		for _, k := range garbage {
-			if err := s.garbage().Add(ctx, tx, k, core.Now()); err != nil {
-				return err
-			}
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM registry_provider_versions WHERE id = ?`, v.ID)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range garbage {
-		s.garbage().Collect(ctx, k)
-	}
-	return nil
+	return s.deleteWithZips(ctx, `SELECT blob_key FROM registry_provider_platforms WHERE version_id = ? AND blob_key <> ''`,
+		`DELETE FROM registry_provider_versions WHERE id = ?`, v.ID)
 }
 
 // PlatformOptions are the attributes of a new platform.
@@ -681,10 +663,8 @@ func (s *Service) DeletePlatform(ctx context.Context, ref Ref, version, os, arch
 			return err
 		}
 		pl.blobKey = key
-		if key != "" {
-			if err := s.garbage().Add(ctx, tx, key, core.Now()); err != nil {
-				return err
-			}
+		if err := s.garbage().Add(ctx, tx, key, core.Now()); err != nil { // nothing for ""
+			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM registry_provider_platforms WHERE id = ?`, pl.ID)
 		return err
@@ -692,9 +672,7 @@ func (s *Service) DeletePlatform(ctx context.Context, ref Ref, version, os, arch
 	if err != nil {
 		return err
 	}
-	if pl.blobKey != "" {
-		s.garbage().Collect(ctx, pl.blobKey)
-	}
+	s.garbage().Collect(ctx, pl.blobKey) // nothing for ""
 	return nil
 }
 
