@@ -1,7 +1,6 @@
 package providerregistry
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -170,9 +169,13 @@ func providerPath(p *Provider) string {
 	return "/api/v2/organizations/" + url.PathEscape(p.Organization) + "/registry-providers/" + url.PathEscape(p.RegistryName) + "/" + url.PathEscape(p.Namespace) + "/" + url.PathEscape(p.Name)
 }
 
-func (a *API) providerJSON(ctx context.Context, p *Provider, versions []*Version) *jsonProvider {
+// The JSON of providers, versions and platforms takes can, whether the
+// caller may manage the organization's registry (CanManage), decided once
+// per response: it sets their permissions and upload links.
+
+func (a *API) providerJSON(can bool, p *Provider, versions []*Version) *jsonProvider {
 	j := &jsonProvider{ID: p.ID, Name: p.Name, Namespace: p.Namespace, RegistryName: p.RegistryName,
-		Permissions: &jsonProviderPermissions{CanDelete: CanManage(ctx, p.Organization)},
+		Permissions: &jsonProviderPermissions{CanDelete: can},
 		CreatedAt:   p.CreatedAt, UpdatedAt: p.UpdatedAt, Organization: &jsonOrgRef{Name: p.Organization},
 		Versions: []*jsonVersionRef{}, links: jsonapi.Links{"self": providerPath(p)}}
 	for _, v := range versions {
@@ -181,8 +184,7 @@ func (a *API) providerJSON(ctx context.Context, p *Provider, versions []*Version
 	return j
 }
 
-func (a *API) versionJSON(ctx context.Context, org string, v *Version, platformIDs []string) *jsonVersion {
-	can := CanManage(ctx, org)
+func (a *API) versionJSON(can bool, v *Version, platformIDs []string) *jsonVersion {
 	j := &jsonVersion{ID: v.ID, Version: v.Version, KeyID: v.KeyID, Protocols: v.Protocols,
 		ShasumsUploaded: v.ShasumsUploaded(), ShasumsSigUploaded: v.ShasumsSigUploaded(),
 		Permissions: &jsonVersionPermissions{CanDelete: can, CanUploadAsset: can},
@@ -204,8 +206,7 @@ func (a *API) versionJSON(ctx context.Context, org string, v *Version, platformI
 	return j
 }
 
-func (a *API) platformJSON(ctx context.Context, org string, p *Platform) *jsonPlatform {
-	can := CanManage(ctx, org)
+func (a *API) platformJSON(can bool, p *Platform) *jsonPlatform {
 	j := &jsonPlatform{ID: p.ID, OS: p.OS, Arch: p.Arch, Filename: p.Filename, Shasum: p.Shasum,
 		ProviderBinaryUploaded: p.BinaryUploaded(), Permissions: &jsonVersionPermissions{CanDelete: can, CanUploadAsset: can},
 		Version: &jsonVersionRef{ID: p.VersionID}, links: jsonapi.Links{}}
@@ -234,13 +235,14 @@ func (a *API) respondProvider(w http.ResponseWriter, r *http.Request, status int
 	if err != nil {
 		return err
 	}
+	can := CanManage(r.Context(), p.Organization)
 	var included []any
 	if inc["registry_provider_versions"] {
 		for _, v := range vs {
-			included = append(included, a.versionJSON(r.Context(), p.Organization, v, nil))
+			included = append(included, a.versionJSON(can, v, nil))
 		}
 	}
-	tfeapi.Respond(w, r, status, a.providerJSON(r.Context(), p, vs), included...)
+	tfeapi.Respond(w, r, status, a.providerJSON(can, p, vs), included...)
 	return nil
 }
 
@@ -272,6 +274,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	can := CanManage(r.Context(), r.PathValue("org"))
 	out := make([]*jsonProvider, len(ps))
 	var included []any
 	for i, p := range ps {
@@ -279,10 +282,10 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out[i] = a.providerJSON(r.Context(), p, vs)
+		out[i] = a.providerJSON(can, p, vs)
 		if inc["registry_provider_versions"] {
 			for _, v := range vs {
-				included = append(included, a.versionJSON(r.Context(), p.Organization, v, nil))
+				included = append(included, a.versionJSON(can, v, nil))
 			}
 		}
 	}
@@ -371,7 +374,7 @@ func (a *API) createVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusCreated, a.versionJSON(r.Context(), p.Organization, v, nil))
+	tfeapi.Respond(w, r, http.StatusCreated, a.versionJSON(CanManage(r.Context(), p.Organization), v, nil))
 	return nil
 }
 
@@ -386,13 +389,14 @@ func (a *API) listVersions(w http.ResponseWriter, r *http.Request) error {
 	}
 	items, pg := tfeapi.Paginate(all, page)
 	pg.EmptyHasNoPages = true
+	can := CanManage(r.Context(), p.Organization)
 	out := make([]*jsonVersion, len(items))
 	for i, v := range items {
 		ids, err := a.Service.PlatformIDs(r.Context(), v.ID)
 		if err != nil {
 			return err
 		}
-		out[i] = a.versionJSON(r.Context(), p.Organization, v, ids)
+		out[i] = a.versionJSON(can, v, ids)
 	}
 	tfeapi.RespondList(w, r, out, pg)
 	return nil
@@ -407,7 +411,7 @@ func (a *API) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusOK, a.versionJSON(r.Context(), p.Organization, v, ids))
+	tfeapi.Respond(w, r, http.StatusOK, a.versionJSON(CanManage(r.Context(), p.Organization), v, ids))
 	return nil
 }
 
@@ -425,7 +429,7 @@ func (a *API) createPlatform(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusCreated, a.platformJSON(r.Context(), r.PathValue("org"), pl))
+	tfeapi.Respond(w, r, http.StatusCreated, a.platformJSON(CanManage(r.Context(), r.PathValue("org")), pl))
 	return nil
 }
 
@@ -438,9 +442,10 @@ func (a *API) listPlatforms(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	can := CanManage(r.Context(), r.PathValue("org"))
 	out := make([]*jsonPlatform, len(pls))
 	for i, p := range pls {
-		out[i] = a.platformJSON(r.Context(), r.PathValue("org"), p)
+		out[i] = a.platformJSON(can, p)
 	}
 	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total, EmptyHasNoPages: true})
 	return nil
@@ -451,7 +456,7 @@ func (a *API) getPlatform(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusOK, a.platformJSON(r.Context(), r.PathValue("org"), pl))
+	tfeapi.Respond(w, r, http.StatusOK, a.platformJSON(CanManage(r.Context(), r.PathValue("org")), pl))
 	return nil
 }
 
