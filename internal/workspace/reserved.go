@@ -218,11 +218,10 @@ func lockedKeys(ctx context.Context, q store.Q, org string) (map[string]bool, er
 	return out, nil
 }
 
-// lockedKeySQL is a condition, over the SQL expressions org (an
-// organization's name) and key (a tag key), that holds when the key is
-// reserved in the organization with overrides disabled. Its one argument
-// is lockedKeyArg.
-const lockedKeySQL = `EXISTS (SELECT 1 FROM reserved_tag_keys r WHERE r.organization_name = %s AND r.tag_key = %s AND r.disable_overrides = ?)`
+// lockedKeySQL is a condition over a workspace's row ws that holds when
+// the tag key (its first argument) is reserved in the workspace's
+// organization with overrides disabled (its second argument, true).
+const lockedKeySQL = `EXISTS (SELECT 1 FROM reserved_tag_keys r WHERE r.organization_name = ws.organization_name AND r.tag_key = ? AND r.disable_overrides = ?)`
 
 // checkOverrides refuses (422) bindings that would override, with another
 // value, the binding of w's project for a key reserved with overrides

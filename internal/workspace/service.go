@@ -834,9 +834,8 @@ func (s *Service) listWhere(ctx context.Context, org string, opts ListOptions) (
 		// The project's binding holds where the workspace has none, and
 		// where the key is reserved with overrides disabled
 		// (EffectiveTagBindings).
-		locked := fmt.Sprintf(lockedKeySQL, `ws.organization_name`, `?`)
-		and(`((EXISTS (`+own+` AND b.tag_value = ?) AND NOT (`+locked+` AND EXISTS (`+inherited+`)))`+
-			` OR ((NOT EXISTS (`+own+`) OR `+locked+`) AND EXISTS (`+inherited+` AND pb.tag_value = ?)))`,
+		and(`((EXISTS (`+own+` AND b.tag_value = ?) AND NOT (`+lockedKeySQL+` AND EXISTS (`+inherited+`)))`+
+			` OR ((NOT EXISTS (`+own+`) OR `+lockedKeySQL+`) AND EXISTS (`+inherited+` AND pb.tag_value = ?)))`,
 			b.Key, b.Value, b.Key, true, b.Key, b.Key, b.Key, true, b.Key, b.Value)
 	}
 	if opts.Locked != nil {
