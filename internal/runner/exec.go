@@ -96,6 +96,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		if err != nil || !cont {
 			return err
 		}
+		cliSees := time.Now().Add(cliReadsAfterPlan) // see holdFailure
 		// Auto-apply: same folder, same plan, no second init. A plan
 		// reported without its JSON gets it made after the apply was
 		// reported (so that show -json does not compete with the apply
@@ -118,6 +119,10 @@ func (j *jobExec) run(ctx context.Context) error {
 				applied.Additions, applied.Changes, applied.Destructions, applied.Imports = d.add, d.change, d.destroy, d.imports
 			}
 			j.took("wait for plan JSON", t0)
+			cliSees = later(cliSees, time.Now().Add(cliReadsAfterJSON))
+		}
+		if r.FromCLI && applied.Error != "" && !applied.Canceled {
+			j.holdFailure(ctx, cliSees)
 		}
 		if err := j.finishApply(ctx, applied); err != nil || !after || j.cancel == run.SignalForce {
 			return err // force-canceled: the job is gone, nothing waits for the JSON
@@ -172,6 +177,44 @@ func (j *jobExec) finish(ctx context.Context, err error, _ []byte) error {
 		return ferr
 	}
 	return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
+}
+
+// A run of terraform's cloud backend that goes from plan to apply in one
+// job: the CLI reads the run once it has read the plan's log (go-tfe's log
+// reader polls with a backoff of up to two seconds, so it may notice the
+// plan's end that late) and, with structured run output, the plan's JSON.
+// A run it finds errored then ends the command with no word of why: it
+// shows the apply's log only for a run it sees applying or applied. HCP
+// Terraform queues the apply on another worker, so its failures come too
+// late for this; here an apply that fails at once would beat the CLI.
+const (
+	cliReadsAfterPlan = 3 * time.Second
+	cliReadsAfterJSON = time.Second
+)
+
+// holdFailure waits until the CLI has seen the run applying (until) before
+// a failed apply is reported: the run stays applying, with its log
+// complete, a moment longer. Successful applies and runs from anywhere
+// else are reported at once.
+func (j *jobExec) holdFailure(ctx context.Context, until time.Time) {
+	wait := time.Until(until)
+	if wait <= 0 {
+		return
+	}
+	defer j.took("hold the failure for the CLI", time.Now())
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // finishApply reports an apply with the end of its log.
