@@ -211,9 +211,12 @@ type rule struct {
 
 func member(st standing) bool { return st.member }
 
-// createsWorkspaces is ProjectCreateWorkspace's rule.
+// createsWorkspaces is ProjectCreateWorkspace's rule: manage-workspaces,
+// or a project grant whose workspace access says create (maintain, admin,
+// custom with create). A write grant does not create, as HCP Terraform's
+// levels say and as the grant's workspace-access.create tells clients.
 func createsWorkspaces(st standing, p ProjectPerms) bool {
-	return st.access.ManageWorkspaces || p.CreateWorkspaces || p.WriteWorkspaces
+	return st.access.ManageWorkspaces || p.CreateWorkspaces
 }
 
 // createsSomewhere: the caller may create workspaces in at least one of the

@@ -128,8 +128,8 @@ type ProjectPerms struct {
 	VariableSets Level `json:"variable-sets"`
 	// CreateWorkspaces in the project.
 	CreateWorkspaces bool `json:"create-workspaces"`
-	// WriteWorkspaces: write (apply) access to the project's workspaces,
-	// which lets a team provision no-code workspaces into it.
+	// WriteWorkspaces: write (apply) access to the project's workspaces
+	// (approving stack deployment runs).
 	WriteWorkspaces bool `json:"write-workspaces"`
 }
 

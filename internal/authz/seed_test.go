@@ -39,8 +39,10 @@ output "label" { value = terraform_data.net.output }
 
 // TestSeedFlowByTeamToken walks seed 000 (publish a module, make it
 // no-code, provision a workspace into a project) with a team token whose
-// team has manage-modules and a project write grant, and with a team that
-// has neither.
+// team has manage-modules and a project grant that creates workspaces
+// (maintain), and with a team that has neither. A write grant is not
+// enough: write does not create workspaces (its workspace-access.create is
+// false), and the team is refused until its grant is raised.
 func TestSeedFlowByTeamToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform: skipped with -short")
@@ -52,7 +54,7 @@ func TestSeedFlowByTeamToken(t *testing.T) {
 		prj := must(c.Projects.Create(ctx, org.Name, tfe.ProjectCreateOptions{Name: "customers"}))(t)
 		platform := must(c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String("platform"),
 			OrganizationAccess: &tfe.OrganizationAccessOptions{ManageModules: tfe.Bool(true)}}))(t)
-		must(c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessWrite, Team: platform, Project: prj}))(t)
+		grant := must(c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessWrite, Team: platform, Project: prj}))(t)
 		bystanders := must(c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String("bystanders")}))(t)
 		team := e.NewClient(t, must(c.TeamTokens.Create(ctx, platform.ID))(t).Token)
 		other := e.NewClient(t, must(c.TeamTokens.Create(ctx, bystanders.ID))(t).Token)
@@ -86,12 +88,22 @@ func TestSeedFlowByTeamToken(t *testing.T) {
 		if _, err := other.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "nope", Project: prj, Variables: []*tfe.Variable{region}}); err == nil {
 			t.Fatal("a team without access to the project provisioned a workspace into it")
 		}
+		if grant.WorkspaceAccess == nil || grant.WorkspaceAccess.WorkspaceCreatePermission {
+			t.Fatalf("a write grant says workspace-access %+v, want create false", grant.WorkspaceAccess)
+		}
+		if _, err := team.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "write-only", Project: prj, Variables: []*tfe.Variable{region}}); err == nil {
+			t.Fatal("a team with a write grant on the project provisioned a workspace into it")
+		}
+		if _, err := team.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("write-only"), Project: prj}); err == nil {
+			t.Fatal("a team with a write grant on the project created a workspace in it")
+		}
+		must(c.TeamProjectAccess.Update(ctx, grant.ID, tfe.TeamProjectAccessUpdateOptions{Access: tfe.ProjectAccess(tfe.TeamProjectAccessMaintain)}))(t)
 		ws := must(team.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "customer-a", Project: prj, Variables: []*tfe.Variable{region}}))(t)
 		if ws.Project == nil || ws.Project.ID != prj.ID {
 			t.Fatalf("provisioned into %+v, want %s", ws.Project, prj.ID)
 		}
-		// The team may follow its run: it has write access through the
-		// project grant.
+		// The team may follow its run: it has access through the project
+		// grant.
 		for i := 0; ; i++ {
 			w := must(team.Workspaces.ReadByID(ctx, ws.ID))(t)
 			if w.CurrentRun != nil {

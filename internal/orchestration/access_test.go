@@ -159,7 +159,7 @@ type grantedWorld struct {
 	*orchWorld
 	ws    *tfe.Workspace // the environment's workspace
 	depID string         // its first deployment
-	// deployer (write on the default project's workspaces), planner,
+	// deployer (maintain on the default project: it creates workspaces there), planner,
 	// reader and outputReader (plan, read and read-outputs access to ws),
 	// member (none) and org (the organization token).
 	deployer, planner, reader, outputReader, member, org apiClient
@@ -169,7 +169,7 @@ func newGrantedWorld(t *testing.T, e *testenv.Env) *grantedWorld {
 	ctx := context.Background()
 	w := &grantedWorld{orchWorld: newOrchWorld(t, e)}
 	deployers := w.team("deployers")
-	if _, err := e.Client.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessWrite, Team: deployers, Project: w.defaultPrj}); err != nil {
+	if _, err := e.Client.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessMaintain, Team: deployers, Project: w.defaultPrj}); err != nil {
 		t.Fatal(err)
 	}
 	w.deployer = w.user("deployer@acme.test", deployers)

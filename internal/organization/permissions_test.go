@@ -45,16 +45,19 @@ func TestPermissionsAreWhatIsEnforced(t *testing.T) {
 		if err != nil || len(owners.Items) != 1 {
 			t.Fatalf("the owners team: %v", err)
 		}
-		writers := team("writers", nil)
-		if _, err := c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessWrite, Team: writers, Project: o.DefaultProject}); err != nil {
-			t.Fatal(err)
+		writers, maintainers := team("writers", nil), team("maintainers", nil)
+		for tm, access := range map[*tfe.Team]tfe.TeamProjectAccessType{writers: tfe.TeamProjectAccessWrite, maintainers: tfe.TeamProjectAccessMaintain} {
+			if _, err := c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: access, Team: tm, Project: o.DefaultProject}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		teams := map[string]*tfe.Team{
-			"owner":   owners.Items[0],
-			"reader":  team("readers", &tfe.OrganizationAccessOptions{ReadWorkspaces: tfe.Bool(true), ReadProjects: tfe.Bool(true)}),
-			"tasks":   team("tasks", &tfe.OrganizationAccessOptions{ManageRunTasks: tfe.Bool(true)}),
-			"modules": team("modules", &tfe.OrganizationAccessOptions{ManageModules: tfe.Bool(true)}),
-			"writer":  writers,
+			"owner":      owners.Items[0],
+			"reader":     team("readers", &tfe.OrganizationAccessOptions{ReadWorkspaces: tfe.Bool(true), ReadProjects: tfe.Bool(true)}),
+			"tasks":      team("tasks", &tfe.OrganizationAccessOptions{ManageRunTasks: tfe.Bool(true)}),
+			"modules":    team("modules", &tfe.OrganizationAccessOptions{ManageModules: tfe.Bool(true)}),
+			"writer":     writers,
+			"maintainer": maintainers,
 		}
 		tokens := map[string]string{}
 		for who, tm := range teams {
@@ -95,10 +98,13 @@ func TestPermissionsAreWhatIsEnforced(t *testing.T) {
 		// What each caller may do, written out (every field not named is
 		// false); the owner may do everything.
 		want := map[string][]string{
-			"reader":             {"can-traverse"},
-			"tasks":              {"can-traverse", "can-manage-run-tasks"},
-			"modules":            {"can-traverse", "can-manage-no-code-modules"},
-			"writer":             {"can-traverse", "can-deploy-no-code-modules", "can-create-workspace"},
+			"reader":  {"can-traverse"},
+			"tasks":   {"can-traverse", "can-manage-run-tasks"},
+			"modules": {"can-traverse", "can-manage-no-code-modules"},
+			// Write on a project does not create workspaces in it;
+			// maintain does.
+			"writer":             {"can-traverse"},
+			"maintainer":         {"can-traverse", "can-deploy-no-code-modules", "can-create-workspace"},
 			"organization-token": {"can-traverse", "can-create-team", "can-create-workspace", "can-create-project", "can-manage-run-tasks"},
 			// An owner, but the organization's tokens are managed with a
 			// user token only.
