@@ -231,18 +231,18 @@ func (a *API) respondProvider(w http.ResponseWriter, r *http.Request, status int
 	if err != nil {
 		return err
 	}
-	vs, err := a.Service.Versions(r.Context(), p)
+	vs, err := a.Service.Versions(r.Context(), []*Provider{p})
 	if err != nil {
 		return err
 	}
 	can := CanManage(r.Context(), p.Organization)
 	var included []any
 	if inc["registry_provider_versions"] {
-		for _, v := range vs {
+		for _, v := range vs[p.ID] {
 			included = append(included, a.versionJSON(can, v, nil))
 		}
 	}
-	tfeapi.Respond(w, r, status, a.providerJSON(can, p, vs), included...)
+	tfeapi.Respond(w, r, status, a.providerJSON(can, p, vs[p.ID]), included...)
 	return nil
 }
 
@@ -274,14 +274,15 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	versions, err := a.Service.Versions(r.Context(), ps)
+	if err != nil {
+		return err
+	}
 	can := CanManage(r.Context(), r.PathValue("org"))
 	out := make([]*jsonProvider, len(ps))
 	var included []any
 	for i, p := range ps {
-		vs, err := a.Service.Versions(r.Context(), p)
-		if err != nil {
-			return err
-		}
+		vs := versions[p.ID]
 		out[i] = a.providerJSON(can, p, vs)
 		if inc["registry_provider_versions"] {
 			for _, v := range vs {
@@ -389,14 +390,14 @@ func (a *API) listVersions(w http.ResponseWriter, r *http.Request) error {
 	}
 	items, pg := tfeapi.Paginate(all, page)
 	pg.EmptyHasNoPages = true
+	platforms, err := a.Service.PlatformIDs(r.Context(), items)
+	if err != nil {
+		return err
+	}
 	can := CanManage(r.Context(), p.Organization)
 	out := make([]*jsonVersion, len(items))
 	for i, v := range items {
-		ids, err := a.Service.PlatformIDs(r.Context(), v.ID)
-		if err != nil {
-			return err
-		}
-		out[i] = a.versionJSON(can, v, ids)
+		out[i] = a.versionJSON(can, v, platforms[v.ID])
 	}
 	tfeapi.RespondList(w, r, out, pg)
 	return nil
@@ -407,11 +408,11 @@ func (a *API) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ids, err := a.Service.PlatformIDs(r.Context(), v.ID)
+	platforms, err := a.Service.PlatformIDs(r.Context(), []*Version{v})
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, http.StatusOK, a.versionJSON(CanManage(r.Context(), p.Organization), v, ids))
+	tfeapi.Respond(w, r, http.StatusOK, a.versionJSON(CanManage(r.Context(), p.Organization), v, platforms[v.ID]))
 	return nil
 }
 

@@ -96,23 +96,33 @@ func (s *Service) publishedVersions(ctx context.Context, p *Provider) ([]publish
 	for _, k := range keys {
 		byID[k.KeyID] = k
 	}
-	var out []published
+	var signed []published
+	var ids []string
 	for _, v := range vs {
 		k := byID[strings.ToUpper(v.KeyID)]
 		if !v.ShasumsUploaded() || !v.ShasumsSigUploaded() || k == nil {
 			continue
 		}
-		pls, err := platformsOf(ctx, s.db, v.ID)
-		if err != nil {
-			return nil, err
-		}
-		pub := published{v: v, key: k}
-		for _, pl := range pls {
-			if pl.BinaryUploaded() {
-				pub.platforms = append(pub.platforms, pl)
-			}
-		}
-		if len(pub.platforms) > 0 {
+		signed = append(signed, published{v: v, key: k})
+		ids = append(ids, v.ID)
+	}
+	if len(signed) == 0 {
+		return nil, nil
+	}
+	// The platforms of every signed version whose zip is uploaded, in one
+	// statement.
+	in, args := store.In(ids)
+	pls, err := store.All(ctx, s.db, scanPlatform, `SELECT `+platformCols+` FROM registry_provider_platforms WHERE version_id IN (`+in+`) AND blob_key <> '' ORDER BY os, arch, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	byVersion := map[string][]*Platform{}
+	for _, pl := range pls {
+		byVersion[pl.VersionID] = append(byVersion[pl.VersionID], pl)
+	}
+	var out []published
+	for _, pub := range signed {
+		if pub.platforms = byVersion[pub.v.ID]; len(pub.platforms) > 0 {
 			out = append(out, pub)
 		}
 	}

@@ -485,8 +485,13 @@ func versionsOf(ctx context.Context, q store.Q, providerID string) ([]*Version, 
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return versionLess(vs[j].Version, vs[i].Version) })
+	newestFirst(vs)
 	return vs, nil
+}
+
+// newestFirst sorts versions newest first.
+func newestFirst(vs []*Version) {
+	sort.SliceStable(vs, func(i, j int) bool { return versionLess(vs[j].Version, vs[i].Version) })
 }
 
 // versionLess orders semantic versions (strings as a fallback).
@@ -502,10 +507,30 @@ func versionLess(a, b string) bool {
 	return a < b
 }
 
-// Versions returns a provider's versions, newest first (empty for a
-// public provider).
-func (s *Service) Versions(ctx context.Context, p *Provider) ([]*Version, error) {
-	return versionsOf(ctx, s.db, p.ID)
+// Versions returns the versions of providers (a list's page, or one) by
+// provider ID, each provider's newest first (none for a public provider),
+// in one statement.
+func (s *Service) Versions(ctx context.Context, ps []*Provider) (map[string][]*Version, error) {
+	out := make(map[string][]*Version, len(ps))
+	if len(ps) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	in, args := store.In(ids)
+	vs, err := store.All(ctx, s.db, scanVersion, `SELECT `+versionCols+` FROM registry_provider_versions WHERE provider_id IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range vs {
+		out[v.ProviderID] = append(out[v.ProviderID], v)
+	}
+	for _, vs := range out {
+		newestFirst(vs)
+	}
+	return out, nil
 }
 
 // ListVersions returns a private provider's versions, newest first.
@@ -531,9 +556,27 @@ func (s *Service) GetVersion(ctx context.Context, ref Ref, version string) (*Pro
 	return p, v, err
 }
 
-// PlatformIDs returns the IDs of a version's platforms.
-func (s *Service) PlatformIDs(ctx context.Context, versionID string) ([]string, error) {
-	return store.Strings(ctx, s.db, `SELECT id FROM registry_provider_platforms WHERE version_id = ? ORDER BY os, arch`, versionID)
+// PlatformIDs returns the IDs of the platforms of versions (a list's
+// page, or one) by version ID, each version's by os and arch, in one
+// statement.
+func (s *Service) PlatformIDs(ctx context.Context, vs []*Version) (map[string][]string, error) {
+	out := make(map[string][]string, len(vs))
+	if len(vs) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	in, args := store.In(ids)
+	pairs, err := store.Pairs(ctx, s.db, `SELECT version_id, id FROM registry_provider_platforms WHERE version_id IN (`+in+`) ORDER BY os, arch`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		out[p[0]] = append(out[p[0]], p[1])
+	}
+	return out, nil
 }
 
 // DeleteVersion removes a version with its platforms.
