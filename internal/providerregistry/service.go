@@ -626,19 +626,29 @@ func (s *Service) CreatePlatform(ctx context.Context, ref Ref, version string, o
 			return nil, invalid("%s %q is invalid: use %s", f.name, f.value, f.hint)
 		}
 	}
-	if v.ShasumsUploaded() {
-		sums, err := parseShasums(v.Shasums)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkListed(sums, pl); err != nil {
-			return nil, err
-		}
-	}
 	now := core.Now()
 	pl.CreatedAt, pl.UpdatedAt = now, now
-	_, err = s.db.Exec(ctx, `INSERT INTO registry_provider_platforms (id, version_id, os, arch, filename, shasum, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		pl.ID, pl.VersionID, pl.OS, pl.Arch, pl.Filename, pl.Shasum, core.Micros(now), core.Micros(now))
+	// The check against SHA256SUMS and the insert are one transaction
+	// holding the version's row, as UploadShasums's check of the
+	// platforms and its write are: either sees what the other wrote.
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := lookupVersion(ctx, tx, v.ID, true)
+		if err != nil {
+			return err
+		}
+		if cur.ShasumsUploaded() {
+			sums, err := parseShasums(cur.Shasums)
+			if err != nil {
+				return err
+			}
+			if err := checkListed(sums, pl); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO registry_provider_platforms (id, version_id, os, arch, filename, shasum, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			pl.ID, pl.VersionID, pl.OS, pl.Arch, pl.Filename, pl.Shasum, core.Micros(now), core.Micros(now))
+		return err
+	})
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Conflict("version %s already has a %s_%s platform", v.Version, pl.OS, pl.Arch)
 	}

@@ -106,15 +106,6 @@ func (s *Service) UploadShasums(ctx context.Context, versionID string, body io.R
 	if err != nil {
 		return nil, err
 	}
-	platforms, err := platformsOf(ctx, s.db, v.ID)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range platforms {
-		if err := checkListed(sums, p); err != nil {
-			return nil, err
-		}
-	}
 	org, err := s.orgOfVersion(ctx, v)
 	if err != nil {
 		return nil, err
@@ -126,18 +117,21 @@ func (s *Service) UploadShasums(ctx context.Context, versionID string, body io.R
 		}
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		// The platforms are checked under the version's lock, which
+		// CreatePlatform takes to check a new platform against the file
+		// and insert it: either sees what the other wrote.
 		cur, err := lookupVersion(ctx, tx, versionID, true)
 		if err != nil {
 			return err
 		}
-		// Platforms created since the check above are checked again here,
-		// under the version's lock (CreatePlatform reads the file).
-		n := 0
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM registry_provider_platforms WHERE version_id = ?`, cur.ID).Scan(&n); err != nil {
+		platforms, err := platformsOf(ctx, tx, cur.ID)
+		if err != nil {
 			return err
 		}
-		if n != len(platforms) {
-			return core.Conflict("the version's platforms changed during the upload: upload SHA256SUMS again")
+		for _, p := range platforms {
+			if err := checkListed(sums, p); err != nil {
+				return err
+			}
 		}
 		sig := ""
 		if keepSig && string(cur.ShasumsSig) == string(v.ShasumsSig) {
