@@ -18,7 +18,7 @@ import (
 // errored then ends the command without showing the apply's log at all:
 // exit status 1 and no word of why. Terrace applies in the plan's job, so
 // an apply that fails in a few hundred milliseconds used to be over before
-// the CLI looked. Each engine tries several times, with structured run
+// the CLI looked. Each engine tries twice, with structured run
 // output on and off, since the failure this guards against was a race.
 func TestCLIShowsAFailedApply(t *testing.T) {
 	if testing.Short() {
@@ -50,7 +50,7 @@ resource "terraform_data" "broken" {
 }
 `})
 				cl.run(dir, "init")
-				for i := range 3 {
+				for i := range 2 {
 					out, errOut, err := cl.try(dir, "apply", "-auto-approve")
 					if err == nil {
 						t.Fatalf("try %d: terraform apply of a failing provisioner succeeded:\n%s", i, out)
