@@ -7,7 +7,6 @@ package agent
 
 import (
 	"context"
-	"regexp"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -46,7 +45,7 @@ type Service struct {
 // NewService returns an agent pool service.
 func NewService(db *store.DB) *Service { return &Service{db: db} }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9 ._-]{1,90}$`)
+var nameRE = core.NewPattern(`^[A-Za-z0-9 ._-]+$`, 1, 90)
 
 const cols = `id, organization_name, name, organization_scoped, created_at`
 

@@ -37,7 +37,7 @@ var (
 	// environments, modules and provider ids.
 	objectIDRE = regexp.MustCompile(`^[a-z](?:-?[a-z0-9]+)+$`)
 	// typeRE is the pattern of resource types and classes.
-	typeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,61}[A-Za-z0-9]$`)
+	typeRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]$`, 2, 63)
 	// resourceIDRE is the pattern of resource ids (dots allowed, so the
 	// default ids workloads.<w>.<alias> and shared.<alias> match).
 	resourceIDRE    = regexp.MustCompile(`^[a-z0-9]+(?:-+[a-z0-9]+)*(?:\.[a-z0-9]+(?:-+[a-z0-9]+)*)*$`)
@@ -45,7 +45,7 @@ var (
 	providerSrcRE   = regexp.MustCompile(`^(?:[a-z0-9.-]+/)?[A-Za-z0-9_-]+/[A-Za-z0-9_-]+$`)
 	registrySrcRE   = regexp.MustCompile(`^(?:[a-z0-9.-]+\.[a-z]+/)?[A-Za-z0-9_-]+/[A-Za-z0-9_-]+/[A-Za-z0-9_-]+(?://[^@]*)?(?:@[0-9A-Za-z.+-]+)?$`)
 	keyRE           = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-	workloadNameRE  = regexp.MustCompile(`^[a-z](?:[a-z0-9_-]{0,61}[a-z0-9])?$`)
+	workloadNameRE  = core.NewPattern(`^[a-z](?:[a-z0-9_-]*[a-z0-9])?$`, 1, 63)
 	paramTypes      = map[string]bool{"string": true, "number": true, "bool": true, "list": true, "map": true, "any": true}
 	contextKeys     = map[string]bool{"org_id": true, "project_id": true, "env_id": true, "env_type_id": true, "res_type": true, "res_class": true, "res_id": true}
 	manifestCtxKeys = map[string]bool{"org_id": true, "project_id": true, "env_id": true, "env_type_id": true}
@@ -102,7 +102,13 @@ func FieldErrors(err error) []FieldError {
 	return nil
 }
 
-func (f *fieldErrs) id(field, v string, re *regexp.Regexp, required bool) {
+// idRule is an ID's pattern: a regexp.Regexp or a core.Pattern.
+type idRule interface {
+	MatchString(string) bool
+	String() string
+}
+
+func (f *fieldErrs) id(field, v string, re idRule, required bool) {
 	switch {
 	case v == "" && required:
 		f.add(field, "is required")

@@ -4,7 +4,6 @@
 package organization
 
 import (
-	"regexp"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -50,7 +49,7 @@ func defaultSettings() Settings {
 	}
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$`)
+var nameRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9_-]*$`, 1, 40)
 
 // ValidateName checks an organization name: letters, digits, '-' and '_'.
 func ValidateName(name string) error {

@@ -65,7 +65,7 @@ func ValidTagKey(key string) bool {
 	return n > 0
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9 _-]{1,90}$`)
+var nameRE = core.NewPattern(`^[A-Za-z0-9 _-]+$`, 1, 90)
 
 // ValidateName checks a project name.
 func ValidateName(name string) error {

@@ -150,21 +150,21 @@ type Organizations interface {
 var (
 	// Names and namespaces: letters, digits, '-' and '_' (HCP Terraform
 	// accepts "provider_name"), starting with a letter or digit.
-	nameRe = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z_-]{0,63}$`)
+	nameRe = core.NewPattern(`^[0-9A-Za-z][0-9A-Za-z_-]*$`, 1, 64)
 	// Platforms as terraform writes them (linux, amd64, freebsd, 386).
-	platformRe = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+	platformRe = core.NewPattern(`^[a-z0-9_]+$`, 1, 32)
 	// A zip's filename: one path element of safe characters.
-	filenameRe = regexp.MustCompile(`^[0-9A-Za-z_+-][0-9A-Za-z._+-]{0,254}$`)
+	filenameRe = core.NewPattern(`^[0-9A-Za-z_+-][0-9A-Za-z._+-]*$`, 1, 255)
 	// A shasum as given (HCP Terraform takes any string; the upload must
 	// match it).
-	shasumRe = regexp.MustCompile(`^[!-~]{1,128}$`)
+	shasumRe = core.NewPattern(`^[!-~]+$`, 1, 128)
 	// Plugin protocol versions ("5.0", "6").
 	protocolRe = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3})?$`)
 	// A key ID as a version names it: HCP Terraform takes any string (the
 	// signature upload needs the namespace to hold the key).
-	keyIDRe = regexp.MustCompile(`^[!-~]{1,128}$`)
+	keyIDRe = core.NewPattern(`^[!-~]+$`, 1, 128)
 	// A SHA-256, lowercase hex.
-	sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	sha256Re = core.NewPattern(`^[0-9a-f]+$`, 64, 64)
 )
 
 func invalid(format string, args ...any) error { return core.Invalid(format, args...) }

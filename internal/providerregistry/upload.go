@@ -21,8 +21,9 @@ import (
 // shasumsLine is a line of a SHA256SUMS file as terraform reads it: a
 // SHA-256 and a file name, separated by white space (sha256sum's text-mode
 // output). terraform takes the name literally: the '*' with which
-// sha256sum marks a binary-mode line would be part of it.
-var shasumsLine = regexp.MustCompile(`^([0-9a-fA-F]{64})\s+(\S+)$`)
+// sha256sum marks a binary-mode line would be part of it. The SHA-256 is
+// 64 digits (checked apart: see core.Pattern).
+var shasumsLine = regexp.MustCompile(`^([0-9a-fA-F]+)\s+(\S+)$`)
 
 // parseShasums reads a SHA256SUMS file: filename -> lowercase SHA-256.
 func parseShasums(text string) (map[string]string, error) {
@@ -40,7 +41,7 @@ func parseShasums(text string) (map[string]string, error) {
 			continue
 		}
 		m := shasumsLine.FindStringSubmatch(line)
-		if m == nil {
+		if m == nil || len(m[1]) != 64 {
 			return nil, invalid("SHA256SUMS line %d is not \"<sha256>  <filename>\": %.80q", n, line)
 		}
 		if strings.HasPrefix(m[2], "*") {

@@ -82,9 +82,9 @@ func NewService(db *store.DB, blobs *blob.Store, signer *blob.Signer, orgs Organ
 
 var (
 	// The registry protocol's name and provider syntax (terraform's regsrc).
-	nameRe      = regexp.MustCompile(`^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$`)
-	providerRe  = regexp.MustCompile(`^[0-9a-z]{1,64}$`)
-	namespaceRe = regexp.MustCompile(`^[0-9A-Za-z](?:[0-9A-Za-z_-]{0,62}[0-9A-Za-z])?$`)
+	nameRe      = core.NewPattern(`^[0-9A-Za-z](?:[0-9A-Za-z_-]*[0-9A-Za-z])?$`, 1, 64)
+	providerRe  = core.NewPattern(`^[0-9a-z]+$`, 1, 64)
+	namespaceRe = core.NewPattern(`^[0-9A-Za-z](?:[0-9A-Za-z_-]*[0-9A-Za-z])?$`, 1, 64)
 	// Semantic versioning 2.0.0, without a leading "v".
 	semverRe = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 )

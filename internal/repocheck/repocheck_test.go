@@ -82,3 +82,47 @@ func TestMachinePathsCatches(t *testing.T) {
 		t.Errorf("findings: %v", found)
 	}
 }
+
+// TestNoLargeBoundedRepetitions fails when the code compiles a regular
+// expression with a repetition such as `{0,254}`: Go expands it into one
+// copy per count, held for the process's life (docs/design/memory.md).
+func TestNoLargeBoundedRepetitions(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := TrackedFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, err := BoundedRepetitions(root, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		t.Errorf("%s\n\ta repetition past %d: write it with * or + and check the length (core.Pattern)", f, MaxRepeat)
+	}
+}
+
+// TestBoundedRepetitionsCatches checks the guard itself.
+func TestBoundedRepetitionsCatches(t *testing.T) {
+	root := t.TempDir()
+	src := "package x\n\nimport \"regexp\"\n\nvar (\n" +
+		"\tbig   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)\n" +
+		"\texact = regexp.MustCompile(\"^[0-9a-f]{64}$\")\n" +
+		"\tsmall = regexp.MustCompile(`^[0-9]{1,3}(\\.[0-9]{1,3})?$`)\n" +
+		"\tfree  = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)\n)\n"
+	if err := os.WriteFile(filepath.Join(root, "x.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "x_test.go"), []byte(strings.Replace(src, "package x", "package x\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	found, err := BoundedRepetitions(root, []string{"x.go", "x_test.go", "README.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 2 || found[0].Line != 6 || found[1].Line != 7 {
+		t.Fatalf("found %v, want lines 6 and 7 of x.go only", found)
+	}
+}

@@ -1,9 +1,9 @@
 package runner
 
 import (
+	"github.com/terracehq/terrace/internal/core"
 	"os"
 	"path/filepath"
-	"regexp"
 )
 
 // A remote run evaluates terraform.workspace to its workspace's name, as
@@ -24,7 +24,7 @@ const defaultWorkspace = "default"
 // workspaceName is what the runner gives terraform as a workspace name:
 // Terrace's workspace names (letters, digits, - and _), which terraform
 // takes as they are and which make one folder under terraform.tfstate.d.
-var workspaceName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var workspaceName = core.NewPattern(`^[A-Za-z0-9_-]+$`, 1, 128)
 
 // terraformWorkspace is the terraform workspace of a run of the named
 // Terrace workspace: its name, or "default" for a name terraform could not

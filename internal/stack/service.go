@@ -180,7 +180,7 @@ type StackOptions struct {
 	VCS bool
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,89}$`)
+var nameRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`, 1, 90)
 
 var versionRE = regexp.MustCompile(`^(latest|v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?)$`)
 

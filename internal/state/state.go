@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -173,7 +172,7 @@ type rawResource struct {
 	Instances []struct{} `json:"instances"` // only counted
 }
 
-var md5RE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var md5RE = core.NewPattern(`^[0-9a-f]+$`, 32, 32)
 
 // parseState validates a raw state file and extracts what Terrace keeps
 // about it. jsonOutputs (the json-state-outputs attribute, may be nil)

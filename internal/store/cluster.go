@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
+	"github.com/terracehq/terrace/internal/core"
 	"sync"
 	"time"
 
@@ -101,7 +101,7 @@ func discard(conn *sql.Conn) {
 	_ = conn.Close()
 }
 
-var channelName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var channelName = core.NewPattern(`^[a-z_][a-z0-9_]*$`, 1, 63)
 
 // local is the in-process side of wake-ups: the listeners of this DB
 // (SQLite has no other). On PostgreSQL the NOTIFY also comes back to this

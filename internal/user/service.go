@@ -3,7 +3,6 @@ package user
 import (
 	"context"
 	"net/mail"
-	"regexp"
 	"slices"
 	"time"
 
@@ -59,7 +58,7 @@ func (s *Service) Current(ctx context.Context) (*auth.User, error) {
 	return s.auth.GetUser(ctx, p.UserID)
 }
 
-var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var usernameRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9_-]*$`, 1, 64)
 
 // UpdateOptions change the current user; nil is unchanged.
 type UpdateOptions struct {

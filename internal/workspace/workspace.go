@@ -117,7 +117,7 @@ type Tag struct {
 	Name string
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,90}$`)
+var nameRE = core.NewPattern(`^[A-Za-z0-9_-]+$`, 1, 90)
 
 // ValidateName checks a workspace name: letters, digits, '-' and '_', at most 90.
 func ValidateName(name string) error {
@@ -127,7 +127,7 @@ func ValidateName(name string) error {
 	return nil
 }
 
-var tagRE = regexp.MustCompile(`^[a-z0-9][a-z0-9:_-]{0,254}$`)
+var tagRE = core.NewPattern(`^[a-z0-9][a-z0-9:_-]*$`, 1, 255)
 
 // NormalizeTag lowercases a tag name and checks it.
 func NormalizeTag(name string) (string, error) {
