@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/terracehq/terrace/internal/auth"
 )
@@ -16,22 +17,66 @@ import (
 // the page's own data as .Data and the layout's fields (.Title, .User,
 // .CSRF) as the UI's pages do.
 type Pages struct {
-	pages  map[string]*template.Template
+	pages  *pageSet
 	logger *slog.Logger
 }
 
-// NewPages parses each named page ("signin" is fsys's
-// templates/signin.html) with the layout.
+// NewPages finds each named page ("signin" is fsys's
+// templates/signin.html); each is parsed with the layout when it is first
+// rendered.
 func NewPages(fsys fs.FS, logger *slog.Logger, names ...string) (*Pages, error) {
-	p := &Pages{pages: map[string]*template.Template{}, logger: logger}
+	files := map[string]string{}
 	for _, n := range names {
-		t, err := parsePage(fsys, "templates/"+n+".html")
-		if err != nil {
-			return nil, err
-		}
-		p.pages[n] = t
+		files[n] = "templates/" + n + ".html"
 	}
-	return p, nil
+	set, err := newPageSet(fsys, files)
+	if err != nil {
+		return nil, err
+	}
+	return &Pages{pages: set, logger: logger}, nil
+}
+
+// ParseAll parses every page now (a test's check that each parses).
+func (p *Pages) ParseAll() error { return p.pages.parseAll() }
+
+// pageSet holds pages by name, each parsed with the layout on its first
+// use: the templates are embedded, so a page parses in every run if it
+// parses in a test (each package's ParseAll test), and a server nobody
+// browses does not hold the parse trees of two dozen pages (about 1 MB
+// of heap at idle; docs/design/memory.md).
+type pageSet struct {
+	pages map[string]func() (*template.Template, error)
+}
+
+// newPageSet makes the set of files (name -> file of fsys), each of which
+// must exist.
+func newPageSet(fsys fs.FS, files map[string]string) (*pageSet, error) {
+	ps := &pageSet{pages: make(map[string]func() (*template.Template, error), len(files))}
+	for name, file := range files {
+		if _, err := fs.Stat(fsys, file); err != nil {
+			return nil, fmt.Errorf("ui: page %s: %w", name, err)
+		}
+		ps.pages[name] = sync.OnceValues(func() (*template.Template, error) { return parsePage(fsys, file) })
+	}
+	return ps, nil
+}
+
+// get returns the page name, parsed.
+func (ps *pageSet) get(name string) (*template.Template, error) {
+	parse, ok := ps.pages[name]
+	if !ok {
+		return nil, fmt.Errorf("no page %q", name)
+	}
+	return parse()
+}
+
+func (ps *pageSet) parseAll() error {
+	for name := range ps.pages {
+		if _, err := ps.get(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parsePage parses a page file of fsys with the layout (and the graph
@@ -50,15 +95,16 @@ func parsePage(fsys fs.FS, file string) (*template.Template, error) {
 // Render writes the page name with status; the request's principal and
 // form token (CSRF.Middleware must have run) fill the layout.
 func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
-	writePage(w, r, p.logger, p.pages[name], status, name, page{Title: title, Data: data})
+	writePage(w, r, p.logger, p.pages, status, name, page{Title: title, Data: data})
 }
 
-// writePage executes t for pg (filling in the caller and form token) and
-// writes it with the pages' security headers, or a plain 500 when it
-// cannot be rendered.
-func writePage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, t *template.Template, status int, name string, pg page) {
-	if t == nil {
-		logger.ErrorContext(r.Context(), "rendering page", "page", name, "error", "no such template")
+// writePage executes the page name of set for pg (filling in the caller
+// and form token) and writes it with the pages' security headers, or a
+// plain 500 when it cannot be rendered.
+func writePage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, set *pageSet, status int, name string, pg page) {
+	t, err := set.get(name)
+	if err != nil {
+		logger.ErrorContext(r.Context(), "rendering page", "page", name, "error", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
 	}

@@ -74,11 +74,12 @@ type Options struct {
 // UI serves the /app pages.
 type UI struct {
 	o     Options
-	pages map[string]*template.Template
+	pages *pageSet
 	csrf  *CSRF
 }
 
-// New parses the templates and returns the pages.
+// New finds the templates (each page is parsed on first use) and returns
+// the pages.
 func New(o Options) (*UI, error) {
 	if o.Orgs == nil || o.Workspaces == nil || o.Runs == nil || o.Authz == nil {
 		return nil, errors.New("ui: organizations, workspaces, runs and authz services are required")
@@ -92,22 +93,36 @@ func New(o Options) (*UI, error) {
 	if o.LogPoll == 0 {
 		o.LogPoll = 250 * time.Millisecond
 	}
-	u := &UI{o: o, pages: map[string]*template.Template{}, csrf: NewCSRF(o.Secret)}
+	files, err := pageFiles()
+	if err != nil {
+		return nil, err
+	}
+	pages, err := newPageSet(templateFS, files)
+	if err != nil {
+		return nil, err
+	}
+	return &UI{o: o, pages: pages, csrf: NewCSRF(o.Secret)}, nil
+}
+
+// pageFiles names the UI's pages: each template but the layout and the
+// graph drawing, by name ("runs" is templates/runs.html).
+func pageFiles() (map[string]string, error) {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
 	}
+	files := map[string]string{}
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" || base == "graph" {
-			continue
-		}
-		if u.pages[base], err = parsePage(templateFS, n); err != nil {
-			return nil, err
+		if base != "layout" && base != "graph" {
+			files[base] = n
 		}
 	}
-	return u, nil
+	return files, nil
 }
+
+// ParseAll parses every page now (a test's check that each parses).
+func (u *UI) ParseAll() error { return u.pages.parseAll() }
 
 // CSRF returns the pages' CSRF protection, for other /app handlers
 // (sign-in pages) to share.
@@ -223,7 +238,7 @@ type page struct {
 }
 
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, org string, data any) {
-	writePage(w, r, u.o.Logger, u.pages[name], status, name, page{Title: title, Org: org, Data: data})
+	writePage(w, r, u.o.Logger, u.pages, status, name, page{Title: title, Org: org, Data: data})
 }
 
 // fail renders err as an error page with the status its kind maps to (the
