@@ -72,7 +72,7 @@ type jsonRun struct {
 	AllowConfigGeneration  bool                `jsonapi:"attr,allow-config-generation"`
 	DebuggingMode          bool                `jsonapi:"attr,debugging-mode"`
 	CanceledAt             *time.Time          `jsonapi:"attr,canceled-at,iso8601,omitempty"`
-	CreatedAt              time.Time           `jsonapi:"attr,created-at,iso8601"`
+	CreatedAt              string              `jsonapi:"attr,created-at"` // createdAtText
 	ForceCancelAvailableAt *time.Time          `jsonapi:"attr,force-cancel-available-at,iso8601,omitempty"`
 	HasChanges             bool                `jsonapi:"attr,has-changes"`
 	IsDestroy              bool                `jsonapi:"attr,is-destroy"`
@@ -175,6 +175,15 @@ type jsonRunEvent struct {
 	Comment     *jsonComment `jsonapi:"relation,comment,omitempty"`
 }
 
+// createdAtText writes when a run was created to the microsecond, the
+// precision the store keeps and lists sort by. In whole seconds
+// (jsonapi's iso8601) two runs created in the same second read as created
+// at once, out of the order a list sorted them in (workspaces by their
+// current run's creation); HCP Terraform's milliseconds still tie for two
+// runs a few milliseconds apart (two clients' at once). Clients parse any
+// RFC 3339 fraction.
+func createdAtText(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000Z") }
+
 func stamps(s Stamps) map[string]string {
 	out := make(map[string]string, len(s))
 	for k, t := range s {
@@ -234,7 +243,7 @@ func (a *API) toJSONAt(req *http.Request, r *Run, position int) (*jsonRun, error
 		return nil, err
 	}
 	j := &jsonRun{
-		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, AllowConfigGeneration: r.AllowConfigGeneration, DebuggingMode: r.DebuggingMode, CreatedAt: r.CreatedAt,
+		ID: r.ID, AutoApply: r.AutoApply, AllowEmptyApply: r.AllowEmptyApply, AllowConfigGeneration: r.AllowConfigGeneration, DebuggingMode: r.DebuggingMode, CreatedAt: createdAtText(r.CreatedAt),
 		HasChanges: r.HasChanges, IsDestroy: r.IsDestroy, Message: r.Message, PlanOnly: r.PlanOnly,
 		Refresh: r.Refresh, RefreshOnly: r.RefreshOnly, ReplaceAddrs: r.ReplaceAddrs, SavePlan: r.SavePlan,
 		Source: r.Source, Status: string(r.Status), StatusTimestamps: stamps(r.Timestamps),

@@ -20,7 +20,7 @@ func TestRunDocumentMatchesJSONAPI(t *testing.T) {
 	comment := &jsonComment{ID: "wsc-1", Body: "ok <b>", CreatedAt: &at, RunEvent: &jsonEventRef{ID: "re-1"}}
 	full := &jsonRun{
 		ID: "run-1", Actions: &jsonRunActions{IsCancelable: true, IsConfirmable: true, IsDiscardable: true, IsForceCancelable: true},
-		AutoApply: true, AllowEmptyApply: true, DebuggingMode: true, CanceledAt: &at, CreatedAt: at, ForceCancelAvailableAt: &later,
+		AutoApply: true, AllowEmptyApply: true, DebuggingMode: true, CanceledAt: &at, CreatedAt: createdAtText(at), ForceCancelAvailableAt: &later,
 		HasChanges: true, IsDestroy: true, Message: "Queued \"manually\" using Terraform\n", Permissions: &jsonRunPermissions{CanApply: true, CanForceExecute: true},
 		PositionInQueue: 3, PlanOnly: true, Refresh: true, RefreshOnly: true, ReplaceAddrs: []string{"a.b"}, InvokeActionAddrs: []string{"action.x"},
 		PolicyPaths: []string{"p"}, SavePlan: true, Source: "tfe-api", Status: "applied", StatusTimestamps: map[string]string{"applied-at": "t", "plan-queued-at": "u"},
