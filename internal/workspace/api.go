@@ -89,6 +89,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("add")))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("replace")))
 	mux.HandleFunc("DELETE /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("remove")))
+	a.registerAdmin(mux)
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, ws *Workspace)
