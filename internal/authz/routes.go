@@ -20,11 +20,13 @@ var Routes = map[string]Route{
 	"PATCH /api/v2/admin/general-settings":                {Action: SiteAdmin},
 	"POST /api/v2/admin/organizations/{org}/subscription": {Action: SiteAdmin},
 	"GET /api/v2/admin/audit-trail":                       {Action: SiteAdmin},
-	// Every workspace of the site (Terraform Enterprise's admin API); the
-	// service asks SiteAdmin again.
-	"GET /api/v2/admin/workspaces":         {Action: SiteAdmin},
-	"GET /api/v2/admin/workspaces/{id}":    {Action: SiteAdmin},
-	"DELETE /api/v2/admin/workspaces/{id}": {Action: SiteAdmin},
+	// Every workspace and run of the site (Terraform Enterprise's admin
+	// API); the services ask SiteAdmin again.
+	"GET /api/v2/admin/workspaces":                      {Action: SiteAdmin},
+	"GET /api/v2/admin/workspaces/{id}":                 {Action: SiteAdmin},
+	"DELETE /api/v2/admin/workspaces/{id}":              {Action: SiteAdmin},
+	"GET /api/v2/admin/runs":                            {Action: SiteAdmin},
+	"POST /api/v2/admin/runs/{id}/actions/force-cancel": {Action: SiteAdmin},
 	// The audit trail: organization and audit-trails tokens only, which the
 	// audit service checks (the token names its organization).
 	"GET /api/v2/organization/audit-trail": {Action: Authenticated, Service: true},

@@ -34,6 +34,11 @@ type API struct {
 	// UserByName resolves search[user] to a user ID (core.NotFound when
 	// there is no such user).
 	UserByName func(r *http.Request, username string) (string, error)
+	// AdminWorkspaces renders the admin documents of workspaces (and,
+	// with organizations, each of their organizations once) for the admin
+	// run list's ?include=workspace and workspace.organization (nil: left
+	// out).
+	AdminWorkspaces func(r *http.Request, ids []string, organizations bool) ([]any, error)
 	// LogTTL is how long a log-read-url stays valid. Defaults to 1h.
 	LogTTL time.Duration
 }
@@ -61,6 +66,7 @@ func (a *API) Register(api, capability *http.ServeMux) {
 	api.HandleFunc("GET /api/v2/plans/{id}/json-output-redacted", a.planJSON("json-redacted"))
 	api.HandleFunc("GET /api/v2/runs/{id}/plan/json-output", a.runPlanJSON("json"))
 	api.HandleFunc("GET /api/v2/runs/{id}/plan/json-output-redacted", a.runPlanJSON("json-redacted"))
+	a.registerAdmin(api)
 	capability.HandleFunc("GET /logs/{id}", a.logs)
 }
 

@@ -10,10 +10,11 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// TestRunCreatedAtToTheMicrosecond: a run's created-at is when it was
-// created to the microsecond, as the store keeps it, so that runs created
-// within one second, or one millisecond (two workspaces' current runs, by
-// which workspace lists sort), do not read as created at once.
+// TestRunCreatedAtToTheMicrosecond: a run's created-at, in its own
+// document and in the admin list, is when it was created to the
+// microsecond, as the store keeps it, so that runs created within one
+// second, or one millisecond (two workspaces' current runs, by which
+// workspace lists sort), do not read as created at once.
 func TestRunCreatedAtToTheMicrosecond(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
@@ -37,6 +38,10 @@ func TestRunCreatedAtToTheMicrosecond(t *testing.T) {
 		read, err := c.Runs.Read(ctx, r.ID)
 		if err != nil || !read.CreatedAt.Equal(want) || !r.CreatedAt.Equal(want) {
 			t.Fatalf("created-at %v (created), %v (read), %v; want %v", r.CreatedAt, read.CreatedAt, err, want)
+		}
+		l, err := c.Admin.Runs.List(ctx, nil)
+		if err != nil || len(l.Items) != 1 || !l.Items[0].CreatedAt.Equal(want) {
+			t.Fatalf("the admin list: %+v, %v; want the run created at %v", l, err, want)
 		}
 	})
 }

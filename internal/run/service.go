@@ -964,6 +964,13 @@ func (s *Service) Cancel(ctx context.Context, id, comment string) error {
 // ForceCancel ends a run at once (after a cancel's grace period): the
 // runner is told to kill terraform, and the workspace is released now.
 func (s *Service) ForceCancel(ctx context.Context, id, comment string) error {
+	return s.forceCancel(ctx, id, comment, true)
+}
+
+// forceCancel is ForceCancel; afterCancel false ends the run without the
+// cancel (and its grace period) that must come first otherwise: a site
+// administrator's force-cancel of a stuck run (AdminForceCancel).
+func (s *Service) forceCancel(ctx context.Context, id, comment string, afterCancel bool) error {
 	if _, err := s.Get(ctx, id); err != nil {
 		return err
 	}
@@ -971,7 +978,7 @@ func (s *Service) ForceCancel(ctx context.Context, id, comment string) error {
 		if r.Status.Final() {
 			return nil, core.Conflict("run %s is %s and cannot be force-canceled", r.ID, r.Status)
 		}
-		if r.CancelRequestedAt.IsZero() || core.Now().Before(r.CancelRequestedAt.Add(s.ForceCancelAfter)) {
+		if afterCancel && (r.CancelRequestedAt.IsZero() || core.Now().Before(r.CancelRequestedAt.Add(s.ForceCancelAfter))) {
 			return nil, core.Conflict("run %s can be force-canceled only %s after a cancel", r.ID, s.ForceCancelAfter)
 		}
 		if err := addEvent(ctx, tx, r.ID, "force_canceled", comment, actorOf(ctx)); err != nil {

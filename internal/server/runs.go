@@ -93,6 +93,12 @@ func (a runWorkspaces) ReadableSQL(ctx context.Context, org string) (string, []a
 	return a.ws.ReadableSQL(ctx, org, "runs.workspace_id")
 }
 
+// WorkspaceNameLikeSQL says which runs' workspaces have a name like a
+// pattern, for an admin's run search (run.WorkspaceNameSQL).
+func (a runWorkspaces) WorkspaceNameLikeSQL() string {
+	return workspace.NameLikeSQL("runs.workspace_id")
+}
+
 // RunWorkspaceProjectSQL says a run's workspace's project in SQL for the
 // run read (run.WorkspaceProjectSQL).
 func (a runWorkspaces) RunWorkspaceProjectSQL() string {
@@ -223,6 +229,7 @@ func (s *Server) runAPI(api, capability *http.ServeMux, wsAPI *workspace.API) {
 			return u.ID, nil
 		},
 	}
+	runAPI.AdminWorkspaces = wsAPI.AdminIncluded
 	runAPI.Register(api, capability)
 	wsAPI.IncludeRun = runAPI.Render
 	wsAPI.IncludeConfigVersion = runAPI.IncludeConfigVersion

@@ -136,3 +136,20 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// AdminIncluded renders the admin documents of the workspaces ids (those
+// that exist) and, with organizations, each of their organizations once:
+// what the admin run list includes for ?include=workspace and
+// workspace.organization.
+func (a *API) AdminIncluded(r *http.Request, ids []string, organizations bool) ([]any, error) {
+	ws, err := a.Service.AdminSummaries(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, adminJSON(w))
+	}
+	more, err := a.adminIncluded(r, map[string]bool{"organization": organizations}, ws)
+	return append(out, more...), err
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/store"
 )
 
 // ProjectIDSQL is a scalar subquery giving the project ID of the workspace
@@ -12,6 +13,15 @@ import (
 // project with it for the authorization guard).
 func ProjectIDSQL(idExpr string) string {
 	return `SELECT ws_p.project_id FROM workspaces ws_p WHERE ws_p.id = ` + idExpr
+}
+
+// NameLikeSQL is a condition over a workspace ID written as the SQL
+// expression idExpr that holds when the workspace's name, in lowercase,
+// is LIKE the one argument it takes (a pattern whose literal parts went
+// through store.EscapeLike): another domain's search by workspace name
+// (the admin run list's).
+func NameLikeSQL(idExpr string) string {
+	return idExpr + ` IN (SELECT ws_n.id FROM workspaces ws_n WHERE LOWER(ws_n.name) LIKE ?` + store.LikeEscape + `)`
 }
 
 // ReadableSQL is a condition over a workspace ID written as the SQL
