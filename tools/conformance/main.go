@@ -10,7 +10,8 @@
 //
 // go-tfe comes from the Go module proxy (go mod download) and its test
 // binary is built once into .cache/go-tfe-<version>/. Each test runs in its
-// own process against one server per store. The last line of the output is
+// own process against one server per store (a test marked own-server in
+// allow.txt, against a server of its own). The last line of the output is
 // "N passed, N failed"; the exit status is non-zero when any test failed.
 package main
 
@@ -149,13 +150,34 @@ func conform(ctx context.Context, o options) (int, error) {
 	}
 	logf("go-tfe %s, %d tests on %s, %d at a time; env %s", goTFEVersion, len(selected), strings.Join(stores, " and "), o.parallel, strings.Join(Settings, " "))
 
+	// The tests that share a server, then each that needs its own
+	// (own-server in allow.txt), on a server started for it.
+	var shared, own []Entry
+	for _, e := range selected {
+		if e.OwnServer {
+			own = append(own, e)
+		} else {
+			shared = append(shared, e)
+		}
+	}
 	var results []Result
 	var runErr error
-	for _, store := range stores {
-		rs, err := runStore(ctx, o, g, bin, runCLIConfig, work, store, selected)
+	run := func(dir, store string, tests []Entry) {
+		rs, err := runStore(ctx, o, g, bin, runCLIConfig, dir, store, tests)
 		results = append(results, rs...)
 		if err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("%s: %w", store, err))
+		}
+	}
+	for _, store := range stores {
+		if len(shared) > 0 {
+			run(work, store, shared)
+		}
+		for _, e := range own {
+			if ctx.Err() != nil {
+				break
+			}
+			run(filepath.Join(work, "own-server", e.Name), store, []Entry{e})
 		}
 		if ctx.Err() != nil {
 			break
@@ -309,6 +331,9 @@ func printPlan(p *Plan, selected []Entry, stores []string) {
 	fmt.Printf("\n%d tests selected (%d allow-listed in all):\n", len(selected), len(p.Allow))
 	for _, e := range selected {
 		note := strings.Join(e.Env, " ")
+		if e.OwnServer {
+			note = strings.TrimSpace(ownServerWord + " " + note)
+		}
 		if e.Excluded {
 			note = "(excluded, does not count: " + e.Reason + ")"
 		}

@@ -16,6 +16,11 @@ type Entry struct {
 	Name string
 	Env  []string
 	Line int
+	// OwnServer (the word own-server after the name) runs the test
+	// against a server of its own, which no other test shares: for a
+	// test that asserts on the whole site (every run or workspace of it),
+	// which the other tests' resources on a shared server would break.
+	OwnServer bool
 	// Excluded marks a test of excluded.txt run on request (-excluded),
 	// and Reason is why it is excluded.
 	Excluded bool
@@ -44,6 +49,9 @@ var reasonKinds = []string{
 	"needs HashiCorp's own agent binary",
 	"not implemented yet: ",
 }
+
+// ownServerWord after a test's name in allow.txt sets Entry.OwnServer.
+const ownServerWord = "own-server"
 
 var (
 	testNameRE = regexp.MustCompile(`^Test[A-Za-z0-9_]*$`)
@@ -102,8 +110,12 @@ func LoadPlan(dir string) (*Plan, error) {
 			continue
 		}
 		for _, w := range f[1:] {
+			if w == ownServerWord {
+				e.OwnServer = true
+				continue
+			}
 			if !envWordRE.MatchString(w) {
-				errs = append(errs, fmt.Sprintf("allow.txt:%d: after the test name only KEY=VALUE environment overrides may follow, got %q", e.Line, w))
+				errs = append(errs, fmt.Sprintf("allow.txt:%d: after the test name only KEY=VALUE environment overrides and %s may follow, got %q", e.Line, ownServerWord, w))
 				continue
 			}
 			e.Env = append(e.Env, w)

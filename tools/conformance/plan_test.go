@@ -23,7 +23,7 @@ func writePlan(t *testing.T, groups, allow, excluded string) string {
 func TestLoadPlan(t *testing.T) {
 	dir := writePlan(t,
 		"# groups\nTestOrganizations\n",
-		"# comment\n\nTestOrganizationsList\nTestOrganizationsRead  ENABLE_TFE=1 FOO=  # trailing comment\n",
+		"# comment\n\nTestOrganizationsList\nTestOrganizationsRead  ENABLE_TFE=1 FOO=  # trailing comment\nTestOrganizationsAll own-server ENABLE_TFE=1\n",
 		"TestOrganizationsUpdate\tnot implemented yet: agent pools\nTestOrganizationsDelete    needs a run executor (_RunDependent)\n")
 	p, err := LoadPlan(dir)
 	if err != nil {
@@ -32,8 +32,11 @@ func TestLoadPlan(t *testing.T) {
 	if len(p.Groups) != 1 || p.Groups[0] != "TestOrganizations" {
 		t.Errorf("groups = %q", p.Groups)
 	}
-	if len(p.Allow) != 2 || p.Allow[1].Name != "TestOrganizationsRead" || strings.Join(p.Allow[1].Env, " ") != "ENABLE_TFE=1 FOO=" || p.Allow[1].Line != 4 {
+	if len(p.Allow) != 3 || p.Allow[1].Name != "TestOrganizationsRead" || strings.Join(p.Allow[1].Env, " ") != "ENABLE_TFE=1 FOO=" || p.Allow[1].Line != 4 || p.Allow[1].OwnServer {
 		t.Errorf("allow = %+v", p.Allow)
+	}
+	if a := p.Allow[2]; !a.OwnServer || strings.Join(a.Env, " ") != "ENABLE_TFE=1" || p.Allow[0].OwnServer {
+		t.Errorf("own-server entry = %+v (first %+v)", a, p.Allow[0])
 	}
 	if len(p.Excluded) != 2 || p.Excluded[0].Reason != "not implemented yet: agent pools" || p.Excluded[1].Reason != "needs a run executor (_RunDependent)" {
 		t.Errorf("excluded = %+v", p.Excluded)
@@ -48,6 +51,7 @@ func TestLoadPlanRefusesMalformedLines(t *testing.T) {
 		"no reason":      {"TestX\n", "", "TestXOne\n", "has no reason"},
 		"unknown reason": {"TestX\n", "", "TestXOne  flaky\n", "must start with one of"},
 		"bad env word":   {"TestX\n", "TestXOne lowercase=1\n", "", "KEY=VALUE"},
+		"unknown word":   {"TestX\n", "TestXOne own_server\n", "", "own-server may follow"},
 		"not a test":     {"TestX\n", "Example\n", "", "not a top-level test name"},
 		"bad group line": {"TestX TestY\n", "", "", "one test-name prefix"},
 	} {
