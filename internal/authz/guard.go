@@ -27,6 +27,11 @@ type Route struct {
 	// (plan-only, or on a speculative configuration version) and RunApply
 	// for one that may apply.
 	CreatesRun bool
+	// MovesWorkspace: the action is WorkspaceMove for an update whose
+	// body names the workspace's project and nothing else (a move; the
+	// workspace service also asks ProjectCreateWorkspace of the
+	// destination), and Action for any other.
+	MovesWorkspace bool
 	// Service marks routes whose resource the guard cannot locate from
 	// the request (tokens, memberships, variable sets, …): the guard only
 	// keeps run tokens out and the owning service decides, through its
@@ -136,6 +141,9 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 		if rt.CreatesRun {
 			action = g.runCreateAction(ctx, req.Body())
 		}
+		if rt.MovesWorkspace && onlyMoves(req.Body()) {
+			action = WorkspaceMove
+		}
 		// For the audit record of a request whose route names no
 		// organization (POST /runs): the response names the workspace.
 		tfeapi.NoteLocated(ctx, tfeapi.Located{Organization: res.Organization, WorkspaceID: res.WorkspaceID})
@@ -207,6 +215,21 @@ func (g *Guard) runCreateAction(ctx context.Context, body []byte) Action {
 		}
 	}
 	return RunApply
+}
+
+// onlyMoves reports whether a workspace update's body changes nothing but
+// the workspace's project: no attribute, and no relationship but project.
+func onlyMoves(body []byte) bool {
+	doc, err := tfeapi.DecodeBytes(body)
+	if err != nil {
+		return false
+	}
+	var attrs map[string]json.RawMessage
+	if json.Unmarshal(doc.Attributes, &attrs) != nil || len(attrs) > 0 {
+		return false
+	}
+	_, project := doc.Relationships["project"]
+	return project && len(doc.Relationships) == 1
 }
 
 // --- locators

@@ -238,7 +238,7 @@ var Routes = map[string]Route{
 
 	// Workspaces.
 	"GET /api/v2/organizations/{org}/workspaces/{name}":                      {Action: WorkspaceRead, Locate: WorkspaceByName},
-	"PATCH /api/v2/organizations/{org}/workspaces/{name}":                    {Action: WorkspaceUpdate, Locate: WorkspaceByName},
+	"PATCH /api/v2/organizations/{org}/workspaces/{name}":                    {Action: WorkspaceUpdate, MovesWorkspace: true, Locate: WorkspaceByName},
 	"DELETE /api/v2/organizations/{org}/workspaces/{name}":                   {Action: WorkspaceDelete, Locate: WorkspaceByName},
 	"POST /api/v2/organizations/{org}/workspaces/{name}/actions/safe-delete": {Action: WorkspaceDelete, Locate: WorkspaceByName},
 	// Notification configurations and run triggers. A configuration named
@@ -306,7 +306,7 @@ var Routes = map[string]Route{
 	"POST /api/v2/stacks/{id}/fetch-latest-from-vcs":                         {Action: StackManage, Locate: ByID("id")},
 	"POST /api/v2/stacks/{id}/stack-configurations":                          {Action: StackManage, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}":                                            {Action: WorkspaceRead, Locate: ByID("id")},
-	"PATCH /api/v2/workspaces/{id}":                                          {Action: WorkspaceUpdate, Locate: ByID("id")},
+	"PATCH /api/v2/workspaces/{id}":                                          {Action: WorkspaceUpdate, MovesWorkspace: true, Locate: ByID("id")},
 	"DELETE /api/v2/workspaces/{id}":                                         {Action: WorkspaceDelete, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/safe-delete":                       {Action: WorkspaceDelete, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/lock":                              {Action: WorkspaceLock, Locate: ByID("id")},

@@ -94,3 +94,97 @@ func TestMovingAWorkspaceNeedsMoveAndCreateInTheDestination(t *testing.T) {
 		}
 	})
 }
+
+// TestMovePermissionMovesWithoutAdmin: a project grant's workspace-access
+// move lets a team move the project's workspaces, as in HCP Terraform,
+// with create in the destination, and without admin on the workspace: an
+// update of nothing but the project asks the move permission, through
+// either route, for a member and for the team's token. Anything else in
+// the same update still needs the right to change the workspace's
+// settings, which the workspace's permissions (can-update) deny; a
+// project without create is no destination, and the destination's create
+// alone moves nothing out of it.
+func TestMovePermissionMovesWithoutAdmin(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		org := newOrg(t, c, "acme").Name
+		project := func(name string) *tfe.Project {
+			p, err := c.Projects.Create(ctx, org, tfe.ProjectCreateOptions{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		source, landing, closed := project("source"), project("landing"), project("closed")
+		workspace := func(name string) *tfe.Workspace {
+			w, err := c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String(name), Project: source})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		byMember, byToken := workspace("by-member"), workspace("by-token")
+		movers, err := c.Teams.Create(ctx, org, tfe.TeamCreateOptions{Name: tfe.String("movers"), Visibility: tfe.String("organization")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		grant := func(p *tfe.Project, w tfe.TeamProjectAccessWorkspacePermissionsOptions) {
+			if _, err := c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessCustom, Team: movers, Project: p,
+				WorkspaceAccess: &w}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		grant(source, tfe.TeamProjectAccessWorkspacePermissionsOptions{Move: &yes})
+		grant(landing, tfe.TeamProjectAccessWorkspacePermissionsOptions{Create: &yes})
+		mia, _ := e.UserClient(t, org, "mia@acme.test", movers)
+		tok, err := c.TeamTokens.Create(ctx, movers.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		team := e.NewClient(t, tok.Token)
+
+		in := func(w *tfe.Workspace, want *tfe.Project, what string) {
+			t.Helper()
+			got, err := c.Workspaces.ReadByID(ctx, w.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Project.ID != want.ID || got.Name != w.Name || got.Description != "" {
+				t.Fatalf("after %s the workspace is %q (%q) in %s, want %q in %s", what, got.Name, got.Description, got.Project.ID, w.Name, want.ID)
+			}
+		}
+		// What the workspace's permissions say: no settings.
+		w, err := mia.Workspaces.ReadByID(ctx, byMember.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Permissions.CanUpdate {
+			t.Fatalf("a mover sees can-update on a workspace she may only move")
+		}
+		_, err = mia.Workspaces.UpdateByID(ctx, byMember.ID, tfe.WorkspaceUpdateOptions{Description: tfe.String("d")})
+		testenv.WantStatus(t, "a mover changing a setting", err, "insufficient permissions to change this workspace's settings")
+		_, err = mia.Workspaces.UpdateByID(ctx, byMember.ID, tfe.WorkspaceUpdateOptions{Description: tfe.String("d"), Project: &tfe.Project{ID: landing.ID}})
+		testenv.WantStatus(t, "a mover moving the workspace and changing a setting", err, "insufficient permissions to change this workspace's settings")
+		in(byMember, source, "refused updates")
+		_, err = mia.Workspaces.UpdateByID(ctx, byMember.ID, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: closed.ID}})
+		testenv.WantErr(t, "a mover moving the workspace into a project she cannot see", err, tfe.ErrResourceNotFound)
+		in(byMember, source, "a move into a hidden project")
+
+		// Moved, by ID and by name, by a member and by the team's token.
+		if w, err := mia.Workspaces.UpdateByID(ctx, byMember.ID, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: landing.ID}}); err != nil || w.Project.ID != landing.ID {
+			t.Fatalf("a member of a team with move moving a workspace: %v, %v", w, err)
+		}
+		in(byMember, landing, "the member's move")
+		if w, err := team.Workspaces.Update(ctx, org, byToken.Name, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: landing.ID}}); err != nil || w.Project.ID != landing.ID {
+			t.Fatalf("the token of a team with move moving a workspace: %v, %v", w, err)
+		}
+		in(byToken, landing, "the token's move")
+
+		// Out of landing, where the team only creates, nothing moves.
+		_, err = team.Workspaces.UpdateByID(ctx, byToken.ID, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: source.ID}})
+		testenv.WantStatus(t, "moving a workspace out of a project without move", err, "insufficient permissions to move this workspace")
+		in(byToken, landing, "a move without move")
+	})
+}

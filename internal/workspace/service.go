@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -600,17 +601,39 @@ func requireManageWorkspace(ctx context.Context, w *Workspace) error {
 	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
 }
 
+// requireMoveOut asks the authorization model whether the caller may move
+// w out of its project: the move permission on the workspace (admin
+// includes it, and so does a project grant's workspace-access move).
+func requireMoveOut(ctx context.Context, w *Workspace) error {
+	return authz.Allows(ctx, authz.WorkspaceMove, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
+}
+
 // requireMove asks the authorization model whether the caller may move w
 // into project dest, as HCP Terraform decides it: the move permission on
-// the workspace (admin includes it) and the right to create workspaces in
-// the destination. A destination the caller may not see is not found, as
-// one that does not exist is.
+// the workspace and the right to create workspaces in the destination. A
+// destination the caller may not see is not found, as one that does not
+// exist is.
 func requireMove(ctx context.Context, w *Workspace, dest string) error {
-	if err := authz.Allows(ctx, authz.WorkspaceMove, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}); err != nil {
+	if err := requireMoveOut(ctx, w); err != nil {
 		return err
 	}
+	return requireMoveInto(ctx, w, dest)
+}
+
+// requireMoveInto is requireMove's destination half.
+func requireMoveInto(ctx context.Context, w *Workspace, dest string) error {
 	err := authz.Allows(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: w.Organization, ProjectID: dest})
 	return core.NotFoundAs(err, "project %q not found in organization %q", dest, w.Organization)
+}
+
+// onlyMoves reports whether an update changes nothing of a workspace but
+// its project: the move permission decides it, not the right to change
+// the workspace's settings (the guard decides a request body the same
+// way: authz.Route.MovesWorkspace).
+func (o Options) onlyMoves() bool {
+	rest := o
+	rest.ProjectID = nil
+	return o.ProjectID != nil && reflect.ValueOf(rest).IsZero()
 }
 
 // Create adds a workspace to an organization.
@@ -906,7 +929,16 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	if err != nil {
 		return nil, err
 	}
-	if err := requireManageWorkspace(ctx, pre); err != nil {
+	// An update of nothing but the project is a move: the move permission
+	// (a project grant may give it without admin); any other needs the
+	// right to change the workspace's settings.
+	moveOnly := o.onlyMoves()
+	if moveOnly {
+		err = requireMoveOut(ctx, pre)
+	} else {
+		err = requireManageWorkspace(ctx, pre)
+	}
+	if err != nil {
 		return nil, err
 	}
 	poolErr = s.checkPool(ctx, pre.Organization, o)
@@ -914,7 +946,11 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		c := *pre
 		projectErr, projectID = s.setProject(ctx, &c, o.ProjectID), c.ProjectID
 		if projectErr == nil && projectID != pre.ProjectID {
-			projectErr = requireMove(ctx, pre, projectID)
+			if moveOnly {
+				projectErr = requireMoveInto(ctx, pre, projectID)
+			} else {
+				projectErr = requireMove(ctx, pre, projectID)
+			}
 		}
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
