@@ -100,8 +100,17 @@ const (
 	// token) change the owners team or its members.
 	TeamRead Action = "team:read"
 	// TeamManage changes a team's name, visibility, SSO team ID and token
-	// management setting, and deletes it (manage-teams).
+	// management setting, and deletes it (manage-teams). A secret team
+	// also needs access-secret-teams: HCP Terraform's manage teams "on its
+	// own" does not reach secret teams, not even one the caller is in.
 	TeamManage Action = "team:manage"
+	// TeamMakeSecret creates a secret team (a new team is secret unless
+	// it is given visibility "organization") or makes a team secret:
+	// manage-teams with access-secret-teams, as HCP Terraform documents
+	// it ("if a user has permission to include secret teams and manage
+	// teams, that user can create secret teams"). Without a TeamID it asks
+	// for a team about to be created.
+	TeamMakeSecret Action = "team:make-secret"
 	// TeamMembers changes a team's members, and invites people into it
 	// (manage-membership).
 	TeamMembers Action = "team:manage-members"
@@ -111,8 +120,9 @@ const (
 	// (allow-member-token-management).
 	TeamManageTokens Action = "team:manage-tokens"
 	// TeamManageAccess changes a team's organization access
-	// (manage-organization-access). Without a TeamID it asks for a team
-	// about to be created with organization access.
+	// (manage-organization-access; a secret team's also needs
+	// access-secret-teams). Without a TeamID it asks for a team about to be
+	// created with organization access.
 	TeamManageAccess Action = "team:manage-organization-access"
 
 	ProjectRead   Action = "project:read"
@@ -211,6 +221,17 @@ type rule struct {
 
 func member(st standing) bool { return st.member }
 
+// reachesTeam: the team's visibility keeps no team management from the
+// caller: t is visible, or the caller has access-secret-teams (owners and
+// the organization's token do). Being in a secret team shows it (TeamRead)
+// but manages nothing of it.
+func reachesTeam(st standing, t Team) bool { return !t.Secret || st.access.AccessSecretTeams }
+
+// managesSecretTeams is TeamMakeSecret's rule.
+func managesSecretTeams(st standing) bool {
+	return st.access.ManageTeams && st.access.AccessSecretTeams
+}
+
 // createsWorkspaces is ProjectCreateWorkspace's rule: manage-workspaces,
 // or a project grant whose workspace access says create (maintain, admin,
 // custom with create). A write grant does not create, as HCP Terraform's
@@ -290,7 +311,10 @@ var rules = map[Action]rule{
 
 	TeamRead: {scope: scopeTeam, noun: "team", verb: "read this team", org: member},
 	TeamManage: {scope: scopeTeam, noun: "team", verb: "manage teams",
-		org: func(st standing) bool { return st.access.ManageTeams }},
+		org:  func(st standing) bool { return st.access.ManageTeams },
+		team: func(st standing, t Team) bool { return st.access.ManageTeams && reachesTeam(st, t) }},
+	TeamMakeSecret: {scope: scopeTeam, noun: "team", verb: "make teams secret (manage teams with access to secret teams)",
+		org: managesSecretTeams, team: func(st standing, _ Team) bool { return managesSecretTeams(st) }},
 	TeamMembers: {scope: scopeTeam, noun: "team", verb: "manage team membership",
 		org: func(st standing) bool { return st.access.ManageMembership }},
 	TeamManageTokens: {scope: scopeTeam, noun: "team", verb: "manage this team's tokens",
@@ -299,7 +323,8 @@ var rules = map[Action]rule{
 			return st.owner || st.orgToken || st.user && t.MembersManageTokens && slices.Contains(st.teamIDs, t.ID)
 		}},
 	TeamManageAccess: {scope: scopeTeam, noun: "team", verb: "change teams' organization access",
-		org: func(st standing) bool { return st.access.ManageOrgAccess }},
+		org:  func(st standing) bool { return st.access.ManageOrgAccess },
+		team: func(st standing, t Team) bool { return st.access.ManageOrgAccess && reachesTeam(st, t) }},
 
 	ProjectRead: {scope: scopeProject, noun: "project", verb: "read this project",
 		project: func(_ standing, p ProjectPerms) bool { return p.Read }},

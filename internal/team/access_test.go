@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -168,8 +169,10 @@ func TestOrganizationAccessNeedsManageOrganizationAccess(t *testing.T) {
 			if st, body := e.API(t, ta, "PATCH", "/api/v2/teams/"+tm.ID, grant); st != http.StatusForbidden {
 				t.Errorf("manage-teams giving team %s manage-workspaces: status %d (%s), want 403", tm.Name, st, body)
 			}
+			// Nor make it secret: that needs access-secret-teams
+			// (TestSecretTeamsNeedAccessSecretTeams).
 			p := teamPermissions(t, e, ta, tm.ID)
-			if p["can-update-organization-access"] || !p["can-update-name"] || !p["can-destroy"] || !p["can-update-membership"] || !p["can-update-visibility"] {
+			if p["can-update-organization-access"] || !p["can-update-name"] || !p["can-destroy"] || !p["can-update-membership"] || p["can-update-visibility"] {
 				t.Errorf("manage-teams sees team %s's permissions %v", tm.Name, p)
 			}
 		}
@@ -177,7 +180,7 @@ func TestOrganizationAccessNeedsManageOrganizationAccess(t *testing.T) {
 			t.Fatalf("team-admins after the refusal: %+v %v", got, err)
 		}
 		create := map[string]any{"data": map[string]any{"type": "teams", "attributes": map[string]any{"name": "escalated",
-			"organization-access": map[string]any{"manage-workspaces": true}}}}
+			"visibility": "organization", "organization-access": map[string]any{"manage-workspaces": true}}}}
 		if st, body := e.API(t, ta, "POST", "/api/v2/organizations/acme/teams", create); st != http.StatusForbidden {
 			t.Errorf("manage-teams creating a team with manage-workspaces: status %d (%s), want 403", st, body)
 		}
@@ -187,7 +190,7 @@ func TestOrganizationAccessNeedsManageOrganizationAccess(t *testing.T) {
 			"organization-access": map[string]any{"manage-workspaces": false}})); st != http.StatusOK {
 			t.Errorf("manage-teams renaming a team: status %d (%s), want 200", st, body)
 		}
-		if st, body := e.API(t, ta, "POST", "/api/v2/organizations/acme/teams", teamUpdate(map[string]any{"name": "plain"})); st != http.StatusCreated {
+		if st, body := e.API(t, ta, "POST", "/api/v2/organizations/acme/teams", teamUpdate(map[string]any{"name": "plain", "visibility": "organization"})); st != http.StatusCreated {
 			t.Errorf("manage-teams creating a team: status %d (%s), want 201", st, body)
 		}
 
@@ -363,4 +366,106 @@ func teamUsers(t *testing.T, c *tfe.Client, teamID string) []string {
 		names = append(names, u.Username)
 	}
 	return names
+}
+
+// TestSecretTeamsNeedAccessSecretTeams: as HCP Terraform documents it,
+// manage-teams "on its own" neither creates secret teams (a new team is
+// secret unless given visibility "organization") nor makes a team secret,
+// nor changes or deletes one, even one its holder is in and so sees; with
+// access-secret-teams ("include secret teams") it does all of it, and the
+// creator of a secret team sees and manages it. The teams' permissions
+// say what is enforced, for a member and for a team token alike.
+func TestSecretTeamsNeedAccessSecretTeams(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		manage := &tfe.OrganizationAccessOptions{ManageMembership: tfe.Bool(true), ManageTeams: tfe.Bool(true)}
+		admins := newTeam(t, c, "acme", "team-admins", "organization", manage)
+		ta := memberToken(t, e, "acme", "ta@acme.test", admins)
+		tok, err := c.TeamTokens.Create(ctx, admins.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs := newTeam(t, c, "acme", "devs", "organization", nil)
+		// ta is in the secret team ops, and so sees it.
+		ops := newTeam(t, c, "acme", "ops", "secret", nil)
+		if err := c.TeamMembers.Add(ctx, ops.ID, tfe.TeamMemberAddOptions{Usernames: []string{"ta"}}); err != nil {
+			t.Fatal(err)
+		}
+		create := func(attrs map[string]any) map[string]any {
+			return map[string]any{"data": map[string]any{"type": "teams", "attributes": attrs}}
+		}
+		want := func(what string, got int, body []byte, status int) {
+			t.Helper()
+			if got != status {
+				t.Errorf("%s: status %d (%s), want %d", what, got, body, status)
+			}
+		}
+
+		for who, token := range map[string]string{"a member": ta, "the team's token": tok.Token} {
+			st, body := e.API(t, token, "POST", "/api/v2/organizations/acme/teams", create(map[string]any{"name": "hush", "visibility": "secret"}))
+			want("manage-teams creating a secret team, as "+who, st, body, http.StatusForbidden)
+			st, body = e.API(t, token, "POST", "/api/v2/organizations/acme/teams", create(map[string]any{"name": "hush"}))
+			want("manage-teams creating a team secret by default, as "+who, st, body, http.StatusForbidden)
+			if !strings.Contains(string(body), `unless its visibility is \"organization\"`) {
+				t.Errorf("the refusal of a default secret team says %s", body)
+			}
+			st, body = e.API(t, token, "PATCH", "/api/v2/teams/"+devs.ID, teamUpdate(map[string]any{"visibility": "secret"}))
+			want("manage-teams making a team secret, as "+who, st, body, http.StatusForbidden)
+		}
+		if l, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"hush"}}); err != nil || len(l.Items) != 0 {
+			t.Fatalf("the refused secret team exists: %v %v", l, err)
+		}
+		if got, err := c.Teams.Read(ctx, devs.ID); err != nil || got.Visibility != "organization" {
+			t.Fatalf("devs after the refusal: %+v %v", got, err)
+		}
+		st, body := e.API(t, ta, "POST", "/api/v2/organizations/acme/teams", create(map[string]any{"name": "open", "visibility": "organization"}))
+		want("manage-teams creating a visible team", st, body, http.StatusCreated)
+
+		// In a secret team, manage-teams sees it but changes nothing of it.
+		if p := teamPermissions(t, e, ta, ops.ID); p["can-update-name"] || p["can-destroy"] || p["can-update-visibility"] || p["can-update-sso-team-id"] {
+			t.Errorf("manage-teams in a secret team sees its permissions %v", p)
+		}
+		st, body = e.API(t, ta, "PATCH", "/api/v2/teams/"+ops.ID, teamUpdate(map[string]any{"name": "ops2"}))
+		want("manage-teams renaming a secret team it is in", st, body, http.StatusForbidden)
+		st, body = e.API(t, ta, "PATCH", "/api/v2/teams/"+ops.ID, teamUpdate(map[string]any{"visibility": "organization"}))
+		want("manage-teams making a secret team it is in visible", st, body, http.StatusForbidden)
+		st, body = e.API(t, ta, "DELETE", "/api/v2/teams/"+ops.ID, nil)
+		want("manage-teams deleting a secret team it is in", st, body, http.StatusForbidden)
+		if got, err := c.Teams.Read(ctx, ops.ID); err != nil || got.Name != "ops" || got.Visibility != "secret" {
+			t.Fatalf("ops after the refusals: %+v %v", got, err)
+		}
+
+		// With access-secret-teams: created, seen, changed, deleted.
+		secretAccess := &tfe.OrganizationAccessOptions{ManageMembership: tfe.Bool(true), ManageTeams: tfe.Bool(true), AccessSecretTeams: tfe.Bool(true)}
+		keepers := newTeam(t, c, "acme", "keepers", "organization", secretAccess)
+		sa := memberToken(t, e, "acme", "sa@acme.test", keepers)
+		if p := teamPermissions(t, e, sa, devs.ID); !p["can-update-visibility"] {
+			t.Errorf("access-secret-teams sees devs' permissions %v", p)
+		}
+		st, body = e.API(t, sa, "POST", "/api/v2/organizations/acme/teams", create(map[string]any{"name": "hush"}))
+		want("access-secret-teams creating a secret team", st, body, http.StatusCreated)
+		var created struct {
+			Data struct {
+				ID         string `json:"id"`
+				Attributes struct {
+					Visibility string `json:"visibility"`
+				} `json:"attributes"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &created); err != nil || created.Data.Attributes.Visibility != "secret" {
+			t.Fatalf("the created team: %s %v", body, err)
+		}
+		hush := created.Data.ID
+		if p := teamPermissions(t, e, sa, hush); !p["can-update-name"] || !p["can-destroy"] || !p["can-update-visibility"] {
+			t.Errorf("the creator of a secret team sees its permissions %v", p)
+		}
+		st, body = e.API(t, sa, "PATCH", "/api/v2/teams/"+devs.ID, teamUpdate(map[string]any{"visibility": "secret"}))
+		want("access-secret-teams making a team secret", st, body, http.StatusOK)
+		st, body = e.API(t, sa, "PATCH", "/api/v2/teams/"+ops.ID, teamUpdate(map[string]any{"name": "ops2"}))
+		want("access-secret-teams renaming a secret team", st, body, http.StatusOK)
+		st, body = e.API(t, sa, "DELETE", "/api/v2/teams/"+hush, nil)
+		want("access-secret-teams deleting the secret team it created", st, body, http.StatusNoContent)
+	})
 }

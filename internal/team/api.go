@@ -97,6 +97,9 @@ func teamJSON(ctx context.Context, t *Team, memberships map[string]*Membership) 
 	may := func(a authz.Action) bool { return allows(ctx, a, t) == nil }
 	manage := may(authz.TeamManage)
 	tokens := may(authz.TeamManageTokens)
+	// A visible team's other visibility is secret, which takes more than
+	// managing it (TeamMakeSecret).
+	visibility := manage && (t.Settings.Visibility == "secret" || may(authz.TeamMakeSecret))
 	access := t.OrganizationAccess()
 	j := &jsonTeam{
 		ID:                         t.ID,
@@ -116,7 +119,7 @@ func teamJSON(ctx context.Context, t *Team, memberships map[string]*Membership) 
 			CanDestroy:                     manage && !t.IsOwners(),
 			CanUpdateOrganizationAccess:    manage && may(authz.TeamManageAccess) && !t.IsOwners(),
 			CanUpdateAPIToken:              tokens,
-			CanUpdateVisibility:            manage,
+			CanUpdateVisibility:            visibility,
 			CanUpdateName:                  manage && !t.IsOwners(),
 			CanUpdateSSOTeamID:             manage,
 			CanUpdateMemberTokenManagement: manage,

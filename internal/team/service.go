@@ -370,8 +370,9 @@ func (o Options) apply(t *Team) error {
 	return nil
 }
 
-// Create makes a team: manage-teams, and manage-organization-access to
-// give it organization access.
+// Create makes a team: manage-teams, access-secret-teams besides for a
+// secret team (the default), and manage-organization-access to give it
+// organization access.
 func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, error) {
 	if err := s.checkOrg(ctx, s.db, org); err != nil {
 		return nil, err
@@ -385,6 +386,16 @@ func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, 
 	t := &Team{ID: core.NewID(core.PrefixTeam), Organization: org, Settings: Settings{Visibility: "secret"}, CreatedAt: core.Now()}
 	if err := opts.apply(t); err != nil {
 		return nil, err
+	}
+	// A secret team is one that manage-teams alone may not reach: HCP
+	// Terraform asks access-secret-teams to create one.
+	if t.Settings.Visibility == "secret" {
+		if err := authz.Allows(ctx, authz.TeamMakeSecret, authz.Resource{Organization: org}); err != nil {
+			if opts.Visibility == nil && core.KindOf(err) == core.KindForbidden {
+				return nil, core.Forbidden("%v: a new team is secret unless its visibility is \"organization\"", err)
+			}
+			return nil, err
+		}
 	}
 	// A new team with organization access is a change of organization
 	// access, which manage-teams alone does not allow.
@@ -405,7 +416,8 @@ func (s *Service) Create(ctx context.Context, org string, opts Options) (*Team, 
 	return t, nil
 }
 
-// Update changes a team: manage-teams, and manage-organization-access to
+// Update changes a team: manage-teams (and access-secret-teams for a
+// secret team, or to make one secret), and manage-organization-access to
 // change its organization access. The owners team keeps its name and its
 // organization access.
 func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, error) {
@@ -421,18 +433,25 @@ func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, e
 		return nil, err
 	}
 	changeAccess := authz.AllowsTeam(ctx, authz.TeamManageAccess, before.Authz())
+	var makeSecret error
+	if opts.Visibility != nil && *opts.Visibility == "secret" {
+		makeSecret = authz.AllowsTeam(ctx, authz.TeamMakeSecret, before.Authz())
+	}
 	var t *Team
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		if t, err = s.load(ctx, tx, id); err != nil {
 			return err
 		}
-		access := t.Settings.Access
+		access, visibility := t.Settings.Access, t.Settings.Visibility
 		if err := opts.apply(t); err != nil {
 			return err
 		}
 		if t.Settings.Access != access && changeAccess != nil {
 			return changeAccess
+		}
+		if t.Settings.Visibility != visibility && t.Settings.Visibility == "secret" && makeSecret != nil {
+			return makeSecret
 		}
 		attrs, _ := json.Marshal(t.Settings)
 		_, err = tx.Exec(ctx, `UPDATE teams SET name = ?, attrs = ? WHERE id = ?`, t.Name, string(attrs), t.ID)
