@@ -23,9 +23,8 @@ type Route struct {
 	ActionOf func(vals map[string]string) Action
 	// Locate finds the resource; nil for actions of scope "any".
 	Locate Locator
-	// CreatesRun: the action is RunPlan for a run that can only plan
-	// (plan-only, or on a speculative configuration version) and RunApply
-	// for one that may apply.
+	// CreatesRun: the action is CreateRunAction's, for the run the
+	// request's body asks for.
 	CreatesRun bool
 	// MovesWorkspace: the action is WorkspaceMove for an update whose
 	// body names the workspace's project and nothing else (a move; the
@@ -193,28 +192,35 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// runCreateAction: a run that may apply needs apply permission; a plan-only
-// run needs plan permission.
-// A run on a speculative configuration version only ever plans (terraform
-// plan creates those).
+// CreateRunAction is what creating a run asks: RunPlan for a run that can
+// only plan (plan-only, or on a speculative configuration version, which
+// terraform plan creates), RunApply for one that may apply. The guard asks
+// it of POST /runs, and the run service of every run it creates.
+func CreateRunAction(onlyPlans bool) Action {
+	if onlyPlans {
+		return RunPlan
+	}
+	return RunApply
+}
+
+// runCreateAction is CreateRunAction for the run a POST /runs body asks
+// for: plan-only, or its configuration version speculative. A body that
+// does not decode only plans (the handler refuses it).
 func (g *Guard) runCreateAction(ctx context.Context, body []byte) Action {
 	doc, err := tfeapi.DecodeBytes(body)
 	if err != nil {
-		return RunPlan
+		return CreateRunAction(true)
 	}
 	var a struct {
 		PlanOnly *bool `json:"plan-only"`
 	}
 	_ = json.Unmarshal(doc.Attributes, &a)
-	if a.PlanOnly != nil && *a.PlanOnly {
-		return RunPlan
+	onlyPlans := a.PlanOnly != nil && *a.PlanOnly
+	if cv, _ := doc.RelID("configuration-version"); cv != "" && !onlyPlans {
+		spec, err := g.Service.resolver.Speculative(ctx, cv)
+		onlyPlans = err == nil && spec
 	}
-	if cv, _ := doc.RelID("configuration-version"); cv != "" {
-		if spec, err := g.Service.resolver.Speculative(ctx, cv); err == nil && spec {
-			return RunPlan
-		}
-	}
-	return RunApply
+	return CreateRunAction(onlyPlans)
 }
 
 // onlyMoves reports whether a workspace update's body changes nothing but

@@ -49,7 +49,10 @@ type ConfigVersions interface {
 
 // Runs queues and reads runs.
 type Runs interface {
+	// Create queues a run the caller may start (the run domain asks the
+	// model); CreateSystem one the caller's provisioning decided.
 	Create(ctx context.Context, o run.CreateOptions) (*run.Run, error)
+	CreateSystem(ctx context.Context, o run.CreateOptions) (*run.Run, error)
 	Get(ctx context.Context, id string) (*run.Run, error)
 }
 
@@ -651,7 +654,9 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 		return nil, undo(err)
 	}
 	msg := fmt.Sprintf("Triggered via no-code provisioning of %s/%s %s", m.Name, m.Provider, pin)
-	if _, err := s.Runs.Create(ctx, run.CreateOptions{WorkspaceID: ws.ID, ConfigurationVersionID: cv.ID, Message: &msg}); err != nil {
+	// The workspace's first run is part of its provisioning, which
+	// ProjectProvisionNoCode decided.
+	if _, err := s.Runs.CreateSystem(ctx, run.CreateOptions{WorkspaceID: ws.ID, ConfigurationVersionID: cv.ID, Message: &msg}); err != nil {
 		return nil, undo(err)
 	}
 	return s.Workspaces.Get(ctx, ws.ID)

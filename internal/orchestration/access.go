@@ -102,10 +102,7 @@ func (s *Service) allowDeployment(ctx context.Context, org string, d *Deployment
 // it: plan for one that only plans, apply for one that applies or
 // destroys.
 func runAction(mode string) authz.Action {
-	if mode == ModePlanOnly {
-		return authz.RunPlan
-	}
-	return authz.RunApply
+	return authz.CreateRunAction(mode == ModePlanOnly)
 }
 
 // allowDeploy asks the model whether the caller may make the deployment

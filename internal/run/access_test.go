@@ -1,8 +1,13 @@
 package run_test
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
@@ -10,6 +15,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -63,4 +69,118 @@ func TestRunListAsksTheWorkspaceDomain(t *testing.T) {
 			t.Errorf("a team with read access listing the workspace's runs: %d runs (total %d), %v; want %s", len(runs), total, err, r.ID)
 		}
 	})
+}
+
+// TestCreateAsksTheModel: the run service decides who may start a run,
+// whoever calls it, as POST /runs decides (authz.CreateRunAction): called
+// directly, a team with plan access starts plan-only runs and no run that
+// may apply, a team with read access none; CreateSystem, for runs whose
+// domain decided, asks nothing. A run auto-queued by an upload is decided
+// for whoever created the configuration version: one that may apply is
+// started for a team with write access, and refused (recorded on the
+// version) for a team with plan access.
+func TestCreateAsksTheModel(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "runcreate")
+		ws, err := c.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String("w")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cv := testenv.UploadConfig(ctx, t, c, ws.ID, `resource "terraform_data" "x" {}`)
+		team := func(name string, access tfe.AccessType) string {
+			tm, err := c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String(name), Visibility: tfe.String("organization")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(access), Team: tm, Workspace: ws}); err != nil {
+				t.Fatal(err)
+			}
+			return tm.ID
+		}
+		readers, planners, writers := team("readers", tfe.AccessRead), team("planners", tfe.AccessPlan), team("writers", tfe.AccessWrite)
+		as := func(teamID string) context.Context {
+			p := &auth.Principal{Kind: auth.KindTeam, TeamID: teamID, Organization: org.Name}
+			return authz.WithModel(auth.WithPrincipal(ctx, p), e.Server.Authz)
+		}
+		yes := true
+		applies := run.CreateOptions{WorkspaceID: ws.ID, ConfigurationVersionID: cv.ID}
+		plans := run.CreateOptions{WorkspaceID: ws.ID, ConfigurationVersionID: cv.ID, PlanOnly: &yes}
+		if _, err := e.Server.Runs.Create(as(planners), applies); core.KindOf(err) != core.KindForbidden {
+			t.Errorf("a team with plan access starting a run that may apply: %v, want forbidden", err)
+		}
+		if _, err := e.Server.Runs.Create(as(readers), plans); core.KindOf(err) != core.KindForbidden {
+			t.Errorf("a team with read access starting a plan-only run: %v, want forbidden", err)
+		}
+		if r, err := e.Server.Runs.Create(as(planners), plans); err != nil || !r.PlanOnly {
+			t.Errorf("a team with plan access starting a plan-only run: %+v, %v", r, err)
+		}
+		if _, err := e.Server.Runs.CreateSystem(as(planners), applies); err != nil {
+			t.Errorf("a run the system starts: %v", err)
+		}
+
+		// Auto-queued by an upload, as the version's creator.
+		upload := func(teamID string) *tfe.ConfigurationVersion {
+			t.Helper()
+			tok, err := c.TeamTokens.Create(ctx, teamID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc := e.NewClient(t, tok.Token)
+			v, err := tc.ConfigurationVersions.Create(ctx, ws.ID, tfe.ConfigurationVersionCreateOptions{AutoQueueRuns: tfe.Bool(true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.ConfigurationVersions.UploadTarGzip(ctx, v.UploadURL, bytes.NewReader(archive(t))); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if v, err = c.ConfigurationVersions.Read(ctx, v.ID); err != nil {
+					t.Fatal(err)
+				}
+				if v.Status == tfe.ConfigurationUploaded {
+					return v
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("configuration version %s is %s after 30s", v.ID, v.Status)
+				}
+			}
+		}
+		runsOf := func(cvID string) int {
+			t.Helper()
+			l, err := c.Runs.List(ctx, ws.ID, &tfe.RunListOptions{ListOptions: tfe.ListOptions{PageSize: 100}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, r := range l.Items {
+				if r.ConfigurationVersion != nil && r.ConfigurationVersion.ID == cvID {
+					n++
+				}
+			}
+			return n
+		}
+		if v := upload(writers); v.Error != "" || runsOf(v.ID) != 1 {
+			t.Errorf("an upload by a team with write access: error %q %q, %d runs; want its run", v.Error, v.ErrorMessage, runsOf(v.ID))
+		}
+		if v := upload(planners); v.Error == "" || !strings.Contains(v.ErrorMessage, "insufficient permissions") || runsOf(v.ID) != 0 {
+			t.Errorf("an upload by a team with plan access: error %q %q, %d runs; want the refusal and no run", v.Error, v.ErrorMessage, runsOf(v.ID))
+		}
+	})
+}
+
+// archive is a configuration's tar.gz.
+func archive(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`resource "terraform_data" "x" {}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := slug.Pack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/loops"
@@ -324,8 +325,24 @@ func actorOf(ctx context.Context) string {
 	return p.TokenID
 }
 
-// Create queues a run.
+// Create queues a run the caller in ctx may start: the authorization
+// model decides it (authz.CreateRunAction: plan permission for a run that
+// only plans, apply permission for one that may apply), whoever calls.
 func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
+	return s.create(ctx, o, true)
+}
+
+// CreateSystem queues a run without asking the model, for a run the server
+// starts on its own account once the domain that starts it has decided:
+// a no-code workspace's first run (after ProjectProvisionNoCode), a stack
+// deployment's runs (after StackManage or StackApprove, made with an
+// organization principal, which never runs terraform itself). The caller
+// in ctx is still the run's creator.
+func (s *Service) CreateSystem(ctx context.Context, o CreateOptions) (*Run, error) {
+	return s.create(ctx, o, false)
+}
+
+func (s *Service) create(ctx context.Context, o CreateOptions, check bool) (*Run, error) {
 	if o.WorkspaceID == "" {
 		return nil, core.Invalid("a run needs a workspace relationship")
 	}
@@ -383,6 +400,13 @@ func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 		wsProjectKnown: ws.ProjectID != "",
 		Plan:           Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
 		Apply:          Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},
+	}
+	if check {
+		// Before the options are checked: a caller who may not start runs
+		// here learns nothing of what it asked.
+		if err := authz.Allows(ctx, authz.CreateRunAction(r.PlanOnly), authz.Resource{Organization: ws.Organization, ProjectID: ws.ProjectID, WorkspaceID: ws.ID}); err != nil {
+			return nil, err
+		}
 	}
 	if r.Source == "" {
 		r.Source = "tfe-api"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
@@ -26,6 +27,12 @@ func oneWorkspaceService(t *testing.T, db *store.DB, stages TaskStages) *Service
 	}
 	return NewService(Options{DB: db, Blobs: blobs, Stages: stages, Configs: fakeConfigs{},
 		Workspaces: fakeWorkspaces{&Workspace{ID: "ws-s", Name: "s", Organization: "acme", ExecutionMode: "remote"}}})
+}
+
+// asOwner is a context whose caller owns acme (these tests are not about
+// who may start runs).
+func asOwner() context.Context {
+	return auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
 }
 
 // fakeWorkspaces is one remote workspace that is always free to lock.
@@ -85,7 +92,7 @@ func (f *recordingStages) Has(context.Context, string, ...TaskStage) (bool, erro
 func TestRunAsksOnlyForItsTaskStages(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
+		ctx := asOwner()
 		stages := &recordingStages{}
 		s := oneWorkspaceService(t, db, stages)
 		yes := true
@@ -152,7 +159,7 @@ func TestRunAsksOnlyForItsTaskStages(t *testing.T) {
 func TestReportsFoldAndDropTheLogs(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
+		ctx := asOwner()
 		s := oneWorkspaceService(t, db, &recordingStages{})
 		yes := true
 		r, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-s", AutoApply: &yes})
@@ -212,7 +219,7 @@ func TestReportsFoldAndDropTheLogs(t *testing.T) {
 func TestPlanReportAnswersBeforeItsObservers(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
+		ctx := asOwner()
 		s := oneWorkspaceService(t, db, &recordingStages{})
 		var mu sync.Mutex
 		var heard []Status

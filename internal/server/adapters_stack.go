@@ -124,8 +124,9 @@ func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunReque
 	sort.Slice(vars, func(i, j int) bool { return vars[i].Key < vars[j].Key })
 	// A deployment run's logs are the deployment's debug logs, which no
 	// cloud backend renders: text, as they were, whatever its
-	// workspace's structured run output.
-	r, err := e.s.Runs.Create(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
+	// workspace's structured run output. The stack domain decided who may
+	// start it; the organization principal never runs terraform itself.
+	r, err := e.s.Runs.CreateSystem(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
 		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars, TextLog: true})
 	if err != nil {
 		return "", err

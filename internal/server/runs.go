@@ -11,6 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
@@ -177,9 +178,10 @@ func ptr[T any](v T) *T { return &v }
 
 // queueUploadedRun queues the run of a configuration version uploaded with
 // auto-queue-runs, as HCP Terraform does: created, checked and attributed
-// as whoever created the version (the upload itself carries no token). A
-// refusal comes back to the configuration version domain, which records
-// it on the version.
+// as whoever created the version (the upload itself carries no token, and
+// its capability URL no model: the run service asks this one). A refusal
+// comes back to the configuration version domain, which records it on
+// the version.
 func (s *Server) queueUploadedRun(ctx context.Context, cv *configversion.ConfigurationVersion) error {
 	if cv.CreatedByToken == "" {
 		return core.Forbidden("configuration version %s has no creator to queue its run as", cv.ID)
@@ -188,7 +190,7 @@ func (s *Server) queueUploadedRun(ctx context.Context, cv *configversion.Configu
 	if err != nil {
 		return fmt.Errorf("the token that created configuration version %s: %w", cv.ID, err)
 	}
-	_, err = s.Runs.Create(auth.WithPrincipal(ctx, p), run.CreateOptions{WorkspaceID: cv.WorkspaceID, ConfigurationVersionID: cv.ID,
+	_, err = s.Runs.Create(authz.WithModel(auth.WithPrincipal(ctx, p), s.Authz), run.CreateOptions{WorkspaceID: cv.WorkspaceID, ConfigurationVersionID: cv.ID,
 		Source: "tfe-configuration-version"})
 	return err
 }
