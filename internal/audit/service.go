@@ -89,14 +89,14 @@ func (s *Service) Record(ctx context.Context, e *Event) (bool, error) {
 
 // List returns the caller's organization's events: the caller must hold
 // that organization's organization or audit-trails token, as in HCP
-// Terraform (user and team tokens are refused).
+// Terraform (authz.OrgReadAuditTrail).
 func (s *Service) List(ctx context.Context, f Filter) ([]*Event, int, error) {
 	p := auth.FromContext(ctx)
 	if p == nil {
 		return nil, 0, core.Unauthorized("no token given")
 	}
-	if p.Kind != auth.KindOrganization && p.Kind != auth.KindAuditTrails {
-		return nil, 0, core.Forbidden("the audit trail is read with an organization token or an audit-trails token, not a %s token", p.Kind)
+	if err := authz.Allows(ctx, authz.OrgReadAuditTrail, authz.Resource{Organization: p.Organization}); err != nil {
+		return nil, 0, err
 	}
 	id, err := s.orgs.IDByName(ctx, p.Organization)
 	if err != nil {

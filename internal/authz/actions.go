@@ -32,6 +32,13 @@ const (
 	// own tokens (organization and audit-trails): owners with a user
 	// token.
 	OrgManageTokens Action = "organization:manage-tokens"
+	// OrgReadAuditTrail reads an organization's audit trail: with the
+	// organization's own organization or audit-trails token, as HCP
+	// Terraform documents it; user tokens (site admins', who read every
+	// event through the admin route, and owners', who read it in the UI)
+	// and team tokens are refused. The trail is the token's own
+	// organization's, so the rule looks at the token alone.
+	OrgReadAuditTrail Action = "organization:read-audit-trail"
 	// OrgRemoveMember removes a user from the organization (their
 	// organization membership): manage-membership, as HCP Terraform
 	// documents it ("invite users to the organization, remove users from
@@ -256,6 +263,12 @@ var rules = map[Action]rule{
 	UserOnly: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if p.Kind != auth.KindUser {
 			return core.Forbidden("a %s token cannot be used for this request: use a user token", p.Kind)
+		}
+		return nil
+	}},
+	OrgReadAuditTrail: {scope: scopeAny, any: func(p *auth.Principal) error {
+		if p.Kind != auth.KindOrganization && p.Kind != auth.KindAuditTrails {
+			return core.Forbidden("the audit trail is read with an organization token or an audit-trails token, not a %s token", p.Kind)
 		}
 		return nil
 	}},

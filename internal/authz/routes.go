@@ -28,7 +28,8 @@ var Routes = map[string]Route{
 	"GET /api/v2/admin/runs":                            {Action: SiteAdmin},
 	"POST /api/v2/admin/runs/{id}/actions/force-cancel": {Action: SiteAdmin},
 	// The audit trail: organization and audit-trails tokens only, which the
-	// audit service checks (the token names its organization).
+	// audit service asks (OrgReadAuditTrail: the token names its
+	// organization).
 	"GET /api/v2/organization/audit-trail": {Action: Authenticated, Service: true},
 
 	// Organizations.
