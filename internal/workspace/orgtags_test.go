@@ -1,6 +1,7 @@
 package workspace_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -9,6 +10,8 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -179,6 +182,68 @@ func TestOrganizationTagsPermissions(t *testing.T) {
 		code, body := raw(t, e, http.MethodDelete, "/api/v2/organizations/acme/tags", `{"data":{"id":"x"}}`)
 		if code != http.StatusBadRequest {
 			t.Fatalf("malformed delete: %d %s", code, body)
+		}
+	})
+}
+
+// TestDeletingTagsDecidesOnce: deleting an organization's tags decides the
+// organization once (OrgManageTags), not again for every tag named: past
+// the first, each tag costs the store its row and its carriers, and no
+// decision (which reads the caller's team). Called as a team's token
+// with manage-workspaces, without a request memo that would hide repeated
+// reads, on both stores.
+func TestDeletingTagsDecidesOnce(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		newOrg(t, c, "acme")
+		var refs []*tfe.Tag
+		for _, n := range []string{"t1", "t2", "t3", "t4", "t5"} {
+			refs = append(refs, &tfe.Tag{Name: n})
+		}
+		w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("w"), Tags: refs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Carried by no workspace: a carrier is a decision of its own.
+		if err := c.Workspaces.RemoveTags(ctx, w.ID, tfe.WorkspaceRemoveTagsOptions{Tags: refs}); err != nil {
+			t.Fatal(err)
+		}
+		tags := orgTagIDs(t, c, "acme")
+		if len(tags) != 5 {
+			t.Fatalf("the organization has %d tags, want 5", len(tags))
+		}
+		tm, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("taggers"), Visibility: tfe.String("organization"),
+			OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(true)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := c.TeamTokens.Create(ctx, tm.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.Server.Auth.Authenticate(ctx, tok.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as := authz.WithModel(auth.WithPrincipal(context.Background(), p), e.Server.Authz)
+		cost := func(names ...string) int64 {
+			t.Helper()
+			var ids []string
+			for _, n := range names {
+				ids = append(ids, tags[n].ID)
+			}
+			before := e.Server.DB.Queries()
+			if err := e.Server.Workspaces.DeleteOrganizationTags(as, "acme", ids); err != nil {
+				t.Fatalf("deleting %v: %v", names, err)
+			}
+			return e.Server.DB.Queries() - before
+		}
+		one, four := cost("t1"), cost("t2", "t3", "t4", "t5")
+		if four-one != 3*2 {
+			t.Errorf("deleting 4 tags cost %d statements, 1 tag %d: want 2 more a tag (its row, its carriers)", four, one)
+		}
+		if left := orgTagIDs(t, c, "acme"); len(left) != 0 {
+			t.Fatalf("tags left: %v", left)
 		}
 	})
 }

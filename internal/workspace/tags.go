@@ -219,8 +219,11 @@ func (s *Service) DeleteOrganizationTags(ctx context.Context, org string, ids []
 	if err := authz.Allows(ctx, authz.OrgManageTags, authz.Resource{Organization: org}); err != nil {
 		return err
 	}
+	// Decided once: who manages org's tags sees org, and a tag of another
+	// organization is not found in org whoever asks (loadTag would ask
+	// the model again for every tag).
 	for _, id := range ids {
-		_, tagOrg, err := s.loadTag(ctx, id)
+		_, tagOrg, err := tagRow(ctx, s.db, id)
 		if err == nil && tagOrg != org {
 			err = core.NotFound("tag %q not found in organization %q", id, org)
 		}
