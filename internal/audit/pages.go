@@ -16,7 +16,7 @@ const SourceUI = "ui"
 const (
 	SignIn             = "sign-in"
 	SignInFailed       = "sign-in-failed"
-	SignInRefused      = "sign-in-refused" // the rate limit refused the attempt
+	SignInRefused      = "sign-in-refused" // the rate limit refused the attempt, or the account is suspended
 	SignOut            = "sign-out"
 	SignOutEverywhere  = "sign-out-everywhere"
 	ChangePassword     = "change-password"

@@ -64,14 +64,15 @@ type RunsSQL interface {
 }
 
 // authQuery is the one query that authenticates a bearer token: the token
-// and, for a user token, its user, each organization the user belongs to,
-// whether through the owners team, and whether that organization refuses
-// user tokens; one row per membership (one with NULLs for none), naming
-// the team of a membership through a team when the provider can
-// (MemberTeamsSQL). What it reads is kept only under the authentication
-// epoch (cache.go), so a revoked token, a removed user or membership, or a
-// changed organization setting counts on the very next request, on every
-// replica. "" when the providers cannot say it in SQL.
+// and, for a user token, its user (and whether it is suspended), each
+// organization the user belongs to, whether through the owners team, and
+// whether that organization refuses user tokens; one row per membership
+// (one with NULLs for none), naming the team of a membership through a
+// team when the provider can (MemberTeamsSQL). What it reads is kept only
+// under the authentication epoch (cache.go), so a revoked token, a removed
+// user or membership, or a changed organization setting counts on the very
+// next request, on every replica. "" when the providers cannot say it in
+// SQL.
 //
 // Its arguments are the token's hash twice. userQuery is the same query
 // for a token known to be a user's (userAuthQuery).
@@ -104,7 +105,7 @@ func (s *Service) buildAuthQuery(user bool) string {
 	if user {
 		return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
-		x.team_id, x.team_name, x.team_attrs, x.team_created_at
+		x.team_id, x.team_name, x.team_attrs, x.team_created_at, u.is_suspended
 		FROM tokens t
 		LEFT JOIN users u ON u.id = t.subject
 		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = ?) x ON x.user_id = u.id
@@ -126,7 +127,7 @@ func (s *Service) buildAuthQuery(user bool) string {
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
 		tm.organization_name, tm.owners, o.name,
 		r.workspace_id, r.organization_name, r.final,
-		x.team_id, x.team_name, x.team_attrs, x.team_created_at
+		x.team_id, x.team_name, x.team_attrs, x.team_created_at, u.is_suspended
 		FROM tokens t
 		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
 		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = (SELECT subject FROM tokens WHERE hash = ?)) x ON x.user_id = u.id
@@ -219,6 +220,8 @@ type authRow struct {
 	runFinal                    sql.NullInt64
 	teamID, teamName, teamAttrs sql.NullString
 	teamCreated                 sql.NullInt64
+	// suspended is the user's.
+	suspended sql.NullBool
 }
 
 // authenticate runs authQuery, or userAuthQuery when user, with args;
@@ -255,7 +258,8 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		teams   []MemberTeam
 	)
 	dest := []any{&c.id, &c.kind, &c.subject, &c.created, &c.used, &c.exp, &c.userID, &c.username, &c.siteAdmin, &c.org, &c.isOwner, &c.disabled,
-		&c.teamOrg, &c.ownersTeam, &c.orgName, &c.runWS, &c.runOrg, &c.runFinal, &c.teamID, &c.teamName, &c.teamAttrs, &c.teamCreated}
+		&c.teamOrg, &c.ownersTeam, &c.orgName, &c.runWS, &c.runOrg, &c.runFinal, &c.teamID, &c.teamName, &c.teamAttrs, &c.teamCreated,
+		&c.suspended}
 	if user {
 		// userAuthQuery leaves out the team, organization and run token
 		// columns.
@@ -291,6 +295,7 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 	id, kind, subject, created, used, exp := c.id, c.kind, c.subject, c.created, c.used, c.exp
 	userID, username, siteAdmin := c.userID, c.username, c.siteAdmin
 	teamOrg, ownersTeam, orgName, runWS, runOrg, runFinal := c.teamOrg, c.ownersTeam, c.orgName, c.runWS, c.runOrg, c.runFinal
+	suspended := c.suspended
 	if !seen {
 		return nil, true, core.Unauthorized("invalid token")
 	}
@@ -334,6 +339,9 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 	}
 	if !userID.Valid {
 		return nil, true, core.Unauthorized("the token's user no longer exists")
+	}
+	if suspended.Bool {
+		return nil, true, userSuspended(username.String)
 	}
 	s.userTokens.Put(hash, subject)
 	slices.Sort(member)

@@ -303,6 +303,9 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		if err != nil {
 			return nil, core.Unauthorized("the token's user no longer exists")
 		}
+		if u.Suspended {
+			return nil, userSuspended(u.Username)
+		}
 		p.UserID, p.Username, p.SiteAdmin = u.ID, u.Username, u.SiteAdmin
 		p.Orgs, p.Owns, err = s.memberships.UserOrganizations(ctx, u.ID)
 		if err != nil {
@@ -358,6 +361,11 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		return nil, core.Unauthorized("unknown token kind")
 	}
 	return s.checkTTL(ctx, p, created)
+}
+
+// userSuspended is the refusal of a suspended user's tokens and sessions.
+func userSuspended(username string) error {
+	return core.Unauthorized("user %q is suspended: a site administrator must unsuspend the account", username)
 }
 
 // checkTTL refuses a team or organization token older than its

@@ -27,6 +27,14 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/admin/workspaces/{id}":              {Action: SiteAdmin},
 	"GET /api/v2/admin/runs":                            {Action: SiteAdmin},
 	"POST /api/v2/admin/runs/{id}/actions/force-cancel": {Action: SiteAdmin},
+	// The admin users API.
+	"GET /api/v2/admin/users":                                  {Action: SiteAdmin},
+	"DELETE /api/v2/admin/users/{id}":                          {Action: SiteAdmin},
+	"POST /api/v2/admin/users/{id}/actions/suspend":            {Action: SiteAdmin},
+	"POST /api/v2/admin/users/{id}/actions/unsuspend":          {Action: SiteAdmin},
+	"POST /api/v2/admin/users/{id}/actions/grant_admin":        {Action: SiteAdmin},
+	"POST /api/v2/admin/users/{id}/actions/revoke_admin":       {Action: SiteAdmin},
+	"POST /api/v2/admin/users/{id}/actions/disable_two_factor": {Action: SiteAdmin},
 	// The audit trail: organization and audit-trails tokens only, which the
 	// audit service asks (OrgReadAuditTrail: the token names its
 	// organization).

@@ -336,7 +336,8 @@ func (s *Server) routes() http.Handler {
 	teamAPI := &team.API{Service: s.Teams}
 	teamAPI.Register(api)
 	agentAPI := &agent.API{Service: s.AgentPools}
-	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenKind{auth.KindTeam: teamAPI.Tokens(), auth.KindAgent: agentAPI.Tokens()}}).Register(api)
+	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenKind{auth.KindTeam: teamAPI.Tokens(), auth.KindAgent: agentAPI.Tokens()},
+		IncludeOrganization: orgAPI.Render}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
 	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables, NoCode: s.NoCode}
 	wsAPI.Register(api)

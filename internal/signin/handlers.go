@@ -91,6 +91,9 @@ func (s *Service) signin(w http.ResponseWriter, r *http.Request) {
 			status, msg = http.StatusTooManyRequests, "Too many sign-in attempts. "+tm.Error()+"."
 			w.Header().Set("Retry-After", strconv.Itoa(int(tm.wait.Seconds())+1))
 			s.recordAttempt(r, audit.SignInRefused, login)
+		case errors.Is(err, errSuspended):
+			status, msg = http.StatusForbidden, suspendedMessage
+			s.recordAttempt(r, audit.SignInRefused, login)
 		case core.KindOf(err) == core.KindUnauthorized:
 			s.recordAttempt(r, audit.SignInFailed, login)
 		default:

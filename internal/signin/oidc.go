@@ -177,6 +177,10 @@ func (s *Service) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		fail(statusOf(err), "Single sign-on failed: "+detail(err))
 		return
 	}
+	if u.Suspended {
+		fail(http.StatusForbidden, suspendedMessage)
+		return
+	}
 	if invite != "" {
 		inv, err := s.lookupInvitation(ctx, invite)
 		if err != nil {

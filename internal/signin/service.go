@@ -228,6 +228,13 @@ func storePassword(ctx context.Context, q store.Q, userID, password string, para
 // errBadCredentials is the one answer to a wrong username or password.
 var errBadCredentials = core.Unauthorized("wrong username or password")
 
+// errSuspended refuses to sign in a suspended user whose password was
+// right (a site admin suspended the account: internal/user's admin API).
+var errSuspended = core.Forbidden("this account is suspended")
+
+// suspendedMessage tells a suspended user why signing in failed.
+const suspendedMessage = "This account is suspended: ask a site administrator."
+
 // tooMany is a refused attempt.
 type tooMany struct{ wait time.Duration }
 
@@ -268,6 +275,9 @@ func (s *Service) CheckPassword(ctx context.Context, login, password, addr strin
 	}
 	if !ok {
 		return nil, errBadCredentials
+	}
+	if u.Suspended {
+		return nil, errSuspended
 	}
 	return u, nil
 }

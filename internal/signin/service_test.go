@@ -2,6 +2,8 @@ package signin_test
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +119,49 @@ func TestSessionsAndPasswords(t *testing.T) {
 			t.Fatal("the old password still works")
 		}
 	})
+}
+
+// TestSuspendedUserCannotSignIn: a suspended user's right password
+// starts no session and is told why (a wrong one is still just wrong),
+// and the sign-in is recorded as refused; unsuspended, the user signs in.
+func TestSuspendedUserCannotSignIn(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	u := newUser(t, e, "erin")
+	if _, err := e.Client.Admin.Users.Suspend(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Server.Signin.CheckPassword(ctx, "erin", "wrong password!!", "192.0.2.11"); core.KindOf(err) != core.KindUnauthorized {
+		t.Fatalf("a suspended user's wrong password: %v, want it wrong", err)
+	}
+	f := newFormClient(t, e)
+	f.get("/app/signin")
+	status, body := f.post("/app/signin", url.Values{"username": {"erin"}, "password": {goodPassword}}, true)
+	if status != http.StatusForbidden || !strings.Contains(body, "suspended") {
+		t.Fatalf("a suspended user signing in: %d %.300s", status, body)
+	}
+	for _, c := range f.c.Jar.Cookies(mustURL(t, e.URL)) {
+		if c.Name == signin.CookieName {
+			t.Fatal("a suspended user's sign-in started a session")
+		}
+	}
+	wantEvents(t, signinEvents(t, e), "sign-in-refused erin")
+
+	if _, err := e.Client.Admin.Users.Unsuspend(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.get("/app/signin")
+	if status, _ := f.post("/app/signin", url.Values{"username": {"erin"}, "password": {goodPassword}}, true); status != http.StatusSeeOther {
+		t.Fatalf("an unsuspended user signing in: %d", status)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -100,6 +100,38 @@ func (s *Service) UserOrganizations(ctx context.Context, userID string) (member,
 	return member, owner, nil
 }
 
+// UsersOrganizations returns, for each of the users, the organizations
+// the user belongs to as UserOrganizations says it, by name, in one
+// statement (the admin API's user lists).
+func (s *Service) UsersOrganizations(ctx context.Context, userIDs []string) (map[string][]string, error) {
+	out := make(map[string][]string, len(userIDs))
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	in, args := store.In(userIDs)
+	pairs, err := store.Pairs(ctx, s.db, `SELECT DISTINCT user_id, organization_name FROM (`+s.UserOrganizationsSQL()+`) uo
+		WHERE user_id IN (`+in+`) ORDER BY user_id, organization_name`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		out[p[0]] = append(out[p[0]], p[1])
+	}
+	return out, nil
+}
+
+// SoleOwnerOf returns the organizations, by name, whose only owner (an
+// accepted member of the owners team) is the user, reading through q:
+// deleting the user would leave them without one.
+func (s *Service) SoleOwnerOf(ctx context.Context, q store.Q, userID string) ([]string, error) {
+	return store.Strings(ctx, q, `SELECT t.organization_name FROM teams t JOIN team_members m ON m.team_id = t.id
+		WHERE t.name = ? AND m.user_id = ? AND `+accepted+`
+		AND NOT EXISTS (SELECT 1 FROM team_members o WHERE o.team_id = t.id AND o.user_id <> m.user_id
+			AND NOT EXISTS (SELECT 1 FROM organization_memberships i
+				WHERE i.organization_name = t.organization_name AND i.user_id = o.user_id AND i.status = ?))
+		ORDER BY t.organization_name`, OwnersTeam, userID, StatusInvited)
+}
+
 func scanStrings(rows interface {
 	Next() bool
 	Scan(...any) error

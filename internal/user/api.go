@@ -15,6 +15,9 @@ type API struct {
 	// Kinds serve authentication-tokens/{id} for the token kinds other
 	// domains own (auth.KindTeam, auth.KindAgent); others are 404s.
 	Kinds map[auth.Kind]TokenKind
+	// IncludeOrganization renders an organization for the admin users
+	// list's ?include=organizations (nil: left out).
+	IncludeOrganization func(r *http.Request, name string) (any, error)
 }
 
 // Register adds the routes to mux.
@@ -29,6 +32,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v2/organizations/{org}/authentication-token", a.createOrgToken)
 	mux.HandleFunc("GET /api/v2/organizations/{org}/authentication-token", a.readOrgToken)
 	mux.HandleFunc("DELETE /api/v2/organizations/{org}/authentication-token", a.deleteOrgToken)
+	a.registerAdmin(mux)
 }
 
 func (a *API) respondUser(w http.ResponseWriter, r *http.Request, u *auth.User) {

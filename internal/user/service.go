@@ -22,6 +22,12 @@ type Auth interface {
 	GetToken(ctx context.Context, id string) (*auth.Token, error)
 	ListTokens(ctx context.Context, kind auth.Kind, subjects ...string) ([]*auth.Token, error)
 	DeleteToken(ctx context.Context, q store.Q, id string) error
+	// The site admins' users (admin.go).
+	ListUsers(ctx context.Context, f auth.UserFilter, offset, limit int) ([]*auth.User, int, error)
+	UserIn(ctx context.Context, q store.Q, id string, lock bool) (*auth.User, error)
+	ActiveSiteAdmins(ctx context.Context, q store.Q, lock bool) ([]string, error)
+	SetUserFlags(ctx context.Context, q store.Q, id string, siteAdmin, suspended *bool) error
+	DeleteUser(ctx context.Context, q store.Q, id string) error
 }
 
 // Organizations finds organizations the caller may see (package organization).
@@ -33,6 +39,12 @@ type Organizations interface {
 // Memberships tells which organizations a user belongs to (package team).
 type Memberships interface {
 	UserOrganizations(ctx context.Context, userID string) (member, owner []string, err error)
+	// UsersOrganizations is UserOrganizations' member list for several
+	// users at once.
+	UsersOrganizations(ctx context.Context, userIDs []string) (map[string][]string, error)
+	// SoleOwnerOf returns the organizations whose only owner is the user
+	// (through q).
+	SoleOwnerOf(ctx context.Context, q store.Q, userID string) ([]string, error)
 }
 
 // Service applies the rules for users, user tokens and organization tokens.

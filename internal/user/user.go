@@ -47,13 +47,19 @@ type userPermissions struct {
 	CanManageHcpAccount    bool `json:"can-manage-hcp-account"`
 }
 
+// avatarURL is the Gravatar image of an email address, as HCP Terraform
+// shows users.
+func avatarURL(email string) string {
+	sum := md5.Sum([]byte(strings.ToLower(strings.TrimSpace(email))))
+	return "https://www.gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?s=100&d=mm"
+}
+
 // ToJSON renders a user. self adds what only the user (or a site admin)
 // sees about their own account: admin flags and permissions.
 func ToJSON(u *auth.User, self bool) *JSON {
-	sum := md5.Sum([]byte(strings.ToLower(strings.TrimSpace(u.Email))))
 	j := &JSON{
 		ID:        u.ID,
-		AvatarURL: "https://www.gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?s=100&d=mm",
+		AvatarURL: avatarURL(u.Email),
 		Email:     u.Email,
 		TwoFactor: &twoFactor{},
 		Username:  u.Username,
