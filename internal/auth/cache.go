@@ -104,7 +104,7 @@ func (s *Service) keep(hash string, at keepAt, k kept) {
 		// Its own slices: the request goes on with the principal kept
 		// from (fromKept hands out copies too).
 		p := &k.principal
-		p.Orgs, p.Owns, p.UserTokensBlocked = slices.Clone(p.Orgs), slices.Clone(p.Owns), slices.Clone(p.UserTokensBlocked)
+		p.Orgs, p.Owns, p.UserTokensBlocked, p.Disabled = slices.Clone(p.Orgs), slices.Clone(p.Owns), slices.Clone(p.UserTokensBlocked), slices.Clone(p.Disabled)
 		k.teams = slices.Clone(k.teams)
 		e = &keptPrincipal{epoch: at.epoch, kept: k}
 		e.lastUse.Store(k.used.Int64)
@@ -141,7 +141,7 @@ func (s *Service) fromKept(ctx context.Context, k *keptPrincipal) (*Principal, e
 		k.lastUse.CompareAndSwap(last, core.Micros(now))
 	}
 	p := k.principal
-	p.Orgs, p.Owns, p.UserTokensBlocked = slices.Clone(p.Orgs), slices.Clone(p.Owns), slices.Clone(p.UserTokensBlocked)
+	p.Orgs, p.Owns, p.UserTokensBlocked, p.Disabled = slices.Clone(p.Orgs), slices.Clone(p.Owns), slices.Clone(p.UserTokensBlocked), slices.Clone(p.Disabled)
 	if mt, ok := s.memberships.(MemberTeamsSQL); ok && p.Kind == KindUser {
 		mt.RememberUserTeams(ctx, p.UserID, p.Orgs, k.teams)
 	}

@@ -37,10 +37,12 @@ type MemberTeam struct {
 }
 
 // OrganizationsSQL is implemented by an Organizations provider that can
-// say in SQL what UserTokensDisabled answers: a query with one column,
-// name, listing the organizations that refuse user tokens.
+// say in SQL what UserTokensDisabled and DisabledOrganizations answer:
+// queries with one column, name, listing the organizations that refuse
+// user tokens, and those a site admin has disabled.
 type OrganizationsSQL interface {
 	UserTokensDisabledSQL() string
+	DisabledOrganizationsSQL() string
 }
 
 // TeamsSQL is implemented by a Memberships provider that can say in SQL
@@ -65,14 +67,15 @@ type RunsSQL interface {
 
 // authQuery is the one query that authenticates a bearer token: the token
 // and, for a user token, its user (and whether it is suspended), each
-// organization the user belongs to, whether through the owners team, and
-// whether that organization refuses user tokens; one row per membership
-// (one with NULLs for none), naming the team of a membership through a
-// team when the provider can (MemberTeamsSQL). What it reads is kept only
-// under the authentication epoch (cache.go), so a revoked token, a removed
-// user or membership, or a changed organization setting counts on the very
-// next request, on every replica. "" when the providers cannot say it in
-// SQL.
+// organization the user belongs to, whether through the owners team,
+// whether that organization refuses user tokens and whether it is
+// disabled (as is, for a team or organization token, the token's
+// organization); one row per membership (one with NULLs for none), naming
+// the team of a membership through a team when the provider can
+// (MemberTeamsSQL). What it reads is kept only under the authentication
+// epoch (cache.go), so a revoked token, a removed user or membership, or a
+// changed organization setting counts on the very next request, on every
+// replica. "" when the providers cannot say it in SQL.
 //
 // Its arguments are the token's hash twice. userQuery is the same query
 // for a token known to be a user's (userAuthQuery).
@@ -105,11 +108,12 @@ func (s *Service) buildAuthQuery(user bool) string {
 	if user {
 		return `SELECT t.id, t.kind, t.subject, t.created_at, t.last_used_at, t.expired_at,
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
-		x.team_id, x.team_name, x.team_attrs, x.team_created_at, u.is_suspended
+		x.team_id, x.team_name, x.team_attrs, x.team_created_at, u.is_suspended, od.name
 		FROM tokens t
 		LEFT JOIN users u ON u.id = t.subject
 		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = ?) x ON x.user_id = u.id
 		LEFT JOIN (` + o.UserTokensDisabledSQL() + `) d ON d.name = x.organization_name
+		LEFT JOIN (` + o.DisabledOrganizationsSQL() + `) od ON od.name = x.organization_name
 		WHERE t.hash = ? AND t.kind = '` + string(KindUser) + `' AND t.subject = ?`
 	}
 	teams, orgIDs := `SELECT NULL AS id, NULL AS organization_name, NULL AS owners`, `SELECT NULL AS id, NULL AS name`
@@ -127,7 +131,7 @@ func (s *Service) buildAuthQuery(user bool) string {
 		u.id, u.username, u.is_site_admin, x.organization_name, x.owner, d.name,
 		tm.organization_name, tm.owners, o.name,
 		r.workspace_id, r.organization_name, r.final,
-		x.team_id, x.team_name, x.team_attrs, x.team_created_at, u.is_suspended
+		x.team_id, x.team_name, x.team_attrs, x.team_created_at, u.is_suspended, od.name
 		FROM tokens t
 		LEFT JOIN users u ON t.kind = 'user' AND u.id = t.subject
 		LEFT JOIN (SELECT * FROM (` + users + `) um WHERE um.user_id = (SELECT subject FROM tokens WHERE hash = ?)) x ON x.user_id = u.id
@@ -135,6 +139,7 @@ func (s *Service) buildAuthQuery(user bool) string {
 		LEFT JOIN (` + teams + `) tm ON t.kind = '` + string(KindTeam) + `' AND tm.id = t.subject
 		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
 		LEFT JOIN (` + runs + `) r ON t.kind = '` + string(KindRun) + `' AND r.id = t.subject
+		LEFT JOIN (` + o.DisabledOrganizationsSQL() + `) od ON od.name = COALESCE(x.organization_name, tm.organization_name, o.name)
 		WHERE t.hash = ?`
 }
 
@@ -220,8 +225,11 @@ type authRow struct {
 	runFinal                    sql.NullInt64
 	teamID, teamName, teamAttrs sql.NullString
 	teamCreated                 sql.NullInt64
-	// suspended is the user's.
-	suspended sql.NullBool
+	// suspended is the user's; orgDisabled names the row's organization
+	// (the membership's, or a team or organization token's) when a site
+	// admin has disabled it.
+	suspended   sql.NullBool
+	orgDisabled sql.NullString
 }
 
 // authenticate runs authQuery, or userAuthQuery when user, with args;
@@ -255,11 +263,12 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		member  []string
 		owner   []string
 		blocked []string
+		off     []string
 		teams   []MemberTeam
 	)
 	dest := []any{&c.id, &c.kind, &c.subject, &c.created, &c.used, &c.exp, &c.userID, &c.username, &c.siteAdmin, &c.org, &c.isOwner, &c.disabled,
 		&c.teamOrg, &c.ownersTeam, &c.orgName, &c.runWS, &c.runOrg, &c.runFinal, &c.teamID, &c.teamName, &c.teamAttrs, &c.teamCreated,
-		&c.suspended}
+		&c.suspended, &c.orgDisabled}
 	if user {
 		// userAuthQuery leaves out the team, organization and run token
 		// columns.
@@ -273,6 +282,14 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		teamID, teamName, teamAttrs, teamCreated := c.teamID, c.teamName, c.teamAttrs, c.teamCreated
 		seen = true
 		if !org.Valid {
+			continue
+		}
+		if c.orgDisabled.Valid {
+			// A disabled organization: no membership, no team of it
+			// counts (Principal.Disabled says why).
+			if !slices.Contains(off, org.String) {
+				off = append(off, org.String)
+			}
 			continue
 		}
 		if teamID.Valid {
@@ -295,7 +312,7 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 	id, kind, subject, created, used, exp := c.id, c.kind, c.subject, c.created, c.used, c.exp
 	userID, username, siteAdmin := c.userID, c.username, c.siteAdmin
 	teamOrg, ownersTeam, orgName, runWS, runOrg, runFinal := c.teamOrg, c.ownersTeam, c.orgName, c.runWS, c.runOrg, c.runFinal
-	suspended := c.suspended
+	suspended, orgDisabled := c.suspended, c.orgDisabled
 	if !seen {
 		return nil, true, core.Unauthorized("invalid token")
 	}
@@ -320,6 +337,9 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		p := &Principal{Kind: k, TokenID: id, Organization: orgName.String}
 		if k == KindTeam {
 			p.TeamID, p.Organization, p.OwnersTeam = subject, teamOrg.String, ownersTeam.Int64 == 1
+		}
+		if orgDisabled.Valid {
+			return nil, true, OrganizationDisabled(p.Organization)
 		}
 		ttl, applies, err := s.tokenTTL(ctx, p)
 		if err == nil {
@@ -347,11 +367,12 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 	slices.Sort(member)
 	slices.Sort(owner)
 	slices.Sort(blocked)
+	slices.Sort(off)
 	if mt, ok := s.memberships.(MemberTeamsSQL); ok {
 		mt.RememberUserTeams(ctx, userID.String, member, teams)
 	}
 	p = &Principal{Kind: KindUser, TokenID: id, UserID: userID.String, Username: username.String, SiteAdmin: siteAdmin.Bool,
-		Orgs: member, Owns: owner, UserTokensBlocked: blocked}
+		Orgs: member, Owns: owner, UserTokensBlocked: blocked, Disabled: off}
 	s.keep(hash, at, kept{principal: *p, teams: teams, used: recorded(used, now), exp: exp})
 	return p, true, nil
 }

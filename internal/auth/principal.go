@@ -47,6 +47,11 @@ type Principal struct {
 	// UserTokensBlocked are organizations (among Orgs) that refuse user
 	// tokens (user-tokens-enabled=false).
 	UserTokensBlocked []string
+	// Disabled are organizations the user belongs to that a site admin
+	// has disabled (the admin API's is-disabled): they are in neither
+	// Orgs nor Owns, so the user may do nothing there; they are kept to
+	// say why (OrganizationDisabled).
+	Disabled []string
 
 	// Team tokens; OwnersTeam when the team is its organization's owners
 	// team, whose token has owner rights as in HCP Terraform.
@@ -143,6 +148,9 @@ func FromContext(ctx context.Context) *Principal {
 // the organization: the check every service makes before touching one.
 func CheckOrganization(ctx context.Context, org string) error {
 	p := FromContext(ctx)
+	if p != nil && !p.SiteAdmin && slices.Contains(p.Disabled, org) {
+		return OrganizationDisabled(org)
+	}
 	if p != nil && p.Kind == KindUser && slices.Contains(p.UserTokensBlocked, org) {
 		return core.Unauthorized("organization %q does not accept user tokens: use a team or organization token", org)
 	}
@@ -150,6 +158,12 @@ func CheckOrganization(ctx context.Context, org string) error {
 		return core.NotFound("organization %q not found", org)
 	}
 	return nil
+}
+
+// OrganizationDisabled is the refusal of a member of a disabled
+// organization (and of its team and organization tokens).
+func OrganizationDisabled(org string) error {
+	return core.Forbidden("organization %q is disabled: a site administrator must enable it again", org)
 }
 
 // RequireKind refuses callers whose token is not of one of the kinds.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type Organizations interface {
 	// UserTokensDisabled returns those of the named organizations that
 	// refuse user tokens.
 	UserTokensDisabled(ctx context.Context, names []string) ([]string, error)
+	// DisabledOrganizations returns those of the named organizations
+	// that a site admin has disabled.
+	DisabledOrganizations(ctx context.Context, names []string) ([]string, error)
 }
 
 // RunResolver resolves the workspace and organization of a run for run tokens.
@@ -312,6 +316,13 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 			return nil, err
 		}
 		if len(p.Orgs) > 0 {
+			if p.Disabled, err = s.orgs.DisabledOrganizations(ctx, p.Orgs); err != nil {
+				return nil, err
+			}
+			p.Orgs = slices.DeleteFunc(p.Orgs, func(o string) bool { return slices.Contains(p.Disabled, o) })
+			p.Owns = slices.DeleteFunc(p.Owns, func(o string) bool { return slices.Contains(p.Disabled, o) })
+		}
+		if len(p.Orgs) > 0 {
 			if p.UserTokensBlocked, err = s.orgs.UserTokensDisabled(ctx, p.Orgs); err != nil {
 				return nil, err
 			}
@@ -321,6 +332,9 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		p.Organization, err = s.memberships.TeamOrganization(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's team no longer exists")
+		}
+		if err := s.checkEnabled(ctx, p.Organization); err != nil {
+			return nil, err
 		}
 		if p.OwnersTeam, err = s.memberships.IsOwnersTeam(ctx, subject); err != nil {
 			return nil, err
@@ -338,6 +352,9 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		p.Organization, err = s.orgs.NameByID(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's organization no longer exists")
+		}
+		if err := s.checkEnabled(ctx, p.Organization); err != nil {
+			return nil, err
 		}
 	case KindRun:
 		if s.runs == nil {
@@ -366,6 +383,19 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 // userSuspended is the refusal of a suspended user's tokens and sessions.
 func userSuspended(username string) error {
 	return core.Unauthorized("user %q is suspended: a site administrator must unsuspend the account", username)
+}
+
+// checkEnabled refuses the team and organization tokens of a disabled
+// organization.
+func (s *Service) checkEnabled(ctx context.Context, org string) error {
+	disabled, err := s.orgs.DisabledOrganizations(ctx, []string{org})
+	if err != nil {
+		return err
+	}
+	if len(disabled) > 0 {
+		return OrganizationDisabled(org)
+	}
+	return nil
 }
 
 // checkTTL refuses a team or organization token older than its

@@ -440,6 +440,12 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	if err != nil {
 		return err
 	}
+	if !st.member && p.Kind == auth.KindUser && slices.Contains(p.Disabled, res.Organization) {
+		// A member of an organization a site admin disabled: no
+		// membership counts there (auth leaves it out), and the
+		// refusal says why.
+		return auth.OrganizationDisabled(res.Organization)
+	}
 	// The refusals are made when refused: an allowed request (most)
 	// formats neither.
 	notFound := func() error { return core.NotFound("%s not found", rule.noun) }

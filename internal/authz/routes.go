@@ -27,6 +27,13 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/admin/workspaces/{id}":              {Action: SiteAdmin},
 	"GET /api/v2/admin/runs":                            {Action: SiteAdmin},
 	"POST /api/v2/admin/runs/{id}/actions/force-cancel": {Action: SiteAdmin},
+	// The admin organizations API.
+	"GET /api/v2/admin/organizations":                                        {Action: SiteAdmin},
+	"GET /api/v2/admin/organizations/{org}":                                  {Action: SiteAdmin},
+	"PATCH /api/v2/admin/organizations/{org}":                                {Action: SiteAdmin},
+	"DELETE /api/v2/admin/organizations/{org}":                               {Action: SiteAdmin},
+	"GET /api/v2/admin/organizations/{org}/relationships/module-consumers":   {Action: SiteAdmin},
+	"PATCH /api/v2/admin/organizations/{org}/relationships/module-consumers": {Action: SiteAdmin},
 	// The admin users API.
 	"GET /api/v2/admin/users":                                  {Action: SiteAdmin},
 	"DELETE /api/v2/admin/users/{id}":                          {Action: SiteAdmin},

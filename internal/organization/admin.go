@@ -24,6 +24,7 @@ func (a *API) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v2/admin/organizations/{org}/subscription", a.updateSubscription)
 	mux.HandleFunc("GET /api/v2/admin/general-settings", a.readGeneralSettings)
 	mux.HandleFunc("PATCH /api/v2/admin/general-settings", a.updateGeneralSettings)
+	a.registerAdminOrganizations(mux)
 }
 
 // requireSiteAdmin hides the admin API from everyone else: to them it is

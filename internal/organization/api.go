@@ -26,6 +26,14 @@ type API struct {
 	Service  *Service
 	Projects DefaultProjects
 	Capacity Capacity
+	// Owners returns the owners of each of the organizations, and
+	// RenderUser an owner's document, for the admin organizations API
+	// (nil: no owners shown).
+	Owners     func(ctx context.Context, orgs []string) (map[string][]*auth.User, error)
+	RenderUser func(u *auth.User) any
+	// SSO: the site signs users in with single sign-on (OIDC), which the
+	// admin API shows as every organization's sso-enabled.
+	SSO bool
 }
 
 // Register adds the routes to mux.

@@ -17,6 +17,9 @@ type Organization struct {
 	Settings  Settings
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Disabled: a site admin has closed the organization to its members,
+	// teams and tokens (the admin API's is-disabled).
+	Disabled bool
 }
 
 // Settings are the organization's options, stored as one JSON document.

@@ -202,13 +202,13 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (*Organization
 	return org, nil
 }
 
-const cols = `id, name, email, attrs, created_at, updated_at`
+const cols = `id, name, email, attrs, is_disabled, created_at, updated_at`
 
 func scan(sc interface{ Scan(...any) error }) (*Organization, error) {
 	var o Organization
 	var attrs string
 	var created, updated int64
-	if err := sc.Scan(&o.ID, &o.Name, &o.Email, &attrs, &created, &updated); err != nil {
+	if err := sc.Scan(&o.ID, &o.Name, &o.Email, &attrs, &o.Disabled, &created, &updated); err != nil {
 		return nil, err
 	}
 	o.Settings = defaultSettings()
@@ -384,6 +384,26 @@ func (s *Service) UserTokensDisabled(ctx context.Context, names []string) ([]str
 		}
 	}
 	return out, nil
+}
+
+// DisabledOrganizations returns those of the named organizations that a
+// site admin has disabled (for the principals of internal/auth).
+func (s *Service) DisabledOrganizations(ctx context.Context, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	in, args := store.In(names)
+	out, err := store.Strings(ctx, s.db, `SELECT name FROM organizations WHERE is_disabled = ? AND name IN (`+in+`) ORDER BY name`, append([]any{true}, args...)...)
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, err
+}
+
+// DisabledOrganizationsSQL says in SQL what DisabledOrganizations
+// answers, for the one query that authenticates a request.
+func (s *Service) DisabledOrganizationsSQL() string {
+	return `SELECT name FROM organizations WHERE is_disabled = TRUE`
 }
 
 // OrganizationIDsSQL says in SQL what NameByID answers, for the one query

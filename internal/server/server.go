@@ -331,7 +331,8 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("/", tfeapi.NotFound)
 	capability.HandleFunc("/", http.NotFound)
 
-	orgAPI := &organization.API{Service: s.Orgs, Projects: s.Projects, Capacity: s.Runs}
+	orgAPI := &organization.API{Service: s.Orgs, Projects: s.Projects, Capacity: s.Runs, SSO: s.cfg.OIDCIssuer != "",
+		Owners: s.Teams.OrganizationOwners, RenderUser: func(u *auth.User) any { return user.ToJSON(u, false) }}
 	orgAPI.Register(api)
 	teamAPI := &team.API{Service: s.Teams}
 	teamAPI.Register(api)

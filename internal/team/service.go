@@ -120,6 +120,39 @@ func (s *Service) UsersOrganizations(ctx context.Context, userIDs []string) (map
 	return out, nil
 }
 
+// OrganizationOwners returns, for each of the organizations, its owners
+// (the accepted members of its owners team) by username, whoever asks:
+// the admin organizations API shows them to site admins.
+func (s *Service) OrganizationOwners(ctx context.Context, orgs []string) (map[string][]*auth.User, error) {
+	out := make(map[string][]*auth.User, len(orgs))
+	if len(orgs) == 0 {
+		return out, nil
+	}
+	in, args := store.In(orgs)
+	pairs, err := store.Pairs(ctx, s.db, `SELECT t.organization_name, m.user_id FROM teams t JOIN team_members m ON m.team_id = t.id
+		WHERE t.name = ? AND t.organization_name IN (`+in+`) AND `+accepted, append([]any{OwnersTeam}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(pairs))
+	for _, p := range pairs {
+		ids = append(ids, p[1])
+	}
+	users, err := s.users.GetUsers(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		if u, ok := users[p[1]]; ok {
+			out[p[0]] = append(out[p[0]], u)
+		}
+	}
+	for _, us := range out {
+		slices.SortFunc(us, func(a, b *auth.User) int { return strings.Compare(a.Username, b.Username) })
+	}
+	return out, nil
+}
+
 // SoleOwnerOf returns the organizations, by name, whose only owner (an
 // accepted member of the owners team) is the user, reading through q:
 // deleting the user would leave them without one.

@@ -1,0 +1,387 @@
+package organization
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// The site administrators' organizations (Terraform Enterprise's admin
+// organizations API): every organization, whoever its members are, with
+// the attributes Terraform Enterprise adds for site admins. Every route is
+// the SiteAdmin action.
+//
+// Of those attributes Terrace implements is-disabled: a disabled
+// organization is closed to its members (their user tokens and sessions
+// act as if they were not members, and are told why), to its teams' and
+// its own tokens (refused at authentication), on the very next request on
+// every replica (the column is read by authentication, and every update of
+// organizations raises the authentication epoch). Site admins still reach
+// it, to enable it again. Runs already queued or running are left to
+// finish.
+//
+// The others describe what Terrace does not have, and say so: no beta
+// tools, no sharing of private modules or providers between organizations
+// (global sharing, module consumers), no sudo in runners, no time limit on
+// plans and applies, no limit on workspaces. A change asking for what
+// Terrace does (false, or none) is accepted; any other is refused with a
+// 422 that says why, rather than stored and ignored.
+
+// AdminFilter selects organizations for the site admins' list.
+type AdminFilter struct {
+	// Query is a part of the name or the notification email, Name a part
+	// of the name, Email a part of the email (any case); all that are
+	// set must match.
+	Query, Name, Email string
+	// None selects no organization (a filter no organization meets).
+	None bool
+}
+
+// AdminListPage returns a page of the organizations f selects, by name
+// (the store filters and pages them), and how many it selects in all.
+func (s *Service) AdminListPage(ctx context.Context, f AdminFilter, offset, limit int) ([]*Organization, int, error) {
+	if err := authz.Allows(ctx, authz.SiteAdmin, authz.Resource{}); err != nil {
+		return nil, 0, err
+	}
+	if f.None {
+		return []*Organization{}, 0, nil
+	}
+	where := `1 = 1`
+	var args []any
+	like := func(value string, columns ...string) {
+		if value == "" {
+			return
+		}
+		pattern := "%" + store.EscapeLike(strings.ToLower(value)) + "%"
+		var or []string
+		for _, c := range columns {
+			or = append(or, `LOWER(`+c+`) LIKE ?`+store.LikeEscape)
+			args = append(args, pattern)
+		}
+		where += ` AND (` + strings.Join(or, ` OR `) + `)`
+	}
+	like(f.Query, "name", "email")
+	like(f.Name, "name")
+	like(f.Email, "email")
+	return store.Page(ctx, s.db, scan, cols, "organizations", where, `name`, offset, limit, args...)
+}
+
+// SetDisabled disables or enables an organization (a site admin's
+// decision): see the top of this file.
+func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool) (*Organization, error) {
+	if err := authz.Allows(ctx, authz.SiteAdmin, authz.Resource{}); err != nil {
+		return nil, err
+	}
+	var org *Organization
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if org, err = s.get(ctx, tx, name, true); err != nil {
+			return err
+		}
+		if org.Disabled == disabled {
+			return nil
+		}
+		org.Disabled, org.UpdatedAt = disabled, core.Now()
+		_, err = tx.Exec(ctx, `UPDATE organizations SET is_disabled = ?, updated_at = ? WHERE id = ?`, disabled, core.Micros(org.UpdatedAt), org.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return org, nil
+}
+
+// registerAdminOrganizations adds the admin organizations API.
+func (a *API) registerAdminOrganizations(mux *http.ServeMux) {
+	mux.HandleFunc("GET /api/v2/admin/organizations", tfeapi.Handle(a.adminList))
+	mux.HandleFunc("GET /api/v2/admin/organizations/{org}", tfeapi.Handle(a.adminRead))
+	mux.HandleFunc("PATCH /api/v2/admin/organizations/{org}", tfeapi.Handle(a.adminUpdate))
+	mux.HandleFunc("DELETE /api/v2/admin/organizations/{org}", a.adminDelete)
+	mux.HandleFunc("GET /api/v2/admin/organizations/{org}/relationships/module-consumers", tfeapi.Handle(a.listModuleConsumers))
+	mux.HandleFunc("PATCH /api/v2/admin/organizations/{org}/relationships/module-consumers", tfeapi.Handle(a.updateModuleConsumers))
+}
+
+// jsonAdminOrganization is the wire form of the admin organizations API
+// (go-tfe's AdminOrganization). The timeouts and the workspace limit are
+// null: Terrace has none.
+type jsonAdminOrganization struct {
+	Name                             string         `jsonapi:"primary,organizations"`
+	AccessBetaTools                  bool           `jsonapi:"attr,access-beta-tools"`
+	ExternalID                       string         `jsonapi:"attr,external-id"`
+	GlobalModuleSharing              bool           `jsonapi:"attr,global-module-sharing"`
+	GlobalProviderSharing            bool           `jsonapi:"attr,global-provider-sharing"`
+	IsDisabled                       bool           `jsonapi:"attr,is-disabled"`
+	NotificationEmail                string         `jsonapi:"attr,notification-email"`
+	SsoEnabled                       bool           `jsonapi:"attr,sso-enabled"`
+	TerraformBuildWorkerApplyTimeout *string        `jsonapi:"attr,terraform-build-worker-apply-timeout"`
+	TerraformBuildWorkerPlanTimeout  *string        `jsonapi:"attr,terraform-build-worker-plan-timeout"`
+	ApplyTimeout                     *string        `jsonapi:"attr,apply-timeout"`
+	PlanTimeout                      *string        `jsonapi:"attr,plan-timeout"`
+	TerraformWorkerSudoEnabled       bool           `jsonapi:"attr,terraform-worker-sudo-enabled"`
+	WorkspaceLimit                   *int           `jsonapi:"attr,workspace-limit"`
+	Owners                           []*jsonUserRef `jsonapi:"relation,owners"`
+}
+
+type jsonUserRef struct {
+	ID string `jsonapi:"primary,users"`
+}
+
+// adminDocuments renders organizations for the admin API with their
+// owners (one statement for all), and the owners' documents when they
+// are to be included.
+func (a *API) adminDocuments(ctx context.Context, orgs []*Organization, includeOwners bool) ([]*jsonAdminOrganization, []any, error) {
+	names := make([]string, len(orgs))
+	for i, o := range orgs {
+		names[i] = o.Name
+	}
+	owners := map[string][]*auth.User{}
+	if a.Owners != nil {
+		var err error
+		if owners, err = a.Owners(ctx, names); err != nil {
+			return nil, nil, err
+		}
+	}
+	out := make([]*jsonAdminOrganization, len(orgs))
+	var included []any
+	for i, o := range orgs {
+		j := &jsonAdminOrganization{Name: o.Name, ExternalID: o.ID, IsDisabled: o.Disabled, NotificationEmail: o.Email,
+			SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
+		for _, u := range owners[o.Name] {
+			j.Owners = append(j.Owners, &jsonUserRef{ID: u.ID})
+			if includeOwners && a.RenderUser != nil {
+				included = append(included, a.RenderUser(u))
+			}
+		}
+		out[i] = j
+	}
+	return out, included, nil
+}
+
+// adminFilter reads the query of GET admin/organizations: q (part of the
+// name or notification email), q[name], q[email], and Terraform
+// Enterprise's filter[module_producer] and filter[provider_producer]
+// (true selects none: no organization shares its registry with others in
+// Terrace). Any other filter is a 400.
+func adminFilter(q url.Values) (AdminFilter, error) {
+	f := AdminFilter{Query: q.Get("q"), Name: q.Get("q[name]"), Email: q.Get("q[email]")}
+	producers := []string{"filter[module_producer]", "filter[provider_producer]"}
+	for k := range q {
+		if !strings.HasPrefix(k, "filter[") {
+			continue
+		}
+		if !slices.Contains(producers, k) {
+			return f, core.BadRequest("unknown filter %s: the organizations list filters by %s", k, strings.Join(producers, " and "))
+		}
+		switch v := q.Get(k); v {
+		case "true":
+			f.None = true
+		case "false":
+		default:
+			return f, core.BadRequest("%s must be true or false, not %q", k, v)
+		}
+	}
+	return f, nil
+}
+
+func (a *API) adminList(w http.ResponseWriter, r *http.Request) error {
+	f, err := adminFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	inc, err := tfeapi.Includes(r, "owners")
+	if err != nil {
+		return err
+	}
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	orgs, total, err := a.Service.AdminListPage(r.Context(), f, page.Offset(), page.Size)
+	if err != nil {
+		return err
+	}
+	out, included, err := a.adminDocuments(r.Context(), orgs, inc["owners"])
+	if err != nil {
+		return err
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}, included...)
+	return nil
+}
+
+// adminRespond answers with one organization as the admin API shows it.
+func (a *API) adminRespond(w http.ResponseWriter, r *http.Request, org *Organization) error {
+	inc, err := tfeapi.Includes(r, "owners")
+	if err != nil {
+		return err
+	}
+	out, included, err := a.adminDocuments(r.Context(), []*Organization{org}, inc["owners"])
+	if err != nil {
+		return err
+	}
+	tfeapi.Respond(w, r, http.StatusOK, out[0], included...)
+	return nil
+}
+
+func (a *API) adminRead(w http.ResponseWriter, r *http.Request) error {
+	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+		return err
+	}
+	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
+	if err != nil {
+		return err
+	}
+	return a.adminRespond(w, r, org)
+}
+
+// fixedAdminAttributes are the admin attributes that describe what
+// Terrace does not have: the value Terrace has (nil: none, null on the
+// wire) and why no other can be set.
+var fixedAdminAttributes = map[string]struct {
+	value any
+	why   string
+}{
+	"access-beta-tools":                    {false, "Terrace has no beta tools"},
+	"global-module-sharing":                {false, "Terrace does not share private registry modules between organizations"},
+	"global-provider-sharing":              {false, "Terrace does not share private registry providers between organizations"},
+	"terraform-worker-sudo-enabled":        {false, "Terrace's runners never run terraform with sudo"},
+	"terraform-build-worker-apply-timeout": {nil, "Terrace sets no time limit on applies"},
+	"terraform-build-worker-plan-timeout":  {nil, "Terrace sets no time limit on plans"},
+	"apply-timeout":                        {nil, "Terrace sets no time limit on applies"},
+	"plan-timeout":                         {nil, "Terrace sets no time limit on plans"},
+	"workspace-limit":                      {nil, "Terrace does not limit the workspaces of an organization"},
+}
+
+// readOnlyAdminAttributes are shown but not changed through the admin API.
+var readOnlyAdminAttributes = map[string]string{
+	"name":               "rename the organization with PATCH /api/v2/organizations/{name}",
+	"external-id":        "it is the organization's ID",
+	"notification-email": "change the organization's email with PATCH /api/v2/organizations/{name}",
+	"sso-enabled":        "single sign-on is configured for the whole site (terrace server --oidc-issuer)",
+}
+
+// adminUpdate changes what a site admin may change of an organization:
+// is-disabled. null is "unchanged"; every other attribute is refused with
+// its reason unless it asks for what Terrace already does, and nothing
+// changes when one is refused.
+func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
+	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+		return err
+	}
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		return err
+	}
+	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
+	if err != nil {
+		return err
+	}
+	var attrs map[string]json.RawMessage
+	if err := doc.Attrs(&attrs); err != nil {
+		return err
+	}
+	var problems []error
+	var disabled *bool
+	names := make([]string, 0, len(attrs))
+	for name := range attrs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		raw := attrs[name]
+		if string(raw) == "null" {
+			continue
+		}
+		if name == "is-disabled" {
+			var v bool
+			if err := json.Unmarshal(raw, &v); err != nil {
+				problems = append(problems, core.Invalid("is-disabled must be a boolean"))
+				continue
+			}
+			disabled = &v
+			continue
+		}
+		if why, ok := readOnlyAdminAttributes[name]; ok {
+			problems = append(problems, core.Invalid("%s cannot be changed through the admin API: %s", name, why))
+			continue
+		}
+		fixed, ok := fixedAdminAttributes[name]
+		if !ok {
+			problems = append(problems, core.Invalid("%q is not an attribute of an organization in the admin API", name))
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil || v != fixed.value {
+			want := "null"
+			if fixed.value != nil {
+				want = fmt.Sprint(fixed.value)
+			}
+			problems = append(problems, core.Invalid("%s cannot be %s (only %s): %s", name, raw, want, fixed.why))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.Join(problems...)
+	}
+	if disabled != nil {
+		if org, err = a.Service.SetDisabled(r.Context(), org.Name, *disabled); err != nil {
+			return err
+		}
+	}
+	return a.adminRespond(w, r, org)
+}
+
+func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) {
+	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("org")))
+}
+
+// listModuleConsumers lists the organizations that may use the
+// organization's private modules besides itself: none, in Terrace.
+func (a *API) listModuleConsumers(w http.ResponseWriter, r *http.Request) error {
+	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+		return err
+	}
+	page, err := tfeapi.ParsePage(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Service.Get(r.Context(), r.PathValue("org")); err != nil {
+		return err
+	}
+	tfeapi.RespondList(w, r, []*jsonAdminOrganization{}, tfeapi.Pagination{Page: page.Number, Size: page.Size})
+	return nil
+}
+
+// updateModuleConsumers accepts an empty list of module consumers (the
+// organization shares its private modules with no other, as every
+// organization in Terrace does) and refuses any other.
+func (a *API) updateModuleConsumers(w http.ResponseWriter, r *http.Request) error {
+	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+		return err
+	}
+	consumers, err := tfeapi.DecodeResources(w, r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Service.Get(r.Context(), r.PathValue("org")); err != nil {
+		return err
+	}
+	if len(consumers) > 0 {
+		return core.Invalid("Terrace does not share private registry modules between organizations: an organization's modules are its own, and its module consumers can only be none")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
