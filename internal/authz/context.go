@@ -43,6 +43,10 @@ func Allows(ctx context.Context, action Action, res Resource) error {
 	return s.Check(ctx, action, res)
 }
 
+// RequireSiteAdmin is Allows for SiteAdmin: the site administrators'
+// routes and services ask it, and everyone else is answered 404.
+func RequireSiteAdmin(ctx context.Context) error { return Allows(ctx, SiteAdmin, Resource{}) }
+
 // AllowsTeam is Allows for a team action on a team the caller's request
 // already read (t), which the model does not read again. Without a model
 // in ctx only owners are allowed.

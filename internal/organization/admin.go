@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
@@ -27,15 +27,6 @@ func (a *API) registerAdmin(mux *http.ServeMux) {
 	a.registerAdminOrganizations(mux)
 }
 
-// requireSiteAdmin hides the admin API from everyone else: to them it is
-// a route that does not exist.
-func requireSiteAdmin(r *http.Request) error {
-	if p := auth.FromContext(r.Context()); p == nil || !p.SiteAdmin {
-		return core.NotFound("no such route: %s %s", r.Method, r.URL.Path)
-	}
-	return nil
-}
-
 // FeatureSetID is the ID of Terrace's only feature set.
 const FeatureSetID = "fs-terrace"
 
@@ -48,7 +39,7 @@ type jsonFeatureSet struct {
 // one, with every feature, and every plan name searched for (q) finds it:
 // whatever plan a client asks for, this is what it gets.
 func (a *API) listFeatureSets(w http.ResponseWriter, r *http.Request) {
-	if err := requireSiteAdmin(r); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
@@ -78,7 +69,7 @@ type jsonSubscription struct {
 // and ignored, since Terrace enforces none. Nothing is recorded: the answer
 // is the organization's subscription, which is always the same.
 func (a *API) updateSubscription(w http.ResponseWriter, r *http.Request) {
-	if err := requireSiteAdmin(r); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
@@ -139,7 +130,7 @@ func generalSettings() *jsonGeneralSettings {
 }
 
 func (a *API) readGeneralSettings(w http.ResponseWriter, r *http.Request) {
-	if err := requireSiteAdmin(r); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
@@ -151,7 +142,7 @@ func (a *API) readGeneralSettings(w http.ResponseWriter, r *http.Request) {
 // a test run) and refuses, with the reason, anything else. null values are
 // "unchanged" (go-tfe always sends apply-timeout and plan-timeout).
 func (a *API) updateGeneralSettings(w http.ResponseWriter, r *http.Request) {
-	if err := requireSiteAdmin(r); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}

@@ -51,7 +51,7 @@ type AdminFilter struct {
 // AdminListPage returns a page of the organizations f selects, by name
 // (the store filters and pages them), and how many it selects in all.
 func (s *Service) AdminListPage(ctx context.Context, f AdminFilter, offset, limit int) ([]*Organization, int, error) {
-	if err := authz.Allows(ctx, authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, 0, err
 	}
 	if f.None {
@@ -80,7 +80,7 @@ func (s *Service) AdminListPage(ctx context.Context, f AdminFilter, offset, limi
 // SetDisabled disables or enables an organization (a site admin's
 // decision): see the top of this file.
 func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool) (*Organization, error) {
-	if err := authz.Allows(ctx, authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
 	var org *Organization
@@ -234,7 +234,7 @@ func (a *API) adminRespond(w http.ResponseWriter, r *http.Request, org *Organiza
 }
 
 func (a *API) adminRead(w http.ResponseWriter, r *http.Request) error {
-	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		return err
 	}
 	org, err := a.Service.Get(r.Context(), r.PathValue("org"))
@@ -275,7 +275,7 @@ var readOnlyAdminAttributes = map[string]string{
 // its reason unless it asks for what Terrace already does, and nothing
 // changes when one is refused.
 func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
-	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		return err
 	}
 	doc, err := tfeapi.Decode(w, r, 0)
@@ -341,7 +341,7 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) {
-	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
@@ -351,7 +351,7 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) {
 // listModuleConsumers lists the organizations that may use the
 // organization's private modules besides itself: none, in Terrace.
 func (a *API) listModuleConsumers(w http.ResponseWriter, r *http.Request) error {
-	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		return err
 	}
 	page, err := tfeapi.ParsePage(r)
@@ -369,7 +369,7 @@ func (a *API) listModuleConsumers(w http.ResponseWriter, r *http.Request) error 
 // organization shares its private modules with no other, as every
 // organization in Terrace does) and refuses any other.
 func (a *API) updateModuleConsumers(w http.ResponseWriter, r *http.Request) error {
-	if err := authz.Allows(r.Context(), authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		return err
 	}
 	consumers, err := tfeapi.DecodeResources(w, r)

@@ -43,7 +43,7 @@ type WorkspaceNameSQL interface {
 // all: a site administrator's list, filtered, ordered and paged in the
 // store (the index runs_admin_list holds the runs in list order).
 func (s *Service) AdminListPage(ctx context.Context, o AdminListOptions) ([]*Run, int, error) {
-	if err := authz.Allows(ctx, authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, 0, err
 	}
 	where, args := `assessment = ?`, []any{false}
@@ -93,7 +93,7 @@ func (s *Service) AdminListPage(ctx context.Context, o AdminListOptions) ([]*Run
 // grace period a user's force-cancel needs first, since the run it is for
 // is stuck. It returns the run as it ends.
 func (s *Service) AdminForceCancel(ctx context.Context, id, comment string) (*Run, error) {
-	if err := authz.Allows(ctx, authz.SiteAdmin, authz.Resource{}); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.forceCancel(ctx, id, comment, false); err != nil {

@@ -43,11 +43,6 @@ type AdminUser struct {
 	Organizations []string
 }
 
-// requireSiteAdmin is the SiteAdmin action: a 404 for everyone else.
-func requireSiteAdmin(ctx context.Context) error {
-	return authz.Allows(ctx, authz.SiteAdmin, authz.Resource{})
-}
-
 // withOrganizations adds to each user the organizations they belong to
 // (one statement for all).
 func (s *Service) withOrganizations(ctx context.Context, users []*auth.User) ([]*AdminUser, error) {
@@ -69,7 +64,7 @@ func (s *Service) withOrganizations(ctx context.Context, users []*auth.User) ([]
 // AdminList returns a page of the users f selects (the store filters and
 // pages them) and how many it selects in all.
 func (s *Service) AdminList(ctx context.Context, f auth.UserFilter, offset, limit int) ([]*AdminUser, int, error) {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, 0, err
 	}
 	users, total, err := s.auth.ListUsers(ctx, f, offset, limit)
@@ -123,7 +118,7 @@ func (s *Service) keepAdministered(ctx context.Context, q store.Q) error {
 // setFlags changes a user's site admin rights or suspension (nil:
 // unchanged) under the rules above, and returns the user as changed.
 func (s *Service) setFlags(ctx context.Context, id string, siteAdmin, suspended *bool) (*AdminUser, error) {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkUserID(id); err != nil {
@@ -171,7 +166,7 @@ func (s *Service) SetSiteAdmin(ctx context.Context, id string, admin bool) (*Adm
 // DisableTwoFactor answers with the user: Terrace has no two-factor
 // sign-in, so the user's two-factor authentication is off already.
 func (s *Service) DisableTwoFactor(ctx context.Context, id string) (*AdminUser, error) {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
 	if err := checkUserID(id); err != nil {
@@ -183,7 +178,7 @@ func (s *Service) DisableTwoFactor(ctx context.Context, id string) (*AdminUser, 
 // AdminDelete deletes a user with their tokens, memberships and sessions,
 // under the rules above.
 func (s *Service) AdminDelete(ctx context.Context, id string) error {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return err
 	}
 	if err := checkUserID(id); err != nil {

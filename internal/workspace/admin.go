@@ -38,17 +38,11 @@ type AdminListOptions struct {
 // adminSorts are the orders AdminListOptions.Sort may name.
 var adminSorts = []string{"name", "-name", "current-run.created-at", "-current-run.created-at"}
 
-// requireSiteAdmin asks the model whether the caller administers the site
-// (a 404 for everyone else, as the routes are hidden from them).
-func requireSiteAdmin(ctx context.Context) error {
-	return authz.Allows(ctx, authz.SiteAdmin, authz.Resource{})
-}
-
 // summaryCols are the columns of a Summary over a workspaces row aliased
 // ws; the current run is the run domain's SQL when it has one.
 func (s *Service) summaryCols() string {
 	current := `NULL`
-	if rs, ok := s.Runs.(CurrentRunsSQL); ok && s.Runs != nil {
+	if rs, ok := s.Runs.(CurrentRunsSQL); ok {
 		current = `(` + rs.CurrentRunIDSQL() + `)`
 	}
 	return `ws.id, ws.organization_name, ws.name, ws.locked_by_kind, ` + current
@@ -86,7 +80,7 @@ func (s *Service) fillCurrentRuns(ctx context.Context, ws []*Summary) error {
 // match in all: a site administrator's list, filtered, ordered and paged
 // in the store. An unknown sort is refused.
 func (s *Service) AdminListPage(ctx context.Context, opts AdminListOptions, offset, limit int) ([]*Summary, int, error) {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, 0, err
 	}
 	var conds []string
@@ -104,7 +98,7 @@ func (s *Service) AdminListPage(ctx context.Context, opts AdminListOptions, offs
 	}
 	if len(statuses) > 0 {
 		h, ok := s.Runs.(RunHistorySQL)
-		if !ok || s.Runs == nil {
+		if !ok {
 			return nil, 0, core.BadRequest("filter[current_run][status] is not available")
 		}
 		in, sargs := store.In(statuses)
@@ -153,7 +147,7 @@ func (s *Service) adminOrder(by string) (string, error) {
 // AdminSummaries returns the workspaces of ids that exist, in no order
 // (those of a page of the admin run list): one statement.
 func (s *Service) AdminSummaries(ctx context.Context, ids []string) ([]*Summary, error) {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
 	if len(ids) == 0 {
@@ -169,7 +163,7 @@ func (s *Service) AdminSummaries(ctx context.Context, ids []string) ([]*Summary,
 
 // AdminGet returns any workspace's summary, for a site administrator.
 func (s *Service) AdminGet(ctx context.Context, id string) (*Summary, error) {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
 	if !core.HasPrefix(id, core.PrefixWorkspace) {
@@ -188,7 +182,7 @@ func (s *Service) AdminGet(ctx context.Context, id string) (*Summary, error) {
 // AdminDelete deletes any workspace for a site administrator: the
 // deletion of Delete, with everything other domains keep for it.
 func (s *Service) AdminDelete(ctx context.Context, id string) error {
-	if err := requireSiteAdmin(ctx); err != nil {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return err
 	}
 	return s.Delete(ctx, id)
