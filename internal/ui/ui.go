@@ -121,9 +121,6 @@ func pageFiles() (map[string]string, error) {
 	return files, nil
 }
 
-// ParseAll parses every page now (a test's check that each parses).
-func (u *UI) ParseAll() error { return u.pages.parseAll() }
-
 // CSRF returns the pages' CSRF protection, for other /app handlers
 // (sign-in pages) to share.
 func (u *UI) CSRF() *CSRF { return u.csrf }
