@@ -579,6 +579,30 @@ func (s *Service) PlatformIDs(ctx context.Context, vs []*Version) (map[string][]
 	return out, nil
 }
 
+// Platforms returns the platforms of versions (each provider's latest on
+// a page of providers, or one provider's versions) by version ID, each
+// version's by os and arch, in one statement. The versions come from a
+// call that decided the caller may read them.
+func (s *Service) Platforms(ctx context.Context, vs []*Version) (map[string][]*Platform, error) {
+	out := make(map[string][]*Platform, len(vs))
+	if len(vs) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	in, args := store.In(ids)
+	pls, err := store.All(ctx, s.db, scanPlatform, `SELECT `+platformCols+` FROM registry_provider_platforms WHERE version_id IN (`+in+`) ORDER BY os, arch, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, pl := range pls {
+		out[pl.VersionID] = append(out[pl.VersionID], pl)
+	}
+	return out, nil
+}
+
 // DeleteVersion removes a version with its platforms.
 func (s *Service) DeleteVersion(ctx context.Context, ref Ref, version string) error {
 	_, v, err := s.GetVersion(ctx, ref, version)
