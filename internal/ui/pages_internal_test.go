@@ -19,6 +19,11 @@ func TestEveryPageParses(t *testing.T) {
 	if len(names) < 15 {
 		t.Fatalf("found %d pages: %v", len(names), names)
 	}
+	for _, want := range []string{"modules", "providers", "provider", "error"} {
+		if _, ok := names[want]; !ok {
+			t.Errorf("page %s is not among the pages found: %v", want, names)
+		}
+	}
 	set, err := newPageSet(templateFS, names)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/providerregistry"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
@@ -54,6 +55,8 @@ type Options struct {
 	Assessments *assessment.Service
 	Registry    *registry.Service
 	NoCode      *nocode.Service
+	// Providers is the private provider registry.
+	Providers *providerregistry.Service
 	// Orchestration is the resource-graph orchestrator.
 	Orchestration *orchestration.Service
 	// Stacks keeps stacks, their deployments and deployment runs.
@@ -61,7 +64,8 @@ type Options struct {
 	// Authz is the authorization model: every page asks it, as the API
 	// guard does.
 	Authz *authz.Service
-	// Hostname is the public host:port shown in the cloud block.
+	// Hostname is the public host:port shown in the cloud block and in
+	// the sources of private providers.
 	Hostname string
 	// Secret keys the CSRF tokens.
 	Secret []byte
@@ -208,6 +212,8 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/teams", u.teams)
 	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
 	mux.HandleFunc("GET /app/{org}/registry", u.modules)
+	mux.HandleFunc("GET /app/{org}/registry/providers", u.providers)
+	mux.HandleFunc("GET /app/{org}/registry/providers/private/{ns}/{name}", u.provider)
 	mux.HandleFunc("GET /app/{org}/no-code/{id}/provision", u.provisionForm)
 	mux.HandleFunc("POST /app/{org}/no-code/{id}/provision", u.provision)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/upgrade", u.startUpgrade)
