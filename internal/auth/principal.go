@@ -3,12 +3,22 @@ package auth
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/core"
 )
 
 // Kind is the kind of token a caller presented.
 type Kind string
+
+// Token names a token of the kind with its article, as messages say it:
+// "a team token", "an agent token", "a user token" (u sounds "you").
+func (k Kind) Token() string {
+	if k != "" && strings.ContainsRune("aeio", rune(k[0])) {
+		return "an " + string(k) + " token"
+	}
+	return "a " + string(k) + " token"
+}
 
 // Token kinds.
 const (
@@ -175,5 +185,5 @@ func RequireKind(ctx context.Context, kinds ...Kind) error {
 	if p.SiteAdmin || slices.Contains(kinds, p.Kind) {
 		return nil
 	}
-	return core.Forbidden("a %s token cannot be used for this request", p.Kind)
+	return core.Forbidden("%s cannot be used for this request", p.Kind.Token())
 }

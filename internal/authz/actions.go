@@ -262,13 +262,13 @@ var rules = map[Action]rule{
 	}},
 	UserOnly: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if p.Kind != auth.KindUser {
-			return core.Forbidden("a %s token cannot be used for this request: use a user token", p.Kind)
+			return core.Forbidden("%s cannot be used for this request: use a user token", p.Kind.Token())
 		}
 		return nil
 	}},
 	OrgReadAuditTrail: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if p.Kind != auth.KindOrganization && p.Kind != auth.KindAuditTrails {
-			return core.Forbidden("the audit trail is read with an organization token or an audit-trails token, not a %s token", p.Kind)
+			return core.Forbidden("the audit trail is read with an organization token or an audit-trails token, not %s", p.Kind.Token())
 		}
 		return nil
 	}},

@@ -16,7 +16,7 @@ const AgentJobs Action = "agent:jobs"
 // pool; no other caller speaks the job protocol.
 func agentDecision(p *auth.Principal, action Action, res Resource) error {
 	if action != AgentJobs {
-		return core.Forbidden("a %s token can only be used by an agent for the job protocol", p.Kind)
+		return core.Forbidden("%s can only be used by an agent for the job protocol", p.Kind.Token())
 	}
 	switch p.Kind {
 	case auth.KindAgent:

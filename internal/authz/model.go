@@ -470,7 +470,7 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 			return core.Forbidden("an organization token cannot %s: use a user or team token", rule.verb)
 		}
 		if rule.userOnly && !st.user {
-			return core.Forbidden("a %s token cannot %s: use a user token", p.Kind, rule.verb)
+			return core.Forbidden("%s cannot %s: use a user token", p.Kind.Token(), rule.verb)
 		}
 		if rule.org(st) {
 			return nil
@@ -576,7 +576,7 @@ func (s *Service) DecideTeam(ctx context.Context, p *auth.Principal, action Acti
 		return core.Unauthorized("this request needs an API token in the Authorization header")
 	}
 	if p.Kind == auth.KindTaskResult || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
-		return core.Forbidden("a %s token cannot be used for this request", p.Kind)
+		return core.Forbidden("%s cannot be used for this request", p.Kind.Token())
 	}
 	st, err := s.standing(ctx, p, t.Organization)
 	if err != nil {

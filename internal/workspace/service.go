@@ -1059,7 +1059,7 @@ func holder(ctx context.Context) (kind, id string, err error) {
 	case auth.KindRun:
 		return LockRun, p.RunID, nil
 	}
-	return "", "", core.Forbidden("a %s token cannot lock or unlock workspaces", p.Kind)
+	return "", "", core.Forbidden("%s cannot lock or unlock workspaces", p.Kind.Token())
 }
 
 func holderName(kind string) string {
