@@ -1,12 +1,15 @@
 // Package engine finds the terraform or tofu binary a workspace asks for:
 // first in the engines folder (<dir>/terraform/<version>/terraform,
-// <dir>/tofu/<version>/tofu), then on PATH.
+// <dir>/tofu/<version>/tofu), then on PATH; and installs into the engines
+// folder a version a site admin registered with a download URL and
+// checksum when neither has it (install.go).
 package engine
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,9 +25,17 @@ type Finder struct {
 	// message of a missing one ("" for this server): an agent names
 	// itself, so that the run's log says where to install it.
 	Host string
+	// HTTP downloads registered releases (FindOrInstall); nil is
+	// http.DefaultClient. DownloadClient makes one that trusts a
+	// private CA too.
+	HTTP *http.Client
+	// MaxArchive and MaxBinary bound a release's zip and the binary in
+	// it (0: DefaultMaxArchive, DefaultMaxBinary).
+	MaxArchive, MaxBinary int64
 
 	mu       sync.Mutex
 	versions map[binaryKey]string
+	installs map[string]*installation
 }
 
 // binaryKey names one build of a binary: its path, size and modification
@@ -48,11 +59,18 @@ func (f *Finder) Find(ctx context.Context, version string) (string, error) {
 	return filepath.Abs(bin)
 }
 
-func (f *Finder) find(ctx context.Context, version string) (string, error) {
-	name, want := "terraform", strings.TrimPrefix(strings.TrimSpace(version), "v")
+// parseVersion splits a workspace's terraform version into the engine's
+// name and the version wanted ("" or "latest" for the one on PATH).
+func parseVersion(version string) (name, want string) {
+	name, want = "terraform", strings.TrimPrefix(strings.TrimSpace(version), "v")
 	if v, ok := strings.CutPrefix(want, "tofu"); ok {
 		name, want = "tofu", strings.TrimPrefix(strings.TrimPrefix(v, ":"), "-")
 	}
+	return name, want
+}
+
+func (f *Finder) find(ctx context.Context, version string) (string, error) {
+	name, want := parseVersion(version)
 	if want == "" || want == "latest" {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
@@ -66,6 +84,14 @@ func (f *Finder) find(ctx context.Context, version string) (string, error) {
 	}
 	var candidates []string
 	if f.Dir != "" {
+		// Installed from a registered release: the version it was
+		// registered as, whatever the binary says of itself.
+		if versionRE.MatchString(want) && readRecord(filepath.Join(f.Dir, name, want)) != nil {
+			p := filepath.Join(f.Dir, name, want, name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
+		}
 		for _, n := range []string{name, "terraform", "tofu"} {
 			candidates = append(candidates, filepath.Join(f.Dir, n, want, n), filepath.Join(f.Dir, n+"_"+want), filepath.Join(f.Dir, n+"-"+want))
 		}
