@@ -42,6 +42,12 @@ var Routes = map[string]Route{
 	"POST /api/v2/admin/users/{id}/actions/grant_admin":        {Action: SiteAdmin},
 	"POST /api/v2/admin/users/{id}/actions/revoke_admin":       {Action: SiteAdmin},
 	"POST /api/v2/admin/users/{id}/actions/disable_two_factor": {Action: SiteAdmin},
+	// The admin terraform versions API.
+	"GET /api/v2/admin/terraform-versions":         {Action: SiteAdmin},
+	"POST /api/v2/admin/terraform-versions":        {Action: SiteAdmin},
+	"GET /api/v2/admin/terraform-versions/{id}":    {Action: SiteAdmin},
+	"PATCH /api/v2/admin/terraform-versions/{id}":  {Action: SiteAdmin},
+	"DELETE /api/v2/admin/terraform-versions/{id}": {Action: SiteAdmin},
 	// The audit trail: organization and audit-trails tokens only, which the
 	// audit service asks (OrgReadAuditTrail: the token names its
 	// organization).

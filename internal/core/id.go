@@ -27,6 +27,9 @@ const (
 	PrefixSSHKey        = "sshkey"
 	// PrefixReservedTagKey is HCP Terraform's prefix for reserved tag keys.
 	PrefixReservedTagKey = "rtk"
+	// PrefixToolVersion is Terraform Enterprise's prefix for the terraform
+	// versions of its admin API.
+	PrefixToolVersion = "tool"
 )
 
 const idAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"

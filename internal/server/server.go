@@ -50,6 +50,7 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/toolversion"
 	"github.com/terracehq/terrace/internal/trigger"
 	"github.com/terracehq/terrace/internal/ui"
 	"github.com/terracehq/terrace/internal/user"
@@ -104,6 +105,9 @@ type Server struct {
 	// Runs is the run lifecycle; engines finds terraform/tofu for runners.
 	Runs    *run.Service
 	engines *engine.Finder
+	// ToolVersions keeps the terraform versions site admins registered:
+	// which workspaces may choose, and where runners download them.
+	ToolVersions *toolversion.Service
 	// ConfigVersions keeps uploaded configurations; the run domain wires
 	// SetUploadHook, SetArchiveCheck and SetInUse.
 	ConfigVersions *configversion.Service
@@ -239,6 +243,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Providers = providerregistry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, providerregistry.Options{Logger: s.logger})
 	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.Workspaces.DeleteOrganizationWorkspaces, registry.DeleteOrganizationModules, providerregistry.DeleteOrganizationProviders, stack.DeleteOrganizationStacks)
 	s.Orgs.OnRename = append(s.Orgs.OnRename, registry.RenameOrganizationModules, providerregistry.RenameOrganizationProviders)
+	if s.ToolVersions, err = toolversion.NewService(toolversion.Config{DB: s.DB, Usage: workspace.TerraformVersionUsage}); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Workspaces.Versions = s.ToolVersions
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
 	s.wireRuns()
 	if err := s.wireNotify(); err != nil {
@@ -340,6 +349,7 @@ func (s *Server) routes() http.Handler {
 	(&user.API{Service: s.Users, Kinds: map[auth.Kind]user.TokenKind{auth.KindTeam: teamAPI.Tokens(), auth.KindAgent: agentAPI.Tokens()},
 		IncludeOrganization: orgAPI.Render}).Register(api)
 	(&project.API{Service: s.Projects}).Register(api)
+	(&toolversion.API{Service: s.ToolVersions}).Register(api)
 	wsAPI := &workspace.API{Service: s.Workspaces, Vars: s.Variables, NoCode: s.NoCode}
 	wsAPI.Register(api)
 	agentAPI.Register(api)

@@ -116,6 +116,17 @@ type AgentPools interface {
 	PoolOrganization(ctx context.Context, id string) (string, error)
 }
 
+// TerraformVersions are the terraform versions a site admin registered;
+// the tool version domain provides them (nil: none are).
+type TerraformVersions interface {
+	// CheckSelectable refuses (core.Invalid, saying why) a version a
+	// workspace may not be set to: one registered but disabled. It reads
+	// through q, and inside a transaction holds the version's row until
+	// the transaction ends, so that the version is not deleted or
+	// disabled meanwhile.
+	CheckSelectable(ctx context.Context, q store.Q, version string) error
+}
+
 // Service manages workspaces.
 type Service struct {
 	db       *store.DB
@@ -128,6 +139,8 @@ type Service struct {
 	Configs CurrentConfigs
 	// SSHKeys is wired by the composition root; may be nil.
 	SSHKeys SSHKeys
+	// Versions is wired by the composition root; may be nil.
+	Versions TerraformVersions
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
@@ -664,9 +677,14 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 		}
 	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if o.TerraformVersion != nil {
+			if err := s.checkVersion(ctx, tx, w.Settings.TerraformVersion); err != nil {
+				return err
+			}
+		}
 		attrs, _ := json.Marshal(w.Settings)
-		_, err := tx.Exec(ctx, `INSERT INTO workspaces (id, organization_name, project_id, name, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			w.ID, org, w.ProjectID, w.Name, string(attrs), core.Micros(now), core.Micros(now))
+		_, err := tx.Exec(ctx, `INSERT INTO workspaces (id, organization_name, project_id, name, attrs, terraform_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			w.ID, org, w.ProjectID, w.Name, string(attrs), usedVersion(w.Settings.TerraformVersion), core.Micros(now), core.Micros(now))
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", w.Name)
 		}
@@ -961,8 +979,18 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		if w.ProjectID != pre.ProjectID {
 			return core.Conflict("workspace %s moved to another project while it was being updated; try again", id)
 		}
+		before := usedVersion(w.Settings.TerraformVersion)
 		if err := o.apply(w); err != nil {
 			return err
+		}
+		// Only a change of version is checked: a workspace keeps a
+		// version disabled after it chose it, and an update that sends
+		// its settings back unchanged (as terraform's provider does) is
+		// not refused for it.
+		if after := usedVersion(w.Settings.TerraformVersion); after != before {
+			if err := s.checkVersion(ctx, tx, after); err != nil {
+				return err
+			}
 		}
 		if poolErr != nil {
 			return poolErr
@@ -975,8 +1003,8 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		}
 		w.UpdatedAt = core.Now()
 		attrs, _ := json.Marshal(w.Settings)
-		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, project_id = ?, attrs = ?, updated_at = ? WHERE id = ?`,
-			w.Name, w.ProjectID, string(attrs), core.Micros(w.UpdatedAt), w.ID)
+		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, project_id = ?, attrs = ?, terraform_version = ?, updated_at = ? WHERE id = ?`,
+			w.Name, w.ProjectID, string(attrs), usedVersion(w.Settings.TerraformVersion), core.Micros(w.UpdatedAt), w.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", w.Name)
 		}
@@ -998,6 +1026,45 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		return nil, err
 	}
 	return s.Get(ctx, id)
+}
+
+// usedVersion is a terraform version as the terraform_version column
+// keeps it: a leading "v" dropped, so that "v1.5.7" uses 1.5.7.
+func usedVersion(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }
+
+// checkVersion asks the registered versions whether a workspace may be
+// set to version (through tx: see TerraformVersions).
+func (s *Service) checkVersion(ctx context.Context, tx store.Q, version string) error {
+	if s.Versions == nil {
+		return nil
+	}
+	return s.Versions.CheckSelectable(ctx, tx, usedVersion(version))
+}
+
+// TerraformVersionUsage counts the workspaces of the whole site that use
+// each of versions (as usedVersion writes them), reading through q: for
+// the admin terraform versions API's usage, and its refusal to delete a
+// version in use. A version no workspace uses is left out.
+func TerraformVersionUsage(ctx context.Context, q store.Q, versions []string) (map[string]int, error) {
+	out := map[string]int{}
+	if len(versions) == 0 {
+		return out, nil
+	}
+	in, args := store.In(versions)
+	rows, err := q.Query(ctx, `SELECT terraform_version, COUNT(*) FROM workspaces WHERE terraform_version IN (`+in+`) GROUP BY terraform_version`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v string
+		var n int
+		if err := rows.Scan(&v, &n); err != nil {
+			return nil, err
+		}
+		out[v] = n
+	}
+	return out, rows.Err()
 }
 
 // Delete removes a workspace, whatever its state.
