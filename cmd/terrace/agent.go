@@ -16,7 +16,7 @@ import (
 
 func agentCmd() *cobra.Command {
 	var cfg jobapi.AgentConfig
-	var tokenFile, logLevel, enginesDir, runCLIConfig string
+	var tokenFile, logLevel, enginesDir, enginesCAFile, runCLIConfig string
 	var releasePages bool
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -58,7 +58,11 @@ by --token-file or TERRACE_AGENT_TOKEN_FILE.`,
 				}
 				cfg.Runner.CLIConfig = string(b)
 			}
-			cfg.Runner.Engines = &engine.Finder{Dir: enginesDir}
+			downloads, err := engine.DownloadClient(enginesCAFile)
+			if err != nil {
+				return fmt.Errorf("--engines-ca-file: %w", err)
+			}
+			cfg.Runner.Engines = &engine.Finder{Dir: enginesDir, HTTP: downloads}
 			if releasePages {
 				go releaseBinaryPages(cmd.Context(), cfg.Logger, releaseAfter)
 			}
@@ -72,7 +76,8 @@ by --token-file or TERRACE_AGENT_TOKEN_FILE.`,
 	f.StringVar(&cfg.Name, "name", "", "the agent's name, shown in the agents API and in run logs (default: the host name)")
 	f.StringVar(&cfg.CAFile, "ca-file", "", "the CA certificate (PEM) that signed the server's certificate, when not a system one")
 	f.IntVar(&cfg.Runner.Concurrency, "concurrency", 1, "jobs executed at once")
-	f.StringVar(&enginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (PATH is searched too)")
+	f.StringVar(&enginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (PATH is searched too); a registered version a job needs is installed here")
+	f.StringVar(&enginesCAFile, "engines-ca-file", "", "CA certificates (PEM) trusted, beside the system's, when a job downloads a terraform version a site admin registered")
 	f.StringVar(&cfg.Runner.ScratchDir, "scratch-dir", "", "where jobs get their working folders (default: the OS temp folder)")
 	f.StringVar(&cfg.Runner.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by jobs")
 	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every job gets (e.g. provider_installation)")

@@ -75,6 +75,7 @@ TERRACE_METRICS_TOKEN_FILE.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&cfg.RunnerConcurrency, "runner-concurrency", 2, "run phases the in-process runner executes at once")
 	f.StringVar(&cfg.EnginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (default <data-dir>/engines; PATH is searched too)")
+	f.StringVar(&cfg.EnginesCAFile, "engines-ca-file", "", "CA certificates (PEM) trusted, beside the system's, when a run downloads a terraform version a site admin registered")
 	f.StringVar(&cfg.ScratchDir, "scratch-dir", "", "where runs get their working folders (default: the OS temp folder)")
 	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every run gets (e.g. provider_installation for a mirror)")
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")

@@ -21,6 +21,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -60,6 +61,10 @@ type Sources struct {
 	SaveState func(ctx context.Context, workspaceID, runID string, state []byte) error
 	// ProjectName returns a project's name ("" when it is gone).
 	ProjectName func(ctx context.Context, projectID string) (string, error)
+	// Engine, when set, returns where a runner may download the engine
+	// version a run asks for (a version a site admin registered and
+	// enabled; nil for any other).
+	Engine func(ctx context.Context, version string) (*engine.Release, error)
 }
 
 // Options configure the protocol's server side.
@@ -461,7 +466,7 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
 	in := &runner.Inputs{Hostname: s.o.Hostname}
 	var wg sync.WaitGroup
-	errs := make([]error, 7)
+	errs := make([]error, 8)
 	side := func(i int, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -515,6 +520,14 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		in.Token, err = s.o.Sources.RunToken(ctx, r.ID)
 		return err
 	})
+	if s.o.Sources.Engine != nil {
+		side(7, func() (err error) {
+			if in.Engine, err = s.o.Sources.Engine(ctx, r.TerraformVersion); err != nil {
+				return fmt.Errorf("reading terraform version %s's registration: %w", r.TerraformVersion, err)
+			}
+			return nil
+		})
+	}
 	if phase == run.PhaseApply {
 		side(5, func() (err error) {
 			if in.PlanFile, err = s.o.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/slug"
 )
@@ -53,6 +54,9 @@ type jobExec struct {
 	structured bool
 	cancel     run.Signal // the strongest signal seen
 	sig        chan run.Signal
+	// installed says the engine was downloaded for this job (shown after
+	// the log's header), "" when it was there already.
+	installed string
 }
 
 func (j *jobExec) run(ctx context.Context) error {
@@ -160,6 +164,10 @@ func (j *jobExec) header(ctx context.Context) {
 	fmt.Fprintf(j.out, "%s v%s\non %s_%s\nInitializing plugins and modules...\n", name, strings.TrimPrefix(v, "v"), runtime.GOOS, runtime.GOARCH)
 	if j.r.cfg.Describe != "" {
 		fmt.Fprintln(j.out, j.r.cfg.Describe)
+	}
+	if j.installed != "" {
+		fmt.Fprintln(j.out, j.installed)
+		j.installed = "" // once: not in the apply's header of the same job
 	}
 }
 
@@ -270,8 +278,18 @@ func (j *jobExec) pause() time.Duration {
 // variable files, CLI config and environment.
 func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	var err error
-	if j.bin, err = j.r.cfg.Engines.Find(ctx, j.job.Run.TerraformVersion); err != nil {
+	var installed *engine.Build
+	if j.bin, installed, err = j.r.cfg.Engines.FindOrInstall(ctx, j.job.Run.TerraformVersion, in.Engine); err != nil {
+		// A registered release that cannot be installed as registered
+		// (its checksum, its zip) fails the run, not the runner.
+		var re *engine.ReleaseError
+		if errors.As(err, &re) {
+			return err
+		}
 		return Fault{Err: err}
+	}
+	if installed != nil {
+		j.installed = fmt.Sprintf("Installed %s %s for %s from %s (SHA-256 %s checked) for this run.", in.Engine.Name, in.Engine.Version, installed.Platform(), installed.URL, installed.SHA256)
 	}
 	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, scratchPrefix+j.r.cfg.ID+"-"+j.job.RunID+"-"); err != nil {
 		return Fault{Err: fmt.Errorf("making the job's working folder: %w", err)}

@@ -53,6 +53,11 @@ type Inputs struct {
 	// server that predates it sends none, and an agent that predates it
 	// ignores it.
 	ProjectName string `json:",omitempty"`
+	// Engine is where the runner downloads the run's engine version when
+	// it lacks it: the builds of a version a site admin registered and
+	// enabled (nil for any other version; a server that predates it
+	// sends none, and an agent that predates it ignores it).
+	Engine *engine.Release `json:",omitempty"`
 }
 
 // API is the server as a runner sees it (internal/jobapi.Client).

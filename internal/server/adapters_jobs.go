@@ -69,6 +69,7 @@ func (s *Server) wireJobs() error {
 				}
 				return name, err
 			},
+			Engine: s.ToolVersions.Release,
 		},
 	})
 	if err != nil {

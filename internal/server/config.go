@@ -49,6 +49,10 @@ type Config struct {
 	// EnginesDir holds terraform/tofu binaries by version
 	// (<dir>/terraform/<version>/terraform). Defaults to <data-dir>/engines.
 	EnginesDir string
+	// EnginesCAFile is a PEM file of CAs trusted, beside the system's,
+	// when a runner downloads a terraform version a site admin registered
+	// (a mirror whose certificate a private CA signed).
+	EnginesCAFile string
 	// ScratchDir is where runs get their working folders. Defaults to the
 	// OS temporary folder.
 	ScratchDir string

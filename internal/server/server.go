@@ -248,7 +248,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.Workspaces.Versions = s.ToolVersions
-	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir}
+	downloads, err := engine.DownloadClient(cfg.EnginesCAFile)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir, HTTP: downloads}
 	s.wireRuns()
 	if err := s.wireNotify(); err != nil {
 		s.Close()
