@@ -2,7 +2,6 @@ package authz
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -51,14 +50,30 @@ func RequireSiteAdmin(ctx context.Context) error { return Allows(ctx, SiteAdmin,
 // already read (t), which the model does not read again. Without a model
 // in ctx only owners are allowed.
 func AllowsTeam(ctx context.Context, action Action, t Team) error {
+	decide, err := teamDecision(ctx, t.Organization, action)
+	if err != nil {
+		return err
+	}
+	return decide(t)
+}
+
+// teamDecision is the decision of a team action for the caller in ctx on
+// org's teams, made on the caller's standing read once: AllowsTeam asks it
+// of one team, TeamsAllowing of each team of a list. Without a model in
+// ctx only owners are allowed.
+func teamDecision(ctx context.Context, org string, action Action) (func(Team) error, error) {
+	p := auth.FromContext(ctx)
 	s, _ := ctx.Value(modelKey{}).(*Service)
 	if s == nil {
-		if auth.FromContext(ctx).IsOwner(t.Organization) {
-			return nil
-		}
-		return core.Forbidden("only owners of organization %q may do this", t.Organization)
+		owner := p.IsOwner(org)
+		return func(Team) error {
+			if owner {
+				return nil
+			}
+			return core.Forbidden("only owners of organization %q may do this", org)
+		}, nil
 	}
-	return s.DecideTeam(ctx, auth.FromContext(ctx), action, t)
+	return s.teamDecision(ctx, p, org, action)
 }
 
 // VisibleTeams says which of org's teams the caller in ctx may see (a
@@ -82,24 +97,17 @@ func VisibleTeams(ctx context.Context, org string) (func(Team) bool, error) {
 // team action, deciding as AllowsTeam does on the caller's standing read
 // once (for a list of many teams). Without a model in ctx only owners may.
 func TeamsAllowing(ctx context.Context, org string, action Action) (func(Team) bool, error) {
-	p := auth.FromContext(ctx)
-	s, _ := ctx.Value(modelKey{}).(*Service)
-	if s == nil {
-		owner := p.IsOwner(org)
-		return func(Team) bool { return owner }, nil
-	}
-	rule, ok := rules[action]
-	if !ok || rule.scope != scopeTeam {
-		return nil, fmt.Errorf("authz: %q is no team action", action)
-	}
-	if p == nil || p.Kind == auth.KindTaskResult || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
+	decide, err := teamDecision(ctx, org, action)
+	switch core.KindOf(err) {
+	case core.KindUnauthorized, core.KindForbidden:
+		// A caller no team decision admits (no token, a task result's,
+		// an agent's): none of the teams.
 		return func(Team) bool { return false }, nil
 	}
-	st, err := s.standing(ctx, p, org)
 	if err != nil {
 		return nil, err
 	}
-	return func(t Team) bool { return t.Organization == org && decideTeam(st, action, rule, &t) == nil }, nil
+	return func(t Team) bool { return t.Organization == org && decide(t) == nil }, nil
 }
 
 // ReadableWorkspaces says which of org's workspaces the caller in ctx may

@@ -565,24 +565,27 @@ func decideTeam(st standing, action Action, rule rule, t *Team) error {
 	return core.Forbidden("insufficient permissions to %s", rule.verb)
 }
 
-// DecideTeam is Decide for a team action on a team the caller already
-// read (t), without reading it again.
-func (s *Service) DecideTeam(ctx context.Context, p *auth.Principal, action Action, t Team) error {
+// teamDecision is the decision of a team action for p on org's teams,
+// made on p's standing read once, without reading a team (the caller's
+// request already read it): AllowsTeam and TeamsAllowing ask it. An error
+// for a caller no team decision admits, or for an action that is no team
+// action.
+func (s *Service) teamDecision(ctx context.Context, p *auth.Principal, org string, action Action) (func(Team) error, error) {
 	rule, ok := rules[action]
 	if !ok || rule.scope != scopeTeam {
-		return fmt.Errorf("authz: %q is no team action", action)
+		return nil, fmt.Errorf("authz: %q is no team action", action)
 	}
 	if p == nil {
-		return core.Unauthorized("this request needs an API token in the Authorization header")
+		return nil, core.Unauthorized("this request needs an API token in the Authorization header")
 	}
 	if p.Kind == auth.KindTaskResult || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
-		return core.Forbidden("%s cannot be used for this request", p.Kind.Token())
+		return nil, core.Forbidden("%s cannot be used for this request", p.Kind.Token())
 	}
-	st, err := s.standing(ctx, p, t.Organization)
+	st, err := s.standing(ctx, p, org)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return decideTeam(st, action, rule, &t)
+	return func(t Team) error { return decideTeam(st, action, rule, &t) }, nil
 }
 
 // taskResultDecision is the whole reach of a task result's access token
