@@ -106,10 +106,11 @@ func (s *Service) List(ctx context.Context, f Filter) ([]*Event, int, error) {
 	return listEvents(ctx, s.db, f)
 }
 
-// ListAll returns every event, site events included: site admins only.
+// ListAll returns every event, site events included: site admins only
+// (authz.RequireSiteAdmin; everyone else is told it is not found).
 func (s *Service) ListAll(ctx context.Context, f Filter) ([]*Event, int, error) {
-	if p := auth.FromContext(ctx); p == nil || !p.SiteAdmin {
-		return nil, 0, core.NotFound("no such route")
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
+		return nil, 0, err
 	}
 	f.AllOrganizations = true
 	return listEvents(ctx, s.db, f)

@@ -80,6 +80,15 @@ func TestStoreListFiltersAndPages(t *testing.T) {
 		if err != nil || total != 6 || len(all) != 6 {
 			t.Fatalf("site trail: %d %d %v", len(all), total, err)
 		}
+		// The site trail is the model's SiteAdmin: hidden from an owner,
+		// and from no token asked to give one.
+		owner := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, UserID: "user-1", Orgs: []string{"acme"}, Owns: []string{"acme"}})
+		if _, _, err := s.ListAll(owner, Filter{Page: 1, Size: 10}); core.KindOf(err) != core.KindNotFound {
+			t.Fatalf("an owner read the site trail: %v", err)
+		}
+		if _, _, err := s.ListAll(context.Background(), Filter{Page: 1, Size: 10}); core.KindOf(err) != core.KindUnauthorized {
+			t.Fatalf("no token read the site trail: %v", err)
+		}
 		for _, p := range []*auth.Principal{{Kind: auth.KindUser, UserID: "user-1", Orgs: []string{"acme"}, Owns: []string{"acme"}}, {Kind: auth.KindTeam, Organization: "acme", OwnersTeam: true}} {
 			if _, _, err := s.List(auth.WithPrincipal(context.Background(), p), Filter{Page: 1, Size: 10}); core.KindOf(err) != core.KindForbidden {
 				t.Fatalf("%s token read the trail: %v", p.Kind, err)
