@@ -26,11 +26,6 @@ type Route struct {
 	// CreatesRun: the action is CreateRunAction's, for the run the
 	// request's body asks for.
 	CreatesRun bool
-	// MovesWorkspace: the action is WorkspaceMove for an update whose
-	// body names the workspace's project and nothing else (a move; the
-	// workspace service also asks ProjectCreateWorkspace of the
-	// destination), and Action for any other.
-	MovesWorkspace bool
 	// Service marks routes whose resource the guard cannot locate from
 	// the request (tokens, memberships, variable sets, …): the guard only
 	// keeps run tokens out and the owning service decides, through its
@@ -140,9 +135,6 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 		if rt.CreatesRun {
 			action = g.runCreateAction(ctx, req.Body())
 		}
-		if rt.MovesWorkspace && onlyMoves(req.Body()) {
-			action = WorkspaceMove
-		}
 		// For the audit record of a request whose route names no
 		// organization (POST /runs): the response names the workspace.
 		tfeapi.NoteLocated(ctx, tfeapi.Located{Organization: res.Organization, WorkspaceID: res.WorkspaceID})
@@ -221,21 +213,6 @@ func (g *Guard) runCreateAction(ctx context.Context, body []byte) Action {
 		onlyPlans = err == nil && spec
 	}
 	return CreateRunAction(onlyPlans)
-}
-
-// onlyMoves reports whether a workspace update's body changes nothing but
-// the workspace's project: no attribute, and no relationship but project.
-func onlyMoves(body []byte) bool {
-	doc, err := tfeapi.DecodeBytes(body)
-	if err != nil {
-		return false
-	}
-	var attrs map[string]json.RawMessage
-	if json.Unmarshal(doc.Attributes, &attrs) != nil || len(attrs) > 0 {
-		return false
-	}
-	_, project := doc.Relationships["project"]
-	return project && len(doc.Relationships) == 1
 }
 
 // --- locators

@@ -258,9 +258,14 @@ var Routes = map[string]Route{
 	"GET /api/v2/projects/{id}/effective-tag-bindings": {Action: ProjectRead, Locate: ByID("id")},
 	"GET /api/v2/projects/{prj}/varsets":               {Action: ProjectRead, Locate: ByID("prj")},
 
-	// Workspaces.
+	// Workspaces. An update (PATCH, by name or by ID) is decided by the
+	// workspace service on the decoded options: WorkspaceUpdate, or for a
+	// move (an update of nothing but the project) WorkspaceMove and the
+	// destination's ProjectCreateWorkspace. The guard asks only that the
+	// caller sees the workspace, so that one who does not is told so
+	// before the body is read.
 	"GET /api/v2/organizations/{org}/workspaces/{name}":                      {Action: WorkspaceRead, Locate: WorkspaceByName},
-	"PATCH /api/v2/organizations/{org}/workspaces/{name}":                    {Action: WorkspaceUpdate, MovesWorkspace: true, Locate: WorkspaceByName},
+	"PATCH /api/v2/organizations/{org}/workspaces/{name}":                    {Action: WorkspaceRead, Locate: WorkspaceByName},
 	"DELETE /api/v2/organizations/{org}/workspaces/{name}":                   {Action: WorkspaceDelete, Locate: WorkspaceByName},
 	"POST /api/v2/organizations/{org}/workspaces/{name}/actions/safe-delete": {Action: WorkspaceDelete, Locate: WorkspaceByName},
 	// Notification configurations and run triggers. A configuration named
@@ -328,7 +333,7 @@ var Routes = map[string]Route{
 	"POST /api/v2/stacks/{id}/fetch-latest-from-vcs":                         {Action: StackManage, Locate: ByID("id")},
 	"POST /api/v2/stacks/{id}/stack-configurations":                          {Action: StackManage, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}":                                            {Action: WorkspaceRead, Locate: ByID("id")},
-	"PATCH /api/v2/workspaces/{id}":                                          {Action: WorkspaceUpdate, MovesWorkspace: true, Locate: ByID("id")},
+	"PATCH /api/v2/workspaces/{id}":                                          {Action: WorkspaceRead, Locate: ByID("id")}, // the service decides
 	"DELETE /api/v2/workspaces/{id}":                                         {Action: WorkspaceDelete, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/safe-delete":                       {Action: WorkspaceDelete, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/lock":                              {Action: WorkspaceLock, Locate: ByID("id")},

@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -186,5 +187,106 @@ func TestMovePermissionMovesWithoutAdmin(t *testing.T) {
 		_, err = team.Workspaces.UpdateByID(ctx, byToken.ID, tfe.WorkspaceUpdateOptions{Project: &tfe.Project{ID: source.ID}})
 		testenv.WantStatus(t, "moving a workspace out of a project without move", err, "insufficient permissions to move this workspace")
 		in(byToken, landing, "a move without move")
+	})
+}
+
+// TestWorkspaceUpdateIsDecidedOnce: the workspace service alone decides a
+// workspace's update, on the decoded options (a move is recognized there
+// and nowhere else); the API's guard asks only that the caller sees the
+// workspace. Through either route: a member who cannot see the workspace
+// is told it is not found, whatever the body, before the body is read (a
+// bad body is no way to learn it exists); a team with write access is
+// refused a setting (update) and a move (move) alike, and told of a bad
+// body as anyone who sees the workspace is; a team with the move
+// permission moves the workspace with an update that names nothing but the
+// project, an attribute the API does not know among it (it changes
+// nothing), and is refused one that changes a setting too.
+func TestWorkspaceUpdateIsDecidedOnce(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		org := newOrg(t, c, "acme").Name
+		project := func(name string) *tfe.Project {
+			p, err := c.Projects.Create(ctx, org, tfe.ProjectCreateOptions{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		source, landing := project("source"), project("landing")
+		ws, err := c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("app"), Project: source})
+		if err != nil {
+			t.Fatal(err)
+		}
+		team := func(name string) (*tfe.Team, string) {
+			tm, err := c.Teams.Create(ctx, org, tfe.TeamCreateOptions{Name: tfe.String(name), Visibility: tfe.String("organization")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := c.TeamTokens.Create(ctx, tm.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tm, tok.Token
+		}
+		writers, writeToken := team("writers")
+		if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessWrite), Team: writers, Workspace: ws}); err != nil {
+			t.Fatal(err)
+		}
+		movers, moveToken := team("movers")
+		yes := true
+		for p, w := range map[*tfe.Project]tfe.TeamProjectAccessWorkspacePermissionsOptions{source: {Move: &yes}, landing: {Create: &yes}} {
+			if _, err := c.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessCustom, Team: movers, Project: p, WorkspaceAccess: &w}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, nobodyToken := team("bystanders")
+
+		body := func(attrs string, project *tfe.Project) string {
+			rel := ""
+			if project != nil {
+				rel = `,"relationships":{"project":{"data":{"type":"projects","id":"` + project.ID + `"}}}`
+			}
+			return `{"data":{"type":"workspaces","attributes":{` + attrs + `}` + rel + `}}`
+		}
+		const bad = `{"data":{"type":"workspaces","attributes":{"auto-apply":"yes"}}}`
+		paths := []string{"/api/v2/workspaces/" + ws.ID, "/api/v2/organizations/" + org + "/workspaces/app"}
+		for _, path := range paths {
+			for _, c := range []struct {
+				what, token, body string
+				status            int
+				says              string
+			}{
+				{"a team that cannot see it changing a setting", nobodyToken, body(`"description":"d"`, nil), http.StatusNotFound, "not found"},
+				{"a team that cannot see it moving it", nobodyToken, body("", landing), http.StatusNotFound, "not found"},
+				{"a team that cannot see it sending a bad body", nobodyToken, bad, http.StatusNotFound, "not found"},
+				{"a team with write changing a setting", writeToken, body(`"description":"d"`, nil), http.StatusForbidden, "insufficient permissions to change this workspace's settings"},
+				{"a team with write moving it", writeToken, body("", landing), http.StatusForbidden, "insufficient permissions to move this workspace"},
+				{"a team with write sending a bad body", writeToken, bad, http.StatusUnprocessableEntity, "auto-apply"},
+				{"a team with move moving it and changing a setting", moveToken, body(`"description":"d"`, landing), http.StatusForbidden, "insufficient permissions to change this workspace's settings"},
+			} {
+				status, got := e.API(t, c.token, "PATCH", path, c.body)
+				if status != c.status || !strings.Contains(string(got), c.says) {
+					t.Errorf("PATCH %s, %s: %d %s; want %d saying %q", path, c.what, status, got, c.status, c.says)
+				}
+			}
+		}
+		w, err := c.Workspaces.ReadByID(ctx, ws.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Project.ID != source.ID || w.Description != "" {
+			t.Fatalf("after the refused updates the workspace is in %s (%q), want %s unchanged", w.Project.ID, w.Description, source.ID)
+		}
+
+		// Nothing but the project, with an attribute the API does not
+		// know: a move.
+		status, got := e.API(t, moveToken, "PATCH", paths[0], body(`"not-an-attribute":true`, landing))
+		if status != http.StatusOK {
+			t.Fatalf("a team with move moving the workspace: %d %s", status, got)
+		}
+		if w, err = c.Workspaces.ReadByID(ctx, ws.ID); err != nil || w.Project.ID != landing.ID || w.Description != "" {
+			t.Fatalf("after the move the workspace is %+v (%v), want it in %s unchanged", w, err, landing.ID)
+		}
 	})
 }

@@ -641,8 +641,8 @@ func requireMoveInto(ctx context.Context, w *Workspace, dest string) error {
 
 // onlyMoves reports whether an update changes nothing of a workspace but
 // its project: the move permission decides it, not the right to change
-// the workspace's settings (the guard decides a request body the same
-// way: authz.Route.MovesWorkspace).
+// the workspace's settings. It is the one place a move is recognized: the
+// API's guard leaves the update's decision to Update.
 func (o Options) onlyMoves() bool {
 	rest := o
 	rest.ProjectID = nil
