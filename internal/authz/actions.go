@@ -20,6 +20,10 @@ const (
 	UserOnly Action = "user-only"
 	// Site administration.
 	SiteAdmin Action = "site-admin"
+	// AnyToken is any token an API route takes, run tokens included (not
+	// an agent's or a task result's): what the guard asks of a route whose
+	// service decides every caller itself (Route.ServiceDecides).
+	AnyToken Action = "any-token"
 
 	OrgRead         Action = "organization:read"
 	OrgEntitlements Action = "organization:read-entitlements"
@@ -193,6 +197,18 @@ const (
 	StateWrite       Action = "state:write"
 )
 
+// CreateRunAction is what creating a run asks: RunPlan for a run that can
+// only plan (plan-only, or on a speculative configuration version, which
+// terraform plan creates), RunApply for one that may apply. The run
+// service asks it of every run it creates for a caller (POST /runs among
+// them: Route.ServiceDecides).
+func CreateRunAction(onlyPlans bool) Action {
+	if onlyPlans {
+		return RunPlan
+	}
+	return RunApply
+}
+
 type scope int
 
 const (
@@ -260,6 +276,7 @@ var rules = map[Action]rule{
 		}
 		return nil
 	}},
+	AnyToken: {scope: scopeAny, any: func(*auth.Principal) error { return nil }},
 	UserOnly: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if p.Kind != auth.KindUser {
 			return core.Forbidden("%s cannot be used for this request: use a user token", p.Kind.Token())

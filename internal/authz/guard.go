@@ -3,7 +3,6 @@ package authz
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,9 +22,13 @@ type Route struct {
 	ActionOf func(vals map[string]string) Action
 	// Locate finds the resource; nil for actions of scope "any".
 	Locate Locator
-	// CreatesRun: the action is CreateRunAction's, for the run the
-	// request's body asks for.
-	CreatesRun bool
+	// ServiceDecides: the owning service asks the model itself, of every
+	// caller (run tokens too), what the decoded request asks, Action at
+	// most; the guard locates the resource (for the audit record) and
+	// refuses only a request without a token and the tokens no such
+	// route takes (AnyToken). POST /runs: run.Service.Create asks
+	// CreateRunAction, as it does of the runs an upload queues.
+	ServiceDecides bool
 	// Service marks routes whose resource the guard cannot locate from
 	// the request (tokens, memberships, variable sets, …): the guard only
 	// keeps run tokens out and the owning service decides, through its
@@ -132,12 +135,12 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 			}
 			return err
 		}
-		if rt.CreatesRun {
-			action = g.runCreateAction(ctx, req.Body())
-		}
 		// For the audit record of a request whose route names no
 		// organization (POST /runs): the response names the workspace.
 		tfeapi.NoteLocated(ctx, tfeapi.Located{Organization: res.Organization, WorkspaceID: res.WorkspaceID})
+	}
+	if rt.ServiceDecides {
+		return g.Service.Decide(ctx, p, AnyToken, Resource{})
 	}
 	return g.Service.Decide(ctx, p, action, res)
 }
@@ -182,37 +185,6 @@ func unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// CreateRunAction is what creating a run asks: RunPlan for a run that can
-// only plan (plan-only, or on a speculative configuration version, which
-// terraform plan creates), RunApply for one that may apply. The guard asks
-// it of POST /runs, and the run service of every run it creates.
-func CreateRunAction(onlyPlans bool) Action {
-	if onlyPlans {
-		return RunPlan
-	}
-	return RunApply
-}
-
-// runCreateAction is CreateRunAction for the run a POST /runs body asks
-// for: plan-only, or its configuration version speculative. A body that
-// does not decode only plans (the handler refuses it).
-func (g *Guard) runCreateAction(ctx context.Context, body []byte) Action {
-	doc, err := tfeapi.DecodeBytes(body)
-	if err != nil {
-		return CreateRunAction(true)
-	}
-	var a struct {
-		PlanOnly *bool `json:"plan-only"`
-	}
-	_ = json.Unmarshal(doc.Attributes, &a)
-	onlyPlans := a.PlanOnly != nil && *a.PlanOnly
-	if cv, _ := doc.RelID("configuration-version"); cv != "" && !onlyPlans {
-		spec, err := g.Service.resolver.Speculative(ctx, cv)
-		onlyPlans = err == nil && spec
-	}
-	return CreateRunAction(onlyPlans)
 }
 
 // --- locators

@@ -376,7 +376,8 @@ func (w *world) body(pattern string) []byte {
 // TestRouteMatrix asks every route of the table for every kind of caller:
 // allowed cells through the guard's decision in-process (running the
 // handler would change the world), refused cells over real HTTPS, where
-// the guard answers before any handler runs.
+// the guard answers before any handler runs (on a route whose service
+// decides, Route.ServiceDecides, the service answers them).
 func TestRouteMatrix(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		w := newWorld(t, e)

@@ -48,8 +48,6 @@ type Resolver interface {
 	// OrganizationExists returns core.ErrNotFound for an unknown
 	// organization.
 	OrganizationExists(ctx context.Context, name string) error
-	// Speculative reports whether a configuration version only plans.
-	Speculative(ctx context.Context, configVersionID string) (bool, error)
 }
 
 // Resource locates what a request acts on. Organization is always set;

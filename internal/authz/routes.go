@@ -379,7 +379,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/configuration-versions/{id}/download":         {Action: RunInputs, Locate: ByID("id"), TaskToken: true},
 	"POST /api/v2/configuration-versions/{id}/actions/archive": {Action: WorkspaceUpdate, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}/runs":                         {Action: RunRead, Locate: ByID("id")},
-	"POST /api/v2/runs":                                        {Action: RunApply, CreatesRun: true, Locate: ByRelationship("workspace")},
+	"POST /api/v2/runs":                                        {Action: RunApply, ServiceDecides: true, Locate: ByRelationship("workspace")},
 	"GET /api/v2/runs/{id}":                                    {Action: RunRead, Locate: ByID("id")},
 	"POST /api/v2/runs/{id}/actions/{action}":                  {ActionOf: runAction, Locate: ByID("id")},
 	"GET /api/v2/runs/{id}/run-events":                         {Action: RunRead, Locate: ByID("id")},

@@ -184,3 +184,101 @@ func archive(t *testing.T) []byte {
 	}
 	return b
 }
+
+// TestCreateRefusesBeforeItTells: POST /runs is decided by the run service
+// alone (the guard only locates the workspace), before it tells anything
+// of the workspace or of the configuration version asked for, so a
+// client is answered as when the guard decided: 404 to a team that cannot
+// see the workspace, 403 to one that sees it without the permission the
+// run needs, whether the workspace executes locally, the version is not
+// uploaded yet or belongs to another workspace. A team with plan access
+// is refused a run that may apply and starts one on a speculative
+// version; allowed, it is told what is wrong with what it asked.
+func TestCreateRefusesBeforeItTells(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "runorder")
+		workspace := func(name, mode string) *tfe.Workspace {
+			w, err := c.Workspaces.Create(ctx, org.Name, tfe.WorkspaceCreateOptions{Name: tfe.String(name), ExecutionMode: tfe.String(mode)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		remote, local, other := workspace("remote", "remote"), workspace("local", "local"), workspace("other", "remote")
+		team := func(name string, access tfe.AccessType, on ...*tfe.Workspace) string {
+			tm, err := c.Teams.Create(ctx, org.Name, tfe.TeamCreateOptions{Name: tfe.String(name), Visibility: tfe.String("organization")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range on {
+				if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(access), Team: tm, Workspace: w}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tok, err := c.TeamTokens.Create(ctx, tm.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok.Token
+		}
+		readers, planners, bystanders := team("readers", tfe.AccessRead, remote, local), team("planners", tfe.AccessPlan, remote), team("bystanders", tfe.AccessRead)
+		version := func(w *tfe.Workspace, speculative, upload bool) string {
+			t.Helper()
+			v, err := c.ConfigurationVersions.Create(ctx, w.ID, tfe.ConfigurationVersionCreateOptions{AutoQueueRuns: tfe.Bool(false), Speculative: tfe.Bool(speculative)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !upload {
+				return v.ID
+			}
+			if err := c.ConfigurationVersions.UploadTarGzip(ctx, v.UploadURL, bytes.NewReader(archive(t))); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(30 * time.Second); v.Status != tfe.ConfigurationUploaded; time.Sleep(50 * time.Millisecond) {
+				if v, err = c.ConfigurationVersions.Read(ctx, v.ID); err != nil {
+					t.Fatal(err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("configuration version %s is %s after 30s", v.ID, v.Status)
+				}
+			}
+			return v.ID
+		}
+		pending, uploaded, speculative := version(remote, false, false), version(remote, false, true), version(remote, true, true)
+		elsewhere, elsewhereSpeculative := version(other, false, true), version(other, true, true)
+		body := func(w *tfe.Workspace, cv string, planOnly bool) string {
+			rels := `"workspace":{"data":{"type":"workspaces","id":"` + w.ID + `"}}`
+			if cv != "" {
+				rels += `,"configuration-version":{"data":{"type":"configuration-versions","id":"` + cv + `"}}`
+			}
+			attrs := ""
+			if planOnly {
+				attrs = `"plan-only":true`
+			}
+			return `{"data":{"type":"runs","attributes":{` + attrs + `},"relationships":{` + rels + `}}}`
+		}
+		for _, c := range []struct {
+			what, token, body string
+			status            int
+			says              string
+		}{
+			{"a team that cannot see a local workspace", bystanders, body(local, "", false), 404, "not found"},
+			{"a team with read on a local workspace", readers, body(local, "", false), 403, "insufficient permissions to apply runs"},
+			{"a team that cannot see the workspace, on a pending version", bystanders, body(remote, pending, false), 404, "not found"},
+			{"a team with read, on a pending version", readers, body(remote, pending, true), 403, "insufficient permissions to queue plans"},
+			{"a team with plan, a run that may apply", planners, body(remote, uploaded, false), 403, "insufficient permissions to apply runs"},
+			{"a team with plan, another workspace's version", planners, body(remote, elsewhere, false), 403, "insufficient permissions to apply runs"},
+			{"a team with plan, another workspace's speculative version", planners, body(remote, elsewhereSpeculative, false), 404, "not found in workspace"},
+			{"a team with plan, a plan-only run on a pending version", planners, body(remote, pending, true), 422, "not uploaded"},
+			{"a team with plan, a speculative version", planners, body(remote, speculative, false), 201, `"plan-only":true`},
+		} {
+			status, got := e.API(t, c.token, "POST", "/api/v2/runs", c.body)
+			if status != c.status || !strings.Contains(string(got), c.says) {
+				t.Errorf("%s: %d %s; want %d saying %q", c.what, status, got, c.status, c.says)
+			}
+		}
+	})
+}

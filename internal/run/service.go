@@ -328,6 +328,8 @@ func actorOf(ctx context.Context) string {
 // Create queues a run the caller in ctx may start: the authorization
 // model decides it (authz.CreateRunAction: plan permission for a run that
 // only plans, apply permission for one that may apply), whoever calls.
+// It is POST /runs' one decision: the API's guard only locates the
+// workspace (authz.Route.ServiceDecides).
 func (s *Service) Create(ctx context.Context, o CreateOptions) (*Run, error) {
 	return s.create(ctx, o, true)
 }
@@ -350,17 +352,38 @@ func (s *Service) create(ctx context.Context, o CreateOptions, check bool) (*Run
 	if err != nil {
 		return nil, err
 	}
+	// The configuration version, and whether the run only plans, are
+	// known before anything is checked: what the model is asked depends
+	// on them. Their errors wait for its answer.
+	var cv *ConfigVersion
+	var cvErr error
+	if o.ConfigurationVersionID != "" {
+		cv, err = s.Configs.Get(ctx, o.ConfigurationVersionID)
+		if err != nil {
+			cv = nil
+		}
+		if err != nil || cv.WorkspaceID != ws.ID {
+			cvErr = core.NotFound("configuration version %s not found in workspace %s", o.ConfigurationVersionID, ws.ID)
+		}
+	} else if cv, err = s.Configs.Latest(ctx, ws.ID); err != nil {
+		cv, cvErr = nil, core.Invalid("workspace %q has no uploaded configuration version to run", ws.Name)
+	}
+	onlyPlans := val(o.PlanOnly, false) || cv != nil && cv.Speculative
+	if check {
+		// Before anything else is checked: a caller who may not start
+		// runs here learns nothing of the workspace's execution mode, its
+		// configuration versions or what it asked. A version of another
+		// workspace still says whether the run would only plan, so that
+		// the answer (refused, or not found) is the one it always was.
+		if err := authz.Allows(ctx, authz.CreateRunAction(onlyPlans), authz.Resource{Organization: ws.Organization, ProjectID: ws.ProjectID, WorkspaceID: ws.ID}); err != nil {
+			return nil, err
+		}
+	}
 	if ws.ExecutionMode == "local" {
 		return nil, core.Conflict("workspace %q uses local execution: runs execute where terraform runs, not on Terrace", ws.Name)
 	}
-	var cv *ConfigVersion
-	if o.ConfigurationVersionID != "" {
-		cv, err = s.Configs.Get(ctx, o.ConfigurationVersionID)
-		if err != nil || cv.WorkspaceID != ws.ID {
-			return nil, core.NotFound("configuration version %s not found in workspace %s", o.ConfigurationVersionID, ws.ID)
-		}
-	} else if cv, err = s.Configs.Latest(ctx, ws.ID); err != nil {
-		return nil, core.Invalid("workspace %q has no uploaded configuration version to run", ws.Name)
+	if cvErr != nil {
+		return nil, cvErr
 	}
 	if cv.Status != "uploaded" {
 		return nil, core.Invalid("configuration version %s is %s, not uploaded", cv.ID, cv.Status)
@@ -376,7 +399,7 @@ func (s *Service) create(ctx context.Context, o CreateOptions, check bool) (*Run
 		IsDestroy:              val(o.IsDestroy, false),
 		Refresh:                val(o.Refresh, true),
 		RefreshOnly:            val(o.RefreshOnly, false),
-		PlanOnly:               val(o.PlanOnly, false) || cv.Speculative,
+		PlanOnly:               onlyPlans,
 		SavePlan:               val(o.SavePlan, false),
 		AutoApply:              val(o.AutoApply, ws.AutoApply),
 		AllowEmptyApply:        val(o.AllowEmptyApply, false),
@@ -400,13 +423,6 @@ func (s *Service) create(ctx context.Context, o CreateOptions, check bool) (*Run
 		wsProjectKnown: ws.ProjectID != "",
 		Plan:           Phase{ID: core.NewID(core.PrefixPlan), Status: PhasePending, Timestamps: Stamps{}},
 		Apply:          Phase{ID: core.NewID(core.PrefixApply), Status: PhasePending, Timestamps: Stamps{}},
-	}
-	if check {
-		// Before the options are checked: a caller who may not start runs
-		// here learns nothing of what it asked.
-		if err := authz.Allows(ctx, authz.CreateRunAction(r.PlanOnly), authz.Resource{Organization: ws.Organization, ProjectID: ws.ProjectID, WorkspaceID: ws.ID}); err != nil {
-			return nil, err
-		}
 	}
 	if r.Source == "" {
 		r.Source = "tfe-api"

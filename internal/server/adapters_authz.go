@@ -132,11 +132,3 @@ func (a authzResolver) OrganizationExists(ctx context.Context, name string) erro
 	_, err := a.s.Orgs.Get(system(ctx), name)
 	return err
 }
-
-func (a authzResolver) Speculative(ctx context.Context, id string) (bool, error) {
-	cv, err := a.s.ConfigVersions.Get(system(ctx), id)
-	if err != nil {
-		return false, err
-	}
-	return cv.Speculative, nil
-}
