@@ -139,7 +139,7 @@ func (s *Service) buildAuthQuery(user bool) string {
 		LEFT JOIN (` + teams + `) tm ON t.kind = '` + string(KindTeam) + `' AND tm.id = t.subject
 		LEFT JOIN (` + orgIDs + `) o ON t.kind IN ('` + string(KindOrganization) + `', '` + string(KindAuditTrails) + `') AND o.id = t.subject
 		LEFT JOIN (` + runs + `) r ON t.kind = '` + string(KindRun) + `' AND r.id = t.subject
-		LEFT JOIN (` + o.DisabledOrganizationsSQL() + `) od ON od.name = COALESCE(x.organization_name, tm.organization_name, o.name)
+		LEFT JOIN (` + o.DisabledOrganizationsSQL() + `) od ON od.name = COALESCE(x.organization_name, tm.organization_name, o.name, r.organization_name)
 		WHERE t.hash = ?`
 }
 
@@ -226,8 +226,8 @@ type authRow struct {
 	teamID, teamName, teamAttrs sql.NullString
 	teamCreated                 sql.NullInt64
 	// suspended is the user's; orgDisabled names the row's organization
-	// (the membership's, or a team or organization token's) when a site
-	// admin has disabled it.
+	// (the membership's, or a team, organization or run token's) when a
+	// site admin has disabled it.
 	suspended   sql.NullBool
 	orgDisabled sql.NullString
 }
@@ -338,8 +338,8 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		if k == KindTeam {
 			p.TeamID, p.Organization, p.OwnersTeam = subject, teamOrg.String, ownersTeam.Int64 == 1
 		}
-		if orgDisabled.Valid {
-			return nil, true, OrganizationDisabled(p.Organization)
+		if err := refuseDisabled(p, orgDisabled.Valid); err != nil {
+			return nil, true, err
 		}
 		ttl, applies, err := s.tokenTTL(ctx, p)
 		if err == nil {
@@ -355,7 +355,11 @@ func (s *Service) authenticate(ctx context.Context, at keepAt, user bool, hash s
 		if !runWS.Valid || runFinal.Int64 == 1 {
 			return nil, true, core.Unauthorized("the token's run no longer exists")
 		}
-		return &Principal{Kind: k, TokenID: id, RunID: subject, WorkspaceID: runWS.String, Organization: runOrg.String}, true, nil
+		p := &Principal{Kind: k, TokenID: id, RunID: subject, WorkspaceID: runWS.String, Organization: runOrg.String}
+		if err := refuseDisabled(p, orgDisabled.Valid); err != nil {
+			return nil, true, err
+		}
+		return p, true, nil
 	}
 	if !userID.Valid {
 		return nil, true, core.Unauthorized("the token's user no longer exists")

@@ -171,7 +171,7 @@ func CheckOrganization(ctx context.Context, org string) error {
 }
 
 // OrganizationDisabled is the refusal of a member of a disabled
-// organization (and of its team and organization tokens).
+// organization (and of every token of it: refuseDisabled).
 func OrganizationDisabled(org string) error {
 	return core.Forbidden("organization %q is disabled: a site administrator must enable it again", org)
 }

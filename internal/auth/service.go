@@ -333,9 +333,6 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		if err != nil {
 			return nil, core.Unauthorized("the token's team no longer exists")
 		}
-		if err := s.checkEnabled(ctx, p.Organization); err != nil {
-			return nil, err
-		}
 		if p.OwnersTeam, err = s.memberships.IsOwnersTeam(ctx, subject); err != nil {
 			return nil, err
 		}
@@ -352,9 +349,6 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 		p.Organization, err = s.orgs.NameByID(ctx, subject)
 		if err != nil {
 			return nil, core.Unauthorized("the token's organization no longer exists")
-		}
-		if err := s.checkEnabled(ctx, p.Organization); err != nil {
-			return nil, err
 		}
 	case KindRun:
 		if s.runs == nil {
@@ -377,6 +371,15 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 	default:
 		return nil, core.Unauthorized("unknown token kind")
 	}
+	if p.Kind != KindUser {
+		disabled, err := s.orgs.DisabledOrganizations(ctx, []string{p.Organization})
+		if err != nil {
+			return nil, err
+		}
+		if err := refuseDisabled(p, len(disabled) > 0); err != nil {
+			return nil, err
+		}
+	}
 	return s.checkTTL(ctx, p, created)
 }
 
@@ -385,15 +388,18 @@ func userSuspended(username string) error {
 	return core.Unauthorized("user %q is suspended: a site administrator must unsuspend the account", username)
 }
 
-// checkEnabled refuses the team and organization tokens of a disabled
-// organization.
-func (s *Service) checkEnabled(ctx context.Context, org string) error {
-	disabled, err := s.orgs.DisabledOrganizations(ctx, []string{org})
-	if err != nil {
-		return err
-	}
-	if len(disabled) > 0 {
-		return OrganizationDisabled(org)
+// refuseDisabled is the one decision on a token that belongs to an
+// organization (every kind but a user's: team, organization,
+// audit-trails, run, agent and task result tokens): refused, saying why
+// (403), while a site admin has that organization disabled (disabled).
+// Both ways of authenticating ask it (the one query and principal), so it
+// holds on the next request on every replica, and for work done later on
+// a token's behalf (PrincipalOfToken). A user's token is not refused: the
+// user's membership of a disabled organization does not count
+// (Principal.Disabled), and their other organizations do.
+func refuseDisabled(p *Principal, disabled bool) error {
+	if disabled && p.Kind != KindUser {
+		return OrganizationDisabled(p.Organization)
 	}
 	return nil
 }

@@ -24,12 +24,19 @@ import (
 //
 // Of those attributes Terrace implements is-disabled: a disabled
 // organization is closed to its members (their user tokens and sessions
-// act as if they were not members, and are told why), to its teams' and
-// its own tokens (refused at authentication), on the very next request on
-// every replica (the column is read by authentication, and every update of
-// organizations raises the authentication epoch). Site admins still reach
-// it, to enable it again. Runs already queued or running are left to
-// finish.
+// act as if they were not members, and are told why), and to every token
+// of its own, team, organization, run, agent or run task (refused at
+// authentication: internal/auth's refuseDisabled), on the very next
+// request on every replica (the column is read by authentication, and
+// every update of organizations raises the authentication epoch). Site
+// admins still reach it, to enable it again. No runner claims a job of its
+// runs (the run domain's ClosedOrganizationsSQL is DisabledOrganizationsSQL):
+// they wait in the queue, and enabling it again wakes the runners
+// (OnEnable). A job already claimed is left to end or error rather than
+// canceled: disabling is undone by enabling, which a canceled run is not,
+// and an apply cut off leaves resources apart from the state. On the
+// server's runners it runs to its end; an agent, whose token is refused,
+// loses it as a silent agent does.
 //
 // The others describe what Terrace does not have, and say so: no beta
 // tools, no sharing of private modules or providers between organizations
@@ -84,6 +91,7 @@ func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool) (
 		return nil, err
 	}
 	var org *Organization
+	changed := false
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		if org, err = s.get(ctx, tx, name, true); err != nil {
@@ -92,12 +100,17 @@ func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool) (
 		if org.Disabled == disabled {
 			return nil
 		}
-		org.Disabled, org.UpdatedAt = disabled, core.Now()
+		org.Disabled, org.UpdatedAt, changed = disabled, core.Now(), true
 		_, err = tx.Exec(ctx, `UPDATE organizations SET is_disabled = ?, updated_at = ? WHERE id = ?`, disabled, core.Micros(org.UpdatedAt), org.ID)
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if changed && !disabled {
+		for _, fn := range s.OnEnable {
+			fn(ctx, org.Name)
+		}
 	}
 	return org, nil
 }

@@ -33,6 +33,9 @@ type Service struct {
 	// columns: the namespace of its private registry modules and
 	// providers.
 	OnRename []func(ctx context.Context, q store.Q, from, to string) error
+	// OnEnable runs after a site admin enabled a disabled organization
+	// again (SetDisabled), for what waited meanwhile: its queued runs.
+	OnEnable []func(ctx context.Context, org string)
 	// Pools tells the organization of an agent pool (nil: no agent pools).
 	Pools interface {
 		PoolOrganization(ctx context.Context, id string) (string, error)

@@ -65,8 +65,9 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	var job *Job
 	var started *Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
-		// The oldest queued job, taken in one statement.
-		oldest := `SELECT id FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ? ORDER BY created_at, id LIMIT 1`
+		// The oldest queued job, taken in one statement; one of a closed
+		// organization waits in the queue (ClosedOrganizationsSQL).
+		oldest := `SELECT id FROM jobs WHERE status = 'queued' AND queue = ? AND agent_pool_id = ?` + s.notClosed() + ` ORDER BY created_at, id LIMIT 1`
 		pg := tx.Driver().Name() == "postgres"
 		if pg {
 			oldest += ` FOR UPDATE SKIP LOCKED`
@@ -128,6 +129,15 @@ func (s *Service) ClaimPool(ctx context.Context, runnerID string, queue Queue, p
 	// next change).
 	s.changedLater(ctx, started)
 	return job, nil
+}
+
+// notClosed is the condition on jobs that leaves out those of the
+// organizations ClosedOrganizationsSQL lists ("" when none is set).
+func (s *Service) notClosed() string {
+	if s.ClosedOrganizationsSQL == "" {
+		return ""
+	}
+	return ` AND NOT EXISTS (SELECT 1 FROM runs cr WHERE cr.id = jobs.run_id AND cr.organization_name IN (` + s.ClosedOrganizationsSQL + `))`
 }
 
 // startPhase moves the run into planning or applying and opens the

@@ -101,6 +101,11 @@ type Options struct {
 	// Keys seals the runs' variables (VariablesColumn); nil stores them
 	// as given.
 	Keys *seal.Keyring
+	// ClosedOrganizationsSQL, when set, is a query with one column, name,
+	// listing the organizations whose jobs no runner claims (those a site
+	// admin has disabled): their jobs stay queued until it lists them no
+	// more (Resume wakes the runners then).
+	ClosedOrganizationsSQL string
 }
 
 // Service runs the run lifecycle.
@@ -265,6 +270,11 @@ func (s *Service) nudgeIfQueued(before uint64) {
 		s.nudge()
 	}
 }
+
+// Resume wakes the runners of every replica when jobs already queued may
+// be claimed again (an organization enabled again: ClosedOrganizationsSQL
+// no longer lists it).
+func (s *Service) Resume() { s.nudge() }
 
 // WakeLocal wakes this replica's runners and long-polling claims (agents'
 // included) after another replica announced a queued job.

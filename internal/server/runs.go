@@ -141,7 +141,9 @@ func (s *Server) wireRuns() {
 	s.Runs = run.NewService(run.Options{
 		DB: s.DB, Blobs: s.Blobs, Signer: s.Signer, Logger: s.logger.With("component", "runs"),
 		Workspaces: runWorkspaces{s.DB, s.Workspaces, s.AgentPools}, Configs: runConfigs{s.DB}, LeaseTTL: s.cfg.JobHeartbeatTimeout, Keys: s.Keys,
+		ClosedOrganizationsSQL: s.Orgs.DisabledOrganizationsSQL(),
 	})
+	s.Orgs.OnEnable = append(s.Orgs.OnEnable, func(context.Context, string) { s.Runs.Resume() })
 	s.Auth.SetRunResolver(s.Runs)
 	s.Workspaces.Runs = s.Runs
 	s.Workspaces.OnUnlock = append(s.Workspaces.OnUnlock, func(ctx context.Context, id string) {
