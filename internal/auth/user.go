@@ -85,6 +85,24 @@ func (s *Service) GetUsers(ctx context.Context, ids []string) (map[string]*User,
 	return out, rows.Err()
 }
 
+// NotifiedEmails returns the email addresses of those of the users with
+// the given IDs whom notifications are sent to: users that exist, have an
+// address and are not suspended (a suspended account gets no mail about
+// its organizations' work until a site admin unsuspends it).
+func (s *Service) NotifiedEmails(ctx context.Context, ids []string) ([]string, error) {
+	users, err := s.GetUsers(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(users))
+	for _, u := range users {
+		if u.Email != "" && !u.Suspended {
+			out = append(out, u.Email)
+		}
+	}
+	return out, nil
+}
+
 // UpdateUser changes a user's username and email; a taken username is
 // invalid.
 func (s *Service) UpdateUser(ctx context.Context, id, username, email string) (*User, error) {

@@ -34,8 +34,8 @@ type SMTP struct {
 	TLSConfig *tls.Config
 }
 
-// UserEmails resolves user IDs to their email addresses (users that no
-// longer exist are left out).
+// UserEmails resolves user IDs to the email addresses notifications go
+// to (users that no longer exist, and suspended users, are left out).
 type UserEmails func(ctx context.Context, ids []string) ([]string, error)
 
 // mailBody is what the outbox keeps for an email destination: the message

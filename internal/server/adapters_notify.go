@@ -53,19 +53,7 @@ func (s *Server) wireNotify() error {
 		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL, Keys: s.Keys,
 		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
 		SMTP:          mail,
-		UserEmails: func(ctx context.Context, ids []string) ([]string, error) {
-			users, err := s.Auth.GetUsers(ctx, ids)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]string, 0, len(users))
-			for _, u := range users {
-				if u.Email != "" {
-					out = append(out, u.Email)
-				}
-			}
-			return out, nil
-		},
+		UserEmails:    s.Auth.NotifiedEmails,
 	})
 	if err != nil {
 		return err
