@@ -178,6 +178,8 @@ func (s *Service) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if u.Suspended {
+		// Refused as a password sign-in is, and recorded the same way.
+		s.recordSignin(r, audit.SignInRefused, u.ID, u.Username, "oidc")
 		fail(http.StatusForbidden, suspendedMessage)
 		return
 	}

@@ -217,3 +217,63 @@ func storedSealed(t *testing.T, e *testenv.Env) {
 		t.Fatal("no sign-in in progress is stored")
 	}
 }
+
+// TestBrowserOIDCRefusesASuspendedUser: single sign-on through the real
+// OpenID provider for a user a site admin has suspended (the user the
+// provider's verified address names) is refused, as the password
+// sign-in refuses it (TestSuspendedUserCannotSignIn): the page says why,
+// no session starts, and the refusal is in the audit trail; unsuspended,
+// the same sign-in succeeds.
+func TestBrowserOIDCRefusesASuspendedUser(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	issuer := "http://localhost:" + strconv.Itoa(port) + "/"
+	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) {
+		c.OIDCIssuer, c.OIDCClientID, c.OIDCClientSecret, c.OIDCName = issuer, "web", "secret", "Example ID"
+	}})
+	oidcProvider(t, port, e.URL+"/app/sso/callback")
+	ctx := context.Background()
+	u, err := e.Server.Auth.CreateUser(ctx, e.Server.DB, "zed", "test-user@zitadel.ch", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.Admin.Users.Suspend(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, e)
+	signInSSO := func(what string) {
+		t.Helper()
+		b.run(what+": opening the sign-in page", chromedp.Navigate(e.URL+"/app/signin?next=/app/settings/tokens"), chromedp.WaitVisible(chromedp.ID("sso")))
+		b.run(what+": going to the provider", chromedp.Click(chromedp.ID("sso")))
+		b.waitFor(what+": the SSO button leading to the provider", func(loc string) bool { return strings.HasPrefix(loc, issuer) })
+		b.run(what+": signing in at the provider",
+			chromedp.WaitVisible(chromedp.ID("username")),
+			chromedp.SetValue(chromedp.ID("username"), "test-user@localhost"),
+			chromedp.SetValue(chromedp.ID("password"), "verysecure"),
+			chromedp.Click(chromedp.CSS(`button[type=submit]`)))
+		b.waitFor(what+": back at Terrace", func(loc string) bool { return strings.HasPrefix(loc, e.URL) })
+	}
+
+	signInSSO("suspended")
+	b.waitText("#message", "suspended")
+	for _, c := range b.cookies(e.URL) {
+		if c.Name == signin.CookieName {
+			t.Fatal("a suspended user's single sign-on started a session")
+		}
+	}
+	b.run("opening a page that needs a session", chromedp.Navigate(e.URL+"/app/settings/tokens"), chromedp.WaitVisible(chromedp.ID("sso")))
+	wantEvents(t, signinEvents(t, e), "sign-in-refused zed")
+	if again, err := e.Server.Auth.UserByEmail(ctx, "test-user@zitadel.ch"); err != nil || again.ID != u.ID {
+		t.Fatalf("the refused sign-in's user: %+v, %v; want %s, no new one", again, err, u.ID)
+	}
+
+	if _, err := e.Client.Admin.Users.Unsuspend(ctx, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	signInSSO("unsuspended")
+	b.run("the unsuspended user's page", chromedp.WaitVisible(chromedp.ID("create-token")))
+	if !strings.Contains(b.text("header"), "zed") {
+		t.Fatalf("signed in as %q, want zed", b.text("header"))
+	}
+	wantEvents(t, signinEvents(t, e), "sign-in-refused zed", "sign-in zed")
+}
