@@ -181,6 +181,38 @@ func (a *API) adminDocuments(ctx context.Context, orgs []*Organization, includeO
 	return out, included, nil
 }
 
+// AdminIncluded renders the named organizations (those that exist) as
+// the admin API shows them, each with its owners, and the owners'
+// documents: what the admin workspace and run lists include for
+// ?include=organization.owners and workspace.organization.owners. Site
+// admins only.
+func (a *API) AdminIncluded(r *http.Request, names []string) ([]any, error) {
+	ctx := r.Context()
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
+		return nil, err
+	}
+	orgs := make([]*Organization, 0, len(names))
+	for _, name := range names {
+		o, err := a.Service.Get(ctx, name)
+		if core.KindOf(err) == core.KindNotFound {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		orgs = append(orgs, o)
+	}
+	docs, owners, err := a.adminDocuments(ctx, orgs, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, 0, len(docs)+len(owners))
+	for _, d := range docs {
+		out = append(out, d)
+	}
+	return append(out, owners...), nil
+}
+
 // adminFilter reads the query of GET admin/organizations: q (part of the
 // name or notification email), q[name], q[email], and Terraform
 // Enterprise's filter[module_producer] and filter[provider_producer]

@@ -41,11 +41,59 @@ func runIDs(l *tfe.AdminRunsList) []string {
 	return out
 }
 
+// includedOwners reads an admin list answered with
+// include=organization.owners (or workspace.organization.owners): each
+// included organization's owners, by organization name, each of whom
+// must be included too, as a user.
+func includedOwners(t *testing.T, code int, body string) map[string][]string {
+	t.Helper()
+	var doc struct {
+		Included []struct {
+			Type, ID      string
+			Relationships map[string]struct {
+				Data json.RawMessage `json:"data"`
+			} `json:"relationships"`
+		} `json:"included"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
+		t.Fatalf("a list with its organizations' owners: %d %s", code, body)
+	}
+	users := map[string]bool{}
+	for _, inc := range doc.Included {
+		if inc.Type == "users" {
+			users[inc.ID] = true
+		}
+	}
+	out := map[string][]string{}
+	for _, inc := range doc.Included {
+		if inc.Type != "organizations" {
+			continue
+		}
+		rel, ok := inc.Relationships["owners"]
+		if !ok {
+			t.Fatalf("included organization %s has no owners relationship: %s", inc.ID, body)
+		}
+		var refs []struct{ Type, ID string }
+		if err := json.Unmarshal(rel.Data, &refs); err != nil {
+			t.Fatalf("included organization %s's owners: %v: %s", inc.ID, err, body)
+		}
+		out[inc.ID] = []string{}
+		for _, u := range refs {
+			if u.Type != "users" || !users[u.ID] {
+				t.Fatalf("organization %s's owner %s/%s is not included: %s", inc.ID, u.Type, u.ID, body)
+			}
+			out[inc.ID] = append(out[inc.ID], u.ID)
+		}
+	}
+	return out
+}
+
 // TestAdminRuns: a site administrator lists every organization's runs
 // (go-tfe's Admin.Runs), newest first and paged, searched by run ID,
 // workspace name or organization name (LIKE's wildcards taken
 // literally), filtered by status and by when they were created, with
-// their workspaces and those workspaces' organizations included. A date
+// their workspaces, those workspaces' organizations and those
+// organizations' owners included. A date
 // that is not RFC 3339 is a 400 JSON:API error that says so; a status no
 // run has finds nothing. Everyone else, an organization's owner too, is
 // told the routes do not exist.
@@ -124,7 +172,7 @@ func TestAdminRuns(t *testing.T) {
 		want("to r2", list(&tfe.AdminRunsListOptions{CreatedBefore: at(r2.CreatedAt.Add(ms))}), r2, r1)
 		want("from r2 to r2", list(&tfe.AdminRunsListOptions{CreatedAfter: at(r2.CreatedAt.Add(-ms)), CreatedBefore: at(r2.CreatedAt.Add(ms))}), r2)
 		want("from r3 to r1", list(&tfe.AdminRunsListOptions{CreatedAfter: at(r3.CreatedAt.Add(-ms)), CreatedBefore: at(r1.CreatedAt.Add(ms))}))
-		for _, q := range []string{"filter%5Bfrom%5D=yesterday", "filter%5Bto%5D=2026-01-02", "include=workspace.organization.owners"} {
+		for _, q := range []string{"filter%5Bfrom%5D=yesterday", "filter%5Bto%5D=2026-01-02", "include=workspace.owners"} {
 			code, body := e.API(t, "", "GET", "/api/v2/admin/runs?"+q, nil)
 			var doc struct {
 				Errors []struct{ Status, Detail string } `json:"errors"`
@@ -145,10 +193,39 @@ func TestAdminRuns(t *testing.T) {
 				t.Fatalf("run %s's included workspace: %+v", r.ID, w)
 			}
 		}
-		code, body := e.API(t, "", "GET", "/api/v2/admin/runs?include=workspace", nil)
+		// workspace.organization.owners, as go-tfe sends it: the
+		// workspaces, their organizations (the admin document) and the
+		// owners, the site admin who made them.
+		me, err := c.Users.ReadCurrent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withOwners := list(&tfe.AdminRunsListOptions{Include: []tfe.AdminRunIncludeOpt{tfe.AdminRunWorkspaceOrgOwners}})
+		want("with workspace.organization.owners", withOwners, r3, r2, r1)
+		if w := withOwners.Items[1].Workspace; w == nil || w.ID != db.ID || w.Name != "db" {
+			t.Fatalf("run %s's included workspace: %+v", r2.ID, w)
+		}
+		code, body := e.API(t, "", "GET", "/api/v2/admin/runs?include=workspace.organization.owners", nil)
+		if owners := includedOwners(t, code, string(body)); len(owners) != 2 || !slices.Equal(owners["acme"], []string{me.ID}) || !slices.Equal(owners["beta"], []string{me.ID}) {
+			t.Fatalf("the included organizations' owners: %v, want acme's and beta's, %s", owners, me.ID)
+		}
 		var doc struct {
 			Included []struct{ Type, ID string } `json:"included"`
 		}
+		if json.Unmarshal(body, &doc) != nil {
+			t.Fatal(string(body))
+		}
+		var workspaces []string
+		for _, inc := range doc.Included {
+			if inc.Type == "workspaces" {
+				workspaces = append(workspaces, inc.ID)
+			}
+		}
+		if slices.Sort(workspaces); !slices.Equal(workspaces, slices.Sorted(slices.Values([]string{web.ID, db.ID}))) {
+			t.Fatalf("include=workspace.organization.owners included the workspaces %v, want both", workspaces)
+		}
+		code, body = e.API(t, "", "GET", "/api/v2/admin/runs?include=workspace", nil)
+		doc.Included = nil
 		if code != http.StatusOK || json.Unmarshal(body, &doc) != nil || len(doc.Included) != 2 {
 			t.Fatalf("include=workspace: %d %s, want each of the two workspaces once", code, body)
 		}

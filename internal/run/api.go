@@ -34,11 +34,12 @@ type API struct {
 	// UserByName resolves search[user] to a user ID (core.NotFound when
 	// there is no such user).
 	UserByName func(r *http.Request, username string) (string, error)
-	// AdminWorkspaces renders the admin documents of workspaces (and,
-	// with organizations, each of their organizations once) for the admin
-	// run list's ?include=workspace and workspace.organization (nil: left
-	// out).
-	AdminWorkspaces func(r *http.Request, ids []string, organizations bool) ([]any, error)
+	// AdminWorkspaces renders the admin documents of workspaces and what
+	// inc asks of them (organization, organization.owners: the admin
+	// workspace routes' includes) for the admin run list's
+	// ?include=workspace, workspace.organization and
+	// workspace.organization.owners (nil: left out).
+	AdminWorkspaces func(r *http.Request, ids []string, inc map[string]bool) ([]any, error)
 	// LogTTL is how long a log-read-url stays valid. Defaults to 1h.
 	LogTTL time.Duration
 }

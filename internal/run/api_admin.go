@@ -40,7 +40,7 @@ func adminRunJSON(r *Run) *jsonAdminRun {
 }
 
 // adminRunIncludes are what ?include= may ask of the admin run list.
-var adminRunIncludes = []string{"workspace", "workspace.organization"}
+var adminRunIncludes = []string{"workspace", "workspace.organization", "workspace.organization.owners"}
 
 // adminTime reads a date filter: RFC 3339, as Terraform Enterprise
 // documents them (zero when absent).
@@ -84,7 +84,7 @@ func (a *API) adminList(w http.ResponseWriter, req *http.Request) error {
 		return err
 	}
 	var included []any
-	if (inc["workspace"] || inc["workspace.organization"]) && a.AdminWorkspaces != nil && len(runs) > 0 {
+	if (inc["workspace"] || inc["workspace.organization"] || inc["workspace.organization.owners"]) && a.AdminWorkspaces != nil && len(runs) > 0 {
 		var ids []string
 		seen := map[string]bool{}
 		for _, r := range runs {
@@ -93,7 +93,8 @@ func (a *API) adminList(w http.ResponseWriter, req *http.Request) error {
 				ids = append(ids, r.WorkspaceID)
 			}
 		}
-		if included, err = a.AdminWorkspaces(req, ids, inc["workspace.organization"]); err != nil {
+		wsInc := map[string]bool{"organization": inc["workspace.organization"], "organization.owners": inc["workspace.organization.owners"]}
+		if included, err = a.AdminWorkspaces(req, ids, wsInc); err != nil {
 			return err
 		}
 	}

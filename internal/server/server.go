@@ -363,6 +363,7 @@ func (s *Server) routes() http.Handler {
 	stateAPI := &state.API{Service: s.States}
 	stateAPI.Register(api, capability)
 	wsAPI.IncludeOrganization, wsAPI.IncludeStateVersion = orgAPI.Render, stateAPI.Render
+	wsAPI.IncludeOrganizationOwners = orgAPI.AdminIncluded
 	cvAPI := &configversion.API{Service: s.ConfigVersions}
 	cvAPI.Register(api)
 	cvAPI.RegisterCapability(capability)

@@ -38,11 +38,59 @@ func jsonAPIError(t *testing.T, body string) (status, detail string) {
 	return doc.Errors[0].Status, doc.Errors[0].Detail
 }
 
+// includedOwners reads an admin list answered with
+// include=organization.owners (or workspace.organization.owners): each
+// included organization's owners, by organization name, each of whom
+// must be included too, as a user.
+func includedOwners(t *testing.T, code int, body string) map[string][]string {
+	t.Helper()
+	var doc struct {
+		Included []struct {
+			Type, ID      string
+			Relationships map[string]struct {
+				Data json.RawMessage `json:"data"`
+			} `json:"relationships"`
+		} `json:"included"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
+		t.Fatalf("a list with its organizations' owners: %d %s", code, body)
+	}
+	users := map[string]bool{}
+	for _, inc := range doc.Included {
+		if inc.Type == "users" {
+			users[inc.ID] = true
+		}
+	}
+	out := map[string][]string{}
+	for _, inc := range doc.Included {
+		if inc.Type != "organizations" {
+			continue
+		}
+		rel, ok := inc.Relationships["owners"]
+		if !ok {
+			t.Fatalf("included organization %s has no owners relationship: %s", inc.ID, body)
+		}
+		var refs []struct{ Type, ID string }
+		if err := json.Unmarshal(rel.Data, &refs); err != nil {
+			t.Fatalf("included organization %s's owners: %v: %s", inc.ID, err, body)
+		}
+		out[inc.ID] = []string{}
+		for _, u := range refs {
+			if u.Type != "users" || !users[u.ID] {
+				t.Fatalf("organization %s's owner %s/%s is not included: %s", inc.ID, u.Type, u.ID, body)
+			}
+			out[inc.ID] = append(out[inc.ID], u.ID)
+		}
+	}
+	return out
+}
+
 // TestAdminWorkspaces: a site administrator lists every organization's
 // workspaces (go-tfe's Admin.Workspaces), paged, searched by workspace or
 // organization name (LIKE's wildcards taken literally), filtered by the
 // current run's status and sorted by name or by the current run's
-// creation, with organizations and current runs included; reads one and
+// creation, with organizations (and their owners) and current runs
+// included; reads one and
 // deletes one as the workspace's own DELETE does, runs and all, recorded
 // in the site's audit trail. A bad sort is a 400 JSON:API error; everyone
 // else, an organization's owner too, is told the routes do not exist.
@@ -128,6 +176,21 @@ func TestAdminWorkspaces(t *testing.T) {
 		}
 		if o := filtered.Items[1].Organization; o == nil || o.Email != "ops@beta.test" {
 			t.Fatalf("beta/app's included organization: %+v", o)
+		}
+		// organization.owners, as go-tfe sends it: the organizations
+		// (the admin document) with their owners, the site admin who
+		// made them, included.
+		me, err := c.Users.ReadCurrent(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned := list(&tfe.AdminWorkspaceListOptions{Query: "beta", Include: []tfe.AdminWorkspaceIncludeOpt{tfe.AdminWorkspaceOrgOwners}})
+		want("q=beta with organization.owners", owned, "beta/app", "beta/dbxmain")
+		for _, q := range []string{"?q=beta&include=organization.owners", "?q=beta&include=organization,organization.owners,current_run", "/" + ws["beta/app"].ID + "?include=organization.owners"} {
+			code, body := raw(t, e, "GET", "/api/v2/admin/workspaces"+q, "")
+			if owners := includedOwners(t, code, body); len(owners) != 1 || !slices.Equal(owners["beta"], []string{me.ID}) {
+				t.Fatalf("%s: the included organizations' owners: %v, want beta's, %s", q, owners, me.ID)
+			}
 		}
 		if l := list(&tfe.AdminWorkspaceListOptions{Filter: "applied"}); len(l.Items) != 0 || l.TotalCount != 0 {
 			t.Fatalf("filter applied: %v", adminNames(l))

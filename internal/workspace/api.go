@@ -47,6 +47,10 @@ type API struct {
 	// IncludeOrganization renders an organization for
 	// ?include=organization (nil: left out).
 	IncludeOrganization func(r *http.Request, name string) (any, error)
+	// IncludeOrganizationOwners renders organizations as the admin API
+	// shows them, with their owners, and the owners' documents, for the
+	// admin routes' ?include=organization.owners (nil: left out).
+	IncludeOrganizationOwners func(r *http.Request, names []string) ([]any, error)
 	// NoCode reports the registry module a workspace was provisioned from
 	// and whether a no-code upgrade is available (nil: none).
 	NoCode interface {

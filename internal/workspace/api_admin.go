@@ -3,6 +3,7 @@ package workspace
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/jsonapi"
@@ -42,20 +43,29 @@ func adminJSON(w *Summary) *jsonAdminWorkspace {
 }
 
 // adminIncludes are what ?include= may ask of the admin workspace routes.
-var adminIncludes = []string{"organization", "current_run"}
+var adminIncludes = []string{"organization", "organization.owners", "current_run"}
 
 // adminIncluded renders what inc asks for of the workspaces ws: each
-// organization once, and each current run.
+// organization once (as the admin organization document, with its owners
+// and theirs, for organization.owners), and each current run.
 func (a *API) adminIncluded(r *http.Request, inc map[string]bool, ws []*Summary) ([]any, error) {
 	var out []any
-	if inc["organization"] && a.IncludeOrganization != nil {
-		seen := map[string]bool{}
-		for _, w := range ws {
-			if seen[w.Organization] {
-				continue
-			}
-			seen[w.Organization] = true
-			o, err := a.IncludeOrganization(r, w.Organization)
+	var orgs []string
+	for _, w := range ws {
+		if !slices.Contains(orgs, w.Organization) {
+			orgs = append(orgs, w.Organization)
+		}
+	}
+	switch {
+	case inc["organization.owners"] && a.IncludeOrganizationOwners != nil:
+		more, err := a.IncludeOrganizationOwners(r, orgs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	case inc["organization"] && a.IncludeOrganization != nil:
+		for _, name := range orgs {
+			o, err := a.IncludeOrganization(r, name)
 			if err != nil {
 				return nil, err
 			}
@@ -138,10 +148,11 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) error {
 }
 
 // AdminIncluded renders the admin documents of the workspaces ids (those
-// that exist) and, with organizations, each of their organizations once:
-// what the admin run list includes for ?include=workspace and
-// workspace.organization.
-func (a *API) AdminIncluded(r *http.Request, ids []string, organizations bool) ([]any, error) {
+// that exist) and what inc asks of them (the admin workspace routes'
+// includes: organization, organization.owners): what the admin run list
+// includes for ?include=workspace, workspace.organization and
+// workspace.organization.owners.
+func (a *API) AdminIncluded(r *http.Request, ids []string, inc map[string]bool) ([]any, error) {
 	ws, err := a.Service.AdminSummaries(r.Context(), ids)
 	if err != nil {
 		return nil, err
@@ -150,6 +161,6 @@ func (a *API) AdminIncluded(r *http.Request, ids []string, organizations bool) (
 	for _, w := range ws {
 		out = append(out, adminJSON(w))
 	}
-	more, err := a.adminIncluded(r, map[string]bool{"organization": organizations}, ws)
+	more, err := a.adminIncluded(r, inc, ws)
 	return append(out, more...), err
 }
