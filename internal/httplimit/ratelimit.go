@@ -37,12 +37,11 @@ var (
 )
 
 // RateLimiter keeps one token bucket per key: perSecond requests a second,
-// with a burst of one second's worth.
+// with a burst of one second's worth. The rate may change while requests
+// are served (SetRate: the site's settings change it); reading it costs a
+// request one atomic load.
 type RateLimiter struct {
-	perSecond float64
-	// limit is LimitHeader's value, formatted once.
-	limit string
-	burst int
+	rate atomic.Pointer[limits]
 	// idle is how long an unused bucket is kept (a full bucket is the
 	// same as none).
 	idle time.Duration
@@ -54,33 +53,57 @@ type RateLimiter struct {
 	rejected atomic.Int64
 }
 
+// limits are a rate and what follows from it, made once per rate.
+type limits struct {
+	perSecond float64
+	// limit is LimitHeader's value, formatted once.
+	limit string
+	burst int
+}
+
 type bucket struct {
 	lim  *rate.Limiter
 	last time.Time
+	// of is the rate the bucket was made for.
+	of *limits
 }
 
 // NewRateLimiter returns a limiter of perSecond requests a second per key;
 // perSecond <= 0 allows everything.
 func NewRateLimiter(perSecond float64) *RateLimiter {
-	burst := int(perSecond)
-	if burst < 1 {
-		burst = 1
-	}
-	return &RateLimiter{perSecond: perSecond, limit: strconv.FormatFloat(perSecond, 'f', -1, 64), burst: burst, idle: time.Minute, buckets: map[string]*bucket{}}
+	l := &RateLimiter{idle: time.Minute, buckets: map[string]*bucket{}}
+	l.SetRate(perSecond)
+	return l
 }
 
+// SetRate changes the rate to perSecond requests a second per key (<= 0:
+// no limit) from the next request on. Keys start over with a full bucket
+// of the new rate.
+func (l *RateLimiter) SetRate(perSecond float64) {
+	if perSecond < 0 {
+		perSecond = 0
+	}
+	if cur := l.rate.Load(); cur != nil && cur.perSecond == perSecond {
+		return
+	}
+	l.rate.Store(&limits{perSecond: perSecond, limit: strconv.FormatFloat(perSecond, 'f', -1, 64), burst: max(int(perSecond), 1)})
+}
+
+// Rate is the rate in force (0: no limit).
+func (l *RateLimiter) Rate() float64 { return l.rate.Load().perSecond }
+
 // Enabled reports whether the limiter limits anything.
-func (l *RateLimiter) Enabled() bool { return l != nil && l.perSecond > 0 }
+func (l *RateLimiter) Enabled() bool { return l != nil && l.rate.Load().perSecond > 0 }
 
 // LimitHeader is the X-RateLimit-Limit value.
-func (l *RateLimiter) LimitHeader() string { return l.limit }
+func (l *RateLimiter) LimitHeader() string { return l.rate.Load().limit }
 
 // Rejected counts the requests answered 429.
 func (l *RateLimiter) Rejected() int64 { return l.rejected.Load() }
 
 // take spends one token of key's bucket; when none is left it returns
 // false and the wait until one is.
-func (l *RateLimiter) take(key string, now time.Time) (bool, time.Duration) {
+func (l *RateLimiter) take(lim *limits, key string, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.lastSweep) > l.idle {
@@ -92,8 +115,8 @@ func (l *RateLimiter) take(key string, now time.Time) (bool, time.Duration) {
 		l.lastSweep = now
 	}
 	b := l.buckets[key]
-	if b == nil {
-		b = &bucket{lim: rate.NewLimiter(rate.Limit(l.perSecond), l.burst)}
+	if b == nil || b.of != lim {
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(lim.perSecond), lim.burst), of: lim}
 		l.buckets[key] = b
 	}
 	b.last = now
@@ -105,22 +128,25 @@ func (l *RateLimiter) take(key string, now time.Time) (bool, time.Duration) {
 	return true, 0
 }
 
-// Handler limits next by key(r); a request whose key is "" passes. Every
-// limited response carries X-RateLimit-Limit and X-RateLimit-Reset (the
-// seconds until the next request would be allowed: 0 when it would be).
+// Handler limits next by key(r); a request whose key is "" passes, and
+// every request while the rate is no limit. Every limited response carries
+// X-RateLimit-Limit and X-RateLimit-Reset (the seconds until the next
+// request would be allowed: 0 when it would be).
 func (l *RateLimiter) Handler(key func(*http.Request) string, next http.Handler) http.Handler {
-	if !l.Enabled() {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lim := l.rate.Load()
+		if lim.perSecond <= 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
 		k := key(r)
 		if k == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ok, wait := l.take(k, time.Now())
+		ok, wait := l.take(lim, k, time.Now())
 		h := w.Header()
-		h[limitKey] = []string{l.limit}
+		h[limitKey] = []string{lim.limit}
 		reset := "0.000" // as FormatFloat says no wait, unformatted on the way of every request
 		if wait != 0 {
 			reset = strconv.FormatFloat(wait.Seconds(), 'f', 3, 64)
