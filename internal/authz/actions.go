@@ -24,6 +24,10 @@ const (
 	// an agent's or a task result's): what the guard asks of a route whose
 	// service decides every caller itself (Route.ServiceDecides).
 	AnyToken Action = "any-token"
+	// OrgCreate creates an organization: a user token (users create
+	// organizations and own them), a site admin's only when the site's
+	// limit-user-organization-creation setting is on.
+	OrgCreate Action = "organization:create"
 
 	OrgRead         Action = "organization:read"
 	OrgEntitlements Action = "organization:read-entitlements"
@@ -240,6 +244,10 @@ type rule struct {
 	// orgAsk, when set, is asked when org refuses: an organization
 	// permission that grants held inside the organization give.
 	orgAsk func(s *Service, ctx context.Context, st standing) (bool, error)
+	// anyAsk, when set, decides an action of scope "any" that the site's
+	// settings take part in, instead of any (s is the zero Service when
+	// no model is in the context: no settings).
+	anyAsk func(s *Service, ctx context.Context, p *auth.Principal) error
 }
 
 func member(st standing) bool { return st.member }
@@ -280,6 +288,22 @@ var rules = map[Action]rule{
 	UserOnly: {scope: scopeAny, any: func(p *auth.Principal) error {
 		if p.Kind != auth.KindUser {
 			return core.Forbidden("%s cannot be used for this request: use a user token", p.Kind.Token())
+		}
+		return nil
+	}},
+	OrgCreate: {scope: scopeAny, anyAsk: func(s *Service, ctx context.Context, p *auth.Principal) error {
+		if p.Kind != auth.KindUser {
+			return core.Forbidden("%s cannot create organizations: use a user token", p.Kind.Token())
+		}
+		if p.SiteAdmin || s.settings == nil {
+			return nil
+		}
+		limited, err := s.settings.LimitUserOrganizationCreation(ctx)
+		if err != nil {
+			return err
+		}
+		if limited {
+			return core.Forbidden("only site administrators may create organizations on this site (its limit-user-organization-creation setting)")
 		}
 		return nil
 	}},

@@ -185,7 +185,7 @@ func expect(a authz.Action, service bool, who string) int {
 			return http.StatusForbidden
 		}
 		return allow
-	case authz.UserOnly:
+	case authz.UserOnly, authz.OrgCreate: // the site lets every user create organizations
 		return in("owner", "member", "other-org-owner")
 	case authz.SiteAdmin:
 		return http.StatusNotFound // hidden from all but site admins

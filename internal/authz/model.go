@@ -69,11 +69,20 @@ type Resource struct {
 	UserID string
 }
 
+// SiteSettings are the site administrators' settings that decisions
+// follow (internal/sitesettings provides them).
+type SiteSettings interface {
+	// LimitUserOrganizationCreation: only site admins create
+	// organizations (OrgCreate).
+	LimitUserOrganizationCreation(ctx context.Context) (bool, error)
+}
+
 // Service is the authorization model and the store of team access grants.
 type Service struct {
 	db       *store.DB
 	teams    Teams
 	resolver Resolver
+	settings SiteSettings
 }
 
 // Options build a Service.
@@ -81,14 +90,17 @@ type Options struct {
 	DB       *store.DB
 	Teams    Teams
 	Resolver Resolver
+	// Settings are the site's settings; nil decides as they are by
+	// default (every user creates organizations).
+	Settings SiteSettings
 }
 
-// NewService returns the model; every option is required.
+// NewService returns the model; DB, Teams and Resolver are required.
 func NewService(o Options) (*Service, error) {
 	if o.DB == nil || o.Teams == nil || o.Resolver == nil {
 		return nil, fmt.Errorf("authz: DB, Teams and Resolver are required")
 	}
-	return &Service{db: o.DB, teams: o.Teams, resolver: o.Resolver}, nil
+	return &Service{db: o.DB, teams: o.Teams, resolver: o.Resolver, settings: o.Settings}, nil
 }
 
 // standing is a caller's position in one organization.
@@ -429,6 +441,9 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	}
 
 	if rule.scope == scopeAny {
+		if rule.anyAsk != nil {
+			return rule.anyAsk(s, ctx, p)
+		}
 		return rule.any(p)
 	}
 	if res.Organization == "" {

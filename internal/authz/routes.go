@@ -55,7 +55,7 @@ var Routes = map[string]Route{
 
 	// Organizations.
 	"GET /api/v2/organizations":                                                                       {Action: Authenticated},
-	"POST /api/v2/organizations":                                                                      {Action: UserOnly},
+	"POST /api/v2/organizations":                                                                      {Action: OrgCreate},
 	"GET /api/v2/organizations/{org}":                                                                 {Action: OrgRead, Locate: InOrg},
 	"PATCH /api/v2/organizations/{org}":                                                               {Action: OrgManage, Locate: InOrg},
 	"DELETE /api/v2/organizations/{org}":                                                              {Action: OrgManage, Locate: InOrg},

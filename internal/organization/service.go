@@ -160,11 +160,12 @@ func (o UpdateOptions) apply(org *Organization) error {
 	return nil
 }
 
-// Create makes an organization. Only user tokens may create one; the
-// creating user becomes an owner.
+// Create makes an organization, as the model's OrgCreate allows (user
+// tokens; only site admins' when the site limits organization creation);
+// the creating user becomes an owner.
 func (s *Service) Create(ctx context.Context, opts CreateOptions) (*Organization, error) {
 	p := auth.FromContext(ctx)
-	if err := auth.RequireKind(ctx, auth.KindUser); err != nil {
+	if err := authz.Allows(ctx, authz.OrgCreate, authz.Resource{}); err != nil {
 		return nil, err
 	}
 	if opts.Name == "" {

@@ -151,9 +151,9 @@ func membershipJSON(m *Membership, u *auth.User) *jsonMembership {
 	return j
 }
 
-func userJSON(p *auth.Principal, u *auth.User) *user.JSON {
-	return user.ToJSON(u, p.IsUser() && p.UserID == u.ID)
-}
+// userJSON renders a user for the caller (its own account with the
+// permissions the model gives it).
+func userJSON(ctx context.Context, u *auth.User) *user.JSON { return user.UserJSON(ctx, u) }
 
 // --- teams
 
@@ -229,7 +229,6 @@ func (a *API) teamIncludes(r *http.Request, teams []*Team, ms map[string]*Member
 		return nil, nil
 	}
 	ctx := r.Context()
-	p := auth.FromContext(ctx)
 	var ids []string
 	for _, t := range teams {
 		ids = append(ids, t.UserIDs...)
@@ -243,7 +242,7 @@ func (a *API) teamIncludes(r *http.Request, teams []*Team, ms map[string]*Member
 		if inc["users"] || inc["organization_memberships.user"] {
 			for _, id := range t.UserIDs {
 				if u := users[id]; u != nil {
-					out = append(out, userJSON(p, u))
+					out = append(out, userJSON(ctx, u))
 				}
 			}
 		}
@@ -336,10 +335,9 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	p := auth.FromContext(r.Context())
 	out := make([]*user.JSON, len(users))
 	for i, u := range users {
-		out[i] = userJSON(p, u)
+		out[i] = userJSON(r.Context(), u)
 	}
 	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 1), Total: len(out)})
 }
@@ -404,12 +402,12 @@ func (a *API) changeMembers(add, memberships bool) http.HandlerFunc {
 // --- organization memberships
 
 func (a *API) membershipIncluded(r *http.Request, ms []*Membership, users map[string]*auth.User, inc map[string]bool) []any {
-	p := auth.FromContext(r.Context())
+	ctx := r.Context()
 	var out []any
 	if inc["user"] {
 		for _, m := range ms {
 			if u := users[m.UserID]; u != nil {
-				out = append(out, userJSON(p, u))
+				out = append(out, userJSON(ctx, u))
 			}
 		}
 	}

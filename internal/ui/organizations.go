@@ -12,8 +12,9 @@ import (
 
 type orgsData struct {
 	Orgs []*organization.Organization
-	// CanCreate: the caller holds a user token (organizations are created
-	// by users, who become their owners).
+	// CanCreate: the model lets the caller create organizations (a user,
+	// who becomes its owner; only a site admin when the site limits
+	// organization creation).
 	CanCreate bool
 	// FirstRun: there is no organization at all yet and the caller is the
 	// site admin, who is led to create one.
@@ -43,7 +44,7 @@ func (u *UI) listOrganizations(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	p := auth.FromContext(ctx)
-	d := orgsData{Orgs: orgs, CanCreate: allowed(ctx, authz.UserOnly, authz.Resource{}), Form: form}
+	d := orgsData{Orgs: orgs, CanCreate: allowed(ctx, authz.OrgCreate, authz.Resource{}), Form: form}
 	if len(orgs) == 0 && p.SiteAdmin {
 		d.FirstRun = true
 		u.render(w, r, status, "firstrun", "Welcome to Terrace", "", d)

@@ -36,8 +36,7 @@ func (a *API) Register(mux *http.ServeMux) {
 }
 
 func (a *API) respondUser(w http.ResponseWriter, r *http.Request, u *auth.User) {
-	p := auth.FromContext(r.Context())
-	tfeapi.Respond(w, r, http.StatusOK, ToJSON(u, p.IsUser() && p.UserID == u.ID))
+	tfeapi.Respond(w, r, http.StatusOK, UserJSON(r.Context(), u))
 }
 
 func (a *API) current(w http.ResponseWriter, r *http.Request) {

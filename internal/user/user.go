@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 )
 
@@ -55,7 +56,8 @@ func avatarURL(email string) string {
 }
 
 // ToJSON renders a user. self adds what only the user (or a site admin)
-// sees about their own account: admin flags and permissions.
+// sees about their own account: admin flags and permissions (see SelfJSON,
+// which asks the model for the ones it decides).
 func ToJSON(u *auth.User, self bool) *JSON {
 	j := &JSON{
 		ID:        u.ID,
@@ -67,11 +69,27 @@ func ToJSON(u *auth.User, self bool) *JSON {
 	if self {
 		admin := u.SiteAdmin
 		j.IsSiteAdmin, j.IsAdmin = &admin, &admin
-		j.Permissions = &userPermissions{
-			CanCreateOrganizations: true, CanChangeEmail: true, CanChangeUsername: true, CanManageUserTokens: true,
-		}
+		j.Permissions = &userPermissions{CanChangeEmail: true, CanChangeUsername: true, CanManageUserTokens: true}
 	}
 	return j
+}
+
+// SelfJSON renders the caller's own account (the caller in ctx is u): its
+// permissions are the model's decisions, so that what it shows is what
+// the server enforces (can-create-organizations is OrgCreate's).
+func SelfJSON(ctx context.Context, u *auth.User) *JSON {
+	j := ToJSON(u, true)
+	j.Permissions.CanCreateOrganizations = authz.Allows(ctx, authz.OrgCreate, authz.Resource{}) == nil
+	return j
+}
+
+// UserJSON renders u for the caller in ctx: SelfJSON when it is the
+// caller's own account (with a user token), else ToJSON without it.
+func UserJSON(ctx context.Context, u *auth.User) *JSON {
+	if p := auth.FromContext(ctx); p.IsUser() && p.UserID == u.ID {
+		return SelfJSON(ctx, u)
+	}
+	return ToJSON(u, false)
 }
 
 // TokenJSON is the wire form of every token kind (go-tfe's TeamToken,
