@@ -65,6 +65,9 @@ type Sources struct {
 	// version a run asks for (a version a site admin registered and
 	// enabled; nil for any other).
 	Engine func(ctx context.Context, version string) (*engine.Release, error)
+	// Timeouts returns the site's time limits of a plan and an apply
+	// (0: none), read when a job starts.
+	Timeouts func(ctx context.Context) (plan, apply time.Duration, err error)
 }
 
 // Options configure the protocol's server side.
@@ -87,7 +90,7 @@ type Server struct {
 // NewServer returns the protocol's server side.
 func NewServer(o Options) (*Server, error) {
 	if o.Runs == nil || o.Agents == nil || o.Sources.Archive == nil || o.Sources.State == nil || o.Sources.Variables == nil ||
-		o.Sources.RunToken == nil || o.Sources.SaveState == nil || o.Sources.ProjectName == nil {
+		o.Sources.RunToken == nil || o.Sources.SaveState == nil || o.Sources.ProjectName == nil || o.Sources.Timeouts == nil {
 		return nil, errors.New("jobapi: runs, agents and every source are required")
 	}
 	if o.MaxWait <= 0 {
@@ -466,7 +469,7 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
 	in := &runner.Inputs{Hostname: s.o.Hostname}
 	var wg sync.WaitGroup
-	errs := make([]error, 8)
+	errs := make([]error, 9)
 	side := func(i int, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -528,6 +531,12 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 			return nil
 		})
 	}
+	side(8, func() (err error) {
+		if in.PlanTimeout, in.ApplyTimeout, err = s.o.Sources.Timeouts(ctx); err != nil {
+			return fmt.Errorf("reading the site's time limits: %w", err)
+		}
+		return nil
+	})
 	if phase == run.PhaseApply {
 		side(5, func() (err error) {
 			if in.PlanFile, err = s.o.Runs.PlanBlob(ctx, r.Plan.ID, "tfplan"); err != nil {

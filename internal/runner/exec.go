@@ -57,6 +57,52 @@ type jobExec struct {
 	// installed says the engine was downloaded for this job (shown after
 	// the log's header), "" when it was there already.
 	installed string
+	// limit is the phase running's time limit (see limitPhase): expired
+	// fires when it has passed, and timedOut says it did.
+	limit    phaseLimit
+	expired  <-chan time.Time
+	timedOut bool
+}
+
+// phaseLimit is a phase's time limit: the site's plan-timeout or
+// apply-timeout.
+type phaseLimit struct {
+	phase string // "plan" or "apply"
+	d     time.Duration
+}
+
+// limitPhase starts phase's time limit d (none when 0); stop ends it. A
+// terraform command running when it passes is interrupted as a cancel
+// would (SIGINT, then SIGKILL after the grace period), and the phase
+// errors with timeoutError.
+func (j *jobExec) limitPhase(phase string, d time.Duration) (stop func()) {
+	j.limit, j.expired, j.timedOut = phaseLimit{phase, d}, nil, false
+	if d <= 0 {
+		return func() {}
+	}
+	t := time.NewTimer(d)
+	j.expired = t.C
+	return func() {
+		t.Stop()
+		j.expired = nil
+	}
+}
+
+// timeoutError is what a phase that ran out of time reports.
+func (j *jobExec) timeoutError() string {
+	return fmt.Sprintf("Error: the %s was stopped: it reached the site's %s timeout of %s", j.limit.phase, j.limit.phase, shortDuration(j.limit.d))
+}
+
+// shortDuration writes d as it would be set: "2h", "1h30m", "90s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (j *jobExec) run(ctx context.Context) error {
@@ -92,7 +138,9 @@ func (j *jobExec) run(ctx context.Context) error {
 
 	j.header(ctx)
 	if j.job.Phase == run.PhasePlan {
+		stop := j.limitPhase("plan", in.PlanTimeout)
 		res := j.plan(ctx, in)
+		stop()
 		t0 = time.Now()
 		res.Log = j.out.Rest()
 		cont, err := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, res)
@@ -116,7 +164,9 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
+		stop = j.limitPhase("apply", in.ApplyTimeout)
 		applied := j.apply(ctx, in, res)
+		stop()
 		if described != nil {
 			t0 := time.Now()
 			if d := described(); d.planJSON != nil {
@@ -136,6 +186,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.uploadDescription(ctx, j.describe(ctx, in))
 		return nil
 	}
+	defer j.limitPhase("apply", in.ApplyTimeout)()
 	if err := j.init(ctx); err != nil {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 	}
@@ -509,6 +560,15 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 				_ = cmd.Process.Signal(os.Interrupt)
 				kill = time.After(j.r.cfg.CancelGrace)
 			}
+		case <-j.expired:
+			j.expired = nil
+			if j.cancel == run.NoSignal && !j.timedOut {
+				j.timedOut = true
+				fmt.Fprintf(j.out, "\nThe %s has run for the site's %s timeout of %s: asking terraform to stop (it is killed after %s).\n",
+					j.limit.phase, j.limit.phase, shortDuration(j.limit.d), j.r.cfg.CancelGrace)
+				_ = cmd.Process.Signal(os.Interrupt)
+				kill = time.After(j.r.cfg.CancelGrace)
+			}
 		case <-kill:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		case <-ctx.Done():
@@ -544,6 +604,9 @@ func (j *jobExec) init(ctx context.Context) error {
 	}
 	if j.cancel != run.NoSignal {
 		return errCanceled
+	}
+	if j.timedOut {
+		return errors.New(j.timeoutError())
 	}
 	if code != 0 {
 		return fmt.Errorf("terraform init failed (exit code %d)", code)
@@ -605,6 +668,8 @@ func (j *jobExec) plan(ctx context.Context, in *Inputs) run.PlanResult {
 	switch {
 	case j.cancel != run.NoSignal:
 		return run.PlanResult{Canceled: true, Error: "canceled"}
+	case j.timedOut:
+		return run.PlanResult{Error: j.timeoutError()}
 	case err != nil:
 		return run.PlanResult{Error: err.Error()}
 	case code == 1 && wroteConfig(generated):
@@ -682,6 +747,8 @@ func (j *jobExec) apply(ctx context.Context, in *Inputs, planned run.PlanResult)
 	switch {
 	case j.cancel != run.NoSignal:
 		res.Canceled, res.Error = true, "canceled"
+	case j.timedOut:
+		res.Error = j.timeoutError()
 	case err != nil:
 		res.Error = err.Error()
 	case code != 0:

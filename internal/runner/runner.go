@@ -58,6 +58,12 @@ type Inputs struct {
 	// enabled (nil for any other version; a server that predates it
 	// sends none, and an agent that predates it ignores it).
 	Engine *engine.Release `json:",omitempty"`
+	// PlanTimeout and ApplyTimeout are the site's time limits of a plan
+	// and of an apply (0: none; its plan-timeout and apply-timeout
+	// settings): a phase running longer is stopped, and errors saying so.
+	// A server that predates them sends none.
+	PlanTimeout  time.Duration `json:",omitempty"`
+	ApplyTimeout time.Duration `json:",omitempty"`
 }
 
 // API is the server as a runner sees it (internal/jobapi.Client).
