@@ -26,8 +26,11 @@ type SMTP struct {
 	Addr string
 	// From is the sender address.
 	From string
-	// Username and Password, when set, authenticate with PLAIN (net/smtp
-	// refuses that over an unencrypted connection except to localhost).
+	// Auth is how the server is authenticated to: "plain" (PLAIN) or
+	// "login" (LOGIN) with Username and Password, which are never sent
+	// over an unencrypted connection except to localhost; anything else
+	// sends none.
+	Auth               string
 	Username, Password string
 	// TLSConfig is used for STARTTLS when the server offers it (nil: the
 	// system roots, ServerName the host of Addr).
@@ -96,8 +99,8 @@ func (s *Service) recipients(ctx context.Context, c *Configuration) ([]string, e
 // sendMail sends one email delivery through the SMTP server, bounded by
 // Timeout. The response records the server's answer as HTTP answers are
 // recorded (Code "250" on success); it never carries the password.
-func (s *Service) sendMail(ctx context.Context, c *Configuration, body []byte) Response {
-	r := Response{URL: "smtp://" + s.o.SMTP.Addr, SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{}}
+func (s *Service) sendMail(ctx context.Context, server *SMTP, c *Configuration, body []byte) Response {
+	r := Response{URL: "smtp://" + server.Addr, SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{}}
 	var m mailBody
 	if err := json.Unmarshal(body, &m); err != nil {
 		r.Body = "the queued email is unreadable: " + err.Error()
@@ -113,7 +116,7 @@ func (s *Service) sendMail(ctx context.Context, c *Configuration, body []byte) R
 		return r
 	}
 	r.Headers["to"] = to
-	if err := s.smtpSend(ctx, to, m); err != nil {
+	if err := s.smtpSend(ctx, server, to, m); err != nil {
 		r.Body = err.Error()
 		var te *textproto.Error
 		if errors.As(err, &te) {
@@ -125,8 +128,7 @@ func (s *Service) sendMail(ctx context.Context, c *Configuration, body []byte) R
 	return r
 }
 
-func (s *Service) smtpSend(ctx context.Context, to []string, m mailBody) error {
-	cfg := s.o.SMTP
+func (s *Service) smtpSend(ctx context.Context, cfg *SMTP, to []string, m mailBody) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	host, _, err := net.SplitHostPort(cfg.Addr)
@@ -155,9 +157,16 @@ func (s *Service) smtpSend(ctx context.Context, to []string, m mailBody) error {
 			return fmt.Errorf("STARTTLS: %w", err)
 		}
 	}
-	if cfg.Username != "" {
-		if err := cl.Auth(smtp.PlainAuth("", cfg.Username, cfg.Password, host)); err != nil {
-			return fmt.Errorf("authenticating as %s: %w", cfg.Username, err)
+	var auth smtp.Auth
+	switch cfg.Auth {
+	case "plain":
+		auth = smtp.PlainAuth("", cfg.Username, cfg.Password, host)
+	case "login":
+		auth = &loginAuth{username: cfg.Username, password: cfg.Password, host: host}
+	}
+	if auth != nil {
+		if err := cl.Auth(auth); err != nil {
+			return fmt.Errorf("authenticating as %s (%s): %w", cfg.Username, cfg.Auth, err)
 		}
 	}
 	if err := cl.Mail(cfg.From); err != nil {
@@ -183,4 +192,42 @@ func (s *Service) smtpSend(ctx context.Context, to []string, m mailBody) error {
 		return err
 	}
 	return cl.Quit()
+}
+
+// loginAuth is the LOGIN mechanism (net/smtp has PLAIN and CRAM-MD5): the
+// user name and password, each when the server asks. As net/smtp's
+// PlainAuth, it sends them only over TLS or to localhost.
+type loginAuth struct {
+	username, password, host string
+}
+
+func (a *loginAuth) Start(server *smtp.ServerInfo) (string, []byte, error) {
+	if !server.TLS && !isLocalhost(server.Name) {
+		return "", nil, errors.New("unencrypted connection")
+	}
+	if server.Name != a.host {
+		return "", nil, errors.New("wrong host name")
+	}
+	return "LOGIN", nil, nil
+}
+
+func (a *loginAuth) Next(challenge []byte, more bool) ([]byte, error) {
+	if !more {
+		return nil, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(string(challenge))) {
+	case "username:", "user name", "username":
+		return []byte(a.username), nil
+	case "password:", "password":
+		return []byte(a.password), nil
+	}
+	return nil, fmt.Errorf("unexpected LOGIN challenge %q", challenge)
+}
+
+func isLocalhost(name string) bool {
+	if name == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
 }

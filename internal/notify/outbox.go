@@ -81,9 +81,22 @@ func (s *Service) enqueueEvent(ctx context.Context, workspaceID, projectID strin
 	}
 	trig := e.Trigger
 	var msgs []outbox.Message
+	mailChecked, canMail := false, false
 	for _, c := range configs {
-		if !c.Subscribes(trig) || (c.Destination == Email && s.o.SMTP == nil) {
+		if !c.Subscribes(trig) {
 			continue
+		}
+		if c.Destination == Email {
+			if !mailChecked {
+				m, err := s.mailServer(ctx)
+				if err != nil {
+					return err
+				}
+				mailChecked, canMail = true, m != nil
+			}
+			if !canMail {
+				continue
+			}
 		}
 		body, err := Body(c, e)
 		if err != nil {
@@ -193,11 +206,15 @@ const maxResponseBody = 4 << 10
 // HTTP POST, or for email a message through the SMTP server.
 func (s *Service) send(ctx context.Context, c *Configuration, body []byte) Response {
 	if c.Destination == Email {
-		if s.o.SMTP == nil {
-			return Response{URL: "smtp:", SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{},
-				Body: "no SMTP server is configured"}
+		m, err := s.mailServer(ctx)
+		if err != nil || m == nil {
+			why := "no SMTP server is enabled"
+			if err != nil {
+				why = err.Error()
+			}
+			return Response{URL: "smtp:", SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{}, Body: why}
 		}
-		return s.sendMail(ctx, c, body)
+		return s.sendMail(ctx, m, c, body)
 	}
 	r := Response{URL: c.URL, SentAt: core.Now().Truncate(time.Second), Headers: map[string][]string{}}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)

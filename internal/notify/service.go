@@ -43,9 +43,10 @@ type Options struct {
 	// HTTP sends requests; defaults to a client without a global timeout
 	// (each request gets Timeout).
 	HTTP *http.Client
-	// SMTP sends email destinations; nil when no SMTP server is
-	// configured (enabling an email configuration is then refused).
-	SMTP *SMTP
+	// SMTP returns the mail server email goes through now, nil when none
+	// is (enabling an email configuration is then refused): the site's
+	// SMTP settings, asked at each use. nil: never any.
+	SMTP func(ctx context.Context) (*SMTP, error)
 	// UserEmails resolves the users of email configurations.
 	UserEmails UserEmails
 	// Keys seals tokens at rest (TokenColumn); nil stores them as given.
@@ -303,7 +304,28 @@ func apply(c *Configuration, o Changes) error {
 }
 
 // errNoSMTP refuses email when the server has no SMTP server configured.
-var errNoSMTP = core.Invalid("email notifications need an SMTP server, and this server has none configured (terrace server --smtp-addr): use a generic, slack or microsoft-teams destination, or save the configuration disabled")
+var errNoSMTP = core.Invalid("email notifications need an SMTP server, and this server has none enabled (terrace server --smtp-addr, or a site admin's SMTP settings): use a generic, slack or microsoft-teams destination, or save the configuration disabled")
+
+// mailServer is the SMTP server email goes through now (nil: none).
+func (s *Service) mailServer(ctx context.Context) (*SMTP, error) {
+	if s.o.SMTP == nil {
+		return nil, nil
+	}
+	m, err := s.o.SMTP(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the SMTP settings: %w", err)
+	}
+	return m, nil
+}
+
+// requireMail is errNoSMTP when no SMTP server is enabled.
+func (s *Service) requireMail(ctx context.Context) error {
+	m, err := s.mailServer(ctx)
+	if err == nil && m == nil {
+		return errNoSMTP
+	}
+	return err
+}
 
 // checkEnable verifies an enabled configuration: email needs an SMTP
 // server (its recipients verify it, as in HCP Terraform: nothing is sent),
@@ -313,10 +335,7 @@ func (s *Service) checkEnable(ctx context.Context, c *Configuration) error {
 		return nil
 	}
 	if c.Destination == Email {
-		if s.o.SMTP == nil {
-			return errNoSMTP
-		}
-		return nil
+		return s.requireMail(ctx)
 	}
 	resp := s.send(ctx, c, mustBody(c, verificationEvent()))
 	c.Responses = keep(c.Responses, resp)
@@ -458,8 +477,10 @@ func (s *Service) Verify(ctx context.Context, id string) (*Configuration, error)
 	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return nil, err
 	}
-	if c.Destination == Email && s.o.SMTP == nil {
-		return nil, errNoSMTP
+	if c.Destination == Email {
+		if err := s.requireMail(ctx); err != nil {
+			return nil, err
+		}
 	}
 	resp := s.send(ctx, c, mustBody(c, verificationEvent()))
 	if err := s.record(ctx, c.ID, resp); err != nil {

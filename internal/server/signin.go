@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
+	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/signin"
 	"github.com/terracehq/terrace/internal/ui"
 )
@@ -24,8 +27,14 @@ func (s *Server) wireSignin() error {
 		OIDC: signin.OIDC{Issuer: s.cfg.OIDCIssuer, ClientID: s.cfg.OIDCClientID, ClientSecret: s.cfg.OIDCClientSecret,
 			RedirectURL: s.cfg.OIDCRedirectURL, Name: s.cfg.OIDCName},
 	}
-	if s.Notify.CanMail() {
-		o.Mail = s.Notify.SendMail
+	// Invitation links go by email whenever an SMTP server is enabled
+	// (the site's settings, asked at each invitation); without one nothing
+	// is sent and a site admin makes the link (`terrace user invite-link`).
+	o.Mail = func(ctx context.Context, to, subject, body string) error {
+		if err := s.Notify.SendMail(ctx, to, subject, body); !errors.Is(err, notify.ErrNoSMTP) {
+			return err
+		}
+		return nil
 	}
 	if s.Signin, err = signin.NewService(o); err != nil {
 		return err
