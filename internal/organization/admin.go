@@ -1,10 +1,7 @@
 package organization
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/authz"
@@ -15,15 +12,13 @@ import (
 // Terrace has no paid plans: every organization has every feature Terrace
 // implements, all the time. The admin endpoints below exist because
 // clients (go-tfe's test helpers among them) upgrade an organization's plan
-// or turn off rate limiting before they start; they answer truthfully and
-// change nothing.
+// before they start; they answer truthfully and change nothing. (The
+// site's settings, rate limiting among them, are internal/sitesettings'.)
 
 // registerAdmin adds the site-admin and auxiliary routes.
 func (a *API) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/admin/feature-sets", a.listFeatureSets)
 	mux.HandleFunc("POST /api/v2/admin/organizations/{org}/subscription", a.updateSubscription)
-	mux.HandleFunc("GET /api/v2/admin/general-settings", a.readGeneralSettings)
-	mux.HandleFunc("PATCH /api/v2/admin/general-settings", a.updateGeneralSettings)
 	a.registerAdminOrganizations(mux)
 }
 
@@ -98,87 +93,4 @@ func (a *API) updateSubscription(w http.ResponseWriter, r *http.Request) {
 		FeatureSet:   &jsonFeatureSet{ID: FeatureSetID, Name: "Terrace (all features)"},
 		Organization: &jsonOrganizationRef{Name: org.Name},
 	})
-}
-
-// jsonGeneralSettings holds the site-wide settings whose values Terrace can
-// vouch for; all are fixed by how Terrace works.
-type jsonGeneralSettings struct {
-	ID                            string `jsonapi:"primary,general-settings"`
-	LimitUserOrganizationCreation bool   `jsonapi:"attr,limit-user-organization-creation"`
-	APIRateLimitingEnabled        bool   `jsonapi:"attr,api-rate-limiting-enabled"`
-	RequireTwoFactorForAdmins     bool   `jsonapi:"attr,require-two-factor-for-admins"`
-	LimitOrganizationsPerUser     bool   `jsonapi:"attr,limit-organizations-per-user"`
-	LimitWorkspacesPerOrg         bool   `jsonapi:"attr,limit-workspaces-per-organization"`
-	AllowSpeculativePlansOnForks  bool   `jsonapi:"attr,allow-speculative-plans-on-pull-requests-from-forks"`
-}
-
-// fixedSettings are the general settings and why each is what it is.
-var fixedSettings = map[string]struct {
-	value bool
-	why   string
-}{
-	"limit-user-organization-creation":                    {false, "every user may create organizations"},
-	"api-rate-limiting-enabled":                           {false, "Terrace does not rate-limit its API"},
-	"require-two-factor-for-admins":                       {false, "Terrace has no two-factor sign-in"},
-	"limit-organizations-per-user":                        {false, "Terrace does not limit organizations per user"},
-	"limit-workspaces-per-organization":                   {false, "Terrace does not limit workspaces per organization"},
-	"allow-speculative-plans-on-pull-requests-from-forks": {false, "Terrace has no VCS integration"},
-}
-
-func generalSettings() *jsonGeneralSettings {
-	return &jsonGeneralSettings{ID: "general"} // every fixed setting is false
-}
-
-func (a *API) readGeneralSettings(w http.ResponseWriter, r *http.Request) {
-	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, generalSettings())
-}
-
-// updateGeneralSettings accepts a change that asks for what Terrace already
-// does (such as api-rate-limiting-enabled=false, which clients send before
-// a test run) and refuses, with the reason, anything else. null values are
-// "unchanged" (go-tfe always sends apply-timeout and plan-timeout).
-func (a *API) updateGeneralSettings(w http.ResponseWriter, r *http.Request) {
-	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	doc, err := tfeapi.Decode(w, r, 0)
-	if err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	var attrs map[string]json.RawMessage
-	if err := doc.Attrs(&attrs); err != nil {
-		tfeapi.Error(w, r, err)
-		return
-	}
-	var problems []string
-	for name, raw := range attrs {
-		if string(raw) == "null" {
-			continue
-		}
-		fixed, ok := fixedSettings[name]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("%q is not a setting Terrace has", name))
-			continue
-		}
-		var v bool
-		if err := json.Unmarshal(raw, &v); err != nil {
-			problems = append(problems, fmt.Sprintf("%q must be a boolean", name))
-			continue
-		}
-		if v != fixed.value {
-			problems = append(problems, fmt.Sprintf("%q cannot be %t: %s", name, v, fixed.why))
-		}
-	}
-	if len(problems) > 0 {
-		slices.Sort(problems)
-		tfeapi.Error(w, r, core.Invalid("%s", strings.Join(problems, "; ")))
-		return
-	}
-	tfeapi.Respond(w, r, http.StatusOK, generalSettings())
 }

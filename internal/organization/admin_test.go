@@ -123,8 +123,6 @@ func TestAdminRoutesAreHiddenFromOthers(t *testing.T) {
 	for _, call := range []struct{ method, path string }{
 		{"GET", "admin/feature-sets"},
 		{"POST", "admin/organizations/acme/subscription"},
-		{"GET", "admin/general-settings"},
-		{"PATCH", "admin/general-settings"},
 	} {
 		var body any
 		if call.method != "GET" {
@@ -136,42 +134,6 @@ func TestAdminRoutesAreHiddenFromOthers(t *testing.T) {
 		}
 		if err := req.Do(ctx, nil); !errors.Is(err, tfe.ErrResourceNotFound) {
 			t.Errorf("%s %s as a plain user: err = %v, want not found", call.method, call.path, err)
-		}
-	}
-	if _, err := c.Admin.Settings.General.Read(ctx); !errors.Is(err, tfe.ErrResourceNotFound) {
-		t.Errorf("general settings as a plain user: err = %v", err)
-	}
-}
-
-func TestGeneralSettingsAcceptOnlyWhatTerraceDoes(t *testing.T) {
-	e := testenv.New(t, testenv.Options{})
-	ctx := context.Background()
-	s, err := e.Client.Admin.Settings.General.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.ID != "general" || s.APIRateLimitingEnabled || s.LimitUserOrganizationCreation {
-		t.Errorf("settings = %+v", s)
-	}
-	// What go-tfe's CI sends before a run; apply-timeout and plan-timeout
-	// go out as null.
-	s, err = e.Client.Admin.Settings.General.Update(ctx, tfe.AdminGeneralSettingsUpdateOptions{APIRateLimitingEnabled: tfe.Bool(false)})
-	if err != nil {
-		t.Fatalf("turning rate limiting off: %v", err)
-	}
-	if s.ID != "general" || s.APIRateLimitingEnabled {
-		t.Errorf("settings = %+v", s)
-	}
-	for _, c := range []struct {
-		opts tfe.AdminGeneralSettingsUpdateOptions
-		want string
-	}{
-		{tfe.AdminGeneralSettingsUpdateOptions{APIRateLimitingEnabled: tfe.Bool(true)}, "does not rate-limit"},
-		{tfe.AdminGeneralSettingsUpdateOptions{LimitUserOrgCreation: tfe.Bool(true)}, "limit-user-organization-creation"},
-		{tfe.AdminGeneralSettingsUpdateOptions{APIRateLimit: tfe.Int(30)}, `"api-rate-limit" is not a setting`},
-	} {
-		if _, err := e.Client.Admin.Settings.General.Update(ctx, c.opts); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("update %+v: err = %v, want it to mention %q", c.opts, err, c.want)
 		}
 	}
 }

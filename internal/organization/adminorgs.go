@@ -40,8 +40,9 @@ import (
 //
 // The others describe what Terrace does not have, and say so: no beta
 // tools, no sharing of private modules or providers between organizations
-// (global sharing, module consumers), no sudo in runners, no time limit on
-// plans and applies, no limit on workspaces. A change asking for what
+// (global sharing, module consumers), no sudo in runners, no time limits of
+// an organization's own (the site's plan-timeout and apply-timeout limit
+// every run: internal/sitesettings), no limit on workspaces. A change asking for what
 // Terrace does (false, or none) is accepted; any other is refused with a
 // 422 that says why, rather than stored and ignored.
 
@@ -127,7 +128,7 @@ func (a *API) registerAdminOrganizations(mux *http.ServeMux) {
 
 // jsonAdminOrganization is the wire form of the admin organizations API
 // (go-tfe's AdminOrganization). The timeouts and the workspace limit are
-// null: Terrace has none.
+// null: Terrace has none per organization.
 type jsonAdminOrganization struct {
 	Name                             string         `jsonapi:"primary,organizations"`
 	AccessBetaTools                  bool           `jsonapi:"attr,access-beta-tools"`
@@ -300,10 +301,10 @@ var fixedAdminAttributes = map[string]struct {
 	"global-module-sharing":                {false, "Terrace does not share private registry modules between organizations"},
 	"global-provider-sharing":              {false, "Terrace does not share private registry providers between organizations"},
 	"terraform-worker-sudo-enabled":        {false, "Terrace's runners never run terraform with sudo"},
-	"terraform-build-worker-apply-timeout": {nil, "Terrace sets no time limit on applies"},
-	"terraform-build-worker-plan-timeout":  {nil, "Terrace sets no time limit on plans"},
-	"apply-timeout":                        {nil, "Terrace sets no time limit on applies"},
-	"plan-timeout":                         {nil, "Terrace sets no time limit on plans"},
+	"terraform-build-worker-apply-timeout": {nil, "Terrace has no build workers; the site's apply-timeout limits every apply (admin general settings)"},
+	"terraform-build-worker-plan-timeout":  {nil, "Terrace has no build workers; the site's plan-timeout limits every plan (admin general settings)"},
+	"apply-timeout":                        {nil, "Terrace has no time limit per organization; the site's apply-timeout limits every apply (admin general settings)"},
+	"plan-timeout":                         {nil, "Terrace has no time limit per organization; the site's plan-timeout limits every plan (admin general settings)"},
 	"workspace-limit":                      {nil, "Terrace does not limit the workspaces of an organization"},
 }
 

@@ -62,8 +62,7 @@ func (s *Server) wireJobs() error {
 				_, err := s.States.CreateFromRun(ctx, workspaceID, runID, raw)
 				return err
 			},
-			// No time limits until the site's settings give them.
-			Timeouts: func(context.Context) (time.Duration, time.Duration, error) { return 0, 0, nil },
+			Timeouts: s.Settings.Timeouts,
 			ProjectName: func(ctx context.Context, projectID string) (string, error) {
 				name, err := s.Projects.SystemName(ctx, projectID)
 				if core.KindOf(err) == core.KindNotFound {

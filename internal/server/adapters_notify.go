@@ -45,17 +45,10 @@ func (a notifySubscribables) Organization(ctx context.Context, kind, id string) 
 // wireNotify builds the notification service and subscribes it to runs.
 func (s *Server) wireNotify() error {
 	var err error
-	var mail *notify.SMTP
-	if s.cfg.SMTPAddr != "" {
-		mail = &notify.SMTP{Addr: s.cfg.SMTPAddr, From: s.cfg.SMTPFrom, Username: s.cfg.SMTPUsername, Password: s.cfg.SMTPPassword}
-		if s.cfg.SMTPUsername != "" {
-			mail.Auth = "plain"
-		}
-	}
 	s.Notify, err = notify.NewService(notify.Options{
 		DB: s.DB, Logger: s.logger.With("component", "notify"), BaseURL: s.BaseURL, Keys: s.Keys,
 		Subscribables: notifySubscribables{s.Workspaces, s.Teams, s.Projects},
-		SMTP:          func(context.Context) (*notify.SMTP, error) { return mail, nil },
+		SMTP:          s.mailServer,
 		UserEmails:    s.Auth.NotifiedEmails,
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -183,6 +184,13 @@ func (c *Config) check() error {
 		// Runners heartbeat and idle agents come back every third of it:
 		// below a second that is a busy loop, not a lease.
 		return fmt.Errorf("--job-heartbeat-timeout %s is too short: use at least 1s", c.JobHeartbeatTimeout)
+	}
+	if c.SMTPAddr != "" {
+		// The SMTP settings show the host and the port apart.
+		_, port, err := net.SplitHostPort(c.SMTPAddr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("--smtp-addr %q must be host:port (for example mail.example.com:587)", c.SMTPAddr)
+		}
 	}
 	return nil
 }

@@ -26,3 +26,19 @@ func TestJobHeartbeatTimeoutTooShort(t *testing.T) {
 		t.Fatalf("a 1s job lease is refused: %v", err)
 	}
 }
+
+// TestSMTPAddrNeedsAPort: --smtp-addr is host:port (the SMTP settings show
+// the two apart, and a message could go nowhere else), refused at start
+// otherwise.
+func TestSMTPAddrNeedsAPort(t *testing.T) {
+	t.Parallel()
+	for addr, ok := range map[string]bool{"mail.example.com:587": true, "127.0.0.1:25": true, "[::1]:2525": true,
+		"mail.example.com": false, "mail.example.com:smtp": false, "mail.example.com:0": false, ":": false} {
+		cfg := Config{SMTPAddr: addr}
+		cfg.setDefaults()
+		err := cfg.check()
+		if ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "--smtp-addr")) {
+			t.Errorf("--smtp-addr %q: %v", addr, err)
+		}
+	}
+}

@@ -43,6 +43,7 @@ import (
 	"github.com/terracehq/terrace/internal/runtask"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/signin"
+	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/sshkey"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/stackgrow"
@@ -141,6 +142,9 @@ type Server struct {
 	// Policies keeps policies and policy sets and evaluates them in
 	// post-plan task stages.
 	Policies *policy.Service
+	// Settings are the site administrators' settings (the admin settings
+	// API), which the domains below follow.
+	Settings *sitesettings.Service
 	// Assessments runs health assessments (drift detection) and keeps
 	// their results.
 	Assessments *assessment.Service
@@ -201,6 +205,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("encryption at rest: %w", err)
 	}
 	s.Blobs.Seal(s.Keys)
+	if err := s.wireSettings(); err != nil {
+		s.Close()
+		return nil, err
+	}
 
 	s.Teams = team.NewService(s.DB)
 	s.Projects = project.NewService(s.DB)
@@ -220,6 +228,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Teams.SetAuth(s.Auth, s.Auth)
 	s.Users = user.NewService(s.DB, s.Auth, s.Orgs, s.Teams)
 	s.Workspaces = workspace.NewService(s.DB, workspaceProjects{s.Projects})
+	s.Workspaces.DefaultRemoteState = s.Settings.DefaultRemoteStateAccess
 	s.Projects.Orgs = orgDefaults{s.Orgs}
 	s.Projects.Workspaces = s.Workspaces
 	s.AgentPools = agent.NewService(s.DB)
@@ -289,7 +298,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.SSHKeys.Keys = s.Keys
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
-	if s.Authz, err = authz.NewService(authz.Options{DB: s.DB, Teams: authzTeams{s.Teams}, Resolver: authzResolver{s}}); err != nil {
+	if s.Authz, err = authz.NewService(authz.Options{DB: s.DB, Teams: authzTeams{s.Teams}, Resolver: authzResolver{s}, Settings: s.Settings}); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -311,8 +320,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	s.TokenLimits = httplimit.NewRateLimiter(cfg.RateLimitPerToken)
-	s.AddressLimits = httplimit.NewRateLimiter(cfg.RateLimitPerAddress)
+	if err := s.wireRateLimits(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if err := s.wireMetrics(); err != nil {
 		s.Close()
 		return nil, err
@@ -378,6 +389,7 @@ func (s *Server) routes() http.Handler {
 	(&authz.API{Service: s.Authz}).Register(api)
 	wsAPI.Permissions = s.Authz.Workspace
 	(&audit.API{Service: s.Audit}).Register(api)
+	(&sitesettings.API{Service: s.Settings}).Register(api)
 	(&notify.API{Service: s.Notify}).Register(api)
 	(&runtask.API{Service: s.RunTasks}).Register(api)
 	s.policyAPI(api, capability, func(r *http.Request, id string) (any, error) {
@@ -622,7 +634,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // each domain declares its own.
 func SealedColumns() []seal.Column {
 	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn,
-		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn}, notify.SealedColumns...), state.SealedColumns...)
+		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 
 // sealExisting seals what was stored before encryption at rest existed:

@@ -141,6 +141,10 @@ type Service struct {
 	SSHKeys SSHKeys
 	// Versions is wired by the composition root; may be nil.
 	Versions TerraformVersions
+	// DefaultRemoteState is global-remote-state of a workspace created
+	// without one (the site's default-remote-state-access setting); nil:
+	// false.
+	DefaultRemoteState func(ctx context.Context) (bool, error)
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
@@ -662,6 +666,15 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 	}
 	now := core.Now()
 	w := &Workspace{ID: core.NewID(core.PrefixWorkspace), Organization: org, Settings: defaultSettings(), CreatedAt: now, UpdatedAt: now}
+	if o.GlobalRemoteState == nil && s.DefaultRemoteState != nil {
+		// The site's default; project-remote-state, when asked for,
+		// turns it off (apply).
+		def, err := s.DefaultRemoteState(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.Settings.GlobalRemoteState = def
+	}
 	if err := o.apply(w); err != nil {
 		return nil, err
 	}
