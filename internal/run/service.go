@@ -61,6 +61,13 @@ type Workspaces interface {
 	// LockForRun makes runID the workspace's lock holder inside q's
 	// transaction; false when someone else holds the lock.
 	LockForRun(ctx context.Context, q store.Q, workspaceID, runID string) (bool, error)
+	// LockQueue takes the workspace's row lock for the rest of q's
+	// transaction (PostgreSQL; nothing on SQLite): the run domain takes
+	// it before it reads the queue in a transaction that holds no run of
+	// the workspace yet (a created run, a user's unlock), so that it and
+	// the transaction of a run that ends (whose unlock writes the row)
+	// go one after the other.
+	LockQueue(ctx context.Context, q store.Q, workspaceID string) error
 	// UnlockForRunSQL is the statement that releases a lock held by
 	// runID (a no-op otherwise); the run domain sends it with its own
 	// writes (on PostgreSQL, one statement: updateRunWith).
@@ -461,6 +468,13 @@ func (s *Service) create(ctx context.Context, o CreateOptions, check bool) (*Run
 	jobs := s.jobsQueued.Load()
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		queued = nil
+		if !r.PlanOnly && s.Workspaces != nil {
+			// Before the insert, so that the run's row is never held
+			// while the workspace's is waited for.
+			if err := s.Workspaces.LockQueue(ctx, tx, r.WorkspaceID); err != nil {
+				return err
+			}
+		}
 		if err := insertCreatedRun(ctx, tx, s.Keys, r, "Run created"); err != nil {
 			return err
 		}
@@ -612,6 +626,9 @@ func (s *Service) scheduleNew(ctx context.Context, tx store.Q, r *Run) ([]*Run, 
 func (s *Service) Schedule(ctx context.Context, workspaceID string) error {
 	var changed []*Run
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.Workspaces.LockQueue(ctx, tx, workspaceID); err != nil {
+			return err
+		}
 		var err error
 		changed, err = s.schedule(ctx, tx, workspaceID)
 		return err

@@ -51,6 +51,7 @@ func (f fakeWorkspaces) ReadableSQL(context.Context, string) (string, []any, fun
 func (f fakeWorkspaces) LockForRun(context.Context, store.Q, string, string) (bool, error) {
 	return true, nil
 }
+func (f fakeWorkspaces) LockQueue(context.Context, store.Q, string) error { return nil }
 func (f fakeWorkspaces) UnlockForRunSQL(workspaceID, runID string) (string, []any) {
 	return workspace.UnlockForRunSQL(workspaceID, runID)
 }

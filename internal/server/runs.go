@@ -110,6 +110,10 @@ func (a runWorkspaces) LockForRun(ctx context.Context, q store.Q, wsID, runID st
 	return a.ws.LockForRun(ctx, q, wsID, runID)
 }
 
+func (a runWorkspaces) LockQueue(ctx context.Context, q store.Q, wsID string) error {
+	return a.ws.LockQueue(ctx, q, wsID)
+}
+
 func (a runWorkspaces) UnlockForRunSQL(wsID, runID string) (string, []any) {
 	return workspace.UnlockForRunSQL(wsID, runID)
 }

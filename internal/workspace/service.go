@@ -1233,6 +1233,28 @@ func (s *Service) LockForRun(ctx context.Context, q store.Q, workspaceID, runID 
 	return n == 1, err
 }
 
+// LockQueue takes the workspace's row lock for the rest of q's transaction
+// on PostgreSQL (SQLite's write transactions run one at a time already).
+// The run domain takes it before it creates a run that waits in the
+// workspace's queue and before it schedules on a user's unlock: the run
+// that ends holds the row too (its unlock writes it), so a run created
+// while another ends is read by one of the two transactions. Without it,
+// each read the other's work uncommitted: the ending run saw no pending
+// run, the new run saw the workspace still held, and the new run stayed
+// pending for good.
+func (s *Service) LockQueue(ctx context.Context, q store.Q, workspaceID string) error {
+	lock := store.ForUpdate(q)
+	if lock == "" {
+		return nil
+	}
+	var id string
+	err := q.QueryRow(ctx, `SELECT id FROM workspaces WHERE id = ?`+lock, workspaceID).Scan(&id)
+	if err != nil && !store.IsNoRows(err) {
+		return fmt.Errorf("locking workspace %s's queue: %w", workspaceID, err)
+	}
+	return nil
+}
+
 // UnlockForRunSQL is the statement that releases the lock if runID holds
 // it (no-op otherwise): the run domain sends it along with its own writes
 // (one round trip on PostgreSQL).
