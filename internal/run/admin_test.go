@@ -41,53 +41,6 @@ func runIDs(l *tfe.AdminRunsList) []string {
 	return out
 }
 
-// includedOwners reads an admin list answered with
-// include=organization.owners (or workspace.organization.owners): each
-// included organization's owners, by organization name, each of whom
-// must be included too, as a user.
-func includedOwners(t *testing.T, code int, body string) map[string][]string {
-	t.Helper()
-	var doc struct {
-		Included []struct {
-			Type, ID      string
-			Relationships map[string]struct {
-				Data json.RawMessage `json:"data"`
-			} `json:"relationships"`
-		} `json:"included"`
-	}
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
-		t.Fatalf("a list with its organizations' owners: %d %s", code, body)
-	}
-	users := map[string]bool{}
-	for _, inc := range doc.Included {
-		if inc.Type == "users" {
-			users[inc.ID] = true
-		}
-	}
-	out := map[string][]string{}
-	for _, inc := range doc.Included {
-		if inc.Type != "organizations" {
-			continue
-		}
-		rel, ok := inc.Relationships["owners"]
-		if !ok {
-			t.Fatalf("included organization %s has no owners relationship: %s", inc.ID, body)
-		}
-		var refs []struct{ Type, ID string }
-		if err := json.Unmarshal(rel.Data, &refs); err != nil {
-			t.Fatalf("included organization %s's owners: %v: %s", inc.ID, err, body)
-		}
-		out[inc.ID] = []string{}
-		for _, u := range refs {
-			if u.Type != "users" || !users[u.ID] {
-				t.Fatalf("organization %s's owner %s/%s is not included: %s", inc.ID, u.Type, u.ID, body)
-			}
-			out[inc.ID] = append(out[inc.ID], u.ID)
-		}
-	}
-	return out
-}
-
 // TestAdminRuns: a site administrator lists every organization's runs
 // (go-tfe's Admin.Runs), newest first and paged, searched by run ID,
 // workspace name or organization name (LIKE's wildcards taken
@@ -206,7 +159,7 @@ func TestAdminRuns(t *testing.T) {
 			t.Fatalf("run %s's included workspace: %+v", r2.ID, w)
 		}
 		code, body := e.API(t, "", "GET", "/api/v2/admin/runs?include=workspace.organization.owners", nil)
-		if owners := includedOwners(t, code, string(body)); len(owners) != 2 || !slices.Equal(owners["acme"], []string{me.ID}) || !slices.Equal(owners["beta"], []string{me.ID}) {
+		if owners := testenv.IncludedOwners(t, code, string(body)); len(owners) != 2 || !slices.Equal(owners["acme"], []string{me.ID}) || !slices.Equal(owners["beta"], []string{me.ID}) {
 			t.Fatalf("the included organizations' owners: %v, want acme's and beta's, %s", owners, me.ID)
 		}
 		var doc struct {

@@ -62,3 +62,50 @@ func (e *Env) API(t testing.TB, token, method, path string, body any) (int, []by
 	}
 	return Raw(t, e.HTTP, e.URL, token, method, path, body)
 }
+
+// IncludedOwners reads an admin list answered with
+// include=organization.owners (or workspace.organization.owners): each
+// included organization's owners, by organization name, each of whom
+// must be included too, as a user.
+func IncludedOwners(t testing.TB, code int, body string) map[string][]string {
+	t.Helper()
+	var doc struct {
+		Included []struct {
+			Type, ID      string
+			Relationships map[string]struct {
+				Data json.RawMessage `json:"data"`
+			} `json:"relationships"`
+		} `json:"included"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
+		t.Fatalf("a list with its organizations' owners: %d %s", code, body)
+	}
+	users := map[string]bool{}
+	for _, inc := range doc.Included {
+		if inc.Type == "users" {
+			users[inc.ID] = true
+		}
+	}
+	out := map[string][]string{}
+	for _, inc := range doc.Included {
+		if inc.Type != "organizations" {
+			continue
+		}
+		rel, ok := inc.Relationships["owners"]
+		if !ok {
+			t.Fatalf("included organization %s has no owners relationship: %s", inc.ID, body)
+		}
+		var refs []struct{ Type, ID string }
+		if err := json.Unmarshal(rel.Data, &refs); err != nil {
+			t.Fatalf("included organization %s's owners: %v: %s", inc.ID, err, body)
+		}
+		out[inc.ID] = []string{}
+		for _, u := range refs {
+			if u.Type != "users" || !users[u.ID] {
+				t.Fatalf("organization %s's owner %s/%s is not included: %s", inc.ID, u.Type, u.ID, body)
+			}
+			out[inc.ID] = append(out[inc.ID], u.ID)
+		}
+	}
+	return out
+}

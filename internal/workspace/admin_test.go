@@ -38,53 +38,6 @@ func jsonAPIError(t *testing.T, body string) (status, detail string) {
 	return doc.Errors[0].Status, doc.Errors[0].Detail
 }
 
-// includedOwners reads an admin list answered with
-// include=organization.owners (or workspace.organization.owners): each
-// included organization's owners, by organization name, each of whom
-// must be included too, as a user.
-func includedOwners(t *testing.T, code int, body string) map[string][]string {
-	t.Helper()
-	var doc struct {
-		Included []struct {
-			Type, ID      string
-			Relationships map[string]struct {
-				Data json.RawMessage `json:"data"`
-			} `json:"relationships"`
-		} `json:"included"`
-	}
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &doc) != nil {
-		t.Fatalf("a list with its organizations' owners: %d %s", code, body)
-	}
-	users := map[string]bool{}
-	for _, inc := range doc.Included {
-		if inc.Type == "users" {
-			users[inc.ID] = true
-		}
-	}
-	out := map[string][]string{}
-	for _, inc := range doc.Included {
-		if inc.Type != "organizations" {
-			continue
-		}
-		rel, ok := inc.Relationships["owners"]
-		if !ok {
-			t.Fatalf("included organization %s has no owners relationship: %s", inc.ID, body)
-		}
-		var refs []struct{ Type, ID string }
-		if err := json.Unmarshal(rel.Data, &refs); err != nil {
-			t.Fatalf("included organization %s's owners: %v: %s", inc.ID, err, body)
-		}
-		out[inc.ID] = []string{}
-		for _, u := range refs {
-			if u.Type != "users" || !users[u.ID] {
-				t.Fatalf("organization %s's owner %s/%s is not included: %s", inc.ID, u.Type, u.ID, body)
-			}
-			out[inc.ID] = append(out[inc.ID], u.ID)
-		}
-	}
-	return out
-}
-
 // TestAdminWorkspaces: a site administrator lists every organization's
 // workspaces (go-tfe's Admin.Workspaces), paged, searched by workspace or
 // organization name (LIKE's wildcards taken literally), filtered by the
@@ -188,7 +141,7 @@ func TestAdminWorkspaces(t *testing.T) {
 		want("q=beta with organization.owners", owned, "beta/app", "beta/dbxmain")
 		for _, q := range []string{"?q=beta&include=organization.owners", "?q=beta&include=organization,organization.owners,current_run", "/" + ws["beta/app"].ID + "?include=organization.owners"} {
 			code, body := raw(t, e, "GET", "/api/v2/admin/workspaces"+q, "")
-			if owners := includedOwners(t, code, body); len(owners) != 1 || !slices.Equal(owners["beta"], []string{me.ID}) {
+			if owners := testenv.IncludedOwners(t, code, body); len(owners) != 1 || !slices.Equal(owners["beta"], []string{me.ID}) {
 				t.Fatalf("%s: the included organizations' owners: %v, want beta's, %s", q, owners, me.ID)
 			}
 		}
