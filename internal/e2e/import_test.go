@@ -28,6 +28,7 @@ func TestTerraformImportBlocks(t *testing.T) {
 	}
 	for _, eng := range engines(t) {
 		t.Run(eng.Label(), func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			testImportBlocks(t, e, newEngineCLI(t, e, eng), "imp-"+strings.ReplaceAll(eng.Label(), ".", "-"))
 		})
 	}

@@ -61,6 +61,7 @@ func TestPolicyEndToEnd(t *testing.T) {
 	eng := engines(t)[0]
 	for _, st := range testenv.Stores {
 		t.Run(st, func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			e := testenv.New(t, testenv.Options{Store: st})
 			testPolicies(t, e, newEngineCLI(t, e, eng))
 		})

@@ -78,6 +78,7 @@ func TestTerraformRemoteExecution(t *testing.T) {
 	for _, eng := range engines(t) {
 		for _, st := range testenv.Stores {
 			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
+				t.Parallel() // see parallel in TestMain
 				e := testenv.New(t, testenv.Options{Store: st})
 				c := newEngineCLI(t, e, eng)
 				testRemoteExecution(t, e, c)

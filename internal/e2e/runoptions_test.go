@@ -383,6 +383,7 @@ func TestRunOptionsCLI(t *testing.T) {
 	}
 	for _, st := range testenv.Stores {
 		t.Run(st, func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			e := testenv.New(t, testenv.Options{Store: st, RunCLIConfig: mirror})
 			c := newCLI(t, e, bin)
 			withCLIConfig(t, c, mirror)

@@ -217,6 +217,7 @@ func TestRunTasksEndToEnd(t *testing.T) {
 	eng := engines(t)[0]
 	for _, st := range testenv.Stores {
 		t.Run(st, func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			e := testenv.New(t, testenv.Options{Store: st, RunTaskProgressTimeout: 3 * time.Second, RunTaskTimeout: time.Minute,
 				RunTaskRetryBackoff: 100 * time.Millisecond})
 			testRunTasks(t, e, newEngineCLI(t, e, eng))

@@ -37,6 +37,7 @@ func TestRemoteStructuredRunOutput(t *testing.T) {
 	}
 	for _, eng := range engines(t) {
 		t.Run(eng.Label(), func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			e := testenv.New(t, testenv.Options{Store: testenv.Stores[0]})
 			c := newEngineCLI(t, e, eng)
 			testenv.NewOrg(t, e.Client, "acme")

@@ -30,6 +30,7 @@ func TestCloudBlockKeyValueTags(t *testing.T) {
 		tried = true
 		for _, st := range testenv.Stores {
 			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
+				t.Parallel() // see parallel in TestMain
 				e := testenv.New(t, testenv.Options{Store: st})
 				testKeyValueTags(t, e, newEngineCLI(t, e, eng))
 			})

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +23,28 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	flag.Parse()
+	parallel(4)
+	storetest.Main(m)
+}
+
+// parallel lets n tests marked t.Parallel run at once, unless -parallel
+// was given. The end-to-end tests spend most of their time waiting: the
+// CLI polls a run with backoff, and the runner's job waits for its
+// claim. Measured on 2 cores, TestRemoteWorkspaceName used 18 s of CPU
+// in 67 s. Go's default (GOMAXPROCS) would run two of them on 2 cores;
+// four keep the cores about as busy as one test keeps one, and the
+// package's wall time is most of make test's.
+func parallel(n int) {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && runtime.GOMAXPROCS(0) < n {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err)
+		}
+	}
+}
 
 // engines returns the engines every cloud-block scenario runs with: the
 // terraform on PATH and those tools/engines/versions lists (terraform
@@ -130,6 +154,7 @@ func TestTerraformCloudBlockLocalExecution(t *testing.T) {
 	for _, eng := range engines(t) {
 		for _, st := range testenv.Stores {
 			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
+				t.Parallel() // see parallel in TestMain
 				e := testenv.New(t, testenv.Options{Store: st})
 				testLocalExecution(t, e, newEngineCLI(t, e, eng))
 			})

@@ -109,6 +109,7 @@ func TestVariablePrecedence(t *testing.T) {
 	// store, every engine.
 	for _, eng := range engines(t) {
 		t.Run(eng.Label(), func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			e := testenv.New(t, testenv.Options{})
 			testVariablePrecedence(t, e, newEngineCLI(t, e, eng), eng)
 		})

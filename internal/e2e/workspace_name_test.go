@@ -38,6 +38,7 @@ func TestRemoteWorkspaceName(t *testing.T) {
 	// engine.
 	for _, eng := range engines(t) {
 		t.Run(eng.Label(), func(t *testing.T) {
+			t.Parallel() // see parallel in TestMain
 			e := testenv.New(t, testenv.Options{})
 			testRemoteWorkspaceName(t, e, newEngineCLI(t, e, eng), eng)
 		})
