@@ -100,8 +100,8 @@ type Options struct {
 
 var (
 	versionRE  = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	shaRE      = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-	platformRE = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+	shaRE      = core.NewPattern(`^[0-9a-fA-F]*$`, 64, 64)
+	platformRE = core.NewPattern(`^[a-z0-9]*$`, 1, 32)
 )
 
 // validVersion checks a version as terraform reports itself ("1.9.8",
