@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -71,7 +70,6 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 		// The organization is found before the request is served: after a
 		// delete there would be nothing left to find it through.
 		org, orgKnown := s.organizationBefore(r.Context(), rt, values)
-		actedIn := s.adminOrganization(r.Context(), rt, values)
 		if name := r.URL.Query().Get("filter[organization][name]"); !orgKnown && name != "" {
 			// A list filtered by organization (GET /state-versions).
 			org, orgKnown = name, true
@@ -94,35 +92,7 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 			org = s.organizationAfter(r.Context(), p, rw.doc())
 		}
 		s.save(context.WithoutCancel(r.Context()), e, org, rt.site)
-		if actedIn != "" {
-			// The same event in the organization's trail, so that its
-			// owners see what a site admin did there.
-			copied := *e
-			copied.ID, copied.Resource.Meta = "", maps.Clone(e.Resource.Meta)
-			s.save(context.WithoutCancel(r.Context()), &copied, actedIn, false)
-		}
 	})
-}
-
-// adminOrganization is the organization a site admin's action acts in
-// (an admin route that alsoOrg marks: the organization it names, or the
-// one holding the workspace or run it names), "" for the others (users,
-// or an organization's deletion, after which no one is left to read its
-// trail). Found before the request is served, like organizationBefore.
-func (s *Service) adminOrganization(ctx context.Context, rt route, values map[string]string) string {
-	switch {
-	case !rt.alsoOrg:
-		return ""
-	case rt.orgParam != "":
-		return values[rt.orgParam]
-	case rt.ownerCollection != "":
-		org, err := s.locate(ctx, rt.ownerCollection, values[rt.ownerParam])
-		if err != nil {
-			return "" // the request will most likely fail
-		}
-		return org
-	}
-	return ""
 }
 
 // save records e in org's trail ("" or site: the site's), logging what

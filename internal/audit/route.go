@@ -53,10 +53,6 @@ type route struct {
 	// create is true when the response names the resource created.
 	create bool
 	site   bool
-	// alsoOrg: a site admin's action on an organization or on what one
-	// holds (an admin route other than an organization's deletion),
-	// recorded in that organization's trail too (adminOrganization).
-	alsoOrg bool
 }
 
 // pathSegments splits a path after the API prefix.
@@ -87,7 +83,6 @@ func paramName(seg string) (string, bool) {
 func parseRoute(pattern string) route {
 	rt := route{pattern: pattern, site: siteRoute(pattern)}
 	method, path, ok := strings.Cut(pattern, " ")
-	rt.alsoOrg = strings.HasPrefix(path, "/api/v2/admin/") && pattern != "DELETE /api/v2/admin/organizations/{org}"
 	if !ok {
 		return rt
 	}
