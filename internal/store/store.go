@@ -274,6 +274,16 @@ func ForUpdate(q Q) string {
 	return ""
 }
 
+// ForShare is ForUpdate for a read that only keeps the rows from being
+// updated or deleted until the transaction ends: " FOR SHARE" on
+// PostgreSQL, nothing on SQLite.
+func ForShare(q Q) string {
+	if q.Driver().Name() == "postgres" {
+		return " FOR SHARE"
+	}
+	return ""
+}
+
 // Scanner reads one row: *sql.Row or *sql.Rows. (An alias, so that scan
 // functions written against the bare interface fit.)
 type Scanner = interface{ Scan(dest ...any) error }

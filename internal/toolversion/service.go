@@ -62,16 +62,6 @@ func scan(sc store.Scanner) (*Version, error) {
 	return &v, nil
 }
 
-// forShare is the suffix of a SELECT that holds the rows it reads until
-// the transaction ends, against an update or delete (PostgreSQL; SQLite's
-// write transactions hold the database already).
-func forShare(q store.Q) string {
-	if q.Driver().Name() == "postgres" {
-		return " FOR SHARE"
-	}
-	return ""
-}
-
 // withUsage fills the usage of vs, in one statement.
 func (s *Service) withUsage(ctx context.Context, q store.Q, vs ...*Version) error {
 	names := make([]string, len(vs))
@@ -253,12 +243,12 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // workspace about to be set to it (workspace.TerraformVersions). Inside
 // q's transaction the version's row stays as read until it ends.
 func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string) error {
-	version = strings.TrimPrefix(strings.TrimSpace(version), "v")
+	version = asRegistered(version)
 	if !versionRE.MatchString(version) {
 		return nil // "latest", a constraint: nothing registered is named so
 	}
 	var enabled bool
-	err := q.QueryRow(ctx, `SELECT enabled FROM terraform_versions WHERE version = ?`+forShare(q), version).Scan(&enabled)
+	err := q.QueryRow(ctx, `SELECT enabled FROM terraform_versions WHERE version = ?`+store.ForShare(q), version).Scan(&enabled)
 	if store.IsNoRows(err) || (err == nil && enabled) {
 		return nil
 	}
@@ -271,7 +261,7 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 // Release returns what a runner needs to install version when it lacks
 // it: the builds of the version, registered and enabled (nil otherwise).
 func (s *Service) Release(ctx context.Context, version string) (*engine.Release, error) {
-	version = strings.TrimPrefix(strings.TrimSpace(version), "v")
+	version = asRegistered(version)
 	if !versionRE.MatchString(version) {
 		return nil, nil
 	}
@@ -288,3 +278,8 @@ func (s *Service) Release(ctx context.Context, version string) (*engine.Release,
 	}
 	return rel, nil
 }
+
+// asRegistered is a version as a workspace names it, as the registered
+// versions are named: a leading "v" dropped (workspace.UsedVersion, which
+// the usage counts by).
+func asRegistered(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }

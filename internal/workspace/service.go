@@ -697,7 +697,7 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 		}
 		attrs, _ := json.Marshal(w.Settings)
 		_, err := tx.Exec(ctx, `INSERT INTO workspaces (id, organization_name, project_id, name, attrs, terraform_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.ID, org, w.ProjectID, w.Name, string(attrs), usedVersion(w.Settings.TerraformVersion), core.Micros(now), core.Micros(now))
+			w.ID, org, w.ProjectID, w.Name, string(attrs), UsedVersion(w.Settings.TerraformVersion), core.Micros(now), core.Micros(now))
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", w.Name)
 		}
@@ -992,7 +992,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		if w.ProjectID != pre.ProjectID {
 			return core.Conflict("workspace %s moved to another project while it was being updated; try again", id)
 		}
-		before := usedVersion(w.Settings.TerraformVersion)
+		before := UsedVersion(w.Settings.TerraformVersion)
 		if err := o.apply(w); err != nil {
 			return err
 		}
@@ -1000,7 +1000,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		// version disabled after it chose it, and an update that sends
 		// its settings back unchanged (as terraform's provider does) is
 		// not refused for it.
-		if after := usedVersion(w.Settings.TerraformVersion); after != before {
+		if after := UsedVersion(w.Settings.TerraformVersion); after != before {
 			if err := s.checkVersion(ctx, tx, after); err != nil {
 				return err
 			}
@@ -1017,7 +1017,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		w.UpdatedAt = core.Now()
 		attrs, _ := json.Marshal(w.Settings)
 		_, err = tx.Exec(ctx, `UPDATE workspaces SET name = ?, project_id = ?, attrs = ?, terraform_version = ?, updated_at = ? WHERE id = ?`,
-			w.Name, w.ProjectID, string(attrs), usedVersion(w.Settings.TerraformVersion), core.Micros(w.UpdatedAt), w.ID)
+			w.Name, w.ProjectID, string(attrs), UsedVersion(w.Settings.TerraformVersion), core.Micros(w.UpdatedAt), w.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("name %q has already been taken", w.Name)
 		}
@@ -1041,9 +1041,10 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	return s.Get(ctx, id)
 }
 
-// usedVersion is a terraform version as the terraform_version column
-// keeps it: a leading "v" dropped, so that "v1.5.7" uses 1.5.7.
-func usedVersion(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }
+// UsedVersion is a terraform version as the terraform_version column
+// keeps it and the registered versions are named: a leading "v" dropped,
+// so that "v1.5.7" uses 1.5.7.
+func UsedVersion(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }
 
 // checkVersion asks the registered versions whether a workspace may be
 // set to version (through tx: see TerraformVersions).
@@ -1051,11 +1052,11 @@ func (s *Service) checkVersion(ctx context.Context, tx store.Q, version string) 
 	if s.Versions == nil {
 		return nil
 	}
-	return s.Versions.CheckSelectable(ctx, tx, usedVersion(version))
+	return s.Versions.CheckSelectable(ctx, tx, UsedVersion(version))
 }
 
 // TerraformVersionUsage counts the workspaces of the whole site that use
-// each of versions (as usedVersion writes them), reading through q: for
+// each of versions (as UsedVersion writes them), reading through q: for
 // the admin terraform versions API's usage, and its refusal to delete a
 // version in use. A version no workspace uses is left out.
 func TerraformVersionUsage(ctx context.Context, q store.Q, versions []string) (map[string]int, error) {
@@ -1064,20 +1065,17 @@ func TerraformVersionUsage(ctx context.Context, q store.Q, versions []string) (m
 		return out, nil
 	}
 	in, args := store.In(versions)
-	rows, err := q.Query(ctx, `SELECT terraform_version, COUNT(*) FROM workspaces WHERE terraform_version IN (`+in+`) GROUP BY terraform_version`, args...)
-	if err != nil {
-		return nil, err
+	type used struct {
+		version string
+		n       int
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var v string
-		var n int
-		if err := rows.Scan(&v, &n); err != nil {
-			return nil, err
-		}
-		out[v] = n
+	counts, err := store.All(ctx, q, func(sc store.Scanner) (u used, err error) {
+		return u, sc.Scan(&u.version, &u.n)
+	}, `SELECT terraform_version, COUNT(*) FROM workspaces WHERE terraform_version IN (`+in+`) GROUP BY terraform_version`, args...)
+	for _, u := range counts {
+		out[u.version] = u.n
 	}
-	return out, rows.Err()
+	return out, err
 }
 
 // Delete removes a workspace, whatever its state.
