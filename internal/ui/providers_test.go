@@ -1,10 +1,8 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -103,18 +101,8 @@ func putFile(t *testing.T, e *testenv.Env, link any, body []byte) {
 	if !ok || u == "" {
 		t.Fatalf("no upload link: %v", link)
 	}
-	req, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := e.HTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("PUT %s: %d %s", u, resp.StatusCode, b)
+	if code, b := testenv.Raw(t, e.HTTP, "", "", http.MethodPut, u, body); code != http.StatusOK {
+		t.Fatalf("PUT %s: %d %s", u, code, b)
 	}
 }
 
