@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -1142,61 +1143,110 @@ func DeleteWorkspaceRuns(ctx context.Context, q store.Q, workspaceID string) err
 }
 
 // ForceExecute starts a pending run now: the runs ahead of it in its
-// workspace that wait (pending, or planned and waiting for a decision) are
-// discarded, and the run takes the workspace. A run ahead that is executing
-// must be canceled first: force-execute never interrupts terraform.
+// workspace's queue that wait (pending, or planned and waiting for a
+// decision) are discarded, and the run takes the workspace. A run ahead
+// that is executing must be canceled first: force-execute never interrupts
+// terraform. A saved plan is not in the queue and stays.
+//
+// The rows are locked in the order a run's end takes them (its own row,
+// then the workspace's, then the next pending run's), so that the two never
+// wait on each other both ways: the runs that hold the workspace, then the
+// workspace, then the pending runs up to this one. Locked, each is read as
+// the last transaction that changed it left it (on PostgreSQL a run
+// confirmed while this reads is seen confirmed, not discarded over).
 func (s *Service) ForceExecute(ctx context.Context, id string) error {
-	if _, err := s.Get(ctx, id); err != nil {
+	r, err := s.Get(ctx, id)
+	if err != nil {
 		return err
 	}
 	var changed []*Run
-	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
-		changed = nil
-		r, err := getRun(ctx, tx, s.Keys, "id", id, true)
-		if err != nil {
+	for attempt := 0; ; attempt++ {
+		err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+			changed = nil
+			var err error
+			changed, err = s.forceExecute(ctx, tx, r)
 			return err
+		})
+		if !errors.Is(err, errHolderMoved) || attempt == 4 {
+			break
 		}
-		if r.Status != Pending || r.PlanOnly {
-			return core.Conflict("run %s is %s: only a pending run can be force-executed", r.ID, r.Status)
-		}
-		ahead, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND plan_only = ? AND id <> ? ORDER BY created_at, id`, r.WorkspaceID, false, r.ID)
-		if err != nil {
-			return err
-		}
-		for _, o := range ahead {
-			if o.Status.Final() || (o.Status == Pending && o.CreatedAt.After(r.CreatedAt)) {
-				continue
-			}
-			if !o.Status.Discardable() {
-				return core.Conflict("run %s is %s; cancel it before force-executing %s", o.ID, o.Status, r.ID)
-			}
-			if err := o.transition(Discarded); err != nil {
-				return err
-			}
-			if err := addEvent(ctx, tx, o.ID, "discarded", "Discarded by a force-execute of "+r.ID, actorOf(ctx)); err != nil {
-				return err
-			}
-			if err := updateRunWith(ctx, tx, o, s.unlock(o)); err != nil {
-				return err
-			}
-			changed = append(changed, o)
-		}
-		if err := addEvent(ctx, tx, r.ID, "force_executed", "", actorOf(ctx)); err != nil {
-			return err
-		}
-		started, err := s.schedule(ctx, tx, r.WorkspaceID)
-		if err != nil {
-			return err
-		}
-		changed = append(changed, started...)
-		return nil
-	})
+	}
+	if errors.Is(err, errHolderMoved) {
+		return core.Conflict("the runs of workspace %s kept moving; force-execute %s again", r.WorkspaceID, r.ID)
+	}
 	if err != nil {
 		return err
 	}
 	s.nudge()
 	s.changed(ctx, changed...)
 	return nil
+}
+
+// errHolderMoved: a run started holding the workspace between the
+// locking of the holders and of the workspace; forceExecute starts over.
+var errHolderMoved = errors.New("the workspace's holder moved")
+
+func (s *Service) forceExecute(ctx context.Context, tx *store.Tx, r *Run) ([]*Run, error) {
+	holdersWhere := `workspace_id = ? AND ` + queueWhere + ` AND status <> ? ORDER BY created_at, id`
+	holders, err := listRuns(ctx, tx, s.Keys, holdersWhere+store.ForUpdate(tx), r.WorkspaceID, string(Pending))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Workspaces.LockQueue(ctx, tx, r.WorkspaceID); err != nil {
+		return nil, err
+	}
+	// A run can start holding only by writing the workspace's row, which
+	// is now this transaction's: one that started since the holders were
+	// read is not locked, and the locking order allows no second try.
+	now, err := listRuns(ctx, tx, s.Keys, holdersWhere, r.WorkspaceID, string(Pending))
+	if err != nil {
+		return nil, err
+	}
+	if !sameRuns(holders, now) {
+		return nil, errHolderMoved
+	}
+	created := core.Micros(r.CreatedAt)
+	waiting, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND `+queueWhere+` AND status = ?
+		AND (created_at < ? OR (created_at = ? AND id <= ?)) ORDER BY created_at, id`+store.ForUpdate(tx),
+		r.WorkspaceID, string(Pending), created, created, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(waiting) == 0 || waiting[len(waiting)-1].ID != r.ID {
+		cur, err := getRun(ctx, tx, s.Keys, "id", r.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		return nil, core.Conflict("run %s is %s: only a pending run can be force-executed", cur.ID, cur.Status)
+	}
+	var changed []*Run
+	for _, o := range append(holders, waiting[:len(waiting)-1]...) {
+		if !o.Status.Discardable() {
+			return nil, core.Conflict("run %s is %s; cancel it before force-executing %s", o.ID, o.Status, r.ID)
+		}
+		if err := o.transition(Discarded); err != nil {
+			return nil, err
+		}
+		if err := addEvent(ctx, tx, o.ID, "discarded", "Discarded by a force-execute of "+r.ID, actorOf(ctx)); err != nil {
+			return nil, err
+		}
+		if err := updateRunWith(ctx, tx, o, s.unlock(o)); err != nil {
+			return nil, err
+		}
+		changed = append(changed, o)
+	}
+	if err := addEvent(ctx, tx, r.ID, "force_executed", "", actorOf(ctx)); err != nil {
+		return nil, err
+	}
+	started, err := s.schedule(ctx, tx, r.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return append(changed, started...), nil
+}
+
+func sameRuns(a, b []*Run) bool {
+	return slices.EqualFunc(a, b, func(x, y *Run) bool { return x.ID == y.ID })
 }
 
 // RunsCount is a workspace's number of runs (the workspace's
