@@ -593,10 +593,13 @@ func (s *Service) scheduleFrom(ctx context.Context, tx store.Q, workspaceID stri
 	// One query: the oldest pending run, unless a run holds the
 	// workspace. Both read the queue's index (runs_queue, queueWhere), not
 	// the history: a holder is in the queue (notHolding is the statuses
-	// out of the queue, notAhead, and pending).
+	// out of the queue, notAhead, and pending). The run is locked as it is
+	// read: one canceled or discarded meanwhile is read as that
+	// transaction left it (skipped, on PostgreSQL for the next pending
+	// one), not started over it.
 	next, err := listRuns(ctx, tx, s.Keys, `workspace_id = ? AND `+queueWhere+` AND status = ?
 		AND NOT EXISTS (SELECT 1 FROM runs a WHERE a.workspace_id = ? AND NOT a.plan_only AND a.status NOT IN `+notAhead+` AND a.status NOT IN `+notHolding+`)
-		ORDER BY created_at, id LIMIT 1`, workspaceID, string(Pending), workspaceID)
+		ORDER BY created_at, id LIMIT 1`+store.ForUpdate(tx), workspaceID, string(Pending), workspaceID)
 	if err != nil || len(next) == 0 {
 		return nil, err
 	}

@@ -13,24 +13,29 @@ import (
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
-// TestForceExecuteBesideOtherWork: a force-execute whose transaction
-// overlaps another's that changes the runs ahead acts on what that other
-// transaction committed. On PostgreSQL it read the runs ahead without
-// locking them: a run confirmed meanwhile was discarded over its
-// confirmation, and a run started meanwhile was not seen at all (the
-// force-execute "succeeded" and its run stayed pending behind it). Both
-// stores; SQLite's transactions never overlap.
-func TestForceExecuteBesideOtherWork(t *testing.T) {
+// TestQueueBesideOtherWork: a change to a workspace's queue whose
+// transaction overlaps another's that changes the same runs acts on what
+// that other transaction committed, and never writes over it. Each case
+// failed on PostgreSQL before its fix (2026-11-30), where such reads were
+// not locked: a force-execute discarded a run confirmed meanwhile, and a
+// run started meanwhile (its force-execute "succeeded" and its run stayed
+// pending behind it); a run ending started the next pending run over its
+// cancel. Both stores; SQLite's transactions never overlap.
+func TestQueueBesideOtherWork(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"the holder is confirmed", "the holder ends and the next run starts"} {
+	for _, name := range []string{
+		"force-execute: the holder is confirmed",
+		"force-execute: the holder ends and the next run starts",
+		"the holder ends: the next run is canceled",
+	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			storetest.ForEachDB(t, func(t *testing.T, db *store.DB) { forceExecuteBeside(t, db, name) })
+			storetest.ForEachDB(t, func(t *testing.T, db *store.DB) { queueBeside(t, db, name) })
 		})
 	}
 }
 
-func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
+func queueBeside(t *testing.T, db *store.DB, name string) {
 	ctx := asOwner()
 	now := core.Now().UnixMicro()
 	if _, err := db.Exec(ctx, `INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-acme", "acme", "ops@acme.test", now, now); err != nil {
@@ -65,9 +70,8 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 		return a
 	}
 	// beside runs change in a transaction held open once it has
-	// written, while a force-execute of id starts; it returns the
-	// force-execute's error.
-	beside := func(t *testing.T, s *Service, id string, change func(tx *store.Tx) error) error {
+	// written, while act starts; it returns act's error.
+	beside := func(t *testing.T, change func(tx *store.Tx) error, act func() error) error {
 		t.Helper()
 		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		go func() {
@@ -85,18 +89,18 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 		case err := <-done:
 			t.Fatalf("the other transaction: %v", err)
 		}
-		forced := make(chan error, 1)
-		go func() { forced <- s.ForceExecute(ctx, id) }()
+		acted := make(chan error, 1)
+		go func() { acted <- act() }()
 		select {
-		case err := <-forced: // it did not wait for the other transaction
-			forced <- err
+		case err := <-acted: // it did not wait for the other transaction
+			acted <- err
 		case <-time.After(300 * time.Millisecond):
 		}
 		close(commit)
 		if err := <-done; err != nil {
 			t.Fatalf("the other transaction: %v", err)
 		}
-		return <-forced
+		return <-acted
 	}
 	status := func(t *testing.T, s *Service, id string) Status {
 		t.Helper()
@@ -108,14 +112,14 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 	}
 
 	switch name {
-	case "the holder is confirmed":
+	case "force-execute: the holder is confirmed":
 		s := service(t, "ws-confirmed")
 		a := planned(t, s, "ws-confirmed")
 		b, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-confirmed"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = beside(t, s, b.ID, func(tx *store.Tx) error {
+		err = beside(t, func(tx *store.Tx) error {
 			r, err := getRun(ctx, tx, s.Keys, "id", a.ID, true)
 			if err != nil {
 				return err
@@ -124,7 +128,7 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 				return err
 			}
 			return updateRun(ctx, tx, r)
-		})
+		}, func() error { return s.ForceExecute(ctx, b.ID) })
 		if !errors.Is(err, core.ErrConflict) {
 			t.Fatalf("force-execute beside the confirmation of the run ahead: %v, want a conflict", err)
 		}
@@ -135,7 +139,7 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 			t.Fatalf("the run whose force-execute was refused is %s, want %s", got, Pending)
 		}
 
-	case "the holder ends and the next run starts":
+	case "force-execute: the holder ends and the next run starts":
 		s := service(t, "ws-moved")
 		a := planned(t, s, "ws-moved")
 		b, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-moved"})
@@ -146,7 +150,7 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = beside(t, s, c.ID, func(tx *store.Tx) error {
+		err = beside(t, func(tx *store.Tx) error {
 			r, err := getRun(ctx, tx, s.Keys, "id", a.ID, true)
 			if err != nil {
 				return err
@@ -156,12 +160,39 @@ func forceExecuteBeside(t *testing.T, db *store.DB, name string) {
 			}
 			_, err = s.release(ctx, tx, r) // b takes the workspace
 			return err
-		})
+		}, func() error { return s.ForceExecute(ctx, c.ID) })
 		if got := status(t, s, b.ID); got != PlanQueued {
 			t.Fatalf("the run after the discarded holder is %s, want %s", got, PlanQueued)
 		}
 		if !errors.Is(err, core.ErrConflict) {
 			t.Fatalf("force-execute of %s behind %s, started beside it: %v (the run is %s), want a conflict", c.ID, b.ID, err, status(t, s, c.ID))
+		}
+
+	case "the holder ends: the next run is canceled":
+		s := service(t, "ws-canceled")
+		a := planned(t, s, "ws-canceled")
+		b, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-canceled"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := beside(t, func(tx *store.Tx) error {
+			r, err := getRun(ctx, tx, s.Keys, "id", b.ID, true)
+			if err != nil {
+				return err
+			}
+			if err := r.transition(Canceled); err != nil {
+				return err
+			}
+			_, err = s.release(ctx, tx, r)
+			return err
+		}, func() error { return s.Discard(ctx, a.ID, "") }); err != nil {
+			t.Fatalf("discarding the holder beside the cancel of the next run: %v", err)
+		}
+		if got := status(t, s, b.ID); got != Canceled {
+			t.Fatalf("the run canceled while the holder ended is %s, want %s", got, Canceled)
+		}
+		if w, err := ws.System(ctx, "ws-canceled"); err != nil || w.LockKind != "" {
+			t.Fatalf("the workspace with no run left is held by %+v (%v)", w, err)
 		}
 	}
 }
