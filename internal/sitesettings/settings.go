@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/mail"
 	"slices"
@@ -289,6 +290,30 @@ type Mail struct {
 // Addr is host:port.
 func (m Mail) Addr() string { return net.JoinHostPort(m.Host, strconv.Itoa(m.Port)) }
 
+// String shows the settings without the password (only whether there is
+// one), so that a Mail printed or logged by mistake leaks nothing.
+func (m Mail) String() string {
+	return fmt.Sprintf("sitesettings.Mail{Enabled: %t, Host: %q, Port: %d, Sender: %q, Auth: %q, Username: %q, Password: %s}",
+		m.Enabled, m.Host, m.Port, m.Sender, m.Auth, m.Username, redacted(m.Password != ""))
+}
+
+// GoString is String for %#v.
+func (m Mail) GoString() string { return m.String() }
+
+// LogValue is what slog writes for a Mail: String's fields.
+func (m Mail) LogValue() slog.Value {
+	return slog.GroupValue(slog.Bool("enabled", m.Enabled), slog.String("addr", m.Addr()), slog.String("sender", m.Sender),
+		slog.String("auth", m.Auth), slog.String("username", m.Username), slog.String("password", redacted(m.Password != "")))
+}
+
+// redacted stands for a secret: whether it is set, never what it is.
+func redacted(set bool) string {
+	if set {
+		return "[redacted]"
+	}
+	return `""`
+}
+
 // mailAttrs are the SMTP settings a site admin has set (the attrs of the
 // smtp row; the password is the row's sealed secret).
 type mailAttrs struct {
@@ -331,6 +356,24 @@ type mailPatch struct {
 	Username         *string `json:"username"`
 	Password         *string `json:"password"`
 	TestEmailAddress *string `json:"test-email-address"`
+}
+
+// String leaves the password out (see Mail.String).
+func (p mailPatch) String() string {
+	return fmt.Sprintf("sitesettings.mailPatch{Enabled: %s, Host: %s, Port: %s, Sender: %s, Auth: %s, Username: %s, Password: %s, TestEmailAddress: %s}",
+		show(p.Enabled), show(p.Host), show(p.Port), show(p.Sender), show(p.Auth), show(p.Username),
+		redacted(p.Password != nil && *p.Password != ""), show(p.TestEmailAddress))
+}
+
+// GoString is String for %#v.
+func (p mailPatch) GoString() string { return p.String() }
+
+// show is a patch's attribute as %q shows it, <nil> when absent.
+func show[T any](v *T) string {
+	if v == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%q", fmt.Sprint(*v))
 }
 
 // mailAttributes are the attributes a PATCH of the SMTP settings takes.
