@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/audit"
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
@@ -24,6 +25,13 @@ func (s *Service) Invite(ctx context.Context, q store.Q, inv team.Invitation) (f
 		return nil, err
 	}
 	if s.opts.Mail == nil {
+		return nil, nil
+	}
+	if inv.Suspended {
+		// The link stays valid for its lifetime: a site admin can lift
+		// the suspension and hand it on (`terrace user invite-link`
+		// makes a fresh one).
+		s.opts.Logger.Info("not emailing an invitation: the user is suspended", "organization", inv.Organization, "membership", inv.MembershipID)
 		return nil, nil
 	}
 	return func(ctx context.Context) {
@@ -103,6 +111,20 @@ func (s *Service) accept(ctx context.Context, tx store.Q, inv *invitation) error
 	return err
 }
 
+// invitee is the invited user, refused while suspended: a suspended
+// account neither joins an organization nor sets a password until a site
+// admin lifts the suspension (the invitation waits, for its lifetime).
+func (s *Service) invitee(ctx context.Context, inv *invitation) (*auth.User, error) {
+	u, err := s.opts.Users.GetUser(ctx, inv.UserID)
+	if err != nil {
+		return nil, err
+	}
+	if u.Suspended {
+		return nil, errSuspended
+	}
+	return u, nil
+}
+
 func (s *Service) hasPassword(ctx context.Context, userID string) (bool, error) {
 	var n int
 	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM user_passwords WHERE user_id = ?`, userID).Scan(&n)
@@ -128,7 +150,7 @@ func (s *Service) showInvitation(w http.ResponseWriter, r *http.Request, status 
 		s.message(w, r, statusOf(err), "Invitation", detail(err), "/app/signin")
 		return
 	}
-	u, err := s.opts.Users.GetUser(ctx, inv.UserID)
+	u, err := s.invitee(ctx, inv)
 	var has bool
 	if err == nil {
 		has, err = s.hasPassword(ctx, u.ID)
@@ -150,6 +172,10 @@ func (s *Service) acceptInvitation(w http.ResponseWriter, r *http.Request) {
 	inv, err := s.lookupInvitation(ctx, r.PathValue("token"))
 	if err != nil {
 		s.message(w, r, statusOf(err), "Invitation", detail(err), "/app/signin")
+		return
+	}
+	if _, err := s.invitee(ctx, inv); err != nil {
+		s.message(w, r, statusOf(err), "Invitation", detail(err), "")
 		return
 	}
 	has, err := s.hasPassword(ctx, inv.UserID)

@@ -280,7 +280,7 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 		}
 		if s.Invitations != nil {
 			var err error
-			send, err = s.Invitations.Invite(ctx, tx, Invitation{Organization: org, MembershipID: id, UserID: u.ID, Email: email})
+			send, err = s.Invitations.Invite(ctx, tx, Invitation{Organization: org, MembershipID: id, UserID: u.ID, Email: email, Suspended: u.Suspended})
 			return err
 		}
 		return nil
@@ -374,6 +374,9 @@ func (s *Service) Membership(ctx context.Context, id string) (*Membership, error
 // Invitation is a membership created by email, waiting to be accepted.
 type Invitation struct {
 	Organization, MembershipID, UserID, Email string
+	// Suspended: the user is suspended, and gets no email (as with every
+	// notification) until a site admin lifts it; the invitation waits.
+	Suspended bool
 }
 
 // Inviter records an invitation inside the membership's transaction and
