@@ -212,7 +212,8 @@ func (f *Finder) install(ctx context.Context, name, version string, b Build) (st
 	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
 		return "", fmt.Errorf("making the engines folder: %w", err)
 	}
-	tmp, err := os.MkdirTemp(f.Dir, ".install-"+name+"-"+version+"-")
+	f.sweepAbandoned(time.Now())
+	tmp, err := os.MkdirTemp(f.Dir, installPrefix+name+"-"+version+"-")
 	if err != nil {
 		return "", fmt.Errorf("making a folder to install %s %s in: %w", name, version, err)
 	}
@@ -264,6 +265,56 @@ func (f *Finder) install(ctx context.Context, name, version string, b Build) (st
 	}
 	syncDir(filepath.Dir(final))
 	return filepath.Join(final, name), nil
+}
+
+// installPrefix starts the name of an install's own folder in the
+// engines folder (and of the previous install it moves aside, with .old).
+const installPrefix = ".install-"
+
+// abandonedAfter is how long an install's folder goes without a write
+// before it counts as abandoned: its process was killed mid-download or
+// mid-rename. A download in progress writes its zip all the time.
+const abandonedAfter = time.Hour
+
+// sweepAbandoned removes install folders nothing has written to for
+// abandonedAfter: what an install killed before its cleanup left behind
+// (up to a whole release zip each). Another process sharing the folder
+// may be installing right now, so a folder is judged by its newest write,
+// its own or a file's in it; a folder that cannot be read is left alone.
+func (f *Finder) sweepAbandoned(now time.Time) {
+	ents, err := os.ReadDir(f.Dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), installPrefix) {
+			continue
+		}
+		dir := filepath.Join(f.Dir, e.Name())
+		last, ok := lastWrite(dir)
+		if ok && now.Sub(last) > abandonedAfter {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
+// lastWrite is the newest modification time of dir and what it holds.
+func lastWrite(dir string) (time.Time, bool) {
+	var last time.Time
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.ModTime().After(last) {
+			last = info.ModTime()
+		}
+		return nil
+	})
+	return last, err == nil
 }
 
 func (f *Finder) maxArchive() int64 {

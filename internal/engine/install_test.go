@@ -341,3 +341,47 @@ func TestFindOrInstallLeavesOthersAlone(t *testing.T) {
 		t.Fatalf("the zip was downloaded %d times, want never", n)
 	}
 }
+
+// TestInstallSweepsAbandonedFolders: an install removes what installs
+// killed before their cleanup left in the engines folder (a folder with a
+// partial zip, a previous install moved aside), once nothing has written
+// to it for an hour, and leaves alone an install still writing its zip
+// and everything else in the folder.
+func TestInstallSweepsAbandonedFolders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * time.Hour)
+	write := func(path string, at time.Time) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for p := path; p != dir; p = filepath.Dir(p) {
+			if err := os.Chtimes(p, at, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(filepath.Join(dir, ".install-terraform-1.0.98-111", "release.zip"), old)                    // killed mid-download
+	write(filepath.Join(dir, ".install-terraform-1.0.97-222.old", "terraform"), old)                  // killed between its renames
+	write(filepath.Join(dir, ".install-terraform-1.0.96-333", "release.zip"), time.Now())             // another process, downloading
+	write(filepath.Join(dir, "terraform", "1.0.1", "terraform"), old)                                 // installed by hand long ago
+	if err := os.Chtimes(filepath.Join(dir, ".install-terraform-1.0.96-333"), old, old); err != nil { // its folder made long ago
+		t.Fatal(err)
+	}
+
+	rs := newReleaseServer(t)
+	b := rs.put("/terraform_1.0.99.zip", zipOf(t, [2]string{"terraform", script("1.0.99")}))
+	f := &Finder{Dir: dir, HTTP: rs.Client()}
+	if _, _, err := f.FindOrInstall(context.Background(), "1.0.99", &Release{Name: "terraform", Version: "1.0.99", Builds: []Build{b}}); err != nil {
+		t.Fatal(err)
+	}
+	want := ".install-terraform-1.0.96-333, .install-terraform-1.0.96-333/release.zip, terraform, terraform/1.0.1, terraform/1.0.1/terraform, " +
+		"terraform/1.0.99, terraform/1.0.99/" + recordFile + ", terraform/1.0.99/terraform"
+	if got := entries(t, dir); got != want {
+		t.Fatalf("after an install the engines folder holds\n%s\nwant\n%s", got, want)
+	}
+}
