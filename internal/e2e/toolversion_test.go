@@ -232,6 +232,17 @@ func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *release
 		t.Fatal("the zip's ../evil was written beside the engines folder")
 	}
 
+	// A version constraint: the newest registered version it allows
+	// (1.0.95 and 1.0.96 are registered too, and older), downloaded and
+	// run; the log says why that version.
+	register("1.0.99", "/1.0.99.zip", good, sha256hex(good))
+	constrained := waitRun(ctx, t, c, start("constrained", "~> 1.0.97").ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored)
+	log = planLog(constrained)
+	if constrained.Status != tfe.RunApplied || !strings.Contains(log, `The workspace's version constraint "~> 1.0.97"`) ||
+		!strings.Contains(log, "Installed terraform 1.0.99 for ") {
+		t.Fatalf("a run on the constraint ~> 1.0.97 ended %s:\n%s", constrained.Status, log)
+	}
+
 	// Nothing else is left in the engines folder: no zip, no temporary
 	// folder, no version that was refused.
 	var left []string
@@ -249,7 +260,7 @@ func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *release
 	for _, en := range versions {
 		left = append(left, "terraform/"+en.Name())
 	}
-	if got := strings.Join(left, " "); got != "terraform terraform/1.0.97 terraform/1.0.98" {
-		t.Fatalf("the engines folder holds %s, want the two versions installed and nothing else", got)
+	if got := strings.Join(left, " "); got != "terraform terraform/1.0.97 terraform/1.0.98 terraform/1.0.99" {
+		t.Fatalf("the engines folder holds %s, want the three versions installed and nothing else", got)
 	}
 }

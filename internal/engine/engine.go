@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	goversion "github.com/hashicorp/go-version"
 )
 
 // Finder locates engine binaries and remembers their versions.
@@ -69,8 +71,34 @@ func parseVersion(version string) (name, want string) {
 	return name, want
 }
 
+// Constraint is the version constraint a workspace's terraform version
+// is ("~> 1.9.0", ">= 1.5, < 2.0"), or nil when it is a version, "latest"
+// or "". Versions a constraint allows are chosen as go-version checks
+// them, as terraform's own required_version is: prereleases only when the
+// constraint names one.
+func Constraint(version string) goversion.Constraints {
+	_, want := parseVersion(version)
+	if want == "" || want == "latest" || versionRE.MatchString(want) {
+		return nil
+	}
+	c, err := goversion.NewConstraint(want)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// Allows reports whether the constraint c allows the version v.
+func Allows(c goversion.Constraints, v string) bool {
+	pv, err := goversion.NewVersion(v)
+	return err == nil && c.Check(pv)
+}
+
 func (f *Finder) find(ctx context.Context, version string) (string, error) {
 	name, want := parseVersion(version)
+	if c := Constraint(version); c != nil {
+		return f.findAllowed(ctx, name, want, c)
+	}
 	if want == "" || want == "latest" {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
@@ -114,6 +142,47 @@ func (f *Finder) find(ctx context.Context, version string) (string, error) {
 		where = fmt.Sprintf("in %s (as %s/%s/%s) or on PATH", f.Dir, name, want, name)
 	}
 	return "", fmt.Errorf("%s %s is not installed on %s: put it %s, or set the workspace's terraform version to one that is", name, want, f.host(), where)
+}
+
+// findAllowed is find for a constraint: of the binaries of the engine in
+// the engines folder and on PATH, the newest the constraint allows.
+func (f *Finder) findAllowed(ctx context.Context, name, want string, c goversion.Constraints) (string, error) {
+	var candidates []string
+	if f.Dir != "" {
+		for _, pattern := range []string{filepath.Join(f.Dir, name, "*", name), filepath.Join(f.Dir, name+"_*"), filepath.Join(f.Dir, name+"-*")} {
+			m, _ := filepath.Glob(pattern)
+			candidates = append(candidates, m...)
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		candidates = append(candidates, p)
+	}
+	var best string
+	var bestV *goversion.Version
+	for _, p := range candidates {
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			continue
+		}
+		v := ""
+		if dir := filepath.Dir(p); readRecord(dir) != nil {
+			v = filepath.Base(dir) // installed from a registered release: the version it was registered as
+		} else if got, err := f.version(ctx, p); err == nil {
+			v = got
+		}
+		pv, err := goversion.NewVersion(v)
+		if err != nil || !c.Check(pv) || (bestV != nil && !pv.GreaterThan(bestV)) {
+			continue
+		}
+		best, bestV = p, pv
+	}
+	if best == "" {
+		where := "on PATH"
+		if f.Dir != "" {
+			where = fmt.Sprintf("in %s (as %s/<version>/%s) or on PATH", f.Dir, name, name)
+		}
+		return "", fmt.Errorf("no %s version that %q allows is installed on %s: put one %s, register one for download, or set the workspace's terraform version to one that is", name, want, f.host(), where)
+	}
+	return best, nil
 }
 
 func (f *Finder) host() string {

@@ -120,8 +120,18 @@ var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+
 // or on PATH by hand, else the build is downloaded, checked and installed
 // into the engines folder, and installed is that build. Without one, it
 // is Find.
+//
+// A constraint is resolved by the server to the newest registered version
+// it allows (rel): that version is the one found or installed here. With
+// none registered, it is Find: the newest installed that it allows.
 func (f *Finder) FindOrInstall(ctx context.Context, version string, rel *Release) (path string, installed *Build, err error) {
 	name, want := parseVersion(version)
+	if c := Constraint(version); c != nil && rel != nil && rel.Name == name && Allows(c, rel.Version) {
+		want, version = rel.Version, rel.Version
+		if name != "terraform" {
+			version = name + ":" + want
+		}
+	}
 	b := rel.build(runtime.GOOS, runtime.GOARCH)
 	if b == nil || rel.Name != name || rel.Version != want {
 		p, err := f.Find(ctx, version)

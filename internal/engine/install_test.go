@@ -385,3 +385,65 @@ func TestInstallSweepsAbandonedFolders(t *testing.T) {
 		t.Fatalf("after an install the engines folder holds\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestVersionConstraints: a workspace version that is a constraint runs
+// the newest version it allows: the one the server resolved it to from
+// the registered versions (installed when missing), else the newest in
+// the engines folder or on PATH. Prereleases only when the constraint
+// names one; none allowed is an error naming the constraint.
+func TestVersionConstraints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := &Finder{Dir: t.TempDir()}
+	for _, v := range []string{"1.9.1", "1.9.5", "1.9.6-beta1", "1.10.0"} {
+		p := filepath.Join(f.Dir, "terraform", v, "terraform")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(script(v)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(v string) string { return filepath.Join(f.Dir, "terraform", v, "terraform") }
+	for constraint, want := range map[string]string{
+		"~> 1.9.0":          at("1.9.5"),
+		">= 1.9.2, < 1.9.5": "",
+		">= 1.10, < 1.11":   at("1.10.0"),
+		"< 1.9.5":           at("1.9.1"),
+		"1.9.6-beta1":       at("1.9.6-beta1"),
+		"= 1.9.6-beta1":     at("1.9.6-beta1"),
+		"~> 7.0":            "",
+	} {
+		p, err := f.Find(ctx, constraint)
+		switch {
+		case want == "" && (err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(constraint, "v"))):
+			t.Errorf("Find(%q): %q %v, want an error naming the constraint", constraint, p, err)
+		case want != "" && (err != nil || p != want):
+			t.Errorf("Find(%q): %q %v, want %s", constraint, p, err, want)
+		}
+	}
+	if c := Constraint("1.9.5"); c != nil {
+		t.Errorf("a version is taken for a constraint: %v", c)
+	}
+	if c := Constraint("latest"); c != nil {
+		t.Errorf("latest is taken for a constraint: %v", c)
+	}
+
+	// The server resolved the constraint to a registered version that is
+	// not installed: that one is installed and run.
+	rs := newReleaseServer(t)
+	b := rs.put("/terraform_1.9.7.zip", zipOf(t, [2]string{"terraform", script("1.9.7")}))
+	f.HTTP = rs.Client()
+	p, installed, err := f.FindOrInstall(ctx, "~> 1.9.0", &Release{Name: "terraform", Version: "1.9.7", Builds: []Build{b}})
+	if err != nil || p != at("1.9.7") || installed == nil {
+		t.Fatalf("FindOrInstall(~> 1.9.0) with 1.9.7 registered: %q %+v %v, want %s installed", p, installed, err, at("1.9.7"))
+	}
+	// A registration the constraint does not allow is not used.
+	other := rs.put("/terraform_1.8.0.zip", zipOf(t, [2]string{"terraform", script("1.8.0")}))
+	if p, installed, err := f.FindOrInstall(ctx, "~> 1.9.0", &Release{Name: "terraform", Version: "1.8.0", Builds: []Build{other}}); err != nil || p != at("1.9.7") || installed != nil {
+		t.Fatalf("FindOrInstall(~> 1.9.0) given 1.8.0: %q %+v %v, want the installed %s", p, installed, err, at("1.9.7"))
+	}
+	if n := rs.count("/terraform_1.8.0.zip"); n != 0 {
+		t.Fatalf("a release the constraint does not allow was downloaded %d times", n)
+	}
+}

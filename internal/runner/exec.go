@@ -54,8 +54,9 @@ type jobExec struct {
 	structured bool
 	cancel     run.Signal // the strongest signal seen
 	sig        chan run.Signal
-	// installed says the engine was downloaded for this job (shown after
-	// the log's header), "" when it was there already.
+	// installed says the engine was downloaded for this job, or chosen
+	// for a version constraint (shown after the log's header), "" when
+	// it was there already as named.
 	installed string
 	// limit is the phase running's time limit (see limitPhase): expired
 	// fires when it has passed, and timedOut says it did.
@@ -341,6 +342,10 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	}
 	if installed != nil {
 		j.installed = fmt.Sprintf("Installed %s %s for %s from %s (SHA-256 %s checked) for this run.", in.Engine.Name, in.Engine.Version, installed.Platform(), installed.URL, installed.SHA256)
+	}
+	if engine.Constraint(j.job.Run.TerraformVersion) != nil {
+		chosen := fmt.Sprintf("The workspace's version constraint %q: the newest version it allows that is registered or installed here.", strings.TrimSpace(j.job.Run.TerraformVersion))
+		j.installed = strings.TrimSpace(chosen + "\n" + j.installed)
 	}
 	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, scratchPrefix+j.r.cfg.ID+"-"+j.job.RunID+"-"); err != nil {
 		return Fault{Err: fmt.Errorf("making the job's working folder: %w", err)}

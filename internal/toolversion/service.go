@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	goversion "github.com/hashicorp/go-version"
+
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
@@ -260,7 +262,19 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 
 // Release returns what a runner needs to install version when it lacks
 // it: the builds of the version, registered and enabled (nil otherwise).
+//
+// For a version constraint ("~> 1.9.0") it is the newest registered and
+// enabled version the constraint allows, as HCP Terraform runs the newest
+// version a workspace's constraint allows: the runner finds or installs
+// that one (engine.FindOrInstall), and with none registered the newest
+// it has that the constraint allows.
 func (s *Service) Release(ctx context.Context, version string) (*engine.Release, error) {
+	if c := engine.Constraint(version); c != nil {
+		if strings.HasPrefix(strings.TrimSpace(version), "tofu") {
+			return nil, nil // only terraform is registered
+		}
+		return s.newestAllowed(ctx, c)
+	}
 	version = asRegistered(version)
 	if !versionRE.MatchString(version) {
 		return nil, nil
@@ -272,11 +286,38 @@ func (s *Service) Release(ctx context.Context, version string) (*engine.Release,
 	if err != nil {
 		return nil, err
 	}
+	return release(v), nil
+}
+
+// newestAllowed is the release of the newest enabled version c allows,
+// nil for none.
+func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints) (*engine.Release, error) {
+	vs, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, true)
+	if err != nil {
+		return nil, err
+	}
+	var best *Version
+	var bestV *goversion.Version
+	for _, v := range vs {
+		pv, err := goversion.NewVersion(v.Version)
+		if err != nil || !c.Check(pv) || (bestV != nil && !pv.GreaterThan(bestV)) {
+			continue
+		}
+		best, bestV = v, pv
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return release(best), nil
+}
+
+// release is what a runner needs of a registered version to install it.
+func release(v *Version) *engine.Release {
 	rel := &engine.Release{Name: "terraform", Version: v.Version}
 	for _, a := range v.Archs {
 		rel.Builds = append(rel.Builds, engine.Build{OS: a.OS, Arch: a.Arch, URL: a.URL, SHA256: a.SHA})
 	}
-	return rel, nil
+	return rel
 }
 
 // asRegistered is a version as a workspace names it, as the registered

@@ -1,0 +1,57 @@
+package toolversion_test
+
+import (
+	"context"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestReleaseForAConstraint: a runner asking for a workspace's version
+// constraint is given the newest registered, enabled version it allows
+// (a disabled one is passed over, a prerelease only when named), and
+// nothing when none is, on both stores.
+func TestReleaseForAConstraint(t *testing.T) {
+	t.Parallel()
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := testenv.New(t, testenv.Options{Store: st})
+			ctx := context.Background()
+			for _, v := range []struct {
+				version string
+				enabled bool
+			}{{"1.9.1", true}, {"1.9.3", true}, {"1.9.4", false}, {"1.9.5-rc1", true}, {"1.10.0", true}} {
+				if _, err := e.Client.Admin.TerraformVersions.Create(ctx, tfe.AdminTerraformVersionCreateOptions{Version: tfe.String(v.version),
+					URL: tfe.String(zipURL), Sha: tfe.String(sha1), Enabled: tfe.Bool(v.enabled), Official: tfe.Bool(true)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for constraint, want := range map[string]string{
+				"~> 1.9.0":      "1.9.3",
+				">= 1.9, < 2":   "1.10.0",
+				"< 1.9.3":       "1.9.1",
+				"= 1.9.4":       "",
+				"~> 1.9.5-rc1":  "1.9.5-rc1",
+				"~> 2.0":        "",
+				"tofu:~> 1.9.0": "",
+				"1.9.3":         "1.9.3",
+				"latest":        "",
+			} {
+				rel, err := e.Server.ToolVersions.Release(ctx, constraint)
+				got := ""
+				if rel != nil {
+					got = rel.Version
+					if len(rel.Builds) != 1 || rel.Builds[0].URL != zipURL {
+						t.Errorf("Release(%q): builds %+v", constraint, rel.Builds)
+					}
+				}
+				if err != nil || got != want {
+					t.Errorf("Release(%q): %q %v, want %q", constraint, got, err, want)
+				}
+			}
+		})
+	}
+}
