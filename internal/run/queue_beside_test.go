@@ -111,24 +111,36 @@ func queueBeside(t *testing.T, db *store.DB, name string) {
 		return r.Status
 	}
 
-	switch name {
-	case "force-execute: the holder is confirmed":
-		s := service(t, "ws-confirmed")
-		a := planned(t, s, "ws-confirmed")
-		b, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-confirmed"})
+	// move takes run id to status to in tx, releasing its workspace
+	// (and starting the next run) when release.
+	move := func(s *Service, tx *store.Tx, id string, to Status, release bool) error {
+		r, err := getRun(ctx, tx, s.Keys, "id", id, true)
+		if err != nil {
+			return err
+		}
+		if err := r.transition(to); err != nil {
+			return err
+		}
+		if release {
+			_, err = s.release(ctx, tx, r)
+			return err
+		}
+		return updateRun(ctx, tx, r)
+	}
+	create := func(s *Service, wsID string) *Run {
+		r, err := s.Create(ctx, CreateOptions{WorkspaceID: wsID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = beside(t, func(tx *store.Tx) error {
-			r, err := getRun(ctx, tx, s.Keys, "id", a.ID, true)
-			if err != nil {
-				return err
-			}
-			if err := r.transition(Confirmed); err != nil {
-				return err
-			}
-			return updateRun(ctx, tx, r)
-		}, func() error { return s.ForceExecute(ctx, b.ID) })
+		return r
+	}
+
+	switch name {
+	case "force-execute: the holder is confirmed":
+		s := service(t, "ws-confirmed")
+		a, b := planned(t, s, "ws-confirmed"), create(s, "ws-confirmed")
+		err := beside(t, func(tx *store.Tx) error { return move(s, tx, a.ID, Confirmed, false) },
+			func() error { return s.ForceExecute(ctx, b.ID) })
 		if !errors.Is(err, core.ErrConflict) {
 			t.Fatalf("force-execute beside the confirmation of the run ahead: %v, want a conflict", err)
 		}
@@ -141,26 +153,9 @@ func queueBeside(t *testing.T, db *store.DB, name string) {
 
 	case "force-execute: the holder ends and the next run starts":
 		s := service(t, "ws-moved")
-		a := planned(t, s, "ws-moved")
-		b, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-moved"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-moved"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = beside(t, func(tx *store.Tx) error {
-			r, err := getRun(ctx, tx, s.Keys, "id", a.ID, true)
-			if err != nil {
-				return err
-			}
-			if err := r.transition(Discarded); err != nil {
-				return err
-			}
-			_, err = s.release(ctx, tx, r) // b takes the workspace
-			return err
-		}, func() error { return s.ForceExecute(ctx, c.ID) })
+		a, b, c := planned(t, s, "ws-moved"), create(s, "ws-moved"), create(s, "ws-moved")
+		err := beside(t, func(tx *store.Tx) error { return move(s, tx, a.ID, Discarded, true) }, // b takes the workspace
+			func() error { return s.ForceExecute(ctx, c.ID) })
 		if got := status(t, s, b.ID); got != PlanQueued {
 			t.Fatalf("the run after the discarded holder is %s, want %s", got, PlanQueued)
 		}
@@ -170,22 +165,9 @@ func queueBeside(t *testing.T, db *store.DB, name string) {
 
 	case "the holder ends: the next run is canceled":
 		s := service(t, "ws-canceled")
-		a := planned(t, s, "ws-canceled")
-		b, err := s.Create(ctx, CreateOptions{WorkspaceID: "ws-canceled"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := beside(t, func(tx *store.Tx) error {
-			r, err := getRun(ctx, tx, s.Keys, "id", b.ID, true)
-			if err != nil {
-				return err
-			}
-			if err := r.transition(Canceled); err != nil {
-				return err
-			}
-			_, err = s.release(ctx, tx, r)
-			return err
-		}, func() error { return s.Discard(ctx, a.ID, "") }); err != nil {
+		a, b := planned(t, s, "ws-canceled"), create(s, "ws-canceled")
+		if err := beside(t, func(tx *store.Tx) error { return move(s, tx, b.ID, Canceled, true) },
+			func() error { return s.Discard(ctx, a.ID, "") }); err != nil {
 			t.Fatalf("discarding the holder beside the cancel of the next run: %v", err)
 		}
 		if got := status(t, s, b.ID); got != Canceled {
