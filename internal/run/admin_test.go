@@ -56,12 +56,12 @@ func TestAdminRuns(t *testing.T) {
 		ctx := context.Background()
 		c := e.Client
 		testenv.NewOrg(t, c, "acme")
-		testenv.NewOrg(t, c, "beta")
-		web, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("web")})
+		testenv.NewOrg(t, c, "beta-ops")
+		web, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("web-1")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		db, err := c.Workspaces.Create(ctx, "beta", tfe.WorkspaceCreateOptions{Name: tfe.String("db")})
+		db, err := c.Workspaces.Create(ctx, "beta-ops", tfe.WorkspaceCreateOptions{Name: tfe.String("db")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,6 +73,10 @@ func TestAdminRuns(t *testing.T) {
 			}
 			return testenv.WaitRun(ctx, t, c, r.ID, tfe.RunPlannedAndFinished)
 		}
+		// The searches below name the workspace and the organization by
+		// text with a "-" after a letter other than n: never part of a
+		// run's ID ("run-" and letters and digits), which a search
+		// matches too.
 		r1, r2, r3 := runOn(web), runOn(db), runOn(web)
 		if !r1.CreatedAt.Before(r2.CreatedAt) || !r2.CreatedAt.Before(r3.CreatedAt) {
 			t.Fatalf("created at %v, %v, %v: want them in order", r1.CreatedAt, r2.CreatedAt, r3.CreatedAt)
@@ -108,8 +112,8 @@ func TestAdminRuns(t *testing.T) {
 			t.Fatalf("page 2 of 2: %+v", page.Pagination)
 		}
 		want("q=the second run's ID", list(&tfe.AdminRunsListOptions{Query: r2.ID}), r2)
-		want("q=WEB (the workspace)", list(&tfe.AdminRunsListOptions{Query: "WEB"}), r3, r1)
-		want("q=bet (the organization)", list(&tfe.AdminRunsListOptions{Query: "bet"}), r2)
+		want("q=B-1 (the workspace)", list(&tfe.AdminRunsListOptions{Query: "B-1"}), r3, r1)
+		want("q=a-o (the organization)", list(&tfe.AdminRunsListOptions{Query: "a-o"}), r2)
 		want("q=_ (an underscore, not any character)", list(&tfe.AdminRunsListOptions{Query: "_"}))
 		want("filter pending,planned_and_finished", list(&tfe.AdminRunsListOptions{RunStatus: "pending,planned_and_finished"}), r3, r2, r1)
 		want("filter applied", list(&tfe.AdminRunsListOptions{RunStatus: "applied"}))
@@ -141,8 +145,8 @@ func TestAdminRuns(t *testing.T) {
 		with := list(&tfe.AdminRunsListOptions{Include: []tfe.AdminRunIncludeOpt{tfe.AdminRunWorkspaceOrg}})
 		for _, r := range with.Items {
 			w := r.Workspace
-			if w == nil || w.Organization == nil || (w.ID == web.ID) != (w.Name == "web" && w.Organization.Name == "acme") ||
-				(w.ID == db.ID) != (w.Name == "db" && w.Organization.Name == "beta") {
+			if w == nil || w.Organization == nil || (w.ID == web.ID) != (w.Name == "web-1" && w.Organization.Name == "acme") ||
+				(w.ID == db.ID) != (w.Name == "db" && w.Organization.Name == "beta-ops") {
 				t.Fatalf("run %s's included workspace: %+v", r.ID, w)
 			}
 		}
@@ -159,7 +163,7 @@ func TestAdminRuns(t *testing.T) {
 			t.Fatalf("run %s's included workspace: %+v", r2.ID, w)
 		}
 		code, body := e.API(t, "", "GET", "/api/v2/admin/runs?include=workspace.organization.owners", nil)
-		if owners := testenv.IncludedOwners(t, code, string(body)); len(owners) != 2 || !slices.Equal(owners["acme"], []string{me.ID}) || !slices.Equal(owners["beta"], []string{me.ID}) {
+		if owners := testenv.IncludedOwners(t, code, string(body)); len(owners) != 2 || !slices.Equal(owners["acme"], []string{me.ID}) || !slices.Equal(owners["beta-ops"], []string{me.ID}) {
 			t.Fatalf("the included organizations' owners: %v, want acme's and beta's, %s", owners, me.ID)
 		}
 		var doc struct {
