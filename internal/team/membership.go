@@ -237,7 +237,7 @@ func (s *Service) CreateMembership(ctx context.Context, org, email string, teamI
 	// owners team only for owners).
 	var teams []*Team
 	for _, id := range teamIDs {
-		t, err := s.load(ctx, s.db, id)
+		t, err := s.load(ctx, s.db, id, false)
 		if err != nil || t.Organization != org {
 			return nil, core.NotFound("team %q not found", id)
 		}
@@ -310,7 +310,7 @@ func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 	}
 	if p := auth.FromContext(ctx); !p.IsUser() || p.UserID != m.UserID {
 		for _, tid := range m.TeamIDs {
-			t, err := s.load(ctx, s.db, tid)
+			t, err := s.load(ctx, s.db, tid, false)
 			if err != nil {
 				return err
 			}
@@ -324,6 +324,12 @@ func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 		}
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		// The owners team's row first, as every removal of an owner
+		// takes it (lockOwners), so that checkOwnersLeft below counts
+		// what a removal beside this one left.
+		if err := lockOwners(ctx, tx, m.Organization); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM team_members WHERE user_id = ? AND team_id IN (SELECT id FROM teams WHERE organization_name = ?)`, m.UserID, m.Organization); err != nil {
 			return err
 		}
@@ -331,7 +337,7 @@ func (s *Service) DeleteMembership(ctx context.Context, id string) error {
 			return err
 		}
 		for _, tid := range m.TeamIDs {
-			if t, err := s.load(ctx, tx, tid); err == nil && t.IsOwners() {
+			if t, err := s.load(ctx, tx, tid, false); err == nil && t.IsOwners() {
 				return checkOwnersLeft(ctx, tx, m.Organization)
 			}
 		}

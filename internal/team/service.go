@@ -267,11 +267,17 @@ func scanTeam(sc interface{ Scan(...any) error }) (*Team, error) {
 	return &t, nil
 }
 
-func (s *Service) load(ctx context.Context, q store.Q, id string) (*Team, error) {
+// load reads a team and its members, optionally locking the team's row
+// for the rest of q's transaction.
+func (s *Service) load(ctx context.Context, q store.Q, id string, forUpdate bool) (*Team, error) {
 	if !core.HasPrefix(id, core.PrefixTeam) {
 		return nil, core.NotFound("team %q not found", id)
 	}
-	t, err := scanTeam(q.QueryRow(ctx, `SELECT `+teamCols+` FROM teams WHERE id = ?`, id))
+	query := `SELECT ` + teamCols + ` FROM teams WHERE id = ?`
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	t, err := scanTeam(q.QueryRow(ctx, query, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("team %q not found", id)
 	}
@@ -290,7 +296,7 @@ func (s *Service) load(ctx context.Context, q store.Q, id string) (*Team, error)
 
 // Get returns a team the caller may see.
 func (s *Service) Get(ctx context.Context, id string) (*Team, error) {
-	t, err := s.load(ctx, s.db, id)
+	t, err := s.load(ctx, s.db, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -505,7 +511,7 @@ func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, e
 	var t *Team
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		if t, err = s.load(ctx, tx, id); err != nil {
+		if t, err = s.load(ctx, tx, id, false); err != nil {
 			return err
 		}
 		access, visibility := t.Settings.Access, t.Settings.Visibility
@@ -703,17 +709,47 @@ func (s *Service) RemoveMemberships(ctx context.Context, teamID string, membersh
 }
 
 func (s *Service) removeMembers(ctx context.Context, t *Team, userIDs []string) error {
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		for _, uid := range userIDs {
-			if _, err := tx.Exec(ctx, `DELETE FROM team_members WHERE team_id = ? AND user_id = ?`, t.ID, uid); err != nil {
-				return err
-			}
+	return s.db.Tx(ctx, func(tx *store.Tx) error { return removeMembersIn(ctx, tx, t, userIDs) })
+}
+
+// removeMembersIn is removeMembers inside q's transaction. From the owners
+// team it takes the team's row first (lockOwners), then the members'.
+func removeMembersIn(ctx context.Context, q store.Q, t *Team, userIDs []string) error {
+	if t.IsOwners() {
+		if err := lockOwners(ctx, q, t.Organization); err != nil {
+			return err
 		}
-		if !t.IsOwners() {
-			return nil
+	}
+	for _, uid := range userIDs {
+		if _, err := q.Exec(ctx, `DELETE FROM team_members WHERE team_id = ? AND user_id = ?`, t.ID, uid); err != nil {
+			return err
 		}
-		return checkOwnersLeft(ctx, tx, t.Organization)
-	})
+	}
+	if !t.IsOwners() {
+		return nil
+	}
+	return checkOwnersLeft(ctx, q, t.Organization)
+}
+
+// lockOwners takes the row of org's owners team for the rest of q's
+// transaction on PostgreSQL (SQLite's write transactions run one at a time
+// already). Every change that may remove an owner takes it before it
+// deletes anything, so that checkOwnersLeft counts what the others left:
+// before (2026-11-30) two owners removed at once each counted the other
+// still there (its delete not committed yet) and the organization was left
+// with none. Order: the owners team's row, then the member and membership
+// rows; nothing takes them the other way round.
+func lockOwners(ctx context.Context, q store.Q, org string) error {
+	lock := store.ForUpdate(q)
+	if lock == "" {
+		return nil
+	}
+	var id string
+	err := q.QueryRow(ctx, `SELECT id FROM teams WHERE organization_name = ? AND name = ?`+lock, org, OwnersTeam).Scan(&id)
+	if err != nil && !store.IsNoRows(err) {
+		return fmt.Errorf("locking the owners team of %s: %w", org, err)
+	}
+	return nil
 }
 
 // checkOwnersLeft refuses a change that would leave an organization
