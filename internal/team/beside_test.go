@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -17,12 +18,15 @@ import (
 // transaction committed. Each case failed on PostgreSQL before its fix
 // (2026-11-30), where the reads were not locked: two owners removed at
 // once each counted the other still there and the organization was left
-// with none. Both stores; SQLite's transactions never overlap.
+// with none; an update of a team's visibility wrote back the organization
+// access it had read, over an access change committed meanwhile. Both
+// stores; SQLite's transactions never overlap.
 func TestTeamsBesideOtherWork(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{
 		"owners team: two owners removed at once",
 		"owners team: an owner's membership deleted beside another's removal",
+		"an update beside a change of the organization access",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -130,5 +134,36 @@ func teamsBeside(t *testing.T, db *store.DB, name string) {
 			t.Fatalf("the owners left are %v, want bob", got)
 		}
 
+	case "an update beside a change of the organization access":
+		dev, err := s.Create(ctx, "acme", Options{Name: ptr("dev"), OrganizationAccess: &AccessOptions{ManageWorkspaces: ptr(true), ManagePolicies: ptr(true)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another update takes manage-policies away.
+		err = beside(t, func(tx *store.Tx) error {
+			cur, err := s.load(ctx, tx, dev.ID, true)
+			if err != nil {
+				return err
+			}
+			cur.Settings.Access.ManagePolicies = false
+			attrs, _ := json.Marshal(cur.Settings)
+			_, err = tx.Exec(ctx, `UPDATE teams SET attrs = ? WHERE id = ?`, string(attrs), dev.ID)
+			return err
+		}, func() error {
+			_, err := s.Update(ctx, dev.ID, Options{Visibility: ptr("organization")})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("updating the team's visibility beside the change of its access: %v", err)
+		}
+		got, err := s.load(ctx, db, dev.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Settings.Access.ManagePolicies || !got.Settings.Access.ManageWorkspaces || got.Settings.Visibility != "organization" {
+			t.Fatalf("after both updates the team is %+v, want manage-policies taken away, manage-workspaces kept, visibility organization", got.Settings)
+		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -510,8 +510,11 @@ func (s *Service) Update(ctx context.Context, id string, opts Options) (*Team, e
 	}
 	var t *Team
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		// Locked: on PostgreSQL an update committed while this one read
+		// is read as it left the row, not written over (the settings are
+		// one document: the organization access it changed came back).
 		var err error
-		if t, err = s.load(ctx, tx, id, false); err != nil {
+		if t, err = s.load(ctx, tx, id, true); err != nil {
 			return err
 		}
 		access, visibility := t.Settings.Access, t.Settings.Visibility
