@@ -72,7 +72,13 @@ func scanTeamWorkspace(sc interface{ Scan(...any) error }) (*TeamWorkspace, erro
 }
 
 func (s *Service) getTeamWorkspace(ctx context.Context, id string) (*TeamWorkspace, error) {
-	g, err := scanTeamWorkspace(s.db.QueryRow(ctx, `SELECT `+twCols+` FROM team_workspaces WHERE id = ?`, id))
+	return teamWorkspaceIn(ctx, s.db, id, "")
+}
+
+// teamWorkspaceIn reads a grant through q, lock its row-locking suffix
+// ("" or store.ForUpdate).
+func teamWorkspaceIn(ctx context.Context, q store.Q, id, lock string) (*TeamWorkspace, error) {
+	g, err := scanTeamWorkspace(q.QueryRow(ctx, `SELECT `+twCols+` FROM team_workspaces WHERE id = ?`+lock, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("team access %q not found", id)
 	}
@@ -127,20 +133,29 @@ func (s *Service) AddTeamWorkspace(ctx context.Context, teamID, workspaceID, acc
 	return g, nil
 }
 
-// UpdateTeamWorkspace changes a grant's level or custom permissions.
+// UpdateTeamWorkspace changes a grant's level or custom permissions. The
+// permissions it does not name are kept as the grant has them: it reads
+// the grant locked, in the transaction that writes it back. Before
+// (2026-11-30) it read it outside, and a permission taken away by an
+// update beside it came back with the next one's write.
 func (s *Service) UpdateTeamWorkspace(ctx context.Context, id string, access *string, o WorkspaceGrantOptions) (*TeamWorkspace, error) {
-	g, err := s.getTeamWorkspace(ctx, id)
+	var g *TeamWorkspace
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if g, err = teamWorkspaceIn(ctx, tx, id, store.ForUpdate(tx)); err != nil {
+			return err
+		}
+		if access != nil {
+			g.Access = *access
+		}
+		if g.Grant, err = o.resolve(g.Access, g.Grant); err != nil {
+			return err
+		}
+		perms, _ := json.Marshal(g.Grant)
+		_, err = tx.Exec(ctx, `UPDATE team_workspaces SET access = ?, perms = ? WHERE id = ?`, g.Access, string(perms), id)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	if access != nil {
-		g.Access = *access
-	}
-	if g.Grant, err = o.resolve(g.Access, g.Grant); err != nil {
-		return nil, err
-	}
-	perms, _ := json.Marshal(g.Grant)
-	if _, err := s.db.Exec(ctx, `UPDATE team_workspaces SET access = ?, perms = ? WHERE id = ?`, g.Access, string(perms), id); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -175,7 +190,13 @@ func scanTeamProject(sc interface{ Scan(...any) error }) (*TeamProject, error) {
 }
 
 func (s *Service) getTeamProject(ctx context.Context, id string) (*TeamProject, error) {
-	g, err := scanTeamProject(s.db.QueryRow(ctx, `SELECT `+tpCols+` FROM team_projects WHERE id = ?`, id))
+	return teamProjectIn(ctx, s.db, id, "")
+}
+
+// teamProjectIn reads a project grant through q, lock its row-locking
+// suffix ("" or store.ForUpdate).
+func teamProjectIn(ctx context.Context, q store.Q, id, lock string) (*TeamProject, error) {
+	g, err := scanTeamProject(q.QueryRow(ctx, `SELECT `+tpCols+` FROM team_projects WHERE id = ?`+lock, id))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("team project access %q not found", id)
 	}
@@ -214,26 +235,32 @@ func (s *Service) AddTeamProject(ctx context.Context, teamID, projectID, access 
 	return g, nil
 }
 
-// UpdateTeamProject changes a project grant.
+// UpdateTeamProject changes a project grant, read locked in the
+// transaction that writes it back (as UpdateTeamWorkspace).
 func (s *Service) UpdateTeamProject(ctx context.Context, id string, access *string, o ProjectGrantOptions) (*TeamProject, error) {
-	g, err := s.getTeamProject(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if access != nil {
-		if *access == "custom" && g.Access != "custom" {
-			// Custom starts from the level it replaces.
-			if fixed, ok := projectLevels[g.Access]; ok {
-				g.Grant = fixed
-			}
+	var g *TeamProject
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if g, err = teamProjectIn(ctx, tx, id, store.ForUpdate(tx)); err != nil {
+			return err
 		}
-		g.Access = *access
-	}
-	if g.Grant, err = o.resolve(g.Access, g.Grant); err != nil {
-		return nil, err
-	}
-	perms, _ := json.Marshal(g.Grant)
-	if _, err := s.db.Exec(ctx, `UPDATE team_projects SET access = ?, perms = ? WHERE id = ?`, g.Access, string(perms), id); err != nil {
+		if access != nil {
+			if *access == "custom" && g.Access != "custom" {
+				// Custom starts from the level it replaces.
+				if fixed, ok := projectLevels[g.Access]; ok {
+					g.Grant = fixed
+				}
+			}
+			g.Access = *access
+		}
+		if g.Grant, err = o.resolve(g.Access, g.Grant); err != nil {
+			return err
+		}
+		perms, _ := json.Marshal(g.Grant)
+		_, err = tx.Exec(ctx, `UPDATE team_projects SET access = ?, perms = ? WHERE id = ?`, g.Access, string(perms), id)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return g, nil
