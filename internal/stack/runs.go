@@ -785,8 +785,24 @@ func (s *Service) autoApproved(ctx context.Context, r *DeploymentRun, st *Step) 
 
 // acquire takes the deployment's state lock for r when it is free and r
 // is the earliest approved run waiting for it.
+//
+// It locks r's row first, then the deployment's, the order in which a
+// run's end (finish, Cancel's abandon) takes them, and reads r there:
+// before (2026-11-30) it read r before the transaction and took the
+// deployment's row alone, and on PostgreSQL a run canceled meanwhile was
+// given the lock (its own status write found the run abandoned and wrote
+// nothing, the lock's did): the deployment stayed locked by an abandoned
+// run and every later run of it waited for good.
 func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := loadRun(ctx, tx, r.ID, true)
+		if err != nil {
+			return err
+		}
+		if cur.Status != RunAcquiringLock {
+			return nil
+		}
+		*r = *cur
 		var holder string
 		if err := tx.QueryRow(ctx, `SELECT lock_run_id FROM stack_deployments WHERE stack_id = ? AND name = ?`+store.ForUpdate(tx), r.StackID, r.Deployment).Scan(&holder); err != nil {
 			return err
@@ -795,7 +811,7 @@ func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
 			return nil
 		}
 		var first string
-		err := tx.QueryRow(ctx, `SELECT id FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND status = ? ORDER BY approved_at, id LIMIT 1`,
+		err = tx.QueryRow(ctx, `SELECT id FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND status = ? ORDER BY approved_at, id LIMIT 1`,
 			r.StackID, r.Deployment, string(RunAcquiringLock)).Scan(&first)
 		if err != nil || first != r.ID {
 			return err

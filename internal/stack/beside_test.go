@@ -1,0 +1,139 @@
+package stack
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
+)
+
+// TestDeploymentRunsBesideOtherWork: a change to a deployment's runs whose
+// transaction overlaps another's that changes the same runs acts on what
+// that other transaction committed. Each case failed on PostgreSQL before
+// its fix (2026-11-30), where the runs were read unlocked: the lock was
+// given to a run canceled meanwhile (and the deployment stayed locked for
+// good). Both stores; SQLite's transactions never overlap.
+func TestDeploymentRunsBesideOtherWork(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{
+		"the lock: the run is canceled",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			storetest.ForEachDB(t, func(t *testing.T, db *store.DB) { runsBeside(t, db, name) })
+		})
+	}
+}
+
+func runsBeside(t *testing.T, db *store.DB, name string) {
+	ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
+	s := &Service{db: db, wake: loops.NewWake(), busySince: map[string]time.Time{}}
+	now := core.Micros(nowUTC())
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', ?, ?)`, now, now)
+	mustExec(`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES ('prj-1', 'acme', 'p', ?, ?)`, now, now)
+	mustExec(`INSERT INTO stacks (id, organization_name, project_id, name, created_at, updated_at) VALUES ('st-1', 'acme', 'prj-1', 's', ?, ?)`, now, now)
+	for i, id := range []string{"stc-1", "stc-2"} {
+		mustExec(`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES (?, 'st-1', ?, 'completed', 'manual', ?, ?)`, id, i+1, now, now)
+	}
+	mustExec(`INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, created_at, updated_at) VALUES ('sdep-1', 'st-1', 'prod', 'stc-2', ?, ?)`, now, now)
+	// mk makes a run of configuration cfg at status, with a plan step
+	// waiting for an operator when the run is.
+	mk := func(id, cfg string, status RunStatus) *DeploymentRun {
+		t.Helper()
+		r := &DeploymentRun{ID: id, StackID: "st-1", ConfigurationID: cfg, Deployment: "prod", Status: status, Mode: ModeNormal,
+			Timestamps: map[string]time.Time{}, CreatedAt: nowUTC(), UpdatedAt: nowUTC()}
+		if status == RunAcquiringLock {
+			r.ApprovedAt = nowUTC()
+		}
+		if err := insertRun(ctx, db, r); err != nil {
+			t.Fatal(err)
+		}
+		if status == RunPreDeployingPendingOperator {
+			st := &Step{ID: "sds-" + id, RunID: id, Operation: OpPlan, Status: StepPendingOperator, TFERunID: "run-" + id,
+				Timestamps: map[string]time.Time{}, CreatedAt: nowUTC(), UpdatedAt: nowUTC()}
+			if err := insertStep(ctx, db, st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := loadRun(ctx, db, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// beside runs change in a transaction held open once it has
+	// written, while act starts; it returns act's error.
+	beside := func(t *testing.T, change func(tx *store.Tx) error, act func() error) error {
+		t.Helper()
+		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- db.Tx(ctx, func(tx *store.Tx) error {
+				if err := change(tx); err != nil {
+					return err
+				}
+				close(wrote)
+				<-commit
+				return nil
+			})
+		}()
+		select {
+		case <-wrote:
+		case err := <-done:
+			t.Fatalf("the other transaction: %v", err)
+		}
+		acted := make(chan error, 1)
+		go func() { acted <- act() }()
+		select {
+		case err := <-acted: // it did not wait for the other transaction
+			acted <- err
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(commit)
+		if err := <-done; err != nil {
+			t.Fatalf("the other transaction: %v", err)
+		}
+		return <-acted
+	}
+	status := func(t *testing.T, id string) RunStatus {
+		t.Helper()
+		r, err := loadRun(ctx, db, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+
+	switch name {
+	case "the lock: the run is canceled":
+		r := mk("sdr-1", "stc-2", RunAcquiringLock) // as the loop read it
+		err := beside(t, func(tx *store.Tx) error { // Cancel's change
+			cur, err := loadRun(ctx, tx, r.ID, true)
+			if err != nil {
+				return err
+			}
+			return abandon(ctx, tx, cur)
+		}, func() error { return s.acquire(ctx, r) })
+		if err != nil {
+			t.Fatalf("acquiring the lock beside the cancel: %v", err)
+		}
+		var holder string
+		if err := db.QueryRow(ctx, `SELECT lock_run_id FROM stack_deployments WHERE id = 'sdep-1'`).Scan(&holder); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(t, r.ID); got != RunAbandoned || holder != "" {
+			t.Fatalf("the run canceled while it took the lock is %s and the deployment is locked by %q, want abandoned and unlocked", got, holder)
+		}
+
+	}
+}
