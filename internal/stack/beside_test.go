@@ -17,11 +17,14 @@ import (
 // that other transaction committed. Each case failed on PostgreSQL before
 // its fix (2026-11-30), where the runs were read unlocked: the lock was
 // given to a run canceled meanwhile (and the deployment stayed locked for
-// good). Both stores; SQLite's transactions never overlap.
+// good); the approval of a newer configuration's run abandoned the plan
+// step of an older run approved meanwhile, and discarded its saved plan.
+// Both stores; SQLite's transactions never overlap.
 func TestDeploymentRunsBesideOtherWork(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{
 		"the lock: the run is canceled",
+		"an approval: an older run is approved",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -135,5 +138,28 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 			t.Fatalf("the run canceled while it took the lock is %s and the deployment is locked by %q, want abandoned and unlocked", got, holder)
 		}
 
+	case "an approval: an older run is approved":
+		older := mk("sdr-older", "stc-1", RunPreDeployingPendingOperator)
+		newer := mk("sdr-newer", "stc-2", RunPreDeployingPendingOperator)
+		err := beside(t, func(tx *store.Tx) error { return approveIn(ctx, tx, older.ID) },
+			func() error { return s.Approve(ctx, newer.ID) })
+		if err != nil {
+			t.Fatalf("approving the newer run beside the older's approval: %v", err)
+		}
+		st, err := runSteps(ctx, db, older.ID)
+		if err != nil || len(st) != 1 {
+			t.Fatalf("the older run's steps: %v, %v", st, err)
+		}
+		var release string
+		if err := db.QueryRow(ctx, `SELECT release_run FROM stack_deployment_steps WHERE id = ?`, st[0].ID).Scan(&release); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(t, older.ID); got != RunAcquiringLock || st[0].Status != StepCompleted || release != "" {
+			t.Fatalf("the older run approved beside the newer's approval is %s, its plan step %s (saved plan to discard: %q); want %s, %s and its plan kept",
+				got, st[0].Status, release, RunAcquiringLock, StepCompleted)
+		}
+		if got := status(t, newer.ID); got != RunAcquiringLock {
+			t.Fatalf("the newer run is %s, want %s", got, RunAcquiringLock)
+		}
 	}
 }

@@ -739,13 +739,15 @@ func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		if err := saveStep(ctx, tx, st); err != nil {
-			return err
-		}
+		// The run's row before its step's, as Approve and abandonOlder
+		// take them.
 		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
 			if err == nil {
 				err = core.Conflict("deployment run %s changed meanwhile", r.ID)
 			}
+			return err
+		}
+		if err := saveStep(ctx, tx, st); err != nil {
 			return err
 		}
 		if r.Status == RunAcquiringLock {
@@ -939,55 +941,74 @@ func (s *Service) Approve(ctx context.Context, runID string) error {
 	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		r, err := loadRun(ctx, tx, runID, true)
-		if err != nil {
-			return err
-		}
-		steps, err := runSteps(ctx, tx, r.ID)
-		if err != nil {
-			return err
-		}
-		if len(steps) == 0 || steps[len(steps)-1].Status != StepPendingOperator {
-			return core.Conflict("deployment run %s has no plan waiting for approval (it is %s)", r.ID, r.Status)
-		}
-		st := steps[len(steps)-1]
-		if err := transitionStep(st, StepCompleted); err != nil {
-			return err
-		}
-		from := r.Status
-		next := RunDeploying
-		if r.Status == RunPreDeployingPendingOperator {
-			next = RunAcquiringLock
-			r.ApprovedAt = nowUTC()
-		}
-		if err := transitionRun(r, next); err != nil {
-			return core.Conflict("%v", err)
-		}
-		if err := saveStep(ctx, tx, st); err != nil {
-			return err
-		}
-		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
-			if err == nil {
-				err = core.Conflict("deployment run %s changed meanwhile; try again", r.ID)
-			}
-			return err
-		}
-		if next != RunAcquiringLock {
-			return nil
-		}
-		return abandonOlder(ctx, tx, r)
-	})
+	err = s.db.Tx(ctx, func(tx *store.Tx) error { return approveIn(ctx, tx, runID) })
 	if err == nil {
 		s.nudge()
 	}
 	return err
 }
 
+// approveIn is Approve's change, inside q's transaction: the run's row,
+// then its steps', then the older runs' (abandonOlder).
+func approveIn(ctx context.Context, q store.Q, runID string) error {
+	r, err := loadRun(ctx, q, runID, true)
+	if err != nil {
+		return err
+	}
+	steps, err := runSteps(ctx, q, r.ID)
+	if err != nil {
+		return err
+	}
+	if len(steps) == 0 || steps[len(steps)-1].Status != StepPendingOperator {
+		return core.Conflict("deployment run %s has no plan waiting for approval (it is %s)", r.ID, r.Status)
+	}
+	st := steps[len(steps)-1]
+	if err := transitionStep(st, StepCompleted); err != nil {
+		return err
+	}
+	from := r.Status
+	next := RunDeploying
+	if r.Status == RunPreDeployingPendingOperator {
+		next = RunAcquiringLock
+		r.ApprovedAt = nowUTC()
+	}
+	if err := transitionRun(r, next); err != nil {
+		return core.Conflict("%v", err)
+	}
+	if err := saveStep(ctx, q, st); err != nil {
+		return err
+	}
+	if ok, err := saveRun(ctx, q, r, from); err != nil || !ok {
+		if err == nil {
+			err = core.Conflict("deployment run %s changed meanwhile; try again", r.ID)
+		}
+		return err
+	}
+	if next != RunAcquiringLock {
+		return nil
+	}
+	return abandonOlder(ctx, q, r)
+}
+
 // abandonOlder abandons the runs of r's deployment from older
 // configurations that have not reached the lock.
+//
+// They are read locked, so that one approved (or moved on by the loop)
+// while this reads is read as that left it, and skipped once past the
+// statuses abandoned here: before (2026-11-30), on PostgreSQL, a run
+// approved meanwhile had its approved plan step abandoned and its saved
+// plan discarded under it. r's row is locked already; the older runs are
+// locked newest first, so that two approvals of different runs of one
+// deployment (each holding its own run and locking the older ones) take
+// the rows they share in one order. A run's row is always taken before
+// its steps' (Approve, planned, Cancel).
 func abandonOlder(ctx context.Context, q store.Q, r *DeploymentRun) error {
-	older, err := store.All(ctx, q, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? AND c.sequence_number < ? AND r.status IN (?, ?, ?)`,
+	lock := ""
+	if q.Driver().Name() == "postgres" {
+		lock = " FOR UPDATE OF r"
+	}
+	older, err := store.All(ctx, q, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? AND c.sequence_number < ? AND r.status IN (?, ?, ?)
+		ORDER BY c.sequence_number DESC, r.id`+lock,
 		r.StackID, r.Deployment, r.Sequence, string(RunPending), string(RunPreDeploying), string(RunPreDeployingPendingOperator))
 	if err != nil {
 		return err
