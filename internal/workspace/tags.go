@@ -417,11 +417,27 @@ func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]Effect
 	if err != nil {
 		return nil, err
 	}
-	own, err := s.bindings(ctx, s.db, w.ID)
+	return s.effectiveBindings(ctx, s.db, w)
+}
+
+// SystemEffectiveTagBindingsIn is EffectiveTagBindings without checking
+// the caller, reading through q (the caller's transaction when it has
+// one): for the policy domain, which matches policy set tag selectors
+// against them when it chooses a run's sets.
+func (s *Service) SystemEffectiveTagBindingsIn(ctx context.Context, q store.Q, id string) ([]EffectiveBinding, error) {
+	w, err := s.loadUnchecked(ctx, q, id, false)
 	if err != nil {
 		return nil, err
 	}
-	locked, err := lockedKeys(ctx, s.db, w.Organization)
+	return s.effectiveBindings(ctx, q, w)
+}
+
+func (s *Service) effectiveBindings(ctx context.Context, q store.Q, w *Workspace) ([]EffectiveBinding, error) {
+	own, err := s.bindings(ctx, q, w.ID)
+	if err != nil {
+		return nil, err
+	}
+	locked, err := lockedKeys(ctx, q, w.Organization)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +447,7 @@ func (s *Service) EffectiveTagBindings(ctx context.Context, id string) ([]Effect
 		ownKeys[b.Key] = true
 	}
 	inherited := map[string]bool{}
-	if p, err := s.projectInfo(ctx, w.ProjectID); err == nil {
+	if p, err := s.projectInfoIn(ctx, q, w.ProjectID); err == nil {
 		for _, b := range p.TagBindings {
 			if !ownKeys[b.Key] || locked[b.Key] {
 				inherited[b.Key] = true
