@@ -165,6 +165,8 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/policy-sets/{id}/relationships/projects":             {Action: Authenticated, Service: true},
 	"POST /api/v2/policy-sets/{id}/relationships/project-exclusions":     {Action: Authenticated, Service: true},
 	"DELETE /api/v2/policy-sets/{id}/relationships/project-exclusions":   {Action: Authenticated, Service: true},
+	"POST /api/v2/policy-sets/{id}/tag-selectors":                        {Action: Authenticated, Service: true},
+	"DELETE /api/v2/policy-sets/{id}/tag-selectors":                      {Action: Authenticated, Service: true},
 	"GET /api/v2/policy-sets/{id}/parameters":                            {Action: Authenticated, Service: true},
 	"POST /api/v2/policy-sets/{id}/parameters":                           {Action: Authenticated, Service: true},
 	"GET /api/v2/policy-sets/{id}/parameters/{param}":                    {Action: Authenticated, Service: true},

@@ -52,6 +52,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v2/policy-sets/{id}/relationships/projects", h(a.relation(ScopeProject, false)))
 	mux.HandleFunc("POST /api/v2/policy-sets/{id}/relationships/project-exclusions", h(a.relation(ScopeProjectExclusion, true)))
 	mux.HandleFunc("DELETE /api/v2/policy-sets/{id}/relationships/project-exclusions", h(a.relation(ScopeProjectExclusion, false)))
+	mux.HandleFunc("POST /api/v2/policy-sets/{id}/tag-selectors", h(a.tagSelectors(true)))
+	mux.HandleFunc("DELETE /api/v2/policy-sets/{id}/tag-selectors", h(a.tagSelectors(false)))
 
 	mux.HandleFunc("GET /api/v2/policy-sets/{id}/parameters", h(a.listParams))
 	mux.HandleFunc("POST /api/v2/policy-sets/{id}/parameters", h(a.createParam))
@@ -237,7 +239,7 @@ type jsonSet struct {
 	AgentEnabled         bool              `jsonapi:"attr,agent-enabled"`
 	PolicyToolVersion    string            `jsonapi:"attr,policy-tool-version"`
 	PolicyUpdatePatterns []string          `jsonapi:"attr,policy-update-patterns"`
-	TagSelectors         []any             `jsonapi:"attr,tag-selectors"`
+	TagSelectors         []jsonTagSelector `jsonapi:"attr,tag-selectors"`
 	Organization         *jsonOrg          `jsonapi:"relation,organization"`
 	Workspaces           []*jsonRef        `jsonapi:"relation,workspaces"`
 	Policies             []*jsonPolicyRef  `jsonapi:"relation,policies"`
@@ -246,6 +248,31 @@ type jsonSet struct {
 	WorkspaceExclusions  []*jsonRef        `jsonapi:"relation,workspace-exclusions"`
 	Projects             []*jsonProjectRef `jsonapi:"relation,projects"`
 	ProjectExclusions    []*jsonProjectRef `jsonapi:"relation,project-exclusions"`
+}
+
+// jsonTagSelector is go-tfe's PolicySetTagSelector (sent) and
+// PolicySetTagSelectorAttr (read back): tag-value is null for a key-only
+// selector.
+type jsonTagSelector struct {
+	Key       string  `json:"tag-key"`
+	Value     *string `json:"tag-value"`
+	IsExclude bool    `json:"is-exclude"`
+}
+
+func selectorsJSON(sels []TagSelector) []jsonTagSelector {
+	out := make([]jsonTagSelector, len(sels))
+	for i, t := range sels {
+		out[i] = jsonTagSelector{Key: t.Key, Value: t.Value, IsExclude: t.Exclude}
+	}
+	return out
+}
+
+func selectorsOf(js []jsonTagSelector) []TagSelector {
+	out := make([]TagSelector, len(js))
+	for i, j := range js {
+		out[i] = TagSelector{Key: j.Key, Value: j.Value, Exclude: j.IsExclude}
+	}
+	return out
 }
 
 type jsonVersionRef struct {
@@ -272,7 +299,7 @@ func setJSON(s *Set) *jsonSet {
 	j := &jsonSet{ID: s.ID, Name: s.Name, Description: s.Description, Kind: string(s.Kind), Global: s.Global, PoliciesPath: s.PoliciesPath,
 		PolicyCount: len(s.PolicyIDs), WorkspaceCount: len(s.Scopes[ScopeWorkspace]), ProjectCount: len(s.Scopes[ScopeProject]),
 		CreatedAt: timeText(s.CreatedAt), UpdatedAt: timeText(s.UpdatedAt), AgentEnabled: s.AgentEnabled, PolicyToolVersion: s.PolicyToolVersion,
-		PolicyUpdatePatterns: s.PolicyUpdatePatterns, TagSelectors: []any{}, Organization: &jsonOrg{Name: s.Organization},
+		PolicyUpdatePatterns: s.PolicyUpdatePatterns, TagSelectors: selectorsJSON(s.TagSelectors), Organization: &jsonOrg{Name: s.Organization},
 		Workspaces: refs(s.Scopes[ScopeWorkspace]), Policies: []*jsonPolicyRef{}, WorkspaceExclusions: refs(s.Scopes[ScopeWorkspaceExclusion]),
 		Projects: projectRefs(s.Scopes[ScopeProject]), ProjectExclusions: projectRefs(s.Scopes[ScopeProjectExclusion])}
 	if s.Kind == OPA {
@@ -353,17 +380,17 @@ func (a *API) included(r *http.Request, inc map[string]bool, sets []*Set) ([]any
 
 func decodeSet(w http.ResponseWriter, r *http.Request) (SetChanges, error) {
 	doc, b, err := tfeapi.DecodeAttrs[struct {
-		Name                 *string         `json:"name"`
-		Description          *string         `json:"description"`
-		Kind                 *Kind           `json:"kind"`
-		Global               *bool           `json:"global"`
-		Overridable          *bool           `json:"overridable"`
-		AgentEnabled         *bool           `json:"agent-enabled"`
-		PolicyToolVersion    *string         `json:"policy-tool-version"`
-		PoliciesPath         *string         `json:"policies-path"`
-		PolicyUpdatePatterns *[]string       `json:"policy-update-patterns"`
-		VCSRepo              *map[string]any `json:"vcs-repo"`
-		TagSelectors         []any           `json:"tag-selectors"`
+		Name                 *string            `json:"name"`
+		Description          *string            `json:"description"`
+		Kind                 *Kind              `json:"kind"`
+		Global               *bool              `json:"global"`
+		Overridable          *bool              `json:"overridable"`
+		AgentEnabled         *bool              `json:"agent-enabled"`
+		PolicyToolVersion    *string            `json:"policy-tool-version"`
+		PoliciesPath         *string            `json:"policies-path"`
+		PolicyUpdatePatterns *[]string          `json:"policy-update-patterns"`
+		VCSRepo              *map[string]any    `json:"vcs-repo"`
+		TagSelectors         *[]jsonTagSelector `json:"tag-selectors"`
 	}](w, r, 0)
 	if err != nil {
 		return SetChanges{}, err
@@ -374,12 +401,13 @@ func decodeSet(w http.ResponseWriter, r *http.Request) (SetChanges, error) {
 	if b.VCSRepo != nil {
 		return SetChanges{}, core.Invalid("VCS-backed policy sets are not supported: upload versions instead (POST policy-sets/:id/versions)")
 	}
-	if len(b.TagSelectors) > 0 {
-		return SetChanges{}, core.Invalid("tag selectors on policy sets are not supported yet")
-	}
 	c := SetChanges{Name: b.Name, Description: b.Description, Kind: b.Kind, Global: b.Global, Overridable: b.Overridable,
 		AgentEnabled: b.AgentEnabled, PolicyToolVersion: b.PolicyToolVersion, PoliciesPath: b.PoliciesPath,
 		PolicyUpdatePatterns: b.PolicyUpdatePatterns, Scopes: map[string][]string{}}
+	if b.TagSelectors != nil {
+		sels := selectorsOf(*b.TagSelectors)
+		c.TagSelectors = &sels
+	}
 	for rel, kind := range map[string]string{"policies": "policy", "workspaces": ScopeWorkspace, "workspace-exclusions": ScopeWorkspaceExclusion,
 		"projects": ScopeProject, "project-exclusions": ScopeProjectExclusion} {
 		res, err := doc.RelResources(rel)
@@ -490,6 +518,23 @@ func (a *API) relation(kind string, add bool) tfeapi.HandlerFunc {
 			ids = append(ids, x.ID)
 		}
 		if err := a.Service.ChangeRelation(r.Context(), r.PathValue("id"), kind, ids, add); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+}
+
+// tagSelectors adds or removes tag selectors: data is an array of plain
+// selector objects, not JSON:API resources (go-tfe's AddTagSelectors and
+// RemoveTagSelectors); 204 with no body.
+func (a *API) tagSelectors(add bool) tfeapi.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var data []jsonTagSelector
+		if err := tfeapi.DecodeData(w, r, &data); err != nil {
+			return err
+		}
+		if err := a.Service.ChangeTagSelectors(r.Context(), r.PathValue("id"), selectorsOf(data), add); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusNoContent)

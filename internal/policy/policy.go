@@ -5,14 +5,21 @@
 // A policy is a Rego module with a query and an enforcement level
 // (advisory or mandatory). A policy set groups policies (or, when
 // versioned, the files of an uploaded tarball) and applies globally or to
-// workspaces and projects, minus excluded workspaces. When a run is created
-// on a workspace with policy sets, the run task domain (internal/runtask)
-// gives the run a post-plan task stage; once the plan is done this package
-// evaluates every set with OPA (github.com/open-policy-agent/opa/v1/rego)
-// on HCP Terraform's input (plan, run, workspace) and records a policy
-// evaluation with one outcome per set. A mandatory failure stops the run,
-// or makes it wait for an override when the set is overridable; advisory
-// failures warn. Sentinel policies and sets are kept as objects (go-tfe and
+// workspaces and projects, minus excluded workspaces. Tag selectors (HCP
+// Terraform's beta) choose workspaces by their effective tag bindings: an
+// inclusion applies a non-global set to every workspace a selector
+// matches (the key, and the value when the selector has one; a key-only
+// selector takes any value), an exclusion exempts a matching workspace
+// from the set, global or not. They are matched against the bindings when
+// a run's sets are chosen, so a tag change counts from the next run.
+//
+// When a run is created on a workspace with policy sets, the run task
+// domain (internal/runtask) gives the run a post-plan task stage; once the
+// plan is done this package evaluates every set with OPA
+// (github.com/open-policy-agent/opa/v1/rego) on HCP Terraform's input
+// (plan, run, workspace) and records a policy evaluation with one outcome
+// per set. A mandatory failure stops the run, or makes it wait for an
+// override when the set is overridable; advisory failures warn. Sentinel policies and sets are kept as objects (go-tfe and
 // terraform-provider-tfe create them) but Terrace cannot run Sentinel: their
 // evaluation errors with that reason. docs/design/policies.md has the rest.
 package policy
@@ -91,6 +98,10 @@ type Workspaces interface {
 	// ProjectOf returns a workspace's project, whoever asks, reading
 	// through q (the caller's transaction when it has one).
 	ProjectOf(ctx context.Context, q store.Q, workspaceID string) (string, error)
+	// Tags returns a workspace's effective tag bindings (its own and
+	// those it inherits from its project, as the workspace shows them),
+	// whoever asks, reading through q.
+	Tags(ctx context.Context, q store.Q, workspaceID string) ([]Tag, error)
 }
 
 // Runs shows the service what it evaluates.

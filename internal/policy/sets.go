@@ -38,9 +38,11 @@ type Set struct {
 	PolicyUpdatePatterns []string
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
-	// PolicyIDs and Scopes (kind → IDs) are filled by the service.
-	PolicyIDs []string
-	Scopes    map[string][]string
+	// PolicyIDs, Scopes (kind → IDs) and TagSelectors are filled by the
+	// service.
+	PolicyIDs    []string
+	Scopes       map[string][]string
+	TagSelectors []TagSelector
 }
 
 // SetChanges are the attributes and relationships of a create or update;
@@ -57,6 +59,8 @@ type SetChanges struct {
 	PolicyUpdatePatterns *[]string
 	PolicyIDs            []string
 	Scopes               map[string][]string
+	// TagSelectors, when not nil, are all the set's selectors.
+	TagSelectors *[]TagSelector
 }
 
 const setCols = `id, organization_name, name, description, kind, global, overridable, agent_enabled, policy_tool_version, policies_path, versioned, current_version_id, newest_version_id, policy_update_patterns, created_at, updated_at`
@@ -81,12 +85,13 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// fill reads a set's policies and scopes.
+// fill reads a set's policies, scopes and tag selectors.
 func (s *Service) fill(ctx context.Context, q store.Q, set *Set) error {
 	return s.fillAll(ctx, q, []*Set{set})
 }
 
-// fillAll reads the policies and scopes of sets, two statements for all.
+// fillAll reads the policies, scopes and tag selectors of sets, three
+// statements for all.
 func (s *Service) fillAll(ctx context.Context, q store.Q, sets []*Set) error {
 	if len(sets) == 0 {
 		return nil
@@ -95,7 +100,7 @@ func (s *Service) fillAll(ctx context.Context, q store.Q, sets []*Set) error {
 	ids := make([]string, len(sets))
 	for i, set := range sets {
 		byID[set.ID] = set
-		set.PolicyIDs, set.Scopes = []string{}, map[string][]string{}
+		set.PolicyIDs, set.Scopes, set.TagSelectors = []string{}, map[string][]string{}, []TagSelector{}
 		ids[i] = set.ID
 	}
 	list, args := store.In(ids)
@@ -118,7 +123,10 @@ func (s *Service) fillAll(ctx context.Context, q store.Q, sets []*Set) error {
 		}
 		byID[set].Scopes[kind] = append(byID[set].Scopes[kind], id)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return fillSelectors(ctx, q, byID, list, args)
 }
 
 // ListSets returns at most limit (all when negative) of an organization's
@@ -197,7 +205,7 @@ func (s *Service) checkTargets(ctx context.Context, set *Set, kind string, ids [
 	return nil
 }
 
-// CreateSet adds a policy set with its policies and scopes.
+// CreateSet adds a policy set with its policies, scopes and tag selectors.
 func (s *Service) CreateSet(ctx context.Context, org string, c SetChanges) (*Set, error) {
 	if err := manageOrg(ctx, org); err != nil {
 		return nil, err
@@ -219,9 +227,13 @@ func (s *Service) CreateSet(ctx context.Context, org string, c SetChanges) (*Set
 	if err := s.checkAll(ctx, set, c); err != nil {
 		return nil, err
 	}
+	selectors, err := changedSelectors(c)
+	if err != nil {
+		return nil, err
+	}
 	now := core.Now()
 	set.CreatedAt, set.UpdatedAt = now, now
-	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO policy_sets (`+setCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			set.ID, org, set.Name, set.Description, string(set.Kind), set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion,
 			set.PoliciesPath, false, "", "", jsonText(set.PolicyUpdatePatterns), core.Micros(now), core.Micros(now))
@@ -239,7 +251,7 @@ func (s *Service) CreateSet(ctx context.Context, org string, c SetChanges) (*Set
 				return err
 			}
 		}
-		return nil
+		return addSelectors(ctx, tx, set.ID, selectors)
 	})
 	if err != nil {
 		return nil, err
@@ -269,6 +281,15 @@ func applySetChanges(set *Set, c SetChanges) {
 	if c.PolicyUpdatePatterns != nil {
 		set.PolicyUpdatePatterns = *c.PolicyUpdatePatterns
 	}
+}
+
+// changedSelectors returns a create's or update's tag selectors, checked
+// (none when it has none).
+func changedSelectors(c SetChanges) ([]TagSelector, error) {
+	if c.TagSelectors == nil {
+		return nil, nil
+	}
+	return checkSelectors(*c.TagSelectors)
 }
 
 func (s *Service) checkAll(ctx context.Context, set *Set, c SetChanges) error {
@@ -304,7 +325,8 @@ func addScopes(ctx context.Context, q store.Q, setID, kind string, ids []string)
 	return nil
 }
 
-// UpdateSet changes a set's attributes (not its kind).
+// UpdateSet changes a set's attributes (not its kind); tag selectors,
+// when given, replace the set's.
 func (s *Service) UpdateSet(ctx context.Context, id string, c SetChanges) (*Set, error) {
 	set, err := s.managedSet(ctx, id)
 	if err != nil {
@@ -320,15 +342,28 @@ func (s *Service) UpdateSet(ctx context.Context, id string, c SetChanges) (*Set,
 	if err := s.checkAll(ctx, set, SetChanges{}); err != nil {
 		return nil, err
 	}
-	set.UpdatedAt = core.Now()
-	_, err = s.o.DB.Exec(ctx, `UPDATE policy_sets SET name = ?, description = ?, global = ?, overridable = ?, agent_enabled = ?, policy_tool_version = ?, policies_path = ?, policy_update_patterns = ?, updated_at = ? WHERE id = ?`,
-		set.Name, set.Description, set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion, set.PoliciesPath,
-		jsonText(set.PolicyUpdatePatterns), core.Micros(set.UpdatedAt), set.ID)
-	if store.IsUniqueViolation(s.o.DB, err) {
-		return nil, core.Invalid("a policy set named %q already exists in organization %s", set.Name, set.Organization)
-	}
+	selectors, err := changedSelectors(c)
 	if err != nil {
 		return nil, err
+	}
+	set.UpdatedAt = core.Now()
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE policy_sets SET name = ?, description = ?, global = ?, overridable = ?, agent_enabled = ?, policy_tool_version = ?, policies_path = ?, policy_update_patterns = ?, updated_at = ? WHERE id = ?`,
+			set.Name, set.Description, set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion, set.PoliciesPath,
+			jsonText(set.PolicyUpdatePatterns), core.Micros(set.UpdatedAt), set.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("a policy set named %q already exists in organization %s", set.Name, set.Organization)
+		}
+		if err != nil || c.TagSelectors == nil {
+			return err
+		}
+		return replaceSelectors(ctx, tx, set.ID, selectors)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if c.TagSelectors != nil {
+		return s.loadSet(ctx, s.o.DB, set.ID) // the selectors as stored: in order, once each
 	}
 	return set, nil
 }
@@ -381,28 +416,55 @@ func (s *Service) ChangeRelation(ctx context.Context, id, kind string, ids []str
 }
 
 // setsFor returns the policy sets that apply to a workspace: global sets,
-// sets naming it, and sets naming its project, minus those excluding the
-// workspace or (for global sets) its project.
+// sets naming it, sets naming its project and non-global sets with an
+// inclusion tag selector its tags match; minus sets that exclude the
+// workspace, whose exclusion tag selectors its tags match, or (for global
+// sets) that exclude its project. The workspace's tags are read now: a
+// tag added or removed counts from the next decision on.
 func (s *Service) setsFor(ctx context.Context, q store.Q, org, workspaceID, projectID string) ([]*Set, error) {
 	sets, err := store.All(ctx, q, scanSet, `SELECT `+setCols+` FROM policy_sets WHERE organization_name = ? ORDER BY name, id`, org)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.fillAll(ctx, q, sets); err != nil {
+		return nil, err
+	}
+	var tags []Tag
+	for _, set := range sets {
+		if len(set.TagSelectors) > 0 {
+			if tags, err = s.o.Workspaces.Tags(ctx, q, workspaceID); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	var out []*Set
 	for _, set := range sets {
-		if err := s.fill(ctx, q, set); err != nil {
-			return nil, err
-		}
-		if slices.Contains(set.Scopes[ScopeWorkspaceExclusion], workspaceID) {
-			continue
-		}
-		if set.Global && projectID != "" && slices.Contains(set.Scopes[ScopeProjectExclusion], projectID) {
-			continue
-		}
-		if set.Global || slices.Contains(set.Scopes[ScopeWorkspace], workspaceID) ||
-			(projectID != "" && slices.Contains(set.Scopes[ScopeProject], projectID)) {
+		if set.applies(workspaceID, projectID, tags) {
 			out = append(out, set)
 		}
 	}
 	return out, nil
+}
+
+// applies decides whether set applies to a workspace in a project (""
+// for none) with tags. Exclusions win over inclusions.
+func (set *Set) applies(workspaceID, projectID string, tags []Tag) bool {
+	if slices.Contains(set.Scopes[ScopeWorkspaceExclusion], workspaceID) {
+		return false
+	}
+	if set.Global && projectID != "" && slices.Contains(set.Scopes[ScopeProjectExclusion], projectID) {
+		return false
+	}
+	included := false
+	for _, t := range set.TagSelectors {
+		switch {
+		case t.Exclude && t.matches(tags):
+			return false
+		case !t.Exclude && !set.Global && !included:
+			included = t.matches(tags)
+		}
+	}
+	return included || set.Global || slices.Contains(set.Scopes[ScopeWorkspace], workspaceID) ||
+		(projectID != "" && slices.Contains(set.Scopes[ScopeProject], projectID))
 }

@@ -37,6 +37,18 @@ func (a policyWorkspaces) ProjectOf(ctx context.Context, q store.Q, id string) (
 	return w.ProjectID, nil
 }
 
+func (a policyWorkspaces) Tags(ctx context.Context, q store.Q, id string) ([]policy.Tag, error) {
+	bs, err := a.s.Workspaces.SystemEffectiveTagBindingsIn(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]policy.Tag, len(bs))
+	for i, b := range bs {
+		out[i] = policy.Tag{Key: b.Key, Value: b.Value}
+	}
+	return out, nil
+}
+
 // policyRuns shows the policy domain the plan and run it evaluates.
 type policyRuns struct{ s *Server }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -156,6 +157,64 @@ func DecodeResources(w http.ResponseWriter, r *http.Request) ([]Resource, error)
 		return nil, core.BadRequest("\"data\" must be an array of resources: %v", jsonErr(err))
 	}
 	return top.Data, nil
+}
+
+// DecodeData parses a body whose data is plain JSON rather than JSON:API
+// resources ({"data": [{"tag-key": …}]}, policy set tag selectors) into
+// dst. Absent or null data is a 422, as is a value of the wrong type
+// (naming the field); a body that is not JSON is a 400.
+func DecodeData(w http.ResponseWriter, r *http.Request, dst any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, DefaultBodyLimit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &core.Error{Kind: core.KindTooLarge, Detail: fmt.Sprintf("request body is larger than the limit of %d bytes", int64(DefaultBodyLimit))}
+		}
+		return core.BadRequest("reading request body: %v", err)
+	}
+	var top struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &top); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return core.Invalid("the request body must be a JSON object with \"data\"")
+		}
+		return core.BadRequest("request body is not JSON: %v", jsonErr(err))
+	}
+	if len(top.Data) == 0 || string(top.Data) == "null" {
+		return core.Invalid("\"data\" is required")
+	}
+	if err := json.Unmarshal(top.Data, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			where := "data"
+			if te.Field != "" {
+				where += "." + te.Field
+			}
+			return core.Invalid("%s must be of type %s, not %s", where, jsonType(te.Type), te.Value)
+		}
+		return core.Invalid("\"data\" is not what this endpoint takes: %v", jsonErr(err))
+	}
+	return nil
+}
+
+// jsonType names a Go type as JSON would.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16,
+		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "number"
+	}
+	return t.String()
 }
 
 func jsonErr(err error) string {
