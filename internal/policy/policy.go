@@ -8,8 +8,8 @@
 // workspaces and projects, minus excluded workspaces. Tag selectors (HCP
 // Terraform's beta) choose workspaces by their effective tag bindings: an
 // inclusion applies a non-global set to every workspace a selector
-// matches (the key, and the value when the selector has one; a key-only
-// selector takes any value), an exclusion exempts a matching workspace
+// matches (the key and its value; a key-only selector only a key-only
+// binding, as in HCP Terraform), an exclusion exempts a matching workspace
 // from the set, global or not. They are matched against the bindings when
 // a run's sets are chosen, so a tag change counts from the next run.
 //

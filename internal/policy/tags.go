@@ -21,8 +21,9 @@ const maxTagValue = 256
 // TagSelector chooses workspaces by their tag bindings. An inclusion
 // (Exclude false) applies a non-global set to every matching workspace of
 // its organization; an exclusion exempts a matching workspace from the
-// set, global or not. Value nil is a key-only selector: it matches the
-// key whatever the binding's value.
+// set, global or not. Value nil is a key-only selector: as in HCP
+// Terraform (its provider's tfe_tag_policy_set), it matches only a
+// key-only binding of the key, not the key with a value.
 type TagSelector struct {
 	Key     string
 	Value   *string
@@ -35,11 +36,11 @@ type Tag struct {
 	Key, Value string
 }
 
-// matches reports whether one of tags is the selector's key (and value,
-// when it has one).
+// matches reports whether one of tags is the selector's key and value
+// (none for a key-only selector).
 func (t TagSelector) matches(tags []Tag) bool {
 	for _, b := range tags {
-		if b.Key == t.Key && (t.Value == nil || *t.Value == b.Value) {
+		if b.Key == t.Key && t.storedValue() == b.Value {
 			return true
 		}
 	}

@@ -249,17 +249,17 @@ func TestTagSelectorsApply(t *testing.T) {
 			want []string // the workspaces it applies to
 		}{
 			{"a value", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("prod"), false)}}, []string{"prod"}},
-			{"a key only", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", nil, false)}}, []string{"prod", "dev", "keyonly"}},
+			{"a key only: key-only bindings only", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", nil, false)}}, []string{"keyonly"}},
 			{"any of two", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("dev"), false), sel("team", tfe.String("web"), false)}}, []string{"prod", "dev"}},
 			{"a project's tag", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("region", tfe.String("eu"), false)}}, []string{"inproject"}},
 			{"beside a workspace", tfe.PolicySetCreateOptions{Workspaces: []*tfe.Workspace{ws["plain"]}, TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("dev"), false)}}, []string{"dev", "plain"}},
 			{"no match", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("staging"), false)}}, nil},
 			{"global minus a value", tfe.PolicySetCreateOptions{Global: tfe.Bool(true), TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("dev"), true)}}, []string{"prod", "keyonly", "inproject", "plain"}},
-			{"global minus a key", tfe.PolicySetCreateOptions{Global: tfe.Bool(true), TagSelectors: []*tfe.PolicySetTagSelector{sel("env", nil, true)}}, []string{"inproject", "plain"}},
-			{"global minus a project's tag", tfe.PolicySetCreateOptions{Global: tfe.Bool(true), TagSelectors: []*tfe.PolicySetTagSelector{sel("region", nil, true)}}, []string{"prod", "dev", "keyonly", "plain"}},
+			{"global minus a key", tfe.PolicySetCreateOptions{Global: tfe.Bool(true), TagSelectors: []*tfe.PolicySetTagSelector{sel("env", nil, true)}}, []string{"prod", "dev", "inproject", "plain"}},
+			{"global minus a project's tag", tfe.PolicySetCreateOptions{Global: tfe.Bool(true), TagSelectors: []*tfe.PolicySetTagSelector{sel("region", tfe.String("eu"), true)}}, []string{"prod", "dev", "keyonly", "plain"}},
 			{"global with an inclusion", tfe.PolicySetCreateOptions{Global: tfe.Bool(true), TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("prod"), false)}}, names},
 			{"a project minus a tag", tfe.PolicySetCreateOptions{Projects: []*tfe.Project{prj}, TagSelectors: []*tfe.PolicySetTagSelector{sel("region", tfe.String("eu"), true)}}, nil},
-			{"an exclusion beats an inclusion", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", nil, false), sel("team", nil, true)}}, []string{"dev", "keyonly"}},
+			{"an exclusion beats an inclusion", tfe.PolicySetCreateOptions{TagSelectors: []*tfe.PolicySetTagSelector{sel("env", tfe.String("prod"), false), sel("env", tfe.String("dev"), false), sel("team", tfe.String("web"), true)}}, []string{"dev"}},
 		} {
 			tc.opts.Name, tc.opts.Kind = tfe.String("set"), tfe.OPA
 			set, err := c.PolicySets.Create(ctx, "acme", tc.opts)
@@ -374,7 +374,7 @@ func TestTagSelectorsDecideRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		step("env=prod added", "org-guard prod-guard")
-		if _, err := c.Workspaces.AddTagBindings(ctx, ws.ID, tfe.WorkspaceAddTagBindingsOptions{TagBindings: []*tfe.TagBinding{{Key: "sandbox", Value: "yes"}}}); err != nil {
+		if _, err := c.Workspaces.AddTagBindings(ctx, ws.ID, tfe.WorkspaceAddTagBindingsOptions{TagBindings: []*tfe.TagBinding{{Key: "sandbox"}}}); err != nil {
 			t.Fatal(err)
 		}
 		step("sandbox added", "prod-guard")
