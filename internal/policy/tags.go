@@ -2,8 +2,6 @@ package policy
 
 import (
 	"context"
-	"strings"
-	"unicode"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
@@ -13,10 +11,6 @@ import (
 // MaxTagSelectors bounds the tag selectors of one policy set (inclusions
 // and exclusions together).
 const MaxTagSelectors = 100
-
-// maxTagValue is the longest tag value, as workspace and project tag
-// bindings allow.
-const maxTagValue = 256
 
 // TagSelector chooses workspaces by their tag bindings. An inclusion
 // (Exclude false) applies a non-global set to every matching workspace of
@@ -75,14 +69,8 @@ func checkSelectors(sels []TagSelector) ([]TagSelector, error) {
 		if t.Value != nil && *t.Value == "" {
 			t.Value = nil
 		}
-		if t.Value != nil {
-			v := *t.Value
-			if len(v) > maxTagValue {
-				return nil, core.Invalid("tag selector %d: tag-value must be at most %d characters", i+1, maxTagValue)
-			}
-			if strings.IndexFunc(v, unicode.IsControl) >= 0 {
-				return nil, core.Invalid("tag selector %d: tag-value %q may not hold control characters", i+1, v)
-			}
+		if t.Value != nil && !project.ValidTagValue(*t.Value) {
+			return nil, core.Invalid("tag selector %d: tag-value %q is invalid: a value is %s", i+1, *t.Value, project.TagValueRule)
 		}
 		out[i] = t
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
@@ -63,6 +64,19 @@ func ValidTagKey(key string) bool {
 		}
 	}
 	return n > 0
+}
+
+// TagValueRule says which tag binding values are valid (a key-only
+// binding's value is ""): projects, workspaces and policy set tag
+// selectors all follow it.
+const TagValueRule = "at most 256 characters, none of them a control character"
+
+// ValidTagValue reports whether v is a valid tag binding value
+// (TagValueRule). Control characters are refused for what they are, and
+// because PostgreSQL cannot store a NUL in text: a value the store could
+// not keep is a 422 on both stores, not a 500 on one.
+func ValidTagValue(v string) bool {
+	return utf8.ValidString(v) && utf8.RuneCountInString(v) <= 256 && strings.IndexFunc(v, unicode.IsControl) < 0
 }
 
 var nameRE = core.NewPattern(`^[A-Za-z0-9 _-]+$`, 1, 90)

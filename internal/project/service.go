@@ -351,8 +351,8 @@ func validateTagBinding(b TagBinding) error {
 	if !ValidTagKey(b.Key) {
 		return core.Invalid("tag binding key %q is invalid: a key is %s", b.Key, TagKeyRule)
 	}
-	if len(b.Value) > 256 {
-		return core.Invalid("tag binding value must be at most 256 characters")
+	if !ValidTagValue(b.Value) {
+		return core.Invalid("tag binding value %q of key %q is invalid: a value is %s", b.Value, b.Key, TagValueRule)
 	}
 	return nil
 }

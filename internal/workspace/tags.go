@@ -315,8 +315,8 @@ func validateBindings(bs []TagBinding) error {
 		if !project.ValidTagKey(b.Key) {
 			return core.Invalid("tag binding key %q is invalid: a key is %s", b.Key, project.TagKeyRule)
 		}
-		if len(b.Value) > 256 {
-			return core.Invalid("tag binding value must be at most 256 characters")
+		if !project.ValidTagValue(b.Value) {
+			return core.Invalid("tag binding value %q of key %q is invalid: a value is %s", b.Value, b.Key, project.TagValueRule)
 		}
 	}
 	return nil
