@@ -30,6 +30,9 @@ type Driver interface {
 	Rebind(query string) string
 	// IsUniqueViolation reports whether err is a unique-constraint violation.
 	IsUniqueViolation(err error) bool
+	// IsBadText reports whether err refused a text the database cannot
+	// hold (PostgreSQL: a NUL, or bytes that are not UTF-8).
+	IsBadText(err error) bool
 	// Open returns a pool for writes and a pool for reads (possibly the same).
 	Open(ctx context.Context, dsn string) (writer, reader *sql.DB, err error)
 }
@@ -116,7 +119,19 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 	if db.wc != nil {
 		return db.wc.exec(ctx, query, args)
 	}
-	return db.w.ExecContext(ctx, db.driver.Rebind(query), args...)
+	res, err := db.w.ExecContext(ctx, db.driver.Rebind(query), args...)
+	return res, badText(db.driver, err)
+}
+
+// badText turns the database's refusal of a text it cannot hold (on
+// PostgreSQL a NUL, or bytes that are not UTF-8) into a 422 that says so:
+// the domains' checks should refuse such input first, but one a check
+// missed is still bad input, not a server error, and nothing was written.
+func badText(d Driver, err error) error {
+	if err != nil && d.IsBadText(err) {
+		return core.Invalid("a text value holds a character the database cannot store (a NUL, another control character or bytes that are not UTF-8): remove it")
+	}
+	return err
 }
 
 // Query runs a query on the reader pool.
@@ -131,7 +146,8 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 	if db.rc != nil {
 		return db.rc.query(ctx, query, args)
 	}
-	return db.r.QueryContext(ctx, db.driver.Rebind(query), args...)
+	rows, err := db.r.QueryContext(ctx, db.driver.Rebind(query), args...)
+	return rows, badText(db.driver, err)
 }
 
 // QueryRow runs a single-row query on the reader pool.
@@ -245,12 +261,14 @@ func (tx *Tx) Driver() Driver { return tx.driver }
 
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return tx.tx.ExecContext(ctx, tx.driver.Rebind(query), args...)
+	res, err := tx.tx.ExecContext(ctx, tx.driver.Rebind(query), args...)
+	return res, badText(tx.driver, err)
 }
 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return tx.tx.QueryContext(ctx, tx.driver.Rebind(query), args...)
+	rows, err := tx.tx.QueryContext(ctx, tx.driver.Rebind(query), args...)
+	return rows, badText(tx.driver, err)
 }
 
 // QueryRow runs a single-row query in the transaction.

@@ -47,6 +47,13 @@ func (Driver) IsUniqueViolation(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
+// IsBadText: 22021 (character_not_in_repertoire: a NUL, invalid UTF-8)
+// and 22P05 (untranslatable_character).
+func (Driver) IsBadText(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05")
+}
+
 // pingAfter is how long a pooled connection may have been idle before it
 // is pinged when taken again. pgx pings after one second: a round trip in
 // front of the statement, which a run's first statements after each pause

@@ -30,6 +30,9 @@ func (Driver) IsUniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
+// IsBadText is false: SQLite keeps any bytes in text.
+func (Driver) IsBadText(error) bool { return false }
+
 // Open opens the database file at path (created if missing).
 func (Driver) Open(ctx context.Context, path string) (*sql.DB, *sql.DB, error) {
 	path = strings.TrimPrefix(path, "sqlite://")
