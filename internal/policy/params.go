@@ -114,39 +114,58 @@ func (s *Service) CreateParameter(ctx context.Context, setID string, c Parameter
 }
 
 // UpdateParameter changes a parameter's key, value or sensitivity; a
-// sensitive parameter stays sensitive.
+// sensitive parameter stays sensitive. What it does not name is kept as
+// the parameter has it: the row is read locked, in the transaction that
+// writes it back. Before (2026-11-30) it was read with no transaction,
+// and a parameter made sensitive beside an update of its value was
+// written back not sensitive (on both stores).
 func (s *Service) UpdateParameter(ctx context.Context, setID, id string, c ParameterChanges) (*Parameter, error) {
-	p, err := s.Parameter(ctx, setID, id)
-	if err != nil {
+	if _, err := s.Parameter(ctx, setID, id); err != nil {
 		return nil, err
 	}
 	if err := checkCategory(c.Category); err != nil {
 		return nil, err
 	}
-	if c.Key != nil {
-		if strings.TrimSpace(*c.Key) == "" {
-			return nil, core.Invalid("key must not be empty")
+	var p *Parameter
+	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		// The parameter's row is the only one locked here: no order to keep.
+		var err error
+		p, err = s.paramScanner(tx.QueryRow(ctx, `SELECT id, policy_set_id, key, value, sensitive FROM policy_set_parameters WHERE policy_set_id = ? AND id = ?`+store.ForUpdate(tx), setID, id))
+		if store.IsNoRows(err) {
+			return core.NotFound("parameter %q not found in policy set %s", id, setID)
 		}
-		p.Key = *c.Key
-	}
-	if c.Value != nil {
-		p.Value = *c.Value
-	}
-	if c.Sensitive != nil {
-		if p.Sensitive && !*c.Sensitive {
-			return nil, core.Invalid("a sensitive parameter cannot be made non-sensitive; delete and create it again")
+		if err != nil {
+			return err
 		}
-		p.Sensitive = *c.Sensitive
-	}
-	sealed, err := s.seal(p.Value)
+		if c.Key != nil {
+			if strings.TrimSpace(*c.Key) == "" {
+				return core.Invalid("key must not be empty")
+			}
+			p.Key = *c.Key
+		}
+		if c.Value != nil {
+			p.Value = *c.Value
+		}
+		if c.Sensitive != nil {
+			if p.Sensitive && !*c.Sensitive {
+				return core.Invalid("a sensitive parameter cannot be made non-sensitive; delete and create it again")
+			}
+			p.Sensitive = *c.Sensitive
+		}
+		sealed, err := s.seal(p.Value)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE policy_set_parameters SET key = ?, value = ?, sensitive = ? WHERE id = ?`, p.Key, sealed, p.Sensitive, p.ID)
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("policy set %s already has a parameter %q", setID, p.Key)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.o.DB.Exec(ctx, `UPDATE policy_set_parameters SET key = ?, value = ?, sensitive = ? WHERE id = ?`, p.Key, sealed, p.Sensitive, p.ID)
-	if store.IsUniqueViolation(s.o.DB, err) {
-		return nil, core.Invalid("policy set %s already has a parameter %q", setID, p.Key)
-	}
-	return p, err
+	return p, nil
 }
 
 // DeleteParameter removes a parameter.

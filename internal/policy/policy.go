@@ -361,32 +361,51 @@ func (s *Service) managedPolicy(ctx context.Context, id string) (*Policy, error)
 }
 
 // UpdatePolicy changes a policy's description, query (OPA only; ignored
-// for Sentinel, as in HCP Terraform) and enforcement.
+// for Sentinel, as in HCP Terraform) and enforcement. What it does not
+// name is kept as the policy has it: the row is read locked, in the
+// transaction that writes it back. Before (2026-11-30) it was read with
+// no transaction, and an enforcement level changed beside an update of
+// the description was written back as it was (on both stores).
 func (s *Service) UpdatePolicy(ctx context.Context, id string, c PolicyChanges) (*Policy, error) {
-	p, err := s.managedPolicy(ctx, id)
-	if err != nil {
+	if _, err := s.managedPolicy(ctx, id); err != nil {
 		return nil, err
 	}
-	if c.Description != nil {
-		p.Description = *c.Description
-	}
-	if c.Query != nil && p.Kind == OPA {
-		if err := checkQuery(*c.Query); err != nil {
-			return nil, err
+	var p *Policy
+	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		// The policy's row is the only one locked here: no order to keep.
+		var err error
+		p, err = scanPolicy(tx.QueryRow(ctx, `SELECT `+policyCols+` FROM policies WHERE id = ?`+store.ForUpdate(tx), id))
+		if store.IsNoRows(err) {
+			return core.NotFound("policy %q not found", id)
 		}
-		p.Query = *c.Query
-	}
-	level, _, err := resolveEnforcement(p.Kind, p.Name, c, false)
+		if err != nil {
+			return err
+		}
+		if c.Description != nil {
+			p.Description = *c.Description
+		}
+		if c.Query != nil && p.Kind == OPA {
+			if err := checkQuery(*c.Query); err != nil {
+				return err
+			}
+			p.Query = *c.Query
+		}
+		level, _, err := resolveEnforcement(p.Kind, p.Name, c, false)
+		if err != nil {
+			return err
+		}
+		if level != "" {
+			p.EnforcementLevel = level
+		}
+		p.UpdatedAt = core.Now()
+		if _, err := tx.Exec(ctx, `UPDATE policies SET description = ?, query = ?, enforcement_level = ?, updated_at = ? WHERE id = ?`,
+			p.Description, p.Query, string(p.EnforcementLevel), core.Micros(p.UpdatedAt), p.ID); err != nil {
+			return fmt.Errorf("updating policy %s: %w", id, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if level != "" {
-		p.EnforcementLevel = level
-	}
-	p.UpdatedAt = core.Now()
-	if _, err := s.o.DB.Exec(ctx, `UPDATE policies SET description = ?, query = ?, enforcement_level = ?, updated_at = ? WHERE id = ?`,
-		p.Description, p.Query, string(p.EnforcementLevel), core.Micros(p.UpdatedAt), p.ID); err != nil {
-		return nil, fmt.Errorf("updating policy %s: %w", id, err)
 	}
 	return p, nil
 }

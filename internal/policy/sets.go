@@ -326,29 +326,45 @@ func addScopes(ctx context.Context, q store.Q, setID, kind string, ids []string)
 }
 
 // UpdateSet changes a set's attributes (not its kind); tag selectors,
-// when given, replace the set's.
+// when given, replace the set's. What it does not name is kept as the set
+// has it: the row is read locked, in the transaction that writes it back.
+// Before (2026-11-30) it was read with no transaction, and an overridable
+// changed beside an update of the description was written back as it was
+// (on both stores).
 func (s *Service) UpdateSet(ctx context.Context, id string, c SetChanges) (*Set, error) {
-	set, err := s.managedSet(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if c.Name != nil {
-		if err := checkName("policy set", *c.Name); err != nil {
-			return nil, err
-		}
-		set.Name = *c.Name
-	}
-	applySetChanges(set, c)
-	if err := s.checkAll(ctx, set, SetChanges{}); err != nil {
+	if _, err := s.managedSet(ctx, id); err != nil {
 		return nil, err
 	}
 	selectors, err := changedSelectors(c)
 	if err != nil {
 		return nil, err
 	}
-	set.UpdatedAt = core.Now()
+	var set *Set
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE policy_sets SET name = ?, description = ?, global = ?, overridable = ?, agent_enabled = ?, policy_tool_version = ?, policies_path = ?, policy_update_patterns = ?, updated_at = ? WHERE id = ?`,
+		// The set's row is locked first; its selectors' rows after it.
+		var err error
+		set, err = scanSet(tx.QueryRow(ctx, `SELECT `+setCols+` FROM policy_sets WHERE id = ?`+store.ForUpdate(tx), id))
+		if store.IsNoRows(err) {
+			return core.NotFound("policy set %q not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.fill(ctx, tx, set); err != nil {
+			return err
+		}
+		if c.Name != nil {
+			if err := checkName("policy set", *c.Name); err != nil {
+				return err
+			}
+			set.Name = *c.Name
+		}
+		applySetChanges(set, c)
+		if err := s.checkAll(ctx, set, SetChanges{}); err != nil {
+			return err
+		}
+		set.UpdatedAt = core.Now()
+		_, err = tx.Exec(ctx, `UPDATE policy_sets SET name = ?, description = ?, global = ?, overridable = ?, agent_enabled = ?, policy_tool_version = ?, policies_path = ?, policy_update_patterns = ?, updated_at = ? WHERE id = ?`,
 			set.Name, set.Description, set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion, set.PoliciesPath,
 			jsonText(set.PolicyUpdatePatterns), core.Micros(set.UpdatedAt), set.ID)
 		if store.IsUniqueViolation(tx, err) {
