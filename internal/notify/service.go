@@ -419,23 +419,45 @@ func (s *Service) Update(ctx context.Context, id string, o Changes) (*Configurat
 	if err := authorize(ctx, c.Organization, c.SubscribableType, c.SubscribableID); err != nil {
 		return nil, err
 	}
-	was := *c
-	c.UpdatedAt = core.Now()
 	if o.Destination != nil && *o.Destination != c.Destination {
 		return nil, core.Invalid("destination-type cannot be changed")
 	}
-	if err := apply(c, o); err != nil {
+	// The verification (a request to the destination) is made before the
+	// transaction, on the configuration as read unlocked; the changes are
+	// applied again, in the transaction, to the row read locked.
+	checked := *c
+	checked.Responses = nil
+	if err := apply(&checked, o); err != nil {
 		return nil, err
 	}
-	if c.Enabled && (!was.Enabled || c.URL != was.URL || c.token != was.token) {
-		if err := s.checkEnable(ctx, c); err != nil {
+	verify := needsCheck(c, &checked)
+	if verify {
+		if err := s.checkEnable(ctx, &checked); err != nil {
 			return nil, err
 		}
 	}
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
-		if _, err := s.load(ctx, tx, id, true); err != nil {
+		// Locked, and the changes applied to what it holds now: before
+		// (2026-11-30) the row read before the transaction was written
+		// back whole, and a change committed meanwhile (or a delivery's
+		// response, which record writes on this row locked) was lost.
+		// The configuration's row is the only one locked here.
+		var err error
+		if c, err = s.load(ctx, tx, id, true); err != nil {
 			return err
 		}
+		was := *c
+		if err := apply(c, o); err != nil {
+			return err
+		}
+		if needsCheck(&was, c) && (!verify || c.URL != checked.URL || c.token != checked.token) {
+			// Changed meanwhile: what was verified is not what is saved.
+			return core.Conflict("notification configuration %s changed while it was being verified; try again", id)
+		}
+		for i := len(checked.Responses) - 1; i >= 0; i-- {
+			c.Responses = keep(c.Responses, checked.Responses[i])
+		}
+		c.UpdatedAt = core.Now()
 		url, token, resp, _, err := s.sealed(c, jsonText(c.Responses), "")
 		if err != nil {
 			return err
@@ -448,6 +470,13 @@ func (s *Service) Update(ctx context.Context, id string, o Changes) (*Configurat
 		return nil, err
 	}
 	return c, nil
+}
+
+// needsCheck reports whether a configuration changed from was to now is
+// one to verify: enabled now when it was not, or enabled with another URL
+// or token.
+func needsCheck(was, now *Configuration) bool {
+	return now.Enabled && (!was.Enabled || now.URL != was.URL || now.token != was.token)
 }
 
 // Delete removes a configuration and its undelivered notifications.
