@@ -3,6 +3,7 @@ package nocode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -330,8 +331,28 @@ func (s *Service) Get(ctx context.Context, id string) (*Module, error) {
 	return n, nil
 }
 
-// Update changes a no-code module.
+// errChanged: the no-code module changed between update's read and its
+// transaction.
+var errChanged = errors.New("the no-code module changed meanwhile")
+
+// Update changes a no-code module. It decides from the module as read
+// before its transaction (the options are checked against the registry
+// there) and writes only if the transaction finds the module as read;
+// when another update came between, it starts again from what that one
+// left. Before (2026-11-30) it wrote regardless: two updates switching
+// the registry module at once left the first's registry module marked
+// no-code with no no-code module (on both stores).
 func (s *Service) Update(ctx context.Context, id string, o UpdateOptions) (*Module, error) {
+	for range 3 {
+		n, err := s.update(ctx, id, o)
+		if !errors.Is(err, errChanged) {
+			return n, err
+		}
+	}
+	return nil, core.Conflict("no-code module %s kept changing while it was updated; try again", id)
+}
+
+func (s *Service) update(ctx context.Context, id string, o UpdateOptions) (*Module, error) {
 	n, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -374,7 +395,29 @@ func (s *Service) Update(ctx context.Context, id string, o UpdateOptions) (*Modu
 		enabled = *o.Enabled
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `UPDATE no_code_modules SET registry_module_id = ?, enabled = ?, version_pin = ?, updated_at = ? WHERE id = ?`,
+		// Locked in the order the registry's no-code flag takes them
+		// (registry.Service.Update, then SetModuleFlag): the registry
+		// modules first, by ID, then the no-code module. Changed since it
+		// was read (every write of it moves updated_at), it is read again.
+		list, args := store.In([]string{n.RegistryModuleID, m.ID})
+		if _, err := store.Strings(ctx, tx, `SELECT id FROM registry_modules WHERE id IN (`+list+`) ORDER BY id`+store.ForUpdate(tx), args...); err != nil {
+			return err
+		}
+		var regID, curPin string
+		var curEnabled bool
+		var updated int64
+		err := tx.QueryRow(ctx, `SELECT registry_module_id, enabled, version_pin, updated_at FROM no_code_modules WHERE id = ?`+store.ForUpdate(tx), n.ID).
+			Scan(&regID, &curEnabled, &curPin, &updated)
+		if store.IsNoRows(err) {
+			return core.NotFound("no-code module %q not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		if regID != n.RegistryModuleID || curEnabled != n.Enabled || curPin != n.VersionPin || updated != core.Micros(n.UpdatedAt) {
+			return errChanged
+		}
+		_, err = tx.Exec(ctx, `UPDATE no_code_modules SET registry_module_id = ?, enabled = ?, version_pin = ?, updated_at = ? WHERE id = ?`,
 			m.ID, enabled, pin, core.Micros(core.Now()), n.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Conflict("registry module %s/%s already has a no-code module", m.Name, m.Provider)
