@@ -305,12 +305,8 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		return nil, err
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		var busy int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND status = ?`, org, d.ProjectID, d.EnvID, StatusExecuting).Scan(&busy); err != nil {
+		if err := claimEnv(ctx, tx, org, d.ProjectID, d.EnvID); err != nil {
 			return err
-		}
-		if busy > 0 {
-			return core.Conflict("environment %s/%s has a deployment in progress", d.ProjectID, d.EnvID)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, org, d.ProjectID, d.EnvID, d.Mode, d.Status, string(manifest), string(graph), string(provs), string(diff), d.CreatedBy, string(view), string(tf), d.RollbackOf, d.idemKey, core.Micros(now), core.Micros(now))
@@ -344,6 +340,35 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 		}
 	}()
 	return d, nil
+}
+
+// claimEnv makes sure, in the transaction that then inserts a deployment,
+// that no deployment of the environment is executing. The environment's
+// row is locked first: on PostgreSQL two deployments counting at once
+// both counted none and both ran (before 2026-11-30); the second now
+// waits for the first's insert and counts it. Rows are locked environment
+// first, then deployments; nothing takes them the other way round (the
+// end of a deployment and settleStale write only its row, Update of an
+// environment only the environment's, Delete its deployments and then the
+// environment, locking no deployment a Deploy waits for).
+func claimEnv(ctx context.Context, tx *store.Tx, org, project, env string) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM orchestrator_objects WHERE organization_name = ? AND kind = ? AND scope = ? AND id = ?`+store.ForUpdate(tx),
+		org, KindEnvironment, project, env).Scan(&one)
+	if store.IsNoRows(err) {
+		return core.NotFound("%s %q not found", KindEnvironment, displayKey(project, env))
+	}
+	if err != nil {
+		return err
+	}
+	var busy int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ? AND status = ?`, org, project, env, StatusExecuting).Scan(&busy); err != nil {
+		return err
+	}
+	if busy > 0 {
+		return core.Conflict("environment %s/%s has a deployment in progress", project, env)
+	}
+	return nil
 }
 
 // caller names who makes a deployment: a user's name, or the kind of

@@ -1,0 +1,88 @@
+package orchestration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
+)
+
+// TestDeployBesideOtherDeploy: a deployment started while another of the
+// same environment is being stored (its transaction not yet committed)
+// sees it and is refused. Before (2026-11-30), on PostgreSQL, both counted
+// no deployment in progress and both ran. Both stores; SQLite's
+// transactions never overlap.
+func TestDeployBesideOtherDeploy(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
+		s := NewService(db)
+		// Never called: a destroy of an environment never deployed runs nothing.
+		s.Workspaces, s.Configs, s.Runs = noWorkspaces{}, struct{ Configs }{}, struct{ Runs }{}
+		t.Cleanup(s.Shutdown)
+		now := core.Micros(core.Now())
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
+			{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				[]any{"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now}},
+		} {
+			if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The other deployment's transaction, as Deploy's: held open once
+		// its deployment is inserted.
+		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- db.Tx(ctx, func(tx *store.Tx) error {
+				if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
+					"dep-other", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
+					return err
+				}
+				close(wrote)
+				<-commit
+				return nil
+			})
+		}()
+		select {
+		case <-wrote:
+		case err := <-done:
+			t.Fatalf("the other deployment: %v", err)
+		}
+		acted := make(chan error, 1)
+		go func() {
+			// A destroy: nothing to compile, and (never deployed) nothing to run.
+			_, err := s.Deploy(ctx, "acme", DeployRequest{ProjectID: "shop", EnvID: "dev", Mode: ModeDestroy})
+			acted <- err
+		}()
+		select {
+		case err := <-acted: // it did not wait for the other transaction
+			acted <- err
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(commit)
+		if err := <-done; err != nil {
+			t.Fatalf("the other deployment: %v", err)
+		}
+		if err := <-acted; core.KindOf(err) != core.KindConflict {
+			t.Fatalf("a deployment beside another of the environment: %v, want a conflict (a deployment in progress)", err)
+		}
+	})
+}
+
+// noWorkspaces is an organization whose environments' workspaces go in
+// its default project, where the caller may create them.
+type noWorkspaces struct{ Workspaces }
+
+func (noWorkspaces) Project(context.Context, string) (string, error)   { return "prj-default", nil }
+func (noWorkspaces) CheckCreate(context.Context, string, string) error { return nil }
