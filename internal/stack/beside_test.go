@@ -19,12 +19,17 @@ import (
 // given to a run canceled meanwhile (and the deployment stayed locked for
 // good); the approval of a newer configuration's run abandoned the plan
 // step of an older run approved meanwhile, and discarded its saved plan.
+// The loop's end of a step, written outside any transaction, wrote a step
+// that Cancel abandoned meanwhile back completed or failed (on both
+// stores: its read did not wait for the cancel).
 // Both stores; SQLite's transactions never overlap.
 func TestDeploymentRunsBesideOtherWork(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{
 		"the lock: the run is canceled",
 		"an approval: an older run is approved",
+		"a step's end: the run is canceled",
+		"a step's failure: the run is canceled",
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -117,7 +122,41 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 		return r.Status
 	}
 
+	// cancel is Cancel's change.
+	cancel := func(id string) func(tx *store.Tx) error {
+		return func(tx *store.Tx) error {
+			cur, err := loadRun(ctx, tx, id, true)
+			if err != nil {
+				return err
+			}
+			return abandon(ctx, tx, cur)
+		}
+	}
+
 	switch name {
+	case "a step's end: the run is canceled", "a step's failure: the run is canceled":
+		// The loop read the run deploying and its apply step running; the
+		// step's terraform run has ended (well, or not).
+		r := mk("sdr-1", "stc-2", RunDeploying)
+		st := &Step{ID: "sds-1", RunID: r.ID, Operation: OpApply, Status: StepRunning, TFERunID: "run-1",
+			Timestamps: map[string]time.Time{}, CreatedAt: nowUTC(), UpdatedAt: nowUTC()}
+		if err := insertStep(ctx, db, st); err != nil {
+			t.Fatal(err)
+		}
+		ok := name == "a step's end: the run is canceled"
+		s.exec = endedRun{rep: RunReport{Status: "applied", Final: true, OK: ok}}
+		err := beside(t, cancel(r.ID), func() error { return s.watch(ctx, r, st) })
+		if err != nil {
+			t.Fatalf("ending the step beside the cancel: %v", err)
+		}
+		steps, err := runSteps(ctx, db, r.ID)
+		if err != nil || len(steps) != 1 {
+			t.Fatalf("the run's steps: %v, %v", steps, err)
+		}
+		if got := status(t, r.ID); got != RunAbandoned || steps[0].Status != StepAbandoned {
+			t.Fatalf("the run canceled while its step ended is %s, its step %s; want both abandoned", got, steps[0].Status)
+		}
+
 	case "the lock: the run is canceled":
 		r := mk("sdr-1", "stc-2", RunAcquiringLock) // as the loop read it
 		err := beside(t, func(tx *store.Tx) error { // Cancel's change
@@ -163,3 +202,12 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 		}
 	}
 }
+
+// endedRun is an executor whose runs have all ended as rep says (and
+// that does nothing else).
+type endedRun struct {
+	Executor
+	rep RunReport
+}
+
+func (e endedRun) Status(context.Context, string, string) (RunReport, error) { return e.rep, nil }

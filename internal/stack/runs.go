@@ -265,6 +265,24 @@ func saveStep(ctx context.Context, q store.Q, st *Step) error {
 	return err
 }
 
+// saveStepFrom is saveStep for a step the loop moved on from status from
+// (read outside any transaction): it writes only while the step still
+// has it, and reports whether it did. Before (2026-11-30) the loop wrote
+// the step unconditionally, and a step that Cancel abandoned meanwhile
+// was written back completed or failed. One statement on the step's row:
+// it takes no other lock.
+func saveStepFrom(ctx context.Context, q store.Q, st *Step, from StepStatus) (bool, error) {
+	changes, _ := json.Marshal(st.Changes)
+	ts, _ := json.Marshal(st.Timestamps)
+	res, err := q.Exec(ctx, `UPDATE stack_deployment_steps SET status = ?, tfe_run_id = ?, changes = ?, status_timestamps = ?, updated_at = ? WHERE id = ? AND status = ?`,
+		string(st.Status), st.TFERunID, string(changes), string(ts), core.Micros(st.UpdatedAt), st.ID, string(from))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 func runSteps(ctx context.Context, q store.Q, runID string) ([]*Step, error) {
 	return store.All(ctx, q, scanStep, `SELECT `+stepCols+` FROM stack_deployment_steps WHERE stack_deployment_run_id = ? ORDER BY seq`, runID)
 }
@@ -670,11 +688,12 @@ func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 	}
 	st.Changes = rep.Changes
 	if applies(st.Operation) {
+		from := st.Status
 		if err := transitionStep(st, StepCompleted); err != nil {
 			return err
 		}
-		if err := saveStep(ctx, s.db, st); err != nil {
-			return err
+		if ok, err := saveStepFrom(ctx, s.db, st, from); err != nil || !ok {
+			return err // not ok: abandoned meanwhile (Cancel), the run with it
 		}
 		r.Applies++
 		r.UpdatedAt = nowUTC()
@@ -691,20 +710,22 @@ func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 // run; otherwise the group's checks approve it or an operator must.
 func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error {
 	if st.Changes.Total == 0 {
+		from := st.Status
 		if err := transitionStep(st, StepCompleted); err != nil {
 			return err
 		}
-		if err := saveStep(ctx, s.db, st); err != nil {
-			return err
+		if ok, err := saveStepFrom(ctx, s.db, st, from); err != nil || !ok {
+			return err // not ok: abandoned meanwhile (Cancel)
 		}
 		return s.finish(ctx, r, RunSucceeded, "")
 	}
 	if r.Applies >= MaxApplies {
+		from := st.Status
 		if err := transitionStep(st, StepFailed); err != nil {
 			return err
 		}
-		if err := saveStep(ctx, s.db, st); err != nil {
-			return err
+		if ok, err := saveStepFrom(ctx, s.db, st, from); err != nil || !ok {
+			return err // not ok: abandoned meanwhile (Cancel)
 		}
 		msg := fmt.Sprintf("The deployment did not converge: its plan still has %d changes after %d applies.", st.Changes.Total, r.Applies)
 		if err := s.recordDiagnostics(ctx, r.ConfigurationID, Diagnostics{{Severity: SeverityError, Summary: "Deployment did not converge", Detail: msg}}); err != nil {
@@ -855,10 +876,14 @@ func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, ms
 }
 
 // fail ends the step (if any) and the run as failed, with a diagnostic.
+//
+// A step abandoned meanwhile (Cancel: its run is abandoned too) stays so,
+// and nothing more is recorded.
 func (s *Service) fail(ctx context.Context, r *DeploymentRun, st *Step, msg string) error {
 	if st != nil && !st.Status.Final() {
+		from := st.Status
 		if err := transitionStep(st, StepFailed); err == nil {
-			if err := saveStep(ctx, s.db, st); err != nil {
+			if ok, err := saveStepFrom(ctx, s.db, st, from); err != nil || !ok {
 				return err
 			}
 		}
