@@ -203,19 +203,36 @@ func (s *Service) Update(ctx context.Context, id string, name *string, scoped *b
 	if err := requireOwner(ctx, p.Organization); err != nil {
 		return nil, err
 	}
-	if name != nil {
-		if !nameRE.MatchString(*name) {
-			return nil, core.Invalid("name %q is invalid: use 1 to 90 letters, digits, spaces, '.', '-' and '_'", *name)
-		}
-		p.Name = *name
-	}
-	if scoped != nil {
-		p.OrganizationScoped = *scoped
+	if name != nil && !nameRE.MatchString(*name) {
+		return nil, core.Invalid("name %q is invalid: use 1 to 90 letters, digits, spaces, '.', '-' and '_'", *name)
 	}
 	if err := s.checkScope(ctx, p.Organization, sc); err != nil {
 		return nil, err
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		// Locked, in the transaction that writes it back: before
+		// (2026-11-30) the pool read before it was written back whole,
+		// and a change of its organization-scoped beside a rename was
+		// undone. The pool's row is the only one locked here.
+		cur, err := scan(tx.QueryRow(ctx, `SELECT `+cols+` FROM agent_pools WHERE id = ?`+store.ForUpdate(tx), id))
+		if store.IsNoRows(err) {
+			return core.NotFound("agent pool %q not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		sc0, err := s.scopes(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		p = cur
+		p.AllowedWorkspaces, p.AllowedProjects, p.ExcludedWorkspaces = sc0[scopeAllowedWorkspace], sc0[scopeAllowedProject], sc0[scopeExcludedWorkspace]
+		if name != nil {
+			p.Name = *name
+		}
+		if scoped != nil {
+			p.OrganizationScoped = *scoped
+		}
 		if _, err := tx.Exec(ctx, `UPDATE agent_pools SET name = ?, organization_scoped = ? WHERE id = ?`, p.Name, p.OrganizationScoped, p.ID); err != nil {
 			return err
 		}
@@ -224,7 +241,10 @@ func (s *Service) Update(ctx context.Context, id string, name *string, scoped *b
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Invalid("name %q has already been taken", p.Name)
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Delete removes a pool.
