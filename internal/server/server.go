@@ -439,7 +439,7 @@ func (s *Server) routes() http.Handler {
 	s.uiRoutes(root)
 	// Outermost: every request's goroutine grows its stack once, before
 	// the handlers (internal/stackgrow).
-	return stackgrow.Handler(s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(root)))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto}))
+	return stackgrow.Handler(s.metricsRoutes(root, s.recoverer(s.AddressLimits.Handler(s.proxies.Address, httplimit.MaxBody(s.cfg.MaxRequestBytes, s.apiHeaders(refuseUnprintableURLs(root))))), map[string]*http.ServeMux{"/api/v2/": api, "/api/registry/": regProto}))
 }
 
 // Handler returns the server's HTTP handler.

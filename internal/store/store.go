@@ -123,13 +123,21 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, 
 	return res, badText(db.driver, err)
 }
 
+// ErrBadText is the answer to a text the database cannot hold.
+var ErrBadText = core.Invalid("a text value holds a character the database cannot store (a NUL, another control character or bytes that are not UTF-8): remove it")
+
+// IsBadText reports whether err is a database's refusal of a text it
+// cannot hold (PostgreSQL: a NUL, or bytes that are not UTF-8), for an
+// error that did not come through Exec or Query (a QueryRow's Scan).
+func IsBadText(err error) bool { return err != nil && (postgres.Driver{}).IsBadText(err) }
+
 // badText turns the database's refusal of a text it cannot hold (on
 // PostgreSQL a NUL, or bytes that are not UTF-8) into a 422 that says so:
 // the domains' checks should refuse such input first, but one a check
 // missed is still bad input, not a server error, and nothing was written.
 func badText(d Driver, err error) error {
 	if err != nil && d.IsBadText(err) {
-		return core.Invalid("a text value holds a character the database cannot store (a NUL, another control character or bytes that are not UTF-8): remove it")
+		return ErrBadText
 	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/jsonapi"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
 )
 
 // ContentType is the JSON:API media type.
@@ -275,6 +276,11 @@ var kindTitle = map[core.Kind]string{
 // error's kind; internal errors are logged here (and only here) and their
 // text is not shown to the caller.
 func Error(w http.ResponseWriter, r *http.Request, err error) {
+	if core.KindOf(err) == core.KindInternal && store.IsBadText(err) {
+		// A read (a QueryRow's Scan) with a text from the request that
+		// PostgreSQL cannot hold: bad input, as a write's is (store.Exec).
+		err = store.ErrBadText
+	}
 	kind := core.KindOf(err)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
