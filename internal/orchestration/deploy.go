@@ -342,15 +342,15 @@ func (s *Service) Deploy(ctx context.Context, org string, req DeployRequest) (an
 	return d, nil
 }
 
-// claimEnv makes sure, in the transaction that then inserts a deployment,
-// that no deployment of the environment is executing. The environment's
-// row is locked first: on PostgreSQL two deployments counting at once
+// claimEnv makes sure, in the transaction that then inserts a deployment
+// (or deletes the environment), that no deployment of the environment is
+// executing. The environment's row is locked first: on PostgreSQL two deployments counting at once
 // both counted none and both ran (before 2026-11-30); the second now
 // waits for the first's insert and counts it. Rows are locked environment
 // first, then deployments; nothing takes them the other way round (the
 // end of a deployment and settleStale write only its row, Update of an
-// environment only the environment's, Delete its deployments and then the
-// environment, locking no deployment a Deploy waits for).
+// environment only the environment's, and Delete of an environment
+// claims it too before it deletes its deployments and then it).
 func claimEnv(ctx context.Context, tx *store.Tx, org, project, env string) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM orchestrator_objects WHERE organization_name = ? AND kind = ? AND scope = ? AND id = ?`+store.ForUpdate(tx),

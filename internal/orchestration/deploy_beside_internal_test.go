@@ -86,3 +86,77 @@ type noWorkspaces struct{ Workspaces }
 
 func (noWorkspaces) Project(context.Context, string) (string, error)   { return "prj-default", nil }
 func (noWorkspaces) CheckCreate(context.Context, string, string) error { return nil }
+
+// TestDeleteBesideDeploy: an environment's delete while a deployment of it
+// is being stored (its transaction not yet committed) waits for it and is
+// refused, and the deployment stays. Before (2026-11-30), on PostgreSQL,
+// the delete checked in a transaction of its own, saw nothing in progress
+// and deleted the environment under the running deployment. Both stores.
+func TestDeleteBesideDeploy(t *testing.T) {
+	t.Parallel()
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
+		s := NewService(db)
+		s.Workspaces, s.Configs, s.Runs = noWorkspaces{}, struct{ Configs }{}, struct{ Runs }{}
+		t.Cleanup(s.Shutdown)
+		now := core.Micros(core.Now())
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
+			{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				[]any{"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now}},
+		} {
+			if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The deployment's transaction, as Deploy's: held open once its
+		// deployment is inserted.
+		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- db.Tx(ctx, func(tx *store.Tx) error {
+				if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
+					"dep-running", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
+					return err
+				}
+				close(wrote)
+				<-commit
+				return nil
+			})
+		}()
+		select {
+		case <-wrote:
+		case err := <-done:
+			t.Fatalf("the deployment: %v", err)
+		}
+		acted := make(chan error, 1)
+		go func() { acted <- s.Delete(ctx, "acme", KindEnvironment, "shop", "dev") }()
+		select {
+		case err := <-acted: // it did not wait for the deployment's transaction
+			acted <- err
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(commit)
+		if err := <-done; err != nil {
+			t.Fatalf("the deployment: %v", err)
+		}
+		if err := <-acted; core.KindOf(err) != core.KindConflict {
+			t.Fatalf("a delete beside a deployment of the environment: %v, want a conflict (a deployment in progress)", err)
+		}
+		var envs, deps int
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM orchestrator_objects WHERE organization_name = ? AND kind = ? AND scope = ? AND id = ?`, "acme", KindEnvironment, "shop", "dev").Scan(&envs); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM orchestrator_deployments WHERE id = ?`, "dep-running").Scan(&deps); err != nil {
+			t.Fatal(err)
+		}
+		if envs != 1 || deps != 1 {
+			t.Fatalf("after the refused delete: %d environments, %d deployments, want the environment and its deployment kept", envs, deps)
+		}
+	})
+}

@@ -557,6 +557,18 @@ func (s *Service) Delete(ctx context.Context, org, k, scope, id string) error {
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		if k == KindEnvironment {
+			// The check above ran in a transaction of its own (the
+			// workspace's delete comes between): a deployment started
+			// since would have had its row deleted while it ran (on
+			// PostgreSQL, before 2026-11-30). The environment's row is
+			// locked and its deployments counted again here, in the
+			// transaction that deletes them: environment, then
+			// deployments, the order Deploy takes (claimEnv), so a
+			// deployment being stored is waited for and refuses the
+			// delete, and one started after it finds no environment.
+			if err := claimEnv(ctx, tx, org, scope, id); err != nil {
+				return err
+			}
 			for _, q := range []string{
 				`DELETE FROM orchestrator_env_workspaces WHERE organization_name = ? AND project_id = ? AND env_id = ?`,
 				`DELETE FROM orchestrator_deployments WHERE organization_name = ? AND project_id = ? AND env_id = ?`,
