@@ -21,6 +21,10 @@ import (
 // see, and core.NotFound otherwise.
 type Subscribables interface {
 	Organization(ctx context.Context, kind, id string) (string, error)
+	// Lock takes the row of the workspace, team or project for the rest
+	// of q's transaction on PostgreSQL (nothing on SQLite), so that two
+	// creates of its configurations count one after the other.
+	Lock(ctx context.Context, q store.Q, kind, id string) error
 }
 
 // Options configure a Service.
@@ -247,28 +251,47 @@ func (s *Service) Create(ctx context.Context, kind, id string, o Changes) (*Conf
 	if err := s.checkEnable(ctx, c); err != nil {
 		return nil, err
 	}
-	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notification_configurations WHERE subscribable_type = ? AND subscribable_id = ?`, kind, id).Scan(&n); err != nil {
-			return err
-		}
-		if n >= MaxPerSubscribable {
-			return core.Invalid("a %s can have at most %d notification configurations", kind[:len(kind)-1], MaxPerSubscribable)
-		}
-		url, token, resp, failure, err := s.sealed(c, jsonText(c.Responses), c.LastFailure)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO notification_configurations (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), url, token, c.Enabled,
-			jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), resp, failure,
-			core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
-		return redact(err, c.token)
-	})
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error { return s.insertCounted(ctx, tx, c) })
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// insertCounted inserts c unless its subscribable has MaxPerSubscribable
+// configurations already. The subscribable's row is locked before the
+// count: on PostgreSQL two creates at once both counted one under the
+// limit and both inserted (before 2026-11-30); the second now waits for
+// the first's insert and counts it. No row of notify's own stands for the
+// subscribable (there may be no configuration yet), so the lock is the
+// workspace's, team's or project's row, taken through Subscribables.Lock
+// (the workspace's is the one the run queue takes: LockQueue). Rows are
+// locked subscribable first, then configurations; nothing takes them the
+// other way round (an update, a delivery's record and a delete lock one
+// configuration's row and no subscribable's; the run queue, holding the
+// workspace's row, touches no configuration: notifications are queued in
+// a transaction of their own).
+func (s *Service) insertCounted(ctx context.Context, tx *store.Tx, c *Configuration) error {
+	if err := s.o.Subscribables.Lock(ctx, tx, c.SubscribableType, c.SubscribableID); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM notification_configurations WHERE subscribable_type = ? AND subscribable_id = ?`, c.SubscribableType, c.SubscribableID).Scan(&n); err != nil {
+		return err
+	}
+	if n >= MaxPerSubscribable {
+		kind := c.SubscribableType
+		return core.Invalid("a %s can have at most %d notification configurations", kind[:len(kind)-1], MaxPerSubscribable)
+	}
+	url, token, resp, failure, err := s.sealed(c, jsonText(c.Responses), c.LastFailure)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO notification_configurations (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Organization, c.SubscribableType, c.SubscribableID, c.Name, string(c.Destination), url, token, c.Enabled,
+		jsonText(c.Triggers), jsonText(c.EmailAddresses), jsonText(c.EmailUserIDs), resp, failure,
+		core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
+	return redact(err, c.token)
 }
 
 // apply sets the given options on c and validates the result.

@@ -38,6 +38,13 @@ type oneOrg struct{}
 
 func (oneOrg) Organization(context.Context, string, string) (string, error) { return "acme", nil }
 
+// Lock locks the organization's row, standing in for the workspace's (the
+// server's Subscribables lock the workspace's, team's or project's).
+func (oneOrg) Lock(ctx context.Context, q store.Q, _, _ string) error {
+	var name string
+	return q.QueryRow(ctx, `SELECT name FROM organizations WHERE name = ?`+store.ForUpdate(q), "acme").Scan(&name)
+}
+
 func updateBeside(t *testing.T, db *store.DB, name string) {
 	ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
 	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))

@@ -151,6 +151,20 @@ func (s *Service) SystemIn(ctx context.Context, q store.Q, id string) (*Project,
 	return s.loadFor(ctx, q, id, false, false)
 }
 
+// LockIn takes the project's row for the rest of q's transaction on
+// PostgreSQL (nothing on SQLite), for another domain that decides over
+// what hangs on the project: notify counts its configurations under it.
+// Nothing of the project's own is locked after it there.
+func (s *Service) LockIn(ctx context.Context, q store.Q, id string) error {
+	if lock := store.ForUpdate(q); lock != "" {
+		var one int
+		if err := q.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = ?`+lock, id).Scan(&one); err != nil && !store.IsNoRows(err) {
+			return fmt.Errorf("locking project %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // ListOptions filter a project list.
 type ListOptions struct {
 	Names  []string // exact names (filter[names])

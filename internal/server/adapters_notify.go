@@ -6,6 +6,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/workspace"
 )
@@ -40,6 +41,20 @@ func (a notifySubscribables) Organization(ctx context.Context, kind, id string) 
 		return p.Organization, nil
 	}
 	return "", core.NotFound("%s %q not found", kind, id)
+}
+
+// Lock takes the row of the workspace (the one the run queue takes), team
+// or project for notify's count of its configurations.
+func (a notifySubscribables) Lock(ctx context.Context, q store.Q, kind, id string) error {
+	switch kind {
+	case notify.OnWorkspace:
+		return a.ws.LockQueue(ctx, q, id)
+	case notify.OnTeam:
+		return a.teams.LockIn(ctx, q, id)
+	case notify.OnProject:
+		return a.projects.LockIn(ctx, q, id)
+	}
+	return core.NotFound("%s %q not found", kind, id)
 }
 
 // wireNotify builds the notification service and subscribes it to runs.

@@ -153,6 +153,20 @@ func (s *Service) OrganizationOwners(ctx context.Context, orgs []string) (map[st
 	return out, nil
 }
 
+// LockIn takes the team's row for the rest of q's transaction on
+// PostgreSQL (nothing on SQLite), for another domain that decides over
+// what hangs on the team: notify counts its configurations under it, and
+// locks nothing of the team's after it.
+func (s *Service) LockIn(ctx context.Context, q store.Q, id string) error {
+	if lock := store.ForUpdate(q); lock != "" {
+		var one int
+		if err := q.QueryRow(ctx, `SELECT 1 FROM teams WHERE id = ?`+lock, id).Scan(&one); err != nil && !store.IsNoRows(err) {
+			return fmt.Errorf("locking team %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // SoleOwnerOf returns the organizations, by name, whose only owner (an
 // accepted member of the owners team) is the user, reading through q:
 // deleting the user would leave them without one.
