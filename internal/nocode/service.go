@@ -263,6 +263,14 @@ func (s *Service) Create(ctx context.Context, org string, o CreateOptions) (*Mod
 	n := &Module{ID: core.NewID(PrefixModule), Organization: org, RegistryModuleID: m.ID, Enabled: o.Enabled == nil || *o.Enabled,
 		VersionPin: pin, VariableOptions: opts, CreatedAt: now, UpdatedAt: now}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		// The registry module's flag first: its write takes the registry
+		// module's row before the no-code module's, the order the
+		// registry's no-code flag update and Update take them. Inserted
+		// first (before 2026-11-30), a create beside a flag update that
+		// made the no-code module deadlocked on PostgreSQL, one aborted.
+		if err := registry.SetNoCode(ctx, tx, m.ID, n.Enabled); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `INSERT INTO no_code_modules (id, organization_name, registry_module_id, enabled, version_pin, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			n.ID, org, m.ID, n.Enabled, pin, core.Micros(now), core.Micros(now))
 		if store.IsUniqueViolation(tx, err) {
@@ -271,10 +279,7 @@ func (s *Service) Create(ctx context.Context, org string, o CreateOptions) (*Mod
 		if err != nil {
 			return err
 		}
-		if err := writeOptions(ctx, tx, n.ID, opts); err != nil {
-			return err
-		}
-		return registry.SetNoCode(ctx, tx, m.ID, n.Enabled)
+		return writeOptions(ctx, tx, n.ID, opts)
 	})
 	if err != nil {
 		return nil, err
