@@ -23,7 +23,8 @@ type Subscribables interface {
 	Organization(ctx context.Context, kind, id string) (string, error)
 	// Lock takes the row of the workspace, team or project for the rest
 	// of q's transaction on PostgreSQL (nothing on SQLite), so that two
-	// creates of its configurations count one after the other.
+	// creates of its configurations count one after the other;
+	// core.NotFound if it is gone (deleted since Organization read it).
 	Lock(ctx context.Context, q store.Q, kind, id string) error
 }
 
@@ -265,7 +266,7 @@ func (s *Service) Create(ctx context.Context, kind, id string, o Changes) (*Conf
 // the first's insert and counts it. No row of notify's own stands for the
 // subscribable (there may be no configuration yet), so the lock is the
 // workspace's, team's or project's row, taken through Subscribables.Lock
-// (the workspace's is the one the run queue takes: LockQueue). Rows are
+// (the workspace's is the one the run queue takes, LockQueue). Rows are
 // locked subscribable first, then configurations; nothing takes them the
 // other way round (an update, a delivery's record and a delete lock one
 // configuration's row and no subscribable's; the run queue, holding the

@@ -152,13 +152,17 @@ func (s *Service) SystemIn(ctx context.Context, q store.Q, id string) (*Project,
 }
 
 // LockIn takes the project's row for the rest of q's transaction on
-// PostgreSQL (nothing on SQLite), for another domain that decides over
-// what hangs on the project: notify counts its configurations under it.
-// Nothing of the project's own is locked after it there.
+// PostgreSQL (nothing on SQLite; core.NotFound if it is gone), for another
+// domain that decides over what hangs on the project: notify counts its
+// configurations under it, and locks nothing of the project's after it.
 func (s *Service) LockIn(ctx context.Context, q store.Q, id string) error {
 	if lock := store.ForUpdate(q); lock != "" {
 		var one int
-		if err := q.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = ?`+lock, id).Scan(&one); err != nil && !store.IsNoRows(err) {
+		err := q.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = ?`+lock, id).Scan(&one)
+		if store.IsNoRows(err) { // deleted since the caller read it
+			return core.NotFound("project %q not found", id)
+		}
+		if err != nil {
 			return fmt.Errorf("locking project %s: %w", id, err)
 		}
 	}

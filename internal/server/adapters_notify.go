@@ -48,7 +48,7 @@ func (a notifySubscribables) Organization(ctx context.Context, kind, id string) 
 func (a notifySubscribables) Lock(ctx context.Context, q store.Q, kind, id string) error {
 	switch kind {
 	case notify.OnWorkspace:
-		return a.ws.LockQueue(ctx, q, id)
+		return a.ws.LockIn(ctx, q, id)
 	case notify.OnTeam:
 		return a.teams.LockIn(ctx, q, id)
 	case notify.OnProject:

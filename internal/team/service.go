@@ -154,13 +154,17 @@ func (s *Service) OrganizationOwners(ctx context.Context, orgs []string) (map[st
 }
 
 // LockIn takes the team's row for the rest of q's transaction on
-// PostgreSQL (nothing on SQLite), for another domain that decides over
-// what hangs on the team: notify counts its configurations under it, and
-// locks nothing of the team's after it.
+// PostgreSQL (nothing on SQLite; core.NotFound if it is gone), for another
+// domain that decides over what hangs on the team: notify counts its
+// configurations under it, and locks nothing of the team's after it.
 func (s *Service) LockIn(ctx context.Context, q store.Q, id string) error {
 	if lock := store.ForUpdate(q); lock != "" {
 		var one int
-		if err := q.QueryRow(ctx, `SELECT 1 FROM teams WHERE id = ?`+lock, id).Scan(&one); err != nil && !store.IsNoRows(err) {
+		err := q.QueryRow(ctx, `SELECT 1 FROM teams WHERE id = ?`+lock, id).Scan(&one)
+		if store.IsNoRows(err) { // deleted since the caller read it
+			return core.NotFound("team %q not found", id)
+		}
+		if err != nil {
 			return fmt.Errorf("locking team %s: %w", id, err)
 		}
 	}

@@ -1253,6 +1253,24 @@ func (s *Service) LockQueue(ctx context.Context, q store.Q, workspaceID string) 
 	return nil
 }
 
+// LockIn is LockQueue (the same row) for another domain that decides over
+// what hangs on the workspace: notify counts its configurations under it.
+// Unlike LockQueue it answers core.NotFound when the workspace is gone
+// (deleted since the caller read it), so nothing is added to it.
+func (s *Service) LockIn(ctx context.Context, q store.Q, workspaceID string) error {
+	if lock := store.ForUpdate(q); lock != "" {
+		var id string
+		err := q.QueryRow(ctx, `SELECT id FROM workspaces WHERE id = ?`+lock, workspaceID).Scan(&id)
+		if store.IsNoRows(err) {
+			return core.NotFound("workspace %q not found", workspaceID)
+		}
+		if err != nil {
+			return fmt.Errorf("locking workspace %s: %w", workspaceID, err)
+		}
+	}
+	return nil
+}
+
 // UnlockForRunSQL is the statement that releases the lock if runID holds
 // it (no-op otherwise): the run domain sends it along with its own writes
 // (one round trip on PostgreSQL).
