@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -70,34 +69,7 @@ func updateBeside(t *testing.T, db *store.DB, name string) {
 	// written, while act starts; it returns act's error.
 	beside := func(t *testing.T, change string, args []any, act func() error) error {
 		t.Helper()
-		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- db.Tx(ctx, func(tx *store.Tx) error {
-				if _, err := tx.Exec(ctx, change, args...); err != nil {
-					return err
-				}
-				close(wrote)
-				<-commit
-				return nil
-			})
-		}()
-		select {
-		case <-wrote:
-		case err := <-done:
-			t.Fatalf("the other transaction: %v", err)
-		}
-		acted := make(chan error, 1)
-		go func() { acted <- act() }()
-		select {
-		case err := <-acted: // it did not wait for the other transaction
-			acted <- err
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(commit)
-		if err := <-done; err != nil {
-			t.Fatalf("the other transaction: %v", err)
-		}
-		return <-acted
+		return storetest.Beside(t, db, storetest.Statements(append([]any{change}, args...)), act)
 	}
 	rename := func() error {
 		newName := "renamed"

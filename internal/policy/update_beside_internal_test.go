@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -51,34 +50,7 @@ func updatesBeside(t *testing.T, db *store.DB, name string) {
 	// written, while act starts; it returns act's error.
 	beside := func(t *testing.T, change string, args []any, act func() error) error {
 		t.Helper()
-		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- db.Tx(ctx, func(tx *store.Tx) error {
-				if _, err := tx.Exec(ctx, change, args...); err != nil {
-					return err
-				}
-				close(wrote)
-				<-commit
-				return nil
-			})
-		}()
-		select {
-		case <-wrote:
-		case err := <-done:
-			t.Fatalf("the other transaction: %v", err)
-		}
-		acted := make(chan error, 1)
-		go func() { acted <- act() }()
-		select {
-		case err := <-acted: // it did not wait for the other transaction
-			acted <- err
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(commit)
-		if err := <-done; err != nil {
-			t.Fatalf("the other transaction: %v", err)
-		}
-		return <-acted
+		return storetest.Beside(t, db, storetest.Statements(append([]any{change}, args...)), act)
 	}
 	desc := "changed"
 
