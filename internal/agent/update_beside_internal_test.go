@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -35,38 +34,17 @@ func TestUpdateBesideOtherWork(t *testing.T) {
 		}
 		// The other change, held open once written: the pool is no
 		// longer organization-scoped.
-		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- db.Tx(ctx, func(tx *store.Tx) error {
-				if _, err := tx.Exec(ctx, `UPDATE agent_pools SET organization_scoped = ? WHERE id = ?`, false, "apool-1"); err != nil {
-					return err
-				}
-				close(wrote)
-				<-commit
-				return nil
-			})
-		}()
-		select {
-		case <-wrote:
-		case err := <-done:
-			t.Fatalf("the other change: %v", err)
-		}
-		acted := make(chan error, 1)
-		go func() {
+		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
+			if _, err := tx.Exec(ctx, `UPDATE agent_pools SET organization_scoped = ? WHERE id = ?`, false, "apool-1"); err != nil {
+				return err
+			}
+			return nil
+		}, func() error {
 			name := "renamed"
 			_, err := s.Update(ctx, "apool-1", &name, nil, Scope{})
-			acted <- err
-		}()
-		select {
-		case err := <-acted: // it did not wait for the other transaction
-			acted <- err
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(commit)
-		if err := <-done; err != nil {
-			t.Fatalf("the other change: %v", err)
-		}
-		if err := <-acted; err != nil {
+			return err
+		})
+		if err := acted; err != nil {
 			t.Fatalf("renaming the pool beside the change of its scope: %v", err)
 		}
 		p, err := s.Get(ctx, "apool-1")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -40,42 +39,21 @@ func TestCreateBesideOtherCreate(t *testing.T) {
 		disabled := Changes{Name: &name, Destination: &dest, URL: &url}
 		// The other create's transaction, as Create's: held open once its
 		// configuration, the last the limit allows, is inserted.
-		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- db.Tx(ctx, func(tx *store.Tx) error {
-				c := &Configuration{ID: "nc-other", Organization: "acme", SubscribableType: OnWorkspace, SubscribableID: "ws-1",
-					Triggers: []string{}, EmailAddresses: []string{}, EmailUserIDs: []string{}, Responses: []Response{}, CreatedAt: core.Now(), UpdatedAt: core.Now()}
-				if err := apply(c, disabled); err != nil {
-					return err
-				}
-				if err := s.insertCounted(ctx, tx, c); err != nil {
-					return err
-				}
-				close(wrote)
-				<-commit
-				return nil
-			})
-		}()
-		select {
-		case <-wrote:
-		case err := <-done:
-			t.Fatalf("the other create: %v", err)
-		}
-		acted := make(chan error, 1)
-		go func() {
+		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
+			c := &Configuration{ID: "nc-other", Organization: "acme", SubscribableType: OnWorkspace, SubscribableID: "ws-1",
+				Triggers: []string{}, EmailAddresses: []string{}, EmailUserIDs: []string{}, Responses: []Response{}, CreatedAt: core.Now(), UpdatedAt: core.Now()}
+			if err := apply(c, disabled); err != nil {
+				return err
+			}
+			if err := s.insertCounted(ctx, tx, c); err != nil {
+				return err
+			}
+			return nil
+		}, func() error {
 			_, err := s.Create(ctx, OnWorkspace, "ws-1", disabled)
-			acted <- err
-		}()
-		select {
-		case err := <-acted: // it did not wait for the other transaction
-			acted <- err
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(commit)
-		if err := <-done; err != nil {
-			t.Fatalf("the other create: %v", err)
-		}
-		if err := <-acted; core.KindOf(err) != core.KindInvalid {
+			return err
+		})
+		if err := acted; core.KindOf(err) != core.KindInvalid {
 			t.Fatalf("a create beside the one that reaches the limit: %v, want it refused (at most %d)", err, MaxPerSubscribable)
 		}
 		var n int

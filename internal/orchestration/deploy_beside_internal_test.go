@@ -3,7 +3,6 @@ package orchestration
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
@@ -39,42 +38,21 @@ func TestDeployBesideOtherDeploy(t *testing.T) {
 		}
 		// The other deployment's transaction, as Deploy's: held open once
 		// its deployment is inserted.
-		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- db.Tx(ctx, func(tx *store.Tx) error {
-				if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
-					"dep-other", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
-					return err
-				}
-				close(wrote)
-				<-commit
-				return nil
-			})
-		}()
-		select {
-		case <-wrote:
-		case err := <-done:
-			t.Fatalf("the other deployment: %v", err)
-		}
-		acted := make(chan error, 1)
-		go func() {
+		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
+			if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
+				"dep-other", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
+				return err
+			}
+			return nil
+		}, func() error {
 			// A destroy: nothing to compile, and (never deployed) nothing to run.
 			_, err := s.Deploy(ctx, "acme", DeployRequest{ProjectID: "shop", EnvID: "dev", Mode: ModeDestroy})
-			acted <- err
-		}()
-		select {
-		case err := <-acted: // it did not wait for the other transaction
-			acted <- err
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(commit)
-		if err := <-done; err != nil {
-			t.Fatalf("the other deployment: %v", err)
-		}
-		if err := <-acted; core.KindOf(err) != core.KindConflict {
+			return err
+		})
+		if err := acted; core.KindOf(err) != core.KindConflict {
 			t.Fatalf("a deployment beside another of the environment: %v, want a conflict (a deployment in progress)", err)
 		}
 	})
@@ -114,38 +92,19 @@ func TestDeleteBesideDeploy(t *testing.T) {
 		}
 		// The deployment's transaction, as Deploy's: held open once its
 		// deployment is inserted.
-		wrote, commit, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		go func() {
-			done <- db.Tx(ctx, func(tx *store.Tx) error {
-				if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
-					"dep-running", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
-					return err
-				}
-				close(wrote)
-				<-commit
-				return nil
-			})
-		}()
-		select {
-		case <-wrote:
-		case err := <-done:
-			t.Fatalf("the deployment: %v", err)
-		}
-		acted := make(chan error, 1)
-		go func() { acted <- s.Delete(ctx, "acme", KindEnvironment, "shop", "dev") }()
-		select {
-		case err := <-acted: // it did not wait for the deployment's transaction
-			acted <- err
-		case <-time.After(300 * time.Millisecond):
-		}
-		close(commit)
-		if err := <-done; err != nil {
-			t.Fatalf("the deployment: %v", err)
-		}
-		if err := <-acted; core.KindOf(err) != core.KindConflict {
+		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
+			if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
+				"dep-running", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
+				return err
+			}
+			return nil
+		}, func() error {
+			return s.Delete(ctx, "acme", KindEnvironment, "shop", "dev")
+		})
+		if err := acted; core.KindOf(err) != core.KindConflict {
 			t.Fatalf("a delete beside a deployment of the environment: %v, want a conflict (a deployment in progress)", err)
 		}
 		var envs, deps int
