@@ -18,36 +18,10 @@ import (
 func TestDeployBesideOtherDeploy(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
-		ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
-		s := NewService(db)
-		// Never called: a destroy of an environment never deployed runs nothing.
-		s.Workspaces, s.Configs, s.Runs = noWorkspaces{}, struct{ Configs }{}, struct{ Runs }{}
-		t.Cleanup(s.Shutdown)
-		now := core.Micros(core.Now())
-		for _, q := range []struct {
-			sql  string
-			args []any
-		}{
-			{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-			{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				[]any{"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now}},
-		} {
-			if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ctx, s, now := besideEnvironment(t, db)
 		// The other deployment's transaction, as Deploy's: held open once
 		// its deployment is inserted.
-		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
-			if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
-				"dep-other", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
-				return err
-			}
-			return nil
-		}, func() error {
+		acted := storetest.Beside(t, db, deploying(ctx, "dep-other", now), func() error {
 			// A destroy: nothing to compile, and (never deployed) nothing to run.
 			_, err := s.Deploy(ctx, "acme", DeployRequest{ProjectID: "shop", EnvID: "dev", Mode: ModeDestroy})
 			return err
@@ -73,35 +47,10 @@ func (noWorkspaces) CheckCreate(context.Context, string, string) error { return 
 func TestDeleteBesideDeploy(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
-		ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
-		s := NewService(db)
-		s.Workspaces, s.Configs, s.Runs = noWorkspaces{}, struct{ Configs }{}, struct{ Runs }{}
-		t.Cleanup(s.Shutdown)
-		now := core.Micros(core.Now())
-		for _, q := range []struct {
-			sql  string
-			args []any
-		}{
-			{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-			{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				[]any{"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now}},
-		} {
-			if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ctx, s, now := besideEnvironment(t, db)
 		// The deployment's transaction, as Deploy's: held open once its
 		// deployment is inserted.
-		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
-			if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
-				"dep-running", "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now); err != nil {
-				return err
-			}
-			return nil
-		}, func() error {
+		acted := storetest.Beside(t, db, deploying(ctx, "dep-running", now), func() error {
 			return s.Delete(ctx, "acme", KindEnvironment, "shop", "dev")
 		})
 		if err := acted; core.KindOf(err) != core.KindConflict {
@@ -118,4 +67,44 @@ func TestDeleteBesideDeploy(t *testing.T) {
 			t.Fatalf("after the refused delete: %d environments, %d deployments, want the environment and its deployment kept", envs, deps)
 		}
 	})
+}
+
+// besideEnvironment is the two tests' set-up: a service acting as acme's
+// owner and acme's environment shop/dev, never deployed (a destroy of it
+// runs nothing: the service's workspaces, configurations and runs are
+// never called).
+func besideEnvironment(t *testing.T, db *store.DB) (context.Context, *Service, int64) {
+	t.Helper()
+	ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
+	s := NewService(db)
+	s.Workspaces, s.Configs, s.Runs = noWorkspaces{}, struct{ Configs }{}, struct{ Runs }{}
+	t.Cleanup(s.Shutdown)
+	now := core.Micros(core.Now())
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
+		{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			[]any{"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now}},
+	} {
+		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ctx, s, now
+}
+
+// deploying is a deployment's transaction as Deploy's, for
+// storetest.Beside: the environment claimed, deployment id inserted as
+// executing (held open there).
+func deploying(ctx context.Context, id string, now int64) func(tx *store.Tx) error {
+	return func(tx *store.Tx) error {
+		if err := claimEnv(ctx, tx, "acme", "shop", "dev"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO orchestrator_deployments (id, organization_name, project_id, env_id, mode, status, manifest, graph, providers, diff, created_by, graph_view, terraform, rollback_of, idempotency_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, '{}', '[]', '[]', '[]', '', '{}', '{}', '', '', ?, ?)`,
+			id, "acme", "shop", "dev", ModeDeploy, StatusExecuting, now, now)
+		return err
+	}
 }
