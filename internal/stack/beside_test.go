@@ -42,19 +42,7 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 	ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
 	s := &Service{db: db, wake: loops.NewWake(), busySince: map[string]time.Time{}}
 	now := core.Micros(nowUTC())
-	mustExec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mustExec(`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', ?, ?)`, now, now)
-	mustExec(`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES ('prj-1', 'acme', 'p', ?, ?)`, now, now)
-	mustExec(`INSERT INTO stacks (id, organization_name, project_id, name, created_at, updated_at) VALUES ('st-1', 'acme', 'prj-1', 's', ?, ?)`, now, now)
-	for i, id := range []string{"stc-1", "stc-2"} {
-		mustExec(`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES (?, 'st-1', ?, 'completed', 'manual', ?, ?)`, id, i+1, now, now)
-	}
-	mustExec(`INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, created_at, updated_at) VALUES ('sdep-1', 'st-1', 'prod', 'stc-2', ?, ?)`, now, now)
+	seedDeployment(t, db, now)
 	// mk makes a run of configuration cfg at status, with a plan step
 	// waiting for an operator when the run is.
 	mk := func(id, cfg string, status RunStatus) *DeploymentRun {

@@ -20,19 +20,7 @@ func TestLockInApprovalOrder(t *testing.T) {
 		ctx := context.Background()
 		s := &Service{db: db}
 		now := core.Micros(nowUTC())
-		mustExec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := db.Exec(ctx, q, args...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		mustExec(`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', ?, ?)`, now, now)
-		mustExec(`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES ('prj-1', 'acme', 'p', ?, ?)`, now, now)
-		mustExec(`INSERT INTO stacks (id, organization_name, project_id, name, created_at, updated_at) VALUES ('st-1', 'acme', 'prj-1', 's', ?, ?)`, now, now)
-		for i, id := range []string{"stc-1", "stc-2"} {
-			mustExec(`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES (?, 'st-1', ?, 'completed', 'manual', ?, ?)`, id, i+1, now, now)
-		}
-		mustExec(`INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, created_at, updated_at) VALUES ('sdep-1', 'st-1', 'prod', 'stc-2', ?, ?)`, now, now)
+		seedDeployment(t, db, now)
 		// The newer configuration's run was approved first.
 		mk := func(id, cfg string, approved time.Time) *DeploymentRun {
 			r := &DeploymentRun{ID: id, StackID: "st-1", ConfigurationID: cfg, Deployment: "prod", Status: RunAcquiringLock, Mode: ModeNormal,
@@ -77,4 +65,26 @@ func TestLockInApprovalOrder(t *testing.T) {
 			t.Errorf("the later run deployed at %v, before the first ended at %v", start, end)
 		}
 	})
+}
+
+// seedDeployment stores organization acme, its stack st-1 with two
+// completed configurations (stc-1, stc-2) and the stack's deployment
+// "prod" (sdep-1, last configured by stc-2).
+func seedDeployment(t *testing.T, db *store.DB, now int64) {
+	t.Helper()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', ?, ?)`, []any{now, now}},
+		{`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES ('prj-1', 'acme', 'p', ?, ?)`, []any{now, now}},
+		{`INSERT INTO stacks (id, organization_name, project_id, name, created_at, updated_at) VALUES ('st-1', 'acme', 'prj-1', 's', ?, ?)`, []any{now, now}},
+		{`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES ('stc-1', 'st-1', 1, 'completed', 'manual', ?, ?)`, []any{now, now}},
+		{`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES ('stc-2', 'st-1', 2, 'completed', 'manual', ?, ?)`, []any{now, now}},
+		{`INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, created_at, updated_at) VALUES ('sdep-1', 'st-1', 'prod', 'stc-2', ?, ?)`, []any{now, now}},
+	} {
+		if _, err := db.Exec(context.Background(), q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
