@@ -207,8 +207,8 @@ func TestTagSelectors(t *testing.T) {
 
 // TestTagSelectorsApply: which sets tag selectors apply, on both stores.
 // An inclusion applies a non-global set to a workspace whose tags (its
-// own or its project's) match: the key, and the value when the selector
-// has one. An exclusion exempts a matching workspace from a global set
+// own or its project's) match: the key and its value, a key-only
+// selector only a key-only binding (as HCP Terraform). An exclusion exempts a matching workspace from a global set
 // and from a set on its project. An inclusion on a global set changes
 // nothing; an exclusion beats an inclusion.
 func TestTagSelectorsApply(t *testing.T) {
