@@ -31,10 +31,13 @@ func unprintable(s string) bool {
 }
 
 // unprintableQuery checks the query's keys and values as decoded; a query
-// that does not decode is left to the handlers, as before.
+// that does not decode is left to the handlers, as before. Only a
+// percent-escape decodes to something other than itself (or '+' to a
+// space), so a query without one is checked as it is, without decoding it
+// into a map on every request.
 func unprintableQuery(raw string) bool {
-	if raw == "" {
-		return false
+	if !strings.Contains(raw, "%") {
+		return unprintable(raw)
 	}
 	q, err := url.ParseQuery(raw)
 	if err != nil {
