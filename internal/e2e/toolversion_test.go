@@ -243,6 +243,41 @@ func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *release
 		t.Fatalf("a run on the constraint ~> 1.0.97 ended %s:\n%s", constrained.Status, log)
 	}
 
+	// "latest": the terraform on PATH while every registration is older;
+	// the run records the version it planned with, and its apply (a
+	// second job, after a newer version was registered) keeps to it.
+	onPath := engines(t)[0].Version
+	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("pinned")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := uploadConfig(ctx, t, c, ws.ID, `resource "terraform_data" "a" { input = "pinned" }`)
+	pinned, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned = waitRun(ctx, t, c, pinned.ID, 3*time.Minute, tfe.RunPlanned, tfe.RunErrored)
+	if log := planLog(pinned); pinned.Status != tfe.RunPlanned || pinned.TerraformVersion != onPath || strings.Contains(log, "Installed terraform") {
+		t.Fatalf("a latest run with only older versions registered ended %s with version %q (want %s, the terraform on PATH):\n%s", pinned.Status, pinned.TerraformVersion, onPath, log)
+	}
+	// A newer registration: latest downloads it, runs it and records it.
+	register("1.99.0", "/1.99.0.zip", good, sha256hex(good))
+	newest := waitRun(ctx, t, c, start("newest", "latest").ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored)
+	log = planLog(newest)
+	if newest.Status != tfe.RunApplied || newest.TerraformVersion != "1.99.0" ||
+		!strings.Contains(log, "The workspace's version is latest: terraform 1.99.0, the newest version registered on this site") ||
+		!strings.Contains(log, "Installed terraform 1.99.0 for ") {
+		t.Fatalf("a latest run with 1.99.0 registered ended %s with version %q:\n%s", newest.Status, newest.TerraformVersion, log)
+	}
+	if err := c.Runs.Apply(ctx, pinned.ID, tfe.RunApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pinned = waitRun(ctx, t, c, pinned.ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored)
+	rd, err := c.Applies.Logs(ctx, pinned.Apply.ID)
+	if log := readAll(t, rd, err); pinned.Status != tfe.RunApplied || pinned.TerraformVersion != onPath || strings.Contains(log, "1.99.0") {
+		t.Fatalf("the apply of a run planned with %s, after 1.99.0 was registered, ended %s with version %q:\n%s", onPath, pinned.Status, pinned.TerraformVersion, log)
+	}
+
 	// Nothing else is left in the engines folder: no zip, no temporary
 	// folder, no version that was refused.
 	var left []string
@@ -260,7 +295,7 @@ func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *release
 	for _, en := range versions {
 		left = append(left, "terraform/"+en.Name())
 	}
-	if got := strings.Join(left, " "); got != "terraform terraform/1.0.97 terraform/1.0.98 terraform/1.0.99" {
-		t.Fatalf("the engines folder holds %s, want the three versions installed and nothing else", got)
+	if got := strings.Join(left, " "); got != "terraform terraform/1.0.97 terraform/1.0.98 terraform/1.0.99 terraform/1.99.0" {
+		t.Fatalf("the engines folder holds %s, want the four versions installed and nothing else", got)
 	}
 }

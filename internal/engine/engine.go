@@ -88,6 +88,46 @@ func Constraint(version string) goversion.Constraints {
 	return c
 }
 
+// Exact reports whether a workspace's terraform version names one
+// version ("1.9.5", "tofu:1.8.0"), not "latest" or a constraint.
+func Exact(version string) bool {
+	_, want := parseVersion(version)
+	return versionRE.MatchString(want)
+}
+
+// Chosen is the exact version, as a workspace would name it, of the
+// binary at path that Find or FindOrInstall chose for version; "" when
+// version is exact already (or the binary's version cannot be read). A
+// binary installed from a registration is the version it was registered
+// as. A run records it with its plan, so that a later apply, wherever it
+// runs, uses the version that made the plan, whatever "latest" or the
+// constraint would choose by then.
+func (f *Finder) Chosen(ctx context.Context, version, path string) string {
+	if Exact(version) {
+		return ""
+	}
+	name, _ := parseVersion(version)
+	v := f.versionOf(ctx, path)
+	switch {
+	case !versionRE.MatchString(v):
+		return ""
+	case name == "terraform":
+		return v
+	}
+	return name + ":" + v
+}
+
+// versionOf is the version of the binary at p: the version it was
+// registered as when it was installed from a registration, else what it
+// says of itself ("" when it cannot say).
+func (f *Finder) versionOf(ctx context.Context, p string) string {
+	if dir := filepath.Dir(p); readRecord(dir) != nil {
+		return filepath.Base(dir)
+	}
+	v, _ := f.version(ctx, p)
+	return v
+}
+
 // Allows reports whether the constraint c allows the version v.
 func Allows(c goversion.Constraints, v string) bool {
 	pv, err := goversion.NewVersion(v)
@@ -163,13 +203,7 @@ func (f *Finder) findAllowed(ctx context.Context, name, want string, c goversion
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			continue
 		}
-		v := ""
-		if dir := filepath.Dir(p); readRecord(dir) != nil {
-			v = filepath.Base(dir) // installed from a registered release: the version it was registered as
-		} else if got, err := f.version(ctx, p); err == nil {
-			v = got
-		}
-		pv, err := goversion.NewVersion(v)
+		pv, err := goversion.NewVersion(f.versionOf(ctx, p))
 		if err != nil || !c.Check(pv) || (bestV != nil && !pv.GreaterThan(bestV)) {
 			continue
 		}
@@ -183,6 +217,22 @@ func (f *Finder) findAllowed(ctx context.Context, name, want string, c goversion
 		return "", fmt.Errorf("no %s version that %q allows is installed on %s: put one %s, register one for download, or set the workspace's terraform version to one that is", name, want, f.host(), where)
 	}
 	return best, nil
+}
+
+// onPathAtLeast reports whether the binary of the engine name on PATH
+// (the one "latest" means without registrations) is version v or newer.
+func (f *Finder) onPathAtLeast(ctx context.Context, name, v string) bool {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return false
+	}
+	got, err := f.version(ctx, p)
+	if err != nil {
+		return false
+	}
+	have, err1 := goversion.NewVersion(got)
+	want, err2 := goversion.NewVersion(v)
+	return err1 == nil && err2 == nil && !have.LessThan(want)
 }
 
 func (f *Finder) host() string {

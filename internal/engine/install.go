@@ -124,9 +124,23 @@ var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+
 // A constraint is resolved by the server to the newest registered version
 // it allows (rel): that version is the one found or installed here. With
 // none registered, it is Find: the newest installed that it allows.
+//
+// "latest" is resolved by the server to the newest registered, enabled
+// release (rel): that one, unless the binary on this runner's PATH is as
+// new or newer, which is then used. So registering an older
+// version never takes a "latest" workspace back to it, and registering a
+// newer one moves every "latest" workspace to it from its next run.
 func (f *Finder) FindOrInstall(ctx context.Context, version string, rel *Release) (path string, installed *Build, err error) {
 	name, want := parseVersion(version)
-	if c := Constraint(version); c != nil && rel != nil && rel.Name == name && Allows(c, rel.Version) {
+	resolved := rel != nil && rel.Name == name
+	if c := Constraint(version); c != nil {
+		resolved = resolved && Allows(c, rel.Version)
+	} else if want == "" || want == "latest" {
+		resolved = resolved && !f.onPathAtLeast(ctx, name, rel.Version)
+	} else {
+		resolved = false
+	}
+	if resolved {
 		want, version = rel.Version, rel.Version
 		if name != "terraform" {
 			version = name + ":" + want

@@ -447,3 +447,66 @@ func TestVersionConstraints(t *testing.T) {
 		t.Fatalf("a release the constraint does not allow was downloaded %d times", n)
 	}
 }
+
+// TestLatestAndTheChosenVersion: "latest" is the release the server
+// resolved it to (the newest registered) when that is newer than the
+// terraform on PATH, and the one on PATH otherwise, never downloading an
+// older registration; the version chosen is exact for the run to record
+// (Chosen), and a run that names an exact version records nothing. Not
+// parallel: it sets PATH.
+func TestLatestAndTheChosenVersion(t *testing.T) {
+	ctx := context.Background()
+	pathDir := t.TempDir()
+	onPath := filepath.Join(pathDir, "terraform")
+	if err := os.WriteFile(onPath, []byte(script("1.10.2")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rs := newReleaseServer(t)
+	f := &Finder{Dir: t.TempDir(), HTTP: rs.Client()}
+
+	older := rs.put("/1.9.0.zip", zipOf(t, [2]string{"terraform", script("1.9.0")}))
+	for _, rel := range []*Release{nil, {Name: "terraform", Version: "1.9.0", Builds: []Build{older}}, {Name: "terraform", Version: "1.10.2", Builds: []Build{older}}} {
+		p, installed, err := f.FindOrInstall(ctx, "latest", rel)
+		if err != nil || p != onPath || installed != nil {
+			t.Fatalf("latest with %+v registered: %q %+v %v, want the terraform on PATH", rel, p, installed, err)
+		}
+		if got := f.Chosen(ctx, "latest", p); got != "1.10.2" {
+			t.Fatalf("latest on PATH: the chosen version is %q, want 1.10.2", got)
+		}
+	}
+	if n := rs.count("/1.9.0.zip"); n != 0 {
+		t.Fatalf("an older registration was downloaded %d times for latest", n)
+	}
+
+	newer := rs.put("/1.11.0.zip", zipOf(t, [2]string{"terraform", script("1.11.0")}))
+	rel := &Release{Name: "terraform", Version: "1.11.0", Builds: []Build{newer}}
+	for _, latest := range []string{"latest", ""} {
+		p, _, err := f.FindOrInstall(ctx, latest, rel)
+		want := filepath.Join(f.Dir, "terraform", "1.11.0", "terraform")
+		if err != nil || p != want {
+			t.Fatalf("%q with a newer registration: %q %v, want %s", latest, p, err, want)
+		}
+		if got := f.Chosen(ctx, latest, p); got != "1.11.0" {
+			t.Fatalf("%q installed from a registration: the chosen version is %q, want 1.11.0", latest, got)
+		}
+		// The apply asks for what the plan recorded: the same binary.
+		if again, _, err := f.FindOrInstall(ctx, "1.11.0", rel); err != nil || again != p {
+			t.Fatalf("the recorded 1.11.0: %q %v, want %s", again, err, p)
+		}
+	}
+	if n := rs.count("/1.11.0.zip"); n != 1 {
+		t.Fatalf("the newer registration was downloaded %d times, want once", n)
+	}
+	if got := f.Chosen(ctx, "~> 1.10.0", onPath); got != "1.10.2" {
+		t.Fatalf("a constraint's chosen version: %q, want 1.10.2", got)
+	}
+	if got := f.Chosen(ctx, "tofu", onPath); got != "tofu:1.10.2" {
+		t.Fatalf("tofu's chosen version: %q, want tofu:1.10.2", got)
+	}
+	for _, exact := range []string{"1.10.2", "v1.10.2", "tofu:1.8.0"} {
+		if got := f.Chosen(ctx, exact, onPath); got != "" {
+			t.Fatalf("an exact version %q records %q, want nothing", exact, got)
+		}
+	}
+}

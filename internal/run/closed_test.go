@@ -38,15 +38,7 @@ func TestClaimLeavesADisabledOrganizationsJobs(t *testing.T) {
 		queue := func(id, org string) {
 			t.Helper()
 			at = at.Add(time.Second)
-			r := &Run{ID: id, WorkspaceID: "ws-" + id, Organization: org, ConfigurationVersionID: "cv-x", Status: PlanQueued, Timestamps: Stamps{},
-				CreatedAt: at, Plan: Phase{ID: "plan-" + id, Status: PhaseQueued, Timestamps: Stamps{}}, Apply: Phase{ID: "apply-" + id, Timestamps: Stamps{}}}
-			if err := insertRun(ctx, db, nil, r); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec(ctx, `INSERT INTO jobs (id, run_id, phase, status, queue, agent_pool_id, created_at, updated_at) VALUES (?, ?, 'plan', 'queued', 'runs', '', ?, ?)`,
-				"job-"+id, id, core.Micros(at), core.Micros(at)); err != nil {
-				t.Fatal(err)
-			}
+			queuePlan(t, db, id, org, at, nil)
 		}
 		queue("run-b1", "beta")
 		queue("run-b2", "beta")

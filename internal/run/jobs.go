@@ -9,6 +9,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -256,6 +257,11 @@ type PlanResult struct {
 	// beside) the apply (the counts are terraform's summary line). Only
 	// for a run that goes straight on to apply.
 	JSONLater bool `json:",omitempty"`
+	// EngineVersion is the exact version the plan ran with ("1.9.5",
+	// "tofu:1.8.0") when the run named none ("latest", a constraint):
+	// recorded as the run's version, so that its apply uses the same
+	// (engine.Chosen). A runner that predates it sends none.
+	EngineVersion string `json:",omitempty"`
 	// Log is the end of the phase's log that the runner has not sent as
 	// a chunk (already masked): it is added before the log is closed, so
 	// that ending a phase is one call, not a last chunk and then the
@@ -354,6 +360,9 @@ func (s *Service) FinishPlan(ctx context.Context, jobID, runnerID string, res Pl
 		r.Plan.HasChanges, r.HasChanges = res.HasChanges, res.HasChanges
 		r.Plan.Additions, r.Plan.Changes, r.Plan.Destructions, r.Plan.Imports = res.Additions, res.Changes, res.Destructions, res.Imports
 		r.Plan.GeneratedConfig = res.GeneratedConfig
+		if !engine.Exact(r.TerraformVersion) && engine.Exact(res.EngineVersion) {
+			r.TerraformVersion = res.EngineVersion
+		}
 		switch {
 		case res.Canceled:
 			r.Plan.setPhase(PhaseCanceled)

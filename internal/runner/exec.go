@@ -144,6 +144,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		stop()
 		t0 = time.Now()
 		res.Log = j.out.Rest()
+		res.EngineVersion = j.r.cfg.Engines.Chosen(ctx, j.job.Run.TerraformVersion, j.bin)
 		cont, err := j.r.api.FinishPlan(ctx, j.job.ID, j.r.cfg.ID, res)
 		j.took("report plan", t0)
 		if err != nil || !cont {
@@ -343,8 +344,12 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	if installed != nil {
 		j.installed = fmt.Sprintf("Installed %s %s for %s from %s (SHA-256 %s checked) for this run.", in.Engine.Name, in.Engine.Version, installed.Platform(), installed.URL, installed.SHA256)
 	}
-	if engine.Constraint(j.job.Run.TerraformVersion) != nil {
-		chosen := fmt.Sprintf("The workspace's version constraint %q: the newest version it allows that is registered or installed here.", strings.TrimSpace(j.job.Run.TerraformVersion))
+	switch want := j.job.Run.TerraformVersion; {
+	case engine.Constraint(want) != nil:
+		chosen := fmt.Sprintf("The workspace's version constraint %q: the newest version it allows that is registered or installed here.", strings.TrimSpace(want))
+		j.installed = strings.TrimSpace(chosen + "\n" + j.installed)
+	case !engine.Exact(want) && in.Engine != nil && j.r.cfg.Engines.Chosen(ctx, want, j.bin) == in.Engine.Version:
+		chosen := fmt.Sprintf("The workspace's version is latest: %s %s, the newest version registered on this site (newer than any %s on this runner's PATH).", in.Engine.Name, in.Engine.Version, in.Engine.Name)
 		j.installed = strings.TrimSpace(chosen + "\n" + j.installed)
 	}
 	if j.dir, err = os.MkdirTemp(j.r.cfg.ScratchDir, scratchPrefix+j.r.cfg.ID+"-"+j.job.RunID+"-"); err != nil {

@@ -12,7 +12,8 @@ import (
 // TestReleaseForAConstraint: a runner asking for a workspace's version
 // constraint is given the newest registered, enabled version it allows
 // (a disabled one is passed over, a prerelease only when named), and
-// nothing when none is, on both stores.
+// nothing when none is, on both stores. For "latest" it is the newest
+// registered, enabled release that is not marked beta.
 func TestReleaseForAConstraint(t *testing.T) {
 	t.Parallel()
 	for _, st := range testenv.Stores {
@@ -21,24 +22,30 @@ func TestReleaseForAConstraint(t *testing.T) {
 			e := testenv.New(t, testenv.Options{Store: st})
 			ctx := context.Background()
 			for _, v := range []struct {
-				version string
-				enabled bool
-			}{{"1.9.1", true}, {"1.9.3", true}, {"1.9.4", false}, {"1.9.5-rc1", true}, {"1.10.0", true}} {
+				version       string
+				enabled, beta bool
+			}{{"1.9.1", true, false}, {"1.9.3", true, false}, {"1.9.4", false, false}, {"1.9.5-rc1", true, false}, {"1.10.0", true, false},
+				{"1.11.0", true, true}, {"1.12.0", false, false}, {"1.13.0-alpha1", true, false}} {
 				if _, err := e.Client.Admin.TerraformVersions.Create(ctx, tfe.AdminTerraformVersionCreateOptions{Version: tfe.String(v.version),
-					URL: tfe.String(zipURL), Sha: tfe.String(sha1), Enabled: tfe.Bool(v.enabled), Official: tfe.Bool(true)}); err != nil {
+					URL: tfe.String(zipURL), Sha: tfe.String(sha1), Enabled: tfe.Bool(v.enabled), Beta: tfe.Bool(v.beta), Official: tfe.Bool(true)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for constraint, want := range map[string]string{
-				"~> 1.9.0":      "1.9.3",
-				">= 1.9, < 2":   "1.10.0",
-				"< 1.9.3":       "1.9.1",
-				"= 1.9.4":       "",
-				"~> 1.9.5-rc1":  "1.9.5-rc1",
-				"~> 2.0":        "",
-				"tofu:~> 1.9.0": "",
-				"1.9.3":         "1.9.3",
-				"latest":        "",
+				"~> 1.9.0":       "1.9.3",
+				">= 1.9, < 1.11": "1.10.0",
+				">= 1.9, < 2":    "1.11.0",
+				"< 1.9.3":        "1.9.1",
+				"= 1.9.4":        "",
+				"~> 1.9.5-rc1":   "1.9.5-rc1",
+				"~> 2.0":         "",
+				"tofu:~> 1.9.0":  "",
+				"1.9.3":          "1.9.3",
+				"1.12.0":         "",
+				"latest":         "1.10.0",
+				"":               "1.10.0",
+				"tofu":           "",
+				"tofu:latest":    "",
 			} {
 				rel, err := e.Server.ToolVersions.Release(ctx, constraint)
 				got := ""

@@ -268,12 +268,20 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 // version a workspace's constraint allows: the runner finds or installs
 // that one (engine.FindOrInstall), and with none registered the newest
 // it has that the constraint allows.
+//
+// For "latest" (and no version) it is the newest registered, enabled
+// release that is neither a prerelease nor marked beta, as HCP Terraform's
+// "latest" is the newest version on its list; the runner uses the
+// terraform on its PATH instead when that is as new.
 func (s *Service) Release(ctx context.Context, version string) (*engine.Release, error) {
+	if strings.HasPrefix(strings.TrimSpace(version), "tofu") {
+		version = "tofu" // only terraform is registered
+	}
 	if c := engine.Constraint(version); c != nil {
-		if strings.HasPrefix(strings.TrimSpace(version), "tofu") {
-			return nil, nil // only terraform is registered
-		}
-		return s.newestAllowed(ctx, c)
+		return s.newestAllowed(ctx, c, true)
+	}
+	if v := strings.TrimSpace(version); v == "" || v == "latest" {
+		return s.newestAllowed(ctx, anyRelease, false)
 	}
 	version = asRegistered(version)
 	if !versionRE.MatchString(version) {
@@ -289,9 +297,13 @@ func (s *Service) Release(ctx context.Context, version string) (*engine.Release,
 	return release(v), nil
 }
 
-// newestAllowed is the release of the newest enabled version c allows,
-// nil for none.
-func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints) (*engine.Release, error) {
+// anyRelease allows every version but prereleases (go-version's rule for
+// a constraint that names none).
+var anyRelease = goversion.MustConstraints(goversion.NewConstraint(">= 0.0.0"))
+
+// newestAllowed is the release of the newest enabled version c allows
+// (and, unless withBeta, not marked beta), nil for none.
+func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints, withBeta bool) (*engine.Release, error) {
 	vs, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, true)
 	if err != nil {
 		return nil, err
@@ -300,7 +312,7 @@ func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints) (*
 	var bestV *goversion.Version
 	for _, v := range vs {
 		pv, err := goversion.NewVersion(v.Version)
-		if err != nil || !c.Check(pv) || (bestV != nil && !pv.GreaterThan(bestV)) {
+		if err != nil || !c.Check(pv) || (v.Beta && !withBeta) || (bestV != nil && !pv.GreaterThan(bestV)) {
 			continue
 		}
 		best, bestV = v, pv

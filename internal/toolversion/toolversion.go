@@ -11,6 +11,14 @@
 // still runs wherever it is installed, as before: registering is never
 // required.
 //
+// A workspace on "latest" (the default) runs the newest registered,
+// enabled release that is not marked beta when that is newer than the
+// terraform on its runner's PATH, and the one on PATH otherwise: as in
+// HCP Terraform, registering a newer version moves "latest" workspaces to
+// it, and registering an older one never moves them back. A run on
+// "latest" or a constraint records the exact version its plan ran with
+// as its own terraform-version, and its apply uses that one.
+//
 // Rules, each a 422 that says why: a workspace may not be set to a
 // version that is registered but disabled (workspaces already on it keep
 // it); a version in use by a workspace cannot be deleted or renamed, as in
