@@ -49,5 +49,32 @@ func TestTextTheDatabaseCannotHold(t *testing.T) {
 		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM notes`).Scan(&n); err != nil || n != want {
 			t.Fatalf("notes written: %d (%v), want %d", n, err, want)
 		}
+
+		// A single-row read given such a text (an ID from a form) is bad
+		// input too, on the reader pool and in a transaction: on SQLite it
+		// finds nothing.
+		var body string
+		reads := map[string]func() error{
+			"a read":       func() error { return db.QueryRow(ctx, `SELECT body FROM notes WHERE id = ?`, "a\x00").Scan(&body) },
+			"a read's Err": func() error { return db.QueryRow(ctx, `SELECT body FROM notes WHERE id = ?`, "a\x00").Err() },
+			"a read in a transaction": func() error {
+				return db.Tx(ctx, func(tx *store.Tx) error {
+					return tx.QueryRow(ctx, `SELECT body FROM notes WHERE id = ?`, "a\x00").Scan(&body)
+				})
+			},
+		}
+		for name, read := range reads {
+			err := read()
+			switch db.Driver().Name() {
+			case "postgres":
+				if core.KindOf(err) != core.KindInvalid {
+					t.Errorf("%s: %v (%v), want an invalid-input error", name, err, core.KindOf(err))
+				}
+			default:
+				if err != nil && !store.IsNoRows(err) {
+					t.Errorf("%s: %v, want no row", name, err)
+				}
+			}
+		}
 	})
 }

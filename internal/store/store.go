@@ -42,7 +42,7 @@ type Driver interface {
 type Q interface {
 	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
 	Query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRow(ctx context.Context, query string, args ...any) Row
 	// Driver returns the driver behind the connection.
 	Driver() Driver
 }
@@ -128,7 +128,8 @@ var ErrBadText = core.Invalid("a text value holds a character the database canno
 
 // IsBadText reports whether err is a database's refusal of a text it
 // cannot hold (PostgreSQL: a NUL, or bytes that are not UTF-8), for an
-// error that did not come through Exec or Query (a QueryRow's Scan).
+// error that did not come through Exec, Query or QueryRow (a later row of
+// a Query, whose error Rows.Next and Rows.Err return as the driver's).
 func IsBadText(err error) bool { return err != nil && (postgres.Driver{}).IsBadText(err) }
 
 // badText turns the database's refusal of a text it cannot hold (on
@@ -158,19 +159,36 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 	return rows, badText(db.driver, err)
 }
 
+// Row is the row of a single-row query: database/sql's, whose Scan and
+// Err say a text the database cannot hold as Exec and Query do
+// (ErrBadText, a 422), so that a read given such a text from a request
+// (an ID in a form, a name in a body) is bad input wherever it is read,
+// not a server error.
+type Row struct {
+	row    *sql.Row
+	driver Driver
+}
+
+// Scan copies the row's columns into dest; sql.ErrNoRows when there is
+// no row (IsNoRows).
+func (r Row) Scan(dest ...any) error { return badText(r.driver, r.row.Scan(dest...)) }
+
+// Err is the query's error, without scanning.
+func (r Row) Err() error { return badText(r.driver, r.row.Err()) }
+
 // QueryRow runs a single-row query on the reader pool.
-func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
 	db.queries.Add(1)
 	if writes(query) {
 		core.Wrote(ctx)
 	}
 	if err := db.guard.checkQuery(query); err != nil {
-		return failedRow(ctx, err)
+		return Row{failedRow(ctx, err), db.driver}
 	}
 	if db.rc != nil {
-		return db.rc.queryRow(ctx, query, args)
+		return Row{db.rc.queryRow(ctx, query, args), db.driver}
 	}
-	return db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...)
+	return Row{db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...), db.driver}
 }
 
 // writes reports whether a statement given to Query or QueryRow may
@@ -280,8 +298,8 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 }
 
 // QueryRow runs a single-row query in the transaction.
-func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return tx.tx.QueryRowContext(ctx, tx.driver.Rebind(query), args...)
+func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return Row{tx.tx.QueryRowContext(ctx, tx.driver.Rebind(query), args...), tx.driver}
 }
 
 // IsUniqueViolation reports whether err came from a unique constraint.

@@ -276,11 +276,7 @@ var kindTitle = map[core.Kind]string{
 // error's kind; internal errors are logged here (and only here) and their
 // text is not shown to the caller.
 func Error(w http.ResponseWriter, r *http.Request, err error) {
-	if core.KindOf(err) == core.KindInternal && store.IsBadText(err) {
-		// A read (a QueryRow's Scan) with a text from the request that
-		// PostgreSQL cannot hold: bad input, as a write's is (store.Exec).
-		err = store.ErrBadText
-	}
+	err = AsAnswered(err)
 	kind := core.KindOf(err)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -376,6 +372,17 @@ func Includes(r *http.Request, allowed ...string) (map[string]bool, error) {
 }
 
 func normInclude(s string) string { return strings.ReplaceAll(s, "-", "_") }
+
+// AsAnswered is err as a caller is answered with it, the API's and the
+// UI's: a database's refusal of a text from the request that no store
+// call turned into store.ErrBadText (a row of a Query read after its
+// first) is that bad input, as a write's or a single-row read's is.
+func AsAnswered(err error) error {
+	if core.KindOf(err) == core.KindInternal && store.IsBadText(err) {
+		return store.ErrBadText
+	}
+	return err
+}
 
 // Status returns the HTTP status and title err maps to (the table Error
 // uses), for responses that are not JSON:API documents (the web pages).

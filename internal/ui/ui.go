@@ -247,6 +247,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 // fail renders err as an error page with the status its kind maps to (the
 // API's table): a resource the caller may not see is a 404 page.
 func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = tfeapi.AsAnswered(err)
 	status, title := tfeapi.Status(err)
 	detail := err.Error()
 	if core.KindOf(err) == core.KindInternal {
