@@ -9,11 +9,20 @@
 // (fault-around), so after start-up most of the binary is resident though
 // an idle server uses a fraction of it (docs/design/memory.md).
 //
-// Release unmaps those pages (madvise MADV_DONTNEED): a page used later
-// comes back from the page cache on its first touch, with the pages around
-// it as at start-up. Nothing is lost: the pages are clean copies of the
-// file. Unmapped, they stay in the page cache as any file read does, for
-// the kernel to reclaim first when memory is short.
+// Release unmaps those pages (madvise MADV_DONTNEED) and drops them from
+// the page cache (posix_fadvise POSIX_FADV_DONTNEED: the file's pages that
+// nothing maps, any more than they are already written). Nothing is lost:
+// the pages are clean copies of the file, read again on their next touch.
+//
+// How they come back differs by mapping. Code comes back as at start-up,
+// with read-ahead and the 64 kB around each fault. The read-only data and
+// the function tables (.rodata, .gopclntab) are read at scattered places
+// (the runtime reads a function's entries whenever the GC scans a stack
+// through it), so a page at a time (MADV_RANDOM: without read-ahead the
+// fault-around finds no cached neighbours to map): those 64 kB around
+// each entry were most of an idle server's resident tables. The cost is a
+// read from the disk for each such page on its first touch after the
+// release (docs/design/memory.md has the figures).
 package binpages
 
 // Released is what Release did.
@@ -27,4 +36,7 @@ type Released struct {
 	// read-only segment, a debugger's breakpoint), which only the
 	// process has.
 	Skipped int
+	// Evicted: the file's unmapped pages were dropped from the page
+	// cache.
+	Evicted bool
 }

@@ -18,12 +18,16 @@ func Release() (Released, error) {
 	if err != nil {
 		return Released{}, fmt.Errorf("finding the executable: %w", err)
 	}
-	return release(exe)
+	// /proc/self/exe opens the file this process runs, even once an
+	// upgrade has put another at its path.
+	return release(exe, "/proc/self/exe")
 }
 
 // release releases the read-only private mappings of the file at path
-// (as /proc/self/maps names it) that hold no private copies of pages.
-func release(path string) (Released, error) {
+// (as /proc/self/maps names it) that hold no private copies of pages,
+// then drops the file's pages that nothing maps from the page cache
+// (opening it as file).
+func release(path, file string) (Released, error) {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return Released{}, err
@@ -47,9 +51,27 @@ func release(path string) (Released, error) {
 		if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(m.start), length, unix.MADV_DONTNEED); e != 0 {
 			return r, fmt.Errorf("madvise(MADV_DONTNEED) %x-%x: %w", m.start, m.end, e)
 		}
+		if !m.executable {
+			// Read a page at a time from now on: no read-ahead, so the
+			// fault-around finds no neighbours in the page cache to map.
+			if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(m.start), length, unix.MADV_RANDOM); e != 0 {
+				return r, fmt.Errorf("madvise(MADV_RANDOM) %x-%x: %w", m.start, m.end, e)
+			}
+		}
 		r.Mappings++
 		r.Bytes += m.rss
 	}
+	exe, err := os.Open(file)
+	if err != nil {
+		return r, fmt.Errorf("opening %s to drop its cached pages: %w", file, err)
+	}
+	defer exe.Close()
+	// Pages still mapped (touched again since, or mapped by another
+	// process) and pages not yet written back stay.
+	if err := unix.Fadvise(int(exe.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return r, fmt.Errorf("fadvise(POSIX_FADV_DONTNEED) %s: %w", file, err)
+	}
+	r.Evicted = true
 	return r, nil
 }
 
@@ -57,6 +79,7 @@ func release(path string) (Released, error) {
 type mapping struct {
 	start, end     uint64
 	rss, anonymous int64
+	executable     bool
 }
 
 // mappingsOf reads smaps and returns the private, non-writable mappings of
@@ -72,6 +95,7 @@ func mappingsOf(r io.Reader, path string) ([]mapping, error) {
 			cur = nil
 			// perms is rwxp: only private mappings that cannot be written.
 			if file == path && len(perms) == 4 && perms[1] != 'w' && perms[3] == 'p' {
+				m.executable = perms[2] == 'x'
 				out = append(out, m)
 				cur = &out[len(out)-1]
 			}

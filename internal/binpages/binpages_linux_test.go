@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -59,43 +60,97 @@ func residentOf(t *testing.T, path string) int64 {
 	return n
 }
 
+// writeFile writes a file of size bytes c, on the disk (synced, as an
+// installed binary is: the page cache drops only pages written back).
 func writeFile(t *testing.T, name string, size int, c byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, bytes.Repeat([]byte{c}, size), 0o600); err != nil {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(bytes.Repeat([]byte{c}, size)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-// TestReleaseUnmapsCleanPages: a read-only private mapping's pages leave
-// the process's resident memory and come back, unchanged, when read.
-func TestReleaseUnmapsCleanPages(t *testing.T) {
-	t.Parallel()
-	size := 64 * os.Getpagesize()
-	path := writeFile(t, "clean file", size, 'A') // a space: smaps' path is the rest of the line
-	b := mapFile(t, path, unix.PROT_READ)
-	if got := residentOf(t, path); got != int64(size) {
-		t.Fatalf("before: %d bytes resident, want all %d", got, size)
-	}
-	r, err := release(path)
+// cachedPages is how many of the file's pages are in the page cache
+// (mincore of a fresh mapping that touches none).
+func cachedPages(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Mappings != 1 || r.Bytes != int64(size) || r.Skipped != 0 {
-		t.Fatalf("released %+v, want 1 mapping of %d bytes", r, size)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := residentOf(t, path); got != 0 {
-		t.Fatalf("after: %d bytes resident, want 0", got)
+	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Reading one page brings back that page and the kernel's fault-around
-	// (64 kB by default), not the whole mapping.
-	sink += b[5*os.Getpagesize()]
-	if got := residentOf(t, path); got == 0 || got > int64(size/2) {
-		t.Errorf("one page read after the release: %d bytes resident, want that page and at most half of the %d", got, size)
+	defer unix.Munmap(b)
+	vec := make([]byte, (len(b)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatal(e)
 	}
-	if !bytes.Equal(b, bytes.Repeat([]byte{'A'}, size)) {
-		t.Fatal("the pages read after the release differ from the file")
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// TestReleaseUnmapsCleanPages: a read-only private mapping's pages leave
+// the process's resident memory and the page cache, and come back,
+// unchanged, when read: a page of data at a time, where the kernel would
+// otherwise have mapped the 64 kB around it (fault-around), as it does for
+// code.
+func TestReleaseUnmapsCleanPages(t *testing.T) {
+	t.Parallel()
+	page := os.Getpagesize()
+	size := 64 * page
+	for _, c := range []struct {
+		name string
+		prot int
+		// most is the most pages one read may bring back.
+		most int
+	}{
+		{"clean data", unix.PROT_READ, 1}, // a space: smaps' path is the rest of the line
+		{"clean code", unix.PROT_READ | unix.PROT_EXEC, 64},
+	} {
+		path := writeFile(t, c.name, size, 'A')
+		b := mapFile(t, path, c.prot)
+		if got := residentOf(t, path); got != int64(size) {
+			t.Fatalf("%s before: %d bytes resident, want all %d", c.name, got, size)
+		}
+		r, err := release(path, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Mappings != 1 || r.Bytes != int64(size) || r.Skipped != 0 || !r.Evicted {
+			t.Fatalf("%s: released %+v, want 1 mapping of %d bytes, evicted", c.name, r, size)
+		}
+		if got := residentOf(t, path); got != 0 {
+			t.Fatalf("%s after: %d bytes resident, want 0", c.name, got)
+		}
+		if n := cachedPages(t, path); n != 0 {
+			t.Fatalf("%s after: %d pages of the file in the page cache, want none", c.name, n)
+		}
+		sink += b[5*page]
+		if got := residentOf(t, path); got < int64(page) || got > int64(c.most*page) {
+			t.Errorf("%s: one page read after the release: %d bytes resident, want that page and at most %d", c.name, got, c.most*page)
+		}
+		if !bytes.Equal(b, bytes.Repeat([]byte{'A'}, size)) {
+			t.Fatalf("%s: the pages read after the release differ from the file", c.name)
+		}
 	}
 }
 
@@ -111,7 +166,7 @@ func TestReleaseKeepsPrivateCopies(t *testing.T) {
 	if err := unix.Mprotect(b, unix.PROT_READ); err != nil {
 		t.Fatal(err)
 	}
-	r, err := release(path)
+	r, err := release(path, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +205,8 @@ func TestReleaseTheExecutable(t *testing.T) {
 }
 
 // TestMappingsOf reads the mappings smaps lists for a path: private and
-// read-only only, the path as the rest of the header line.
+// read-only only, the path as the rest of the header line, and which of
+// them hold code.
 func TestMappingsOf(t *testing.T) {
 	t.Parallel()
 	smaps := `00400000-00c00000 r-xp 00000000 fd:01 42                                 /opt/my tools/terrace (deleted)
@@ -176,7 +232,7 @@ Anonymous:             4 kB
 		t.Fatal(err)
 	}
 	want := []mapping{
-		{start: 0x400000, end: 0xc00000, rss: 6144 << 10},
+		{start: 0x400000, end: 0xc00000, rss: 6144 << 10, executable: true},
 		{start: 0xc00000, end: 0x1000000, rss: 100 << 10, anonymous: 8 << 10},
 	}
 	if len(ms) != len(want) {

@@ -38,6 +38,12 @@ func (b *bench) memory(ctx context.Context, clients int, d time.Duration) error 
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/terracehq/terrace/cmd/terrace").CombinedOutput(); err != nil {
 		return fmt.Errorf("building terrace: %v\n%s", err, out)
 	}
+	// On the disk, as an installed binary is: the server drops its
+	// binary's pages from the page cache once started (binpages), which
+	// the kernel does only for pages written back.
+	if err := syncFile(bin); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -200,13 +206,25 @@ func readLoad(ctx context.Context, c *tfe.Client, org, name string, clients int,
 
 // procRSS is a process's resident set size from /proc/PID/status (VmRSS),
 // with its anonymous and file-backed parts (the binary's own pages are
-// file-backed: the kernel can drop and reread them).
+// file-backed: the kernel can drop and reread them), and how many of its
+// page faults so far read the disk (/proc/PID/stat's majflt: the binary's
+// pages read again after the server dropped them from the page cache).
 func procRSS(pid int) string {
 	f := procStatus(strconv.Itoa(pid))
 	if f == nil {
 		return "unknown"
 	}
-	return fmt.Sprintf("VmRSS %s (anonymous %s, file-backed %s, shared memory %s)", f["VmRSS"], f["RssAnon"], f["RssFile"], f["RssShmem"])
+	major := "unknown"
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// The fields after the command's parenthesis: majflt is the 12th
+		// field of the line, the 10th after ")".
+		if i := strings.LastIndexByte(string(st), ')'); i >= 0 {
+			if fs := strings.Fields(string(st[i+1:])); len(fs) > 9 {
+				major = fs[9]
+			}
+		}
+	}
+	return fmt.Sprintf("VmRSS %s (anonymous %s, file-backed %s, shared memory %s), %s major faults", f["VmRSS"], f["RssAnon"], f["RssFile"], f["RssShmem"], major)
 }
 
 // procStatus reads /proc/PROC/status (PROC a PID or "self") into its
@@ -258,4 +276,14 @@ func heapSummary(ctx context.Context, hc *http.Client, url, token string) string
 	}
 	return fmt.Sprintf("; Go heap in use %s, idle %s (of which returned to the system %s), stacks %s, GC metadata %s, taken from the system %s",
 		want["HeapInuse"], want["HeapIdle"], want["HeapReleased"], want["Stack"], want["GCSys"], want["Sys"])
+}
+
+// syncFile writes the file at path to the disk.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
