@@ -14,9 +14,8 @@ import (
 // sink keeps the compiler from dropping the reads that touch pages.
 var sink byte
 
-// mapFile maps the file at path privately, reads every page of it, and
-// unmaps it at the test's end.
-func mapFile(t *testing.T, path string, prot int) []byte {
+// mmapFile maps the whole file at path, unmapped at the test's end.
+func mmapFile(t *testing.T, path string, prot, flags int) []byte {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -27,11 +26,18 @@ func mapFile(t *testing.T, path string, prot int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), prot, unix.MAP_PRIVATE)
+	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), prot, flags)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Munmap(b) })
+	return b
+}
+
+// mapFile maps the file at path privately and reads every page of it.
+func mapFile(t *testing.T, path string, prot int) []byte {
+	t.Helper()
+	b := mmapFile(t, path, prot, unix.MAP_PRIVATE)
 	for i := 0; i < len(b); i += os.Getpagesize() {
 		sink += b[i]
 	}
@@ -80,23 +86,10 @@ func writeFile(t *testing.T, name string, size int, c byte) string {
 }
 
 // cachedPages is how many of the file's pages are in the page cache
-// (mincore of a fresh mapping that touches none).
+// (mincore of another mapping, which touches none).
 func cachedPages(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(b)
+	b := mmapFile(t, path, unix.PROT_READ, unix.MAP_SHARED)
 	vec := make([]byte, (len(b)+os.Getpagesize()-1)/os.Getpagesize())
 	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
 		t.Fatal(e)
