@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,10 @@ type Driver interface {
 	// IsBadText reports whether err refused a text the database cannot
 	// hold (PostgreSQL: a NUL, or bytes that are not UTF-8).
 	IsBadText(err error) bool
+	// IsCollision reports whether err is the database aborting a
+	// transaction for another that overlapped it (a deadlock): nothing of
+	// it was kept, and the same request may succeed when sent again.
+	IsCollision(err error) bool
 	// Open returns a pool for writes and a pool for reads (possibly the same).
 	Open(ctx context.Context, dsn string) (writer, reader *sql.DB, err error)
 }
@@ -268,12 +273,25 @@ func (db *DB) Tx(ctx context.Context, fn func(tx *Tx) error) error {
 	tx := &Tx{tx: stx, driver: db.driver}
 	if err := fn(tx); err != nil {
 		_ = stx.Rollback()
-		return err
+		return collided(db.driver, err)
 	}
 	if err := stx.Commit(); err != nil {
-		return fmt.Errorf("committing transaction: %w", err)
+		return collided(db.driver, fmt.Errorf("committing transaction: %w", err))
 	}
 	return nil
+}
+
+// collided turns the database's abort of a transaction for another that
+// overlapped it (PostgreSQL's deadlock detector) into a 409 that says to
+// send the request again: nothing of it was kept, and the other went on.
+// It is still a sign of two transactions taking locks in different
+// orders (docs/design/storage.md), so it is logged as a warning.
+func collided(d Driver, err error) error {
+	if core.KindOf(err) != core.KindInternal || !d.IsCollision(err) {
+		return err
+	}
+	slog.Warn("a transaction was aborted for another that overlapped it", "error", err)
+	return &core.Error{Kind: core.KindConflict, Detail: "this change met another made to the same data at the same moment and was undone so that the other could finish; nothing of it was kept: send it again", Err: err}
 }
 
 // Tx is a write transaction.

@@ -54,6 +54,14 @@ func (Driver) IsBadText(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "22021" || pgErr.Code == "22P05")
 }
 
+// IsCollision: 40P01 (deadlock_detected: the server aborted this
+// transaction to let another it waited on, and that waited on it, go on)
+// and 40001 (serialization_failure).
+func (Driver) IsCollision(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
 // pingAfter is how long a pooled connection may have been idle before it
 // is pinged when taken again. pgx pings after one second: a round trip in
 // front of the statement, which a run's first statements after each pause

@@ -33,6 +33,10 @@ func (Driver) IsUniqueViolation(err error) bool {
 // IsBadText is false: SQLite keeps any bytes in text.
 func (Driver) IsBadText(error) bool { return false }
 
+// IsCollision is false: write transactions never overlap (one writer
+// connection), so none is aborted for another.
+func (Driver) IsCollision(error) bool { return false }
+
 // Open opens the database file at path (created if missing).
 func (Driver) Open(ctx context.Context, path string) (*sql.DB, *sql.DB, error) {
 	path = strings.TrimPrefix(path, "sqlite://")
