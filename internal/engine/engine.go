@@ -117,12 +117,17 @@ func (f *Finder) Chosen(ctx context.Context, version, path string) string {
 	return name + ":" + v
 }
 
+// Registered reports whether the binary at path was installed from a
+// registered release (rather than found on PATH or put in the engines
+// folder by hand).
+func Registered(path string) bool { return readRecord(filepath.Dir(path)) != nil }
+
 // versionOf is the version of the binary at p: the version it was
 // registered as when it was installed from a registration, else what it
 // says of itself ("" when it cannot say).
 func (f *Finder) versionOf(ctx context.Context, p string) string {
-	if dir := filepath.Dir(p); readRecord(dir) != nil {
-		return filepath.Base(dir)
+	if Registered(p) {
+		return filepath.Base(filepath.Dir(p))
 	}
 	v, _ := f.version(ctx, p)
 	return v

@@ -487,6 +487,9 @@ func TestLatestAndTheChosenVersion(t *testing.T) {
 		if err != nil || p != want {
 			t.Fatalf("%q with a newer registration: %q %v, want %s", latest, p, err, want)
 		}
+		if !Registered(p) || Registered(onPath) {
+			t.Fatalf("Registered: %v for the installed release, %v for PATH's; want only the first", Registered(p), Registered(onPath))
+		}
 		if got := f.Chosen(ctx, latest, p); got != "1.11.0" {
 			t.Fatalf("%q installed from a registration: the chosen version is %q, want 1.11.0", latest, got)
 		}

@@ -348,7 +348,7 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	case engine.Constraint(want) != nil:
 		chosen := fmt.Sprintf("The workspace's version constraint %q: the newest version it allows that is registered or installed here.", strings.TrimSpace(want))
 		j.installed = strings.TrimSpace(chosen + "\n" + j.installed)
-	case !engine.Exact(want) && in.Engine != nil && j.r.cfg.Engines.Chosen(ctx, want, j.bin) == in.Engine.Version:
+	case !engine.Exact(want) && in.Engine != nil && engine.Registered(j.bin):
 		chosen := fmt.Sprintf("The workspace's version is latest: %s %s, the newest version registered on this site (newer than any %s on this runner's PATH).", in.Engine.Name, in.Engine.Version, in.Engine.Name)
 		j.installed = strings.TrimSpace(chosen + "\n" + j.installed)
 	}
