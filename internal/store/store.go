@@ -169,17 +169,31 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 // (ErrBadText, a 422), so that a read given such a text from a request
 // (an ID in a form, a name in a body) is bad input wherever it is read,
 // not a server error.
+//
+// A Row with err set is a query refused before it ran (the transaction
+// guard's refusal): Scan and Err return err.
 type Row struct {
 	row    *sql.Row
 	driver Driver
+	err    error
 }
 
 // Scan copies the row's columns into dest; sql.ErrNoRows when there is
 // no row (IsNoRows).
-func (r Row) Scan(dest ...any) error { return badText(r.driver, r.row.Scan(dest...)) }
+func (r Row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return badText(r.driver, r.row.Scan(dest...))
+}
 
 // Err is the query's error, without scanning.
-func (r Row) Err() error { return badText(r.driver, r.row.Err()) }
+func (r Row) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return badText(r.driver, r.row.Err())
+}
 
 // QueryRow runs a single-row query on the reader pool.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
@@ -188,12 +202,12 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
 		core.Wrote(ctx)
 	}
 	if err := db.guard.checkQuery(query); err != nil {
-		return Row{failedRow(ctx, err), db.driver}
+		return Row{err: err}
 	}
 	if db.rc != nil {
-		return Row{db.rc.queryRow(ctx, query, args), db.driver}
+		return Row{row: db.rc.queryRow(ctx, query, args), driver: db.driver}
 	}
-	return Row{db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...), db.driver}
+	return Row{row: db.r.QueryRowContext(ctx, db.driver.Rebind(query), args...), driver: db.driver}
 }
 
 // writes reports whether a statement given to Query or QueryRow may
@@ -317,7 +331,7 @@ func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, 
 
 // QueryRow runs a single-row query in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) Row {
-	return Row{tx.tx.QueryRowContext(ctx, tx.driver.Rebind(query), args...), tx.driver}
+	return Row{row: tx.tx.QueryRowContext(ctx, tx.driver.Rebind(query), args...), driver: tx.driver}
 }
 
 // IsUniqueViolation reports whether err came from a unique constraint.

@@ -2,9 +2,6 @@ package store
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -151,34 +148,3 @@ func queryLabel(query string) string {
 	}
 	return query
 }
-
-// failedRow returns a *sql.Row whose Scan returns err: *sql.Row cannot be
-// built outside database/sql, so the row comes from a pool whose every
-// connection attempt fails with the error carried in the context.
-func failedRow(ctx context.Context, err error) *sql.Row {
-	failOnce.Do(func() { failDB = sql.OpenDB(failConnector{}) })
-	return failDB.QueryRowContext(context.WithValue(context.WithoutCancel(ctx), failKey{}, err), "")
-}
-
-var (
-	failOnce sync.Once
-	failDB   *sql.DB
-)
-
-type failKey struct{}
-
-// failConnector never connects: Connect returns the error in the context.
-type failConnector struct{}
-
-func (failConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	if err, ok := ctx.Value(failKey{}).(error); ok {
-		return nil, err
-	}
-	return nil, ErrConnInTx
-}
-
-func (failConnector) Driver() driver.Driver { return failDriver{} }
-
-type failDriver struct{}
-
-func (failDriver) Open(string) (driver.Conn, error) { return nil, ErrConnInTx }
