@@ -215,14 +215,8 @@ func procRSS(pid int) string {
 		return "unknown"
 	}
 	major := "unknown"
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// The fields after the command's parenthesis: majflt is the 12th
-		// field of the line, the 10th after ")".
-		if i := strings.LastIndexByte(string(st), ')'); i >= 0 {
-			if fs := strings.Fields(string(st[i+1:])); len(fs) > 9 {
-				major = fs[9]
-			}
-		}
+	if st := procStat(pid); len(st) > 9 {
+		major = st[9] // majflt
 	}
 	return fmt.Sprintf("VmRSS %s (anonymous %s, file-backed %s, shared memory %s), %s major faults", f["VmRSS"], f["RssAnon"], f["RssFile"], f["RssShmem"], major)
 }

@@ -96,7 +96,8 @@ func statTicks(f []string) int64 {
 }
 
 // procStat is /proc/PID/stat after the command's closing parenthesis:
-// state, ppid, …, utime (index 11), stime (12); nil when it cannot be read.
+// state, ppid, …, majflt (index 9), utime (11), stime (12); nil when it
+// cannot be read.
 func procStat(pid int) []string {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
