@@ -275,7 +275,7 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 // terraform on its PATH instead when that is as new.
 func (s *Service) Release(ctx context.Context, version string) (*engine.Release, error) {
 	if strings.HasPrefix(strings.TrimSpace(version), "tofu") {
-		version = "tofu" // only terraform is registered
+		return nil, nil // only terraform is registered
 	}
 	if c := engine.Constraint(version); c != nil {
 		return s.newestAllowed(ctx, c, true)
@@ -304,7 +304,11 @@ var anyRelease = goversion.MustConstraints(goversion.NewConstraint(">= 0.0.0"))
 // newestAllowed is the release of the newest enabled version c allows
 // (and, unless withBeta, not marked beta), nil for none.
 func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints, withBeta bool) (*engine.Release, error) {
-	vs, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, true)
+	query, args := `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, []any{true}
+	if !withBeta {
+		query, args = query+` AND beta = ?`, append(args, false)
+	}
+	vs, err := store.All(ctx, s.db, scan, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +316,7 @@ func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints, wi
 	var bestV *goversion.Version
 	for _, v := range vs {
 		pv, err := goversion.NewVersion(v.Version)
-		if err != nil || !c.Check(pv) || (v.Beta && !withBeta) || (bestV != nil && !pv.GreaterThan(bestV)) {
+		if err != nil || !c.Check(pv) || (bestV != nil && !pv.GreaterThan(bestV)) {
 			continue
 		}
 		best, bestV = v, pv
