@@ -21,30 +21,20 @@ func TestUpdateBesideOtherWork(t *testing.T) {
 		ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
 		s := NewService(db)
 		now := core.Micros(core.Now())
-		for _, q := range []struct {
-			sql  string
-			args []any
-		}{
-			{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-			{`INSERT INTO agent_pools (id, organization_name, name, organization_scoped, created_at) VALUES (?, ?, ?, ?, ?)`, []any{"apool-1", "acme", "pool", true, now}},
-		} {
-			if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-				t.Fatal(err)
-			}
-		}
+		storetest.Seed(t, db,
+			[]any{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-acme", "acme", "ops@acme.test", now, now},
+			[]any{`INSERT INTO agent_pools (id, organization_name, name, organization_scoped, created_at) VALUES (?, ?, ?, ?, ?)`, "apool-1", "acme", "pool", true, now},
+		)
 		// The other change, held open once written: the pool is no
 		// longer organization-scoped.
-		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
-			if _, err := tx.Exec(ctx, `UPDATE agent_pools SET organization_scoped = ? WHERE id = ?`, false, "apool-1"); err != nil {
-				return err
-			}
-			return nil
-		}, func() error {
+		err := storetest.Beside(t, db, storetest.Statements(
+			[]any{`UPDATE agent_pools SET organization_scoped = ? WHERE id = ?`, false, "apool-1"},
+		), func() error {
 			name := "renamed"
 			_, err := s.Update(ctx, "apool-1", &name, nil, Scope{})
 			return err
 		})
-		if err := acted; err != nil {
+		if err != nil {
 			t.Fatalf("renaming the pool beside the change of its scope: %v", err)
 		}
 		p, err := s.Get(ctx, "apool-1")

@@ -30,19 +30,12 @@ func grantsBeside(t *testing.T, db *store.DB, name string) {
 	ctx := context.Background()
 	now := core.Micros(core.Now())
 	s := &Service{db: db}
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-		{`INSERT INTO teams (id, organization_name, name, created_at) VALUES (?, ?, ?, ?)`, []any{"team-dev", "acme", "dev", now}},
-		{`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"prj-x", "acme", "x", now, now}},
-		{`INSERT INTO workspaces (id, organization_name, project_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`, []any{"ws-x", "acme", "prj-x", "x", now, now}},
-	} {
-		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.Seed(t, db,
+		[]any{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-acme", "acme", "ops@acme.test", now, now},
+		[]any{`INSERT INTO teams (id, organization_name, name, created_at) VALUES (?, ?, ?, ?)`, "team-dev", "acme", "dev", now},
+		[]any{`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "prj-x", "acme", "x", now, now},
+		[]any{`INSERT INTO workspaces (id, organization_name, project_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`, "ws-x", "acme", "prj-x", "x", now, now},
+	)
 	// beside runs change in a transaction held open once it has
 	// written, while act starts; it returns act's error.
 	beside := func(t *testing.T, change func(tx *store.Tx) error, act func() error) error {

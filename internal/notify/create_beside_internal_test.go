@@ -39,21 +39,18 @@ func TestCreateBesideOtherCreate(t *testing.T) {
 		disabled := Changes{Name: &name, Destination: &dest, URL: &url}
 		// The other create's transaction, as Create's: held open once its
 		// configuration, the last the limit allows, is inserted.
-		acted := storetest.Beside(t, db, func(tx *store.Tx) error {
+		err = storetest.Beside(t, db, func(tx *store.Tx) error {
 			c := &Configuration{ID: "nc-other", Organization: "acme", SubscribableType: OnWorkspace, SubscribableID: "ws-1",
 				Triggers: []string{}, EmailAddresses: []string{}, EmailUserIDs: []string{}, Responses: []Response{}, CreatedAt: core.Now(), UpdatedAt: core.Now()}
 			if err := apply(c, disabled); err != nil {
 				return err
 			}
-			if err := s.insertCounted(ctx, tx, c); err != nil {
-				return err
-			}
-			return nil
+			return s.insertCounted(ctx, tx, c)
 		}, func() error {
 			_, err := s.Create(ctx, OnWorkspace, "ws-1", disabled)
 			return err
 		})
-		if err := acted; core.KindOf(err) != core.KindInvalid {
+		if core.KindOf(err) != core.KindInvalid {
 			t.Fatalf("a create beside the one that reaches the limit: %v, want it refused (at most %d)", err, MaxPerSubscribable)
 		}
 		var n int

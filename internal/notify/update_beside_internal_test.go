@@ -53,18 +53,11 @@ func updateBeside(t *testing.T, db *store.DB, name string) {
 		t.Fatal(err)
 	}
 	now := core.Micros(core.Now())
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-		{`INSERT INTO notification_configurations (id, organization_name, subscribable_type, subscribable_id, name, destination_type, url, enabled, triggers, email_addresses, email_user_ids, delivery_responses, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{"nc-1", "acme", OnWorkspace, "ws-1", "n", string(Generic), dest.URL + "/a", false, `["run:created"]`, `[]`, `[]`, `[]`, now, now}},
-	} {
-		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.Seed(t, db,
+		[]any{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-acme", "acme", "ops@acme.test", now, now},
+		[]any{`INSERT INTO notification_configurations (id, organization_name, subscribable_type, subscribable_id, name, destination_type, url, enabled, triggers, email_addresses, email_user_ids, delivery_responses, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			"nc-1", "acme", OnWorkspace, "ws-1", "n", string(Generic), dest.URL + "/a", false, `["run:created"]`, `[]`, `[]`, `[]`, now, now},
+	)
 	// beside runs change in a transaction held open once it has
 	// written, while act starts; it returns act's error.
 	beside := func(t *testing.T, change string, args []any, act func() error) error {

@@ -21,12 +21,12 @@ func TestDeployBesideOtherDeploy(t *testing.T) {
 		ctx, s, now := besideEnvironment(t, db)
 		// The other deployment's transaction, as Deploy's: held open once
 		// its deployment is inserted.
-		acted := storetest.Beside(t, db, deploying(ctx, "dep-other", now), func() error {
+		err := storetest.Beside(t, db, deploying(ctx, "dep-other", now), func() error {
 			// A destroy: nothing to compile, and (never deployed) nothing to run.
 			_, err := s.Deploy(ctx, "acme", DeployRequest{ProjectID: "shop", EnvID: "dev", Mode: ModeDestroy})
 			return err
 		})
-		if err := acted; core.KindOf(err) != core.KindConflict {
+		if core.KindOf(err) != core.KindConflict {
 			t.Fatalf("a deployment beside another of the environment: %v, want a conflict (a deployment in progress)", err)
 		}
 	})
@@ -50,10 +50,10 @@ func TestDeleteBesideDeploy(t *testing.T) {
 		ctx, s, now := besideEnvironment(t, db)
 		// The deployment's transaction, as Deploy's: held open once its
 		// deployment is inserted.
-		acted := storetest.Beside(t, db, deploying(ctx, "dep-running", now), func() error {
+		err := storetest.Beside(t, db, deploying(ctx, "dep-running", now), func() error {
 			return s.Delete(ctx, "acme", KindEnvironment, "shop", "dev")
 		})
-		if err := acted; core.KindOf(err) != core.KindConflict {
+		if core.KindOf(err) != core.KindConflict {
 			t.Fatalf("a delete beside a deployment of the environment: %v, want a conflict (a deployment in progress)", err)
 		}
 		var envs, deps int
@@ -80,18 +80,11 @@ func besideEnvironment(t *testing.T, db *store.DB) (context.Context, *Service, i
 	s.Workspaces, s.Configs, s.Runs = noWorkspaces{}, struct{ Configs }{}, struct{ Runs }{}
 	t.Cleanup(s.Shutdown)
 	now := core.Micros(core.Now())
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-		{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now}},
-	} {
-		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.Seed(t, db,
+		[]any{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-acme", "acme", "ops@acme.test", now, now},
+		[]any{`INSERT INTO orchestrator_objects (organization_name, kind, scope, id, uuid, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			"acme", KindEnvironment, "shop", "dev", "u-1", `{"id":"dev","project_id":"shop","env_type_id":"dev"}`, now, now},
+	)
 	return ctx, s, now
 }
 

@@ -30,22 +30,15 @@ func updatesBeside(t *testing.T, db *store.DB, name string) {
 	ctx := auth.WithPrincipal(context.Background(), &auth.Principal{Kind: auth.KindUser, Owns: []string{"acme"}, Orgs: []string{"acme"}})
 	s := &Service{o: Options{DB: db}}
 	now := core.Micros(core.Now())
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, []any{"org-acme", "acme", "ops@acme.test", now, now}},
-		{`INSERT INTO policies (id, organization_name, name, kind, enforcement_level, enforce_path, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{"pol-1", "acme", "p", "opa", "advisory", "p.rego", now, now}},
-		{`INSERT INTO policy_sets (id, organization_name, name, kind, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			[]any{"polset-1", "acme", "s", "opa", now, now}},
-		{`INSERT INTO policy_set_parameters (id, policy_set_id, key, value, created_at) VALUES (?, ?, ?, ?, ?)`,
-			[]any{"var-1", "polset-1", "k", "v", now}},
-	} {
-		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.Seed(t, db,
+		[]any{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`, "org-acme", "acme", "ops@acme.test", now, now},
+		[]any{`INSERT INTO policies (id, organization_name, name, kind, enforcement_level, enforce_path, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			"pol-1", "acme", "p", "opa", "advisory", "p.rego", now, now},
+		[]any{`INSERT INTO policy_sets (id, organization_name, name, kind, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			"polset-1", "acme", "s", "opa", now, now},
+		[]any{`INSERT INTO policy_set_parameters (id, policy_set_id, key, value, created_at) VALUES (?, ?, ?, ?, ?)`,
+			"var-1", "polset-1", "k", "v", now},
+	)
 	// beside runs change in a transaction held open once it has
 	// written, while act starts; it returns act's error.
 	beside := func(t *testing.T, change string, args []any, act func() error) error {

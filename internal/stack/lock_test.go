@@ -72,19 +72,12 @@ func TestLockInApprovalOrder(t *testing.T) {
 // "prod" (sdep-1, last configured by stc-2).
 func seedDeployment(t *testing.T, db *store.DB, now int64) {
 	t.Helper()
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{
-		{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', ?, ?)`, []any{now, now}},
-		{`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES ('prj-1', 'acme', 'p', ?, ?)`, []any{now, now}},
-		{`INSERT INTO stacks (id, organization_name, project_id, name, created_at, updated_at) VALUES ('st-1', 'acme', 'prj-1', 's', ?, ?)`, []any{now, now}},
-		{`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES ('stc-1', 'st-1', 1, 'completed', 'manual', ?, ?)`, []any{now, now}},
-		{`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES ('stc-2', 'st-1', 2, 'completed', 'manual', ?, ?)`, []any{now, now}},
-		{`INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, created_at, updated_at) VALUES ('sdep-1', 'st-1', 'prod', 'stc-2', ?, ?)`, []any{now, now}},
-	} {
-		if _, err := db.Exec(context.Background(), q.sql, q.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.Seed(t, db,
+		[]any{`INSERT INTO organizations (id, name, email, created_at, updated_at) VALUES ('org-1', 'acme', 'a@acme.test', ?, ?)`, now, now},
+		[]any{`INSERT INTO projects (id, organization_name, name, created_at, updated_at) VALUES ('prj-1', 'acme', 'p', ?, ?)`, now, now},
+		[]any{`INSERT INTO stacks (id, organization_name, project_id, name, created_at, updated_at) VALUES ('st-1', 'acme', 'prj-1', 's', ?, ?)`, now, now},
+		[]any{`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES ('stc-1', 'st-1', 1, 'completed', 'manual', ?, ?)`, now, now},
+		[]any{`INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, created_at, updated_at) VALUES ('stc-2', 'st-1', 2, 'completed', 'manual', ?, ?)`, now, now},
+		[]any{`INSERT INTO stack_deployments (id, stack_id, name, last_configuration_id, created_at, updated_at) VALUES ('sdep-1', 'st-1', 'prod', 'stc-2', ?, ?)`, now, now},
+	)
 }

@@ -61,3 +61,13 @@ func Statements(stmts ...[]any) func(tx *store.Tx) error {
 		return nil
 	}
 }
+
+// Seed runs the statements on db (each a query and its arguments, as
+// Statements takes them) in one transaction, failing the test if one
+// fails: the rows a test starts from.
+func Seed(t testing.TB, db *store.DB, stmts ...[]any) {
+	t.Helper()
+	if err := db.Tx(context.Background(), Statements(stmts...)); err != nil {
+		t.Fatalf("seeding the database: %v", err)
+	}
+}
