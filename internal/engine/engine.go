@@ -71,6 +71,10 @@ func parseVersion(version string) (name, want string) {
 	return name, want
 }
 
+// latest reports whether the version wanted (parseVersion's) is "latest"
+// or none, which mean the same.
+func latest(want string) bool { return want == "" || want == "latest" }
+
 // Constraint is the version constraint a workspace's terraform version
 // is ("~> 1.9.0", ">= 1.5, < 2.0"), or nil when it is a version, "latest"
 // or "". Versions a constraint allows are chosen as go-version checks
@@ -78,7 +82,7 @@ func parseVersion(version string) (name, want string) {
 // constraint names one.
 func Constraint(version string) goversion.Constraints {
 	_, want := parseVersion(version)
-	if want == "" || want == "latest" || versionRE.MatchString(want) {
+	if latest(want) || versionRE.MatchString(want) {
 		return nil
 	}
 	c, err := goversion.NewConstraint(want)
@@ -144,7 +148,7 @@ func (f *Finder) find(ctx context.Context, version string) (string, error) {
 	if c := Constraint(version); c != nil {
 		return f.findAllowed(ctx, name, want, c)
 	}
-	if want == "" || want == "latest" {
+	if latest(want) {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}

@@ -135,7 +135,7 @@ func (f *Finder) FindOrInstall(ctx context.Context, version string, rel *Release
 	resolved := rel != nil && rel.Name == name
 	if c := Constraint(version); c != nil {
 		resolved = resolved && Allows(c, rel.Version)
-	} else if want == "" || want == "latest" {
+	} else if latest(want) {
 		resolved = resolved && !f.onPathAtLeast(ctx, name, rel.Version)
 	} else {
 		resolved = false
