@@ -118,8 +118,8 @@ func TestRegisteredTerraformVersionRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	tf := engines(t)[0].Path
-	bin, err := os.ReadFile(tf)
+	onPath := engines(t)[0]
+	bin, err := os.ReadFile(onPath.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +135,13 @@ func TestRegisteredTerraformVersionRuns(t *testing.T) {
 			enginesDir := t.TempDir()
 			e := testenv.New(t, testenv.Options{Store: st, EnginesDir: enginesDir, RunnerConcurrency: 2,
 				Configure: func(c *server.Config) { c.EnginesCAFile = m.caFile }})
-			testRegisteredTerraformVersionRuns(t, e, m, enginesDir, bin, good, evil)
+			testRegisteredTerraformVersionRuns(t, e, m, enginesDir, onPath.Version, bin, good, evil)
 		})
 	}
 }
 
-func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *releaseMirror, enginesDir string, bin, good, evil []byte) {
+// onPath is the version of the terraform on PATH, which the zips hold.
+func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *releaseMirror, enginesDir, onPath string, bin, good, evil []byte) {
 	ctx := context.Background()
 	c := e.Client
 	testenv.NewOrg(t, c, "acme")
@@ -246,7 +247,6 @@ func testRegisteredTerraformVersionRuns(t *testing.T, e *testenv.Env, m *release
 	// "latest": the terraform on PATH while every registration is older;
 	// the run records the version it planned with, and its apply (a
 	// second job, after a newer version was registered) keeps to it.
-	onPath := engines(t)[0].Version
 	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("pinned")})
 	if err != nil {
 		t.Fatal(err)
