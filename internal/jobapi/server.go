@@ -22,6 +22,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -68,6 +69,11 @@ type Sources struct {
 	// Timeouts returns the site's time limits of a plan and an apply
 	// (0: none), read when a job starts.
 	Timeouts func(ctx context.Context) (plan, apply time.Duration, err error)
+	// IdentityTokens, when set, returns the workload identity tokens a
+	// phase of the run gets, as sensitive environment variables (masked in
+	// its logs like any sensitive variable), given what was gathered for
+	// its job, valid for ttl: none when the run's variables ask for none.
+	IdentityTokens func(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error)
 }
 
 // Options configure the protocol's server side.
@@ -554,7 +560,43 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 			return nil, err
 		}
 	}
+	if err := s.identityTokens(ctx, r, in, phase); err != nil {
+		return nil, fmt.Errorf("minting workload identity tokens: %w", err)
+	}
 	return in, nil
+}
+
+// identityTokens adds the workload identity tokens of the job's phase to
+// its variables (last: a token wins over a variable of its name), each
+// valid until the phase's time limit (idtoken.DefaultTTL without one). A
+// plan job that goes on to apply (auto-apply) gets the apply phase's
+// tokens too (ApplyEnv), valid until both phases' limits have passed: the
+// apply's subject must say apply, and the job does not ask again.
+func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase) error {
+	if s.o.Sources.IdentityTokens == nil {
+		return nil
+	}
+	limit := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return idtoken.DefaultTTL
+		}
+		return d
+	}
+	ttl := limit(in.PlanTimeout)
+	if phase == run.PhaseApply {
+		ttl = limit(in.ApplyTimeout)
+	}
+	toks, err := s.o.Sources.IdentityTokens(ctx, r, in, phase, ttl)
+	if err != nil || len(toks) == 0 {
+		return err
+	}
+	if phase == run.PhasePlan {
+		if in.ApplyEnv, err = s.o.Sources.IdentityTokens(ctx, r, in, run.PhaseApply, ttl+limit(in.ApplyTimeout)); err != nil {
+			return err
+		}
+	}
+	in.Variables = append(in.Variables, toks...)
+	return nil
 }
 
 // previousSecrets returns the sensitive run variables of the run that

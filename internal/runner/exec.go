@@ -124,7 +124,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err != nil {
 		return j.finish(ctx, j.r.fault(j.job, Fault{Err: fmt.Errorf("preparing the run: %w", err)}), nil)
 	}
-	j.secrets = maskList(in, withRunSecrets(in.Variables, r.Variables))
+	j.secrets = maskList(in, withRunSecrets(append(in.Variables[:len(in.Variables):len(in.Variables)], in.ApplyEnv...), r.Variables))
 	j.structured = in.Workspace != nil && in.Workspace.StructuredRunOutput && !r.TextLog
 	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, j.secrets)
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
@@ -160,6 +160,9 @@ func (j *jobExec) run(ctx context.Context) error {
 		after := res.JSONLater && !r.FromCLI
 		if res.JSONLater && !after {
 			described = j.describeBeside(ctx, in)
+		}
+		for _, v := range in.ApplyEnv {
+			j.env = append(j.env, v.Key+"="+v.Value) // the last of a name wins
 		}
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, j.job.ID, r.Apply.ID, j.secrets)

@@ -64,6 +64,11 @@ type Inputs struct {
 	// A server that predates them sends none.
 	PlanTimeout  time.Duration `json:",omitempty"`
 	ApplyTimeout time.Duration `json:",omitempty"`
+	// ApplyEnv are environment variables that replace the plan's when a
+	// plan job goes on to apply (auto-apply): the apply phase's workload
+	// identity tokens. A server that predates them sends none, and an
+	// agent that predates them applies with the plan's.
+	ApplyEnv []Variable `json:",omitempty"`
 }
 
 // API is the server as a runner sees it (internal/jobapi.Client).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/jobapi"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
@@ -62,7 +64,8 @@ func (s *Server) wireJobs() error {
 				_, err := s.States.CreateFromRun(ctx, workspaceID, runID, raw)
 				return err
 			},
-			Timeouts: s.Settings.Timeouts,
+			Timeouts:       s.Settings.Timeouts,
+			IdentityTokens: s.identityTokens,
 			ProjectName: func(ctx context.Context, projectID string) (string, error) {
 				name, err := s.Projects.SystemName(ctx, projectID)
 				if core.KindOf(err) == core.KindNotFound {
@@ -168,4 +171,35 @@ func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspac
 		return nil, err
 	}
 	return toStateWorkspace(w), nil
+}
+
+// identityTokens mints the workload identity tokens a job's phase gets:
+// one per TFC_WORKLOAD_IDENTITY_AUDIENCE[_TAG] environment variable of the
+// run (idtoken.Audiences). A run that asks for none costs nothing here.
+func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error) {
+	env := map[string]string{}
+	for _, v := range in.Variables {
+		if v.Category == "env" {
+			env[v.Key] = v.Value
+		}
+	}
+	audiences := idtoken.Audiences(env)
+	if len(audiences) == 0 {
+		return nil, nil
+	}
+	orgID, err := s.Orgs.IDByName(ctx, in.Workspace.Organization)
+	if err != nil {
+		return nil, fmt.Errorf("reading organization %s: %w", in.Workspace.Organization, err)
+	}
+	minted, err := s.Identity.RunTokens(ctx, idtoken.Run{OrganizationID: orgID, OrganizationName: in.Workspace.Organization,
+		ProjectID: in.Workspace.ProjectID, ProjectName: in.ProjectName, WorkspaceID: in.Workspace.ID, WorkspaceName: in.Workspace.Name,
+		RunID: r.ID, Phase: string(phase)}, audiences, ttl)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runner.Variable, 0, len(minted))
+	for _, m := range minted {
+		out = append(out, runner.Variable{Key: m.Name, Value: m.Token, Category: "env", Sensitive: true})
+	}
+	return out, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/httplimit"
+	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/metrics"
 	"github.com/terracehq/terrace/internal/nocode"
@@ -69,7 +70,9 @@ type Server struct {
 	DB     *store.DB
 	Blobs  *blob.Store
 	// Keys seals secrets and blobs at rest (internal/seal).
-	Keys     *seal.Keyring
+	Keys *seal.Keyring
+	// Identity signs workload identity tokens (internal/idtoken).
+	Identity *idtoken.Issuer
 	Signer   *blob.Signer
 	Auth     *auth.Service
 	Orgs     *organization.Service
@@ -237,6 +240,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Projects.Pools = s.AgentPools
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Variables.Keys = s.Keys
+	s.Identity = idtoken.New(s.DB, s.Keys, s.BaseURL)
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{ws: s.Workspaces, reads: &s.remoteStateRead})
@@ -422,6 +426,7 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /healthz", s.healthz)
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
+	s.Identity.Register(root)
 	guard := &authz.Guard{Service: s.Authz, Routes: authz.Routes}
 	// Every authenticated request passes the audit Recorder, the one place
 	// where events are recorded, then the authorization guard.
@@ -633,7 +638,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // SealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
 func SealedColumns() []seal.Column {
-	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn,
+	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn, idtoken.KeyColumn,
 		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 

@@ -1,0 +1,286 @@
+// Package idtoken is Terrace as an OpenID Connect issuer of workload
+// identity tokens: JWTs, signed RS256 with a key the store keeps sealed,
+// that say which run (or stack deployment) is at work, in which phase, for
+// an outside system that trusts Terrace's issuer URL (AWS, GCP, Azure,
+// Vault, anything that federates OIDC). Such a system fetches the
+// discovery document and the public keys from the two well-known routes
+// Register adds, and checks the token's signature, audience and lifetime.
+//
+// The private key never leaves the server: runners and agents get the
+// signed tokens in their job's inputs, never the key.
+package idtoken
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
+
+// KeyColumn is the column sealed at rest (docs/design/storage.md): the
+// signing keys' PKCS#1 DER, base64.
+var KeyColumn = seal.Column{Table: "workload_identity_keys", IDColumn: "id", Column: "private_key", Purpose: "workload_identity_keys.private_key"}
+
+// Paths of the discovery document and of the key set, as HCP Terraform
+// serves them.
+const (
+	DiscoveryPath = "/.well-known/openid-configuration"
+	JWKSPath      = "/.well-known/jwks"
+)
+
+// keyBits is the signing key's size: what every relying party accepts.
+const keyBits = 2048
+
+// Issuer signs workload identity tokens.
+type Issuer struct {
+	db   *store.DB
+	keys *seal.Keyring
+	url  string
+
+	mu  sync.Mutex
+	key *signingKey // the key this replica signs with, once read or made
+}
+
+type signingKey struct {
+	id   string
+	priv *rsa.PrivateKey
+}
+
+// New returns the issuer whose tokens name url (https://host[:port], no
+// trailing slash) as their iss; keys seals the private key (nil: stored
+// plain, as everywhere without encryption at rest).
+func New(db *store.DB, keys *seal.Keyring, url string) *Issuer {
+	return &Issuer{db: db, keys: keys, url: url}
+}
+
+// URL is the issuer's URL, the tokens' iss.
+func (i *Issuer) URL() string { return i.url }
+
+// Token is what a token says: the subject, the audiences it is for, how
+// long it lives, and the claims beside the standard ones.
+type Token struct {
+	Subject  string
+	Audience []string
+	TTL      time.Duration
+	Claims   map[string]any
+}
+
+// Mint signs a token. It is valid from five seconds before now (clocks
+// differ) until TTL after now.
+func (i *Issuer) Mint(ctx context.Context, t Token) (string, error) {
+	if len(t.Audience) == 0 {
+		return "", errors.New("a workload identity token needs an audience")
+	}
+	if t.TTL <= 0 {
+		return "", errors.New("a workload identity token needs a lifetime")
+	}
+	k, err := i.signingKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	now := core.Now()
+	claims := make(map[string]any, len(t.Claims)+7)
+	for name, v := range t.Claims {
+		claims[name] = v
+	}
+	claims["jti"] = newJTI()
+	claims["iss"] = i.url
+	claims["sub"] = t.Subject
+	if len(t.Audience) == 1 {
+		claims["aud"] = t.Audience[0]
+	} else {
+		claims["aud"] = t.Audience
+	}
+	claims["iat"] = now.Unix()
+	claims["nbf"] = now.Add(-5 * time.Second).Unix()
+	claims["exp"] = now.Add(t.TTL).Unix()
+	header, err := json.Marshal(map[string]string{"typ": "JWT", "alg": "RS256", "kid": k.id})
+	if err != nil {
+		return "", err
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("encoding the token's claims: %w", err)
+	}
+	signing := b64(header) + "." + b64(payload)
+	sum := sha256.Sum256([]byte(signing))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, k.priv, crypto.SHA256, sum[:])
+	if err != nil {
+		return "", err
+	}
+	return signing + "." + b64(sig), nil
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func newJTI() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// signingKey returns the key to sign with: the newest in the store, made
+// on first use. Two replicas making the first key at once both store
+// theirs; each signs with the newest it reads, and the key set publishes
+// both, so every token either signed verifies.
+func (i *Issuer) signingKey(ctx context.Context) (*signingKey, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.key != nil {
+		return i.key, nil
+	}
+	k, err := i.newest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		priv, err := rsa.GenerateKey(rand.Reader, keyBits)
+		if err != nil {
+			return nil, err
+		}
+		k = &signingKey{id: thumbprint(&priv.PublicKey), priv: priv}
+		sealed, err := i.keys.SealString(KeyColumn.Purpose, base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(priv)))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := i.db.Exec(ctx, `INSERT INTO workload_identity_keys (id, private_key, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			k.id, sealed, core.Now().UnixMicro()); err != nil {
+			return nil, fmt.Errorf("storing the workload identity signing key: %w", err)
+		}
+		if k, err = i.newest(ctx); err != nil {
+			return nil, err
+		}
+		if k == nil {
+			return nil, errors.New("the workload identity signing key just stored is not there")
+		}
+	}
+	i.key = k
+	return k, nil
+}
+
+func (i *Issuer) newest(ctx context.Context) (*signingKey, error) {
+	var id, sealed string
+	err := i.db.QueryRow(ctx, `SELECT id, private_key FROM workload_identity_keys ORDER BY created_at DESC, id LIMIT 1`).Scan(&id, &sealed)
+	if store.IsNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the workload identity signing key: %w", err)
+	}
+	priv, err := i.open(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("opening workload identity signing key %s: %w", id, err)
+	}
+	return &signingKey{id: id, priv: priv}, nil
+}
+
+func (i *Issuer) open(sealed string) (*rsa.PrivateKey, error) {
+	plain, err := i.keys.OpenString(KeyColumn.Purpose, sealed)
+	if err != nil {
+		return nil, err
+	}
+	der, err := base64.StdEncoding.DecodeString(plain)
+	if err != nil {
+		return nil, err
+	}
+	return x509.ParsePKCS1PrivateKey(der)
+}
+
+// jwk is a public key as RFC 7517 writes it.
+type jwk struct {
+	Kty string `json:"kty"`
+	Alg string `json:"alg"`
+	Use string `json:"use"`
+	Kid string `json:"kid"`
+	N   string `json:"n"`
+	E   string `json:"e"`
+}
+
+func publicJWK(id string, pub *rsa.PublicKey) jwk {
+	return jwk{Kty: "RSA", Alg: "RS256", Use: "sig", Kid: id, N: b64(pub.N.Bytes()), E: b64(big.NewInt(int64(pub.E)).Bytes())}
+}
+
+// thumbprint is the key's RFC 7638 thumbprint, its kid.
+func thumbprint(pub *rsa.PublicKey) string {
+	k := publicJWK("", pub)
+	// The members the RFC names, in lexicographic order, no spaces.
+	canon := `{"e":"` + k.E + `","kty":"RSA","n":"` + k.N + `"}`
+	sum := sha256.Sum256([]byte(canon))
+	return b64(sum[:])
+}
+
+// KeySet returns the public keys of every signing key in the store, made
+// first when there is none: a relying party set up before the first run
+// finds the key its tokens will be signed with.
+func (i *Issuer) KeySet(ctx context.Context) ([]jwk, error) {
+	if _, err := i.signingKey(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := i.db.Query(ctx, `SELECT id, private_key FROM workload_identity_keys ORDER BY created_at DESC, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []jwk{}
+	for rows.Next() {
+		var id, sealed string
+		if err := rows.Scan(&id, &sealed); err != nil {
+			return nil, err
+		}
+		priv, err := i.open(sealed)
+		if err != nil {
+			return nil, fmt.Errorf("opening workload identity signing key %s: %w", id, err)
+		}
+		out = append(out, publicJWK(id, &priv.PublicKey))
+	}
+	return out, rows.Err()
+}
+
+// Register adds the discovery document and the key set, both public (a
+// relying party fetches them without credentials).
+func (i *Issuer) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+DiscoveryPath, i.discovery)
+	mux.HandleFunc("GET "+JWKSPath, i.jwks)
+}
+
+func (i *Issuer) discovery(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	tfeapi.WriteJSON(w, http.StatusOK, "application/json", map[string]any{
+		"issuer":                                i.url,
+		"jwks_uri":                              i.url + JWKSPath,
+		"response_types_supported":              []string{"id_token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"RS256"},
+		"scopes_supported":                      []string{"openid"},
+		"claims_supported": []string{"sub", "aud", "exp", "iat", "iss", "jti", "nbf",
+			"terraform_organization_id", "terraform_organization_name", "terraform_project_id", "terraform_project_name",
+			"terraform_workspace_id", "terraform_workspace_name", "terraform_full_workspace", "terraform_run_id", "terraform_run_phase",
+			"terraform_stack_id", "terraform_stack_name", "terraform_stack_deployment_name", "terraform_operation", "terraform_plan_id"},
+	})
+}
+
+func (i *Issuer) jwks(w http.ResponseWriter, r *http.Request) {
+	keys, err := i.KeySet(r.Context())
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	// Short: a key another replica made must show soon.
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	tfeapi.WriteJSON(w, http.StatusOK, "application/json", map[string]any{"keys": keys})
+}

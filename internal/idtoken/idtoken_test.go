@@ -1,0 +1,216 @@
+package idtoken_test
+
+import (
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/terracehq/terrace/internal/idtoken"
+	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// relyingParty is what an outside system does with Terrace's tokens: it
+// reads the discovery document at the issuer's URL, fetches the key set
+// it names, and verifies a token with go-jose (not with Terrace's code).
+type relyingParty struct {
+	t    *testing.T
+	http *http.Client
+	url  string
+}
+
+func (rp relyingParty) get(path string, v any) *http.Response {
+	rp.t.Helper()
+	res, err := rp.http.Get(rp.url + path)
+	if err != nil {
+		rp.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		rp.t.Fatalf("GET %s: %s", path, res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		rp.t.Fatalf("GET %s: %v", path, err)
+	}
+	return res
+}
+
+// verify checks tok against the published keys and returns its claims.
+func (rp relyingParty) verify(tok, audience string) map[string]any {
+	rp.t.Helper()
+	var disc struct {
+		Issuer  string   `json:"issuer"`
+		JWKSURI string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	rp.get(idtoken.DiscoveryPath, &disc)
+	if disc.Issuer != rp.url || disc.JWKSURI != rp.url+idtoken.JWKSPath || len(disc.Algs) != 1 || disc.Algs[0] != "RS256" {
+		rp.t.Fatalf("discovery document: %+v", disc)
+	}
+	var set jose.JSONWebKeySet
+	rp.get(strings.TrimPrefix(disc.JWKSURI, rp.url), &set)
+	parsed, err := jwt.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		rp.t.Fatalf("parsing the token: %v", err)
+	}
+	kid := parsed.Headers[0].KeyID
+	keys := set.Key(kid)
+	if len(keys) != 1 {
+		rp.t.Fatalf("the key set has %d keys of kid %q, want 1: %+v", len(keys), kid, set)
+	}
+	// The kid is the key's RFC 7638 thumbprint, as go-jose computes it.
+	thumb, err := keys[0].Thumbprint(crypto.SHA256)
+	if err != nil {
+		rp.t.Fatal(err)
+	}
+	if base64.RawURLEncoding.EncodeToString(thumb) != kid {
+		rp.t.Errorf("kid %q is not the key's thumbprint %q", kid, base64.RawURLEncoding.EncodeToString(thumb))
+	}
+	var std jwt.Claims
+	all := map[string]any{}
+	if err := parsed.Claims(keys[0].Key, &std, &all); err != nil {
+		rp.t.Fatalf("verifying the token: %v", err)
+	}
+	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: rp.url, AnyAudience: jwt.Audience{audience}, Time: time.Now()}, 0); err != nil {
+		rp.t.Fatalf("validating the token's claims: %v", err)
+	}
+	return all
+}
+
+func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		keys, err := seal.Open(ctx, db, seal.Source{DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		srv := httptest.NewTLSServer(mux)
+		t.Cleanup(srv.Close)
+		iss := idtoken.New(db, keys, srv.URL)
+		iss.Register(mux)
+		rp := relyingParty{t: t, http: srv.Client(), url: srv.URL}
+
+		run := idtoken.Run{OrganizationID: "org-1", OrganizationName: "acme", ProjectID: "prj-1", ProjectName: "Default Project",
+			WorkspaceID: "ws-1", WorkspaceName: "network", RunID: "run-1", Phase: "plan"}
+		minted, err := iss.RunTokens(ctx, run, idtoken.Audiences(map[string]string{
+			"TFC_WORKLOAD_IDENTITY_AUDIENCE":       "aws.workload.identity",
+			"TFC_WORKLOAD_IDENTITY_AUDIENCE_VAULT": "vault.example.test",
+			"TFC_WORKLOAD_IDENTITY_AUDIENCE_EMPTY": "",
+			"TFC_WORKLOAD_IDENTITY_AUDIENCE_":      "nameless",
+			"AWS_REGION":                           "eu-west-1",
+		}), 10*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(minted) != 2 || minted[0].Name != "TFC_WORKLOAD_IDENTITY_TOKEN" || minted[1].Name != "TFC_WORKLOAD_IDENTITY_TOKEN_VAULT" {
+			t.Fatalf("minted %+v, want TFC_WORKLOAD_IDENTITY_TOKEN and TFC_WORKLOAD_IDENTITY_TOKEN_VAULT", minted)
+		}
+		claims := rp.verify(minted[0].Token, "aws.workload.identity")
+		want := map[string]any{
+			"sub":                         "organization:acme:project:Default Project:workspace:network:run_phase:plan",
+			"aud":                         "aws.workload.identity",
+			"terraform_organization_id":   "org-1",
+			"terraform_organization_name": "acme",
+			"terraform_project_id":        "prj-1",
+			"terraform_project_name":      "Default Project",
+			"terraform_workspace_id":      "ws-1",
+			"terraform_workspace_name":    "network",
+			"terraform_full_workspace":    "organization:acme:project:Default Project:workspace:network",
+			"terraform_run_id":            "run-1",
+			"terraform_run_phase":         "plan",
+		}
+		for k, v := range want {
+			if claims[k] != v {
+				t.Errorf("claim %s = %v, want %v", k, claims[k], v)
+			}
+		}
+		exp, iat, nbf := claims["exp"].(float64), claims["iat"].(float64), claims["nbf"].(float64)
+		if exp-iat != 600 || iat-nbf != 5 {
+			t.Errorf("iat %v, nbf %v, exp %v: want a 10-minute lifetime from 5 s before issue", iat, nbf, exp)
+		}
+		if claims["jti"] == "" || claims["jti"] == rp.verify(minted[1].Token, "vault.example.test")["jti"] {
+			t.Errorf("each token needs its own jti")
+		}
+		// A token is for its audience only.
+		var std jwt.Claims
+		parsed, _ := jwt.ParseSigned(minted[1].Token, []jose.SignatureAlgorithm{jose.RS256})
+		if err := parsed.UnsafeClaimsWithoutVerification(&std); err != nil {
+			t.Fatal(err)
+		}
+		if err := std.Validate(jwt.Expected{AnyAudience: jwt.Audience{"aws.workload.identity"}}); err == nil {
+			t.Error("the Vault token validates for the AWS audience")
+		}
+		// A tampered token does not verify.
+		parts := strings.Split(minted[0].Token, ".")
+		forged, _ := json.Marshal(map[string]any{"sub": "organization:acme:project:Default Project:workspace:prod:run_phase:apply", "iss": srv.URL, "aud": "aws.workload.identity"})
+		tampered, err := jwt.ParseSigned(parts[0]+"."+base64.RawURLEncoding.EncodeToString(forged)+"."+parts[2], []jose.SignatureAlgorithm{jose.RS256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var set jose.JSONWebKeySet
+		rp.get(idtoken.JWKSPath, &set)
+		if err := tampered.Claims(set.Keys[0].Key, &std); err == nil {
+			t.Error("a token with a changed payload verifies")
+		}
+
+		// The private key is sealed at rest; a second replica on the
+		// same store signs with the same key, and the set publishes one.
+		var stored string
+		if err := db.QueryRow(ctx, `SELECT private_key FROM workload_identity_keys`).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if !keys.IsSealed(idtoken.KeyColumn.Purpose, stored) {
+			t.Errorf("the signing key is stored unsealed: %.20s…", stored)
+		}
+		other := idtoken.New(db, keys, srv.URL)
+		tok, err := other.DeploymentToken(ctx, idtoken.Deployment{OrganizationID: "org-1", OrganizationName: "acme", ProjectID: "prj-1",
+			ProjectName: "Default Project", StackID: "st-1", StackName: "net", Deployment: "prod", Operation: "apply", PlanID: "sdr-1"},
+			[]string{"a.example.test", "b.example.test"}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims = rp.verify(tok, "b.example.test")
+		if claims["sub"] != "organization:acme:project:Default Project:stack:net:deployment:prod:operation:apply" ||
+			claims["terraform_stack_deployment_name"] != "prod" || claims["terraform_operation"] != "apply" || claims["terraform_plan_id"] != "sdr-1" {
+			t.Errorf("deployment token claims: %v", claims)
+		}
+		if exp, iat := claims["exp"].(float64), claims["iat"].(float64); exp-iat != idtoken.DefaultTTL.Seconds() {
+			t.Errorf("a token without a lifetime lives %v s, want the default %v", exp-iat, idtoken.DefaultTTL)
+		}
+		rp.get(idtoken.JWKSPath, &set)
+		if len(set.Keys) != 1 {
+			t.Errorf("the key set has %d keys after two replicas signed, want 1", len(set.Keys))
+		}
+	})
+}
+
+// A relying party set up before the first run finds a key.
+func TestKeySetBeforeAnyToken(t *testing.T) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		mux := http.NewServeMux()
+		srv := httptest.NewTLSServer(mux)
+		t.Cleanup(srv.Close)
+		idtoken.New(db, nil, srv.URL).Register(mux)
+		var set jose.JSONWebKeySet
+		res := relyingParty{t: t, http: srv.Client(), url: srv.URL}.get(idtoken.JWKSPath, &set)
+		if len(set.Keys) != 1 || !set.Keys[0].Valid() || !set.Keys[0].IsPublic() || set.Keys[0].Algorithm != "RS256" || set.Keys[0].Use != "sig" {
+			t.Fatalf("key set: %+v", set)
+		}
+		if !strings.Contains(res.Header.Get("Cache-Control"), "max-age") {
+			t.Errorf("the key set's Cache-Control is %q", res.Header.Get("Cache-Control"))
+		}
+	})
+}

@@ -1,0 +1,65 @@
+package jobapi
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/terracehq/terrace/internal/idtoken"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/runner"
+)
+
+// A job's workload identity tokens are its phase's, valid for the phase's
+// time limit; a plan job also carries the apply phase's, valid until both
+// limits have passed, for when it goes on to apply. A run that asks for
+// no token is asked once, for its own phase.
+func TestIdentityTokensPerPhase(t *testing.T) {
+	t.Parallel()
+	type ask struct {
+		phase run.JobPhase
+		ttl   time.Duration
+	}
+	var asked []ask
+	wants := true
+	s := &Server{o: Options{Sources: Sources{IdentityTokens: func(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error) {
+		asked = append(asked, ask{phase, ttl})
+		if !wants {
+			return nil, nil
+		}
+		return []runner.Variable{{Key: "TFC_WORKLOAD_IDENTITY_TOKEN", Value: "token for " + string(phase), Category: "env", Sensitive: true}}, nil
+	}}}}
+	r := &run.Run{ID: "run-1"}
+
+	in := &runner.Inputs{ApplyTimeout: 30 * time.Minute, Variables: []runner.Variable{{Key: "TFC_WORKLOAD_IDENTITY_AUDIENCE", Value: "aud", Category: "env"}}}
+	if err := s.identityTokens(t.Context(), r, in, run.PhasePlan); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 2 || asked[0] != (ask{run.PhasePlan, idtoken.DefaultTTL}) || asked[1] != (ask{run.PhaseApply, idtoken.DefaultTTL + 30*time.Minute}) {
+		t.Errorf("a plan job asked %+v; want its phase for the default lifetime, then the apply's until both limits passed", asked)
+	}
+	if last := in.Variables[len(in.Variables)-1]; len(in.Variables) != 2 || last.Value != "token for plan" {
+		t.Errorf("a plan job's variables: %+v", in.Variables)
+	}
+	if len(in.ApplyEnv) != 1 || in.ApplyEnv[0].Value != "token for apply" {
+		t.Errorf("a plan job's apply environment: %+v", in.ApplyEnv)
+	}
+
+	asked = nil
+	in = &runner.Inputs{PlanTimeout: time.Hour, ApplyTimeout: 30 * time.Minute}
+	if err := s.identityTokens(t.Context(), r, in, run.PhaseApply); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != (ask{run.PhaseApply, 30 * time.Minute}) || len(in.Variables) != 1 || in.Variables[0].Value != "token for apply" || in.ApplyEnv != nil {
+		t.Errorf("an apply job asked %+v and got %+v, %+v", asked, in.Variables, in.ApplyEnv)
+	}
+
+	asked, wants = nil, false
+	in = &runner.Inputs{PlanTimeout: time.Hour}
+	if err := s.identityTokens(t.Context(), r, in, run.PhasePlan); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != (ask{run.PhasePlan, time.Hour}) || len(in.Variables) != 0 || in.ApplyEnv != nil {
+		t.Errorf("a run asking for no token: asked %+v, got %+v, %+v", asked, in.Variables, in.ApplyEnv)
+	}
+}
