@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/idtoken/idtokentest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -77,35 +75,7 @@ resource "terraform_data" "identity" {
 	}
 
 	// What a relying party does.
-	var disc struct {
-		Issuer  string `json:"issuer"`
-		JWKSURI string `json:"jwks_uri"`
-	}
-	getJSON(t, e, "/.well-known/openid-configuration", &disc)
-	if disc.Issuer != e.URL || disc.JWKSURI != e.URL+"/.well-known/jwks" {
-		t.Fatalf("discovery: %+v (the server is %s)", disc, e.URL)
-	}
-	var set jose.JSONWebKeySet
-	getJSON(t, e, strings.TrimPrefix(disc.JWKSURI, e.URL), &set)
-	verify := func(tok, audience string) map[string]any {
-		parsed, err := jwt.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
-		if err != nil {
-			t.Fatalf("parsing a token: %v", err)
-		}
-		keys := set.Key(parsed.Headers[0].KeyID)
-		if len(keys) != 1 {
-			t.Fatalf("no published key has the token's kid %q", parsed.Headers[0].KeyID)
-		}
-		var std jwt.Claims
-		all := map[string]any{}
-		if err := parsed.Claims(keys[0].Key, &std, &all); err != nil {
-			t.Fatalf("verifying a token: %v", err)
-		}
-		if err := std.ValidateWithLeeway(jwt.Expected{Issuer: disc.Issuer, AnyAudience: jwt.Audience{audience}, Time: time.Now()}, 0); err != nil {
-			t.Fatalf("validating a token: %v", err)
-		}
-		return all
-	}
+	verify := func(tok, audience string) map[string]any { return idtokentest.Verify(t, e.HTTP, e.URL, tok, audience) }
 	for tok, aud := range map[string]string{awsTok: "aws.workload.identity", vaultTok: "vault.example.test"} {
 		claims := verify(tok, aud)
 		want := map[string]any{
@@ -117,11 +87,7 @@ resource "terraform_data" "identity" {
 			"terraform_organization_id": org.ExternalID,
 			"terraform_full_workspace":  "organization:acme:project:Platform team:workspace:network",
 		}
-		for k, v := range want {
-			if claims[k] != v {
-				t.Errorf("%s token: claim %s = %v, want %v", aud, k, claims[k], v)
-			}
-		}
+		idtokentest.Claims(t, aud+" token", claims, want)
 	}
 	// A run applied by hand: its apply is a job of its own, which asks for
 	// its tokens as it starts.
@@ -158,20 +124,5 @@ resource "terraform_data" "identity" {
 		if strings.HasPrefix(v.Key, "TFC_WORKLOAD_IDENTITY_TOKEN") {
 			t.Errorf("the workspace has a variable %s", v.Key)
 		}
-	}
-}
-
-func getJSON(t *testing.T, e *testenv.Env, path string, v any) {
-	t.Helper()
-	res, err := e.HTTP.Get(e.URL + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("GET %s: %s", path, res.Status)
-	}
-	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
 	}
 }

@@ -2,7 +2,6 @@ package idtoken_test
 
 import (
 	"context"
-	"crypto"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -15,79 +14,13 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/terracehq/terrace/internal/idtoken"
+	"github.com/terracehq/terrace/internal/idtoken/idtokentest"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
-
-// relyingParty is what an outside system does with Terrace's tokens: it
-// reads the discovery document at the issuer's URL, fetches the key set
-// it names, and verifies a token with go-jose (not with Terrace's code).
-type relyingParty struct {
-	t    *testing.T
-	http *http.Client
-	url  string
-}
-
-func (rp relyingParty) get(path string, v any) *http.Response {
-	rp.t.Helper()
-	res, err := rp.http.Get(rp.url + path)
-	if err != nil {
-		rp.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		rp.t.Fatalf("GET %s: %s", path, res.Status)
-	}
-	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
-		rp.t.Fatalf("GET %s: %v", path, err)
-	}
-	return res
-}
-
-// verify checks tok against the published keys and returns its claims.
-func (rp relyingParty) verify(tok, audience string) map[string]any {
-	rp.t.Helper()
-	var disc struct {
-		Issuer  string   `json:"issuer"`
-		JWKSURI string   `json:"jwks_uri"`
-		Algs    []string `json:"id_token_signing_alg_values_supported"`
-	}
-	rp.get(idtoken.DiscoveryPath, &disc)
-	if disc.Issuer != rp.url || disc.JWKSURI != rp.url+idtoken.JWKSPath || len(disc.Algs) != 1 || disc.Algs[0] != "RS256" {
-		rp.t.Fatalf("discovery document: %+v", disc)
-	}
-	var set jose.JSONWebKeySet
-	rp.get(strings.TrimPrefix(disc.JWKSURI, rp.url), &set)
-	parsed, err := jwt.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
-	if err != nil {
-		rp.t.Fatalf("parsing the token: %v", err)
-	}
-	kid := parsed.Headers[0].KeyID
-	keys := set.Key(kid)
-	if len(keys) != 1 {
-		rp.t.Fatalf("the key set has %d keys of kid %q, want 1: %+v", len(keys), kid, set)
-	}
-	// The kid is the key's RFC 7638 thumbprint, as go-jose computes it.
-	thumb, err := keys[0].Thumbprint(crypto.SHA256)
-	if err != nil {
-		rp.t.Fatal(err)
-	}
-	if base64.RawURLEncoding.EncodeToString(thumb) != kid {
-		rp.t.Errorf("kid %q is not the key's thumbprint %q", kid, base64.RawURLEncoding.EncodeToString(thumb))
-	}
-	var std jwt.Claims
-	all := map[string]any{}
-	if err := parsed.Claims(keys[0].Key, &std, &all); err != nil {
-		rp.t.Fatalf("verifying the token: %v", err)
-	}
-	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: rp.url, AnyAudience: jwt.Audience{audience}, Time: time.Now()}, 0); err != nil {
-		rp.t.Fatalf("validating the token's claims: %v", err)
-	}
-	return all
-}
 
 func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
@@ -101,7 +34,9 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 		t.Cleanup(srv.Close)
 		iss := idtoken.New(db, keys, srv.URL)
 		iss.Register(mux)
-		rp := relyingParty{t: t, http: srv.Client(), url: srv.URL}
+		verify := func(tok, audience string) map[string]any {
+			return idtokentest.Verify(t, srv.Client(), srv.URL, tok, audience)
+		}
 
 		run := idtoken.Run{OrganizationID: "org-1", OrganizationName: "acme", ProjectID: "prj-1", ProjectName: "Default Project",
 			WorkspaceID: "ws-1", WorkspaceName: "network", RunID: "run-1", Phase: "plan"}
@@ -118,7 +53,7 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 		if len(minted) != 2 || minted[0].Name != "TFC_WORKLOAD_IDENTITY_TOKEN" || minted[1].Name != "TFC_WORKLOAD_IDENTITY_TOKEN_VAULT" {
 			t.Fatalf("minted %+v, want TFC_WORKLOAD_IDENTITY_TOKEN and TFC_WORKLOAD_IDENTITY_TOKEN_VAULT", minted)
 		}
-		claims := rp.verify(minted[0].Token, "aws.workload.identity")
+		claims := verify(minted[0].Token, "aws.workload.identity")
 		want := map[string]any{
 			"sub":                         "organization:acme:project:Default Project:workspace:network:run_phase:plan",
 			"aud":                         "aws.workload.identity",
@@ -132,16 +67,12 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 			"terraform_run_id":            "run-1",
 			"terraform_run_phase":         "plan",
 		}
-		for k, v := range want {
-			if claims[k] != v {
-				t.Errorf("claim %s = %v, want %v", k, claims[k], v)
-			}
-		}
+		idtokentest.Claims(t, "the plan's token", claims, want)
 		exp, iat, nbf := claims["exp"].(float64), claims["iat"].(float64), claims["nbf"].(float64)
 		if exp-iat != 600 || iat-nbf != 5 {
 			t.Errorf("iat %v, nbf %v, exp %v: want a 10-minute lifetime from 5 s before issue", iat, nbf, exp)
 		}
-		if claims["jti"] == "" || claims["jti"] == rp.verify(minted[1].Token, "vault.example.test")["jti"] {
+		if claims["jti"] == "" || claims["jti"] == verify(minted[1].Token, "vault.example.test")["jti"] {
 			t.Errorf("each token needs its own jti")
 		}
 		// A token is for its audience only.
@@ -160,8 +91,7 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var set jose.JSONWebKeySet
-		rp.get(idtoken.JWKSPath, &set)
+		set := idtokentest.KeySet(t, srv.Client(), srv.URL)
 		if err := tampered.Claims(set.Keys[0].Key, &std); err == nil {
 			t.Error("a token with a changed payload verifies")
 		}
@@ -182,7 +112,7 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claims = rp.verify(tok, "b.example.test")
+		claims = verify(tok, "b.example.test")
 		if claims["sub"] != "organization:acme:project:Default Project:stack:net:deployment:prod:operation:apply" ||
 			claims["terraform_stack_deployment_name"] != "prod" || claims["terraform_operation"] != "apply" || claims["terraform_plan_id"] != "sdr-1" {
 			t.Errorf("deployment token claims: %v", claims)
@@ -190,8 +120,7 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 		if exp, iat := claims["exp"].(float64), claims["iat"].(float64); exp-iat != idtoken.DefaultTTL.Seconds() {
 			t.Errorf("a token without a lifetime lives %v s, want the default %v", exp-iat, idtoken.DefaultTTL)
 		}
-		rp.get(idtoken.JWKSPath, &set)
-		if len(set.Keys) != 1 {
+		if set = idtokentest.KeySet(t, srv.Client(), srv.URL); len(set.Keys) != 1 {
 			t.Errorf("the key set has %d keys after two replicas signed, want 1", len(set.Keys))
 		}
 	})
@@ -205,7 +134,7 @@ func TestKeySetBeforeAnyToken(t *testing.T) {
 		t.Cleanup(srv.Close)
 		idtoken.New(db, nil, srv.URL).Register(mux)
 		var set jose.JSONWebKeySet
-		res := relyingParty{t: t, http: srv.Client(), url: srv.URL}.get(idtoken.JWKSPath, &set)
+		res := idtokentest.GetJSON(t, srv.Client(), srv.URL+idtoken.JWKSPath, &set)
 		if len(set.Keys) != 1 || !set.Keys[0].Valid() || !set.Keys[0].IsPublic() || set.Keys[0].Algorithm != "RS256" || set.Keys[0].Use != "sig" {
 			t.Fatalf("key set: %+v", set)
 		}
