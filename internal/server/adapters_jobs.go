@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -15,6 +16,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/workspace"
 )
@@ -175,7 +177,11 @@ func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspac
 
 // identityTokens mints the workload identity tokens a job's phase gets:
 // one per TFC_WORKLOAD_IDENTITY_AUDIENCE[_TAG] environment variable of the
-// run (idtoken.Audiences). A run that asks for none costs nothing here.
+// run (idtoken.Audiences), and for a stack deployment's step one per
+// variable that takes an identity_token's jwt (as TF_VAR_<variable>, the
+// token's subject naming the deployment and the operation). A run that
+// asks for none costs nothing here but, for a saved-plan run (what a
+// stack step is), one indexed statement.
 func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error) {
 	env := map[string]string{}
 	for _, v := range in.Variables {
@@ -184,7 +190,14 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 		}
 	}
 	audiences := idtoken.Audiences(env)
-	if len(audiences) == 0 {
+	var step *stack.StepIdentity
+	if r.SavePlan && r.ConfigurationVersionID != "" {
+		var err error
+		if step, err = s.Stacks.IdentityOf(ctx, r.ConfigurationVersionID); err != nil {
+			return nil, fmt.Errorf("reading the stack deployment's identity tokens: %w", err)
+		}
+	}
+	if len(audiences) == 0 && step == nil {
 		return nil, nil
 	}
 	orgID, err := s.Orgs.IDByName(ctx, in.Workspace.Organization)
@@ -200,6 +213,29 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 	out := make([]runner.Variable, 0, len(minted))
 	for _, m := range minted {
 		out = append(out, runner.Variable{Key: m.Name, Value: m.Token, Category: "env", Sensitive: true})
+	}
+	if step == nil {
+		return out, nil
+	}
+	projectName := in.ProjectName
+	if step.ProjectID != in.Workspace.ProjectID {
+		if projectName, err = s.Projects.SystemName(ctx, step.ProjectID); err != nil {
+			return nil, err
+		}
+	}
+	who := idtoken.Deployment{OrganizationID: orgID, OrganizationName: step.Organization, ProjectID: step.ProjectID, ProjectName: projectName,
+		StackID: step.StackID, StackName: step.StackName, Deployment: step.Deployment, Operation: string(phase), PlanID: step.DeploymentRunID}
+	names := make([]string, 0, len(step.Inputs))
+	for name := range step.Inputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		tok, err := s.Identity.DeploymentToken(ctx, who, step.Inputs[name].Audience, ttl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runner.Variable{Key: "TF_VAR_" + name, Value: tok, Category: "env", Sensitive: true})
 	}
 	return out, nil
 }

@@ -25,6 +25,16 @@ const GeneratedFile = "zz_terrace_stack.tf"
 type Compiled struct {
 	File      []byte
 	Variables map[string]string
+	// Identity names the variables whose input is an identity_token's
+	// jwt (variable → the token): their value is minted for each step
+	// of the run, never stored (IdentityInput).
+	Identity map[string]IdentityInput
+}
+
+// IdentityInput is the identity_token block whose JWT a variable takes.
+type IdentityInput struct {
+	Token    string   `json:"token"`
+	Audience []string `json:"audience"`
 }
 
 // Compile turns the components into one Terraform root module for a
@@ -40,7 +50,7 @@ func (c *Config) Compile(deployment string) (*Compiled, Diagnostics) {
 	if d == nil {
 		return nil, Diagnostics{{Severity: SeverityError, Summary: "No such deployment", Detail: fmt.Sprintf("The configuration has no deployment %q.", deployment)}}
 	}
-	vars := w.inputs(d)
+	vars, identity := w.inputs(d)
 	w.expand()
 	w.header()
 	for _, v := range c.Variables {
@@ -75,7 +85,7 @@ func (c *Config) Compile(deployment string) (*Compiled, Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	return &Compiled{File: hclwrite.Format([]byte(w.b.String())), Variables: vars}, diags
+	return &Compiled{File: hclwrite.Format([]byte(w.b.String())), Variables: vars, Identity: identity}, diags
 }
 
 type compiler struct {
@@ -331,9 +341,11 @@ func (w *compiler) rewrite(r hcl.Range, text string, trs []hcl.Traversal, base i
 }
 
 // inputs evaluates a deployment's inputs with the deployment files'
-// locals and returns each as an HCL literal.
-func (w *compiler) inputs(d *Deployment) map[string]string {
+// locals and returns each as an HCL literal, and the inputs that are an
+// identity_token's jwt (known only when a step runs) apart.
+func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]IdentityInput) {
 	out := map[string]string{}
+	identity := map[string]IdentityInput{}
 	w.vars = map[string]cty.Value{}
 	for _, v := range w.cfg.Variables {
 		if v.HasDefault {
@@ -343,9 +355,17 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 		}
 	}
 	if d.Inputs == nil {
-		return out
+		return out, identity
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream)}, Functions: checkFunctions}
+	// A token's jwt is unknown here: an input that is exactly
+	// identity_token.<name>.jwt takes it when its step runs; any other
+	// use of it stays unknown and is refused below.
+	tokens := map[string]cty.Value{}
+	for _, tok := range w.cfg.IdentityTokens {
+		tokens[tok.Name] = cty.ObjectVal(map[string]cty.Value{"jwt": cty.UnknownVal(cty.String)})
+	}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream), "identity_token": cty.ObjectVal(tokens)},
+		Functions: checkFunctions}
 	locals := map[string]cty.Value{}
 	// Locals may refer to each other: evaluate in passes until none is new.
 	for pass := 0; pass <= len(w.cfg.DeployLocals); pass++ {
@@ -366,26 +386,64 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 	}
 	ctx.Variables["local"] = cty.ObjectVal(locals)
 	for _, tr := range d.Inputs.Variables() {
-		switch tr.RootName() {
-		case "identity_token", "store":
-			w.errorf(tr.SourceRange(), "Unsupported input", fmt.Sprintf("%s values cannot be used by deployments yet.", tr.RootName()))
-			return out
+		if tr.RootName() == "store" {
+			w.errorf(tr.SourceRange(), "Unsupported input", "store values cannot be used by deployments yet.")
+			return out, identity
+		}
+	}
+	// The inputs whose expression is a token's jwt, by the input's name.
+	jwtOf := map[string]string{}
+	if pairs, diags := hcl.ExprMap(d.Inputs); !diags.HasErrors() {
+		for _, p := range pairs {
+			k, kd := p.Key.Value(ctx)
+			tr, td := hcl.AbsTraversalForExpr(p.Value)
+			if kd.HasErrors() || td.HasErrors() || !k.IsKnown() || k.Type() != cty.String || len(tr) != 3 || tr.RootName() != "identity_token" {
+				continue
+			}
+			name, ok1 := tr[1].(hcl.TraverseAttr)
+			attr, ok2 := tr[2].(hcl.TraverseAttr)
+			if ok1 && ok2 && attr.Name == "jwt" {
+				jwtOf[k.AsString()] = name.Name
+			}
 		}
 	}
 	v, diags := d.Inputs.Value(ctx)
 	w.diags = append(w.diags, diags...)
 	if diags.HasErrors() {
-		return out
+		return out, identity
 	}
 	if !v.IsKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
 		w.errorf(d.Inputs.Range(), "Invalid inputs", "A deployment's inputs must be an object.")
-		return out
+		return out, identity
 	}
 	for it := v.ElementIterator(); it.Next(); {
 		k, val := it.Element()
 		name := k.AsString()
 		for _, decl := range w.cfg.Variables {
 			if decl.Name != name {
+				continue
+			}
+			if tok, ok := jwtOf[name]; ok {
+				if !decl.Ephemeral {
+					w.errorf(d.Inputs.Range(), "Identity token in a non-ephemeral variable",
+						fmt.Sprintf("The input %q is identity_token.%s.jwt: declare the variable %q with ephemeral = true, so that the token is neither kept in the saved plan nor in the state (and each step gets its own).", name, tok, name))
+					continue
+				}
+				if decl.Type != cty.String && decl.Type != cty.DynamicPseudoType {
+					w.errorf(d.Inputs.Range(), "Invalid input", fmt.Sprintf("The input %q is an identity token: its variable must be a string.", name))
+					continue
+				}
+				for _, it := range w.cfg.IdentityTokens {
+					if it.Name == tok {
+						identity[name] = IdentityInput{Token: tok, Audience: it.Audience}
+					}
+				}
+				w.vars[name] = cty.UnknownVal(cty.String)
+				continue
+			}
+			if !val.IsWhollyKnown() {
+				w.errorf(d.Inputs.Range(), "Invalid input",
+					fmt.Sprintf("The input %q uses an identity token's jwt inside an expression: an input can take identity_token.<name>.jwt only as it is.", name))
 				continue
 			}
 			conv, err := convert.Convert(val, decl.Type)
@@ -397,7 +455,7 @@ func (w *compiler) inputs(d *Deployment) map[string]string {
 			w.vars[name] = conv
 		}
 	}
-	return out
+	return out, identity
 }
 
 // attrStep returns a traversal's second step when it is an attribute.

@@ -246,16 +246,76 @@ component "z" {
 func TestCompileRefusesWhatCannotRunYet(t *testing.T) {
 	t.Parallel()
 	files := stackFiles()
-	files["main.tfdeploy.hcl"] = []byte("identity_token \"aws\" {\n  audience = [\"aws.workload.identity\"]\n}\n\ndeployment \"dev\" {\n  inputs = { name = identity_token.aws.jwt }\n}\n")
+	files["main.tfdeploy.hcl"] = []byte("store \"varset\" \"creds\" {\n  id       = \"varset-1\"\n  category = \"env\"\n}\n\ndeployment \"dev\" {\n  inputs = { name = store.varset.creds.NAME }\n}\n")
 	cfg, diags := Parse(files)
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
 	}
-	if _, diags := cfg.Compile("dev"); !diags.HasErrors() || diags[0].Range == nil || diags[0].Range.Start.Line != 6 {
+	if _, diags := cfg.Compile("dev"); !diags.HasErrors() || diags[0].Range == nil || diags[0].Range.Start.Line != 7 {
 		t.Errorf("diagnostics = %v", diags)
 	}
 	if _, diags := cfg.Compile("nope"); !diags.HasErrors() {
 		t.Error("compiled a deployment that does not exist")
+	}
+}
+
+// An input that is an identity_token's jwt is left out of the run's
+// variables and named in Identity, with the token's audiences; its
+// variable must be ephemeral (a token kept in a saved plan would apply
+// with the plan's subject), and the jwt cannot be part of a larger value.
+func TestCompileIdentityTokenInputs(t *testing.T) {
+	t.Parallel()
+	compile := func(ephemeral, input string) (*Compiled, Diagnostics) {
+		t.Helper()
+		files := map[string][]byte{
+			"main.tfcomponent.hcl": []byte(`variable "name" {
+  type = string
+}
+
+variable "token" {
+  type      = string
+  ` + ephemeral + `
+}
+
+component "a" {
+  source    = "./a"
+  inputs    = { name = var.name }
+  providers = {}
+}
+`),
+			"main.tfdeploy.hcl": []byte(`identity_token "aws" {
+  audience = ["aws.workload.identity", "sts.example.test"]
+}
+
+deployment "dev" {
+  inputs = { name = "dev", token = ` + input + ` }
+}
+`),
+		}
+		cfg, diags := Parse(files)
+		if diags.HasErrors() {
+			t.Fatal(diags.Err())
+		}
+		return cfg.Compile("dev")
+	}
+	out, diags := compile("ephemeral = true", "identity_token.aws.jwt")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if got := out.Identity["token"]; len(out.Identity) != 1 || got.Token != "aws" || len(got.Audience) != 2 || got.Audience[1] != "sts.example.test" {
+		t.Errorf("identity inputs: %+v", out.Identity)
+	}
+	if _, ok := out.Variables["token"]; ok || out.Variables["name"] != `"dev"` {
+		t.Errorf("variables: %v; want name only", out.Variables)
+	}
+	if !strings.Contains(string(out.File), "ephemeral = true") {
+		t.Errorf("the generated variable is not ephemeral:\n%s", out.File)
+	}
+	if _, diags := compile("", "identity_token.aws.jwt"); !diags.HasErrors() || !strings.Contains(diags.Err().Error(), "ephemeral = true") {
+		t.Errorf("a non-ephemeral variable taking a token: %v", diags)
+	}
+	if _, diags := compile("ephemeral = true", `"Bearer ${identity_token.aws.jwt}"`); !diags.HasErrors() || !strings.Contains(diags.Err().Error(), "only as it is") {
+		t.Errorf("a token inside an expression: %v", diags)
 	}
 }
 

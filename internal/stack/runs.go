@@ -432,7 +432,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	if err != nil {
 		return err
 	}
-	tgz, vars, diags := s.compileArchive(ctx, c, st.WorkingDirectory, r.Deployment)
+	tgz, compiled, diags := s.compileArchive(ctx, c, st.WorkingDirectory, r.Deployment)
 	if diags.HasErrors() {
 		if err := s.recordDiagnostics(ctx, c.ID, diags); err != nil {
 			return err
@@ -453,7 +453,10 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	}
 	r.ConfigVersionID = cvID
 	// Before the status moves: a crash in between begins the run again.
-	if err := s.setVariables(ctx, r.ID, vars); err != nil {
+	if err := s.setVariables(ctx, r.ID, compiled.Variables); err != nil {
+		return err
+	}
+	if err := setIdentity(ctx, s.db, r.ID, compiled.Identity); err != nil {
 		return err
 	}
 	from := r.Status
@@ -468,8 +471,8 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 
 // compileArchive unpacks a configuration, writes the deployment's
 // generated root module beside the stack files and packs it again.
-func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir, deployment string) ([]byte, map[string]string, Diagnostics) {
-	fail := func(summary, detail string) ([]byte, map[string]string, Diagnostics) {
+func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir, deployment string) ([]byte, *Compiled, Diagnostics) {
+	fail := func(summary, detail string) ([]byte, *Compiled, Diagnostics) {
 		return nil, nil, Diagnostics{{Severity: SeverityError, Summary: summary, Detail: detail}}
 	}
 	dir, err := os.MkdirTemp("", "terrace-stack-run-")
@@ -514,7 +517,7 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 	if err != nil {
 		return fail("Cannot pack the deployment's configuration", err.Error())
 	}
-	return tgz, out.Variables, nil
+	return tgz, out, nil
 }
 
 // startStep starts a plan step as a saved-plan run on the workspace, or an

@@ -56,3 +56,56 @@ func (s *Service) variables(ctx context.Context, runID string) (map[string]strin
 	}
 	return vars, nil
 }
+
+// setIdentity stores which inputs of a deployment run take an identity
+// token (names and audiences: nothing secret, the tokens themselves are
+// minted per step and never stored).
+func setIdentity(ctx context.Context, q store.Q, runID string, identity map[string]IdentityInput) error {
+	if len(identity) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(identity)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `UPDATE stack_deployment_runs SET identity_inputs = ? WHERE id = ?`, string(b), runID)
+	return err
+}
+
+// StepIdentity says who a deployment run's step is, for its identity
+// tokens, and which of its variables take which token.
+type StepIdentity struct {
+	Organization, ProjectID, StackID, StackName string
+	Deployment, DeploymentRunID                 string
+	Inputs                                      map[string]IdentityInput
+}
+
+// IdentityOf returns the identity inputs of the deployment run whose
+// generated configuration version a workspace run plans or applies: nil
+// when it is no deployment run's, or its deployment takes no token. (By
+// the configuration version, which each deployment run uploads and
+// records before its first step starts, not by the step: a step is
+// recorded after its workspace run was created, and a runner may claim
+// the run's job before that.)
+func (s *Service) IdentityOf(ctx context.Context, configVersionID string) (*StepIdentity, error) {
+	var id StepIdentity
+	var inputs string
+	err := s.db.QueryRow(ctx, `SELECT dr.id, dr.deployment_name, dr.identity_inputs, st.id, st.name, st.project_id, st.organization_name
+		FROM stack_deployment_runs dr
+		JOIN stacks st ON st.id = dr.stack_id
+		WHERE dr.configuration_version_id = ? ORDER BY dr.created_at DESC, dr.id LIMIT 1`, configVersionID).
+		Scan(&id.DeploymentRunID, &id.Deployment, &inputs, &id.StackID, &id.StackName, &id.ProjectID, &id.Organization)
+	if store.IsNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(inputs), &id.Inputs); err != nil {
+		return nil, fmt.Errorf("decoding the identity inputs of deployment run %s: %w", id.DeploymentRunID, err)
+	}
+	if len(id.Inputs) == 0 {
+		return nil, nil
+	}
+	return &id, nil
+}
