@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -16,6 +17,7 @@ import (
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/variable"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -234,4 +236,47 @@ func (a stackStates) Description(ctx context.Context, id string) ([]byte, error)
 	}
 	defer r.Close()
 	return io.ReadAll(io.LimitReader(r, 64<<20))
+}
+
+// Varset reads a variable set for a stack's store "varset" block: by ID, or
+// by its exact name (names are unique in an organization), when it is
+// global, applied to the stack's project or owned by it.
+func (e stackExecutor) Varset(ctx context.Context, org, projectID, id, name string) ([]stack.VarsetVariable, error) {
+	ctx = asOrg(ctx, org)
+	var vs *variable.VariableSet
+	if id != "" {
+		got, err := e.s.Variables.GetVarset(ctx, id)
+		if core.KindOf(err) == core.KindNotFound || err == nil && got.Organization != org {
+			return nil, core.NotFound("there is no variable set %q in organization %s", id, org)
+		}
+		if err != nil {
+			return nil, err
+		}
+		vs = got
+	} else {
+		sets, _, err := e.s.Variables.ListVarsets(ctx, org, name, 0, -1)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sets {
+			if s.Name == name {
+				vs = s
+			}
+		}
+		if vs == nil {
+			return nil, core.NotFound("there is no variable set named %q in organization %s", name, org)
+		}
+	}
+	if !vs.Global && vs.ParentProjectID != projectID && !slices.Contains(vs.ProjectIDs, projectID) {
+		return nil, core.Invalid("variable set %s (%s) is neither global nor applied to the stack's project", vs.Name, vs.ID)
+	}
+	vars, err := e.s.Variables.ListVarsetVariables(ctx, vs.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stack.VarsetVariable, 0, len(vars))
+	for _, v := range vars {
+		out = append(out, stack.VarsetVariable{Key: v.Key, Value: v.Value, Category: string(v.Category), HCL: v.HCL, Sensitive: v.Sensitive})
+	}
+	return out, nil
 }

@@ -364,8 +364,8 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 	for _, tok := range w.cfg.IdentityTokens {
 		tokens[tok.Name] = cty.ObjectVal(map[string]cty.Value{"jwt": cty.UnknownVal(cty.String)})
 	}
-	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream), "identity_token": cty.ObjectVal(tokens)},
-		Functions: checkFunctions}
+	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream), "identity_token": cty.ObjectVal(tokens),
+		"store": cty.ObjectVal(map[string]cty.Value{"varset": cty.ObjectVal(w.cfg.StoreValues)})}, Functions: checkFunctions}
 	locals := map[string]cty.Value{}
 	// Locals may refer to each other: evaluate in passes until none is new.
 	for pass := 0; pass <= len(w.cfg.DeployLocals); pass++ {
@@ -385,12 +385,6 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 		}
 	}
 	ctx.Variables["local"] = cty.ObjectVal(locals)
-	for _, tr := range d.Inputs.Variables() {
-		if tr.RootName() == "store" {
-			w.errorf(tr.SourceRange(), "Unsupported input", "store values cannot be used by deployments yet.")
-			return out, identity
-		}
-	}
 	// The inputs whose expression is a token's jwt, by the input's name.
 	jwtOf := map[string]string{}
 	if pairs, diags := hcl.ExprMap(d.Inputs); !diags.HasErrors() {
@@ -412,6 +406,9 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 	if diags.HasErrors() {
 		return out, identity
 	}
+	// Values read from variable sets carry marks (storeValues): what an
+	// input's value was made of decides what its variable must be.
+	v, allMarks := v.Unmark()
 	if !v.IsKnown() || v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
 		w.errorf(d.Inputs.Range(), "Invalid inputs", "A deployment's inputs must be an object.")
 		return out, identity
@@ -419,6 +416,10 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 	for it := v.ElementIterator(); it.Next(); {
 		k, val := it.Element()
 		name := k.AsString()
+		val, marks := val.UnmarkDeep()
+		for m := range allMarks {
+			marks[m] = struct{}{}
+		}
 		for _, decl := range w.cfg.Variables {
 			if decl.Name != name {
 				continue
@@ -444,6 +445,16 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 			if !val.IsWhollyKnown() {
 				w.errorf(d.Inputs.Range(), "Invalid input",
 					fmt.Sprintf("The input %q uses an identity token's jwt inside an expression: an input can take identity_token.<name>.jwt only as it is.", name))
+				continue
+			}
+			if _, ok := marks[markEphemeral]; ok && !decl.Ephemeral {
+				w.errorf(d.Inputs.Range(), "Ephemeral value in a non-ephemeral variable",
+					fmt.Sprintf("The input %q reads a variable set through a store, whose values are ephemeral: declare the variable %q with ephemeral = true, or read the value as store.varset.<store>.stable.<variable>.", name, name))
+				continue
+			}
+			if _, ok := marks[markSensitive]; ok && !decl.Sensitive {
+				w.errorf(d.Inputs.Range(), "Sensitive value in a variable that is not sensitive",
+					fmt.Sprintf("The input %q reads a sensitive variable of a variable set: declare the variable %q with sensitive = true, so that its value is hidden in the runs and their logs.", name, name))
 				continue
 			}
 			conv, err := convert.Convert(val, decl.Type)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // copyTree copies a fixture folder into dst.
@@ -368,6 +370,75 @@ component "b" {
 	} {
 		if !strings.Contains(string(out.File), want) {
 			t.Errorf("generated file lacks %q:\n%s", want, out.File)
+		}
+	}
+}
+
+// Values a store block reads are ephemeral unless read as .stable, and
+// keep a sensitive variable's sensitivity: the variable an input goes to
+// must be declared to match, or the deployment does not compile.
+func TestCompileStoreValues(t *testing.T) {
+	t.Parallel()
+	compile := func(decl, input string) (*Compiled, Diagnostics) {
+		t.Helper()
+		files := map[string][]byte{
+			"main.tfcomponent.hcl": []byte(`variable "v" {
+  type = string
+  ` + decl + `
+}
+
+component "a" {
+  source    = "./a"
+  inputs    = { name = var.v }
+  providers = {}
+}
+`),
+			"main.tfdeploy.hcl": []byte(`store "varset" "app" {
+  name     = "app-settings"
+  category = "terraform"
+}
+
+locals {
+  prefix = "hello-"
+}
+
+deployment "dev" {
+  inputs = { v = ` + input + ` }
+}
+`),
+		}
+		cfg, diags := Parse(files)
+		if diags.HasErrors() {
+			t.Fatal(diags.Err())
+		}
+		greeting, password := cty.StringVal("world"), cty.StringVal("hunter2").Mark(markSensitive)
+		cfg.StoreValues = map[string]cty.Value{"app": cty.ObjectVal(map[string]cty.Value{
+			"greeting": greeting.Mark(markEphemeral), "password": password.Mark(markEphemeral),
+			"stable": cty.ObjectVal(map[string]cty.Value{"greeting": greeting, "password": password}),
+		})}
+		return cfg.Compile("dev")
+	}
+	for _, c := range []struct {
+		decl, input, want, err string
+	}{
+		{"", "store.varset.app.stable.greeting", `"world"`, ""},
+		{"", `"${local.prefix}${store.varset.app.stable.greeting}"`, `"hello-world"`, ""},
+		{"ephemeral = true", "store.varset.app.greeting", `"world"`, ""},
+		{"", "store.varset.app.greeting", "", "ephemeral = true"},
+		{"", `upper(store.varset.app.greeting)`, "", "ephemeral = true"},
+		{"", "store.varset.app.stable.password", "", "sensitive = true"},
+		{"ephemeral = true", "store.varset.app.password", "", "sensitive = true"},
+		{"sensitive = true", "store.varset.app.stable.password", `"hunter2"`, ""},
+		{"sensitive = true\n  ephemeral = true", "store.varset.app.password", `"hunter2"`, ""},
+	} {
+		out, diags := compile(c.decl, c.input)
+		switch {
+		case c.err == "" && diags.HasErrors():
+			t.Errorf("%s into a variable with %q: %v", c.input, c.decl, diags.Err())
+		case c.err == "" && out.Variables["v"] != c.want:
+			t.Errorf("%s into a variable with %q: %q, want %q", c.input, c.decl, out.Variables["v"], c.want)
+		case c.err != "" && (!diags.HasErrors() || !strings.Contains(diags.Err().Error(), c.err)):
+			t.Errorf("%s into a variable with %q: %v, want an error saying %q", c.input, c.decl, diags, c.err)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	tfe "github.com/hashicorp/go-tfe"
+
 	"github.com/terracehq/terrace/internal/idtoken/idtokentest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -22,11 +24,9 @@ func TestIdentityTokens(t *testing.T) {
 	}
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
-		ctx := context.Background()
 		c := e.Client
 		org, prj, st := newStack(t, e, "ident", "net", "")
-		out := t.TempDir()
-		dir := t.TempDir()
+		out, dir := t.TempDir(), t.TempDir()
 		files := map[string]string{
 			"main.tfcomponent.hcl": `variable "token" {
   type      = string
@@ -70,29 +70,7 @@ resource "terraform_data" "box" {
 }
 `,
 		}
-		for name, text := range files {
-			p := filepath.Join(dir, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cfg, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prod := waitRun(t, c, groupRun(t, c, cfg.ID, "prod_default").ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
-		if prod.Status != "pre-deploying-pending-operator" {
-			t.Fatalf("prod is %s; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
-		}
-		if err := c.StackDeploymentSteps.Advance(ctx, steps(t, c, prod.ID)[0].ID); err != nil {
-			t.Fatal(err)
-		}
-		if prod = waitRun(t, c, prod.ID, is("succeeded", "failed")); prod.Status != "succeeded" {
-			t.Fatalf("prod ended %s; diagnostics: %s", prod.Status, diagnostics(t, c, cfg.ID))
-		}
+		prod := deployApproved(t, c, st.ID, dir, files, "prod")
 		tok, err := os.ReadFile(filepath.Join(out, "apply.jwt"))
 		if err != nil || len(tok) == 0 {
 			t.Fatalf("the apply left no token: %v", err)
@@ -111,4 +89,42 @@ resource "terraform_data" "box" {
 		}
 		idtokentest.Claims(t, "the apply's token", claims, want)
 	})
+}
+
+// uploadFiles writes files into dir and uploads them as a configuration of
+// the stack.
+func uploadFiles(t *testing.T, c *tfe.Client, stackID, dir string, files map[string]string) *tfe.StackConfiguration {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := c.StackConfigurations.CreateAndUpload(context.Background(), stackID, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// deployApproved uploads files as a configuration of the stack, approves
+// the deployment's first plan and waits for its run to succeed.
+func deployApproved(t *testing.T, c *tfe.Client, stackID, dir string, files map[string]string, deployment string) *tfe.StackDeploymentRun {
+	t.Helper()
+	cfg := uploadFiles(t, c, stackID, dir, files)
+	r := waitRun(t, c, groupRun(t, c, cfg.ID, deployment+"_default").ID, is("pre-deploying-pending-operator", "failed", "succeeded"))
+	if r.Status != "pre-deploying-pending-operator" {
+		t.Fatalf("%s is %s; diagnostics: %s", deployment, r.Status, diagnostics(t, c, cfg.ID))
+	}
+	if err := c.StackDeploymentSteps.Advance(context.Background(), steps(t, c, r.ID)[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if r = waitRun(t, c, r.ID, is("succeeded", "failed")); r.Status != "succeeded" {
+		t.Fatalf("%s ended %s; diagnostics: %s", deployment, r.Status, diagnostics(t, c, cfg.ID))
+	}
+	return r
 }

@@ -48,6 +48,10 @@ type Config struct {
 	// before Compile; deployments' inputs read them as
 	// upstream_input.<name>.<output>.
 	Upstream map[string]cty.Value
+	// StoreValues holds the variables the store "varset" blocks read
+	// (store name → object of values, see storeValues), set by the
+	// service before Compile.
+	StoreValues map[string]cty.Value
 	// Imports holds the import blocks lifted out of the components'
 	// modules (liftImports), written into the root module of a deployment
 	// with import = true.

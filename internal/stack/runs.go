@@ -90,6 +90,10 @@ type Executor interface {
 	// Outputs returns the root outputs of a workspace's current state
 	// (none when it has no state).
 	Outputs(ctx context.Context, org, workspaceID string) (map[string]OutputValue, error)
+	// Varset returns the variables of the organization's variable set
+	// with that ID, or else that name, when it is global or applied to
+	// the project (core.NotFound or core.Invalid, saying which, when not).
+	Varset(ctx context.Context, org, projectID, id, name string) ([]VarsetVariable, error)
 }
 
 // OutputValue is a state output in Terraform's JSON: its value and its
@@ -432,7 +436,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	if err != nil {
 		return err
 	}
-	tgz, compiled, diags := s.compileArchive(ctx, c, st.WorkingDirectory, r.Deployment)
+	tgz, compiled, diags := s.compileArchive(ctx, c, st.ProjectID, st.WorkingDirectory, r.Deployment)
 	if diags.HasErrors() {
 		if err := s.recordDiagnostics(ctx, c.ID, diags); err != nil {
 			return err
@@ -471,7 +475,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 
 // compileArchive unpacks a configuration, writes the deployment's
 // generated root module beside the stack files and packs it again.
-func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir, deployment string) ([]byte, *Compiled, Diagnostics) {
+func (s *Service) compileArchive(ctx context.Context, c *Configuration, projectID, workdir, deployment string) ([]byte, *Compiled, Diagnostics) {
 	fail := func(summary, detail string) ([]byte, *Compiled, Diagnostics) {
 		return nil, nil, Diagnostics{{Severity: SeverityError, Summary: summary, Detail: detail}}
 	}
@@ -495,6 +499,9 @@ func (s *Service) compileArchive(ctx context.Context, c *Configuration, workdir,
 		return nil, nil, diags
 	}
 	if cfg.Upstream, diags = s.upstreamValues(ctx, c.Organization, cfg); diags.HasErrors() {
+		return nil, nil, diags
+	}
+	if cfg.StoreValues, diags = s.storeValues(ctx, c.Organization, projectID, cfg); diags.HasErrors() {
 		return nil, nil, diags
 	}
 	// Import blocks of the components' modules move to the root module
