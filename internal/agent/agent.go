@@ -257,6 +257,15 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		// A run task whose requests the pool forwards would send them
+		// from the server instead, to a service it may not reach.
+		var tasks int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM run_tasks WHERE agent_pool_id = ?`, p.ID).Scan(&tasks); err != nil {
+			return err
+		}
+		if tasks > 0 {
+			return core.Conflict("agent pool %s forwards the requests of %d run task(s): give them another pool, or none, first", p.Name, tasks)
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM agent_pools WHERE id = ?`, p.ID); err != nil {
 			return err
 		}

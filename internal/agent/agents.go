@@ -148,6 +148,20 @@ func (s *Service) agentCount(ctx context.Context, poolID string) (int, error) {
 	return n, err
 }
 
+// Live reports whether an agent of the pool is running: idle or busy, and
+// heard from within the heartbeat timeout (request forwarding fails at
+// once without one rather than wait for nobody).
+func (s *Service) Live(ctx context.Context, poolID string) (bool, error) {
+	timeout := s.HeartbeatTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM agents WHERE pool_id = ? AND status IN (?, ?) AND last_ping_at > ?`,
+		poolID, StatusIdle, StatusBusy, core.Micros(core.Now().Add(-timeout))).Scan(&n)
+	return n > 0, err
+}
+
 // PoolOrganizationSystem names the organization of a pool without a
 // caller (auth resolving an agent token).
 func (s *Service) PoolOrganizationSystem(ctx context.Context, poolID string) (string, error) {

@@ -89,6 +89,13 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (err error) {
 	// Jobs run on a context that the stop signal does not cancel: a
 	// draining agent finishes what it started.
 	r.Start(context.WithoutCancel(ctx))
+	// The pool's run task requests, sent from here (request forwarding),
+	// with a client of their own: the agent's roots and proxy settings.
+	send, err := agentHTTP(cfg.CAFile)
+	if err != nil {
+		return err
+	}
+	go forwardLoop(ctx, c, send, log)
 	<-ctx.Done()
 	log.Info("stopping: finishing the running jobs, taking no new one", "running", r.Busy())
 	r.Drain()

@@ -22,6 +22,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/forward"
 	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
@@ -81,6 +82,9 @@ type Options struct {
 	Runs    *run.Service
 	Agents  Agents
 	Sources Sources
+	// Forwards, when set, gives agents the requests their pool forwards
+	// (internal/forward).
+	Forwards *forward.Service
 	// Hostname is the server's host[:port] as runs reach it.
 	Hostname string
 	// MaxWait bounds a long-poll (claim, heartbeat). Defaults to 30s.
@@ -122,6 +126,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/agent/jobs/{id}/plan", s.handle(s.finishPlan))
 	mux.HandleFunc("PUT /api/agent/jobs/{id}/plan-json", s.handle(s.savePlanJSON))
 	mux.HandleFunc("POST /api/agent/jobs/{id}/apply", s.handle(s.finishApply))
+	s.registerForwards(mux)
 }
 
 func (s *Server) handle(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {

@@ -98,6 +98,9 @@ func toJSON(t *Task, wts []*WorkspaceTask) *jsonTask {
 	for _, w := range wts {
 		out.WorkspaceTasks = append(out.WorkspaceTasks, &jsonWorkspaceTask{ID: w.ID})
 	}
+	if t.AgentPoolID != "" {
+		out.AgentPool = &jsonAgentPool{ID: t.AgentPoolID}
+	}
 	return out
 }
 

@@ -70,10 +70,10 @@ func (s *Service) deliver(ctx context.Context, it outbox.Item) (func(outbox.Outc
 	if r.Status != ResultPending {
 		return nil, nil // answered, timed out or overridden meanwhile: nothing to send
 	}
-	body, key, err := s.request(ctx, r)
+	body, t, err := s.request(ctx, r)
 	sendErr := err
 	if err == nil {
-		sendErr = s.send(ctx, r.TaskURL, key, body)
+		sendErr = s.send(ctx, t.AgentPoolID, r.TaskURL, t.hmacKey, body)
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -104,29 +104,29 @@ func (s *Service) deliver(ctx context.Context, it outbox.Item) (func(outbox.Outc
 
 // request builds the body of a result's request, with a fresh access
 // token that lives until the result's deadline (and dies earlier, with the
-// stage), and returns the task's HMAC key.
-func (s *Service) request(ctx context.Context, r *Result) ([]byte, string, error) {
+// stage), and returns the task (its HMAC key and agent pool).
+func (s *Service) request(ctx context.Context, r *Result) ([]byte, *Task, error) {
 	st, err := scanStage(s.o.DB.QueryRow(ctx, `SELECT `+stageCols+` FROM task_stages WHERE id = ?`, r.StageID))
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	t, err := loadTask(ctx, s.o.DB, s.o.Keys, r.TaskID)
 	if err != nil {
-		return nil, "", fmt.Errorf("the run task was deleted")
+		return nil, nil, fmt.Errorf("the run task was deleted")
 	}
 	info, err := s.o.Runs.RunInfo(ctx, r.RunID)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	var deadline int64
 	if err := s.o.DB.QueryRow(ctx, `SELECT deadline FROM task_results WHERE id = ?`, r.ID).Scan(&deadline); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	exp := core.FromMicros(deadline)
 	_, token, err := s.o.Tokens.CreateToken(ctx, s.o.DB, auth.NewToken{Kind: auth.KindTaskResult, Subject: r.ID,
 		Description: "run task access token", ExpiredAt: &exp})
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	base := s.o.BaseURL
 	wsURL := fmt.Sprintf("%s/app/%s/workspaces/%s", base, info.Organization, info.WorkspaceName)
@@ -143,7 +143,7 @@ func (s *Service) request(ctx context.Context, r *Result) ([]byte, string, error
 		p.PlanJSONAPIURL = &u
 	}
 	body, err := json.Marshal(p)
-	return body, t.hmacKey, err
+	return body, t, err
 }
 
 // expire errors the results past a deadline.

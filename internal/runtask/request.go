@@ -82,16 +82,21 @@ const maxAnswer = 4 << 10
 // send POSTs body to the task's URL, signed, bounded by Timeout. It
 // returns nil when the service answered 200, and otherwise an error that
 // says what came back (never the key or the token).
-func (s *Service) send(ctx context.Context, url, key string, body []byte) error {
+func (s *Service) send(ctx context.Context, pool, url, key string, body []byte) error {
+	header := map[string]string{"Content-Type": "application/json", "User-Agent": "TFC/1.0 (+https://app.terraform.io; TFC)",
+		"X-TFC-Task-Signature": Sign(key, body)}
+	if pool != "" {
+		return s.forward(ctx, pool, url, header, body)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("invalid URL %q", url)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "TFC/1.0 (+https://app.terraform.io; TFC)")
-	req.Header.Set("X-TFC-Task-Signature", Sign(key, body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	res, err := s.o.HTTP.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "Post "))
@@ -104,6 +109,32 @@ func (s *Service) send(ctx context.Context, url, key string, body []byte) error 
 	return nil
 }
 
+// forwardGrace is what a forwarded request gets beyond the request's own
+// timeout: the time for an agent of the pool to take it.
+const forwardGrace = 20 * time.Second
+
+// forward sends a request through an agent of pool (the task's service is
+// in the agents' network): signed here, so that the agent never holds the
+// task's HMAC key.
+func (s *Service) forward(ctx context.Context, pool, url string, header map[string]string, body []byte) error {
+	if s.o.Forwards == nil {
+		return fmt.Errorf("the task names agent pool %s, and this server has no request forwarding", pool)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout+forwardGrace)
+	defer cancel()
+	res, err := s.o.Forwards.Do(ctx, pool, url, header, body)
+	if err != nil {
+		return fmt.Errorf("forwarding through agent pool %s: %v", pool, err)
+	}
+	if res.Status == 0 {
+		return fmt.Errorf("the agent of pool %s could not reach %s: %s", pool, url, res.Error)
+	}
+	if res.Status != http.StatusOK {
+		return fmt.Errorf("%s answered HTTP %d through agent pool %s (a task service must answer 200)", url, res.Status, pool)
+	}
+	return nil
+}
+
 // verify sends the test request to a task; anything but a 200 refuses
 // the create or update.
 func (s *Service) verify(ctx context.Context, t *Task) error {
@@ -111,7 +142,7 @@ func (s *Service) verify(ctx context.Context, t *Task) error {
 	if err != nil {
 		return err
 	}
-	if err := s.send(ctx, t.URL, t.hmacKey, body); err != nil {
+	if err := s.send(ctx, t.AgentPoolID, t.URL, t.hmacKey, body); err != nil {
 		return core.Invalid("verification of the run task failed: %v", err)
 	}
 	return nil

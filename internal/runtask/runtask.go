@@ -63,8 +63,12 @@ type Task struct {
 	Category     string
 	Enabled      bool
 	Global       Global
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// AgentPoolID, when set, is the agent pool whose agents send the
+	// task's requests (request forwarding: internal/forward), for a
+	// service the server cannot reach.
+	AgentPoolID string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 
 	hmacKey string // write-only
 }
@@ -109,8 +113,8 @@ type TaskChanges struct {
 	HMACKey     *string
 	Enabled     *bool
 	Global      *GlobalChanges
-	// AgentPoolID names an agent pool for request forwarding; Terrace
-	// sends requests from the server, so a pool is refused.
+	// AgentPoolID names an agent pool for request forwarding ("": none,
+	// the server sends the requests itself).
 	AgentPoolID *string
 }
 

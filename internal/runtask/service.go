@@ -10,6 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/forward"
 	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/seal"
@@ -92,6 +93,15 @@ type Options struct {
 	// Policies adds policy evaluations to post-plan stages; nil runs
 	// tasks only.
 	Policies PolicyChecks
+	// Forwards sends the requests of tasks with an agent pool through the
+	// pool's agents; nil refuses agent pools.
+	Forwards Forwarder
+}
+
+// Forwarder sends a request through an agent of a pool and returns the
+// service's answer (internal/forward).
+type Forwarder interface {
+	Do(ctx context.Context, pool, url string, header map[string]string, body []byte) (forward.Result, error)
 }
 
 // Service manages run tasks, their workspace attachments, and the task
@@ -209,7 +219,12 @@ func (s *Service) apply(ctx context.Context, t *Task, c TaskChanges) error {
 		if err != nil || org != t.Organization {
 			return core.Invalid("The provided agent pool does not exist in organization %s", t.Organization)
 		}
-		return core.Invalid("run tasks cannot use an agent pool here: Terrace sends run task requests from the server itself, and has no agent request forwarding")
+		if s.o.Forwards == nil {
+			return core.Invalid("run tasks cannot use an agent pool here: this server has no request forwarding")
+		}
+	}
+	if c.AgentPoolID != nil {
+		t.AgentPoolID = *c.AgentPoolID
 	}
 	set := func(dst *string, src *string) {
 		if src != nil {
@@ -251,11 +266,12 @@ func (s *Service) Update(ctx context.Context, id string, c TaskChanges) (*Task, 
 	if err := authz.Allows(ctx, authz.OrgManageRunTasks, authz.Resource{Organization: t.Organization}); err != nil {
 		return nil, err
 	}
-	oldURL, oldKey := t.URL, t.hmacKey
+	oldURL, oldKey, oldPool := t.URL, t.hmacKey, t.AgentPoolID
 	if err := s.apply(ctx, t, c); err != nil {
 		return nil, err
 	}
-	if t.URL != oldURL || t.hmacKey != oldKey {
+	// Another pool is another path to the service: verified again.
+	if t.URL != oldURL || t.hmacKey != oldKey || t.AgentPoolID != oldPool {
 		if err := s.verify(ctx, t); err != nil {
 			return nil, err
 		}

@@ -29,14 +29,14 @@ func taskScanner(k *seal.Keyring) func(store.Scanner) (*Task, error) {
 	}
 }
 
-const taskCols = `id, organization_name, name, url, description, category, hmac_key, enabled, global_enabled, global_stages, global_enforcement, created_at, updated_at`
+const taskCols = `id, organization_name, name, url, description, category, hmac_key, enabled, global_enabled, global_stages, global_enforcement, created_at, updated_at, agent_pool_id`
 
 func scanTask(sc store.Scanner) (*Task, error) {
 	var t Task
 	var stages string
 	var created, updated int64
 	if err := sc.Scan(&t.ID, &t.Organization, &t.Name, &t.URL, &t.Description, &t.Category, &t.hmacKey, &t.Enabled,
-		&t.Global.Enabled, &stages, &t.Global.EnforcementLevel, &created, &updated); err != nil {
+		&t.Global.Enabled, &stages, &t.Global.EnforcementLevel, &created, &updated, &t.AgentPoolID); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(stages), &t.Global.Stages); err != nil {
@@ -63,9 +63,10 @@ func insertTask(ctx context.Context, q store.Q, k *seal.Keyring, t *Task) error 
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `INSERT INTO run_tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = q.Exec(ctx, `INSERT INTO run_tasks (`+taskCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Organization, t.Name, t.URL, t.Description, t.Category, key, t.Enabled,
-		t.Global.Enabled, jsonText(stagesOrEmpty(t.Global.Stages)), string(t.Global.EnforcementLevel), core.Micros(t.CreatedAt), core.Micros(t.UpdatedAt))
+		t.Global.Enabled, jsonText(stagesOrEmpty(t.Global.Stages)), string(t.Global.EnforcementLevel), core.Micros(t.CreatedAt), core.Micros(t.UpdatedAt),
+		t.AgentPoolID)
 	if store.IsUniqueViolation(q, err) {
 		return core.Invalid("name %q is already taken by another run task in organization %s", t.Name, t.Organization)
 	}
@@ -77,9 +78,9 @@ func updateTask(ctx context.Context, q store.Q, k *seal.Keyring, t *Task) error 
 	if err != nil {
 		return err
 	}
-	_, err = q.Exec(ctx, `UPDATE run_tasks SET name = ?, url = ?, description = ?, category = ?, hmac_key = ?, enabled = ?, global_enabled = ?, global_stages = ?, global_enforcement = ?, updated_at = ? WHERE id = ?`,
+	_, err = q.Exec(ctx, `UPDATE run_tasks SET name = ?, url = ?, description = ?, category = ?, hmac_key = ?, enabled = ?, global_enabled = ?, global_stages = ?, global_enforcement = ?, updated_at = ?, agent_pool_id = ? WHERE id = ?`,
 		t.Name, t.URL, t.Description, t.Category, key, t.Enabled, t.Global.Enabled, jsonText(stagesOrEmpty(t.Global.Stages)),
-		string(t.Global.EnforcementLevel), core.Micros(t.UpdatedAt), t.ID)
+		string(t.Global.EnforcementLevel), core.Micros(t.UpdatedAt), t.AgentPoolID, t.ID)
 	if store.IsUniqueViolation(q, err) {
 		return core.Invalid("name %q is already taken by another run task in organization %s", t.Name, t.Organization)
 	}

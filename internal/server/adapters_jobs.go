@@ -28,9 +28,10 @@ func (s *Server) wireJobs() error {
 	s.AgentPools.Auth = s.Auth
 	s.AgentPools.Lookup = poolLookup{s.Workspaces, s.Projects}
 	s.AgentPools.HeartbeatTimeout = s.cfg.JobHeartbeatTimeout
+	s.Forwards.Live = s.AgentPools.Live
 	s.Auth.SetAgentPoolResolver(s.AgentPools)
 	jobs, err := jobapi.NewServer(jobapi.Options{
-		Runs: s.Runs, Agents: s.AgentPools, Hostname: s.Hostname, Logger: s.logger.With("component", "jobs"),
+		Runs: s.Runs, Agents: s.AgentPools, Forwards: s.Forwards, Hostname: s.Hostname, Logger: s.logger.With("component", "jobs"),
 		Sources: jobapi.Sources{
 			Archive: func(ctx context.Context, cvID string) (io.ReadCloser, error) {
 				rc, _, err := s.ConfigVersions.OpenArchiveUnchecked(ctx, cvID)

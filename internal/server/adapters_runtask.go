@@ -58,7 +58,7 @@ func (s *Server) wireRunTasks() error {
 	var err error
 	s.RunTasks, err = runtask.NewService(runtask.Options{
 		DB: s.DB, Workspaces: runTaskWorkspaces{s.Workspaces}, AgentPools: s.AgentPools, Runs: runTaskRuns{s}, Tokens: s.Auth,
-		Logger: s.logger.With("component", "runtask"), BaseURL: s.BaseURL, Keys: s.Keys,
+		Logger: s.logger.With("component", "runtask"), BaseURL: s.BaseURL, Keys: s.Keys, Forwards: s.Forwards,
 		ProgressTimeout: s.cfg.RunTaskProgressTimeout, TotalTimeout: s.cfg.RunTaskTimeout, Backoff: s.cfg.RunTaskRetryBackoff,
 	})
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/forward"
 	"github.com/terracehq/terrace/internal/httplimit"
 	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/loops"
@@ -73,6 +74,9 @@ type Server struct {
 	Keys *seal.Keyring
 	// Identity signs workload identity tokens (internal/idtoken).
 	Identity *idtoken.Issuer
+	// Forwards sends run task requests through agent pools
+	// (internal/forward).
+	Forwards *forward.Service
 	Signer   *blob.Signer
 	Auth     *auth.Service
 	Orgs     *organization.Service
@@ -241,6 +245,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Variables.Keys = s.Keys
 	s.Identity = idtoken.New(s.DB, s.Keys, s.BaseURL)
+	s.Forwards = forward.New(s.DB, s.Keys)
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, variable.DeleteWorkspaceVariables)
 	s.Projects.OnDelete = append(s.Projects.OnDelete, variable.DeleteProjectVariableSets)
 	s.States = state.NewService(s.DB, s.Blobs, s.Signer, stateWorkspaces{ws: s.Workspaces, reads: &s.remoteStateRead})
@@ -638,7 +643,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // SealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
 func SealedColumns() []seal.Column {
-	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn, idtoken.KeyColumn,
+	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn, idtoken.KeyColumn, forward.BodyColumn,
 		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}, notify.SealedColumns...), state.SealedColumns...)
 }
 

@@ -168,6 +168,18 @@ func StartAgent(t testing.TB, p *Process, token, name string, extra ...string) *
 // test's), for flags that name files relative to it.
 func StartAgentIn(t testing.TB, dir string, p *Process, token, name string, extra ...string) *AgentProcess {
 	t.Helper()
+	return startAgent(t, dir, nil, p, token, name, extra...)
+}
+
+// StartAgentEnv is StartAgent with env added to the agent's environment
+// (HTTP_PROXY, for example), and to no other process's.
+func StartAgentEnv(t testing.TB, env []string, p *Process, token, name string, extra ...string) *AgentProcess {
+	t.Helper()
+	return startAgent(t, "", env, p, token, name, extra...)
+}
+
+func startAgent(t testing.TB, dir string, env []string, p *Process, token, name string, extra ...string) *AgentProcess {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -176,7 +188,7 @@ func StartAgentIn(t testing.TB, dir string, p *Process, token, name string, extr
 	cmd := exec.Command(TerraceBinary(t), "agent", "--address", p.URL, "--name", name,
 		"--ca-file", filepath.Join(p.DataDir, "tls", "ca.pem"), "--heartbeat", "500ms")
 	cmd.Args = append(cmd.Args, extra...)
-	cmd.Env = append(os.Environ(), "TERRACE_AGENT_TOKEN="+token)
+	cmd.Env = append(append(os.Environ(), "TERRACE_AGENT_TOKEN="+token), env...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
