@@ -357,12 +357,14 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 	if d.Inputs == nil {
 		return out, identity
 	}
-	// A token's jwt is unknown here: an input that is exactly
-	// identity_token.<name>.jwt takes it when its step runs; any other
-	// use of it stays unknown and is refused below.
+	// A token's jwt is minted when a step runs: here it is a placeholder
+	// (identityPlaceholder), marked. An input whose value is exactly a
+	// placeholder (identity_token.<name>.jwt, directly or through a
+	// local) takes the token then; a value made from one otherwise is
+	// refused below.
 	tokens := map[string]cty.Value{}
 	for _, tok := range w.cfg.IdentityTokens {
-		tokens[tok.Name] = cty.ObjectVal(map[string]cty.Value{"jwt": cty.UnknownVal(cty.String)})
+		tokens[tok.Name] = cty.ObjectVal(map[string]cty.Value{"jwt": cty.StringVal(identityPlaceholder(tok.Name)).Mark(markIdentity)})
 	}
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"upstream_input": cty.ObjectVal(w.cfg.Upstream), "identity_token": cty.ObjectVal(tokens),
 		"store": cty.ObjectVal(map[string]cty.Value{"varset": cty.ObjectVal(w.cfg.StoreValues)})}, Functions: checkFunctions}
@@ -385,22 +387,6 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 		}
 	}
 	ctx.Variables["local"] = cty.ObjectVal(locals)
-	// The inputs whose expression is a token's jwt, by the input's name.
-	jwtOf := map[string]string{}
-	if pairs, diags := hcl.ExprMap(d.Inputs); !diags.HasErrors() {
-		for _, p := range pairs {
-			k, kd := p.Key.Value(ctx)
-			tr, td := hcl.AbsTraversalForExpr(p.Value)
-			if kd.HasErrors() || td.HasErrors() || !k.IsKnown() || k.Type() != cty.String || len(tr) != 3 || tr.RootName() != "identity_token" {
-				continue
-			}
-			name, ok1 := tr[1].(hcl.TraverseAttr)
-			attr, ok2 := tr[2].(hcl.TraverseAttr)
-			if ok1 && ok2 && attr.Name == "jwt" {
-				jwtOf[k.AsString()] = name.Name
-			}
-		}
-	}
 	v, diags := d.Inputs.Value(ctx)
 	w.diags = append(w.diags, diags...)
 	if diags.HasErrors() {
@@ -424,7 +410,13 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 			if decl.Name != name {
 				continue
 			}
-			if tok, ok := jwtOf[name]; ok {
+			if _, ok := marks[markIdentity]; ok {
+				tok, exact := identityOf(val)
+				if !exact {
+					w.errorf(d.Inputs.Range(), "Invalid input",
+						fmt.Sprintf("The input %q uses an identity token's jwt inside an expression: an input can take identity_token.<name>.jwt only as it is.", name))
+					continue
+				}
 				if !decl.Ephemeral {
 					w.errorf(d.Inputs.Range(), "Identity token in a non-ephemeral variable",
 						fmt.Sprintf("The input %q is identity_token.%s.jwt: declare the variable %q with ephemeral = true, so that the token is neither kept in the saved plan nor in the state (and each step gets its own).", name, tok, name))
@@ -440,11 +432,6 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 					}
 				}
 				w.vars[name] = cty.UnknownVal(cty.String)
-				continue
-			}
-			if !val.IsWhollyKnown() {
-				w.errorf(d.Inputs.Range(), "Invalid input",
-					fmt.Sprintf("The input %q uses an identity token's jwt inside an expression: an input can take identity_token.<name>.jwt only as it is.", name))
 				continue
 			}
 			if _, ok := marks[markEphemeral]; ok && !decl.Ephemeral {
@@ -467,6 +454,27 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 		}
 	}
 	return out, identity
+}
+
+// markIdentity marks the placeholder of an identity token's jwt.
+const markIdentity = "identity_token"
+
+// identityPlaceholder stands for a token's jwt while the inputs are
+// evaluated: no value a configuration writes has a NUL in it.
+func identityPlaceholder(token string) string { return "\x00identity_token." + token + ".jwt\x00" }
+
+// identityOf returns the token whose placeholder v is, if it is exactly one.
+func identityOf(v cty.Value) (string, bool) {
+	if !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return "", false
+	}
+	s := v.AsString()
+	name, ok := strings.CutPrefix(s, "\x00identity_token.")
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, ".jwt\x00")
+	return name, ok && identityPlaceholder(name) == s
 }
 
 // attrStep returns a traversal's second step when it is an attribute.

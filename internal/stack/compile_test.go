@@ -289,6 +289,10 @@ component "a" {
   audience = ["aws.workload.identity", "sts.example.test"]
 }
 
+locals {
+  tok = identity_token.aws.jwt
+}
+
 deployment "dev" {
   inputs = { name = "dev", token = ` + input + ` }
 }
@@ -312,6 +316,12 @@ deployment "dev" {
 	}
 	if !strings.Contains(string(out.File), "ephemeral = true") {
 		t.Errorf("the generated variable is not ephemeral:\n%s", out.File)
+	}
+	if out, diags := compile("ephemeral = true", "local.tok"); diags.HasErrors() || out.Identity["token"].Token != "aws" {
+		t.Errorf("a token through a local: %+v, %v", out, diags)
+	}
+	if _, diags := compile("ephemeral = true", "upper(local.tok)"); !diags.HasErrors() || !strings.Contains(diags.Err().Error(), "only as it is") {
+		t.Errorf("a token changed by a function: %v", diags)
 	}
 	if _, diags := compile("", "identity_token.aws.jwt"); !diags.HasErrors() || !strings.Contains(diags.Err().Error(), "ephemeral = true") {
 		t.Errorf("a non-ephemeral variable taking a token: %v", diags)
