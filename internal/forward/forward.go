@@ -117,14 +117,15 @@ func (s *Service) Do(ctx context.Context, pool, url string, header map[string]st
 	}()
 	tick := time.NewTicker(s.Poll)
 	defer tick.Stop()
+	status := statusPending // as last read
 	for {
-		var status, errText string
+		var errText string
 		var code int
 		err := s.db.QueryRow(ctx, `SELECT status, response_status, error FROM agent_forwards WHERE id = ?`, id).Scan(&status, &code, &errText)
 		if err != nil && ctx.Err() == nil {
 			return Result{}, fmt.Errorf("reading the forwarded request: %w", err)
 		}
-		if status == statusDone {
+		if err == nil && status == statusDone {
 			return Result{Status: code, Error: errText}, nil
 		}
 		select {
