@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/terracehq/terrace/internal/blob"
+	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/store"
@@ -96,7 +98,53 @@ and replaces <data-dir>/kek.`,
 	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
 	f.StringVar(&kek, "kek", "", "the current key-encryption key (base64 or hex; default <data-dir>/kek)")
 	f.StringVar(&newKEK, "new-kek", "", "the new key-encryption key (base64 or hex; generated into <data-dir>/kek when the current key is there)")
-	cmd.AddCommand(rotate, reencryptCmd())
+	cmd.AddCommand(rotate, reencryptCmd(), rotateIdentityCmd())
+	return cmd
+}
+
+func rotateIdentityCmd() *cobra.Command {
+	var dataDir, database, kek string
+	var retire time.Duration
+	cmd := &cobra.Command{
+		Use:   "rotate-identity",
+		Short: "Make a new key to sign workload identity tokens with, without downtime",
+		Long: `Make a new key to sign workload identity tokens with (the OIDC issuer's
+key, /.well-known/jwks).
+
+Running servers sign with the new key within a minute; the key set keeps
+publishing the replaced key until --retire-after has passed since this
+rotation, so that tokens it signed still verify (give at least the site's
+plan and apply time limits together). Replaced keys older than that are
+dropped by this rotation.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := envTwins(cmd.Flags()); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			dataDir = cmp.Or(dataDir, ".terrace")
+			database = cmp.Or(database, filepath.Join(dataDir, "terrace.db"))
+			db, err := store.Open(ctx, database)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			keys, err := seal.Open(ctx, db, seal.Source{Configured: kek, DataDir: dataDir})
+			if err != nil {
+				return err
+			}
+			id, dropped, err := idtoken.Rotate(ctx, db, keys, retire)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "workload identity tokens are signed with key %s from now on (servers switch within a minute); %d replaced key(s) dropped\n", id, dropped)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dataDir, "data-dir", ".terrace", "the server's data dir")
+	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
+	f.StringVar(&kek, "kek", "", "the key-encryption key (base64 or hex; default <data-dir>/kek)")
+	f.DurationVar(&retire, "retire-after", 24*time.Hour, "how long a replaced key stays in the key set")
 	return cmd
 }
 

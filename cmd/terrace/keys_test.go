@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/server"
 )
@@ -97,5 +100,45 @@ func TestKeysReencrypt(t *testing.T) {
 	cmd.SetArgs([]string{"reencrypt", "--data-dir", t.TempDir()})
 	if err := cmd.ExecuteContext(ctx); err == nil || !strings.Contains(err.Error(), "no key-encryption key") {
 		t.Fatalf("reencrypt without a key: %v", err)
+	}
+}
+
+// TestKeysRotateIdentity: `terrace keys rotate-identity` on a server's data
+// dir adds the signing key the server's tokens then carry.
+func TestKeysRotateIdentity(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := server.New(ctx, server.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("starting: %v", err)
+	}
+	defer s.Close()
+	s.Identity.Refresh = 0
+	first, err := s.Identity.KeySet(ctx)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("key set: %v, %v", first, err)
+	}
+	cmd := keysCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"rotate-identity", "--data-dir", dir})
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("rotate-identity: %v", err)
+	}
+	if !strings.Contains(out.String(), "signed with key") || !strings.Contains(out.String(), "0 replaced key(s) dropped") {
+		t.Fatalf("rotate-identity said %q", out.String())
+	}
+	set, err := s.Identity.KeySet(ctx)
+	if err != nil || len(set) != 2 {
+		t.Fatalf("the server's key set after the rotation: %v, %v", set, err)
+	}
+	tok, err := s.Identity.DeploymentToken(ctx, idtoken.Deployment{}, []string{"aud"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(tok, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(header)
+	if strings.Contains(string(raw), first[0].Kid) {
+		t.Errorf("the server still signs with the replaced key: header %s", raw)
 	}
 }

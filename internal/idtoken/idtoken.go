@@ -52,8 +52,14 @@ type Issuer struct {
 	keys *seal.Keyring
 	url  string
 
-	mu  sync.Mutex
-	key *signingKey // the key this replica signs with, once read or made
+	// Refresh is how long this replica signs with the key it read before
+	// it looks for a newer one (a rotation by `terrace keys
+	// rotate-identity`). Defaults to a minute.
+	Refresh time.Duration
+
+	mu      sync.Mutex
+	key     *signingKey // the key this replica signs with, once read or made
+	checked time.Time   // when key was last found to be the newest
 }
 
 type signingKey struct {
@@ -65,7 +71,7 @@ type signingKey struct {
 // trailing slash) as their iss; keys seals the private key (nil: stored
 // plain, as everywhere without encryption at rest).
 func New(db *store.DB, keys *seal.Keyring, url string) *Issuer {
-	return &Issuer{db: db, keys: keys, url: url}
+	return &Issuer{db: db, keys: keys, url: url, Refresh: time.Minute}
 }
 
 // URL is the issuer's URL, the tokens' iss.
@@ -141,56 +147,102 @@ func newJTI() string {
 func (i *Issuer) signingKey(ctx context.Context) (*signingKey, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.key != nil {
+	if i.key != nil && core.Now().Sub(i.checked) < i.Refresh {
 		return i.key, nil
 	}
-	k, err := i.newest(ctx)
+	if i.key != nil {
+		// Still the newest? One short statement; the key is read again
+		// only when a rotation made another.
+		var id string
+		if err := i.db.QueryRow(ctx, newestKeySQL("id")).Scan(&id); err != nil {
+			return nil, fmt.Errorf("reading the workload identity signing key: %w", err)
+		}
+		if id == i.key.id {
+			i.checked = core.Now()
+			return i.key, nil
+		}
+	}
+	k, err := newest(ctx, i.db, i.keys)
 	if err != nil {
 		return nil, err
 	}
 	if k == nil {
-		priv, err := rsa.GenerateKey(rand.Reader, keyBits)
-		if err != nil {
+		if _, err := addKey(ctx, i.db, i.keys); err != nil {
 			return nil, err
 		}
-		k = &signingKey{id: thumbprint(&priv.PublicKey), priv: priv}
-		sealed, err := i.keys.SealString(KeyColumn.Purpose, base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(priv)))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := i.db.Exec(ctx, `INSERT INTO workload_identity_keys (id, private_key, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			k.id, sealed, core.Now().UnixMicro()); err != nil {
-			return nil, fmt.Errorf("storing the workload identity signing key: %w", err)
-		}
-		if k, err = i.newest(ctx); err != nil {
+		if k, err = newest(ctx, i.db, i.keys); err != nil {
 			return nil, err
 		}
 		if k == nil {
 			return nil, errors.New("the workload identity signing key just stored is not there")
 		}
 	}
-	i.key = k
+	i.key, i.checked = k, core.Now()
 	return k, nil
 }
 
-func (i *Issuer) newest(ctx context.Context) (*signingKey, error) {
+func newestKeySQL(cols string) string {
+	return `SELECT ` + cols + ` FROM workload_identity_keys ORDER BY created_at DESC, id LIMIT 1`
+}
+
+// addKey makes a signing key and stores it (sealed) as the newest.
+func addKey(ctx context.Context, db *store.DB, keys *seal.Keyring) (string, error) {
+	priv, err := rsa.GenerateKey(rand.Reader, keyBits)
+	if err != nil {
+		return "", err
+	}
+	id := thumbprint(&priv.PublicKey)
+	sealed, err := keys.SealString(KeyColumn.Purpose, base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(priv)))
+	if err != nil {
+		return "", err
+	}
+	if _, err := db.Exec(ctx, `INSERT INTO workload_identity_keys (id, private_key, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		id, sealed, core.Now().UnixMicro()); err != nil {
+		return "", fmt.Errorf("storing the workload identity signing key: %w", err)
+	}
+	return id, nil
+}
+
+func newest(ctx context.Context, db *store.DB, keys *seal.Keyring) (*signingKey, error) {
 	var id, sealed string
-	err := i.db.QueryRow(ctx, `SELECT id, private_key FROM workload_identity_keys ORDER BY created_at DESC, id LIMIT 1`).Scan(&id, &sealed)
+	err := db.QueryRow(ctx, newestKeySQL("id, private_key")).Scan(&id, &sealed)
 	if store.IsNoRows(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the workload identity signing key: %w", err)
 	}
-	priv, err := i.open(sealed)
+	priv, err := openKey(keys, sealed)
 	if err != nil {
 		return nil, fmt.Errorf("opening workload identity signing key %s: %w", id, err)
 	}
 	return &signingKey{id: id, priv: priv}, nil
 }
 
-func (i *Issuer) open(sealed string) (*rsa.PrivateKey, error) {
-	plain, err := i.keys.OpenString(KeyColumn.Purpose, sealed)
+// Rotate makes a new signing key, which every replica signs with within
+// its Refresh, and drops the keys that were replaced more than retire
+// ago: the key set keeps publishing a replaced key while tokens it signed
+// may still be in use (retire should be at least the longest token
+// lifetime: the plan and apply time limits together). It returns the new
+// key's ID and how many keys were dropped.
+func Rotate(ctx context.Context, db *store.DB, keys *seal.Keyring, retire time.Duration) (string, int, error) {
+	id, err := addKey(ctx, db, keys)
+	if err != nil {
+		return "", 0, err
+	}
+	// A key is dropped when a key after it is older than retire.
+	res, err := db.Exec(ctx, `DELETE FROM workload_identity_keys WHERE id <> ? AND EXISTS (
+		SELECT 1 FROM workload_identity_keys later WHERE later.created_at > workload_identity_keys.created_at AND later.created_at < ?)`,
+		id, core.Now().Add(-retire).UnixMicro())
+	if err != nil {
+		return id, 0, err
+	}
+	n, _ := res.RowsAffected()
+	return id, int(n), nil
+}
+
+func openKey(keys *seal.Keyring, sealed string) (*rsa.PrivateKey, error) {
+	plain, err := keys.OpenString(KeyColumn.Purpose, sealed)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +294,7 @@ func (i *Issuer) KeySet(ctx context.Context) ([]jwk, error) {
 		if err := rows.Scan(&id, &sealed); err != nil {
 			return nil, err
 		}
-		priv, err := i.open(sealed)
+		priv, err := openKey(i.keys, sealed)
 		if err != nil {
 			return nil, fmt.Errorf("opening workload identity signing key %s: %w", id, err)
 		}

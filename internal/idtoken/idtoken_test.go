@@ -143,3 +143,67 @@ func TestKeySetBeforeAnyToken(t *testing.T) {
 		}
 	})
 }
+
+// A rotation makes a new key: every replica signs with it once its
+// Refresh has passed, the key set publishes both while tokens of the old
+// one may be in use, and a later rotation past the retirement drops it.
+func TestRotation(t *testing.T) {
+	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		keys, err := seal.Open(ctx, db, seal.Source{DataDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := http.NewServeMux()
+		srv := httptest.NewTLSServer(mux)
+		t.Cleanup(srv.Close)
+		iss := idtoken.New(db, keys, srv.URL)
+		iss.Register(mux)
+		iss.Refresh = 0 // look for a newer key at every token
+		kidOf := func(tok string) string {
+			t.Helper()
+			parsed, err := jwt.ParseSigned(tok, []jose.SignatureAlgorithm{jose.RS256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return parsed.Headers[0].KeyID
+		}
+		mint := func() string {
+			t.Helper()
+			tok, err := iss.DeploymentToken(ctx, idtoken.Deployment{OrganizationName: "acme", Deployment: "prod", Operation: "plan"}, []string{"aud"}, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}
+		before := mint()
+		id, dropped, err := idtoken.Rotate(ctx, db, keys, time.Hour)
+		if err != nil || dropped != 0 {
+			t.Fatalf("rotate: %s, %d dropped, %v", id, dropped, err)
+		}
+		after := mint()
+		if kidOf(after) != id || kidOf(before) == id {
+			t.Fatalf("signed with %s before and %s after rotating to %s", kidOf(before), kidOf(after), id)
+		}
+		// Both verify: the old key is still published.
+		idtokentest.Verify(t, srv.Client(), srv.URL, before, "aud")
+		idtokentest.Verify(t, srv.Client(), srv.URL, after, "aud")
+		// A replica that read its key a moment ago keeps it until Refresh.
+		lazy := idtoken.New(db, keys, srv.URL)
+		lazy.Refresh = time.Hour
+		if _, err := lazy.DeploymentToken(ctx, idtoken.Deployment{}, []string{"aud"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// Retired: a rotation with no retirement drops every replaced key.
+		third, dropped, err := idtoken.Rotate(ctx, db, keys, 0)
+		if err != nil || dropped != 2 {
+			t.Fatalf("second rotation: %s, %d dropped (want the first two), %v", third, dropped, err)
+		}
+		if set := idtokentest.KeySet(t, srv.Client(), srv.URL); len(set.Keys) != 1 || set.Keys[0].KeyID != third {
+			t.Fatalf("the key set after retiring: %+v", set.Keys)
+		}
+		if kidOf(mint()) != third {
+			t.Error("the issuer does not sign with the newest key")
+		}
+	})
+}
