@@ -441,7 +441,7 @@ func (w *compiler) inputs(d *Deployment) (map[string]string, map[string]Identity
 			}
 			if _, ok := marks[markSensitive]; ok && !decl.Sensitive {
 				w.errorf(d.Inputs.Range(), "Sensitive value in a variable that is not sensitive",
-					fmt.Sprintf("The input %q reads a sensitive variable of a variable set: declare the variable %q with sensitive = true, so that its value is hidden in the runs and their logs.", name, name))
+					fmt.Sprintf("The input %q reads a sensitive value (a sensitive variable of a variable set, or an upstream stack's value published from a sensitive output): declare the variable %q with sensitive = true, so that its value is hidden in the runs and their logs.", name, name))
 				continue
 			}
 			conv, err := convert.Convert(val, decl.Type)

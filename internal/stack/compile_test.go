@@ -408,6 +408,11 @@ component "a" {
   category = "terraform"
 }
 
+upstream_input "net" {
+  type   = "stack"
+  source = "app.terraform.io/acme/platform/net"
+}
+
 locals {
   prefix = "hello-"
 }
@@ -426,6 +431,8 @@ deployment "dev" {
 			"greeting": greeting.Mark(markEphemeral), "password": password.Mark(markEphemeral),
 			"stable": cty.ObjectVal(map[string]cty.Value{"greeting": greeting, "password": password}),
 		})}
+		cfg.Upstream = map[string]cty.Value{"net": cty.ObjectVal(map[string]cty.Value{
+			"plain": cty.StringVal("net-1"), "secret": cty.StringVal("s3cret").Mark(markSensitive)})}
 		return cfg.Compile("dev")
 	}
 	for _, c := range []struct {
@@ -440,6 +447,9 @@ deployment "dev" {
 		{"ephemeral = true", "store.varset.app.password", "", "sensitive = true"},
 		{"sensitive = true", "store.varset.app.stable.password", `"hunter2"`, ""},
 		{"sensitive = true\n  ephemeral = true", "store.varset.app.password", `"hunter2"`, ""},
+		{"", "upstream_input.net.plain", `"net-1"`, ""},
+		{"", "upstream_input.net.secret", "", "sensitive = true"},
+		{"sensitive = true", "upstream_input.net.secret", `"s3cret"`, ""},
 	} {
 		out, diags := compile(c.decl, c.input)
 		switch {

@@ -19,6 +19,7 @@ import (
 // fails with a diagnostic naming its file and line; once the upstream
 // publishes, and again when the published value changes, the reader gets
 // a new configuration by itself and its deployment applies with the value.
+// A value published from a sensitive output stays sensitive downstream.
 func TestLinkedStacks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
@@ -80,6 +81,20 @@ func TestLinkedStacks(t *testing.T) {
 		for _, v := range vals {
 			if !strings.HasPrefix(v, "tsl1.") || strings.Contains(v, "-net") {
 				t.Errorf("a published output is stored in plain text: %q", v)
+			}
+		}
+		// A value published from a sensitive output stays sensitive: the
+		// reader takes it into a sensitive variable, which its runs hide.
+		var secretSensitive, idSensitive bool
+		if err := e.Server.DB.QueryRow(ctx, `SELECT (SELECT sensitive FROM stack_published_outputs WHERE name = 'net_secret'), (SELECT sensitive FROM stack_published_outputs WHERE name = 'net_id')`).
+			Scan(&secretSensitive, &idSensitive); err != nil || !secretSensitive || idSensitive {
+			t.Errorf("published sensitivity: net_secret %v, net_id %v (%v)", secretSensitive, idSensitive, err)
+		}
+		for _, r := range workspaceRuns(t, c, org.Name, "stack-"+app.ID+"-prod") {
+			for _, v := range r.Variables {
+				if v.Key == "net_secret" && v.Value != "" {
+					t.Errorf("run %s shows the upstream secret: %q", r.ID, v.Value)
+				}
 			}
 		}
 	})

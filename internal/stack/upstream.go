@@ -107,25 +107,34 @@ func (s *Service) findStack(ctx context.Context, src upstreamSource) (string, er
 }
 
 // publishedValues reads what a stack publishes.
+// A value published from a sensitive output is marked sensitive, so that
+// an input made from it must go to a sensitive variable (compile).
 func (s *Service) publishedValues(ctx context.Context, q store.Q, stackID string) (map[string]cty.Value, error) {
-	rows, err := store.All(ctx, q, func(sc store.Scanner) ([3]string, error) {
-		var p [3]string
-		return p, sc.Scan(&p[0], &p[1], &p[2])
-	}, `SELECT name, value, type FROM stack_published_outputs WHERE stack_id = ? ORDER BY name`, stackID)
+	type published struct {
+		name, value, typ string
+		sensitive        bool
+	}
+	rows, err := store.All(ctx, q, func(sc store.Scanner) (published, error) {
+		var p published
+		return p, sc.Scan(&p.name, &p.value, &p.typ, &p.sensitive)
+	}, `SELECT name, value, type, sensitive FROM stack_published_outputs WHERE stack_id = ? ORDER BY name`, stackID)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]cty.Value{}
 	for _, r := range rows {
-		plain, err := s.keys.OpenString(PublishedValueColumn.Purpose, r[1])
+		plain, err := s.keys.OpenString(PublishedValueColumn.Purpose, r.value)
 		if err != nil {
-			return nil, fmt.Errorf("published output %q of stack %s: %w", r[0], stackID, err)
+			return nil, fmt.Errorf("published output %q of stack %s: %w", r.name, stackID, err)
 		}
-		v, err := decodeJSONValue([]byte(plain), []byte(r[2]))
+		v, err := decodeJSONValue([]byte(plain), []byte(r.typ))
 		if err != nil {
-			return nil, fmt.Errorf("published output %q of stack %s: %w", r[0], stackID, err)
+			return nil, fmt.Errorf("published output %q of stack %s: %w", r.name, stackID, err)
 		}
-		out[r[0]] = v
+		if r.sensitive {
+			v = v.Mark(markSensitive)
+		}
+		out[r.name] = v
 	}
 	return out, nil
 }
@@ -187,6 +196,9 @@ func (s *Service) publish(ctx context.Context, r *DeploymentRun) error {
 				if err != nil {
 					return fmt.Errorf("output %q of deployment %s: %w", name, a.Name, err)
 				}
+				if o.Sensitive {
+					v = v.Mark(markSensitive)
+				}
 				vals[name] = v
 			}
 			deployments[a.Name] = cty.ObjectVal(vals)
@@ -199,6 +211,8 @@ func (s *Service) publish(ctx context.Context, r *DeploymentRun) error {
 		if d.HasErrors() || !v.IsWhollyKnown() {
 			continue
 		}
+		v, marks := v.UnmarkDeep()
+		_, sensitive := marks[markSensitive]
 		vj, err := ctyjson.Marshal(v, v.Type())
 		if err != nil {
 			return err
@@ -212,20 +226,22 @@ func (s *Service) publish(ctx context.Context, r *DeploymentRun) error {
 			return err
 		}
 		var oldV, oldT string
-		err = s.db.QueryRow(ctx, `SELECT value, type FROM stack_published_outputs WHERE stack_id = ? AND name = ?`, r.StackID, po.Name).Scan(&oldV, &oldT)
+		var oldSensitive bool
+		err = s.db.QueryRow(ctx, `SELECT value, type, sensitive FROM stack_published_outputs WHERE stack_id = ? AND name = ?`, r.StackID, po.Name).
+			Scan(&oldV, &oldT, &oldSensitive)
 		if err == nil {
 			oldV, err = s.keys.OpenString(PublishedValueColumn.Purpose, oldV)
 		}
 		switch {
 		case store.IsNoRows(err):
-			_, err = s.db.Exec(ctx, `INSERT INTO stack_published_outputs (id, stack_id, name, value, type, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-				r.StackID+"/"+po.Name, r.StackID, po.Name, sealed, string(tj), micros(nowUTC()))
+			_, err = s.db.Exec(ctx, `INSERT INTO stack_published_outputs (id, stack_id, name, value, type, sensitive, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				r.StackID+"/"+po.Name, r.StackID, po.Name, sealed, string(tj), sensitive, micros(nowUTC()))
 		case err != nil:
-		case bytes.Equal([]byte(oldV), vj) && bytes.Equal([]byte(oldT), tj):
+		case bytes.Equal([]byte(oldV), vj) && bytes.Equal([]byte(oldT), tj) && oldSensitive == sensitive:
 			continue
 		default:
-			_, err = s.db.Exec(ctx, `UPDATE stack_published_outputs SET value = ?, type = ?, updated_at = ? WHERE stack_id = ? AND name = ?`,
-				sealed, string(tj), micros(nowUTC()), r.StackID, po.Name)
+			_, err = s.db.Exec(ctx, `UPDATE stack_published_outputs SET value = ?, type = ?, sensitive = ?, updated_at = ? WHERE stack_id = ? AND name = ?`,
+				sealed, string(tj), sensitive, micros(nowUTC()), r.StackID, po.Name)
 		}
 		if err != nil {
 			return err

@@ -16,6 +16,6 @@ deployment_group "auto" {
 }
 
 deployment "prod" {
-  inputs           = { net_id = upstream_input.net.net_id }
+  inputs           = { net_id = upstream_input.net.net_id, net_secret = upstream_input.net.net_secret }
   deployment_group = deployment_group.auto
 }

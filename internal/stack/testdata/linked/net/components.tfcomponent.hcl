@@ -12,3 +12,9 @@ output "net_id" {
   type  = string
   value = component.net.value
 }
+
+output "net_secret" {
+  type      = string
+  value     = "${component.net.value}-secret"
+  sensitive = true
+}

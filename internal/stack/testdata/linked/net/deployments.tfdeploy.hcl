@@ -18,3 +18,8 @@ deployment "prod" {
 publish_output "net_id" {
   value = deployment.prod.net_id
 }
+
+# Published from a sensitive output: a reader must take it sensitive.
+publish_output "net_secret" {
+  value = deployment.prod.net_secret
+}
