@@ -261,7 +261,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Providers = providerregistry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, providerregistry.Options{Logger: s.logger})
 	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.Workspaces.DeleteOrganizationWorkspaces, registry.DeleteOrganizationModules, providerregistry.DeleteOrganizationProviders, stack.DeleteOrganizationStacks)
 	s.Orgs.OnRename = append(s.Orgs.OnRename, registry.RenameOrganizationModules, providerregistry.RenameOrganizationProviders)
-	if s.ToolVersions, err = toolversion.NewService(toolversion.Config{DB: s.DB, Usage: workspace.TerraformVersionUsage}); err != nil {
+	if s.ToolVersions, err = toolversion.NewService(toolversion.Config{DB: s.DB, Usage: workspace.TerraformVersionUsage, Runs: run.UnfinishedOnVersion}); err != nil {
 		s.Close()
 		return nil, err
 	}

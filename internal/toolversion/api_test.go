@@ -12,6 +12,7 @@ import (
 	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -250,7 +251,8 @@ func TestAdminTerraformVersions(t *testing.T) {
 // version (also one written "v1.0.30"); a version in use is neither
 // deleted nor renamed (422); a workspace may not be set to a registered
 // version that is disabled, while the workspaces already on it keep it;
-// versions not registered stay free to choose.
+// versions not registered stay free to choose; a version a run that has
+// not ended was pinned to is neither deleted nor renamed either.
 func TestTerraformVersionUsage(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
@@ -344,8 +346,30 @@ func TestTerraformVersionUsage(t *testing.T) {
 		if n := usage(); n != 0 {
 			t.Fatalf("usage %d after every workspace left it, want 0", n)
 		}
+		// A run that planned with it and has not ended (a saved plan
+		// waiting to be applied) keeps it: its apply may install it.
+		now := core.Micros(core.Now())
+		if _, err := e.Server.DB.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, plan_id, apply_id, created_at, updated_at, doc)
+			VALUES ('run-pinned', ?, 'acme', 'cv-none', 'planned_and_saved', ?, 'plan-pinned', 'apply-pinned', ?, ?, ?)`,
+			a.ID, false, now, now, `{"id":"run-pinned","status":"planned_and_saved","terraform_version":"1.0.30"}`); err != nil {
+			t.Fatal(err)
+		}
+		status, b = e.API(t, "", "DELETE", "/api/v2/admin/terraform-versions/"+v.ID, nil)
+		if status != http.StatusUnprocessableEntity || !strings.Contains(errorDetail(b), "1 run that has not ended uses it") {
+			t.Fatalf("deleting a version a pending run uses: %d %s", status, b)
+		}
+		status, b = e.API(t, "", "PATCH", "/api/v2/admin/terraform-versions/"+v.ID, body(map[string]any{"version": "1.0.31"}))
+		if status != http.StatusUnprocessableEntity || !strings.Contains(errorDetail(b), "cannot be renamed") {
+			t.Fatalf("renaming a version a pending run uses: %d %s", status, b)
+		}
+		if _, err := e.Server.DB.Exec(ctx, `UPDATE runs SET status = 'discarded' WHERE id = 'run-pinned'`); err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Delete(ctx, v.ID); err != nil {
 			t.Fatalf("deleting a version no longer in use: %v", err)
+		}
+		if _, err := e.Server.DB.Exec(ctx, `DELETE FROM runs WHERE id = 'run-pinned'`); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

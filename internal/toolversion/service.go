@@ -25,6 +25,10 @@ type Usage func(ctx context.Context, q store.Q, versions []string) (map[string]i
 type Config struct {
 	DB    *store.DB
 	Usage Usage
+	// Runs, when set, counts the unfinished runs on a version (through
+	// q): a version such a run was pinned to is neither deleted nor
+	// renamed until they end.
+	Runs func(ctx context.Context, q store.Q, version string) (int, error)
 }
 
 // Service keeps the registered terraform versions. Its API methods are
@@ -34,6 +38,7 @@ type Config struct {
 type Service struct {
 	db    *store.DB
 	usage Usage
+	runs  func(ctx context.Context, q store.Q, version string) (int, error)
 }
 
 // NewService returns a terraform version service.
@@ -41,7 +46,7 @@ func NewService(c Config) (*Service, error) {
 	if c.DB == nil || c.Usage == nil {
 		return nil, errors.New("toolversion: a database and a usage count are required")
 	}
-	return &Service{db: c.DB, usage: c.Usage}, nil
+	return &Service{db: c.DB, usage: c.Usage, runs: c.Runs}, nil
 }
 
 const cols = `id, version, official, enabled, beta, deprecated, deprecated_reason, archs, created_at, updated_at`
@@ -181,13 +186,31 @@ func (s *Service) inUse(ctx context.Context, tx store.Q, version, change string)
 		return err
 	}
 	if n[version] == 0 {
-		return nil
+		return s.runsOn(ctx, tx, version, change)
 	}
 	noun := "workspaces use"
 	if n[version] == 1 {
 		noun = "workspace uses"
 	}
 	return core.Invalid("terraform %s cannot be %s: %d %s it; set them to another version first (or disable it: workspaces on it keep it, and no other may choose it)", version, change, n[version], noun)
+}
+
+// runsOn refuses a change that would take version away from a run that
+// has not ended: its plan ran with it, and its apply may need to install
+// it on another runner.
+func (s *Service) runsOn(ctx context.Context, tx store.Q, version, change string) error {
+	if s.runs == nil {
+		return nil
+	}
+	n, err := s.runs(ctx, tx, version)
+	if err != nil || n == 0 {
+		return err
+	}
+	noun := "runs that have not ended use"
+	if n == 1 {
+		noun = "run that has not ended uses"
+	}
+	return core.Invalid("terraform %s cannot be %s: %d %s it (its apply may still need to install it); try again when they have ended", version, change, n, noun)
 }
 
 // Update changes a version. A version in use keeps its version number.
