@@ -106,6 +106,11 @@ func (s *Service) Do(ctx context.Context, pool, url string, header map[string]st
 	}
 	id := core.NewID(Prefix)
 	now := core.Now()
+	// What a sender that stopped (a crash, a restart) left behind: no
+	// agent is given it, nobody reads its answer.
+	if _, err := s.db.Exec(ctx, `DELETE FROM agent_forwards WHERE expires_at < ?`, core.Micros(now.Add(-time.Minute))); err != nil {
+		return Result{}, fmt.Errorf("clearing old forwarded requests: %w", err)
+	}
 	if _, err := s.db.Exec(ctx, `INSERT INTO agent_forwards (id, pool_id, url, header, body, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		id, pool, url, string(hdr), sealed, statusPending, core.Micros(now), core.Micros(deadline)); err != nil {
 		return Result{}, fmt.Errorf("storing the request for agent pool %s: %w", pool, err)
@@ -166,6 +171,11 @@ func (s *Service) Claim(ctx context.Context, pool, agent string) (*Request, erro
 	for {
 		wake := s.wakeChan(pool)
 		r, err := s.claimOne(ctx, pool, agent)
+		if err != nil && ctx.Err() != nil {
+			// The wait ended during a statement: nothing came. (A claim
+			// the statement made is taken back by its sender's timeout.)
+			return nil, nil
+		}
 		if err != nil || r != nil {
 			return r, err
 		}

@@ -99,6 +99,16 @@ func TestForwardThroughAPool(t *testing.T) {
 		if _, err := f.Do(ctx, "apool-a", "http://x", nil, nil); err == nil {
 			t.Error("a request without a deadline was stored")
 		}
+		// A request a stopped sender left behind goes with the next one.
+		if _, err := db.Exec(ctx, `INSERT INTO agent_forwards (id, pool_id, url, header, body, status, created_at, expires_at) VALUES ('fwd-left', 'apool-b', 'http://x', '{}', '', 'pending', 0, 1)`); err != nil {
+			t.Fatal(err)
+		}
+		short2, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel2()
+		_, _ = f.Do(short2, "apool-a", "http://x", nil, nil)
+		if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM agent_forwards WHERE id = 'fwd-left'`).Scan(&left); err != nil || left != 0 {
+			t.Errorf("a long expired request is still stored (%d, %v)", left, err)
+		}
 		// No agent running: at once, and nothing is stored.
 		f.Live = func(ctx context.Context, pool string) (bool, error) { return pool != "apool-a", nil }
 		long, cancel := context.WithTimeout(ctx, time.Minute)
