@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -225,9 +226,16 @@ func (s *Service) claimOne(ctx context.Context, pool, agent string) (*Request, e
 	}
 }
 
+// maxError bounds the reason an agent gives for having no answer (it
+// reaches the task result's message).
+const maxError = 1024
+
 // Report records the answer of a request the agent claimed. A request
 // that is gone (its sender gave up) or is another agent's is not found.
 func (s *Service) Report(ctx context.Context, pool, agent, id string, res Result) error {
+	if len(res.Error) > maxError {
+		res.Error = strings.ToValidUTF8(res.Error[:maxError], "") + "…"
+	}
 	r, err := s.db.Exec(ctx, `UPDATE agent_forwards SET status = ?, response_status = ?, error = ? WHERE id = ? AND pool_id = ? AND agent_id = ? AND status = ?`,
 		statusDone, res.Status, res.Error, id, pool, agent, statusClaimed)
 	if err != nil {
