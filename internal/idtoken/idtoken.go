@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +61,7 @@ type Issuer struct {
 	mu      sync.Mutex
 	key     *signingKey // the key this replica signs with, once read or made
 	checked time.Time   // when key was last found to be the newest
+	public  sync.Map    // key ID → jwk: a key is unsealed and parsed once per replica
 }
 
 type signingKey struct {
@@ -73,9 +75,6 @@ type signingKey struct {
 func New(db *store.DB, keys *seal.Keyring, url string) *Issuer {
 	return &Issuer{db: db, keys: keys, url: url, Refresh: time.Minute}
 }
-
-// URL is the issuer's URL, the tokens' iss.
-func (i *Issuer) URL() string { return i.url }
 
 // Token is what a token says: the subject, the audiences it is for, how
 // long it lives, and the claims beside the standard ones.
@@ -197,7 +196,7 @@ func addKey(ctx context.Context, db *store.DB, keys *seal.Keyring) (string, erro
 		return "", err
 	}
 	if _, err := db.Exec(ctx, `INSERT INTO workload_identity_keys (id, private_key, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		id, sealed, core.Now().UnixMicro()); err != nil {
+		id, sealed, core.Micros(core.Now())); err != nil {
 		return "", fmt.Errorf("storing the workload identity signing key: %w", err)
 	}
 	return id, nil
@@ -233,7 +232,7 @@ func Rotate(ctx context.Context, db *store.DB, keys *seal.Keyring, retire time.D
 	// A key is dropped when a key after it is older than retire.
 	res, err := db.Exec(ctx, `DELETE FROM workload_identity_keys WHERE id <> ? AND EXISTS (
 		SELECT 1 FROM workload_identity_keys later WHERE later.created_at > workload_identity_keys.created_at AND later.created_at < ?)`,
-		id, core.Now().Add(-retire).UnixMicro())
+		id, core.Micros(core.Now().Add(-retire)))
 	if err != nil {
 		return id, 0, err
 	}
@@ -294,11 +293,17 @@ func (i *Issuer) KeySet(ctx context.Context) ([]jwk, error) {
 		if err := rows.Scan(&id, &sealed); err != nil {
 			return nil, err
 		}
+		if k, ok := i.public.Load(id); ok {
+			out = append(out, k.(jwk))
+			continue
+		}
 		priv, err := openKey(i.keys, sealed)
 		if err != nil {
 			return nil, fmt.Errorf("opening workload identity signing key %s: %w", id, err)
 		}
-		out = append(out, publicJWK(id, &priv.PublicKey))
+		k := publicJWK(id, &priv.PublicKey)
+		i.public.Store(id, k)
+		out = append(out, k)
 	}
 	return out, rows.Err()
 }
@@ -319,11 +324,23 @@ func (i *Issuer) discovery(w http.ResponseWriter, r *http.Request) {
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"scopes_supported":                      []string{"openid"},
-		"claims_supported": []string{"sub", "aud", "exp", "iat", "iss", "jti", "nbf",
-			"terraform_organization_id", "terraform_organization_name", "terraform_project_id", "terraform_project_name",
-			"terraform_workspace_id", "terraform_workspace_name", "terraform_full_workspace", "terraform_run_id", "terraform_run_phase",
-			"terraform_stack_id", "terraform_stack_name", "terraform_stack_deployment_name", "terraform_operation", "terraform_plan_id"},
+		"claims_supported":                      claimsSupported(),
 	})
+}
+
+// claimsSupported names the standard claims and those a run's or a
+// deployment's tokens carry (their claims' keys), once each.
+func claimsSupported() []string {
+	out := []string{"sub", "aud", "exp", "iat", "iss", "jti", "nbf"}
+	for _, claims := range []map[string]any{Run{}.claims(), Deployment{}.claims()} {
+		for name := range claims {
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out[7:])
+	return out
 }
 
 func (i *Issuer) jwks(w http.ResponseWriter, r *http.Request) {

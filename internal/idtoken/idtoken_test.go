@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +26,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		keys, err := seal.Open(ctx, db, seal.Source{DataDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		srv := httptest.NewTLSServer(mux)
-		t.Cleanup(srv.Close)
-		iss := idtoken.New(db, keys, srv.URL)
-		iss.Register(mux)
+		iss, keys, srv := serve(t, db, true)
 		verify := func(tok, audience string) map[string]any {
 			return idtokentest.Verify(t, srv.Client(), srv.URL, tok, audience)
 		}
@@ -54,6 +47,7 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 			t.Fatalf("minted %+v, want TFC_WORKLOAD_IDENTITY_TOKEN and TFC_WORKLOAD_IDENTITY_TOKEN_VAULT", minted)
 		}
 		claims := verify(minted[0].Token, "aws.workload.identity")
+		runClaims := claims
 		want := map[string]any{
 			"sub":                         "organization:acme:project:Default Project:workspace:network:run_phase:plan",
 			"aud":                         "aws.workload.identity",
@@ -117,6 +111,22 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 			claims["terraform_stack_deployment_name"] != "prod" || claims["terraform_operation"] != "apply" || claims["terraform_plan_id"] != "sdr-1" {
 			t.Errorf("deployment token claims: %v", claims)
 		}
+		// The discovery document names every claim the two kinds of
+		// token carry.
+		var disc struct {
+			Claims []string `json:"claims_supported"`
+		}
+		idtokentest.GetJSON(t, srv.Client(), srv.URL+idtoken.DiscoveryPath, &disc)
+		for name := range runClaims {
+			if !slices.Contains(disc.Claims, name) {
+				t.Errorf("claims_supported %v lacks the run token's %s", disc.Claims, name)
+			}
+		}
+		for name := range claims {
+			if !slices.Contains(disc.Claims, name) {
+				t.Errorf("claims_supported %v lacks the deployment token's %s", disc.Claims, name)
+			}
+		}
 		if exp, iat := claims["exp"].(float64), claims["iat"].(float64); exp-iat != idtoken.DefaultTTL.Seconds() {
 			t.Errorf("a token without a lifetime lives %v s, want the default %v", exp-iat, idtoken.DefaultTTL)
 		}
@@ -129,10 +139,7 @@ func TestTokensVerifyWithThePublishedKeys(t *testing.T) {
 // A relying party set up before the first run finds a key.
 func TestKeySetBeforeAnyToken(t *testing.T) {
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
-		mux := http.NewServeMux()
-		srv := httptest.NewTLSServer(mux)
-		t.Cleanup(srv.Close)
-		idtoken.New(db, nil, srv.URL).Register(mux)
+		_, _, srv := serve(t, db, false)
 		var set jose.JSONWebKeySet
 		res := idtokentest.GetJSON(t, srv.Client(), srv.URL+idtoken.JWKSPath, &set)
 		if len(set.Keys) != 1 || !set.Keys[0].Valid() || !set.Keys[0].IsPublic() || set.Keys[0].Algorithm != "RS256" || set.Keys[0].Use != "sig" {
@@ -150,15 +157,7 @@ func TestKeySetBeforeAnyToken(t *testing.T) {
 func TestRotation(t *testing.T) {
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		keys, err := seal.Open(ctx, db, seal.Source{DataDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux := http.NewServeMux()
-		srv := httptest.NewTLSServer(mux)
-		t.Cleanup(srv.Close)
-		iss := idtoken.New(db, keys, srv.URL)
-		iss.Register(mux)
+		iss, keys, srv := serve(t, db, true)
 		iss.Refresh = 0 // look for a newer key at every token
 		kidOf := func(tok string) string {
 			t.Helper()
@@ -177,6 +176,19 @@ func TestRotation(t *testing.T) {
 			return tok
 		}
 		before := mint()
+		// A replica that read its key a moment ago keeps it until its
+		// Refresh has passed.
+		lazy := idtoken.New(db, keys, srv.URL)
+		lazy.Refresh = time.Hour
+		mintLazy := func() string {
+			t.Helper()
+			tok, err := lazy.DeploymentToken(ctx, idtoken.Deployment{}, []string{"aud"}, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tok
+		}
+		lazyKey := kidOf(mintLazy())
 		id, dropped, err := idtoken.Rotate(ctx, db, keys, time.Hour)
 		if err != nil || dropped != 0 {
 			t.Fatalf("rotate: %s, %d dropped, %v", id, dropped, err)
@@ -188,11 +200,8 @@ func TestRotation(t *testing.T) {
 		// Both verify: the old key is still published.
 		idtokentest.Verify(t, srv.Client(), srv.URL, before, "aud")
 		idtokentest.Verify(t, srv.Client(), srv.URL, after, "aud")
-		// A replica that read its key a moment ago keeps it until Refresh.
-		lazy := idtoken.New(db, keys, srv.URL)
-		lazy.Refresh = time.Hour
-		if _, err := lazy.DeploymentToken(ctx, idtoken.Deployment{}, []string{"aud"}, time.Minute); err != nil {
-			t.Fatal(err)
+		if got := kidOf(mintLazy()); got != lazyKey || got == id {
+			t.Errorf("a replica within its Refresh signed with %s, want the key it had, %s", got, lazyKey)
 		}
 		// Retired: a rotation with no retirement drops every replaced key.
 		third, dropped, err := idtoken.Rotate(ctx, db, keys, 0)
@@ -206,4 +215,23 @@ func TestRotation(t *testing.T) {
 			t.Error("the issuer does not sign with the newest key")
 		}
 	})
+}
+
+// serve starts an issuer on a test HTTPS server; sealed seals its key
+// with a keyring of its own (else the key is stored plain).
+func serve(t *testing.T, db *store.DB, sealed bool) (*idtoken.Issuer, *seal.Keyring, *httptest.Server) {
+	t.Helper()
+	var keys *seal.Keyring
+	if sealed {
+		var err error
+		if keys, err = seal.Open(context.Background(), db, seal.Source{DataDir: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mux := http.NewServeMux()
+	srv := httptest.NewTLSServer(mux)
+	t.Cleanup(srv.Close)
+	iss := idtoken.New(db, keys, srv.URL)
+	iss.Register(mux)
+	return iss, keys, srv
 }
