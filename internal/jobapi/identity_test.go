@@ -12,8 +12,8 @@ import (
 
 // A job's workload identity tokens are its phase's, valid for the phase's
 // time limit; a plan job also carries the apply phase's, valid until both
-// limits have passed, for when it goes on to apply. A run that asks for
-// no token is asked once, for its own phase.
+// limits have passed, for when it goes on to apply (only a plan job that
+// may). A run that asks for no token gets none.
 func TestIdentityTokensPerPhase(t *testing.T) {
 	t.Parallel()
 	type ask struct {
@@ -22,14 +22,21 @@ func TestIdentityTokensPerPhase(t *testing.T) {
 	}
 	var asked []ask
 	wants := true
-	s := &Server{o: Options{Sources: Sources{IdentityTokens: func(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error) {
-		asked = append(asked, ask{phase, ttl})
-		if !wants {
-			return nil, nil
+	s := &Server{o: Options{Sources: Sources{IdentityTokens: func(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error) {
+		out := map[run.JobPhase][]runner.Variable{}
+		for _, phase := range []run.JobPhase{run.PhasePlan, run.PhaseApply} {
+			ttl, ok := ttls[phase]
+			if !ok {
+				continue
+			}
+			asked = append(asked, ask{phase, ttl})
+			if wants {
+				out[phase] = []runner.Variable{{Key: "TFC_WORKLOAD_IDENTITY_TOKEN", Value: "token for " + string(phase), Category: "env", Sensitive: true}}
+			}
 		}
-		return []runner.Variable{{Key: "TFC_WORKLOAD_IDENTITY_TOKEN", Value: "token for " + string(phase), Category: "env", Sensitive: true}}, nil
+		return out, nil
 	}}}}
-	r := &run.Run{ID: "run-1"}
+	r := &run.Run{ID: "run-1", AutoApply: true}
 
 	in := &runner.Inputs{ApplyTimeout: 30 * time.Minute, Variables: []runner.Variable{{Key: "TFC_WORKLOAD_IDENTITY_AUDIENCE", Value: "aud", Category: "env"}}}
 	if err := s.identityTokens(t.Context(), r, in, run.PhasePlan); err != nil {
@@ -54,7 +61,19 @@ func TestIdentityTokensPerPhase(t *testing.T) {
 		t.Errorf("an apply job asked %+v and got %+v, %+v", asked, in.Variables, in.ApplyEnv)
 	}
 
+	// A plan job that cannot go on to apply (a saved plan, here) gets
+	// its own phase's tokens only.
+	asked = nil
+	in = &runner.Inputs{}
+	if err := s.identityTokens(t.Context(), &run.Run{ID: "run-2", AutoApply: true, SavePlan: true}, in, run.PhasePlan); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].phase != run.PhasePlan || in.ApplyEnv != nil {
+		t.Errorf("a saved plan's plan job asked %+v and got apply tokens %+v", asked, in.ApplyEnv)
+	}
+
 	asked, wants = nil, false
+	r = &run.Run{ID: "run-3"}
 	in = &runner.Inputs{PlanTimeout: time.Hour}
 	if err := s.identityTokens(t.Context(), r, in, run.PhasePlan); err != nil {
 		t.Fatal(err)

@@ -70,11 +70,12 @@ type Sources struct {
 	// Timeouts returns the site's time limits of a plan and an apply
 	// (0: none), read when a job starts.
 	Timeouts func(ctx context.Context) (plan, apply time.Duration, err error)
-	// IdentityTokens, when set, returns the workload identity tokens a
-	// phase of the run gets, as sensitive environment variables (masked in
-	// its logs like any sensitive variable), given what was gathered for
-	// its job, valid for ttl: none when the run's variables ask for none.
-	IdentityTokens func(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error)
+	// IdentityTokens, when set, returns the workload identity tokens the
+	// run gets for each phase asked (phase → how long its tokens live),
+	// as sensitive environment variables (masked in its logs like any
+	// sensitive variable), given what was gathered for its job: none when
+	// the run's variables ask for none.
+	IdentityTokens func(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error)
 }
 
 // Options configure the protocol's server side.
@@ -574,9 +575,10 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 // identityTokens adds the workload identity tokens of the job's phase to
 // its variables (last: a token wins over a variable of its name), each
 // valid until the phase's time limit (idtoken.DefaultTTL without one). A
-// plan job that goes on to apply (auto-apply) gets the apply phase's
-// tokens too (ApplyEnv), valid until both phases' limits have passed: the
-// apply's subject must say apply, and the job does not ask again.
+// plan job that may go on to apply (auto-apply, neither a saved plan nor
+// plan-only) gets the apply phase's tokens too (ApplyEnv), valid until
+// both phases' limits have passed: the apply's subject must say apply, and
+// the job does not ask again. Both come from one call.
 func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase) error {
 	if s.o.Sources.IdentityTokens == nil {
 		return nil
@@ -587,20 +589,21 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 		}
 		return d
 	}
-	ttl := limit(in.PlanTimeout)
-	if phase == run.PhaseApply {
-		ttl = limit(in.ApplyTimeout)
+	ttls := map[run.JobPhase]time.Duration{run.PhasePlan: limit(in.PlanTimeout)}
+	switch {
+	case phase == run.PhaseApply:
+		ttls = map[run.JobPhase]time.Duration{run.PhaseApply: limit(in.ApplyTimeout)}
+	case r.AutoApply && !r.SavePlan && !r.PlanOnly:
+		ttls[run.PhaseApply] = limit(in.PlanTimeout) + limit(in.ApplyTimeout)
 	}
-	toks, err := s.o.Sources.IdentityTokens(ctx, r, in, phase, ttl)
-	if err != nil || len(toks) == 0 {
+	toks, err := s.o.Sources.IdentityTokens(ctx, r, in, ttls)
+	if err != nil {
 		return err
 	}
+	in.Variables = append(in.Variables, toks[phase]...)
 	if phase == run.PhasePlan {
-		if in.ApplyEnv, err = s.o.Sources.IdentityTokens(ctx, r, in, run.PhaseApply, ttl+limit(in.ApplyTimeout)); err != nil {
-			return err
-		}
+		in.ApplyEnv = toks[run.PhaseApply]
 	}
-	in.Variables = append(in.Variables, toks...)
 	return nil
 }
 

@@ -176,14 +176,15 @@ func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspac
 	return toStateWorkspace(w), nil
 }
 
-// identityTokens mints the workload identity tokens a job's phase gets:
-// one per TFC_WORKLOAD_IDENTITY_AUDIENCE[_TAG] environment variable of the
-// run (idtoken.Audiences), and for a stack deployment's step one per
-// variable that takes an identity_token's jwt (as TF_VAR_<variable>, the
-// token's subject naming the deployment and the operation). A run that
-// asks for none costs nothing here but, for a saved-plan run (what a
-// stack step is), one indexed statement.
-func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, phase run.JobPhase, ttl time.Duration) ([]runner.Variable, error) {
+// identityTokens mints the workload identity tokens of a job's phases
+// (ttls): per phase, one per TFC_WORKLOAD_IDENTITY_AUDIENCE[_TAG]
+// environment variable of the run (idtoken.Audiences), and for a stack
+// deployment's step one per variable that takes an identity_token's jwt
+// (as TF_VAR_<variable>, the token's subject naming the deployment and the
+// operation). What the tokens say is read once for all phases. A run that
+// asks for none costs nothing here but, for a saved-plan run (what a stack
+// step is), one indexed statement.
+func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error) {
 	env := map[string]string{}
 	for _, v := range in.Variables {
 		if v.Category == "env" {
@@ -205,38 +206,41 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 	if err != nil {
 		return nil, fmt.Errorf("reading organization %s: %w", in.Workspace.Organization, err)
 	}
-	minted, err := s.Identity.RunTokens(ctx, idtoken.Run{OrganizationID: orgID, OrganizationName: in.Workspace.Organization,
-		ProjectID: in.Workspace.ProjectID, ProjectName: in.ProjectName, WorkspaceID: in.Workspace.ID, WorkspaceName: in.Workspace.Name,
-		RunID: r.ID, Phase: string(phase)}, audiences, ttl)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]runner.Variable, 0, len(minted))
-	for _, m := range minted {
-		out = append(out, runner.Variable{Key: m.Name, Value: m.Token, Category: "env", Sensitive: true})
-	}
-	if step == nil {
-		return out, nil
-	}
-	projectName := in.ProjectName
-	if step.ProjectID != in.Workspace.ProjectID {
-		if projectName, err = s.Projects.SystemName(ctx, step.ProjectID); err != nil {
-			return nil, err
+	var who idtoken.Deployment
+	var names []string
+	if step != nil {
+		projectName := in.ProjectName
+		if step.ProjectID != in.Workspace.ProjectID {
+			if projectName, err = s.Projects.SystemName(ctx, step.ProjectID); err != nil {
+				return nil, err
+			}
 		}
+		who = idtoken.Deployment{OrganizationID: orgID, OrganizationName: step.Organization, ProjectID: step.ProjectID, ProjectName: projectName,
+			StackID: step.StackID, StackName: step.StackName, Deployment: step.Deployment, PlanID: step.DeploymentRunID}
+		for name := range step.Inputs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
 	}
-	who := idtoken.Deployment{OrganizationID: orgID, OrganizationName: step.Organization, ProjectID: step.ProjectID, ProjectName: projectName,
-		StackID: step.StackID, StackName: step.StackName, Deployment: step.Deployment, Operation: string(phase), PlanID: step.DeploymentRunID}
-	names := make([]string, 0, len(step.Inputs))
-	for name := range step.Inputs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		tok, err := s.Identity.DeploymentToken(ctx, who, step.Inputs[name].Audience, ttl)
+	out := map[run.JobPhase][]runner.Variable{}
+	for phase, ttl := range ttls {
+		minted, err := s.Identity.RunTokens(ctx, idtoken.Run{OrganizationID: orgID, OrganizationName: in.Workspace.Organization,
+			ProjectID: in.Workspace.ProjectID, ProjectName: in.ProjectName, WorkspaceID: in.Workspace.ID, WorkspaceName: in.Workspace.Name,
+			RunID: r.ID, Phase: string(phase)}, audiences, ttl)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, runner.Variable{Key: "TF_VAR_" + name, Value: tok, Category: "env", Sensitive: true})
+		for _, m := range minted {
+			out[phase] = append(out[phase], runner.Variable{Key: m.Name, Value: m.Token, Category: "env", Sensitive: true})
+		}
+		who.Operation = string(phase)
+		for _, name := range names {
+			tok, err := s.Identity.DeploymentToken(ctx, who, step.Inputs[name].Audience, ttl)
+			if err != nil {
+				return nil, err
+			}
+			out[phase] = append(out[phase], runner.Variable{Key: "TF_VAR_" + name, Value: tok, Category: "env", Sensitive: true})
+		}
 	}
 	return out, nil
 }
