@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/terracehq/terrace/internal/blob"
 	"github.com/terracehq/terrace/internal/idtoken"
@@ -103,7 +104,7 @@ and replaces <data-dir>/kek.`,
 }
 
 func rotateIdentityCmd() *cobra.Command {
-	var dataDir, database, kek string
+	var o sealedStore
 	var retire time.Duration
 	cmd := &cobra.Command{
 		Use:   "rotate-identity",
@@ -117,22 +118,12 @@ rotation, so that tokens it signed still verify (give at least the site's
 plan and apply time limits together). Replaced keys older than that are
 dropped by this rotation.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := envTwins(cmd.Flags()); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			dataDir = cmp.Or(dataDir, ".terrace")
-			database = cmp.Or(database, filepath.Join(dataDir, "terrace.db"))
-			db, err := store.Open(ctx, database)
+			db, keys, closeDB, err := o.open(cmd)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			keys, err := seal.Open(ctx, db, seal.Source{Configured: kek, DataDir: dataDir})
-			if err != nil {
-				return err
-			}
-			id, dropped, err := idtoken.Rotate(ctx, db, keys, retire)
+			defer closeDB()
+			id, dropped, err := idtoken.Rotate(cmd.Context(), db, keys, retire)
 			if err != nil {
 				return err
 			}
@@ -140,16 +131,50 @@ dropped by this rotation.`,
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", ".terrace", "the server's data dir")
-	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
-	f.StringVar(&kek, "kek", "", "the key-encryption key (base64 or hex; default <data-dir>/kek)")
-	f.DurationVar(&retire, "retire-after", 24*time.Hour, "how long a replaced key stays in the key set")
+	o.flags(cmd.Flags())
+	cmd.Flags().DurationVar(&retire, "retire-after", 24*time.Hour, "how long a replaced key stays in the key set")
 	return cmd
 }
 
+// sealedStore is what the key commands that read sealed data open: the
+// server's store and its keyring, named by the server's own flags.
+type sealedStore struct {
+	dataDir, database, kek string
+}
+
+func (o *sealedStore) flags(f *pflag.FlagSet) {
+	f.StringVar(&o.dataDir, "data-dir", ".terrace", "the server's data dir")
+	f.StringVar(&o.database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
+	f.StringVar(&o.kek, "kek", "", "the key-encryption key (base64 or hex; default <data-dir>/kek)")
+}
+
+// open reads the flags' environment twins, refuses to go on without a
+// key-encryption key (the keyring would make a new one), and opens the
+// store and the keyring; done closes the store.
+func (o *sealedStore) open(cmd *cobra.Command) (db *store.DB, keys *seal.Keyring, done func(), err error) {
+	if err := envTwins(cmd.Flags()); err != nil {
+		return nil, nil, nil, err
+	}
+	o.dataDir = cmp.Or(o.dataDir, ".terrace")
+	o.database = cmp.Or(o.database, filepath.Join(o.dataDir, "terrace.db"))
+	if o.kek == "" {
+		if _, err := os.Stat(filepath.Join(o.dataDir, seal.KEKFile)); err != nil {
+			return nil, nil, nil, fmt.Errorf("no key-encryption key: give --kek (TERRACE_KEK or TERRACE_KEK_FILE), or --data-dir holding %s", seal.KEKFile)
+		}
+	}
+	if db, err = store.Open(cmd.Context(), o.database); err != nil {
+		return nil, nil, nil, err
+	}
+	if keys, err = seal.Open(cmd.Context(), db, seal.Source{Configured: o.kek, DataDir: o.dataDir}); err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
+	return db, keys, func() { db.Close() }, nil
+}
+
 func reencryptCmd() *cobra.Command {
-	var dataDir, database, blobs, kek string
+	var o sealedStore
+	var blobs string
 	cmd := &cobra.Command{
 		Use:   "reencrypt",
 		Short: "Re-seal every secret and blob under a new data key, while servers run",
@@ -166,28 +191,13 @@ another.
 The key-encryption key is --kek (TERRACE_KEK, TERRACE_KEK_FILE) or
 <data-dir>/kek, as for the server.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := envTwins(cmd.Flags()); err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			dataDir = cmp.Or(dataDir, ".terrace")
-			database = cmp.Or(database, filepath.Join(dataDir, "terrace.db"))
-			blobs = cmp.Or(blobs, filepath.Join(dataDir, "blobs"))
-			if kek == "" {
-				if _, err := os.Stat(filepath.Join(dataDir, seal.KEKFile)); err != nil {
-					return fmt.Errorf("no key-encryption key: give --kek (TERRACE_KEK or TERRACE_KEK_FILE), or --data-dir holding %s", seal.KEKFile)
-				}
-			}
-			db, err := store.Open(ctx, database)
+			db, keys, closeDB, err := o.open(cmd)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
-			keys, err := seal.Open(ctx, db, seal.Source{Configured: kek, DataDir: dataDir})
-			if err != nil {
-				return err
-			}
-			bs, err := blob.Open(ctx, blobs)
+			defer closeDB()
+			bs, err := blob.Open(ctx, cmp.Or(blobs, filepath.Join(o.dataDir, "blobs")))
 			if err != nil {
 				return err
 			}
@@ -218,10 +228,7 @@ The key-encryption key is --kek (TERRACE_KEK, TERRACE_KEK_FILE) or
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&dataDir, "data-dir", ".terrace", "the server's data dir")
-	f.StringVar(&database, "database", "", "postgres://… URL, or a SQLite file (default <data-dir>/terrace.db)")
-	f.StringVar(&blobs, "blobs", "", "blob folder or s3://… URL, as given to the server (default <data-dir>/blobs)")
-	f.StringVar(&kek, "kek", "", "the key-encryption key (base64 or hex; default <data-dir>/kek)")
+	o.flags(cmd.Flags())
+	cmd.Flags().StringVar(&blobs, "blobs", "", "blob folder or s3://… URL, as given to the server (default <data-dir>/blobs)")
 	return cmd
 }
