@@ -457,10 +457,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	}
 	r.ConfigVersionID = cvID
 	// Before the status moves: a crash in between begins the run again.
-	if err := s.setVariables(ctx, r.ID, compiled.Variables); err != nil {
-		return err
-	}
-	if err := setIdentity(ctx, s.db, r.ID, compiled.Identity); err != nil {
+	if err := s.setInputs(ctx, r.ID, compiled); err != nil {
 		return err
 	}
 	from := r.Status

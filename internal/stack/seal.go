@@ -20,10 +20,16 @@ var VariablesColumn = seal.Column{Table: "stack_deployment_runs", IDColumn: "id"
 // Terraform JSON.
 var PublishedValueColumn = seal.Column{Table: "stack_published_outputs", IDColumn: "id", Column: "value", Purpose: "stack_published_outputs.value"}
 
-// setVariables seals and stores a deployment run's inputs.
-func (s *Service) setVariables(ctx context.Context, runID string, vars map[string]string) error {
+// setInputs stores a deployment run's inputs, sealed, and which of them
+// take an identity token (names and audiences: nothing secret, the tokens
+// themselves are minted per step and never stored), in one statement.
+func (s *Service) setInputs(ctx context.Context, runID string, c *Compiled) error {
+	vars, identity := c.Variables, c.Identity
 	if vars == nil {
 		vars = map[string]string{}
+	}
+	if identity == nil {
+		identity = map[string]IdentityInput{}
 	}
 	b, err := json.Marshal(vars)
 	if err != nil {
@@ -33,7 +39,11 @@ func (s *Service) setVariables(ctx context.Context, runID string, vars map[strin
 	if err != nil {
 		return err
 	}
-	_, err = s.db.Exec(ctx, `UPDATE stack_deployment_runs SET variables = ? WHERE id = ?`, sealed, runID)
+	ids, err := json.Marshal(identity)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Exec(ctx, `UPDATE stack_deployment_runs SET variables = ?, identity_inputs = ? WHERE id = ?`, sealed, string(ids), runID)
 	return err
 }
 
@@ -55,21 +65,6 @@ func (s *Service) variables(ctx context.Context, runID string) (map[string]strin
 		return nil, fmt.Errorf("decoding the inputs of deployment run %s: %w", runID, err)
 	}
 	return vars, nil
-}
-
-// setIdentity stores which inputs of a deployment run take an identity
-// token (names and audiences: nothing secret, the tokens themselves are
-// minted per step and never stored).
-func setIdentity(ctx context.Context, q store.Q, runID string, identity map[string]IdentityInput) error {
-	if len(identity) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(identity)
-	if err != nil {
-		return err
-	}
-	_, err = q.Exec(ctx, `UPDATE stack_deployment_runs SET identity_inputs = ? WHERE id = ?`, string(b), runID)
-	return err
 }
 
 // StepIdentity says who a deployment run's step is, for its identity
