@@ -182,8 +182,8 @@ func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspac
 // deployment's step one per variable that takes an identity_token's jwt
 // (as TF_VAR_<variable>, the token's subject naming the deployment and the
 // operation). What the tokens say is read once for all phases. A run that
-// asks for none costs nothing here but, for a saved-plan run (what a stack
-// step is), one indexed statement.
+// asks for none costs nothing here but, for a saved-plan or plan-only run
+// (what a stack step is), one indexed statement.
 func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error) {
 	env := map[string]string{}
 	for _, v := range in.Variables {
@@ -193,7 +193,7 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 	}
 	audiences := idtoken.Audiences(env)
 	var step *stack.StepIdentity
-	if r.SavePlan && r.ConfigurationVersionID != "" {
+	if (r.SavePlan || r.PlanOnly) && r.ConfigurationVersionID != "" {
 		var err error
 		if step, err = s.Stacks.IdentityOf(ctx, r.ConfigurationVersionID); err != nil {
 			return nil, fmt.Errorf("reading the stack deployment's identity tokens: %w", err)

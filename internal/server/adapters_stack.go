@@ -110,8 +110,8 @@ func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d s
 	return w.ID, nil
 }
 
-func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz []byte) (string, error) {
-	cv, err := e.s.ConfigVersions.CreateFromArchive(asOrg(ctx, org), workspaceID, tgz, configversion.CreateOptions{AutoQueueRuns: ptr(false)})
+func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz []byte, speculative bool) (string, error) {
+	cv, err := e.s.ConfigVersions.CreateFromArchive(asOrg(ctx, org), workspaceID, tgz, configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative)})
 	if err != nil {
 		return "", err
 	}
@@ -128,8 +128,12 @@ func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunReque
 	// cloud backend renders: text, as they were, whatever its
 	// workspace's structured run output. The stack domain decided who may
 	// start it; the organization principal never runs terraform itself.
-	r, err := e.s.Runs.CreateSystem(asOrg(ctx, org), run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
-		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars, TextLog: true})
+	o := run.CreateOptions{WorkspaceID: req.WorkspaceID, ConfigurationVersionID: req.ConfigVersionID,
+		SavePlan: ptr(true), AutoApply: ptr(false), IsDestroy: ptr(req.Destroy), Message: ptr(req.Message), Variables: vars, TextLog: true}
+	if req.PlanOnly {
+		o.SavePlan, o.PlanOnly = nil, ptr(true)
+	}
+	r, err := e.s.Runs.CreateSystem(asOrg(ctx, org), o)
 	if err != nil {
 		return "", err
 	}

@@ -404,11 +404,19 @@ func (a *API) listDeployments(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	items, pg := tfeapi.Paginate(items, page)
+	names := make([]string, 0, len(items))
+	for _, d := range items {
+		names = append(names, d.Name)
+	}
+	latest, err := a.Service.LatestRuns(r.Context(), r.PathValue("id"), names)
+	if err != nil {
+		return err
+	}
 	out := make([]*jsonDeployment, 0, len(items))
 	for _, d := range items {
 		j := &jsonDeployment{ID: d.ID, Name: d.Name, Stack: &jsonStackRef{ID: d.StackID}}
-		if runs, _, err := a.Service.ListDeploymentRuns(r.Context(), d.StackID, d.Name, 0, 1); err == nil && len(runs) > 0 {
-			j.LatestRun = &jsonRunRef{ID: runs[0].ID}
+		if id, ok := latest[d.Name]; ok {
+			j.LatestRun = &jsonRunRef{ID: id}
 		}
 		out = append(out, j)
 	}

@@ -88,6 +88,20 @@ resource "terraform_data" "box" {
 			"terraform_organization_id":       org.ExternalID,
 		}
 		idtokentest.Claims(t, "the apply's token", claims, want)
+
+		// A speculative plan gets its token too: without it, the required
+		// ephemeral variable has no value and the plan fails.
+		ctx := context.Background()
+		if _, err := c.Stacks.Update(ctx, st.ID, tfe.StackUpdateOptions{SpeculativeEnabled: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := c.StackConfigurations.CreateAndUpload(ctx, st.ID, dir, &tfe.CreateStackConfigurationOptions{SpeculativeEnabled: tfe.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRun(t, c, groupRun(t, c, spec.ID, "prod_default").ID, is("succeeded", "failed")); r.Status != "succeeded" {
+			t.Fatalf("the speculative plan ended %s; diagnostics: %s", r.Status, diagnostics(t, c, spec.ID))
+		}
 	})
 }
 

@@ -67,10 +67,12 @@ type Executor interface {
 	// in the project when it does not exist, with the stack's engine
 	// version and execution mode (an existing workspace is set to them).
 	Workspace(ctx context.Context, org, projectID string, ws DeploymentWorkspace) (string, error)
-	// Upload makes a configuration version of a tar.gz archive.
-	Upload(ctx context.Context, org, workspaceID string, tarGz []byte) (string, error)
+	// Upload makes a configuration version of a tar.gz archive (a
+	// speculative one, which only plan-only runs use, when speculative).
+	Upload(ctx context.Context, org, workspaceID string, tarGz []byte, speculative bool) (string, error)
 	// Start queues a run that plans and saves its plan (a saved plan,
-	// which does not hold the workspace while it waits).
+	// which does not hold the workspace while it waits), or with
+	// PlanOnly a speculative plan.
 	Start(ctx context.Context, org string, req RunRequest) (string, error)
 	// Apply applies the saved plan of a run that Start made: exactly what
 	// was planned. A workspace busy with another run is a core.Conflict
@@ -112,6 +114,9 @@ type RunRequest struct {
 	// their values must never be shown (run API, logs).
 	Sensitive map[string]bool
 	Message   string
+	// PlanOnly: a speculative plan, which is never applied (else the plan
+	// is saved to be applied once approved).
+	PlanOnly bool
 }
 
 // RunReport is what a deployment needs to know of a run.
@@ -149,6 +154,9 @@ type DeploymentRun struct {
 	Timestamps      map[string]time.Time
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	// Speculative: a run of a speculative configuration, which plans
+	// once (a plan-only run) and never applies, locks or publishes.
+	Speculative bool
 }
 
 // Step is a step of a deployment run (go-tfe's StackDeploymentStep).
@@ -166,7 +174,7 @@ type Step struct {
 }
 
 const runCols = `r.id, r.stack_id, s.organization_name, s.project_id, r.stack_configuration_id, c.sequence_number, r.deployment_name, r.group_id, r.status, r.mode,
-	r.configuration_version_id, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at`
+	r.configuration_version_id, r.applies, r.approved_at, r.error, r.status_timestamps, r.created_at, r.updated_at, c.speculative`
 
 const runFrom = ` FROM stack_deployment_runs r JOIN stacks s ON s.id = r.stack_id JOIN stack_configurations c ON c.id = r.stack_configuration_id`
 
@@ -175,7 +183,7 @@ func scanRun(sc store.Scanner) (*DeploymentRun, error) {
 	var ts string
 	var approved, cr, up int64
 	if err := sc.Scan(&r.ID, &r.StackID, &r.Organization, &r.ProjectID, &r.ConfigurationID, &r.Sequence, &r.Deployment, &r.GroupID, &r.Status, &r.Mode,
-		&r.ConfigVersionID, &r.Applies, &approved, &r.Error, &ts, &cr, &up); err != nil {
+		&r.ConfigVersionID, &r.Applies, &approved, &r.Error, &ts, &cr, &up, &r.Speculative); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(ts), &r.Timestamps); err != nil {
@@ -294,7 +302,9 @@ func runSteps(ctx context.Context, q store.Q, runID string) ([]*Step, error) {
 // createRuns makes the deployment runs of a completed configuration: one
 // per deployment (destroy mode for destroy = true or destroy-all), and a
 // destroy run, with its last configuration, for each deployment that the
-// configuration no longer declares. Called in the completing transaction.
+// configuration no longer declares. A speculative configuration changes
+// no deployment: its runs only plan, and a deployment it leaves out is
+// not destroyed. Called in the completing transaction.
 func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) error {
 	groups := map[string]string{}
 	gs, err := store.All(ctx, q, func(sc store.Scanner) ([2]string, error) {
@@ -322,6 +332,9 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 			return err
 		}
 	}
+	if c.Speculative {
+		return nil
+	}
 	// Deployments removed from the configuration, still holding resources.
 	gone, err := store.All(ctx, q, func(sc store.Scanner) ([2]string, error) {
 		var p [2]string
@@ -332,7 +345,8 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 	}
 	for _, g := range gone {
 		var active int
-		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND mode = ? AND status NOT IN ('succeeded', 'failed', 'abandoned')`,
+		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs r JOIN stack_configurations c ON c.id = r.stack_configuration_id
+			WHERE r.stack_id = ? AND r.deployment_name = ? AND r.mode = ? AND NOT c.speculative AND r.status NOT IN ('succeeded', 'failed', 'abandoned')`,
 			c.StackID, g[0], ModeDestroy).Scan(&active); err != nil {
 			return err
 		}
@@ -448,10 +462,14 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("preparing the deployment's workspace: %v", err))
 	}
+	// A speculative run of a deployment never deployed has no deployment
+	// row to record the workspace in (the statement changes nothing); it
+	// plans in the workspace the deployment will have, which holds no
+	// state yet.
 	if _, err := s.db.Exec(ctx, `UPDATE stack_deployments SET workspace_id = ? WHERE stack_id = ? AND name = ?`, wsID, r.StackID, r.Deployment); err != nil {
 		return err
 	}
-	cvID, err := s.exec.Upload(ctx, r.Organization, wsID, tgz)
+	cvID, err := s.exec.Upload(ctx, r.Organization, wsID, tgz, r.Speculative)
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("uploading the generated configuration: %v", err))
 	}
@@ -467,7 +485,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	if ok, err := saveRun(ctx, s.db, r, from); err != nil || !ok {
 		return err
 	}
-	return s.startStep(ctx, r, OpPlan, 0)
+	return s.startPlan(ctx, r, wsID, 0)
 }
 
 // compileArchive unpacks a configuration, writes the deployment's
@@ -534,10 +552,19 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 	if err := s.db.QueryRow(ctx, `SELECT workspace_id FROM stack_deployments WHERE stack_id = ? AND name = ?`, r.StackID, r.Deployment).Scan(&wsID); err != nil {
 		return err
 	}
+	return s.startPlan(ctx, r, wsID, seq)
+}
+
+// startPlan starts a plan step on the deployment's workspace: a saved
+// plan, or for a speculative run a plan-only run.
+func (s *Service) startPlan(ctx context.Context, r *DeploymentRun, wsID string, seq int) error {
 	now := nowUTC()
-	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: op, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
+	st := &Step{ID: core.NewID(PrefixStep), RunID: r.ID, Seq: seq, Operation: OpPlan, Status: StepQueued, Timestamps: map[string]time.Time{"queued-at": now},
 		CreatedAt: now, UpdatedAt: now}
-	msg := fmt.Sprintf("Stack deployment %s, %s step %d of %s", r.Deployment, op, seq+1, r.ID)
+	msg := fmt.Sprintf("Stack deployment %s, plan step %d of %s", r.Deployment, seq+1, r.ID)
+	if r.Speculative {
+		msg = fmt.Sprintf("Stack deployment %s, speculative plan of %s", r.Deployment, r.ID)
+	}
 	sensitive, err := s.sensitiveInputs(ctx, r)
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("reading the deployment's variables: %v", err))
@@ -547,9 +574,9 @@ func (s *Service) startStep(ctx context.Context, r *DeploymentRun, op string, se
 		return err
 	}
 	tfeRun, err := s.exec.Start(ctx, r.Organization, RunRequest{WorkspaceID: wsID, ConfigVersionID: r.ConfigVersionID,
-		Destroy: r.Mode == ModeDestroy, Variables: vars, Sensitive: sensitive, Message: msg})
+		Destroy: r.Mode == ModeDestroy, Variables: vars, Sensitive: sensitive, Message: msg, PlanOnly: r.Speculative})
 	if err != nil {
-		return s.fail(ctx, r, nil, fmt.Sprintf("starting the %s: %v", op, err))
+		return s.fail(ctx, r, nil, fmt.Sprintf("starting the plan: %v", err))
 	}
 	st.TFERunID = tfeRun
 	if err := transitionStep(st, StepRunning); err != nil {
@@ -713,10 +740,11 @@ func (s *Service) watch(ctx context.Context, r *DeploymentRun, st *Step) error {
 	return s.planned(ctx, r, st)
 }
 
-// planned decides what follows a finished plan: an empty plan ends the
-// run; otherwise the group's checks approve it or an operator must.
+// planned decides what follows a finished plan: an empty plan, or any
+// plan of a speculative run, ends the run; otherwise the group's checks
+// approve it or an operator must.
 func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error {
-	if st.Changes.Total == 0 {
+	if st.Changes.Total == 0 || r.Speculative {
 		from := st.Status
 		if err := transitionStep(st, StepCompleted); err != nil {
 			return err
@@ -873,7 +901,7 @@ func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, ms
 		_, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
 		return err
 	})
-	if err == nil && to == RunSucceeded && r.Mode == ModeNormal {
+	if err == nil && to == RunSucceeded && r.Mode == ModeNormal && !r.Speculative {
 		// Its outputs may change what the stack publishes.
 		if err := s.publish(ctx, r); err != nil {
 			s.logger.Error("publishing the stack's outputs", "run", r.ID, "error", err)
@@ -933,6 +961,29 @@ func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment st
 		return nil, 0, err
 	}
 	return store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), `r.stack_id = ? AND r.deployment_name = ?`, `r.created_at DESC, r.id`, offset, limit, stackID, deployment)
+}
+
+// LatestRuns returns the ID of the newest run of each named deployment
+// that is not a speculative plan (what the deployment is at); a
+// deployment without one is absent.
+func (s *Service) LatestRuns(ctx context.Context, stackID string, names []string) (map[string]string, error) {
+	if _, err := s.GetStack(ctx, stackID); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, name := range names {
+		var id string
+		err := s.db.QueryRow(ctx, `SELECT r.id FROM stack_deployment_runs r JOIN stack_configurations c ON c.id = r.stack_configuration_id
+			WHERE r.stack_id = ? AND r.deployment_name = ? AND NOT c.speculative ORDER BY r.created_at DESC, r.id LIMIT 1`, stackID, name).Scan(&id)
+		if store.IsNoRows(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[name] = id
+	}
+	return out, nil
 }
 
 // ListSteps lists a run's steps in order.
@@ -1023,7 +1074,8 @@ func approveIn(ctx context.Context, q store.Q, runID string) error {
 }
 
 // abandonOlder abandons the runs of r's deployment from older
-// configurations that have not reached the lock.
+// configurations that have not reached the lock (speculative plans, which
+// never apply, run to their end).
 //
 // They are read locked, so that one approved (or moved on by the loop)
 // while this reads is read as that left it, and skipped once past the
@@ -1039,7 +1091,7 @@ func abandonOlder(ctx context.Context, q store.Q, r *DeploymentRun) error {
 	if q.Driver().Name() == "postgres" {
 		lock = " FOR UPDATE OF r"
 	}
-	older, err := store.All(ctx, q, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? AND c.sequence_number < ? AND r.status IN (?, ?, ?)
+	older, err := store.All(ctx, q, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND r.deployment_name = ? AND c.sequence_number < ? AND NOT c.speculative AND r.status IN (?, ?, ?)
 		ORDER BY c.sequence_number DESC, r.id`+lock,
 		r.StackID, r.Deployment, r.Sequence, string(RunPending), string(RunPreDeploying), string(RunPreDeployingPendingOperator))
 	if err != nil {
@@ -1261,7 +1313,8 @@ func (s *Service) Rerun(ctx context.Context, groupID string, deployments []strin
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		var stackID string
-		if err := tx.QueryRow(ctx, `SELECT stack_id FROM stack_configurations WHERE id = ?`, g.ConfigurationID).Scan(&stackID); err != nil {
+		var speculative bool
+		if err := tx.QueryRow(ctx, `SELECT stack_id, speculative FROM stack_configurations WHERE id = ?`, g.ConfigurationID).Scan(&stackID, &speculative); err != nil {
 			return err
 		}
 		now := nowUTC()
@@ -1273,15 +1326,21 @@ func (s *Service) Rerun(ctx context.Context, groupID string, deployments []strin
 			var removed bool
 			err := tx.QueryRow(ctx, `SELECT last_configuration_id, removed FROM stack_deployments WHERE stack_id = ? AND name = ?`+store.ForUpdate(tx),
 				stackID, name).Scan(&last, &removed)
-			if store.IsNoRows(err) || (err == nil && (removed || last != g.ConfigurationID)) {
-				return core.Conflict("deployment %s has a newer configuration than %s: only the latest can be rerun", name, g.ConfigurationID)
-			}
-			if err != nil {
+			if err != nil && !store.IsNoRows(err) {
 				return err
 			}
+			// A speculative configuration's plans may be rerun at any
+			// time (they change nothing), one at a time per deployment;
+			// the runs of the others only for a deployment's latest
+			// configuration, while the deployment has no run going.
+			if !speculative && (err != nil || removed || last != g.ConfigurationID) {
+				return core.Conflict("deployment %s has a newer configuration than %s: only the latest can be rerun", name, g.ConfigurationID)
+			}
 			var busy int
-			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs WHERE stack_id = ? AND deployment_name = ? AND status NOT IN ('succeeded', 'failed', 'abandoned')`,
-				stackID, name).Scan(&busy); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs r JOIN stack_configurations c ON c.id = r.stack_configuration_id
+				WHERE r.stack_id = ? AND r.deployment_name = ? AND c.speculative = ? AND (r.stack_configuration_id = ? OR NOT c.speculative)
+				AND r.status NOT IN ('succeeded', 'failed', 'abandoned')`,
+				stackID, name, speculative, g.ConfigurationID).Scan(&busy); err != nil {
 				return err
 			}
 			if busy > 0 {

@@ -837,7 +837,7 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 				return err
 			}
 		}
-		if s.exec != nil && !cur.Speculative {
+		if s.exec != nil {
 			if err := createRuns(ctx, tx, cur, cfg); err != nil {
 				return err
 			}

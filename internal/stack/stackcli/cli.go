@@ -34,9 +34,11 @@ func Command(httpClient *http.Client) *cobra.Command {
 	root := &cobra.Command{Use: "stack", Short: "Upload stack configurations, follow and approve deployment runs"}
 	root.PersistentFlags().StringVar(&c.address, "address", "", "Terrace server address (default $TERRACE_ADDRESS)")
 	root.PersistentFlags().StringVar(&c.token, "token", "", "API token (default $TERRACE_TOKEN)")
+	upload := &cobra.Command{Use: "upload <stack-id> <folder>", Short: "Upload a folder as a new configuration and show how it was prepared, and its deployment runs",
+		Args: cobra.ExactArgs(2), RunE: c.run(c.upload)}
+	upload.Flags().BoolVar(&c.speculative, "speculative", false, "only plan each deployment (a speculative configuration, as for a pull request); the stack must have speculative-enabled")
 	root.AddCommand(
-		&cobra.Command{Use: "upload <stack-id> <folder>", Short: "Upload a folder as a new configuration and show how it was prepared",
-			Args: cobra.ExactArgs(2), RunE: c.run(c.upload)},
+		upload,
 		&cobra.Command{Use: "deployments <stack-id>", Short: "List a stack's deployments and their latest runs",
 			Args: cobra.ExactArgs(1), RunE: c.run(c.deployments)},
 		&cobra.Command{Use: "runs <stack-id> <deployment>", Short: "List a deployment's runs, newest first",
@@ -53,6 +55,7 @@ func Command(httpClient *http.Client) *cobra.Command {
 
 type config struct {
 	address, token string
+	speculative    bool
 	http           *http.Client
 }
 
@@ -93,14 +96,22 @@ func firstNonEmpty(vs ...string) string {
 }
 
 func (c *config) upload(ctx context.Context, api *tfe.Client, out io.Writer, args []string) error {
-	cfg, err := api.StackConfigurations.CreateAndUpload(ctx, args[0], args[1], nil)
+	var o *tfe.CreateStackConfigurationOptions
+	if c.speculative {
+		o = &tfe.CreateStackConfigurationOptions{SpeculativeEnabled: tfe.Bool(true)}
+	}
+	cfg, err := api.StackConfigurations.CreateAndUpload(ctx, args[0], args[1], o)
 	if err != nil {
 		return err
 	}
 	if cfg, err = api.StackConfigurations.Read(ctx, cfg.ID); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "configuration %s (#%d): %s\n", cfg.ID, cfg.SequenceNumber, cfg.Status)
+	kind := ""
+	if cfg.Speculative {
+		kind = ", speculative"
+	}
+	fmt.Fprintf(out, "configuration %s (#%d%s): %s\n", cfg.ID, cfg.SequenceNumber, kind, cfg.Status)
 	diags, err := api.StackConfigurations.Diagnostics(ctx, cfg.ID)
 	if err != nil {
 		return err
@@ -118,6 +129,20 @@ func (c *config) upload(ctx context.Context, api *tfe.Client, out io.Writer, arg
 	}
 	if cfg.Status == tfe.StackConfigurationStatusFailed {
 		return fmt.Errorf("configuration %s failed", cfg.ID)
+	}
+	// Its deployment runs, to watch.
+	groups, err := api.StackDeploymentGroups.List(ctx, cfg.ID, &tfe.StackDeploymentGroupListOptions{ListOptions: tfe.ListOptions{PageSize: 100}})
+	if err != nil {
+		return err
+	}
+	for _, g := range groups.Items {
+		runs, err := api.StackDeploymentRuns.List(ctx, g.ID, &tfe.StackDeploymentRunListOptions{ListOptions: tfe.ListOptions{PageSize: 100}})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs.Items {
+			fmt.Fprintf(out, "run %s (group %s): terrace stack watch %s\n", r.ID, g.Name, r.ID)
+		}
 	}
 	return nil
 }

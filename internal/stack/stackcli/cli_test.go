@@ -82,4 +82,25 @@ func TestStackCommands(t *testing.T) {
 	if _, err := run(t, e, "cancel", ids["prod"]); err == nil {
 		t.Error("cancelled a finished run")
 	}
+
+	// A speculative upload lists its runs; each only plans.
+	if out, err := run(t, e, "upload", "--speculative", st.ID, "../testdata/e2e"); err == nil {
+		t.Errorf("a speculative upload to a stack without speculative-enabled: %s", out)
+	}
+	if _, err := e.Client.Stacks.Update(ctx, st.ID, tfe.StackUpdateOptions{SpeculativeEnabled: tfe.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, e, "upload", "--speculative", st.ID, "../testdata/e2e")
+	runs := regexp.MustCompile(`(?m)^run (sdr-\w+) \(group prod_default\)`).FindStringSubmatch(out)
+	if err != nil || !strings.Contains(out, ", speculative): completed") || runs == nil {
+		t.Fatalf("speculative upload: %v\n%s", err, out)
+	}
+	out, err = run(t, e, "watch", runs[1])
+	if err != nil || !strings.Contains(out, "step 1 plan   completed") || !strings.Contains(out, "  | No changes.") ||
+		strings.Contains(out, "step 2") || !strings.Contains(out, "run "+runs[1]+" succeeded") {
+		t.Errorf("watch a speculative run: %v\n%s", err, out)
+	}
+	if out, err := run(t, e, "deployments", st.ID); err != nil || !strings.Contains(out, ids["prod"]) {
+		t.Errorf("after a speculative plan prod's latest run is not %s any more: %v\n%s", ids["prod"], err, out)
+	}
 }
