@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -115,7 +116,7 @@ func forwardLoop(ctx context.Context, c *Client, send *http.Client, log *slog.Lo
 		}
 		go func() {
 			res := sendForward(ctx, send, fr)
-			log.Info("forwarded a request", "id", fr.ID, "url", fr.URL, "status", res.Status, "error", res.Error)
+			log.Info("forwarded a request", "id", fr.ID, "url", shownURL(fr.URL), "status", res.Status, "error", res.Error)
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			if err := c.ReportForward(rctx, fr.ID, res); err != nil {
@@ -137,18 +138,34 @@ func sendForward(ctx context.Context, send *http.Client, fr *forward.Request) fo
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fr.URL, bytes.NewReader(fr.Body))
 	if err != nil {
-		return forward.Result{Error: fmt.Sprintf("invalid URL %q", fr.URL)}
+		return forward.Result{Error: fmt.Sprintf("invalid URL %q", shownURL(fr.URL))}
 	}
 	for k, v := range fr.Header {
 		req.Header.Set(k, v)
 	}
 	res, err := send.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return forward.Result{Error: fmt.Sprintf("%s %s: %v", ue.Op, shownURL(ue.URL), ue.Err)}
+		}
 		return forward.Result{Error: err.Error()}
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxForwardAnswer))
 	return forward.Result{Status: res.StatusCode}
+}
+
+// shownURL is a service's URL as the agent's log and its reports show
+// it: without user information or query, where a service may keep a
+// credential.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 func sleep(ctx context.Context, d time.Duration) {
