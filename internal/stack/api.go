@@ -117,6 +117,7 @@ type jsonConfiguration struct {
 	PreparingEventStreamURL string             `jsonapi:"attr,preparing-event-stream-url"`
 	Speculative             bool               `jsonapi:"attr,speculative"`
 	DestroyAll              bool               `jsonapi:"attr,destroy-all"`
+	SelectedDeployments     []string           `jsonapi:"attr,selected-deployments"`
 	Source                  string             `jsonapi:"attr,source"`
 	StatusTimestamps        Timestamps         `jsonapi:"attr,status-timestamps"`
 	CreatedAt               time.Time          `jsonapi:"attr,created-at,iso8601"`
@@ -202,7 +203,7 @@ func (a *API) stackJSON(r *http.Request, st *Stack) *jsonStack {
 
 func configJSON(c *Configuration) *jsonConfiguration {
 	return &jsonConfiguration{ID: c.ID, Status: string(c.Status), SequenceNumber: c.SequenceNumber, Components: c.Components,
-		Deployments: c.Deployments, Speculative: c.Speculative, DestroyAll: c.DestroyAll, Source: c.Source, StatusTimestamps: c.Timestamps,
+		Deployments: c.Deployments, Speculative: c.Speculative, DestroyAll: c.DestroyAll, SelectedDeployments: c.Selected, Source: c.Source, StatusTimestamps: c.Timestamps,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Stack: &jsonStackRef{ID: c.StackID}}
 }
 
@@ -336,13 +337,15 @@ func (a *API) createConfiguration(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	var b struct {
-		Speculative *bool `json:"speculative"`
-		DestroyAll  *bool `json:"destroy-all"`
+		Speculative         *bool    `json:"speculative"`
+		DestroyAll          *bool    `json:"destroy-all"`
+		SelectedDeployments []string `json:"selected-deployments"`
 	}
 	if err := doc.Attrs(&b); err != nil {
 		return err
 	}
-	o := ConfigurationOptions{Speculative: b.Speculative != nil && *b.Speculative, DestroyAll: b.DestroyAll != nil && *b.DestroyAll}
+	o := ConfigurationOptions{Speculative: b.Speculative != nil && *b.Speculative, DestroyAll: b.DestroyAll != nil && *b.DestroyAll,
+		SelectedDeployments: b.SelectedDeployments}
 	switch src := r.URL.Query().Get("source"); src {
 	case "", "manual":
 	case "reuse":

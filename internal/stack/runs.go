@@ -304,7 +304,8 @@ func runSteps(ctx context.Context, q store.Q, runID string) ([]*Step, error) {
 // destroy run, with its last configuration, for each deployment that the
 // configuration no longer declares. A speculative configuration changes
 // no deployment: its runs only plan, and a deployment it leaves out is
-// not destroyed. Called in the completing transaction.
+// not destroyed. A configuration with selected deployments runs only
+// those. Called in the completing transaction.
 func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) error {
 	groups := map[string]string{}
 	gs, err := store.All(ctx, q, func(sc store.Scanner) ([2]string, error) {
@@ -318,14 +319,13 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 		groups[g[0]] = g[1]
 	}
 	now := nowUTC()
+	// With a selection, only the deployments it names run.
+	runs := func(name string) bool { return len(c.Selected) == 0 || slices.Contains(c.Selected, name) }
 	for _, d := range cfg.Deployments {
-		mode := ModeNormal
-		switch {
-		case d.Destroy || c.DestroyAll:
-			mode = ModeDestroy
-		case d.Import:
-			mode = ModeImport
+		if !runs(d.Name) {
+			continue
 		}
+		mode := runMode(c, d)
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: c.ID, Deployment: d.Name, GroupID: groups[d.Group],
 			Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
 		if err := insertRun(ctx, q, r); err != nil {
@@ -344,6 +344,9 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 		return err
 	}
 	for _, g := range gone {
+		if !runs(g[0]) {
+			continue
+		}
 		var active int
 		if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployment_runs r JOIN stack_configurations c ON c.id = r.stack_configuration_id
 			WHERE r.stack_id = ? AND r.deployment_name = ? AND r.mode = ? AND NOT c.speculative AND r.status NOT IN ('succeeded', 'failed', 'abandoned')`,
@@ -360,6 +363,19 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 		}
 	}
 	return nil
+}
+
+// runMode is the mode of a run of deployment d by configuration c: destroy
+// for destroy = true or a destroy-all configuration, import for import =
+// true, else normal.
+func runMode(c *Configuration, d *Deployment) string {
+	switch {
+	case d.Destroy || c.DestroyAll:
+		return ModeDestroy
+	case d.Import:
+		return ModeImport
+	}
+	return ModeNormal
 }
 
 // Run advances deployment runs until ctx ends: every interval, and at
@@ -1311,12 +1327,25 @@ func (s *Service) Rerun(ctx context.Context, groupID string, deployments []strin
 	if len(deployments) == 0 {
 		return core.BadRequest("the deployments query parameter is required: the names of the group's deployments to rerun, comma-separated")
 	}
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		var stackID string
-		var speculative bool
-		if err := tx.QueryRow(ctx, `SELECT stack_id, speculative FROM stack_configurations WHERE id = ?`, g.ConfigurationID).Scan(&stackID, &speculative); err != nil {
+	// A deployment its configuration's selection left out has no earlier
+	// run in the group to take the mode from: the configuration says it.
+	var declared *Config
+	c, err := loadConfig(ctx, s.db, g.ConfigurationID, false)
+	if err != nil {
+		return err
+	}
+	if len(c.Selected) > 0 {
+		st, err := loadStack(ctx, s.db, c.StackID, false)
+		if err != nil {
 			return err
 		}
+		var diags Diagnostics
+		if declared, diags = s.parseArchive(ctx, c.blobKey, st.WorkingDirectory); diags.HasErrors() {
+			return fmt.Errorf("reading configuration %s: %w", c.ID, diags.Err())
+		}
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		stackID, speculative := c.StackID, c.Speculative
 		now := nowUTC()
 		for _, name := range deployments {
 			if !slices.Contains(g.Config.Deployments, name) {
@@ -1350,10 +1379,13 @@ func (s *Service) Rerun(ctx context.Context, groupID string, deployments []strin
 			var prev string
 			err = tx.QueryRow(ctx, `SELECT mode FROM stack_deployment_runs WHERE group_id = ? AND deployment_name = ? ORDER BY created_at DESC, id DESC LIMIT 1`,
 				g.ID, name).Scan(&prev)
-			if err == nil {
+			switch {
+			case err == nil:
 				mode = prev
-			} else if !store.IsNoRows(err) {
+			case !store.IsNoRows(err):
 				return err
+			case declared != nil && declared.Deployment(name) != nil:
+				mode = runMode(c, declared.Deployment(name))
 			}
 			r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: stackID, ConfigurationID: g.ConfigurationID, Deployment: name, GroupID: g.ID,
 				Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}

@@ -13,10 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
@@ -536,32 +539,35 @@ type Configuration struct {
 	Source         string // manual or reuse
 	Speculative    bool
 	DestroyAll     bool
-	Components     []ComponentSummary
-	Deployments    []string
-	Timestamps     Timestamps
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	blobKey        string
-	sha256         string
+	// Selected names the deployments the configuration runs (all when
+	// empty).
+	Selected    []string
+	Components  []ComponentSummary
+	Deployments []string
+	Timestamps  Timestamps
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	blobKey     string
+	sha256      string
 }
 
 const cfgCols = `c.id, c.stack_id, s.organization_name, s.project_id, c.sequence_number, c.status, c.source, c.speculative, c.destroy_all, c.blob_key, c.sha256,
-	c.components, c.deployments, c.status_timestamps, c.created_at, c.updated_at`
+	c.components, c.deployments, c.status_timestamps, c.created_at, c.updated_at, c.selected_deployments`
 
 const cfgFrom = ` FROM stack_configurations c JOIN stacks s ON s.id = c.stack_id`
 
 func scanConfig(sc store.Scanner) (*Configuration, error) {
 	var c Configuration
-	var comps, deps, ts string
+	var comps, deps, ts, selected string
 	var cr, up int64
 	if err := sc.Scan(&c.ID, &c.StackID, &c.Organization, &c.ProjectID, &c.SequenceNumber, &c.Status, &c.Source, &c.Speculative, &c.DestroyAll,
-		&c.blobKey, &c.sha256, &comps, &deps, &ts, &cr, &up); err != nil {
+		&c.blobKey, &c.sha256, &comps, &deps, &ts, &cr, &up, &selected); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
 		s string
 		v any
-	}{{comps, &c.Components}, {deps, &c.Deployments}, {ts, &c.Timestamps}} {
+	}{{comps, &c.Components}, {deps, &c.Deployments}, {ts, &c.Timestamps}, {selected, &c.Selected}} {
 		if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
 			return nil, fmt.Errorf("decoding stack configuration %s: %w", c.ID, err)
 		}
@@ -620,10 +626,39 @@ func (s *Service) LatestConfiguration(ctx context.Context, stackID string) (*Con
 	return items[0], nil
 }
 
+// selection checks a configuration's selected deployments: names as a
+// deployment block's label is one, each once, at most maxSelected. Whether
+// the configuration declares them is known once it is parsed.
+func selection(names []string) ([]string, error) {
+	if len(names) > maxSelected {
+		return nil, core.Invalid("selected-deployments names %d deployments; at most %d may be named", len(names), maxSelected)
+	}
+	out := []string{}
+	for _, n := range names {
+		if !hclsyntax.ValidIdentifier(n) {
+			return nil, core.Invalid("selected-deployments: %q is not a deployment name", n)
+		}
+		if slices.Contains(out, n) {
+			return nil, core.Invalid("selected-deployments names %q twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// maxSelected bounds selected-deployments (HCP Terraform allows 20
+// deployments a stack; Terrace does not limit them, but a request's list
+// is bounded).
+const maxSelected = 100
+
 // ConfigurationOptions are the attributes of a new configuration.
 type ConfigurationOptions struct {
 	Speculative bool
 	DestroyAll  bool
+	// SelectedDeployments names the deployments to run (all when empty):
+	// the others get no run from this configuration (a rerun of its
+	// group runs them later).
+	SelectedDeployments []string
 	// Reuse makes the configuration from the archive of the stack's latest
 	// uploaded configuration, prepared at once (source=reuse).
 	Reuse bool
@@ -640,14 +675,18 @@ func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o Con
 // reuse when an upstream stack's published values changed).
 func (s *Service) createConfiguration(ctx context.Context, stackID string, o ConfigurationOptions, system string) (*Configuration, error) {
 	var checked string
+	var err error
 	if system == "" {
-		var err error
 		if checked, err = s.checkManage(ctx, stackID); err != nil {
 			return nil, err
 		}
 	}
+	selected, err := selection(o.SelectedDeployments)
+	if err != nil {
+		return nil, err
+	}
 	var c *Configuration
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		st, err := loadStack(ctx, tx, stackID, true)
 		if err != nil {
 			return err
@@ -681,7 +720,7 @@ func (s *Service) createConfiguration(ctx context.Context, stackID string, o Con
 		}
 		now := nowUTC()
 		c = &Configuration{ID: core.NewID(PrefixConfiguration), StackID: stackID, Organization: st.Organization, SequenceNumber: seq,
-			Status: ConfigPending, Source: source, Speculative: o.Speculative, DestroyAll: o.DestroyAll, Components: []ComponentSummary{},
+			Status: ConfigPending, Source: source, Speculative: o.Speculative, DestroyAll: o.DestroyAll, Selected: selected, Components: []ComponentSummary{},
 			Deployments: []string{}, CreatedAt: now, UpdatedAt: now, blobKey: key, sha256: sum}
 		c.Timestamps.QueuedAt = &now
 		return insertConfig(ctx, tx, c)
@@ -699,10 +738,11 @@ func insertConfig(ctx context.Context, q store.Q, c *Configuration) error {
 	comps, _ := json.Marshal(c.Components)
 	deps, _ := json.Marshal(c.Deployments)
 	ts, _ := json.Marshal(c.Timestamps)
+	selected, _ := json.Marshal(c.Selected)
 	_, err := q.Exec(ctx, `INSERT INTO stack_configurations (id, stack_id, sequence_number, status, source, speculative, destroy_all, blob_key, sha256,
-		components, deployments, status_timestamps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		components, deployments, status_timestamps, created_at, updated_at, selected_deployments) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.StackID, c.SequenceNumber, string(c.Status), c.Source, c.Speculative, c.DestroyAll, c.blobKey, c.sha256,
-		string(comps), string(deps), string(ts), core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt))
+		string(comps), string(deps), string(ts), core.Micros(c.CreatedAt), core.Micros(c.UpdatedAt), string(selected))
 	return err
 }
 
@@ -806,11 +846,19 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 	if err != nil {
 		return nil, err
 	}
-	cfg, diags := s.parseArchive(ctx, c.blobKey, st.WorkingDirectory)
+	cfg, parsed := s.parseArchive(ctx, c.blobKey, st.WorkingDirectory)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := loadConfig(ctx, tx, id, true)
 		if err != nil {
 			return err
+		}
+		diags := parsed
+		if !diags.HasErrors() && len(cur.Selected) > 0 {
+			d, err := checkSelected(ctx, tx, cur, cfg)
+			if err != nil {
+				return err
+			}
+			diags = append(slices.Clip(diags), d...)
 		}
 		if err := insertDiagnostics(ctx, tx, cur.ID, diags); err != nil {
 			return err
@@ -852,6 +900,31 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 	}
 	s.nudge()
 	return c, nil
+}
+
+// checkSelected reports, as error diagnostics, the selected deployments of
+// c that its configuration does not declare and that are not deployments
+// of the stack it removes (which a selection may name to destroy them).
+func checkSelected(ctx context.Context, q store.Q, c *Configuration, cfg *Config) (Diagnostics, error) {
+	var diags Diagnostics
+	for _, name := range c.Selected {
+		if cfg.Deployment(name) != nil {
+			continue
+		}
+		detail := fmt.Sprintf("selected-deployments names %q, which the configuration does not declare (a speculative configuration destroys nothing).", name)
+		if !c.Speculative {
+			var n int
+			if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stack_deployments WHERE stack_id = ? AND name = ? AND workspace_id <> ''`, c.StackID, name).Scan(&n); err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				continue
+			}
+			detail = fmt.Sprintf("selected-deployments names %q, which the configuration does not declare and the stack does not have.", name)
+		}
+		diags = append(diags, Diagnostic{Severity: SeverityError, Summary: "Unknown selected deployment", Detail: detail})
+	}
+	return diags, nil
 }
 
 // abort ends a configuration that could not be recorded as failed, with a

@@ -37,6 +37,7 @@ func Command(httpClient *http.Client) *cobra.Command {
 	upload := &cobra.Command{Use: "upload <stack-id> <folder>", Short: "Upload a folder as a new configuration and show how it was prepared, and its deployment runs",
 		Args: cobra.ExactArgs(2), RunE: c.run(c.upload)}
 	upload.Flags().BoolVar(&c.speculative, "speculative", false, "only plan each deployment (a speculative configuration, as for a pull request); the stack must have speculative-enabled")
+	upload.Flags().StringSliceVar(&c.selected, "deployment", nil, "run only this deployment (repeat, or separate with commas); the others run when their group is rerun")
 	root.AddCommand(
 		upload,
 		&cobra.Command{Use: "deployments <stack-id>", Short: "List a stack's deployments and their latest runs",
@@ -56,6 +57,7 @@ func Command(httpClient *http.Client) *cobra.Command {
 type config struct {
 	address, token string
 	speculative    bool
+	selected       []string
 	http           *http.Client
 }
 
@@ -96,9 +98,9 @@ func firstNonEmpty(vs ...string) string {
 }
 
 func (c *config) upload(ctx context.Context, api *tfe.Client, out io.Writer, args []string) error {
-	var o *tfe.CreateStackConfigurationOptions
+	o := &tfe.CreateStackConfigurationOptions{SelectedDeployments: c.selected}
 	if c.speculative {
-		o = &tfe.CreateStackConfigurationOptions{SpeculativeEnabled: tfe.Bool(true)}
+		o.SpeculativeEnabled = tfe.Bool(true)
 	}
 	cfg, err := api.StackConfigurations.CreateAndUpload(ctx, args[0], args[1], o)
 	if err != nil {

@@ -90,10 +90,10 @@ func TestStackCommands(t *testing.T) {
 	if _, err := e.Client.Stacks.Update(ctx, st.ID, tfe.StackUpdateOptions{SpeculativeEnabled: tfe.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
-	out, err = run(t, e, "upload", "--speculative", st.ID, "../testdata/e2e")
+	out, err = run(t, e, "upload", "--speculative", "--deployment", "prod", st.ID, "../testdata/e2e")
 	runs := regexp.MustCompile(`(?m)^run (sdr-\w+) \(group prod_default\)`).FindStringSubmatch(out)
-	if err != nil || !strings.Contains(out, ", speculative): completed") || runs == nil {
-		t.Fatalf("speculative upload: %v\n%s", err, out)
+	if err != nil || !strings.Contains(out, ", speculative): completed") || runs == nil || strings.Count(out, "\nrun ") != 1 {
+		t.Fatalf("speculative upload of prod alone: %v\n%s", err, out)
 	}
 	out, err = run(t, e, "watch", runs[1])
 	if err != nil || !strings.Contains(out, "step 1 plan   completed") || !strings.Contains(out, "  | No changes.") ||
