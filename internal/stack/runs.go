@@ -971,12 +971,27 @@ func (s *Service) ListGroupRuns(ctx context.Context, groupID string) ([]*Deploym
 
 // ListDeploymentRuns lists at most limit (all when negative) of a
 // deployment's runs, newest first, from offset on, and how many it has:
-// a deployment's history only grows, so the store selects the page.
-func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment string, offset, limit int) ([]*DeploymentRun, int, error) {
+// a deployment's history only grows, so the store selects the page. With
+// speculative false, the runs of speculative configurations are left out.
+func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment string, speculative bool, offset, limit int) ([]*DeploymentRun, int, error) {
 	if _, err := s.GetStack(ctx, stackID); err != nil {
 		return nil, 0, err
 	}
-	return store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), `r.stack_id = ? AND r.deployment_name = ?`, `r.created_at DESC, r.id`, offset, limit, stackID, deployment)
+	where := `r.stack_id = ? AND r.deployment_name = ?`
+	if !speculative {
+		where += ` AND NOT c.speculative`
+	}
+	return store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), where, `r.created_at DESC, r.id`, offset, limit, stackID, deployment)
+}
+
+// ListSpeculativeRuns lists at most limit of the stack's speculative plans
+// (the runs of its speculative configurations), newest first.
+func (s *Service) ListSpeculativeRuns(ctx context.Context, stackID string, limit int) ([]*DeploymentRun, error) {
+	if _, err := s.GetStack(ctx, stackID); err != nil {
+		return nil, err
+	}
+	runs, _, err := store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), `r.stack_id = ? AND c.speculative`, `r.created_at DESC, r.id`, 0, limit, stackID)
+	return runs, err
 }
 
 // LatestRuns returns the ID of the newest run of each named deployment

@@ -118,7 +118,7 @@ func (a *API) listGroupRuns(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) listDeploymentRuns(w http.ResponseWriter, r *http.Request) error {
 	return tfeapi.StorePage(w, r, func(offset, limit int) ([]*DeploymentRun, int, error) {
-		return a.Service.ListDeploymentRuns(r.Context(), r.PathValue("id"), r.PathValue("name"), offset, limit)
+		return a.Service.ListDeploymentRuns(r.Context(), r.PathValue("id"), r.PathValue("name"), true, offset, limit)
 	}, runJSON)
 }
 

@@ -72,4 +72,34 @@ func TestApproveStackDeployment(t *testing.T) {
 	}
 	tb.screenshot("approved")
 	wantPageEvent(t, e, "stack-deployment-run", "approve-all-plans", runLink[strings.LastIndex(runLink, "/")+1:], http.StatusNoContent)
+
+	// A speculative plan is listed on its own, shown as one, and offers
+	// no approval.
+	if _, err := e.Client.Stacks.Update(ctx, st.ID, tfe.StackUpdateOptions{SpeculativeEnabled: tfe.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.StackConfigurations.CreateAndUpload(ctx, st.ID, "testdata/stack", &tfe.CreateStackConfigurationOptions{SpeculativeEnabled: tfe.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	stackPage := strings.TrimSuffix(runLink[:strings.Index(runLink, "/stack-runs/")], "/") + "/stacks/" + st.ID
+	tb.open(stackPage)
+	specLink := must(tb, chromedp.Evaluate[string](`(function(){var a=document.querySelector('#speculative tr[data-deployment=prod] a');return a?a.getAttribute('href'):''})()`))
+	if specLink == "" {
+		t.Fatalf("the stack page lists no speculative plan: %q", tb.text("main"))
+	}
+	tb.screenshot("speculative-list")
+	if strings.Contains(tb.text(`section[data-deployment=prod]`), specLink[strings.LastIndex(specLink, "/")+1:]) {
+		t.Errorf("prod's own runs list the speculative plan: %q", tb.text(`section[data-deployment=prod]`))
+	}
+	tb.open(specLink)
+	for deadline := time.Now().Add(3 * time.Minute); tb.text("#stack-run-status") != "succeeded"; time.Sleep(300 * time.Millisecond) {
+		if s := tb.text("#stack-run-status"); s == "failed" || time.Now().After(deadline) {
+			t.Fatalf("the speculative plan is %s", s)
+		}
+		tb.open(specLink)
+	}
+	if !strings.Contains(tb.text("main"), "speculative plan") || tb.exists("#approve") || !strings.Contains(tb.text("#steps"), "plan") {
+		t.Errorf("the speculative plan's page: %q", tb.text("main"))
+	}
+	tb.screenshot("speculative")
 }

@@ -56,14 +56,20 @@ func (u *UI) stackPage(w http.ResponseWriter, r *http.Request) {
 	}
 	var out []stackDeployment
 	for _, d := range ds {
-		runs, _, err := u.o.Stacks.ListDeploymentRuns(ctx, st.ID, d.Name, 0, 10)
+		runs, _, err := u.o.Stacks.ListDeploymentRuns(ctx, st.ID, d.Name, false, 0, 10)
 		if err != nil {
 			u.fail(w, r, err)
 			return
 		}
 		out = append(out, stackDeployment{D: d, Runs: runs})
 	}
-	u.render(w, r, http.StatusOK, "stack", st.Name, st.Organization, map[string]any{"S": st, "Deployments": out})
+	// Speculative plans, of deployments deployed or not, on their own.
+	spec, err := u.o.Stacks.ListSpeculativeRuns(ctx, st.ID, 20)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "stack", st.Name, st.Organization, map[string]any{"S": st, "Deployments": out, "Speculative": spec})
 }
 
 type stepView struct {
