@@ -97,8 +97,14 @@ const (
 	// registry modules through the module registry protocol (terraform
 	// init): members, organization tokens, and run tokens, since
 	// terraform init inside a run fetches private modules; not agent or
-	// task result tokens.
+	// task result tokens. The members and tokens (run tokens too) of an
+	// organization it shares its modules with as well (global module
+	// sharing, module consumers: Resolver.SharesModules).
 	OrgReadModules Action = "organization:read-modules"
+	// OrgReadProviders lists and downloads the organization's private
+	// providers through the provider registry protocol: as OrgReadModules
+	// for its own members and tokens; providers are not shared.
+	OrgReadProviders Action = "organization:read-providers"
 	// OrgManageTags deletes the organization's tags (from every workspace
 	// carrying them): manage workspaces, as in HCP Terraform. The tag
 	// service still asks WorkspaceUpdate of each workspace it changes.
@@ -234,9 +240,12 @@ type rule struct {
 	// (with a user token, invited or member) may do it to what is their
 	// own (the Resource's UserID is theirs), whatever org says.
 	runToken, noOrgToken, userOnly, self bool
-	any                                  func(*auth.Principal) error
-	org                                  func(standing) bool
-	project                              func(standing, ProjectPerms) bool
+	// sharedModules: the members and tokens of an organization that res's
+	// organization shares its private modules with may too.
+	sharedModules bool
+	any           func(*auth.Principal) error
+	org           func(standing) bool
+	project       func(standing, ProjectPerms) bool
 	// team, when set, decides a team action on a named team instead of
 	// org (org still decides without one).
 	team      func(standing, Team) bool
@@ -335,7 +344,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageTeams }},
 	OrgManageModules: {scope: scopeOrg, noun: "organization", verb: "manage the private registry",
 		org: func(st standing) bool { return st.access.ManageModules }},
-	OrgReadModules: {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member},
+	OrgReadModules:   {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member, sharedModules: true},
+	OrgReadProviders: {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member},
 	OrgManageAgents: {scope: scopeOrg, noun: "organization", verb: "manage agent pools",
 		org: func(st standing) bool { return st.access.ManageAgentPools }},
 	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",

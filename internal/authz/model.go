@@ -48,6 +48,9 @@ type Resolver interface {
 	// OrganizationExists returns core.ErrNotFound for an unknown
 	// organization.
 	OrganizationExists(ctx context.Context, name string) error
+	// SharesModules reports whether organization org shares its private
+	// modules with any of the readers (organization names).
+	SharesModules(ctx context.Context, org string, readers []string) (bool, error)
 }
 
 // Resource locates what a request acts on. Organization is always set;
@@ -166,6 +169,29 @@ func (s *Service) standing(ctx context.Context, p *auth.Principal, org string) (
 		st.access = orgAll
 	}
 	return st, nil
+}
+
+// sharesModules reports whether org shares its private modules with an
+// organization of p: a user's (those it is a member of, not disabled and
+// not refusing user tokens), or a token's own.
+func (s *Service) sharesModules(ctx context.Context, p *auth.Principal, org string) (bool, error) {
+	if s.resolver == nil {
+		return false, nil
+	}
+	readers := []string{}
+	switch p.Kind {
+	case auth.KindUser:
+		for _, o := range p.Orgs {
+			if !slices.Contains(p.UserTokensBlocked, o) {
+				readers = append(readers, o)
+			}
+		}
+	case auth.KindTeam, auth.KindOrganization, auth.KindRun:
+		if p.Organization != "" && !slices.Contains(p.Disabled, p.Organization) {
+			readers = append(readers, p.Organization)
+		}
+	}
+	return s.resolver.SharesModules(ctx, org, readers)
 }
 
 // Workspace returns the caller's permissions in a workspace (the zero
@@ -465,6 +491,14 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	forbidden := func() error { return core.Forbidden("insufficient permissions to %s", rule.verb) }
 	switch rule.scope {
 	case scopeOrg:
+		if rule.sharedModules && !st.member && !st.run {
+			// A caller of another organization: one that org shares its
+			// modules with reads them.
+			ok, err := s.sharesModules(ctx, p, res.Organization)
+			if err != nil || ok {
+				return err
+			}
+		}
 		if st.run {
 			if rule.runToken {
 				return nil

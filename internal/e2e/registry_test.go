@@ -12,6 +12,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -122,5 +123,67 @@ module "x" {
 		t.Fatalf("init without credentials succeeded:\n%s\n%s", out, errOut)
 	} else if !strings.Contains(errOut, "401 Unauthorized") {
 		t.Fatalf("init without credentials failed for another reason:\n%s", errOut)
+	}
+}
+
+// TestTerraformSharedModule: terraform init, with the token of a member
+// of another organization only, resolves an organization's private module
+// once a site admin names that organization a module consumer, and not
+// before (go-tfe's admin API sets the consumers).
+func TestTerraformSharedModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	for _, o := range []string{"acme", "beta"} {
+		testenv.NewOrg(t, e.Client, o)
+	}
+	if _, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")}); err != nil {
+		t.Fatal(err)
+	}
+	id := tfe.RegistryModuleID{Organization: "acme", Name: "network", Provider: "aws", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
+	rmv, err := e.Client.RegistryModules.CreateVersion(ctx, id, tfe.RegistryModuleCreateVersionOptions{Version: tfe.String("1.0.0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.RegistryModules.UploadTarGzip(ctx, rmv.Links["upload"].(string), bytes.NewReader(packModule(t, moduleCode("1.0.0")))); err != nil {
+		t.Fatal(err)
+	}
+	_, m := e.UserClient(t, "beta", "dev@beta.test")
+	_, token, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := newCLI(t, e, "terraform")
+	host := strings.Replace(e.Host, "localhost", "127.0.0.1", 1)
+	rc := filepath.Join(t.TempDir(), "terraform.rc")
+	if err := os.WriteFile(rc, []byte(fmt.Sprintf("credentials %q {\n  token = %q\n}\n", host, token)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "TF_CLI_CONFIG_FILE="+rc)
+	config := map[string]string{"main.tf": fmt.Sprintf(`
+module "x" {
+  source  = "%s/acme/network/aws"
+  version = "1.0.0"
+  name    = "beta"
+}
+output "label" { value = module.x.label }
+`, host)}
+	if out, errOut, err := c.try(writeConfig(t, config), "init"); err == nil || !strings.Contains(out+errOut, "cannot be found in the module registry") {
+		t.Fatalf("init of an unshared module by another organization's member: %v\n%s\n%s", err, out, errOut)
+	}
+	if err := e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "acme", []string{"beta"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := writeConfig(t, config)
+	c.run(dir, "init")
+	c.run(dir, "apply", "-auto-approve")
+	var outs map[string]struct {
+		Value any `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(c.run(dir, "output", "-json")), &outs); err != nil || outs["label"].Value != "beta-1.0.0" {
+		t.Fatalf("the shared module's output = %v, %v; want beta-1.0.0", outs, err)
 	}
 }

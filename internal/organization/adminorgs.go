@@ -54,6 +54,9 @@ type AdminFilter struct {
 	Query, Name, Email string
 	// None selects no organization (a filter no organization meets).
 	None bool
+	// ModuleProducer selects the organizations that share their private
+	// modules (globally or with named consumers).
+	ModuleProducer bool
 }
 
 // AdminListPage returns a page of the organizations f selects, by name
@@ -82,6 +85,9 @@ func (s *Service) AdminListPage(ctx context.Context, f AdminFilter, offset, limi
 	like(f.Query, "name", "email")
 	like(f.Name, "name")
 	like(f.Email, "email")
+	if f.ModuleProducer {
+		where += ` AND (global_module_sharing OR EXISTS (SELECT 1 FROM organization_module_consumers c WHERE c.organization_name = organizations.name))`
+	}
 	return store.Page(ctx, s.db, scan, cols, "organizations", where, `name`, offset, limit, args...)
 }
 
@@ -170,7 +176,7 @@ func (a *API) adminDocuments(ctx context.Context, orgs []*Organization, includeO
 	var included []any
 	for i, o := range orgs {
 		j := &jsonAdminOrganization{Name: o.Name, ExternalID: o.ID, IsDisabled: o.Disabled, NotificationEmail: o.Email,
-			SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
+			GlobalModuleSharing: o.GlobalModuleSharing, SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
 		for _, u := range owners[o.Name] {
 			j.Owners = append(j.Owners, &jsonUserRef{ID: u.ID})
 			if includeOwners && a.RenderUser != nil {
@@ -216,9 +222,9 @@ func (a *API) AdminIncluded(r *http.Request, names []string) ([]any, error) {
 
 // adminFilter reads the query of GET admin/organizations: q (part of the
 // name or notification email), q[name], q[email], and Terraform
-// Enterprise's filter[module_producer] and filter[provider_producer]
-// (true selects none: no organization shares its registry with others in
-// Terrace). Any other filter is a 400.
+// Enterprise's filter[module_producer] (true: the organizations sharing
+// their modules) and filter[provider_producer] (true selects none: Terrace
+// shares no organization's providers). Any other filter is a 400.
 func adminFilter(q url.Values) (AdminFilter, error) {
 	f := AdminFilter{Query: q.Get("q"), Name: q.Get("q[name]"), Email: q.Get("q[email]")}
 	producers := []string{"filter[module_producer]", "filter[provider_producer]"}
@@ -231,7 +237,11 @@ func adminFilter(q url.Values) (AdminFilter, error) {
 		}
 		switch v := q.Get(k); v {
 		case "true":
-			f.None = true
+			if k == "filter[module_producer]" {
+				f.ModuleProducer = true
+			} else {
+				f.None = true
+			}
 		case "false":
 		default:
 			return f, core.BadRequest("%s must be true or false, not %q", k, v)
@@ -298,7 +308,6 @@ var fixedAdminAttributes = map[string]struct {
 	why   string
 }{
 	"access-beta-tools":                    {false, "Terrace has no beta tools"},
-	"global-module-sharing":                {false, "Terrace does not share private registry modules between organizations"},
 	"global-provider-sharing":              {false, "Terrace does not share private registry providers between organizations"},
 	"terraform-worker-sudo-enabled":        {false, "Terrace's runners never run terraform with sudo"},
 	"terraform-build-worker-apply-timeout": {nil, "Terrace has no build workers; the site's apply-timeout limits every apply (admin general settings)"},
@@ -337,7 +346,7 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var problems []error
-	var disabled *bool
+	var disabled, sharing *bool
 	names := make([]string, 0, len(attrs))
 	for name := range attrs {
 		names = append(names, name)
@@ -348,13 +357,17 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 		if string(raw) == "null" {
 			continue
 		}
-		if name == "is-disabled" {
+		if name == "is-disabled" || name == "global-module-sharing" {
 			var v bool
 			if err := json.Unmarshal(raw, &v); err != nil {
-				problems = append(problems, core.Invalid("is-disabled must be a boolean"))
+				problems = append(problems, core.Invalid("%s must be a boolean", name))
 				continue
 			}
-			disabled = &v
+			if name == "is-disabled" {
+				disabled = &v
+			} else {
+				sharing = &v
+			}
 			continue
 		}
 		if why, ok := readOnlyAdminAttributes[name]; ok {
@@ -378,6 +391,11 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 	if len(problems) > 0 {
 		return errors.Join(problems...)
 	}
+	if sharing != nil {
+		if org, err = a.Service.SetGlobalModuleSharing(r.Context(), org.Name, *sharing); err != nil {
+			return err
+		}
+	}
 	if disabled != nil {
 		if org, err = a.Service.SetDisabled(r.Context(), org.Name, *disabled); err != nil {
 			return err
@@ -394,26 +412,29 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) {
 	tfeapi.NoContent(w, r, a.Service.Delete(r.Context(), r.PathValue("org")))
 }
 
-// listModuleConsumers lists the organizations that may use the
-// organization's private modules besides itself: none, in Terrace.
+// listModuleConsumers lists the organizations a site admin named as
+// consumers of the organization's private modules (modulesharing.go).
 func (a *API) listModuleConsumers(w http.ResponseWriter, r *http.Request) error {
-	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
-		return err
-	}
 	page, err := tfeapi.ParsePage(r)
 	if err != nil {
 		return err
 	}
-	if _, err := a.Service.Get(r.Context(), r.PathValue("org")); err != nil {
+	orgs, err := a.Service.ModuleConsumers(r.Context(), r.PathValue("org"))
+	if err != nil {
 		return err
 	}
-	tfeapi.RespondList(w, r, []*jsonAdminOrganization{}, tfeapi.Pagination{Page: page.Number, Size: page.Size})
+	orgs, pg := tfeapi.Paginate(orgs, page)
+	out, included, err := a.adminDocuments(r.Context(), orgs, false)
+	if err != nil {
+		return err
+	}
+	tfeapi.RespondList(w, r, out, pg, included...)
 	return nil
 }
 
-// updateModuleConsumers accepts an empty list of module consumers (the
-// organization shares its private modules with no other, as every
-// organization in Terrace does) and refuses any other.
+// updateModuleConsumers replaces the consumers of the organization's
+// private modules (relationship documents of type organizations, by
+// name) and turns its global module sharing off.
 func (a *API) updateModuleConsumers(w http.ResponseWriter, r *http.Request) error {
 	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
 		return err
@@ -422,11 +443,15 @@ func (a *API) updateModuleConsumers(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if _, err := a.Service.Get(r.Context(), r.PathValue("org")); err != nil {
-		return err
+	names := make([]string, 0, len(consumers))
+	for _, c := range consumers {
+		if c.Type != "organizations" {
+			return core.Invalid("a module consumer is an organization (type organizations), not %q", c.Type)
+		}
+		names = append(names, c.ID)
 	}
-	if len(consumers) > 0 {
-		return core.Invalid("Terrace does not share private registry modules between organizations: an organization's modules are its own, and its module consumers can only be none")
+	if err := a.Service.SetModuleConsumers(r.Context(), r.PathValue("org"), names); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -141,8 +141,8 @@ func TestAdminOrganizationsList(t *testing.T) {
 	})
 }
 
-// TestAdminOrganizationsUpdate: of the admin attributes, is-disabled
-// changes; the others accept only what Terrace has (false, or none) and
+// TestAdminOrganizationsUpdate: of the admin attributes, is-disabled and
+// global-module-sharing change; the others accept only what Terrace has (false, or none) and
 // refuse anything else with a 422 naming every attribute refused and why,
 // changing nothing. Read, delete and module consumers answer as the rest
 // of Terrace does.
@@ -188,16 +188,44 @@ func TestAdminOrganizationsUpdate(t *testing.T) {
 			t.Fatalf("reading no organization: %v", err)
 		}
 
-		// Module consumers: none, and only none can be set.
+		// Module consumers: none at first; set, listed, replaced; an
+		// unknown organization or the organization itself is refused and
+		// changes nothing; setting them turns global sharing off.
 		consumers, err := e.Client.Admin.Organizations.ListModuleConsumers(ctx, "beta", nil)
 		if err != nil || len(consumers.Items) != 0 {
 			t.Fatalf("module consumers: %+v, %v", consumers, err)
 		}
+		if org, err := e.Client.Admin.Organizations.Update(ctx, "beta", tfe.AdminOrganizationUpdateOptions{GlobalModuleSharing: &tr}); err != nil ||
+			org.GlobalModuleSharing == nil || !*org.GlobalModuleSharing {
+			t.Fatalf("sharing beta's modules globally: %+v, %v", org, err)
+		}
+		if err := e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", []string{"acme"}); err != nil {
+			t.Fatalf("setting a module consumer: %v", err)
+		}
+		consumers, err = e.Client.Admin.Organizations.ListModuleConsumers(ctx, "beta", nil)
+		if err != nil || len(consumers.Items) != 1 || consumers.Items[0].Name != "acme" {
+			t.Fatalf("module consumers after setting acme: %+v, %v", consumers, err)
+		}
+		if org, err := e.Client.Admin.Organizations.Read(ctx, "beta"); err != nil || org.GlobalModuleSharing == nil || *org.GlobalModuleSharing {
+			t.Fatalf("naming consumers left global sharing on: %+v, %v", org, err)
+		}
+		err = e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", []string{"nope"})
+		testenv.WantStatus(t, "an unknown consumer", err, "resource not found")
+		err = e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", []string{"beta"})
+		testenv.WantStatus(t, "the organization itself as consumer", err, "its own modules")
+		if consumers, err = e.Client.Admin.Organizations.ListModuleConsumers(ctx, "beta", nil); err != nil || len(consumers.Items) != 1 {
+			t.Fatalf("a refused update changed the consumers: %+v, %v", consumers, err)
+		}
+		status, body = e.API(t, "", "GET", "/api/v2/admin/organizations?filter[module_producer]=true", nil)
+		if status != http.StatusOK || !strings.Contains(string(body), `"id":"beta"`) || strings.Contains(string(body), `"id":"acme"`) {
+			t.Errorf("module producers: %d %s, want beta alone", status, body)
+		}
 		if err := e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", nil); err != nil {
 			t.Fatalf("setting no module consumers: %v", err)
 		}
-		err = e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", []string{"acme"})
-		testenv.WantStatus(t, "sharing modules with another organization", err, "does not share private registry modules")
+		if consumers, err = e.Client.Admin.Organizations.ListModuleConsumers(ctx, "beta", nil); err != nil || len(consumers.Items) != 0 {
+			t.Fatalf("module consumers after clearing them: %+v, %v", consumers, err)
+		}
 
 		if err := e.Client.Admin.Organizations.Delete(ctx, "acme"); err != nil {
 			t.Fatalf("deleting a disabled organization: %v", err)

@@ -20,6 +20,9 @@ type Organization struct {
 	// Disabled: a site admin has closed the organization to its members,
 	// teams and tokens (the admin API's is-disabled).
 	Disabled bool
+	// GlobalModuleSharing: a site admin shares the organization's private
+	// modules with every organization of the site (modulesharing.go).
+	GlobalModuleSharing bool
 }
 
 // Settings are the organization's options, stored as one JSON document.

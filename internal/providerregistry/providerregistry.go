@@ -35,7 +35,7 @@
 // terraform reaches the providers through the provider registry protocol
 // (providers.v1 at /api/registry/v1/providers/): namespace is the
 // organization, authenticated like module downloads (authz
-// OrgReadModules: members, team and organization tokens, and the token of
+// OrgReadProviders: members, team and organization tokens, and the token of
 // a run of the same organization). A version is offered only when its
 // SHA256SUMS and signature are uploaded, its key is still in the
 // namespace, and for the platforms whose zip is uploaded. Download,

@@ -103,13 +103,14 @@ func manage(ctx context.Context, org string) error {
 func CanManage(ctx context.Context, org string) bool { return manage(ctx, org) == nil }
 
 // fetch decides a request of the provider registry protocol: the model's
-// OrgReadModules, as module downloads, after the organization check that
-// every service makes (an organization may refuse user tokens).
+// OrgReadProviders (as module downloads, but never shared with another
+// organization), after the organization check that every service makes
+// (an organization may refuse user tokens).
 func fetch(ctx context.Context, org string) error {
 	if err := auth.CheckOrganization(ctx, org); err != nil {
 		return err
 	}
-	return authz.Allows(ctx, authz.OrgReadModules, authz.Resource{Organization: org})
+	return authz.Allows(ctx, authz.OrgReadProviders, authz.Resource{Organization: org})
 }
 
 // CreateOptions are the attributes of a new provider.

@@ -490,7 +490,7 @@ func (a *API) protoVersions(w http.ResponseWriter, r *http.Request) {
 		protoError(w, err)
 		return
 	}
-	_, vs, err := a.Service.Versions(r.Context(), ns, name, provider)
+	_, vs, err := a.Service.fetchVersions(r.Context(), ns, name, provider)
 	if err != nil {
 		protoError(w, err)
 		return
@@ -521,7 +521,7 @@ func (a *API) protoDownload(w http.ResponseWriter, r *http.Request) {
 		protoError(w, err)
 		return
 	}
-	_, v, err := a.Service.published(r.Context(), r.PathValue("ns"), r.PathValue("name"), r.PathValue("provider"), r.PathValue("version"))
+	_, v, err := a.Service.fetchPublished(r.Context(), r.PathValue("ns"), r.PathValue("name"), r.PathValue("provider"), r.PathValue("version"))
 	if err != nil {
 		protoError(w, err)
 		return
@@ -538,12 +538,12 @@ func (a *API) protoModule(w http.ResponseWriter, r *http.Request) {
 		protoError(w, err)
 		return
 	}
-	m, v, err := a.Service.published(r.Context(), ns, name, provider, r.PathValue("version"))
+	m, v, err := a.Service.fetchPublished(r.Context(), ns, name, provider, r.PathValue("version"))
 	if err != nil {
 		protoError(w, err)
 		return
 	}
-	_, vs, err := a.Service.Versions(r.Context(), ns, name, provider)
+	_, vs, err := a.Service.fetchVersions(r.Context(), ns, name, provider)
 	if err != nil {
 		protoError(w, err)
 		return

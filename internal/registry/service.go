@@ -126,10 +126,17 @@ func access(ctx context.Context, org string) error {
 // fetch decides a request of the module registry protocol (terraform init
 // listing and downloading a private module of org): the model's
 // OrgReadModules, which members, organization tokens and run tokens
-// (terraform init inside a run) have. Every kind of token authenticates on
-// the protocol's routes; agent and task result tokens, which reach only
-// their job protocol or their run's plan and configuration, are refused.
+// (terraform init inside a run) have, and those of the organizations org
+// shares its modules with. Every kind of token authenticates on the
+// protocol's routes; agent and task result tokens, which reach only their
+// job protocol or their run's plan and configuration, are refused. A
+// member of a disabled org, or a user token where org refuses them, is
+// refused first (the organization check every service makes; that the
+// caller is no member is left to the model).
 func fetch(ctx context.Context, org string) error {
+	if err := auth.CheckOrganization(ctx, org); err != nil && core.KindOf(err) != core.KindNotFound {
+		return err
+	}
 	return authz.Allows(ctx, authz.OrgReadModules, authz.Resource{Organization: org})
 }
 
@@ -344,6 +351,13 @@ func (s *Service) Get(ctx context.Context, org, registryName, namespace, name, p
 	if err := access(ctx, org); err != nil {
 		return nil, err
 	}
+	return s.get(ctx, org, registryName, namespace, name, provider)
+}
+
+// get is Get for a caller whose access was decided already (the module
+// registry protocol's fetch, which a consumer of the organization's
+// modules passes too).
+func (s *Service) get(ctx context.Context, org, registryName, namespace, name, provider string) (*Module, error) {
 	mods, err := s.queryModules(ctx, s.db, `organization_name = ? AND registry_name = ? AND namespace = ? AND name = ? AND provider = ?`, org, registryName, namespace, name, provider)
 	if err != nil {
 		return nil, err
@@ -669,7 +683,15 @@ func (s *Service) versions(ctx context.Context, moduleID string) ([]*Version, er
 
 // Versions returns a private module's versions (newest first) and the module.
 func (s *Service) Versions(ctx context.Context, org, name, provider string) (*Module, []*Version, error) {
-	m, err := s.GetPrivate(ctx, org, name, provider)
+	if err := access(ctx, org); err != nil {
+		return nil, nil, err
+	}
+	return s.fetchVersions(ctx, org, name, provider)
+}
+
+// fetchVersions is Versions after fetch decided access.
+func (s *Service) fetchVersions(ctx context.Context, org, name, provider string) (*Module, []*Version, error) {
+	m, err := s.get(ctx, org, RegistryPrivate, org, name, provider)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -681,7 +703,15 @@ func (s *Service) Versions(ctx context.Context, org, name, provider string) (*Mo
 // (or "latest") is the newest ok version, preferring releases to
 // prereleases.
 func (s *Service) ReadVersion(ctx context.Context, org, name, provider, version string) (*Module, *Version, error) {
-	m, vs, err := s.Versions(ctx, org, name, provider)
+	if err := access(ctx, org); err != nil {
+		return nil, nil, err
+	}
+	return s.readVersion(ctx, org, name, provider, version)
+}
+
+// readVersion is ReadVersion after access was decided.
+func (s *Service) readVersion(ctx context.Context, org, name, provider, version string) (*Module, *Version, error) {
+	m, vs, err := s.fetchVersions(ctx, org, name, provider)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -714,7 +744,15 @@ func (s *Service) ReadVersion(ctx context.Context, org, name, provider, version 
 
 // published returns an ok version (404 for pending or failed ones).
 func (s *Service) published(ctx context.Context, org, name, provider, version string) (*Module, *Version, error) {
-	m, v, err := s.ReadVersion(ctx, org, name, provider, version)
+	if err := access(ctx, org); err != nil {
+		return nil, nil, err
+	}
+	return s.fetchPublished(ctx, org, name, provider, version)
+}
+
+// fetchPublished is published after fetch decided access.
+func (s *Service) fetchPublished(ctx context.Context, org, name, provider, version string) (*Module, *Version, error) {
+	m, v, err := s.readVersion(ctx, org, name, provider, version)
 	if err != nil {
 		return nil, nil, err
 	}

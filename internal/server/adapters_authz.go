@@ -128,6 +128,10 @@ func (a authzResolver) SharesState(ctx context.Context, target, reader string) (
 	return a.s.Workspaces.CanReadStateOf(ctx, reader, target)
 }
 
+func (a authzResolver) SharesModules(ctx context.Context, org string, readers []string) (bool, error) {
+	return a.s.Orgs.SharesModules(ctx, org, readers)
+}
+
 func (a authzResolver) OrganizationExists(ctx context.Context, name string) error {
 	_, err := a.s.Orgs.Get(system(ctx), name)
 	return err

@@ -1,0 +1,113 @@
+package organization
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// Module sharing (Terraform Enterprise's): a site admin lets other
+// organizations of the site use an organization's private registry
+// modules, either every organization (global-module-sharing) or those it
+// names (its module consumers; naming them turns global sharing off). A
+// member, team, organization or run token of a consumer then lists and
+// downloads the modules through the module registry protocol (terraform
+// init, inside a run too): the model's OrgReadModules asks SharesModules.
+// Nothing else of the sharing organization is shared: not its registry's
+// API, not its providers.
+
+// ModuleConsumers lists the organizations a site admin named as consumers
+// of org's modules, by name.
+func (s *Service) ModuleConsumers(ctx context.Context, org string) ([]*Organization, error) {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.get(ctx, s.db, org, false); err != nil {
+		return nil, err
+	}
+	return store.All(ctx, s.db, scan, `SELECT `+prefixed("o.")+` FROM organizations o JOIN organization_module_consumers c ON c.consumer_name = o.name
+		WHERE c.organization_name = ? ORDER BY o.name`, org)
+}
+
+// prefixed is cols with every column qualified by prefix.
+func prefixed(prefix string) string { return prefix + strings.ReplaceAll(cols, ", ", ", "+prefix) }
+
+// SetModuleConsumers makes names the consumers of org's modules (none
+// when empty) and turns global module sharing off. Every name must be
+// another organization of the site; nothing changes otherwise.
+func (s *Service) SetModuleConsumers(ctx context.Context, org string, names []string) error {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		o, err := s.get(ctx, tx, org, true)
+		if err != nil {
+			return err
+		}
+		var set []string
+		for _, n := range names {
+			if n == o.Name {
+				return core.Invalid("organization %s cannot be a consumer of its own modules: they are its own", n)
+			}
+			if slices.Contains(set, n) {
+				continue
+			}
+			if _, err := s.get(ctx, tx, n, false); err != nil {
+				return core.NotFound("Organization %s not found: a module consumer must be an organization of this site", n)
+			}
+			set = append(set, n)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM organization_module_consumers WHERE organization_name = ?`, o.Name); err != nil {
+			return err
+		}
+		for _, n := range set {
+			if _, err := tx.Exec(ctx, `INSERT INTO organization_module_consumers (organization_name, consumer_name) VALUES (?, ?)`, o.Name, n); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, updated_at = ? WHERE id = ?`, false, core.Micros(core.Now()), o.ID)
+		return err
+	})
+}
+
+// SetGlobalModuleSharing shares org's modules with every organization of
+// the site, or stops sharing them so (its named consumers stay).
+func (s *Service) SetGlobalModuleSharing(ctx context.Context, org string, on bool) (*Organization, error) {
+	if err := authz.RequireSiteAdmin(ctx); err != nil {
+		return nil, err
+	}
+	var o *Organization
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if o, err = s.get(ctx, tx, org, true); err != nil {
+			return err
+		}
+		o.GlobalModuleSharing, o.UpdatedAt = on, core.Now()
+		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, updated_at = ? WHERE id = ?`, on, core.Micros(o.UpdatedAt), o.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// SharesModules reports whether org (not disabled) shares its private
+// modules with any of the readers (organization names): globally, or
+// naming one of them as a consumer. One statement; the model asks it only
+// of a caller that is no member of org.
+func (s *Service) SharesModules(ctx context.Context, org string, readers []string) (bool, error) {
+	if len(readers) == 0 {
+		return false, nil
+	}
+	in, args := store.In(readers)
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations o WHERE o.name = ? AND NOT o.is_disabled AND (o.global_module_sharing OR EXISTS (
+		SELECT 1 FROM organization_module_consumers c WHERE c.organization_name = o.name AND c.consumer_name IN (`+in+`)))`,
+		append([]any{org}, args...)...).Scan(&n)
+	return n > 0, err
+}
