@@ -40,6 +40,11 @@ type Service struct {
 	// HeartbeatTimeout is how long an agent may stay silent before it
 	// reads as unknown (the job lease). Defaults to 30s.
 	HeartbeatTimeout time.Duration
+	// OnDelete runs inside the transaction that deletes a pool, after the
+	// pool's row is locked: each domain that can point at a pool
+	// (workspaces, projects, stacks, run tasks) refuses, with a
+	// core.Conflict saying what still uses it, a pool still in use.
+	OnDelete []func(ctx context.Context, q store.Q, pool *Pool) error
 }
 
 // NewService returns an agent pool service.
@@ -257,14 +262,23 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		// A run task whose requests the pool forwards would send them
-		// from the server instead, to a service it may not reach.
-		var tasks int
-		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM run_tasks WHERE agent_pool_id = ?`, p.ID).Scan(&tasks); err != nil {
+		// The pool's row first: a change that assigns the pool and locks
+		// it too is seen by the checks, or waits and finds it gone.
+		var id string
+		if err := tx.QueryRow(ctx, `SELECT id FROM agent_pools WHERE id = ?`+store.ForUpdate(tx), p.ID).Scan(&id); err != nil {
+			if store.IsNoRows(err) {
+				return core.NotFound("agent pool %q not found", p.ID)
+			}
 			return err
 		}
-		if tasks > 0 {
-			return core.Conflict("agent pool %s forwards the requests of %d run task(s): give them another pool, or none, first", p.Name, tasks)
+		// As in HCP Terraform, a pool still in use is not deleted: the
+		// runs of a workspace (or stack) that names it would wait for an
+		// agent for good, and a run task's requests would go out from
+		// the server instead, to a service it may not reach.
+		for _, fn := range s.OnDelete {
+			if err := fn(ctx, tx, p); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM agent_pools WHERE id = ?`, p.ID); err != nil {
 			return err

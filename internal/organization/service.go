@@ -421,3 +421,12 @@ func (s *Service) OrganizationIDsSQL() string {
 func (s *Service) UserTokensDisabledSQL() string {
 	return `SELECT name FROM organizations WHERE user_tokens_enabled = FALSE`
 }
+
+// UsesPool reports whether organization org's default agent pool is
+// poolID.
+func UsesPool(ctx context.Context, q store.Q, org, poolID string) (bool, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE name = ? AND attrs LIKE ?`+store.LikeEscape,
+		org, `%"default-agent-pool-id":"`+store.EscapeLike(poolID)+`"%`).Scan(&n)
+	return n > 0, err
+}

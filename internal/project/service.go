@@ -582,3 +582,11 @@ func (s *Service) effective(ps Settings, orgMode, orgPool string) (mode, agentPo
 	}
 	return mode, agentPoolID
 }
+
+// UsingPool counts the projects whose default agent pool is poolID.
+func UsingPool(ctx context.Context, q store.Q, poolID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE attrs LIKE ?`+store.LikeEscape,
+		`%"default-agent-pool-id":"`+store.EscapeLike(poolID)+`"%`).Scan(&n)
+	return n, err
+}

@@ -136,3 +136,11 @@ func redact(err error, key string) error {
 	}
 	return errors.New("database error (details withheld: the statement carried an HMAC key)")
 }
+
+// UsingPool counts the run tasks whose requests agent pool poolID
+// forwards.
+func UsingPool(ctx context.Context, q store.Q, poolID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM run_tasks WHERE agent_pool_id = ?`, poolID).Scan(&n)
+	return n, err
+}

@@ -242,6 +242,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Orgs.Pools = s.AgentPools
 	s.Workspaces.Pools = s.AgentPools
 	s.Projects.Pools = s.AgentPools
+	s.AgentPools.OnDelete = append(s.AgentPools.OnDelete, poolInUse)
 	s.Variables = variable.NewService(s.DB, variableWorkspaces{s.Workspaces}, variableProjects{s.Projects})
 	s.Variables.Keys = s.Keys
 	s.Identity = idtoken.New(s.DB, s.Keys, s.BaseURL)

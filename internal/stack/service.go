@@ -500,6 +500,14 @@ func (s *Service) garbage() blob.Garbage {
 // server's sweep loop (blob.RunAll).
 func (s *Service) Ledger() blob.Garbage { return s.garbage() }
 
+// UsingPool counts the stacks in execution mode agent whose deployments
+// run on agent pool poolID.
+func UsingPool(ctx context.Context, q store.Q, poolID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM stacks WHERE agent_pool_id = ? AND execution_mode = ?`, poolID, "agent").Scan(&n)
+	return n, err
+}
+
 // CountInProject counts the stacks of a project (a project holding stacks
 // is not deleted).
 func CountInProject(ctx context.Context, q store.Q, projectID string) (int, error) {

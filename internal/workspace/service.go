@@ -571,6 +571,16 @@ func (s *Service) CountInProject(ctx context.Context, q store.Q, projectID strin
 	return n, err
 }
 
+// UsingPool counts the workspaces whose runs go to agent pool poolID
+// (their own agent-pool-id; a workspace inheriting its project's pool is
+// the project's: project.UsingPool).
+func UsingPool(ctx context.Context, q store.Q, poolID string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces WHERE attrs LIKE ?`+store.LikeEscape,
+		`%"agent-pool-id":"`+store.EscapeLike(poolID)+`"%`).Scan(&n)
+	return n, err
+}
+
 // requireCreate asks the authorization model whether the caller may create
 // a workspace in the project (the organization's default when none):
 // manage-workspaces, or a grant on that project that creates workspaces.

@@ -902,6 +902,22 @@ func TestAgentExecutionMode(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "not found in organization") {
 			t.Fatalf("pool of another organization accepted: %v", err)
 		}
+		// A pool a workspace (or a project's default) names is not
+		// deleted under it, as in HCP Terraform: its runs would wait
+		// for an agent for good.
+		prj, err := c.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "agents"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := `{"data":{"type":"projects","attributes":{"default-execution-mode":"agent","default-agent-pool-id":"` + pool.ID + `"}}}`
+		if status, raw := e.API(t, "", "PATCH", "/api/v2/projects/"+prj.ID, body); status != 200 {
+			t.Fatalf("setting the project's default agent pool: %d %s", status, raw)
+		}
+		err = c.AgentPools.Delete(ctx, pool.ID)
+		testenv.WantStatus(t, "deleting a pool in use", err, "1 workspace(s), 1 project(s)")
+		if status, raw := e.API(t, "", "PATCH", "/api/v2/projects/"+prj.ID, `{"data":{"type":"projects","attributes":{"default-execution-mode":"remote"}}}`); status != 200 {
+			t.Fatalf("setting the project back to remote: %d %s", status, raw)
+		}
 		w, err = c.Workspaces.UpdateByID(ctx, w.ID, tfe.WorkspaceUpdateOptions{ExecutionMode: tfe.String("remote")})
 		if err != nil || w.ExecutionMode != "remote" || w.AgentPool != nil {
 			t.Fatalf("back to remote: %+v %v", w, err)
