@@ -102,8 +102,9 @@ const (
 	// sharing, module consumers: Resolver.SharesModules).
 	OrgReadModules Action = "organization:read-modules"
 	// OrgReadProviders lists and downloads the organization's private
-	// providers through the provider registry protocol: as OrgReadModules
-	// for its own members and tokens; providers are not shared.
+	// providers through the provider registry protocol: as OrgReadModules,
+	// and the callers of every other organization when the organization
+	// shares its providers globally (Resolver.SharesProviders).
 	OrgReadProviders Action = "organization:read-providers"
 	// OrgManageTags deletes the organization's tags (from every workspace
 	// carrying them): manage workspaces, as in HCP Terraform. The tag
@@ -221,6 +222,15 @@ func CreateRunAction(onlyPlans bool) Action {
 
 type scope int
 
+// sharing is what of its registry an organization may share with others.
+type sharing int
+
+const (
+	sharedNothing sharing = iota
+	sharedModules
+	sharedProviders
+)
+
 const (
 	scopeAny scope = iota
 	scopeOrg
@@ -240,12 +250,12 @@ type rule struct {
 	// (with a user token, invited or member) may do it to what is their
 	// own (the Resource's UserID is theirs), whatever org says.
 	runToken, noOrgToken, userOnly, self bool
-	// sharedModules: the members and tokens of an organization that res's
-	// organization shares its private modules with may too.
-	sharedModules bool
-	any           func(*auth.Principal) error
-	org           func(standing) bool
-	project       func(standing, ProjectPerms) bool
+	// shared: the members and tokens of an organization that res's
+	// organization shares its private modules (or providers) with may too.
+	shared  sharing
+	any     func(*auth.Principal) error
+	org     func(standing) bool
+	project func(standing, ProjectPerms) bool
 	// team, when set, decides a team action on a named team instead of
 	// org (org still decides without one).
 	team      func(standing, Team) bool
@@ -344,8 +354,8 @@ var rules = map[Action]rule{
 		org: func(st standing) bool { return st.access.ManageTeams }},
 	OrgManageModules: {scope: scopeOrg, noun: "organization", verb: "manage the private registry",
 		org: func(st standing) bool { return st.access.ManageModules }},
-	OrgReadModules:   {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member, sharedModules: true},
-	OrgReadProviders: {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member},
+	OrgReadModules:   {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member, shared: sharedModules},
+	OrgReadProviders: {scope: scopeOrg, noun: "organization", verb: "read the private registry", runToken: true, org: member, shared: sharedProviders},
 	OrgManageAgents: {scope: scopeOrg, noun: "organization", verb: "manage agent pools",
 		org: func(st standing) bool { return st.access.ManageAgentPools }},
 	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",

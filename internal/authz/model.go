@@ -48,9 +48,11 @@ type Resolver interface {
 	// OrganizationExists returns core.ErrNotFound for an unknown
 	// organization.
 	OrganizationExists(ctx context.Context, name string) error
-	// SharesModules reports whether organization org shares its private
-	// modules with any of the readers (organization names).
+	// SharesModules and SharesProviders report whether organization org
+	// shares its private modules, or providers, with any of the readers
+	// (organization names).
 	SharesModules(ctx context.Context, org string, readers []string) (bool, error)
+	SharesProviders(ctx context.Context, org string, readers []string) (bool, error)
 }
 
 // Resource locates what a request acts on. Organization is always set;
@@ -171,10 +173,10 @@ func (s *Service) standing(ctx context.Context, p *auth.Principal, org string) (
 	return st, nil
 }
 
-// sharesModules reports whether org shares its private modules with an
-// organization of p: a user's (those it is a member of, not disabled and
-// not refusing user tokens), or a token's own.
-func (s *Service) sharesModules(ctx context.Context, p *auth.Principal, org string) (bool, error) {
+// shares reports whether org shares its private modules or providers
+// (what) with an organization of p: a user's (those it is a member of, not
+// disabled and not refusing user tokens), or a token's own.
+func (s *Service) shares(ctx context.Context, p *auth.Principal, org string, what sharing) (bool, error) {
 	if s.resolver == nil {
 		return false, nil
 	}
@@ -190,6 +192,9 @@ func (s *Service) sharesModules(ctx context.Context, p *auth.Principal, org stri
 		if p.Organization != "" && !slices.Contains(p.Disabled, p.Organization) {
 			readers = append(readers, p.Organization)
 		}
+	}
+	if what == sharedProviders {
+		return s.resolver.SharesProviders(ctx, org, readers)
 	}
 	return s.resolver.SharesModules(ctx, org, readers)
 }
@@ -491,10 +496,10 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	forbidden := func() error { return core.Forbidden("insufficient permissions to %s", rule.verb) }
 	switch rule.scope {
 	case scopeOrg:
-		if rule.sharedModules && !st.member && !st.run {
+		if rule.shared != sharedNothing && !st.member && !st.run {
 			// A caller of another organization: one that org shares its
-			// modules with reads them.
-			ok, err := s.sharesModules(ctx, p, res.Organization)
+			// modules (or providers) with reads them.
+			ok, err := s.shares(ctx, p, res.Organization, rule.shared)
 			if err != nil || ok {
 				return err
 			}

@@ -176,7 +176,7 @@ func (a *API) adminDocuments(ctx context.Context, orgs []*Organization, includeO
 	var included []any
 	for i, o := range orgs {
 		j := &jsonAdminOrganization{Name: o.Name, ExternalID: o.ID, IsDisabled: o.Disabled, NotificationEmail: o.Email,
-			GlobalModuleSharing: o.GlobalModuleSharing, SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
+			GlobalModuleSharing: o.GlobalModuleSharing, GlobalProviderSharing: o.GlobalProviderSharing, SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
 		for _, u := range owners[o.Name] {
 			j.Owners = append(j.Owners, &jsonUserRef{ID: u.ID})
 			if includeOwners && a.RenderUser != nil {
@@ -308,7 +308,6 @@ var fixedAdminAttributes = map[string]struct {
 	why   string
 }{
 	"access-beta-tools":                    {false, "Terrace has no beta tools"},
-	"global-provider-sharing":              {false, "Terrace does not share private registry providers between organizations"},
 	"terraform-worker-sudo-enabled":        {false, "Terrace's runners never run terraform with sudo"},
 	"terraform-build-worker-apply-timeout": {nil, "Terrace has no build workers; the site's apply-timeout limits every apply (admin general settings)"},
 	"terraform-build-worker-plan-timeout":  {nil, "Terrace has no build workers; the site's plan-timeout limits every plan (admin general settings)"},
@@ -346,7 +345,7 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var problems []error
-	var disabled, sharing *bool
+	var disabled, modules, providers *bool
 	names := make([]string, 0, len(attrs))
 	for name := range attrs {
 		names = append(names, name)
@@ -357,17 +356,13 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 		if string(raw) == "null" {
 			continue
 		}
-		if name == "is-disabled" || name == "global-module-sharing" {
+		if dst, ok := map[string]**bool{"is-disabled": &disabled, "global-module-sharing": &modules, "global-provider-sharing": &providers}[name]; ok {
 			var v bool
 			if err := json.Unmarshal(raw, &v); err != nil {
 				problems = append(problems, core.Invalid("%s must be a boolean", name))
 				continue
 			}
-			if name == "is-disabled" {
-				disabled = &v
-			} else {
-				sharing = &v
-			}
+			*dst = &v
 			continue
 		}
 		if why, ok := readOnlyAdminAttributes[name]; ok {
@@ -391,8 +386,8 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 	if len(problems) > 0 {
 		return errors.Join(problems...)
 	}
-	if sharing != nil {
-		if org, err = a.Service.SetGlobalModuleSharing(r.Context(), org.Name, *sharing); err != nil {
+	if modules != nil || providers != nil {
+		if org, err = a.Service.SetGlobalSharing(r.Context(), org.Name, modules, providers); err != nil {
 			return err
 		}
 	}

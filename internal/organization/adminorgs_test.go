@@ -195,9 +195,9 @@ func TestAdminOrganizationsUpdate(t *testing.T) {
 		if err != nil || len(consumers.Items) != 0 {
 			t.Fatalf("module consumers: %+v, %v", consumers, err)
 		}
-		if org, err := e.Client.Admin.Organizations.Update(ctx, "beta", tfe.AdminOrganizationUpdateOptions{GlobalModuleSharing: &tr}); err != nil ||
-			org.GlobalModuleSharing == nil || !*org.GlobalModuleSharing {
-			t.Fatalf("sharing beta's modules globally: %+v, %v", org, err)
+		if org, err := e.Client.Admin.Organizations.Update(ctx, "beta", tfe.AdminOrganizationUpdateOptions{GlobalModuleSharing: &tr, GlobalProviderSharing: &tr}); err != nil ||
+			org.GlobalModuleSharing == nil || !*org.GlobalModuleSharing || org.GlobalProviderSharing == nil || !*org.GlobalProviderSharing {
+			t.Fatalf("sharing beta's modules and providers globally: %+v, %v", org, err)
 		}
 		if err := e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", []string{"acme"}); err != nil {
 			t.Fatalf("setting a module consumer: %v", err)
@@ -206,8 +206,9 @@ func TestAdminOrganizationsUpdate(t *testing.T) {
 		if err != nil || len(consumers.Items) != 1 || consumers.Items[0].Name != "acme" {
 			t.Fatalf("module consumers after setting acme: %+v, %v", consumers, err)
 		}
-		if org, err := e.Client.Admin.Organizations.Read(ctx, "beta"); err != nil || org.GlobalModuleSharing == nil || *org.GlobalModuleSharing {
-			t.Fatalf("naming consumers left global sharing on: %+v, %v", org, err)
+		if org, err := e.Client.Admin.Organizations.Read(ctx, "beta"); err != nil || org.GlobalModuleSharing == nil || *org.GlobalModuleSharing ||
+			org.GlobalProviderSharing == nil || !*org.GlobalProviderSharing {
+			t.Fatalf("naming consumers left global module sharing on, or turned provider sharing off: %+v, %v", org, err)
 		}
 		err = e.Client.Admin.Organizations.UpdateModuleConsumers(ctx, "beta", []string{"nope"})
 		testenv.WantStatus(t, "an unknown consumer", err, "resource not found")

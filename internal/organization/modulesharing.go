@@ -18,7 +18,8 @@ import (
 // downloads the modules through the module registry protocol (terraform
 // init, inside a run too): the model's OrgReadModules asks SharesModules.
 // Nothing else of the sharing organization is shared: not its registry's
-// API, not its providers.
+// API. Its private providers are shared only globally
+// (global-provider-sharing; OrgReadProviders asks SharesProviders).
 
 // ModuleConsumers lists the organizations a site admin named as consumers
 // of org's modules, by name.
@@ -74,9 +75,10 @@ func (s *Service) SetModuleConsumers(ctx context.Context, org string, names []st
 	})
 }
 
-// SetGlobalModuleSharing shares org's modules with every organization of
-// the site, or stops sharing them so (its named consumers stay).
-func (s *Service) SetGlobalModuleSharing(ctx context.Context, org string, on bool) (*Organization, error) {
+// SetGlobalSharing shares org's private modules (when modules is set) and
+// its private providers (when providers is set) with every organization of
+// the site, or stops sharing them so (named module consumers stay).
+func (s *Service) SetGlobalSharing(ctx context.Context, org string, modules, providers *bool) (*Organization, error) {
 	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
@@ -86,8 +88,15 @@ func (s *Service) SetGlobalModuleSharing(ctx context.Context, org string, on boo
 		if o, err = s.get(ctx, tx, org, true); err != nil {
 			return err
 		}
-		o.GlobalModuleSharing, o.UpdatedAt = on, core.Now()
-		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, updated_at = ? WHERE id = ?`, on, core.Micros(o.UpdatedAt), o.ID)
+		if modules != nil {
+			o.GlobalModuleSharing = *modules
+		}
+		if providers != nil {
+			o.GlobalProviderSharing = *providers
+		}
+		o.UpdatedAt = core.Now()
+		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, updated_at = ? WHERE id = ?`,
+			o.GlobalModuleSharing, o.GlobalProviderSharing, core.Micros(o.UpdatedAt), o.ID)
 		return err
 	})
 	if err != nil {
@@ -109,5 +118,17 @@ func (s *Service) SharesModules(ctx context.Context, org string, readers []strin
 	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations o WHERE o.name = ? AND NOT o.is_disabled AND (o.global_module_sharing OR EXISTS (
 		SELECT 1 FROM organization_module_consumers c WHERE c.organization_name = o.name AND c.consumer_name IN (`+in+`)))`,
 		append([]any{org}, args...)...).Scan(&n)
+	return n > 0, err
+}
+
+// SharesProviders reports whether org (not disabled) shares its private
+// providers with every organization, and so with any of the readers (none
+// is no caller of another organization).
+func (s *Service) SharesProviders(ctx context.Context, org string, readers []string) (bool, error) {
+	if len(readers) == 0 {
+		return false, nil
+	}
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE name = ? AND NOT is_disabled AND global_provider_sharing`, org).Scan(&n)
 	return n > 0, err
 }

@@ -21,8 +21,9 @@ type Organization struct {
 	// teams and tokens (the admin API's is-disabled).
 	Disabled bool
 	// GlobalModuleSharing: a site admin shares the organization's private
-	// modules with every organization of the site (modulesharing.go).
-	GlobalModuleSharing bool
+	// modules with every organization of the site (modulesharing.go);
+	// GlobalProviderSharing its private providers.
+	GlobalModuleSharing, GlobalProviderSharing bool
 }
 
 // Settings are the organization's options, stored as one JSON document.

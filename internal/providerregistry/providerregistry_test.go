@@ -614,6 +614,7 @@ func TestWhoInstalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.NewOrg(t, c, "beta")
+		betaRun := token(auth.KindRun, queuedRun("beta"))
 
 		base := e.URL + "/api/registry/v1/providers/" + f.org + "/toolbox"
 		// The GPG key API is the registry's management API, which no
@@ -629,7 +630,7 @@ func TestWhoInstalls(t *testing.T) {
 			{"a team token", token(auth.KindTeam, team.ID), http.StatusOK, http.StatusOK},
 			{"the organization token", orgToken.Token, http.StatusOK, http.StatusOK},
 			{"a run token", token(auth.KindRun, queuedRun(f.org)), http.StatusOK, http.StatusForbidden},
-			{"a run token of another organization", token(auth.KindRun, queuedRun("beta")), http.StatusNotFound, http.StatusNotFound},
+			{"a run token of another organization", betaRun, http.StatusNotFound, http.StatusNotFound},
 			{"an agent token", agentToken.Token, http.StatusForbidden, http.StatusForbidden},
 		} {
 			for _, path := range []string{"/versions", "/1.0.0/download/linux/amd64"} {
@@ -640,6 +641,28 @@ func TestWhoInstalls(t *testing.T) {
 			for _, url := range []string{keys + "?filter[namespace]=" + f.org, keys + "/" + f.org + "/" + f.key.KeyID()} {
 				if code, body := get(t, e, url, tc.token); code != tc.keys {
 					t.Errorf("%s GET %s: %d %.200s, want %d", tc.who, url, code, body, tc.keys)
+				}
+			}
+		}
+
+		// Shared globally by a site admin, the provider installs for the
+		// callers of every organization (the GPG key API stays acme's);
+		// unshared, not any more, at once.
+		_, betaMember := e.UserClient(t, "beta", "dev@beta.test")
+		betaUser := token(auth.KindUser, betaMember.User.ID)
+		for _, on := range []bool{true, false} {
+			if _, err := c.Admin.Organizations.Update(ctx, f.org, tfe.AdminOrganizationUpdateOptions{GlobalProviderSharing: tfe.Bool(on)}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[bool]int{true: http.StatusOK, false: http.StatusNotFound}[on]
+			for who, tok := range map[string]string{"beta's run token": betaRun, "beta's member": betaUser} {
+				for _, path := range []string{"/versions", "/1.0.0/download/linux/amd64"} {
+					if code, body := get(t, e, base+path, tok); code != want {
+						t.Errorf("%s GET %s (global provider sharing %v): %d %.200s, want %d", who, path, on, code, body, want)
+					}
+				}
+				if code, body := get(t, e, keys+"/"+f.org+"/"+f.key.KeyID(), tok); code != http.StatusNotFound {
+					t.Errorf("%s reading acme's GPG key (global provider sharing %v): %d %.200s, want 404", who, on, code, body)
 				}
 			}
 		}

@@ -103,11 +103,12 @@ func manage(ctx context.Context, org string) error {
 func CanManage(ctx context.Context, org string) bool { return manage(ctx, org) == nil }
 
 // fetch decides a request of the provider registry protocol: the model's
-// OrgReadProviders (as module downloads, but never shared with another
-// organization), after the organization check that every service makes
-// (an organization may refuse user tokens).
+// OrgReadProviders (as module downloads; callers of other organizations
+// when org shares its providers globally), after the organization check
+// that every service makes (a disabled organization, or one refusing user
+// tokens; that the caller is no member is left to the model).
 func fetch(ctx context.Context, org string) error {
-	if err := auth.CheckOrganization(ctx, org); err != nil {
+	if err := auth.CheckOrganization(ctx, org); err != nil && core.KindOf(err) != core.KindNotFound {
 		return err
 	}
 	return authz.Allows(ctx, authz.OrgReadProviders, authz.Resource{Organization: org})

@@ -132,6 +132,10 @@ func (a authzResolver) SharesModules(ctx context.Context, org string, readers []
 	return a.s.Orgs.SharesModules(ctx, org, readers)
 }
 
+func (a authzResolver) SharesProviders(ctx context.Context, org string, readers []string) (bool, error) {
+	return a.s.Orgs.SharesProviders(ctx, org, readers)
+}
+
 func (a authzResolver) OrganizationExists(ctx context.Context, name string) error {
 	_, err := a.s.Orgs.Get(system(ctx), name)
 	return err
