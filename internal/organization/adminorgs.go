@@ -408,7 +408,7 @@ func (a *API) adminDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // listModuleConsumers lists the organizations a site admin named as
-// consumers of the organization's private modules (modulesharing.go).
+// consumers of the organization's private modules (sharing.go).
 func (a *API) listModuleConsumers(w http.ResponseWriter, r *http.Request) error {
 	page, err := tfeapi.ParsePage(r)
 	if err != nil {

@@ -21,7 +21,7 @@ type Organization struct {
 	// teams and tokens (the admin API's is-disabled).
 	Disabled bool
 	// GlobalModuleSharing: a site admin shares the organization's private
-	// modules with every organization of the site (modulesharing.go);
+	// modules with every organization of the site (sharing.go);
 	// GlobalProviderSharing its private providers.
 	GlobalModuleSharing, GlobalProviderSharing bool
 }
