@@ -133,8 +133,8 @@ func (a *API) registerAdminOrganizations(mux *http.ServeMux) {
 }
 
 // jsonAdminOrganization is the wire form of the admin organizations API
-// (go-tfe's AdminOrganization). The timeouts and the workspace limit are
-// null: Terrace has none per organization.
+// (go-tfe's AdminOrganization). The timeouts are null: Terrace has none
+// per organization; the workspace limit is null when it has none.
 type jsonAdminOrganization struct {
 	Name                             string         `jsonapi:"primary,organizations"`
 	AccessBetaTools                  bool           `jsonapi:"attr,access-beta-tools"`
@@ -177,6 +177,9 @@ func (a *API) adminDocuments(ctx context.Context, orgs []*Organization, includeO
 	for i, o := range orgs {
 		j := &jsonAdminOrganization{Name: o.Name, ExternalID: o.ID, IsDisabled: o.Disabled, NotificationEmail: o.Email,
 			GlobalModuleSharing: o.GlobalModuleSharing, GlobalProviderSharing: o.GlobalProviderSharing, SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
+		if o.WorkspaceLimit >= 0 {
+			j.WorkspaceLimit = &o.WorkspaceLimit
+		}
 		for _, u := range owners[o.Name] {
 			j.Owners = append(j.Owners, &jsonUserRef{ID: u.ID})
 			if includeOwners && a.RenderUser != nil {
@@ -313,7 +316,6 @@ var fixedAdminAttributes = map[string]struct {
 	"terraform-build-worker-plan-timeout":  {nil, "Terrace has no build workers; the site's plan-timeout limits every plan (admin general settings)"},
 	"apply-timeout":                        {nil, "Terrace has no time limit per organization; the site's apply-timeout limits every apply (admin general settings)"},
 	"plan-timeout":                         {nil, "Terrace has no time limit per organization; the site's plan-timeout limits every plan (admin general settings)"},
-	"workspace-limit":                      {nil, "Terrace does not limit the workspaces of an organization"},
 }
 
 // readOnlyAdminAttributes are shown but not changed through the admin API.
@@ -346,6 +348,7 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 	}
 	var problems []error
 	var disabled, modules, providers *bool
+	var limit *int
 	names := make([]string, 0, len(attrs))
 	for name := range attrs {
 		names = append(names, name)
@@ -353,6 +356,18 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 	slices.Sort(names)
 	for _, name := range names {
 		raw := attrs[name]
+		if name == "workspace-limit" {
+			// null is no limit; a number, at most that many workspaces.
+			l := -1
+			if string(raw) != "null" {
+				if err := json.Unmarshal(raw, &l); err != nil || l < 0 {
+					problems = append(problems, core.Invalid("workspace-limit must be a number of workspaces (0 or more), or null for none"))
+					continue
+				}
+			}
+			limit = &l
+			continue
+		}
 		if string(raw) == "null" {
 			continue
 		}
@@ -386,8 +401,9 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 	if len(problems) > 0 {
 		return errors.Join(problems...)
 	}
-	if modules != nil || providers != nil {
-		if org, err = a.Service.SetGlobalSharing(r.Context(), org.Name, modules, providers); err != nil {
+	if modules != nil || providers != nil || limit != nil {
+		opts := AdminOptions{GlobalModuleSharing: modules, GlobalProviderSharing: providers, WorkspaceLimit: limit}
+		if org, err = a.Service.SetAdminOptions(r.Context(), org.Name, opts); err != nil {
 			return err
 		}
 	}

@@ -160,17 +160,49 @@ func TestAdminOrganizationsUpdate(t *testing.T) {
 			t.Fatalf("an update asking for what Terrace has: %+v, %v", org, err)
 		}
 
-		tr, h24, limit := true, "24h", 42
+		tr, h24, limit := true, "24h", 2
 		_, err = e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{
 			IsDisabled: &tr, AccessBetaTools: &tr, ApplyTimeout: &h24, WorkspaceLimit: &limit, TerraformWorkerSudoEnabled: true})
 		testenv.WantStatus(t, "an update Terrace cannot keep", err, "invalid attribute")
-		for _, want := range []string{"access-beta-tools", "apply-timeout", "workspace-limit", "terraform-worker-sudo-enabled"} {
+		for _, want := range []string{"access-beta-tools", "apply-timeout", "terraform-worker-sudo-enabled"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the refusal does not name %s: %v", want, err)
 			}
 		}
-		if org, err := e.Client.Admin.Organizations.Read(ctx, "acme"); err != nil || org.IsDisabled {
+		if org, err := e.Client.Admin.Organizations.Read(ctx, "acme"); err != nil || org.IsDisabled || org.WorkspaceLimit != nil {
 			t.Fatalf("a refused update changed the organization: %+v, %v", org, err)
+		}
+
+		// workspace-limit: no workspace past it (the ones there stay when
+		// it is lowered); null is none.
+		if org, err := e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{WorkspaceLimit: &limit}); err != nil ||
+			org.WorkspaceLimit == nil || *org.WorkspaceLimit != 2 {
+			t.Fatalf("a workspace limit of 2: %+v, %v", org, err)
+		}
+		for _, name := range []string{"one", "two"} {
+			if _, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name)}); err != nil {
+				t.Fatalf("workspace %s within the limit: %v", name, err)
+			}
+		}
+		_, err = e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("three")})
+		testenv.WantStatus(t, "a workspace past the limit", err, "workspace-limit")
+		zero := 0
+		if org, err := e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{WorkspaceLimit: &zero}); err != nil ||
+			org.WorkspaceLimit == nil || *org.WorkspaceLimit != 0 {
+			t.Fatalf("a workspace limit of 0: %+v, %v", org, err)
+		}
+		if ws, err := e.Client.Workspaces.List(ctx, "acme", nil); err != nil || len(ws.Items) != 2 {
+			t.Fatalf("lowering the limit changed the workspaces: %+v, %v", ws, err)
+		}
+		if status, body := e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme", `{"data":{"type":"organizations","attributes":{"workspace-limit":-3}}}`); status != http.StatusUnprocessableEntity {
+			t.Fatalf("a negative workspace limit: %d %s", status, body)
+		}
+		if status, body := e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme", `{"data":{"type":"organizations","attributes":{"workspace-limit":null}}}`); status != http.StatusOK ||
+			!strings.Contains(string(body), `"workspace-limit":null`) {
+			t.Fatalf("no workspace limit: %d %s", status, body)
+		}
+		if _, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("three")}); err != nil {
+			t.Fatalf("a workspace once the limit is gone: %v", err)
 		}
 		status, body := e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme",
 			`{"data":{"type":"organizations","attributes":{"is-disabled":"yes","notification-email":"x@acme.test","colour":"red"}}}`)

@@ -24,6 +24,9 @@ type Organization struct {
 	// modules with every organization of the site (sharing.go);
 	// GlobalProviderSharing its private providers.
 	GlobalModuleSharing, GlobalProviderSharing bool
+	// WorkspaceLimit is the most workspaces the organization may have, as a
+	// site admin set it; -1 for none.
+	WorkspaceLimit int
 }
 
 // Settings are the organization's options, stored as one JSON document.

@@ -75,10 +75,23 @@ func (s *Service) SetModuleConsumers(ctx context.Context, org string, names []st
 	})
 }
 
-// SetGlobalSharing shares org's private modules (when modules is set) and
-// its private providers (when providers is set) with every organization of
-// the site, or stops sharing them so (named module consumers stay).
-func (s *Service) SetGlobalSharing(ctx context.Context, org string, modules, providers *bool) (*Organization, error) {
+// AdminOptions are what a site admin changes of an organization besides
+// is-disabled (nil: unchanged).
+type AdminOptions struct {
+	// GlobalModuleSharing and GlobalProviderSharing share the
+	// organization's private modules, or providers, with every
+	// organization of the site (named module consumers stay).
+	GlobalModuleSharing, GlobalProviderSharing *bool
+	// WorkspaceLimit is the most workspaces the organization may have (-1
+	// for none).
+	WorkspaceLimit *int
+}
+
+// SetAdminOptions changes what o sets of org.
+func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOptions) (*Organization, error) {
+	if l := opts.WorkspaceLimit; l != nil && *l < -1 {
+		return nil, core.Invalid("workspace-limit must be a number of workspaces (0 or more), or null for none")
+	}
 	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
 	}
@@ -88,15 +101,18 @@ func (s *Service) SetGlobalSharing(ctx context.Context, org string, modules, pro
 		if o, err = s.get(ctx, tx, org, true); err != nil {
 			return err
 		}
-		if modules != nil {
-			o.GlobalModuleSharing = *modules
+		if opts.GlobalModuleSharing != nil {
+			o.GlobalModuleSharing = *opts.GlobalModuleSharing
 		}
-		if providers != nil {
-			o.GlobalProviderSharing = *providers
+		if opts.GlobalProviderSharing != nil {
+			o.GlobalProviderSharing = *opts.GlobalProviderSharing
+		}
+		if opts.WorkspaceLimit != nil {
+			o.WorkspaceLimit = *opts.WorkspaceLimit
 		}
 		o.UpdatedAt = core.Now()
-		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, updated_at = ? WHERE id = ?`,
-			o.GlobalModuleSharing, o.GlobalProviderSharing, core.Micros(o.UpdatedAt), o.ID)
+		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, workspace_limit = ?, updated_at = ? WHERE id = ?`,
+			o.GlobalModuleSharing, o.GlobalProviderSharing, o.WorkspaceLimit, core.Micros(o.UpdatedAt), o.ID)
 		return err
 	})
 	if err != nil {
@@ -131,4 +147,17 @@ func (s *Service) SharesProviders(ctx context.Context, org string, readers []str
 	var n int
 	err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE name = ? AND NOT is_disabled AND global_provider_sharing`, org).Scan(&n)
 	return n > 0, err
+}
+
+// WorkspaceLimit returns the most workspaces org may have (-1: no limit),
+// reading through q. With a limit, the organization's row stays locked
+// until q's transaction ends, so that the workspaces created beside each
+// other are counted one after the other.
+func (s *Service) WorkspaceLimit(ctx context.Context, q store.Q, org string) (int, error) {
+	var limit int
+	if err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`, org).Scan(&limit); err != nil || limit < 0 {
+		return -1, err
+	}
+	err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`+store.ForUpdate(q), org).Scan(&limit)
+	return limit, err
 }

@@ -236,6 +236,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Users = user.NewService(s.DB, s.Auth, s.Orgs, s.Teams)
 	s.Workspaces = workspace.NewService(s.DB, workspaceProjects{s.Projects})
 	s.Workspaces.DefaultRemoteState = s.Settings.DefaultRemoteStateAccess
+	s.Workspaces.WorkspaceLimit = s.Orgs.WorkspaceLimit
 	s.Projects.Orgs = orgDefaults{s.Orgs}
 	s.Projects.Workspaces = s.Workspaces
 	s.AgentPools = agent.NewService(s.DB)

@@ -145,6 +145,11 @@ type Service struct {
 	// without one (the site's default-remote-state-access setting); nil:
 	// false.
 	DefaultRemoteState func(ctx context.Context) (bool, error)
+	// WorkspaceLimit returns the most workspaces an organization may have
+	// (-1: no limit; a site admin's workspace-limit), reading through the
+	// creating transaction, which it may lock the organization in; nil:
+	// none.
+	WorkspaceLimit func(ctx context.Context, q store.Q, org string) (int, error)
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
@@ -185,6 +190,26 @@ func (s *Service) DeleteOrganizationWorkspaces(ctx context.Context, q store.Q, o
 		if err := s.remove(ctx, q, id); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkLimit refuses a new workspace past the organization's workspace
+// limit, in the creating transaction q.
+func (s *Service) checkLimit(ctx context.Context, q store.Q, org string) error {
+	if s.WorkspaceLimit == nil {
+		return nil
+	}
+	limit, err := s.WorkspaceLimit(ctx, q, org)
+	if err != nil || limit < 0 {
+		return err
+	}
+	var n int
+	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces WHERE organization_name = ?`, org).Scan(&n); err != nil {
+		return err
+	}
+	if n >= limit {
+		return core.Invalid("organization %s has %d workspaces, its limit (workspace-limit, set by a site administrator): delete one, or ask for a higher limit", org, n)
 	}
 	return nil
 }
@@ -704,6 +729,9 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 			if err := s.checkVersion(ctx, tx, w.Settings.TerraformVersion); err != nil {
 				return err
 			}
+		}
+		if err := s.checkLimit(ctx, tx, org); err != nil {
+			return err
 		}
 		attrs, _ := json.Marshal(w.Settings)
 		_, err := tx.Exec(ctx, `INSERT INTO workspaces (id, organization_name, project_id, name, attrs, terraform_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
