@@ -39,14 +39,7 @@ func TestWhoFetchesPrivateModules(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		token := func(kind auth.Kind, subject string) string {
-			t.Helper()
-			_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: kind, Subject: subject})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return secret
-		}
+		token := func(kind auth.Kind, subject string) string { return mint(t, e, kind, subject) }
 		_, m := e.UserClient(t, org, "member@acme.test")
 		team, err := c.Teams.Create(ctx, org, tfe.TeamCreateOptions{Name: tfe.String("devs")})
 		if err != nil {
@@ -132,4 +125,14 @@ func TestWhoFetchesPrivateModules(t *testing.T) {
 			}
 		}
 	})
+}
+
+// mint makes a token of that kind for subject (a user, team or run ID).
+func mint(t *testing.T, e *testenv.Env, kind auth.Kind, subject string) string {
+	t.Helper()
+	_, secret, err := e.Server.Auth.CreateToken(context.Background(), e.Server.DB, auth.NewToken{Kind: kind, Subject: subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }

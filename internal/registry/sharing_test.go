@@ -39,14 +39,7 @@ func TestSharedModules(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		token := func(kind auth.Kind, subject string) string {
-			t.Helper()
-			_, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: kind, Subject: subject})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return secret
-		}
+		token := func(kind auth.Kind, subject string) string { return mint(t, e, kind, subject) }
 		betaClient, betaMember := e.UserClient(t, "beta", "dev@beta.test")
 		_, gammaMember := e.UserClient(t, "gamma", "dev@gamma.test")
 		betaOrgToken, err := c.OrganizationTokens.Create(ctx, "beta")
