@@ -291,6 +291,19 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	})
 }
 
+// KeepPool keeps pool id from being deleted until q's transaction ends (a
+// shared lock on its row, which Delete takes first): the domains that
+// assign a pool call it in the transaction that writes the assignment.
+// core.NotFound when the pool is gone.
+func (s *Service) KeepPool(ctx context.Context, q store.Q, id string) error {
+	var got string
+	err := q.QueryRow(ctx, `SELECT id FROM agent_pools WHERE id = ?`+store.ForShare(q), id).Scan(&got)
+	if store.IsNoRows(err) {
+		return core.NotFound("agent pool %q not found", id)
+	}
+	return err
+}
+
 // PoolOrganization returns the organization of a pool the caller may see;
 // workspaces and projects use it to check an agent-pool-id.
 func (s *Service) PoolOrganization(ctx context.Context, id string) (string, error) {

@@ -114,6 +114,9 @@ type SSHKeys interface {
 // accepts any agent-pool-id).
 type AgentPools interface {
 	PoolOrganization(ctx context.Context, id string) (string, error)
+	// KeepPool keeps pool id from being deleted until q's transaction
+	// ends (core.NotFound when it is gone already).
+	KeepPool(ctx context.Context, q store.Q, id string) error
 }
 
 // TerraformVersions are the terraform versions a site admin registered;
@@ -210,6 +213,23 @@ func (s *Service) checkLimit(ctx context.Context, q store.Q, org string) error {
 	}
 	if n >= limit {
 		return core.Invalid("organization %s has %d workspaces, its limit (workspace-limit, set by a site administrator): delete one, or ask for a higher limit", org, n)
+	}
+	return nil
+}
+
+// keepPool, in the transaction q that assigns o's agent pool, keeps the
+// pool from being deleted before q commits (agent.Service.Delete counts
+// the workspaces naming it after locking it): one deleted since checkPool
+// is refused as unknown.
+func (s *Service) keepPool(ctx context.Context, q store.Q, org string, o Options) error {
+	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
+		return nil
+	}
+	if err := s.Pools.KeepPool(ctx, q, *o.AgentPoolID); err != nil {
+		if core.KindOf(err) == core.KindNotFound {
+			return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
+		}
+		return err
 	}
 	return nil
 }
@@ -733,6 +753,9 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 		if err := s.checkLimit(ctx, tx, org); err != nil {
 			return err
 		}
+		if err := s.keepPool(ctx, tx, org, o); err != nil {
+			return err
+		}
 		attrs, _ := json.Marshal(w.Settings)
 		_, err := tx.Exec(ctx, `INSERT INTO workspaces (id, organization_name, project_id, name, attrs, terraform_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.ID, org, w.ProjectID, w.Name, string(attrs), UsedVersion(w.Settings.TerraformVersion), core.Micros(now), core.Micros(now))
@@ -1045,6 +1068,9 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		}
 		if poolErr != nil {
 			return poolErr
+		}
+		if err := s.keepPool(ctx, tx, w.Organization, o); err != nil {
+			return err
 		}
 		if o.ProjectID != nil && *o.ProjectID != "" {
 			if projectErr != nil {
