@@ -264,8 +264,8 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		// The pool's row first: a change that assigns the pool and locks
 		// it too is seen by the checks, or waits and finds it gone.
-		var id string
-		if err := tx.QueryRow(ctx, `SELECT id FROM agent_pools WHERE id = ?`+store.ForUpdate(tx), p.ID).Scan(&id); err != nil {
+		var locked string
+		if err := tx.QueryRow(ctx, `SELECT id FROM agent_pools WHERE id = ?`+store.ForUpdate(tx), p.ID).Scan(&locked); err != nil {
 			if store.IsNoRows(err) {
 				return core.NotFound("agent pool %q not found", p.ID)
 			}

@@ -427,6 +427,6 @@ func (s *Service) UserTokensDisabledSQL() string {
 func UsesPool(ctx context.Context, q store.Q, org, poolID string) (bool, error) {
 	var n int
 	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM organizations WHERE name = ? AND attrs LIKE ?`+store.LikeEscape,
-		org, `%"default-agent-pool-id":"`+store.EscapeLike(poolID)+`"%`).Scan(&n)
+		org, store.LikeJSONString("default-agent-pool-id", poolID)).Scan(&n)
 	return n > 0, err
 }

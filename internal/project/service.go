@@ -587,6 +587,6 @@ func (s *Service) effective(ps Settings, orgMode, orgPool string) (mode, agentPo
 func UsingPool(ctx context.Context, q store.Q, poolID string) (int, error) {
 	var n int
 	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM projects WHERE attrs LIKE ?`+store.LikeEscape,
-		`%"default-agent-pool-id":"`+store.EscapeLike(poolID)+`"%`).Scan(&n)
+		store.LikeJSONString("default-agent-pool-id", poolID)).Scan(&n)
 	return n, err
 }

@@ -12,3 +12,11 @@ const LikeEscape = ` ESCAPE '\'`
 func EscapeLike(s string) string { return likeEscaper.Replace(s) }
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// LikeJSONString is a LIKE pattern (to use with LikeEscape) matching a
+// JSON document, as encoding/json writes it (compact), that holds the
+// string member "key":"value": how a domain finds the rows whose settings
+// document names something (an agent pool, for one).
+func LikeJSONString(key, value string) string {
+	return `%"` + EscapeLike(key) + `":"` + EscapeLike(value) + `"%`
+}

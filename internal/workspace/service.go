@@ -622,7 +622,7 @@ func (s *Service) CountInProject(ctx context.Context, q store.Q, projectID strin
 func UsingPool(ctx context.Context, q store.Q, poolID string) (int, error) {
 	var n int
 	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM workspaces WHERE attrs LIKE ?`+store.LikeEscape,
-		`%"agent-pool-id":"`+store.EscapeLike(poolID)+`"%`).Scan(&n)
+		store.LikeJSONString("agent-pool-id", poolID)).Scan(&n)
 	return n, err
 }
 
