@@ -990,29 +990,31 @@ func (s *Service) ListSpeculativeRuns(ctx context.Context, stackID string, limit
 	if _, err := s.GetStack(ctx, stackID); err != nil {
 		return nil, err
 	}
-	runs, _, err := store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), `r.stack_id = ? AND c.speculative`, `r.created_at DESC, r.id`, 0, limit, stackID)
-	return runs, err
+	return store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.stack_id = ? AND c.speculative ORDER BY r.created_at DESC, r.id LIMIT ?`, stackID, limit)
 }
 
 // LatestRuns returns the ID of the newest run of each named deployment
 // that is not a speculative plan (what the deployment is at); a
-// deployment without one is absent.
+// deployment without one is absent. One statement for the page.
 func (s *Service) LatestRuns(ctx context.Context, stackID string, names []string) (map[string]string, error) {
 	if _, err := s.GetStack(ctx, stackID); err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, name := range names {
-		var id string
-		err := s.db.QueryRow(ctx, `SELECT r.id FROM stack_deployment_runs r JOIN stack_configurations c ON c.id = r.stack_configuration_id
-			WHERE r.stack_id = ? AND r.deployment_name = ? AND NOT c.speculative ORDER BY r.created_at DESC, r.id LIMIT 1`, stackID, name).Scan(&id)
-		if store.IsNoRows(err) {
-			continue
+	if len(names) == 0 {
+		return out, nil
+	}
+	in, args := store.In(names)
+	pairs, err := store.Pairs(ctx, s.db, `SELECT d.name, COALESCE((SELECT r.id FROM stack_deployment_runs r JOIN stack_configurations c ON c.id = r.stack_configuration_id
+			WHERE r.stack_id = d.stack_id AND r.deployment_name = d.name AND NOT c.speculative ORDER BY r.created_at DESC, r.id LIMIT 1), '')
+		FROM stack_deployments d WHERE d.stack_id = ? AND d.name IN (`+in+`)`, append([]any{stackID}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		if p[1] != "" {
+			out[p[0]] = p[1]
 		}
-		if err != nil {
-			return nil, err
-		}
-		out[name] = id
 	}
 	return out, nil
 }
