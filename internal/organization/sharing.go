@@ -158,6 +158,10 @@ func (s *Service) WorkspaceLimit(ctx context.Context, q store.Q, org string) (in
 	if err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`, org).Scan(&limit); err != nil || limit < 0 {
 		return -1, err
 	}
-	err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`+store.ForUpdate(q), org).Scan(&limit)
+	lock := store.ForUpdate(q)
+	if lock == "" {
+		return limit, nil // SQLite: the writing transaction holds the database already
+	}
+	err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`+lock, org).Scan(&limit)
 	return limit, err
 }
