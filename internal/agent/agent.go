@@ -291,15 +291,16 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	})
 }
 
-// KeepPool keeps pool id from being deleted until q's transaction ends (a
-// shared lock on its row, which Delete takes first): the domains that
-// assign a pool call it in the transaction that writes the assignment.
-// core.NotFound when the pool is gone.
-func (s *Service) KeepPool(ctx context.Context, q store.Q, id string) error {
+// KeepPool keeps pool id of organization org from being deleted until q's
+// transaction ends (a shared lock on its row, which Delete takes first):
+// the domains that assign a pool (workspaces, projects, stacks, run tasks,
+// the organization's default) call it in the transaction that writes the
+// assignment. core.Invalid when org has no such pool, or has it no more.
+func (s *Service) KeepPool(ctx context.Context, q store.Q, org, id string) error {
 	var got string
-	err := q.QueryRow(ctx, `SELECT id FROM agent_pools WHERE id = ?`+store.ForShare(q), id).Scan(&got)
-	if store.IsNoRows(err) {
-		return core.NotFound("agent pool %q not found", id)
+	err := q.QueryRow(ctx, `SELECT organization_name FROM agent_pools WHERE id = ?`+store.ForShare(q), id).Scan(&got)
+	if store.IsNoRows(err) || err == nil && got != org {
+		return core.Invalid("agent pool %q not found in organization %q", id, org)
 	}
 	return err
 }

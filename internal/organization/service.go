@@ -36,16 +36,23 @@ type Service struct {
 	// OnEnable runs after a site admin enabled a disabled organization
 	// again (SetDisabled), for what waited meanwhile: its queued runs.
 	OnEnable []func(ctx context.Context, org string)
-	// Pools tells the organization of an agent pool (nil: no agent pools).
+	// Pools checks and keeps the default agent pool (nil: no agent
+	// pools).
 	Pools interface {
-		PoolOrganization(ctx context.Context, id string) (string, error)
+		// KeepPool keeps pool id of organization org from being deleted
+		// until q's transaction ends (core.Invalid when org has no such
+		// pool, or has it no more).
+		KeepPool(ctx context.Context, q store.Q, org, id string) error
 	}
 }
 
 // applyPool validates and applies the default agent pool after the other
-// settings: a pool belongs to the organization and goes with agent
-// execution only; leaving agent mode drops it.
-func (s *Service) applyPool(ctx context.Context, org *Organization, o UpdateOptions) error {
+// settings: a pool belongs to the organization (name, as it was before
+// this update renames it) and goes with agent execution only; leaving
+// agent mode drops it. In q, the update's transaction, the pool is kept
+// from being deleted before q commits (agent.Service.Delete asks UsesPool
+// after locking it).
+func (s *Service) applyPool(ctx context.Context, q store.Q, name string, org *Organization, o UpdateOptions) error {
 	st := &org.Settings
 	if o.DefaultAgentPoolID != nil {
 		id := *o.DefaultAgentPoolID
@@ -53,8 +60,8 @@ func (s *Service) applyPool(ctx context.Context, org *Organization, o UpdateOpti
 			if s.Pools == nil {
 				return core.Invalid("agent pool %q not found", id)
 			}
-			if po, err := s.Pools.PoolOrganization(ctx, id); err != nil || po != org.Name {
-				return core.Invalid("agent pool %q not found in organization %q", id, org.Name)
+			if err := s.Pools.KeepPool(ctx, q, name, id); err != nil {
+				return err
 			}
 			if st.DefaultExecutionMode != "agent" {
 				return core.Invalid("default agent pool must not be specified unless using 'agent' execution mode")
@@ -320,7 +327,7 @@ func (s *Service) Update(ctx context.Context, name string, opts UpdateOptions) (
 		if err := opts.apply(org); err != nil {
 			return err
 		}
-		if err := s.applyPool(ctx, org, opts); err != nil {
+		if err := s.applyPool(ctx, tx, name, org, opts); err != nil {
 			return err
 		}
 		org.UpdatedAt = core.Now()

@@ -31,17 +31,20 @@ type Workspaces interface {
 // AgentPools resolves agent pools; the agent domain provides it (nil
 // accepts any default-agent-pool-id).
 type AgentPools interface {
-	PoolOrganization(ctx context.Context, id string) (string, error)
+	// KeepPool keeps pool id of organization org from being deleted
+	// until q's transaction ends (core.Invalid when org has no such pool,
+	// or has it no more).
+	KeepPool(ctx context.Context, q store.Q, org, id string) error
 }
 
-func (s *Service) checkPool(ctx context.Context, org string, o Options) error {
+// keepPool, in the transaction q that writes o, checks o's default agent
+// pool and keeps it from being deleted before q commits
+// (agent.Service.Delete counts the projects naming it after locking it).
+func (s *Service) keepPool(ctx context.Context, q store.Q, org string, o Options) error {
 	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
 		return nil
 	}
-	if po, err := s.Pools.PoolOrganization(ctx, *o.AgentPoolID); err != nil || po != org {
-		return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
-	}
-	return nil
+	return s.Pools.KeepPool(ctx, q, org, *o.AgentPoolID)
 }
 
 // MaxTagBindings is the most tag bindings one project may carry.
@@ -391,10 +394,10 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Project, 
 	if err := s.apply(p, o); err != nil {
 		return nil, err
 	}
-	if err := s.checkPool(ctx, org, o); err != nil {
-		return nil, err
-	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.keepPool(ctx, tx, org, o); err != nil {
+			return err
+		}
 		attrs, _ := json.Marshal(p.Settings)
 		_, err := tx.Exec(ctx, `INSERT INTO projects (id, organization_name, name, description, is_default, attrs, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			p.ID, org, p.Name, p.Description, false, string(attrs), core.Micros(now), core.Micros(now))
@@ -452,11 +455,8 @@ func (s *Service) addBindings(ctx context.Context, q store.Q, p *Project, bs []T
 
 // Update changes a project; only owners may.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, error) {
-	pre, err := s.checked(ctx, id, authz.ProjectUpdate)
+	_, err := s.checked(ctx, id, authz.ProjectUpdate)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.checkPool(ctx, pre.Organization, o); err != nil {
 		return nil, err
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -465,6 +465,9 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Project, e
 			return err
 		}
 		if err := s.apply(p, o); err != nil {
+			return err
+		}
+		if err := s.keepPool(ctx, tx, p.Organization, o); err != nil {
 			return err
 		}
 		p.UpdatedAt = core.Now()

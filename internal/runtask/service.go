@@ -30,6 +30,10 @@ type AgentPools interface {
 	// PoolOrganization returns the organization of a pool the caller may
 	// see, and core.NotFound otherwise.
 	PoolOrganization(ctx context.Context, id string) (string, error)
+	// KeepPool keeps pool id of organization org from being deleted
+	// until q's transaction ends (core.Invalid when org has no such pool,
+	// or has it no more).
+	KeepPool(ctx context.Context, q store.Q, org, id string) error
 }
 
 // RunInfo is what a task request says of a run.
@@ -206,10 +210,27 @@ func (s *Service) Create(ctx context.Context, org string, c TaskChanges) (*Task,
 	if err := s.verify(ctx, t); err != nil {
 		return nil, err
 	}
-	if err := insertTask(ctx, s.o.DB, s.o.Keys, t); err != nil {
+	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.keepPool(ctx, tx, t); err != nil {
+			return err
+		}
+		return insertTask(ctx, tx, s.o.Keys, t)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// keepPool, in the transaction q that writes t, keeps t's agent pool from
+// being deleted before q commits (agent.Service.Delete counts the tasks
+// naming it, UsingPool, after locking it): one deleted since apply
+// checked it is refused as unknown.
+func (s *Service) keepPool(ctx context.Context, q store.Q, t *Task) error {
+	if t.AgentPoolID == "" {
+		return nil
+	}
+	return s.o.AgentPools.KeepPool(ctx, q, t.Organization, t.AgentPoolID)
 }
 
 // apply sets the given changes on t and validates the result.
@@ -277,7 +298,13 @@ func (s *Service) Update(ctx context.Context, id string, c TaskChanges) (*Task, 
 		}
 	}
 	t.UpdatedAt = core.Now()
-	if err := updateTask(ctx, s.o.DB, s.o.Keys, t); err != nil {
+	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.keepPool(ctx, tx, t); err != nil {
+			return err
+		}
+		return updateTask(ctx, tx, s.o.Keys, t)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -27,7 +27,8 @@ func (s *Server) wireStacks() error {
 	var err error
 	s.Stacks, err = stack.NewService(stack.Options{DB: s.DB, Blobs: s.Blobs, Signer: s.Signer,
 		Projects: stackProjects{s.Projects}, Orgs: orchOrgs{s}, Logger: s.logger.With("component", "stack"),
-		Executor: stackExecutor{s}, States: stackStates{s}, ApplyWait: s.cfg.StackApplyWait, Keys: s.Keys})
+		Executor: stackExecutor{s}, States: stackStates{s}, ApplyWait: s.cfg.StackApplyWait, Keys: s.Keys,
+		Pools: s.AgentPools})
 	if err != nil {
 		return err
 	}

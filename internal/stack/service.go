@@ -60,6 +60,15 @@ type Organizations interface {
 	Exists(ctx context.Context, name string) error
 }
 
+// AgentPools keeps the agent pool a stack names; the agent domain
+// provides it.
+type AgentPools interface {
+	// KeepPool keeps pool id of organization org from being deleted
+	// until q's transaction ends (core.Invalid when org has no such pool,
+	// or has it no more).
+	KeepPool(ctx context.Context, q store.Q, org, id string) error
+}
+
 // Options configure a Service; all but Logger and MaxUploadBytes are
 // required.
 type Options struct {
@@ -82,6 +91,9 @@ type Options struct {
 	// Keys seals deployment runs' inputs (VariablesColumn); nil stores
 	// them as given.
 	Keys *seal.Keyring
+	// Pools checks and keeps the agent pool of a stack in agent
+	// execution mode (nil: any pool id is taken as given).
+	Pools AgentPools
 }
 
 // DefaultApplyWait is Options.ApplyWait's default.
@@ -94,6 +106,7 @@ type Service struct {
 	signer   *blob.Signer
 	projects Projects
 	orgs     Organizations
+	pools    AgentPools
 	logger   *slog.Logger
 	maxBytes int64
 	exec     Executor
@@ -123,7 +136,8 @@ func NewService(o Options) (*Service, error) {
 		o.ApplyWait = DefaultApplyWait
 	}
 	return &Service{db: o.DB, blobs: o.Blobs, signer: o.Signer, projects: o.Projects, orgs: o.Orgs, logger: o.Logger, maxBytes: o.MaxUploadBytes,
-		exec: o.Executor, states: o.States, wake: loops.NewWake(), applyWait: o.ApplyWait, busySince: map[string]time.Time{}, keys: o.Keys}, nil
+		exec: o.Executor, states: o.States, wake: loops.NewWake(), applyWait: o.ApplyWait, busySince: map[string]time.Time{}, keys: o.Keys,
+		pools: o.Pools}, nil
 }
 
 // Authorization: every decision asks the one model (internal/authz) with
@@ -300,16 +314,36 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 		return nil, err
 	}
 	tp, _ := json.Marshal(st.TriggerPatterns)
-	_, err = s.db.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		st.ID, st.Organization, st.ProjectID, st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID,
-		st.WorkingDirectory, string(tp), st.TerraformVersion, core.Micros(now), core.Micros(now))
-	if store.IsUniqueViolation(s.db, err) {
-		return nil, core.Invalid("a stack named %q already exists in project %s", st.Name, projectID)
-	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.keepPool(ctx, tx, st); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			st.ID, st.Organization, st.ProjectID, st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID,
+			st.WorkingDirectory, string(tp), st.TerraformVersion, core.Micros(now), core.Micros(now))
+		if store.IsUniqueViolation(tx, err) {
+			return core.Invalid("a stack named %q already exists in project %s", st.Name, projectID)
+		}
+		if err != nil {
+			return fmt.Errorf("creating stack: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("creating stack: %w", err)
+		return nil, err
 	}
 	return st, nil
+}
+
+// keepPool, in the transaction q that writes st, checks the agent pool of
+// a stack in agent execution mode (its organization's) and keeps it from
+// being deleted before q commits: agent.Service.Delete counts the stacks
+// naming it (UsingPool) after locking it.
+func (s *Service) keepPool(ctx context.Context, q store.Q, st *Stack) error {
+	if s.pools == nil || st.ExecutionMode != "agent" {
+		return nil
+	}
+	return s.pools.KeepPool(ctx, q, st.Organization, st.AgentPoolID)
 }
 
 // UpdateStack changes a stack's attributes.
@@ -328,6 +362,9 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 			return err
 		}
 		if err := o.apply(st); err != nil {
+			return err
+		}
+		if err := s.keepPool(ctx, tx, st); err != nil {
 			return err
 		}
 		st.UpdatedAt = nowUTC()

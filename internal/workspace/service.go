@@ -114,9 +114,10 @@ type SSHKeys interface {
 // accepts any agent-pool-id).
 type AgentPools interface {
 	PoolOrganization(ctx context.Context, id string) (string, error)
-	// KeepPool keeps pool id from being deleted until q's transaction
-	// ends (core.NotFound when it is gone already).
-	KeepPool(ctx context.Context, q store.Q, id string) error
+	// KeepPool keeps pool id of organization org from being deleted
+	// until q's transaction ends (core.Invalid when org has no such pool,
+	// or has it no more).
+	KeepPool(ctx context.Context, q store.Q, org, id string) error
 }
 
 // TerraformVersions are the terraform versions a site admin registered;
@@ -225,13 +226,7 @@ func (s *Service) keepPool(ctx context.Context, q store.Q, org string, o Options
 	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
 		return nil
 	}
-	if err := s.Pools.KeepPool(ctx, q, *o.AgentPoolID); err != nil {
-		if core.KindOf(err) == core.KindNotFound {
-			return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
-		}
-		return err
-	}
-	return nil
+	return s.Pools.KeepPool(ctx, q, org, *o.AgentPoolID)
 }
 
 // checkPool refuses an agent pool outside the workspace's organization.
