@@ -156,13 +156,13 @@ func (j *jobExec) run(ctx context.Context) error {
 		// reported (so that show -json does not compete with the apply
 		// for the machine), or beside the apply for a run of terraform's
 		// cloud backend, which shows the plan before the apply's log.
+		if err := j.useVars(in.ApplyEnv); err != nil {
+			return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
+		}
 		var described func() planDescription
 		after := res.JSONLater && !r.FromCLI
 		if res.JSONLater && !after {
 			described = j.describeBeside(ctx, in)
-		}
-		for _, v := range in.ApplyEnv {
-			j.env = append(j.env, v.Key+"="+v.Value) // the last of a name wins
 		}
 		j.out.Close()
 		j.out = newLogWriter(ctx, j.r.api, j.job.ID, r.Apply.ID, j.secrets)
@@ -464,12 +464,8 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	if j.r.cfg.PluginCacheDir != "" {
 		j.env = append(j.env, "TF_PLUGIN_CACHE_DIR="+j.r.cfg.PluginCacheDir)
 	}
-	for _, v := range in.Variables {
-		// TF_WORKSPACE would select another workspace than the run's,
-		// whose state the runner neither fills nor collects.
-		if v.Category == "env" && v.Key != "TF_WORKSPACE" {
-			j.env = append(j.env, v.Key+"="+v.Value)
-		}
+	if err := j.useVars(in.Variables); err != nil {
+		return err
 	}
 	if j.job.Run.DebuggingMode {
 		// debugging-mode: terraform's TRACE log goes to stderr, so into the

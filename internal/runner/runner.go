@@ -25,8 +25,11 @@ import (
 
 // Variable is a variable a run gets.
 type Variable struct {
-	Key, Value, Category string // category: terraform | env
+	Key, Value, Category string // category: terraform | env | file (CategoryFile)
 	HCL, Sensitive       bool
+	// Expand: the value of this environment variable names run files
+	// (FilesDir). A runner that predates it passes the value as it is.
+	Expand bool `json:",omitempty"`
 }
 
 // Inputs are what a job needs besides the run itself.
