@@ -24,6 +24,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv(awsHelperVar); ok {
+		os.Exit(awsHelper(mode))
+	}
 	flag.Parse()
 	parallel(4)
 	storetest.Main(m)

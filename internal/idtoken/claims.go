@@ -89,13 +89,21 @@ func (i *Issuer) RunTokens(ctx context.Context, r Run, audiences map[string]stri
 	sort.Strings(names)
 	out := make([]Minted, 0, len(names))
 	for _, n := range names {
-		tok, err := i.Mint(ctx, Token{Subject: r.Subject(), Audience: []string{audiences[n]}, TTL: ttl, Claims: r.claims()})
+		tok, err := i.RunToken(ctx, r, audiences[n], ttl)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, Minted{Name: n, Token: tok})
 	}
 	return out, nil
+}
+
+// RunToken mints one token of a run for audience.
+func (i *Issuer) RunToken(ctx context.Context, r Run, audience string, ttl time.Duration) (string, error) {
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	return i.Mint(ctx, Token{Subject: r.Subject(), Audience: []string{audience}, TTL: ttl, Claims: r.claims()})
 }
 
 // Deployment is who a stack deployment's run is, as its identity_token

@@ -11,6 +11,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/dyncreds"
 	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/jobapi"
 	"github.com/terracehq/terrace/internal/project"
@@ -178,7 +179,9 @@ func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspac
 
 // identityTokens mints the workload identity tokens of a job's phases
 // (ttls): per phase, one per TFC_WORKLOAD_IDENTITY_AUDIENCE[_TAG]
-// environment variable of the run (idtoken.Audiences), and for a stack
+// environment variable of the run (idtoken.Audiences), one per AWS
+// dynamic credentials configuration (TFC_AWS_PROVIDER_AUTH[_TAG],
+// dyncreds: its token, shared config file and variables), and for a stack
 // deployment's step one per variable that takes an identity_token's jwt
 // (as TF_VAR_<variable>, the token's subject naming the deployment and the
 // operation). What the tokens say is read once for all phases. A run that
@@ -191,7 +194,7 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 			env[v.Key] = v.Value
 		}
 	}
-	audiences := idtoken.Audiences(env)
+	audiences, aws := idtoken.Audiences(env), dyncreds.Configs(env)
 	var step *stack.StepIdentity
 	if (r.SavePlan || r.PlanOnly) && r.ConfigurationVersionID != "" {
 		var err error
@@ -199,7 +202,7 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 			return nil, fmt.Errorf("reading the stack deployment's identity tokens: %w", err)
 		}
 	}
-	if len(audiences) == 0 && step == nil {
+	if len(audiences) == 0 && step == nil && len(aws) == 0 {
 		return nil, nil
 	}
 	orgID, err := s.Orgs.IDByName(ctx, in.Workspace.Organization)
@@ -224,15 +227,32 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 	}
 	out := map[run.JobPhase][]runner.Variable{}
 	for phase, ttl := range ttls {
-		minted, err := s.Identity.RunTokens(ctx, idtoken.Run{OrganizationID: orgID, OrganizationName: in.Workspace.Organization,
+		self := idtoken.Run{OrganizationID: orgID, OrganizationName: in.Workspace.Organization,
 			ProjectID: in.Workspace.ProjectID, ProjectName: in.ProjectName, WorkspaceID: in.Workspace.ID, WorkspaceName: in.Workspace.Name,
-			RunID: r.ID, Phase: string(phase)}, audiences, ttl)
+			RunID: r.ID, Phase: string(phase)}
+		minted, err := s.Identity.RunTokens(ctx, self, audiences, ttl)
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range minted {
 			out[phase] = append(out[phase], runner.Variable{Key: m.Name, Value: m.Token, Category: "env", Sensitive: true})
 		}
+		// AWS dynamic credentials: a token per configuration, and the
+		// files and variables that hand it to the AWS provider.
+		tokens := make([]string, len(aws))
+		for i, c := range aws {
+			if _, err := c.Role(string(phase)); err != nil {
+				return nil, err // before anything is minted
+			}
+			if tokens[i], err = s.Identity.RunToken(ctx, self, c.Audience, ttl); err != nil {
+				return nil, err
+			}
+		}
+		vars, err := dyncreds.Variables(aws, tokens, string(phase), r.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[phase] = append(out[phase], vars...)
 		who.Operation = string(phase)
 		for _, name := range names {
 			tok, err := s.Identity.DeploymentToken(ctx, who, step.Inputs[name].Audience, ttl)
