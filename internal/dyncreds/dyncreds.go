@@ -1,12 +1,16 @@
 // Package dyncreds gives runs HCP Terraform's dynamic provider
-// credentials for AWS: a run whose environment sets
-// TFC_AWS_PROVIDER_AUTH=true gets, in each phase, a workload identity
-// token (internal/idtoken) for the configuration's audience and an AWS
-// shared config file that assumes the phase's role with it, which the AWS
-// provider, the AWS CLI and every AWS SDK read on their own
-// (AWS_CONFIG_FILE). Tagged configurations (TFC_AWS_PROVIDER_AUTH_<TAG>,
-// for aliased providers) get theirs too; the input variable
-// tfc_aws_dynamic_credentials says where each file is, for a
+// credentials for AWS and Google Cloud. A run whose environment sets
+// TFC_AWS_PROVIDER_AUTH=true (or TFC_GCP_PROVIDER_AUTH=true) gets, in each
+// phase, a workload identity token (internal/idtoken) for the
+// configuration's audience and the cloud's own credential file that
+// exchanges it for the phase's role (an AWS shared config file assuming a
+// role with a web identity token; a Google external account credential
+// impersonating a service account), which the provider, the cloud's CLI
+// and its SDKs read on their own (AWS_CONFIG_FILE,
+// GOOGLE_APPLICATION_CREDENTIALS). Tagged configurations
+// (TFC_AWS_PROVIDER_AUTH_<TAG>, the other variables with _<TAG> too) are
+// for aliased providers: the input variable tfc_aws_dynamic_credentials
+// (tfc_gcp_dynamic_credentials) says where each file is, for a
 // configuration that declares it:
 //
 //	provider "aws" {
@@ -30,145 +34,243 @@ import (
 	"github.com/terracehq/terrace/internal/runner"
 )
 
-// The run's environment variables that configure AWS, each with an
-// optional _<TAG> suffix.
-const (
-	AWSAuthVar         = "TFC_AWS_PROVIDER_AUTH"
-	AWSRunRoleVar      = "TFC_AWS_RUN_ROLE_ARN"
-	AWSPlanRoleVar     = "TFC_AWS_PLAN_ROLE_ARN"
-	AWSApplyRoleVar    = "TFC_AWS_APPLY_ROLE_ARN"
-	AWSAudienceVar     = "TFC_AWS_WORKLOAD_IDENTITY_AUDIENCE"
-	AWSDefaultAudience = "aws.workload.identity"
-	// AWSInputVar is the input variable that names each configuration's
-	// shared config file.
-	AWSInputVar = "tfc_aws_dynamic_credentials"
+// provider is one cloud's dynamic credentials: the names of its variables
+// and what a configuration of it gets.
+type provider struct {
+	name string // folder among the run files, and order
+	// prefix of its environment variables: <prefix>_PROVIDER_AUTH, …
+	prefix string
+	// identity is the suffix of the variables that say who a phase is:
+	// <prefix>_RUN_<identity>, _PLAN_…, _APPLY_….
+	identity string
+	// input is the input variable naming each configuration's file under
+	// key; env names the default configuration's file.
+	input, key, env string
+	// file is the name of a configuration's credential file and its
+	// content, given who the phase is and where its token is.
+	file func(c Config, who, token, runID string) (name, content string, err error)
+	// audience is a configuration's token audience when it sets none.
+	audience func(c Config) (string, error)
+}
+
+var (
+	// AWS: a shared config file whose default profile assumes the
+	// phase's role with the token.
+	aws = &provider{name: "aws", prefix: "TFC_AWS", identity: "ROLE_ARN",
+		input: "tfc_aws_dynamic_credentials", key: "shared_config_file", env: "AWS_CONFIG_FILE",
+		audience: func(Config) (string, error) { return "aws.workload.identity", nil },
+		file: func(c Config, role, token, runID string) (string, string, error) {
+			return "config", "[default]\nrole_arn = " + oneLine(role) + "\nweb_identity_token_file = " + token +
+				"\nrole_session_name = " + oneLine(runID) + "\n", nil
+		}}
+	// Google Cloud: an external account credential that exchanges the
+	// token at Google's STS through the workload identity provider, then
+	// impersonates the phase's service account.
+	gcp = &provider{name: "gcp", prefix: "TFC_GCP", identity: "SERVICE_ACCOUNT_EMAIL",
+		input: "tfc_gcp_dynamic_credentials", key: "credentials", env: "GOOGLE_APPLICATION_CREDENTIALS",
+		audience: func(c Config) (string, error) {
+			p, err := c.workloadProvider()
+			return "https://iam.googleapis.com/" + p, err
+		},
+		file: func(c Config, account, token, _ string) (string, string, error) {
+			p, err := c.workloadProvider()
+			if err != nil {
+				return "", "", err
+			}
+			b, err := json.MarshalIndent(map[string]any{
+				"type":                              "external_account",
+				"audience":                          "//iam.googleapis.com/" + p,
+				"subject_token_type":                "urn:ietf:params:oauth:token-type:jwt",
+				"token_url":                         "https://sts.googleapis.com/v1/token",
+				"credential_source":                 map[string]string{"file": token},
+				"service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/" + account + ":generateAccessToken",
+			}, "", "  ")
+			return "credentials.json", string(b), err
+		}}
+	providers = []*provider{aws, gcp}
 )
 
 // tagRE is what a configuration's tag may be: letters, digits and
 // underscores (TYPE is reserved).
 var tagRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
-// Config is one AWS configuration a run's environment asks for.
+// accountRE is a service account's email, as it goes in a URL path.
+var accountRE = regexp.MustCompile(`^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+$`)
+
+// Config is one configuration a run's environment asks for.
 type Config struct {
+	p *provider
 	// Tag is "" for the default configuration, else the suffix of its
 	// variables' names (without the underscore).
-	Tag      string
-	Audience string
-	env      map[string]string
+	Tag string
+	env map[string]string
 }
 
-func (c Config) get(name string) string {
-	if c.Tag != "" {
-		name += "_" + c.Tag
-	}
-	return strings.TrimSpace(c.env[name])
-}
-
+// name is the name of the configuration's variable <prefix>_<v>[_<TAG>].
 func (c Config) name(v string) string {
+	n := c.p.prefix + "_" + v
 	if c.Tag != "" {
-		return v + "_" + c.Tag
+		n += "_" + c.Tag
 	}
-	return v
+	return n
 }
 
-// Configs returns the AWS configurations env (a run's environment
-// variables) asks for: the default first, then by tag.
+func (c Config) get(v string) string { return strings.TrimSpace(c.env[c.name(v)]) }
+
+// Provider is the cloud the configuration is for: aws or gcp.
+func (c Config) Provider() string { return c.p.name }
+
+// Configs returns the configurations env (a run's environment variables)
+// asks for: AWS's, then Google Cloud's; each provider's default first,
+// then by tag.
 func Configs(env map[string]string) []Config {
 	var out []Config
-	for k, v := range env {
-		if !strings.EqualFold(strings.TrimSpace(v), "true") {
-			continue
+	for _, p := range providers {
+		auth := p.prefix + "_PROVIDER_AUTH"
+		var cs []Config
+		for k, v := range env {
+			if !strings.EqualFold(strings.TrimSpace(v), "true") {
+				continue
+			}
+			tag, ok := "", k == auth
+			if !ok && strings.HasPrefix(k, auth+"_") {
+				tag = strings.TrimPrefix(k, auth+"_")
+				ok = tagRE.MatchString(tag) && tag != "TYPE"
+			}
+			if ok {
+				cs = append(cs, Config{p: p, Tag: tag, env: env})
+			}
 		}
-		tag, ok := "", k == AWSAuthVar
-		if !ok && strings.HasPrefix(k, AWSAuthVar+"_") {
-			tag = strings.TrimPrefix(k, AWSAuthVar+"_")
-			ok = tagRE.MatchString(tag) && tag != "TYPE"
-		}
-		if !ok {
-			continue
-		}
-		c := Config{Tag: tag, env: env}
-		if c.Audience = c.get(AWSAudienceVar); c.Audience == "" {
-			c.Audience = AWSDefaultAudience
-		}
-		out = append(out, c)
+		sort.Slice(cs, func(a, b int) bool { return cs[a].Tag < cs[b].Tag })
+		out = append(out, cs...)
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Tag < out[b].Tag })
 	return out
 }
 
-// Role is the role the configuration assumes in phase (plan or apply):
-// TFC_AWS_PLAN_ROLE_ARN or TFC_AWS_APPLY_ROLE_ARN, else
-// TFC_AWS_RUN_ROLE_ARN. core.Invalid, saying what to set, without one.
-func (c Config) Role(phase string) (string, error) {
-	specific := AWSPlanRoleVar
+// Audience is the audience of the configuration's tokens:
+// <prefix>_WORKLOAD_IDENTITY_AUDIENCE, else AWS's aws.workload.identity or
+// the Google workload identity provider's default,
+// https://iam.googleapis.com/projects/…/providers/….
+func (c Config) Audience() (string, error) {
+	if a := c.get("WORKLOAD_IDENTITY_AUDIENCE"); a != "" {
+		return a, nil
+	}
+	return c.p.audience(c)
+}
+
+// Who is who the configuration is in phase (plan or apply): the role
+// (AWS) or service account (Google Cloud) of <prefix>_PLAN_… or
+// <prefix>_APPLY_…, else <prefix>_RUN_…. core.Invalid, saying what to
+// set, without one.
+func (c Config) Who(phase string) (string, error) {
+	specific := "PLAN_" + c.p.identity
 	if phase == "apply" {
-		specific = AWSApplyRoleVar
+		specific = "APPLY_" + c.p.identity
 	}
-	if r := c.get(specific); r != "" {
-		return r, nil
+	who := c.get(specific)
+	if who == "" {
+		who = c.get("RUN_" + c.p.identity)
 	}
-	if r := c.get(AWSRunRoleVar); r != "" {
-		return r, nil
+	if who == "" {
+		return "", core.Invalid("%s is true, but the %s has no %s: set %s (or %s)", c.name("PROVIDER_AUTH"), phase,
+			strings.ToLower(strings.ReplaceAll(c.p.identity, "_", " ")), c.name("RUN_"+c.p.identity), c.name(specific))
 	}
-	return "", core.Invalid("%s is true, but the %s has no role to assume: set %s (or %s)", c.name(AWSAuthVar), phase, c.name(AWSRunRoleVar), c.name(specific))
+	if c.p == gcp && !accountRE.MatchString(who) {
+		return "", core.Invalid("%s: %q is not a service account's email", c.name(specific), who)
+	}
+	return who, nil
+}
+
+// workloadProvider is the Google workload identity provider's resource
+// name: TFC_GCP_WORKLOAD_PROVIDER_NAME, else made of
+// TFC_GCP_PROJECT_NUMBER, TFC_GCP_WORKLOAD_POOL_ID and
+// TFC_GCP_WORKLOAD_PROVIDER_ID.
+func (c Config) workloadProvider() (string, error) {
+	if n := c.get("WORKLOAD_PROVIDER_NAME"); n != "" {
+		if !providerNameRE.MatchString(n) {
+			return "", core.Invalid("%s: %q is not projects/<number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>", c.name("WORKLOAD_PROVIDER_NAME"), n)
+		}
+		return n, nil
+	}
+	num, pool, prov := c.get("PROJECT_NUMBER"), c.get("WORKLOAD_POOL_ID"), c.get("WORKLOAD_PROVIDER_ID")
+	n := "projects/" + num + "/locations/global/workloadIdentityPools/" + pool + "/providers/" + prov
+	if num == "" || pool == "" || prov == "" || !providerNameRE.MatchString(n) {
+		return "", core.Invalid("%s is true, but its workload identity provider is not named: set %s, or %s, %s and %s", c.name("PROVIDER_AUTH"),
+			c.name("WORKLOAD_PROVIDER_NAME"), c.name("PROJECT_NUMBER"), c.name("WORKLOAD_POOL_ID"), c.name("WORKLOAD_PROVIDER_ID"))
+	}
+	return n, nil
+}
+
+var providerNameRE = regexp.MustCompile(`^projects/[0-9]+/locations/global/workloadIdentityPools/[a-z0-9-]+/providers/[a-z0-9-]+$`)
+
+// Check reports, before anything is minted, what keeps the configuration
+// from working in phase.
+func (c Config) Check(phase string) error {
+	if _, err := c.Who(phase); err != nil {
+		return err
+	}
+	_, err := c.Audience()
+	return err
 }
 
 // folder is the configuration's folder among the run files.
 func (c Config) folder() string {
 	if c.Tag == "" {
-		return "aws/default"
+		return c.p.name + "/default"
 	}
-	return "aws/tag-" + c.Tag
+	return c.p.name + "/tag-" + c.Tag
 }
 
-// ConfigFile is where the configuration's shared config file is in a job
-// (runner.FilesDir standing for the run files folder).
-func (c Config) ConfigFile() string { return runner.FilesDir + "/" + c.folder() + "/config" }
-
 // Variables are what a run's phase gets for cs, given each configuration's
-// token (tokens[i] for cs[i]): per configuration its token and shared
-// config file (profile default: the phase's role, assumed with the token,
-// the session named after the run); AWS_CONFIG_FILE naming the default
-// configuration's file; and the input variable tfc_aws_dynamic_credentials
-// naming every file. core.Invalid when a configuration has no role for the
-// phase.
+// token (tokens[i] for cs[i]): per configuration its token and credential
+// file; for a provider's default configuration the environment variable
+// that names its file; and per provider the input variable naming every
+// file. core.Invalid when a configuration cannot work in the phase.
 func Variables(cs []Config, tokens []string, phase, runID string) ([]runner.Variable, error) {
-	type file struct {
-		SharedConfigFile string `json:"shared_config_file"`
+	type input struct {
+		Default map[string]string            `json:"default"`
+		Aliases map[string]map[string]string `json:"aliases"`
 	}
-	input := struct {
-		Default file            `json:"default"`
-		Aliases map[string]file `json:"aliases"`
-	}{Aliases: map[string]file{}}
+	inputs := map[*provider]*input{}
 	var out []runner.Variable
 	for i, c := range cs {
-		role, err := c.Role(phase)
+		who, err := c.Who(phase)
 		if err != nil {
 			return nil, err
 		}
 		token := runner.FilesDir + "/" + c.folder() + "/token"
-		cfg := "[default]\nrole_arn = " + oneLine(role) + "\nweb_identity_token_file = " + token + "\nrole_session_name = " + oneLine(runID) + "\n"
+		name, content, err := c.p.file(c, who, token, runID)
+		if err != nil {
+			return nil, err
+		}
+		path := runner.FilesDir + "/" + c.folder() + "/" + name
 		out = append(out,
 			runner.Variable{Key: c.folder() + "/token", Value: tokens[i], Category: runner.CategoryFile, Sensitive: true},
-			runner.Variable{Key: c.folder() + "/config", Value: cfg, Category: runner.CategoryFile})
+			runner.Variable{Key: c.folder() + "/" + name, Value: content, Category: runner.CategoryFile})
+		in := inputs[c.p]
+		if in == nil {
+			in = &input{Default: map[string]string{c.p.key: ""}, Aliases: map[string]map[string]string{}}
+			inputs[c.p] = in
+		}
 		if c.Tag == "" {
-			input.Default.SharedConfigFile = c.ConfigFile()
-			out = append(out, runner.Variable{Key: "AWS_CONFIG_FILE", Value: c.ConfigFile(), Category: "env", Expand: true})
+			in.Default[c.p.key] = path
+			out = append(out, runner.Variable{Key: c.p.env, Value: path, Category: "env", Expand: true})
 		} else {
-			input.Aliases[c.Tag] = file{SharedConfigFile: c.ConfigFile()}
+			in.Aliases[c.Tag] = map[string]string{c.p.key: path}
 		}
 	}
-	if len(out) == 0 {
-		return nil, nil
+	for _, p := range providers {
+		if in := inputs[p]; in != nil {
+			// A JSON object is an HCL object expression, as terraform
+			// parses the value of a TF_VAR_ variable of an object type.
+			b, err := json.Marshal(in)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, runner.Variable{Key: "TF_VAR_" + p.input, Value: string(b), Category: "env", Expand: true})
+		}
 	}
-	// A JSON object is an HCL object expression, as terraform parses the
-	// value of a TF_VAR_ variable of an object type.
-	b, err := json.Marshal(input)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, runner.Variable{Key: "TF_VAR_" + AWSInputVar, Value: string(b), Category: "env", Expand: true}), nil
+	return out, nil
 }
 
 // oneLine keeps a value on its line of the shared config file.

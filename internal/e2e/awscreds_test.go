@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	tfe "github.com/hashicorp/go-tfe"
+	"golang.org/x/oauth2/google"
 
 	"github.com/terracehq/terrace/internal/idtoken/idtokentest"
 	"github.com/terracehq/terrace/internal/testenv"
@@ -225,5 +226,169 @@ resource "terraform_data" "aws" {
 	}
 	if why := erroredReason(ctx, t, c, r.ID) + strings.Join(phaseLogs(ctx, t, e, r), "\n"); !strings.Contains(why, "TFC_AWS_RUN_ROLE_ARN") {
 		t.Errorf("the run errored without saying which role to set: %s", why)
+	}
+}
+
+// gcpHelperVar, set, makes the test binary the Google Cloud client a
+// run's provisioner starts (gcpHelper): "default" for application default
+// credentials, else the credential file to load. gcpEndpointVar is the
+// stand-in for Google's STS and IAM credentials endpoints.
+const (
+	gcpHelperVar   = "TERRACE_E2E_GCP"
+	gcpEndpointVar = "TERRACE_E2E_GCP_ENDPOINT"
+)
+
+// gcpHelper is what the Google provider does with the environment a run
+// gets: Google's OAuth2 library (golang.org/x/oauth2/google) finds the
+// credentials (application default credentials: the file
+// GOOGLE_APPLICATION_CREDENTIALS names) and gets an access token, which
+// for an external account means exchanging the file's token at STS and
+// impersonating the service account. Only the endpoints are the test's:
+// the library takes them from the file, which names Google's. It prints
+// the access token it got.
+func gcpHelper(mode string) int {
+	ctx := context.Background()
+	const scope = "https://www.googleapis.com/auth/cloud-platform"
+	var raw []byte
+	if mode == "default" {
+		creds, err := google.FindDefaultCredentials(ctx, scope)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "finding application default credentials:", err)
+			return 1
+		}
+		raw = creds.JSON
+	} else {
+		var err error
+		if raw, err = os.ReadFile(mode); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	end := os.Getenv(gcpEndpointVar)
+	raw = []byte(strings.NewReplacer("https://sts.googleapis.com", end, "https://iamcredentials.googleapis.com", end).Replace(string(raw)))
+	creds, err := google.CredentialsFromJSON(ctx, raw, scope)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loading the credential file:", err)
+		return 1
+	}
+	tok, err := creds.TokenSource.Token()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "getting an access token:", err)
+		return 1
+	}
+	fmt.Println(tok.AccessToken)
+	return 0
+}
+
+// TestGoogleDynamicCredentials: HCP Terraform's Google Cloud dynamic
+// credentials. A workspace sets TFC_GCP_PROVIDER_AUTH, its workload
+// identity provider (by name) and the service accounts of its plans and
+// applies, and a tagged configuration (OPS) names its provider by parts,
+// with its own service account and audience. Google's OAuth2 library,
+// given what the run has (GOOGLE_APPLICATION_CREDENTIALS; the file that
+// tfc_gcp_dynamic_credentials names for OPS), exchanges the apply's token
+// at STS for the provider and impersonates the apply's service account.
+// STS and IAM credentials are a stand-in on 127.0.0.1 that records each
+// request; the test verifies each token as Google would.
+func TestGoogleDynamicCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	t.Parallel()
+	ctx := context.Background()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type exchange struct{ Audience, Token string }
+	var mu sync.Mutex
+	var exchanges []exchange
+	var accounts []string
+	gcloud := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/token":
+			if err := r.ParseForm(); err != nil || r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" ||
+				r.Form.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:jwt" {
+				http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+				return
+			}
+			exchanges = append(exchanges, exchange{Audience: r.Form.Get("audience"), Token: r.Form.Get("subject_token")})
+			fmt.Fprintf(w, `{"access_token":"federated-%d","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer","expires_in":3600}`, len(exchanges))
+		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/projects/-/serviceAccounts/") && strings.HasSuffix(r.URL.Path, ":generateAccessToken"):
+			if want := fmt.Sprintf("Bearer federated-%d", len(exchanges)); r.Header.Get("Authorization") != want {
+				http.Error(w, `{"error":"unauthenticated"}`, http.StatusUnauthorized)
+				return
+			}
+			accounts = append(accounts, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/projects/-/serviceAccounts/"), ":generateAccessToken"))
+			fmt.Fprintf(w, `{"accessToken":"ya29.terrace-%d","expireTime":%q}`, len(accounts), time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(gcloud.Close)
+
+	e := testenv.New(t, testenv.Options{})
+	c := e.Client
+	testenv.NewOrg(t, c, "acme")
+	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const provider, opsProvider = "projects/123/locations/global/workloadIdentityPools/terrace/providers/runs", "projects/456/locations/global/workloadIdentityPools/ops/providers/runs"
+	for k, v := range map[string]string{
+		"TFC_GCP_PROVIDER_AUTH": "true", "TFC_GCP_WORKLOAD_PROVIDER_NAME": provider,
+		"TFC_GCP_PLAN_SERVICE_ACCOUNT_EMAIL": "plan@acme.iam.gserviceaccount.com", "TFC_GCP_APPLY_SERVICE_ACCOUNT_EMAIL": "apply@acme.iam.gserviceaccount.com",
+		"TFC_GCP_PROVIDER_AUTH_OPS": "true", "TFC_GCP_PROJECT_NUMBER_OPS": "456", "TFC_GCP_WORKLOAD_POOL_ID_OPS": "ops", "TFC_GCP_WORKLOAD_PROVIDER_ID_OPS": "runs",
+		"TFC_GCP_RUN_SERVICE_ACCOUNT_EMAIL_OPS": "ops@acme.iam.gserviceaccount.com", "TFC_GCP_WORKLOAD_IDENTITY_AUDIENCE_OPS": "gcp.ops.test",
+		gcpEndpointVar: gcloud.URL,
+	} {
+		if _, err := c.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String(k), Value: tfe.String(v), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	cv := uploadConfig(ctx, t, c, ws.ID, fmt.Sprintf(`
+variable "tfc_gcp_dynamic_credentials" {
+  type = object({
+    default = object({ credentials = string })
+    aliases = map(object({ credentials = string }))
+  })
+}
+resource "terraform_data" "gcp" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      set -e
+      %[1]s=default '%[2]s' > '%[3]s/default.txt'
+      %[1]s='${var.tfc_gcp_dynamic_credentials.aliases["OPS"].credentials}' '%[2]s' > '%[3]s/ops.txt'
+    EOT
+  }
+}
+`, gcpHelperVar, exe, out))
+	r := createRun(ctx, t, c, ws.ID, cv.ID, nil)
+	if r = waitRun(ctx, t, c, r.ID, 2*time.Minute, tfe.RunApplied, tfe.RunErrored); r.Status != tfe.RunApplied {
+		t.Fatalf("the run ended %s: %s\n%s", r.Status, erroredReason(ctx, t, c, r.ID), strings.Join(phaseLogs(ctx, t, e, r), "\n"))
+	}
+	mu.Lock()
+	gotEx, gotAccounts := append([]exchange{}, exchanges...), append([]string{}, accounts...)
+	mu.Unlock()
+	if len(gotEx) != 2 || len(gotAccounts) != 2 {
+		t.Fatalf("Google got %d token exchanges and %d impersonations, want 2 and 2 (default, OPS): %+v %v", len(gotEx), len(gotAccounts), gotEx, gotAccounts)
+	}
+	for i, want := range []struct{ file, provider, audience, account string }{
+		{"default.txt", provider, "https://iam.googleapis.com/" + provider, "apply@acme.iam.gserviceaccount.com"},
+		{"ops.txt", opsProvider, "gcp.ops.test", "ops@acme.iam.gserviceaccount.com"},
+	} {
+		if b, err := os.ReadFile(filepath.Join(out, want.file)); err != nil || strings.TrimSpace(string(b)) != fmt.Sprintf("ya29.terrace-%d", i+1) {
+			t.Errorf("the library's access token in %s: %q (%v)", want.file, b, err)
+		}
+		if gotEx[i].Audience != "//iam.googleapis.com/"+want.provider || gotAccounts[i] != want.account {
+			t.Errorf("exchange %d: for %s, impersonating %s; want %s, %s", i+1, gotEx[i].Audience, gotAccounts[i], "//iam.googleapis.com/"+want.provider, want.account)
+		}
+		claims := idtokentest.Verify(t, e.HTTP, e.URL, gotEx[i].Token, want.audience)
+		idtokentest.Claims(t, want.file+"'s token", claims, map[string]any{"terraform_run_phase": "apply", "terraform_run_id": r.ID, "terraform_workspace_id": ws.ID})
 	}
 }

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(awsHelperVar); ok {
 		os.Exit(awsHelper(mode))
 	}
+	if mode, ok := os.LookupEnv(gcpHelperVar); ok {
+		os.Exit(gcpHelper(mode))
+	}
 	flag.Parse()
 	parallel(4)
 	storetest.Main(m)

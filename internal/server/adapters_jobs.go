@@ -179,9 +179,9 @@ func (a stateWorkspaces) System(ctx context.Context, id string) (*state.Workspac
 
 // identityTokens mints the workload identity tokens of a job's phases
 // (ttls): per phase, one per TFC_WORKLOAD_IDENTITY_AUDIENCE[_TAG]
-// environment variable of the run (idtoken.Audiences), one per AWS
-// dynamic credentials configuration (TFC_AWS_PROVIDER_AUTH[_TAG],
-// dyncreds: its token, shared config file and variables), and for a stack
+// environment variable of the run (idtoken.Audiences), one per dynamic
+// provider credentials configuration (TFC_AWS_PROVIDER_AUTH[_TAG],
+// TFC_GCP_…; dyncreds: its token, credential file and variables), and for a stack
 // deployment's step one per variable that takes an identity_token's jwt
 // (as TF_VAR_<variable>, the token's subject naming the deployment and the
 // operation). What the tokens say is read once for all phases. A run that
@@ -194,7 +194,7 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 			env[v.Key] = v.Value
 		}
 	}
-	audiences, aws := idtoken.Audiences(env), dyncreds.Configs(env)
+	audiences, creds := idtoken.Audiences(env), dyncreds.Configs(env)
 	var step *stack.StepIdentity
 	if (r.SavePlan || r.PlanOnly) && r.ConfigurationVersionID != "" {
 		var err error
@@ -202,7 +202,7 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 			return nil, fmt.Errorf("reading the stack deployment's identity tokens: %w", err)
 		}
 	}
-	if len(audiences) == 0 && step == nil && len(aws) == 0 {
+	if len(audiences) == 0 && step == nil && len(creds) == 0 {
 		return nil, nil
 	}
 	orgID, err := s.Orgs.IDByName(ctx, in.Workspace.Organization)
@@ -237,18 +237,19 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 		for _, m := range minted {
 			out[phase] = append(out[phase], runner.Variable{Key: m.Name, Value: m.Token, Category: "env", Sensitive: true})
 		}
-		// AWS dynamic credentials: a token per configuration, and the
-		// files and variables that hand it to the AWS provider.
-		tokens := make([]string, len(aws))
-		for i, c := range aws {
-			if _, err := c.Role(string(phase)); err != nil {
+		// Dynamic provider credentials: a token per configuration, and
+		// the files and variables that hand it to the provider.
+		tokens := make([]string, len(creds))
+		for i, c := range creds {
+			if err := c.Check(string(phase)); err != nil {
 				return nil, err // before anything is minted
 			}
-			if tokens[i], err = s.Identity.RunToken(ctx, self, c.Audience, ttl); err != nil {
+			aud, _ := c.Audience()
+			if tokens[i], err = s.Identity.RunToken(ctx, self, aud, ttl); err != nil {
 				return nil, err
 			}
 		}
-		vars, err := dyncreds.Variables(aws, tokens, string(phase), r.ID)
+		vars, err := dyncreds.Variables(creds, tokens, string(phase), r.ID)
 		if err != nil {
 			return nil, err
 		}
