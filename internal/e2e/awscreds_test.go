@@ -266,7 +266,7 @@ func gcpHelper(mode string) int {
 	}
 	end := os.Getenv(gcpEndpointVar)
 	raw = []byte(strings.NewReplacer("https://sts.googleapis.com", end, "https://iamcredentials.googleapis.com", end).Replace(string(raw)))
-	creds, err := google.CredentialsFromJSON(ctx, raw, scope)
+	creds, err := google.CredentialsFromJSONWithType(ctx, raw, google.ExternalAccount, scope)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loading the credential file:", err)
 		return 1
