@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/configversion"
@@ -109,6 +110,24 @@ func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d s
 		return "", err
 	}
 	return w.ID, nil
+}
+
+func (e stackExecutor) RemoveWorkspaces(ctx context.Context, org, projectID, prefix string) (map[string]string, error) {
+	ctx = asOrg(ctx, org)
+	ws, err := e.s.Workspaces.List(ctx, org, workspace.ListOptions{ProjectID: projectID, WildcardName: prefix + "*"})
+	if err != nil {
+		return nil, err
+	}
+	kept := map[string]string{}
+	for _, w := range ws {
+		if !strings.HasPrefix(w.Name, prefix) {
+			continue
+		}
+		if err := e.s.Workspaces.SafeDelete(ctx, w.ID); err != nil {
+			kept[w.Name] = err.Error()
+		}
+	}
+	return kept, nil
 }
 
 func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz []byte, speculative bool) (string, error) {

@@ -96,6 +96,10 @@ type Executor interface {
 	// with that ID, or else that name, when it is global or applied to
 	// the project (core.NotFound or core.Invalid, saying which, when not).
 	Varset(ctx context.Context, org, projectID, id, name string) ([]VarsetVariable, error)
+	// RemoveWorkspaces deletes the workspaces of the project whose names
+	// begin with prefix and that manage no resources and are unlocked,
+	// and returns the names of those it kept, each with why.
+	RemoveWorkspaces(ctx context.Context, org, projectID, prefix string) (kept map[string]string, err error)
 }
 
 // OutputValue is a state output in Terraform's JSON: its value and its

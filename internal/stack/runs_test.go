@@ -3,6 +3,7 @@ package stack_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -523,6 +524,21 @@ func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
 	}
 	if ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-prod"); err != nil || ws.ResourceCount != 4 {
 		t.Errorf("prod's workspace after v3 = %+v, %v", ws, err)
+	}
+	// Deleting the stack (with force: prod still has resources) deletes
+	// the workspaces of its destroyed deployments, and keeps prod's, with
+	// its state and resources.
+	if err := c.Stacks.ForceDelete(ctx, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	for name, kept := range map[string]bool{"prod": true, "staging": false, "dev": false} {
+		ws, err := c.Workspaces.Read(ctx, org.Name, "stack-"+st.ID+"-"+name)
+		if kept && (err != nil || ws.ResourceCount != 4) {
+			t.Errorf("%s's workspace, which manages resources, after the stack's deletion: %v", name, err)
+		}
+		if !kept && !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Errorf("%s's workspace, which manages no resources, is left after the stack's deletion (%v)", name, err)
+		}
 	}
 
 	// A deployment that never converges fails with a diagnostic.

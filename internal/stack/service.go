@@ -473,8 +473,10 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 		return err
 	}
 	var keys []string
+	var st *Stack
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		st, err := loadStack(ctx, tx, id, true)
+		var err error
+		st, err = loadStack(ctx, tx, id, true)
 		if err != nil {
 			return err
 		}
@@ -506,7 +508,28 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 	for _, k := range keys {
 		s.garbage().Collect(ctx, k)
 	}
+	s.removeWorkspaces(ctx, st)
 	return nil
+}
+
+// removeWorkspaces deletes, once the stack is gone, the workspaces its
+// deployments ran on (stack-<id>-<deployment>, speculative plans' of
+// deployments never deployed too) that manage no resources: a removed
+// deployment's, or every one of a stack whose deployments were all
+// destroyed. Those that still manage resources (a stack deleted with
+// force) stay, with their state, as do locked ones; the log says which.
+// Best effort: the stack is deleted whatever happens here.
+func (s *Service) removeWorkspaces(ctx context.Context, st *Stack) {
+	if s.exec == nil {
+		return
+	}
+	kept, err := s.exec.RemoveWorkspaces(ctx, st.Organization, st.ProjectID, "stack-"+st.ID+"-")
+	if err != nil {
+		s.logger.Warn("deleting a deleted stack's workspaces", "stack", st.ID, "error", err)
+	}
+	for name, why := range kept {
+		s.logger.Info("a deleted stack's deployment workspace is kept", "stack", st.ID, "workspace", name, "reason", why)
+	}
 }
 
 // addGarbage records, in the caller's transaction (q), the archives of
