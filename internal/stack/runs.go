@@ -988,6 +988,28 @@ func (s *Service) ListDeploymentRuns(ctx context.Context, stackID, deployment st
 	return store.Page(ctx, s.db, scanRun, runCols, strings.TrimPrefix(runFrom, ` FROM `), where, `r.created_at DESC, r.id`, offset, limit, stackID, deployment)
 }
 
+// RecentRuns returns, by deployment, at most per of each deployment's
+// newest runs that are not speculative plans, newest first (what
+// ListDeploymentRuns pages): the stack's page, in one statement.
+func (s *Service) RecentRuns(ctx context.Context, stackID string, per int) (map[string][]*DeploymentRun, error) {
+	if _, err := s.GetStack(ctx, stackID); err != nil {
+		return nil, err
+	}
+	runs, err := store.All(ctx, s.db, scanRun, `SELECT `+runCols+runFrom+` WHERE r.id IN (SELECT id FROM (
+			SELECT r2.id, ROW_NUMBER() OVER (PARTITION BY r2.deployment_name ORDER BY r2.created_at DESC, r2.id) AS n
+			FROM stack_deployment_runs r2 JOIN stack_configurations c2 ON c2.id = r2.stack_configuration_id
+			WHERE r2.stack_id = ? AND NOT c2.speculative) ranked WHERE n <= ?)
+		ORDER BY r.deployment_name, r.created_at DESC, r.id`, stackID, per)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]*DeploymentRun{}
+	for _, r := range runs {
+		out[r.Deployment] = append(out[r.Deployment], r)
+	}
+	return out, nil
+}
+
 // ListSpeculativeRuns lists at most limit of the stack's speculative plans
 // (the runs of its speculative configurations), newest first.
 func (s *Service) ListSpeculativeRuns(ctx context.Context, stackID string, limit int) ([]*DeploymentRun, error) {

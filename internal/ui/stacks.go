@@ -54,14 +54,14 @@ func (u *UI) stackPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	recent, err := u.o.Stacks.RecentRuns(ctx, st.ID, 10)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	var out []stackDeployment
 	for _, d := range ds {
-		runs, _, err := u.o.Stacks.ListDeploymentRuns(ctx, st.ID, d.Name, false, 0, 10)
-		if err != nil {
-			u.fail(w, r, err)
-			return
-		}
-		out = append(out, stackDeployment{D: d, Runs: runs})
+		out = append(out, stackDeployment{D: d, Runs: recent[d.Name]})
 	}
 	// Speculative plans, of deployments deployed or not, on their own.
 	spec, err := u.o.Stacks.ListSpeculativeRuns(ctx, st.ID, 20)
