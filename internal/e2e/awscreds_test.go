@@ -51,6 +51,31 @@ func awsHelper(mode string) int {
 	return 0
 }
 
+// cloudWorkspace starts a server with an organization acme and a
+// workspace of that name with env as its environment variables, and
+// returns them with the test binary's path (the cloud client a
+// provisioner starts: awsHelper, gcpHelper).
+func cloudWorkspace(t *testing.T, name string, env map[string]string) (*testenv.Env, *tfe.Workspace, string) {
+	t.Helper()
+	ctx := context.Background()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range env {
+		if _, err := e.Client.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String(k), Value: tfe.String(v), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e, ws, exe
+}
+
 // stsCall is one AssumeRoleWithWebIdentity the stand-in STS answered.
 type stsCall struct{ Role, Session, Token string }
 
@@ -72,10 +97,6 @@ func TestAWSDynamicCredentials(t *testing.T) {
 	engines(t)
 	t.Parallel()
 	ctx := context.Background()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var calls []stsCall
 	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,23 +116,13 @@ func TestAWSDynamicCredentials(t *testing.T) {
 	}))
 	t.Cleanup(sts.Close)
 
-	e := testenv.New(t, testenv.Options{})
-	c := e.Client
-	testenv.NewOrg(t, c, "acme")
-	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("network")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const planRole, applyRole, altRole = "arn:aws:iam::111111111111:role/plan", "arn:aws:iam::111111111111:role/apply", "arn:aws:iam::222222222222:role/alt"
-	for k, v := range map[string]string{
+	e, ws, exe := cloudWorkspace(t, "network", map[string]string{
 		"TFC_AWS_PROVIDER_AUTH": "true", "TFC_AWS_PLAN_ROLE_ARN": planRole, "TFC_AWS_APPLY_ROLE_ARN": applyRole,
 		"TFC_AWS_PROVIDER_AUTH_ALT": "true", "TFC_AWS_RUN_ROLE_ARN_ALT": altRole, "TFC_AWS_WORKLOAD_IDENTITY_AUDIENCE_ALT": "sts.alt.test",
 		"AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_STS": sts.URL, "AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		if _, err := c.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String(k), Value: tfe.String(v), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
+	c := e.Client
 	const declare = `
 variable "tfc_aws_dynamic_credentials" {
   type = object({
@@ -297,10 +308,6 @@ func TestGoogleDynamicCredentials(t *testing.T) {
 	engines(t)
 	t.Parallel()
 	ctx := context.Background()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	type exchange struct{ Audience, Token string }
 	var mu sync.Mutex
 	var exchanges []exchange
@@ -331,25 +338,15 @@ func TestGoogleDynamicCredentials(t *testing.T) {
 	}))
 	t.Cleanup(gcloud.Close)
 
-	e := testenv.New(t, testenv.Options{})
-	c := e.Client
-	testenv.NewOrg(t, c, "acme")
-	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("data")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const provider, opsProvider = "projects/123/locations/global/workloadIdentityPools/terrace/providers/runs", "projects/456/locations/global/workloadIdentityPools/ops/providers/runs"
-	for k, v := range map[string]string{
+	e, ws, exe := cloudWorkspace(t, "data", map[string]string{
 		"TFC_GCP_PROVIDER_AUTH": "true", "TFC_GCP_WORKLOAD_PROVIDER_NAME": provider,
 		"TFC_GCP_PLAN_SERVICE_ACCOUNT_EMAIL": "plan@acme.iam.gserviceaccount.com", "TFC_GCP_APPLY_SERVICE_ACCOUNT_EMAIL": "apply@acme.iam.gserviceaccount.com",
 		"TFC_GCP_PROVIDER_AUTH_OPS": "true", "TFC_GCP_PROJECT_NUMBER_OPS": "456", "TFC_GCP_WORKLOAD_POOL_ID_OPS": "ops", "TFC_GCP_WORKLOAD_PROVIDER_ID_OPS": "runs",
 		"TFC_GCP_RUN_SERVICE_ACCOUNT_EMAIL_OPS": "ops@acme.iam.gserviceaccount.com", "TFC_GCP_WORKLOAD_IDENTITY_AUDIENCE_OPS": "gcp.ops.test",
 		gcpEndpointVar: gcloud.URL,
-	} {
-		if _, err := c.Variables.Create(ctx, ws.ID, tfe.VariableCreateOptions{Key: tfe.String(k), Value: tfe.String(v), Category: tfe.Category(tfe.CategoryEnv)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
+	c := e.Client
 	out := t.TempDir()
 	cv := uploadConfig(ctx, t, c, ws.ID, fmt.Sprintf(`
 variable "tfc_gcp_dynamic_credentials" {
