@@ -94,32 +94,7 @@ func (s *Service) AdminListPage(ctx context.Context, f AdminFilter, offset, limi
 // SetDisabled disables or enables an organization (a site admin's
 // decision): see the top of this file.
 func (s *Service) SetDisabled(ctx context.Context, name string, disabled bool) (*Organization, error) {
-	if err := authz.RequireSiteAdmin(ctx); err != nil {
-		return nil, err
-	}
-	var org *Organization
-	changed := false
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		if org, err = s.get(ctx, tx, name, true); err != nil {
-			return err
-		}
-		if org.Disabled == disabled {
-			return nil
-		}
-		org.Disabled, org.UpdatedAt, changed = disabled, core.Now(), true
-		_, err = tx.Exec(ctx, `UPDATE organizations SET is_disabled = ?, updated_at = ? WHERE id = ?`, disabled, core.Micros(org.UpdatedAt), org.ID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if changed && !disabled {
-		for _, fn := range s.OnEnable {
-			fn(ctx, org.Name)
-		}
-	}
-	return org, nil
+	return s.SetAdminOptions(ctx, name, AdminOptions{Disabled: &disabled})
 }
 
 // registerAdminOrganizations adds the admin organizations API.
@@ -401,14 +376,9 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 	if len(problems) > 0 {
 		return errors.Join(problems...)
 	}
-	if modules != nil || providers != nil || limit != nil {
-		opts := AdminOptions{GlobalModuleSharing: modules, GlobalProviderSharing: providers, WorkspaceLimit: limit}
+	if modules != nil || providers != nil || limit != nil || disabled != nil {
+		opts := AdminOptions{GlobalModuleSharing: modules, GlobalProviderSharing: providers, WorkspaceLimit: limit, Disabled: disabled}
 		if org, err = a.Service.SetAdminOptions(r.Context(), org.Name, opts); err != nil {
-			return err
-		}
-	}
-	if disabled != nil {
-		if org, err = a.Service.SetDisabled(r.Context(), org.Name, *disabled); err != nil {
 			return err
 		}
 	}

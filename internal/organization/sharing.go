@@ -85,9 +85,12 @@ type AdminOptions struct {
 	// WorkspaceLimit is the most workspaces the organization may have (-1
 	// for none).
 	WorkspaceLimit *int
+	// Disabled disables the organization (or enables it again: OnEnable
+	// runs once that is committed).
+	Disabled *bool
 }
 
-// SetAdminOptions changes what o sets of org.
+// SetAdminOptions changes what opts sets of org, in one transaction.
 func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOptions) (*Organization, error) {
 	if l := opts.WorkspaceLimit; l != nil && *l < -1 {
 		return nil, core.Invalid("workspace-limit must be a number of workspaces (0 or more), or null for none")
@@ -96,10 +99,15 @@ func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOpt
 		return nil, err
 	}
 	var o *Organization
+	enabled := false
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		if o, err = s.get(ctx, tx, org, true); err != nil {
 			return err
+		}
+		enabled = opts.Disabled != nil && !*opts.Disabled && o.Disabled
+		if opts.Disabled != nil {
+			o.Disabled = *opts.Disabled
 		}
 		if opts.GlobalModuleSharing != nil {
 			o.GlobalModuleSharing = *opts.GlobalModuleSharing
@@ -111,12 +119,17 @@ func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOpt
 			o.WorkspaceLimit = *opts.WorkspaceLimit
 		}
 		o.UpdatedAt = core.Now()
-		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, workspace_limit = ?, updated_at = ? WHERE id = ?`,
-			o.GlobalModuleSharing, o.GlobalProviderSharing, o.WorkspaceLimit, core.Micros(o.UpdatedAt), o.ID)
+		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, workspace_limit = ?, is_disabled = ?, updated_at = ? WHERE id = ?`,
+			o.GlobalModuleSharing, o.GlobalProviderSharing, o.WorkspaceLimit, o.Disabled, core.Micros(o.UpdatedAt), o.ID)
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if enabled {
+		for _, fn := range s.OnEnable {
+			fn(ctx, o.Name)
+		}
 	}
 	return o, nil
 }
