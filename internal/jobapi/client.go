@@ -60,6 +60,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	req.Header.Set(RunnerHeader, c.RunnerID)
+	req.Header.Set(FeaturesHeader, FeatureRunFiles)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

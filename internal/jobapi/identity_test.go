@@ -2,9 +2,12 @@ package jobapi
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
@@ -80,5 +83,40 @@ func TestIdentityTokensPerPhase(t *testing.T) {
 	}
 	if len(asked) != 1 || asked[0] != (ask{run.PhasePlan, time.Hour}) || len(in.Variables) != 0 || in.ApplyEnv != nil {
 		t.Errorf("a run asking for no token: asked %+v, got %+v, %+v", asked, in.Variables, in.ApplyEnv)
+	}
+}
+
+// TestRunnerFeatures: a job whose inputs hold run files (dynamic provider
+// credentials) goes only to a runner that says it writes them; one that
+// predates them (no features header) is refused, saying to upgrade, rather
+// than given a run without its credentials. Other jobs go to any runner.
+func TestRunnerFeatures(t *testing.T) {
+	plain := &runner.Inputs{Variables: []runner.Variable{{Key: "TF_LOG", Value: "info", Category: "env"}}}
+	files := &runner.Inputs{ApplyEnv: []runner.Variable{{Key: "aws/default/token", Value: "tok", Category: runner.CategoryFile, Sensitive: true}}}
+	expand := &runner.Inputs{Variables: []runner.Variable{{Key: "AWS_CONFIG_FILE", Value: runner.FilesDir + "/aws/default/config", Category: "env", Expand: true}}}
+	for _, tc := range []struct {
+		name     string
+		in       *runner.Inputs
+		features string
+		refused  bool
+	}{
+		{"plain, old runner", plain, "", false},
+		{"files, old runner", files, "", true},
+		{"expanded env, old runner", expand, "", true},
+		{"files, runner with run files", files, "other, " + FeatureRunFiles, false},
+	} {
+		err := needsFeatures(tc.in, tc.features)
+		if tc.refused != (err != nil) || err != nil && (core.KindOf(err) != core.KindInvalid || !strings.Contains(err.Error(), "upgrade the agent")) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	// The protocol's own client says it writes run files.
+	var got string
+	c := &Client{BaseURL: "http://in-process", RunnerID: "r", HTTP: InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get(FeaturesHeader)
+	}))}
+	_, _ = c.do(t.Context(), http.MethodGet, "/x", nil, "", nil)
+	if got != FeatureRunFiles {
+		t.Errorf("the client's features: %q", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,15 @@ const Prefix = "/api/agent/"
 
 // RunnerHeader names the runner (its lease holder ID) on every call.
 const RunnerHeader = "X-Terrace-Runner"
+
+// FeaturesHeader lists, comma-separated, what the runner does beyond the
+// protocol's first version, so that the server never hands it a job it
+// would get wrong: FeatureRunFiles, it writes run files
+// (runner.CategoryFile). A runner that predates it sends none.
+const (
+	FeaturesHeader  = "X-Terrace-Runner-Features"
+	FeatureRunFiles = "run-files"
+)
 
 // Agents is the agent domain as the protocol sees it.
 type Agents interface {
@@ -468,7 +478,28 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := needsFeatures(in, r.Header.Get(FeaturesHeader)); err != nil {
+		return err
+	}
 	respond(w, http.StatusOK, in)
+	return nil
+}
+
+// needsFeatures refuses a job's inputs to a runner without the features
+// they need (features: its FeaturesHeader): run files, which one that
+// predates them would drop, leaving the run without the credentials its
+// variables asked for.
+func needsFeatures(in *runner.Inputs, features string) error {
+	for _, f := range strings.Split(features, ",") {
+		if strings.TrimSpace(f) == FeatureRunFiles {
+			return nil
+		}
+	}
+	for _, v := range append(in.Variables[:len(in.Variables):len(in.Variables)], in.ApplyEnv...) {
+		if v.Category == runner.CategoryFile || v.Expand {
+			return core.Invalid("this run's variables ask for dynamic provider credentials (%s), which this runner cannot write: upgrade the agent", v.Key)
+		}
+	}
 	return nil
 }
 
