@@ -203,16 +203,6 @@ func (c Config) workloadProvider() (string, error) {
 
 var providerNameRE = regexp.MustCompile(`^projects/[0-9]+/locations/global/workloadIdentityPools/[a-z0-9-]+/providers/[a-z0-9-]+$`)
 
-// Check reports, before anything is minted, what keeps the configuration
-// from working in phase.
-func (c Config) Check(phase string) error {
-	if _, err := c.Who(phase); err != nil {
-		return err
-	}
-	_, err := c.Audience()
-	return err
-}
-
 // folder is the configuration's folder among the run files.
 func (c Config) folder() string {
 	if c.Tag == "" {
@@ -221,31 +211,41 @@ func (c Config) folder() string {
 	return c.p.name + "/tag-" + c.Tag
 }
 
-// Variables are what a run's phase gets for cs, given each configuration's
-// token (tokens[i] for cs[i]): per configuration its token and credential
+// Variables are what a run's phase gets for cs: per configuration its
+// token (mint makes it, for the configuration's audience) and credential
 // file; for a provider's default configuration the environment variable
 // that names its file; and per provider the input variable naming every
-// file. core.Invalid when a configuration cannot work in the phase.
-func Variables(cs []Config, tokens []string, phase, runID string) ([]runner.Variable, error) {
+// file. core.Invalid when a configuration cannot work in the phase, before
+// anything is minted.
+func Variables(cs []Config, phase, runID string, mint func(audience string) (string, error)) ([]runner.Variable, error) {
 	type input struct {
 		Default map[string]string            `json:"default"`
 		Aliases map[string]map[string]string `json:"aliases"`
 	}
 	inputs := map[*provider]*input{}
 	var out []runner.Variable
-	for i, c := range cs {
+	type token struct {
+		at       int // its variable in out
+		audience string
+	}
+	var tokens []token
+	for _, c := range cs {
 		who, err := c.Who(phase)
 		if err != nil {
 			return nil, err
 		}
-		token := runner.FilesDir + "/" + c.folder() + "/token"
-		name, content, err := c.p.file(c, who, token, runID)
+		audience, err := c.Audience()
 		if err != nil {
 			return nil, err
 		}
+		name, content, err := c.p.file(c, who, runner.FilesDir+"/"+c.folder()+"/token", runID)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, token{at: len(out), audience: audience})
 		path := runner.FilesDir + "/" + c.folder() + "/" + name
 		out = append(out,
-			runner.Variable{Key: c.folder() + "/token", Value: tokens[i], Category: runner.CategoryFile, Sensitive: true},
+			runner.Variable{Key: c.folder() + "/token", Category: runner.CategoryFile, Sensitive: true},
 			runner.Variable{Key: c.folder() + "/" + name, Value: content, Category: runner.CategoryFile})
 		in := inputs[c.p]
 		if in == nil {
@@ -268,6 +268,12 @@ func Variables(cs []Config, tokens []string, phase, runID string) ([]runner.Vari
 				return nil, err
 			}
 			out = append(out, runner.Variable{Key: "TF_VAR_" + p.input, Value: string(b), Category: "env", Expand: true})
+		}
+	}
+	for _, t := range tokens {
+		var err error
+		if out[t.at].Value, err = mint(t.audience); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -48,13 +48,23 @@ func TestConfigs(t *testing.T) {
 			t.Errorf("%s %q %s: %q, %v", tc.c.Provider(), tc.c.Tag, tc.phase, who, err)
 		}
 	}
-	if err := cs[4].Check("plan"); err == nil {
+	// mint gives each audience's token, and counts the tokens made.
+	minted := 0
+	mint := func(audience string) (string, error) {
+		minted++
+		return map[string]string{"aws.workload.identity": "tok-default", "aud.b": "tok-b",
+			"https://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/pool/providers/terrace": "tok-gcp"}[audience], nil
+	}
+	if _, err := Variables([]Config{cs[4]}, "plan", "run-1", mint); err == nil {
 		t.Error("a Google configuration without a service account and provider passed its check")
 	}
-	if _, err := Variables(cs[:3], []string{"t0", "t1", "t2"}, "plan", "run-1"); err == nil {
+	if _, err := Variables(cs[:3], "plan", "run-1", mint); err == nil {
 		t.Error("variables for a configuration without a role")
 	}
-	vars, err := Variables([]Config{cs[0], cs[2], cs[3]}, []string{"tok-default", "tok-b", "tok-gcp"}, "apply", "run-1")
+	if minted != 0 {
+		t.Errorf("%d tokens minted for configurations that cannot work", minted)
+	}
+	vars, err := Variables([]Config{cs[0], cs[2], cs[3]}, "apply", "run-1", mint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +99,7 @@ func TestConfigs(t *testing.T) {
 	if v := byKey["GOOGLE_APPLICATION_CREDENTIALS"]; v.Value != "${TERRACE_RUN_FILES}/gcp/default/credentials.json" || !v.Expand {
 		t.Errorf("GOOGLE_APPLICATION_CREDENTIALS: %+v", v)
 	}
-	if vars, err := Variables(nil, nil, "plan", "run-1"); vars != nil || err != nil {
+	if vars, err := Variables(nil, "plan", "run-1", mint); vars != nil || err != nil {
 		t.Errorf("no configuration: %v, %v", vars, err)
 	}
 }

@@ -239,17 +239,9 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 		}
 		// Dynamic provider credentials: a token per configuration, and
 		// the files and variables that hand it to the provider.
-		tokens := make([]string, len(creds))
-		for i, c := range creds {
-			if err := c.Check(string(phase)); err != nil {
-				return nil, err // before anything is minted
-			}
-			aud, _ := c.Audience()
-			if tokens[i], err = s.Identity.RunToken(ctx, self, aud, ttl); err != nil {
-				return nil, err
-			}
-		}
-		vars, err := dyncreds.Variables(creds, tokens, string(phase), r.ID)
+		vars, err := dyncreds.Variables(creds, string(phase), r.ID, func(audience string) (string, error) {
+			return s.Identity.RunToken(ctx, self, audience, ttl)
+		})
 		if err != nil {
 			return nil, err
 		}
