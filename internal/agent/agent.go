@@ -306,7 +306,8 @@ func (s *Service) KeepPool(ctx context.Context, q store.Q, org, id string) error
 }
 
 // PoolOrganization returns the organization of a pool the caller may see;
-// workspaces and projects use it to check an agent-pool-id.
+// run tasks check their agent pool with it before they verify their
+// service through it (an assignment itself asks KeepPool).
 func (s *Service) PoolOrganization(ctx context.Context, id string) (string, error) {
 	p, err := s.Get(ctx, id)
 	if err != nil {

@@ -113,7 +113,6 @@ type SSHKeys interface {
 // AgentPools resolves agent pools; the agent domain provides it (nil
 // accepts any agent-pool-id).
 type AgentPools interface {
-	PoolOrganization(ctx context.Context, id string) (string, error)
 	// KeepPool keeps pool id of organization org from being deleted
 	// until q's transaction ends (core.Invalid when org has no such pool,
 	// or has it no more).
@@ -218,26 +217,16 @@ func (s *Service) checkLimit(ctx context.Context, q store.Q, org string) error {
 	return nil
 }
 
-// keepPool, in the transaction q that assigns o's agent pool, keeps the
-// pool from being deleted before q commits (agent.Service.Delete counts
-// the workspaces naming it after locking it): one deleted since checkPool
-// is refused as unknown.
+// keepPool, in the transaction q that assigns o's agent pool, refuses a
+// pool outside the workspace's organization and keeps it from being
+// deleted before q commits (agent.Service.Delete counts the workspaces
+// naming it after locking it): one deleted meanwhile is refused as
+// unknown.
 func (s *Service) keepPool(ctx context.Context, q store.Q, org string, o Options) error {
 	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
 		return nil
 	}
 	return s.Pools.KeepPool(ctx, q, org, *o.AgentPoolID)
-}
-
-// checkPool refuses an agent pool outside the workspace's organization.
-func (s *Service) checkPool(ctx context.Context, org string, o Options) error {
-	if s.Pools == nil || o.AgentPoolID == nil || *o.AgentPoolID == "" {
-		return nil
-	}
-	if po, err := s.Pools.PoolOrganization(ctx, *o.AgentPoolID); err != nil || po != org {
-		return core.Invalid("agent pool %q not found in organization %q", *o.AgentPoolID, org)
-	}
-	return nil
 }
 
 // NewService returns a workspace service.
@@ -731,9 +720,6 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 	if err := s.setProject(ctx, w, o.ProjectID); err != nil {
 		return nil, err
 	}
-	if err := s.checkPool(ctx, org, o); err != nil {
-		return nil, err
-	}
 	if o.TagBindings != nil {
 		if err := validateBindings(*o.TagBindings); err != nil {
 			return nil, err
@@ -1002,15 +988,15 @@ func (s *Service) listOrder(by string) string {
 
 // Update changes a workspace.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace, error) {
-	// The access check, the agent pool and the project are looked up
-	// before the transaction (the model reads the caller's teams: a read
-	// inside it would take a second connection); the pool's and project's
-	// errors are reported after the access check, and so is a move the
-	// caller may not make (the whole update is then refused). A
-	// workspace's organization never changes; one moved to another project
-	// meanwhile was checked against the wrong project, so the update is
-	// refused.
-	var poolErr, projectErr error
+	// The access check and the project are looked up before the
+	// transaction (the model reads the caller's teams: a read inside it
+	// would take a second connection; the agent pool is checked and kept
+	// inside it, keepPool); the project's errors are reported after the
+	// access check, and so is a move the caller may not make (the whole
+	// update is then refused). A workspace's organization never changes;
+	// one moved to another project meanwhile was checked against the
+	// wrong project, so the update is refused.
+	var projectErr error
 	var projectID string
 	pre, err := s.load(ctx, s.db, id, false)
 	if err != nil {
@@ -1028,7 +1014,6 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	if err != nil {
 		return nil, err
 	}
-	poolErr = s.checkPool(ctx, pre.Organization, o)
 	if o.ProjectID != nil && *o.ProjectID != "" {
 		c := *pre
 		projectErr, projectID = s.setProject(ctx, &c, o.ProjectID), c.ProjectID
@@ -1060,9 +1045,6 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			if err := s.checkVersion(ctx, tx, after); err != nil {
 				return err
 			}
-		}
-		if poolErr != nil {
-			return poolErr
 		}
 		if err := s.keepPool(ctx, tx, w.Organization, o); err != nil {
 			return err
