@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -495,7 +496,7 @@ func needsFeatures(in *runner.Inputs, features string) error {
 			return nil
 		}
 	}
-	for _, v := range append(in.Variables[:len(in.Variables):len(in.Variables)], in.ApplyEnv...) {
+	for _, v := range slices.Concat(in.Variables, in.ApplyEnv) {
 		if v.Category == runner.CategoryFile || v.Expand {
 			return core.Invalid("this run's variables ask for dynamic provider credentials (%s), which this runner cannot write: upgrade the agent", v.Key)
 		}
