@@ -27,17 +27,10 @@ func TestSiteTimeoutsStopRuns(t *testing.T) {
 	for _, st := range testenv.Stores {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
-			release := make(chan struct{})
-			never := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				select {
-				case <-r.Context().Done():
-				case <-release:
-				}
-			}))
-			t.Cleanup(never.Close)
-			t.Cleanup(func() { close(release) })
+			never := hangingURL(t)
 			e := testenv.New(t, testenv.Options{Store: st, CancelGrace: 2 * time.Second})
 			c := e.Client
+			logOf := func(r io.Reader, err error) string { return readAll(t, r, err) }
 			ctx := context.Background()
 			testenv.NewOrg(t, c, "acme")
 			setTimeouts := func(plan, apply string) {
@@ -46,38 +39,14 @@ func TestSiteTimeoutsStopRuns(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			logOf := func(r io.Reader, err error) string {
-				t.Helper()
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := io.ReadAll(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return string(b)
-			}
-			run := func(name string, autoApply bool, config string) *tfe.Run {
-				t.Helper()
-				ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name), AutoApply: tfe.Bool(autoApply)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cv := testenv.UploadConfig(ctx, t, c, ws.ID, config)
-				r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: cv})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return r
-			}
 
 			// The plan: 3s, however long the apply may take.
 			setTimeouts("3s", "1h")
 			start := time.Now()
-			r := run("slow-plan", false, `data "terraform_remote_state" "never" {
+			r := startRun(ctx, t, c, "acme", "slow-plan", false, `data "terraform_remote_state" "never" {
   backend = "http"
   config = {
-    address = "`+never.URL+`/state"
+    address = "`+never+`/state"
   }
 }
 `)
@@ -93,7 +62,7 @@ func TestSiteTimeoutsStopRuns(t *testing.T) {
 
 			// The apply: 3s, after a plan that takes what it takes.
 			setTimeouts("1h", "3s")
-			r = run("slow-apply", true, `resource "terraform_data" "slow" {
+			r = startRun(ctx, t, c, "acme", "slow-apply", true, `resource "terraform_data" "slow" {
   provisioner "local-exec" {
     command = "sleep 120"
   }
@@ -112,4 +81,35 @@ func TestSiteTimeoutsStopRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hangingURL is the address of a server that never answers (until the
+// test ends): a remote state read from it runs until a time limit stops
+// it.
+func hangingURL(t *testing.T) string {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	return srv.URL
+}
+
+// startRun creates workspace name of org (auto-apply as said), uploads
+// config and starts a run of it.
+func startRun(ctx context.Context, t *testing.T, c *tfe.Client, org, name string, autoApply bool, config string) *tfe.Run {
+	t.Helper()
+	ws, err := c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String(name), AutoApply: tfe.Bool(autoApply)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, ConfigurationVersion: testenv.UploadConfig(ctx, t, c, ws.ID, config)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

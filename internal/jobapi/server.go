@@ -76,17 +76,33 @@ type Sources struct {
 	ProjectName func(ctx context.Context, projectID string) (string, error)
 	// Engine, when set, returns where a runner may download the engine
 	// version a run asks for (a version a site admin registered and
-	// enabled; nil for any other).
-	Engine func(ctx context.Context, version string) (*engine.Release, error)
-	// Timeouts returns the site's time limits of a plan and an apply
-	// (0: none), read when a job starts.
-	Timeouts func(ctx context.Context) (plan, apply time.Duration, err error)
+	// enabled; nil for any other): with beta, versions registered as beta
+	// are among those a constraint may pick, and without it a beta
+	// version asked for by name is refused.
+	Engine func(ctx context.Context, version string, beta bool) (*engine.Release, error)
+	// Limits returns what the runs of an organization may take and do,
+	// read when a job starts.
+	Limits func(ctx context.Context, org string) (Limits, error)
 	// IdentityTokens, when set, returns the workload identity tokens the
 	// run gets for each phase asked (phase → how long its tokens live),
 	// as sensitive environment variables (masked in its logs like any
 	// sensitive variable), given what was gathered for its job: none when
 	// the run's variables ask for none.
 	IdentityTokens func(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error)
+}
+
+// Limits are what an organization's runs may take and do: the site's
+// settings and the organization's own (the admin organizations API).
+type Limits struct {
+	// Plan and Apply are the time limits of a plan and an apply (0:
+	// none); OwnPlan and OwnApply say the organization set them, rather
+	// than the site.
+	Plan, Apply       time.Duration
+	OwnPlan, OwnApply bool
+	// Beta lets runs use terraform versions registered as beta; Sudo lets
+	// them gain privileges (without it terraform starts with
+	// no_new_privs).
+	Beta, Sudo bool
 }
 
 // Options configure the protocol's server side.
@@ -112,7 +128,7 @@ type Server struct {
 // NewServer returns the protocol's server side.
 func NewServer(o Options) (*Server, error) {
 	if o.Runs == nil || o.Agents == nil || o.Sources.Archive == nil || o.Sources.State == nil || o.Sources.Variables == nil ||
-		o.Sources.RunToken == nil || o.Sources.SaveState == nil || o.Sources.ProjectName == nil || o.Sources.Timeouts == nil {
+		o.Sources.RunToken == nil || o.Sources.SaveState == nil || o.Sources.ProjectName == nil || o.Sources.Limits == nil {
 		return nil, errors.New("jobapi: runs, agents and every source are required")
 	}
 	if o.MaxWait <= 0 {
@@ -513,7 +529,7 @@ func needsFeatures(in *runner.Inputs, features string) error {
 func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*runner.Inputs, error) {
 	in := &runner.Inputs{Hostname: s.o.Hostname}
 	var wg sync.WaitGroup
-	errs := make([]error, 9)
+	errs := make([]error, 8)
 	side := func(i int, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -567,17 +583,18 @@ func (s *Server) gather(ctx context.Context, r *run.Run, phase run.JobPhase) (*r
 		in.Token, err = s.o.Sources.RunToken(ctx, r.ID)
 		return err
 	})
-	if s.o.Sources.Engine != nil {
-		side(7, func() (err error) {
-			if in.Engine, err = s.o.Sources.Engine(ctx, r.TerraformVersion); err != nil {
-				return fmt.Errorf("reading terraform version %s's registration: %w", r.TerraformVersion, err)
-			}
+	side(7, func() error {
+		lim, err := s.o.Sources.Limits(ctx, r.Organization)
+		if err != nil {
+			return fmt.Errorf("reading the run's limits: %w", err)
+		}
+		in.PlanTimeout, in.ApplyTimeout, in.OwnPlanTimeout, in.OwnApplyTimeout = lim.Plan, lim.Apply, lim.OwnPlan, lim.OwnApply
+		in.NoNewPrivs = !lim.Sudo
+		if s.o.Sources.Engine == nil {
 			return nil
-		})
-	}
-	side(8, func() (err error) {
-		if in.PlanTimeout, in.ApplyTimeout, err = s.o.Sources.Timeouts(ctx); err != nil {
-			return fmt.Errorf("reading the site's time limits: %w", err)
+		}
+		if in.Engine, err = s.o.Sources.Engine(ctx, r.TerraformVersion, lim.Beta); err != nil {
+			return fmt.Errorf("reading terraform version %s's registration: %w", r.TerraformVersion, err)
 		}
 		return nil
 	})

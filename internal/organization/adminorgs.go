@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
@@ -38,13 +38,18 @@ import (
 // server's runners it runs to its end; an agent, whose token is refused,
 // loses it as a silent agent does.
 //
-// The others describe what Terrace does not have, and say so: no beta
-// tools, no sharing of private modules or providers between organizations
-// (global sharing, module consumers), no sudo in runners, no time limits of
-// an organization's own (the site's plan-timeout and apply-timeout limit
-// every run: internal/sitesettings), no limit on workspaces. A change asking for what
-// Terrace does (false, or none) is accepted; any other is refused with a
-// 422 that says why, rather than stored and ignored.
+// A site admin also shares the organization's private modules and
+// providers with other organizations (global sharing, module consumers:
+// sharing.go), limits its workspaces (workspace-limit, counted as a
+// workspace is created), and sets what its runs may do: their own time
+// limits of a plan and an apply (plan-timeout and apply-timeout, or their
+// older names terraform-build-worker-…; the site's apply without them,
+// internal/sitesettings; the job API hands the runner the limits in
+// force), access to terraform versions registered as beta
+// (access-beta-tools: internal/toolversion refuses them to a workspace
+// of an organization without it) and sudo (terraform-worker-sudo-enabled:
+// without it a runner starts terraform with no_new_privs, so that no
+// setuid program, sudo among them, gains privileges in a run).
 
 // AdminFilter selects organizations for the site admins' list.
 type AdminFilter struct {
@@ -108,8 +113,10 @@ func (a *API) registerAdminOrganizations(mux *http.ServeMux) {
 }
 
 // jsonAdminOrganization is the wire form of the admin organizations API
-// (go-tfe's AdminOrganization). The timeouts are null: Terrace has none
-// per organization; the workspace limit is null when it has none.
+// (go-tfe's AdminOrganization). A timeout is null when the organization
+// has none of its own (the site's applies; terraform-build-worker-… are
+// Terraform Enterprise's older names of the same two); the workspace
+// limit is null when it has none.
 type jsonAdminOrganization struct {
 	Name                             string         `jsonapi:"primary,organizations"`
 	AccessBetaTools                  bool           `jsonapi:"attr,access-beta-tools"`
@@ -154,6 +161,13 @@ func (a *API) adminDocuments(ctx context.Context, orgs []*Organization, includeO
 			GlobalModuleSharing: o.GlobalModuleSharing, GlobalProviderSharing: o.GlobalProviderSharing, SsoEnabled: a.SSO, Owners: []*jsonUserRef{}}
 		if o.WorkspaceLimit >= 0 {
 			j.WorkspaceLimit = &o.WorkspaceLimit
+		}
+		j.AccessBetaTools, j.TerraformWorkerSudoEnabled = o.AccessBetaTools, o.WorkerSudo
+		if o.PlanTimeout != "" {
+			j.PlanTimeout, j.TerraformBuildWorkerPlanTimeout = &o.PlanTimeout, &o.PlanTimeout
+		}
+		if o.ApplyTimeout != "" {
+			j.ApplyTimeout, j.TerraformBuildWorkerApplyTimeout = &o.ApplyTimeout, &o.ApplyTimeout
 		}
 		for _, u := range owners[o.Name] {
 			j.Owners = append(j.Owners, &jsonUserRef{ID: u.ID})
@@ -278,19 +292,14 @@ func (a *API) adminRead(w http.ResponseWriter, r *http.Request) error {
 	return a.adminRespond(w, r, org)
 }
 
-// fixedAdminAttributes are the admin attributes that describe what
-// Terrace does not have: the value Terrace has (nil: none, null on the
-// wire) and why no other can be set.
-var fixedAdminAttributes = map[string]struct {
-	value any
-	why   string
-}{
-	"access-beta-tools":                    {false, "Terrace has no beta tools"},
-	"terraform-worker-sudo-enabled":        {false, "Terrace's runners never run terraform with sudo"},
-	"terraform-build-worker-apply-timeout": {nil, "Terrace has no build workers; the site's apply-timeout limits every apply (admin general settings)"},
-	"terraform-build-worker-plan-timeout":  {nil, "Terrace has no build workers; the site's plan-timeout limits every plan (admin general settings)"},
-	"apply-timeout":                        {nil, "Terrace has no time limit per organization; the site's apply-timeout limits every apply (admin general settings)"},
-	"plan-timeout":                         {nil, "Terrace has no time limit per organization; the site's plan-timeout limits every plan (admin general settings)"},
+// timeoutAttributes are the admin attributes of an organization's own
+// time limits, each to the option it sets: Terraform Enterprise's two
+// names of each.
+var timeoutAttributes = map[string]string{
+	"plan-timeout":                         "plan-timeout",
+	"terraform-build-worker-plan-timeout":  "plan-timeout",
+	"apply-timeout":                        "apply-timeout",
+	"terraform-build-worker-apply-timeout": "apply-timeout",
 }
 
 // readOnlyAdminAttributes are shown but not changed through the admin API.
@@ -322,8 +331,9 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var problems []error
-	var disabled, modules, providers *bool
+	var disabled, modules, providers, beta, sudo *bool
 	var limit *int
+	timeouts := map[string]*string{}
 	names := make([]string, 0, len(attrs))
 	for name := range attrs {
 		names = append(names, name)
@@ -346,7 +356,28 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 		if string(raw) == "null" {
 			continue
 		}
-		if dst, ok := map[string]**bool{"is-disabled": &disabled, "global-module-sharing": &modules, "global-provider-sharing": &providers}[name]; ok {
+		if option, ok := timeoutAttributes[name]; ok {
+			// "" is the site's limit; two names of one limit must agree.
+			var v string
+			if err := json.Unmarshal(raw, &v); err != nil {
+				problems = append(problems, core.Invalid("%s must be a duration such as \"24h\", or \"\" for the site's", name))
+				continue
+			}
+			if v != "" {
+				if _, err := sitesettings.ParseTimeout(v); err != nil {
+					problems = append(problems, core.Invalid("%s %v (or \"\" for the site's)", name, err))
+					continue
+				}
+			}
+			if prev := timeouts[option]; prev != nil && *prev != v {
+				problems = append(problems, core.Invalid("%s %q disagrees with the %q given for the same limit under its other name", name, v, *prev))
+				continue
+			}
+			timeouts[option] = &v
+			continue
+		}
+		if dst, ok := map[string]**bool{"is-disabled": &disabled, "global-module-sharing": &modules, "global-provider-sharing": &providers,
+			"access-beta-tools": &beta, "terraform-worker-sudo-enabled": &sudo}[name]; ok {
 			var v bool
 			if err := json.Unmarshal(raw, &v); err != nil {
 				problems = append(problems, core.Invalid("%s must be a boolean", name))
@@ -359,25 +390,14 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 			problems = append(problems, core.Invalid("%s cannot be changed through the admin API: %s", name, why))
 			continue
 		}
-		fixed, ok := fixedAdminAttributes[name]
-		if !ok {
-			problems = append(problems, core.Invalid("%q is not an attribute of an organization in the admin API", name))
-			continue
-		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil || v != fixed.value {
-			want := "null"
-			if fixed.value != nil {
-				want = fmt.Sprint(fixed.value)
-			}
-			problems = append(problems, core.Invalid("%s cannot be %s (only %s): %s", name, raw, want, fixed.why))
-		}
+		problems = append(problems, core.Invalid("%q is not an attribute of an organization in the admin API", name))
 	}
 	if len(problems) > 0 {
 		return errors.Join(problems...)
 	}
-	if modules != nil || providers != nil || limit != nil || disabled != nil {
-		opts := AdminOptions{GlobalModuleSharing: modules, GlobalProviderSharing: providers, WorkspaceLimit: limit, Disabled: disabled}
+	opts := AdminOptions{GlobalModuleSharing: modules, GlobalProviderSharing: providers, WorkspaceLimit: limit, Disabled: disabled,
+		PlanTimeout: timeouts["plan-timeout"], ApplyTimeout: timeouts["apply-timeout"], AccessBetaTools: beta, WorkerSudo: sudo}
+	if opts != (AdminOptions{}) {
 		if org, err = a.Service.SetAdminOptions(r.Context(), org.Name, opts); err != nil {
 			return err
 		}

@@ -141,10 +141,10 @@ func TestAdminOrganizationsList(t *testing.T) {
 	})
 }
 
-// TestAdminOrganizationsUpdate: of the admin attributes, is-disabled and
-// global-module-sharing change; the others accept only what Terrace has (false, or none) and
-// refuse anything else with a 422 naming every attribute refused and why,
-// changing nothing. Read, delete and module consumers answer as the rest
+// TestAdminOrganizationsUpdate: the admin attributes change (is-disabled,
+// sharing, the workspace limit, the time limits under both their names,
+// beta tools, sudo); an update with a bad value is refused with a 422
+// naming every attribute refused and why, changing nothing. Read, delete and module consumers answer as the rest
 // of Terrace does.
 func TestAdminOrganizationsUpdate(t *testing.T) {
 	t.Parallel()
@@ -160,17 +160,48 @@ func TestAdminOrganizationsUpdate(t *testing.T) {
 			t.Fatalf("an update asking for what Terrace has: %+v, %v", org, err)
 		}
 
-		tr, h24, limit := true, "24h", 2
+		tr, h24, forever, limit := true, "24h", "forever", 2
 		_, err = e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{
-			IsDisabled: &tr, AccessBetaTools: &tr, ApplyTimeout: &h24, WorkspaceLimit: &limit, TerraformWorkerSudoEnabled: true})
-		testenv.WantStatus(t, "an update Terrace cannot keep", err, "invalid attribute")
-		for _, want := range []string{"access-beta-tools", "apply-timeout", "terraform-worker-sudo-enabled"} {
+			IsDisabled: &tr, AccessBetaTools: &tr, ApplyTimeout: &forever, PlanTimeout: &h24, TerraformBuildWorkerPlanTimeout: &forever,
+			WorkspaceLimit: &limit, TerraformWorkerSudoEnabled: true})
+		testenv.WantStatus(t, "an update with a bad time limit", err, "invalid attribute")
+		for _, want := range []string{`apply-timeout must be a positive duration such as "2h", "30m" or "90s", not "forever"`, "terraform-build-worker-plan-timeout"} {
 			if !strings.Contains(err.Error(), want) {
-				t.Errorf("the refusal does not name %s: %v", want, err)
+				t.Errorf("the refusal does not say %s: %v", want, err)
 			}
 		}
-		if org, err := e.Client.Admin.Organizations.Read(ctx, "acme"); err != nil || org.IsDisabled || org.WorkspaceLimit != nil {
+		if org, err := e.Client.Admin.Organizations.Read(ctx, "acme"); err != nil || org.IsDisabled || org.WorkspaceLimit != nil ||
+			org.AccessBetaTools || org.TerraformWorkerSudoEnabled || org.PlanTimeout != "" {
 			t.Fatalf("a refused update changed the organization: %+v, %v", org, err)
+		}
+
+		// An organization's own time limits, beta tools and sudo (what
+		// each does: internal/e2e TestOrganizationRunLimits): both names of
+		// a limit set it; "" goes back to the site's.
+		h1 := "1h"
+		org, err = e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{
+			AccessBetaTools: &tr, PlanTimeout: &h24, TerraformBuildWorkerPlanTimeout: &h24, TerraformBuildWorkerApplyTimeout: &h1, TerraformWorkerSudoEnabled: true})
+		if err != nil || !org.AccessBetaTools || !org.TerraformWorkerSudoEnabled || org.PlanTimeout != "24h" || org.TerraformBuildWorkerPlanTimeout != "24h" ||
+			org.ApplyTimeout != "1h" || org.TerraformBuildWorkerApplyTimeout != "1h" {
+			t.Fatalf("setting beta tools, sudo and time limits: %+v, %v", org, err)
+		}
+		if org, err := e.Client.Admin.Organizations.Read(ctx, "beta"); err != nil || org.AccessBetaTools || org.TerraformWorkerSudoEnabled || org.PlanTimeout != "" {
+			t.Fatalf("another organization changed: %+v, %v", org, err)
+		}
+		status, body := e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme",
+			`{"data":{"type":"organizations","attributes":{"plan-timeout":"","terraform-build-worker-plan-timeout":"","apply-timeout":"2h","terraform-build-worker-apply-timeout":"3h"}}}`)
+		if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), "disagrees") {
+			t.Fatalf("two names of the apply limit disagreeing: %d %s", status, body)
+		}
+		f2 := false
+		status, body = e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme", `{"data":{"type":"organizations","attributes":{"plan-timeout":"","access-beta-tools":false}}}`)
+		if status != http.StatusOK || !strings.Contains(string(body), `"plan-timeout":null`) || !strings.Contains(string(body), `"apply-timeout":"1h"`) ||
+			!strings.Contains(string(body), `"access-beta-tools":false`) || !strings.Contains(string(body), `"terraform-worker-sudo-enabled":true`) {
+			t.Fatalf("back to the site's plan limit: %d %s", status, body)
+		}
+		if org, err := e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{ApplyTimeout: tfe.String(""), AccessBetaTools: &f2}); err != nil ||
+			org.ApplyTimeout != "" || org.TerraformWorkerSudoEnabled != true {
+			t.Fatalf("back to the site's apply limit: %+v, %v", org, err)
 		}
 
 		// workspace-limit: no workspace past it (the ones there stay when
@@ -204,7 +235,7 @@ func TestAdminOrganizationsUpdate(t *testing.T) {
 		if _, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("three")}); err != nil {
 			t.Fatalf("a workspace once the limit is gone: %v", err)
 		}
-		status, body := e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme",
+		status, body = e.API(t, "", "PATCH", "/api/v2/admin/organizations/acme",
 			`{"data":{"type":"organizations","attributes":{"is-disabled":"yes","notification-email":"x@acme.test","colour":"red"}}}`)
 		if details := errorDetails(body); status != http.StatusUnprocessableEntity || len(details) != 3 {
 			t.Fatalf("three bad attributes: %d %s", status, body)

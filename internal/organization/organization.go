@@ -27,6 +27,17 @@ type Organization struct {
 	// WorkspaceLimit is the most workspaces the organization may have, as a
 	// site admin set it; -1 for none.
 	WorkspaceLimit int
+	// PlanTimeout and ApplyTimeout are the organization's own time limits
+	// of a plan and an apply, as a site admin set them (Go durations,
+	// "24h"); "" for the site's (internal/sitesettings).
+	PlanTimeout, ApplyTimeout string
+	// AccessBetaTools lets the organization's workspaces use terraform
+	// versions registered as beta.
+	AccessBetaTools bool
+	// WorkerSudo lets the organization's runs gain privileges (sudo and
+	// other setuid programs): without it a runner starts terraform with
+	// no_new_privs.
+	WorkerSudo bool
 }
 
 // Settings are the organization's options, stored as one JSON document.

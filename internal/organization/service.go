@@ -213,13 +213,14 @@ func (s *Service) Create(ctx context.Context, opts CreateOptions) (*Organization
 	return org, nil
 }
 
-const cols = `id, name, email, attrs, is_disabled, created_at, updated_at, global_module_sharing, global_provider_sharing, workspace_limit`
+const cols = `id, name, email, attrs, is_disabled, created_at, updated_at, global_module_sharing, global_provider_sharing, workspace_limit, plan_timeout, apply_timeout, access_beta_tools, worker_sudo`
 
 func scan(sc interface{ Scan(...any) error }) (*Organization, error) {
 	var o Organization
 	var attrs string
 	var created, updated int64
-	if err := sc.Scan(&o.ID, &o.Name, &o.Email, &attrs, &o.Disabled, &created, &updated, &o.GlobalModuleSharing, &o.GlobalProviderSharing, &o.WorkspaceLimit); err != nil {
+	if err := sc.Scan(&o.ID, &o.Name, &o.Email, &attrs, &o.Disabled, &created, &updated, &o.GlobalModuleSharing, &o.GlobalProviderSharing, &o.WorkspaceLimit,
+		&o.PlanTimeout, &o.ApplyTimeout, &o.AccessBetaTools, &o.WorkerSudo); err != nil {
 		return nil, err
 	}
 	o.Settings = defaultSettings()

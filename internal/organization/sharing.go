@@ -7,6 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/store"
 )
 
@@ -88,12 +89,25 @@ type AdminOptions struct {
 	// Disabled disables the organization (or enables it again: OnEnable
 	// runs once that is committed).
 	Disabled *bool
+	// PlanTimeout and ApplyTimeout are the organization's own time limits
+	// ("" for the site's).
+	PlanTimeout, ApplyTimeout *string
+	// AccessBetaTools and WorkerSudo: Organization's fields of the names.
+	AccessBetaTools, WorkerSudo *bool
 }
 
 // SetAdminOptions changes what opts sets of org, in one transaction.
 func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOptions) (*Organization, error) {
 	if l := opts.WorkspaceLimit; l != nil && *l < -1 {
 		return nil, core.Invalid("workspace-limit must be a number of workspaces (0 or more), or null for none")
+	}
+	for name, t := range map[string]*string{"plan-timeout": opts.PlanTimeout, "apply-timeout": opts.ApplyTimeout} {
+		if t == nil || *t == "" {
+			continue
+		}
+		if _, err := sitesettings.ParseTimeout(*t); err != nil {
+			return nil, core.Invalid("%s %v (or \"\" for the site's)", name, err)
+		}
 	}
 	if err := authz.RequireSiteAdmin(ctx); err != nil {
 		return nil, err
@@ -106,21 +120,19 @@ func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOpt
 			return err
 		}
 		enabled = opts.Disabled != nil && !*opts.Disabled && o.Disabled
-		if opts.Disabled != nil {
-			o.Disabled = *opts.Disabled
-		}
-		if opts.GlobalModuleSharing != nil {
-			o.GlobalModuleSharing = *opts.GlobalModuleSharing
-		}
-		if opts.GlobalProviderSharing != nil {
-			o.GlobalProviderSharing = *opts.GlobalProviderSharing
-		}
-		if opts.WorkspaceLimit != nil {
-			o.WorkspaceLimit = *opts.WorkspaceLimit
-		}
+		set(&o.Disabled, opts.Disabled)
+		set(&o.GlobalModuleSharing, opts.GlobalModuleSharing)
+		set(&o.GlobalProviderSharing, opts.GlobalProviderSharing)
+		set(&o.WorkspaceLimit, opts.WorkspaceLimit)
+		set(&o.PlanTimeout, opts.PlanTimeout)
+		set(&o.ApplyTimeout, opts.ApplyTimeout)
+		set(&o.AccessBetaTools, opts.AccessBetaTools)
+		set(&o.WorkerSudo, opts.WorkerSudo)
 		o.UpdatedAt = core.Now()
-		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, workspace_limit = ?, is_disabled = ?, updated_at = ? WHERE id = ?`,
-			o.GlobalModuleSharing, o.GlobalProviderSharing, o.WorkspaceLimit, o.Disabled, core.Micros(o.UpdatedAt), o.ID)
+		_, err = tx.Exec(ctx, `UPDATE organizations SET global_module_sharing = ?, global_provider_sharing = ?, workspace_limit = ?, is_disabled = ?,
+			plan_timeout = ?, apply_timeout = ?, access_beta_tools = ?, worker_sudo = ?, updated_at = ? WHERE id = ?`,
+			o.GlobalModuleSharing, o.GlobalProviderSharing, o.WorkspaceLimit, o.Disabled,
+			o.PlanTimeout, o.ApplyTimeout, o.AccessBetaTools, o.WorkerSudo, core.Micros(o.UpdatedAt), o.ID)
 		return err
 	})
 	if err != nil {
@@ -177,4 +189,32 @@ func (s *Service) WorkspaceLimit(ctx context.Context, q store.Q, org string) (in
 	}
 	err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`+lock, org).Scan(&limit)
 	return limit, err
+}
+
+// set sets *dst to *v when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// BetaTools says whether org's workspaces may use terraform versions
+// registered as beta (access-beta-tools), reading through q.
+func (s *Service) BetaTools(ctx context.Context, q store.Q, org string) (bool, error) {
+	var beta bool
+	err := q.QueryRow(ctx, `SELECT access_beta_tools FROM organizations WHERE name = ?`, org).Scan(&beta)
+	if store.IsNoRows(err) {
+		return false, nil
+	}
+	return beta, err
+}
+
+// RunLimits are what a site admin set of org's runs: its own time limits
+// of a plan and an apply ("" for the site's), its access to beta tools
+// and whether its runs may gain privileges (sudo). For the job API, which
+// gives them to the runner of each job; the caller is not checked.
+func (s *Service) RunLimits(ctx context.Context, org string) (planTimeout, applyTimeout string, beta, sudo bool, err error) {
+	err = s.db.QueryRow(ctx, `SELECT plan_timeout, apply_timeout, access_beta_tools, worker_sudo FROM organizations WHERE name = ?`, org).
+		Scan(&planTimeout, &applyTimeout, &beta, &sudo)
+	return planTimeout, applyTimeout, beta, sudo, err
 }

@@ -138,7 +138,11 @@ func (j *jobExec) capture(ctx context.Context, args ...string) ([]byte, error) {
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = j.wd, j.env, &stdout, &stderr
 	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	if err := cmd.Run(); err != nil {
+	wait, err := j.start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(); err != nil {
 		return nil, err
 	}
 	return stdout.Bytes(), nil

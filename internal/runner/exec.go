@@ -63,21 +63,32 @@ type jobExec struct {
 	limit    phaseLimit
 	expired  <-chan time.Time
 	timedOut bool
+	// noNewPrivs: terraform starts with no_new_privs (Inputs.NoNewPrivs).
+	noNewPrivs bool
 }
 
 // phaseLimit is a phase's time limit: the site's plan-timeout or
-// apply-timeout.
+// apply-timeout, or the organization's own.
 type phaseLimit struct {
 	phase string // "plan" or "apply"
 	d     time.Duration
+	own   bool // the organization's
 }
 
-// limitPhase starts phase's time limit d (none when 0); stop ends it. A
-// terraform command running when it passes is interrupted as a cancel
-// would (SIGINT, then SIGKILL after the grace period), and the phase
-// errors with timeoutError.
-func (j *jobExec) limitPhase(phase string, d time.Duration) (stop func()) {
-	j.limit, j.expired, j.timedOut = phaseLimit{phase, d}, nil, false
+// whose says whose limit it is, for the log.
+func (l phaseLimit) whose() string {
+	if l.own {
+		return "organization's"
+	}
+	return "site's"
+}
+
+// limitPhase starts phase's time limit d (none when 0; own: the
+// organization's); stop ends it. A terraform command running when it
+// passes is interrupted as a cancel would (SIGINT, then SIGKILL after the
+// grace period), and the phase errors with timeoutError.
+func (j *jobExec) limitPhase(phase string, d time.Duration, own bool) (stop func()) {
+	j.limit, j.expired, j.timedOut = phaseLimit{phase, d, own}, nil, false
 	if d <= 0 {
 		return func() {}
 	}
@@ -91,7 +102,7 @@ func (j *jobExec) limitPhase(phase string, d time.Duration) (stop func()) {
 
 // timeoutError is what a phase that ran out of time reports.
 func (j *jobExec) timeoutError() string {
-	return fmt.Sprintf("Error: the %s was stopped: it reached the site's %s timeout of %s", j.limit.phase, j.limit.phase, shortDuration(j.limit.d))
+	return fmt.Sprintf("Error: the %s was stopped: it reached the %s %s timeout of %s", j.limit.phase, j.limit.whose(), j.limit.phase, shortDuration(j.limit.d))
 }
 
 // shortDuration writes d as it would be set: "2h", "1h30m", "90s".
@@ -126,6 +137,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	}
 	j.secrets = maskList(in, withRunSecrets(append(in.Variables[:len(in.Variables):len(in.Variables)], in.ApplyEnv...), r.Variables))
 	j.structured = in.Workspace != nil && in.Workspace.StructuredRunOutput && !r.TextLog
+	j.noNewPrivs = in.NoNewPrivs
 	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, j.secrets)
 	j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 	defer j.out.Close()
@@ -139,7 +151,7 @@ func (j *jobExec) run(ctx context.Context) error {
 
 	j.header(ctx)
 	if j.job.Phase == run.PhasePlan {
-		stop := j.limitPhase("plan", in.PlanTimeout)
+		stop := j.limitPhase("plan", in.PlanTimeout, in.OwnPlanTimeout)
 		res := j.plan(ctx, in)
 		stop()
 		t0 = time.Now()
@@ -169,7 +181,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.out.onError = func(err error) { j.log.Warn("a log chunk was refused", "error", err) }
 		defer j.out.Close()
 		j.header(ctx)
-		stop = j.limitPhase("apply", in.ApplyTimeout)
+		stop = j.limitPhase("apply", in.ApplyTimeout, in.OwnApplyTimeout)
 		applied := j.apply(ctx, in, res)
 		stop()
 		if described != nil {
@@ -191,7 +203,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		j.uploadDescription(ctx, j.describe(ctx, in))
 		return nil
 	}
-	defer j.limitPhase("apply", in.ApplyTimeout)()
+	defer j.limitPhase("apply", in.ApplyTimeout, in.OwnApplyTimeout)()
 	if err := j.init(ctx); err != nil {
 		return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 	}
@@ -539,12 +551,13 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 		cmd.Stdout = j.out
 	}
 	cmd.Stderr = j.out
-	if err := cmd.Start(); err != nil {
+	wait, err := j.start(cmd)
+	if err != nil {
 		return -1, err
 	}
 	defer j.took("terraform "+args[0], time.Now())
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- wait() }()
 	var kill <-chan time.Time
 	for {
 		select {
@@ -573,8 +586,8 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 			j.expired = nil
 			if j.cancel == run.NoSignal && !j.timedOut {
 				j.timedOut = true
-				fmt.Fprintf(j.out, "\nThe %s has run for the site's %s timeout of %s: asking terraform to stop (it is killed after %s).\n",
-					j.limit.phase, j.limit.phase, shortDuration(j.limit.d), j.r.cfg.CancelGrace)
+				fmt.Fprintf(j.out, "\nThe %s has run for the %s %s timeout of %s: asking terraform to stop (it is killed after %s).\n",
+					j.limit.phase, j.limit.whose(), j.limit.phase, shortDuration(j.limit.d), j.r.cfg.CancelGrace)
 				_ = cmd.Process.Signal(os.Interrupt)
 				kill = time.After(j.r.cfg.CancelGrace)
 			}

@@ -61,12 +61,23 @@ type Inputs struct {
 	// enabled (nil for any other version; a server that predates it
 	// sends none, and an agent that predates it ignores it).
 	Engine *engine.Release `json:",omitempty"`
-	// PlanTimeout and ApplyTimeout are the site's time limits of a plan
-	// and of an apply (0: none; its plan-timeout and apply-timeout
-	// settings): a phase running longer is stopped, and errors saying so.
-	// A server that predates them sends none.
-	PlanTimeout  time.Duration `json:",omitempty"`
-	ApplyTimeout time.Duration `json:",omitempty"`
+	// PlanTimeout and ApplyTimeout are the time limits of a plan and of
+	// an apply (0: none): the site's plan-timeout and apply-timeout
+	// settings, or the organization's own when OwnPlanTimeout or
+	// OwnApplyTimeout says so. A phase running longer is stopped, and
+	// errors saying so. A server that predates them sends none (and
+	// predating the Own… fields, the organization's limits are told as
+	// the site's).
+	PlanTimeout     time.Duration `json:",omitempty"`
+	ApplyTimeout    time.Duration `json:",omitempty"`
+	OwnPlanTimeout  bool          `json:",omitempty"`
+	OwnApplyTimeout bool          `json:",omitempty"`
+	// NoNewPrivs: the organization does not let its runs gain privileges
+	// (no terraform-worker-sudo-enabled), so terraform starts with
+	// Linux's no_new_privs, which its children keep: sudo and every
+	// other setuid or file-capability program run without gaining
+	// anything. An agent that predates it ignores it.
+	NoNewPrivs bool `json:",omitempty"`
 	// ApplyEnv are environment variables that replace the plan's when a
 	// plan job goes on to apply (auto-apply): the apply phase's workload
 	// identity tokens. A server that predates them sends none, and an

@@ -17,6 +17,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -68,7 +69,7 @@ func (s *Server) wireJobs() error {
 				_, err := s.States.CreateFromRun(ctx, workspaceID, runID, raw)
 				return err
 			},
-			Timeouts:       s.Settings.Timeouts,
+			Limits:         s.runLimits,
 			IdentityTokens: s.identityTokens,
 			ProjectName: func(ctx context.Context, projectID string) (string, error) {
 				name, err := s.Projects.SystemName(ctx, projectID)
@@ -256,4 +257,28 @@ func (s *Server) identityTokens(ctx context.Context, r *run.Run, in *runner.Inpu
 		}
 	}
 	return out, nil
+}
+
+// runLimits are the site's time limits of a run, or the organization's
+// own, and what else a site admin set of the organization's runs.
+func (s *Server) runLimits(ctx context.Context, org string) (jobapi.Limits, error) {
+	var l jobapi.Limits
+	plan, apply, err := s.Settings.Timeouts(ctx)
+	if err != nil {
+		return l, err
+	}
+	ownPlan, ownApply, beta, sudo, err := s.Orgs.RunLimits(ctx, org)
+	if err != nil {
+		return l, err
+	}
+	l.Plan, l.Apply, l.Beta, l.Sudo = plan, apply, beta, sudo
+	// An organization's limits were checked when set: one that no
+	// longer parses leaves the site's.
+	if d, err := sitesettings.ParseTimeout(ownPlan); ownPlan != "" && err == nil {
+		l.Plan, l.OwnPlan = d, true
+	}
+	if d, err := sitesettings.ParseTimeout(ownApply); ownApply != "" && err == nil {
+		l.Apply, l.OwnApply = d, true
+	}
+	return l, nil
 }

@@ -237,6 +237,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces = workspace.NewService(s.DB, workspaceProjects{s.Projects})
 	s.Workspaces.DefaultRemoteState = s.Settings.DefaultRemoteStateAccess
 	s.Workspaces.WorkspaceLimit = s.Orgs.WorkspaceLimit
+	s.Workspaces.BetaTools = s.Orgs.BetaTools
 	s.Projects.Orgs = orgDefaults{s.Orgs}
 	s.Projects.Workspaces = s.Workspaces
 	s.AgentPools = agent.NewService(s.DB)

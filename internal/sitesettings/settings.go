@@ -137,7 +137,7 @@ func (a generalAttrs) general(d Defaults) General {
 	if g.APIRateLimitingEnabled {
 		g.Rate = rate
 	}
-	// Stored values were checked when set (parseTimeout); a bad one
+	// Stored values were checked when set (ParseTimeout); a bad one
 	// (written by hand) falls back to the default rather than to none.
 	g.PlanLimit, g.PlanTimeout = timeoutOr(g.PlanTimeout)
 	g.ApplyLimit, g.ApplyTimeout = timeoutOr(g.ApplyTimeout)
@@ -145,7 +145,7 @@ func (a generalAttrs) general(d Defaults) General {
 }
 
 func timeoutOr(s string) (time.Duration, string) {
-	if d, err := parseTimeout(s); err == nil {
+	if d, err := ParseTimeout(s); err == nil {
 		return d, s
 	}
 	d, _ := time.ParseDuration(DefaultTimeout)
@@ -159,8 +159,9 @@ func deref[T any](p *T, def T) T {
 	return *p
 }
 
-// parseTimeout reads a time limit: a positive Go duration.
-func parseTimeout(s string) (time.Duration, error) {
+// ParseTimeout reads a time limit of a plan or an apply: a positive Go
+// duration. The site's limits and an organization's own are read alike.
+func ParseTimeout(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("must be a positive duration such as \"2h\", \"30m\" or \"90s\", not %q", s)
@@ -220,7 +221,7 @@ func patchGeneral(stored generalAttrs, attrs map[string]json.RawMessage) (genera
 			if v == nil {
 				continue
 			}
-			if _, err := parseTimeout(*v); err != nil {
+			if _, err := ParseTimeout(*v); err != nil {
 				bad("%v", err)
 				continue
 			}

@@ -373,3 +373,60 @@ func TestTerraformVersionUsage(t *testing.T) {
 		}
 	})
 }
+
+// TestBetaVersionsNeedBetaTools: a version registered as beta is chosen
+// only by the workspaces of an organization a site admin gave beta tools
+// (access-beta-tools); without it creating or updating a workspace onto
+// it is refused (422, saying why) and changes nothing, while a workspace
+// already on it keeps it through an update that leaves the version as it
+// is. Both stores.
+func TestBetaVersionsNeedBetaTools(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "acme")
+		if _, err := e.Client.Admin.TerraformVersions.Create(ctx, tfe.AdminTerraformVersionCreateOptions{Version: tfe.String("1.0.40"), URL: tfe.String(zipURL),
+			Sha: tfe.String(sha1), Beta: tfe.Bool(true), Enabled: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		beta := func(on bool) {
+			t.Helper()
+			if _, err := e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{AccessBetaTools: &on}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("early"), TerraformVersion: tfe.String("1.0.40")})
+		testenv.WantStatus(t, "a workspace on a beta version without beta tools", err, "invalid attribute")
+		if !strings.Contains(err.Error(), "no access to beta tools") {
+			t.Errorf("the refusal does not say why: %v", err)
+		}
+		if _, err := e.Client.Workspaces.Read(ctx, "acme", "early"); !errors.Is(err, tfe.ErrResourceNotFound) {
+			t.Fatalf("the refused workspace exists: %v", err)
+		}
+		plain, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("plain"), TerraformVersion: tfe.String("1.5.7")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, b := e.API(t, "", "PATCH", "/api/v2/workspaces/"+plain.ID, map[string]any{"data": map[string]any{"type": "workspaces", "attributes": map[string]any{"terraform-version": "1.0.40"}}})
+		if status != http.StatusUnprocessableEntity || !strings.Contains(errorDetail(b), "terraform 1.0.40 is a beta version") {
+			t.Fatalf("updating a workspace onto a beta version without beta tools: %d %s", status, b)
+		}
+
+		beta(true)
+		early, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("early"), TerraformVersion: tfe.String("1.0.40")})
+		if err != nil || early.TerraformVersion != "1.0.40" {
+			t.Fatalf("a workspace on a beta version with beta tools: %+v %v", early, err)
+		}
+
+		beta(false)
+		kept, err := e.Client.Workspaces.UpdateByID(ctx, early.ID, tfe.WorkspaceUpdateOptions{Description: tfe.String("still beta"), TerraformVersion: tfe.String("1.0.40")})
+		if err != nil || kept.TerraformVersion != "1.0.40" {
+			t.Fatalf("a workspace already on the beta version, its version unchanged: %+v %v", kept, err)
+		}
+		_, err = e.Client.Workspaces.UpdateByID(ctx, plain.ID, tfe.WorkspaceUpdateOptions{TerraformVersion: tfe.String("1.0.40")})
+		testenv.WantStatus(t, "updating onto a beta version once beta tools are gone", err, "invalid attribute")
+		if w, err := e.Client.Workspaces.ReadByID(ctx, plain.ID); err != nil || w.TerraformVersion != "1.5.7" {
+			t.Fatalf("the refused update changed the workspace: %+v %v", w, err)
+		}
+	})
+}

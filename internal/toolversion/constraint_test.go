@@ -2,6 +2,7 @@ package toolversion_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -13,7 +14,9 @@ import (
 // constraint is given the newest registered, enabled version it allows
 // (a disabled one is passed over, a prerelease only when named), and
 // nothing when none is, on both stores. For "latest" it is the newest
-// registered, enabled release that is not marked beta.
+// registered, enabled release that is not marked beta. Without access to
+// beta tools a constraint passes beta versions over, and a beta version
+// named is refused.
 func TestReleaseForAConstraint(t *testing.T) {
 	t.Parallel()
 	for _, st := range testenv.Stores {
@@ -31,32 +34,47 @@ func TestReleaseForAConstraint(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for constraint, want := range map[string]string{
-				"~> 1.9.0":       "1.9.3",
-				">= 1.9, < 1.11": "1.10.0",
-				">= 1.9, < 2":    "1.11.0",
-				"< 1.9.3":        "1.9.1",
-				"= 1.9.4":        "",
-				"~> 1.9.5-rc1":   "1.9.5-rc1",
-				"~> 2.0":         "",
-				"tofu:~> 1.9.0":  "",
-				"1.9.3":          "1.9.3",
-				"1.12.0":         "",
-				"latest":         "1.10.0",
-				"":               "1.10.0",
-				"tofu":           "",
-				"tofu:latest":    "",
+			// want is for an organization with access to beta tools;
+			// noBeta, when it differs, for one without ("!" an error).
+			for constraint, wants := range map[string]struct{ beta, noBeta string }{
+				"~> 1.9.0":       {"1.9.3", "1.9.3"},
+				">= 1.9, < 1.11": {"1.10.0", "1.10.0"},
+				">= 1.9, < 2":    {"1.11.0", "1.10.0"},
+				"< 1.9.3":        {"1.9.1", "1.9.1"},
+				"= 1.9.4":        {"", ""},
+				"~> 1.9.5-rc1":   {"1.9.5-rc1", "1.9.5-rc1"},
+				"~> 2.0":         {"", ""},
+				"tofu:~> 1.9.0":  {"", ""},
+				"1.9.3":          {"1.9.3", "1.9.3"},
+				"1.11.0":         {"1.11.0", "!"},
+				"1.12.0":         {"", ""},
+				"latest":         {"1.10.0", "1.10.0"},
+				"":               {"1.10.0", "1.10.0"},
+				"tofu":           {"", ""},
+				"tofu:latest":    {"", ""},
 			} {
-				rel, err := e.Server.ToolVersions.Release(ctx, constraint)
-				got := ""
-				if rel != nil {
-					got = rel.Version
-					if len(rel.Builds) != 1 || rel.Builds[0].URL != zipURL {
-						t.Errorf("Release(%q): builds %+v", constraint, rel.Builds)
+				for _, beta := range []bool{true, false} {
+					want := wants.beta
+					if !beta {
+						want = wants.noBeta
 					}
-				}
-				if err != nil || got != want {
-					t.Errorf("Release(%q): %q %v, want %q", constraint, got, err, want)
+					rel, err := e.Server.ToolVersions.Release(ctx, constraint, beta)
+					got := ""
+					if rel != nil {
+						got = rel.Version
+						if len(rel.Builds) != 1 || rel.Builds[0].URL != zipURL {
+							t.Errorf("Release(%q): builds %+v", constraint, rel.Builds)
+						}
+					}
+					if want == "!" {
+						if err == nil || !strings.Contains(err.Error(), "no access to beta tools") {
+							t.Errorf("Release(%q) without beta tools: %q %v, want an error", constraint, got, err)
+						}
+						continue
+					}
+					if err != nil || got != want {
+						t.Errorf("Release(%q, beta %v): %q %v, want %q", constraint, beta, got, err, want)
+					}
 				}
 			}
 		})

@@ -264,21 +264,29 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	})
 }
 
-// CheckSelectable refuses a version registered but disabled, for a
-// workspace about to be set to it (workspace.TerraformVersions). Inside
-// q's transaction the version's row stays as read until it ends.
-func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string) error {
+// CheckSelectable refuses a version registered but disabled, or marked
+// beta when beta is false (the workspace's organization has no access to
+// beta tools), for a workspace about to be set to it
+// (workspace.TerraformVersions). Inside q's transaction the version's row
+// stays as read until it ends.
+func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string, beta bool) error {
 	version = asRegistered(version)
 	if !versionRE.MatchString(version) {
 		return nil // "latest", a constraint: nothing registered is named so
 	}
-	var enabled bool
-	err := q.QueryRow(ctx, `SELECT enabled FROM terraform_versions WHERE version = ?`+store.ForShare(q), version).Scan(&enabled)
-	if store.IsNoRows(err) || (err == nil && enabled) {
+	var enabled, isBeta bool
+	err := q.QueryRow(ctx, `SELECT enabled, beta FROM terraform_versions WHERE version = ?`+store.ForShare(q), version).Scan(&enabled, &isBeta)
+	if store.IsNoRows(err) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if enabled && isBeta && !beta {
+		return betaRefused(version)
+	}
+	if enabled {
+		return nil
 	}
 	return core.Invalid("terraform %s is disabled on this site: a site admin has turned it off, so no workspace may choose it; choose another version", version)
 }
@@ -296,12 +304,17 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 // release that is neither a prerelease nor marked beta, as HCP Terraform's
 // "latest" is the newest version on its list; the runner uses the
 // terraform on its PATH instead when that is as new.
-func (s *Service) Release(ctx context.Context, version string) (*engine.Release, error) {
+//
+// beta says the run's organization has access to beta tools: without it
+// a constraint picks no version registered as beta, and a beta version
+// named is refused (the organization lost the access after a workspace
+// chose it: CheckSelectable refuses it to a workspace).
+func (s *Service) Release(ctx context.Context, version string, beta bool) (*engine.Release, error) {
 	if strings.HasPrefix(strings.TrimSpace(version), "tofu") {
 		return nil, nil // only terraform is registered
 	}
 	if c := engine.Constraint(version); c != nil {
-		return s.newestAllowed(ctx, c, true)
+		return s.newestAllowed(ctx, c, beta)
 	}
 	if v := strings.TrimSpace(version); v == "" || v == "latest" {
 		return s.newestAllowed(ctx, anyRelease, false)
@@ -317,7 +330,16 @@ func (s *Service) Release(ctx context.Context, version string) (*engine.Release,
 	if err != nil {
 		return nil, err
 	}
+	if v.Beta && !beta {
+		return nil, betaRefused(v.Version)
+	}
 	return release(v), nil
+}
+
+// betaRefused is the error of a beta version asked for by an organization
+// without access to beta tools.
+func betaRefused(version string) error {
+	return core.Invalid("terraform %s is a beta version, and this organization has no access to beta tools: a site admin gives it (access-beta-tools), or choose another version", version)
 }
 
 // anyRelease allows every version but prereleases (go-version's rule for

@@ -123,11 +123,12 @@ type AgentPools interface {
 // the tool version domain provides them (nil: none are).
 type TerraformVersions interface {
 	// CheckSelectable refuses (core.Invalid, saying why) a version a
-	// workspace may not be set to: one registered but disabled. It reads
-	// through q, and inside a transaction holds the version's row until
-	// the transaction ends, so that the version is not deleted or
+	// workspace may not be set to: one registered but disabled, or marked
+	// beta unless beta (the organization has access to beta tools). It
+	// reads through q, and inside a transaction holds the version's row
+	// until the transaction ends, so that the version is not deleted or
 	// disabled meanwhile.
-	CheckSelectable(ctx context.Context, q store.Q, version string) error
+	CheckSelectable(ctx context.Context, q store.Q, version string, beta bool) error
 }
 
 // Service manages workspaces.
@@ -153,6 +154,10 @@ type Service struct {
 	// creating transaction, which it may lock the organization in; nil:
 	// none.
 	WorkspaceLimit func(ctx context.Context, q store.Q, org string) (int, error)
+	// BetaTools says whether an organization's workspaces may use
+	// terraform versions registered as beta (a site admin's
+	// access-beta-tools), reading through q; nil: they may not.
+	BetaTools func(ctx context.Context, q store.Q, org string) (bool, error)
 	// OnDelete runs inside the transaction that deletes a workspace, so
 	// other domains drop what they keep for it (variables, state, …).
 	OnDelete []func(ctx context.Context, q store.Q, workspaceID string) error
@@ -727,7 +732,7 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		if o.TerraformVersion != nil {
-			if err := s.checkVersion(ctx, tx, w.Settings.TerraformVersion); err != nil {
+			if err := s.checkVersion(ctx, tx, org, w.Settings.TerraformVersion); err != nil {
 				return err
 			}
 		}
@@ -1042,7 +1047,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		// its settings back unchanged (as terraform's provider does) is
 		// not refused for it.
 		if after := UsedVersion(w.Settings.TerraformVersion); after != before {
-			if err := s.checkVersion(ctx, tx, after); err != nil {
+			if err := s.checkVersion(ctx, tx, w.Organization, after); err != nil {
 				return err
 			}
 		}
@@ -1087,13 +1092,20 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 // so that "v1.5.7" uses 1.5.7.
 func UsedVersion(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "v") }
 
-// checkVersion asks the registered versions whether a workspace may be
-// set to version (through tx: see TerraformVersions).
-func (s *Service) checkVersion(ctx context.Context, tx store.Q, version string) error {
+// checkVersion asks the registered versions whether a workspace of org
+// may be set to version (through tx: see TerraformVersions).
+func (s *Service) checkVersion(ctx context.Context, tx store.Q, org, version string) error {
 	if s.Versions == nil {
 		return nil
 	}
-	return s.Versions.CheckSelectable(ctx, tx, UsedVersion(version))
+	beta := false
+	if s.BetaTools != nil {
+		var err error
+		if beta, err = s.BetaTools(ctx, tx, org); err != nil {
+			return err
+		}
+	}
+	return s.Versions.CheckSelectable(ctx, tx, UsedVersion(version), beta)
 }
 
 // TerraformVersionUsage counts the workspaces of the whole site that use
