@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
@@ -379,7 +381,7 @@ func TestTerraformVersionUsage(t *testing.T) {
 // (access-beta-tools); without it creating or updating a workspace onto
 // it is refused (422, saying why) and changes nothing, while a workspace
 // already on it keeps it through an update that leaves the version as it
-// is. Both stores.
+// is (its runs error, saying why). Both stores.
 func TestBetaVersionsNeedBetaTools(t *testing.T) {
 	t.Parallel()
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
@@ -425,6 +427,20 @@ func TestBetaVersionsNeedBetaTools(t *testing.T) {
 		}
 		_, err = e.Client.Workspaces.UpdateByID(ctx, plain.ID, tfe.WorkspaceUpdateOptions{TerraformVersion: tfe.String("1.0.40")})
 		testenv.WantStatus(t, "updating onto a beta version once beta tools are gone", err, "invalid attribute")
+		// A run of the workspace left on it errors, saying why.
+		cv := testenv.UploadConfig(ctx, t, e.Client, early.ID, `resource "terraform_data" "x" {}`)
+		r, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: early, ConfigurationVersion: cv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitRunWithin(ctx, t, e.Client, r.ID, time.Minute, tfe.RunErrored)
+		lr, err := e.Client.Plans.Logs(ctx, r.Plan.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log, err := io.ReadAll(lr); err != nil || !strings.Contains(string(log), "terraform 1.0.40 is a beta version, and this organization has no access to beta tools") {
+			t.Errorf("the run on a beta version without beta tools: its plan log does not say why: %s %v", log, err)
+		}
 		if w, err := e.Client.Workspaces.ReadByID(ctx, plain.ID); err != nil || w.TerraformVersion != "1.5.7" {
 			t.Fatalf("the refused update changed the workspace: %+v %v", w, err)
 		}
