@@ -295,6 +295,37 @@ func CurrentIDSQL() string {
 		string(StatusErrored) + `', '` + string(StatusArchived) + `') ORDER BY current_since DESC, id DESC LIMIT 1`
 }
 
+// ArchiveOlder archives a workspace's uploaded versions created before
+// cutoff that are neither current nor used by an active run: a data
+// retention policy's work (internal/retention). It returns how many it
+// archived. No access check.
+func (s *Service) ArchiveOlder(ctx context.Context, workspaceID string, cutoff time.Time) (int, error) {
+	old, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM configuration_versions WHERE workspace_id = ? AND status = ? AND created_at < ? ORDER BY created_at`,
+		workspaceID, string(StatusUploaded), core.Micros(cutoff))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, cv := range old {
+		if s.archiveCheck != nil {
+			if err := s.archiveCheck(ctx, cv); core.KindOf(err) == core.KindConflict {
+				continue // a run still uses it: kept until it ends
+			} else if err != nil {
+				return n, err
+			}
+		}
+		switch err := s.archive(ctx, cv.ID); {
+		case core.KindOf(err) == core.KindConflict:
+			// Current, or no longer uploaded.
+		case err != nil:
+			return n, err
+		default:
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Promote makes a provisional version eligible to be current (the run
 // domain calls it when a run using it is applied).
 func Promote(ctx context.Context, q store.Q, id string) error {
@@ -369,8 +400,14 @@ func (s *Service) MarkArchived(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	return s.archive(ctx, id)
+}
+
+// archive archives an uploaded version that is not current (the caller
+// checked who asks, and that no active run uses it).
+func (s *Service) archive(ctx context.Context, id string) error {
 	var oldKey string
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		cv, err := lookup(ctx, tx, id, true)
 		if err != nil {
 			return err

@@ -30,6 +30,9 @@ const (
 	// PrefixToolVersion is Terraform Enterprise's prefix for the terraform
 	// versions of its admin API.
 	PrefixToolVersion = "tool"
+	// PrefixRetentionPolicy is Terraform Enterprise's prefix for data
+	// retention policies.
+	PrefixRetentionPolicy = "drp"
 )
 
 const idAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -45,35 +46,40 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE /api/v2/organizations/{org}", a.delete)
 	mux.HandleFunc("GET /api/v2/organizations/{org}/entitlement-set", a.entitlements)
 	mux.HandleFunc("GET /api/v2/organizations/{org}/capacity", a.capacity)
+	mux.HandleFunc("GET /api/v2/organizations/{org}/relationships/data-retention-policy", a.readRetention)
+	mux.HandleFunc("POST /api/v2/organizations/{org}/relationships/data-retention-policy", a.setRetention)
+	mux.HandleFunc("PATCH /api/v2/organizations/{org}/relationships/data-retention-policy", a.setRetention)
+	mux.HandleFunc("DELETE /api/v2/organizations/{org}/relationships/data-retention-policy", a.deleteRetention)
 	a.registerAdmin(mux)
 }
 
 // jsonOrganization is the wire form (go-tfe's Organization).
 type jsonOrganization struct {
-	Name                       string           `jsonapi:"primary,organizations"`
-	ExternalID                 string           `jsonapi:"attr,external-id"`
-	AssessmentsEnforced        bool             `jsonapi:"attr,assessments-enforced"`
-	CollaboratorAuthPolicy     string           `jsonapi:"attr,collaborator-auth-policy"`
-	CostEstimationEnabled      bool             `jsonapi:"attr,cost-estimation-enabled"`
-	CreatedAt                  time.Time        `jsonapi:"attr,created-at,iso8601"`
-	DefaultExecutionMode       string           `jsonapi:"attr,default-execution-mode"`
-	Email                      string           `jsonapi:"attr,email"`
-	IsUnified                  bool             `jsonapi:"attr,is-unified"`
-	OwnersTeamSAMLRoleID       string           `jsonapi:"attr,owners-team-saml-role-id"`
-	Permissions                *jsonPermissions `jsonapi:"attr,permissions"`
-	SAMLEnabled                bool             `jsonapi:"attr,saml-enabled"`
-	StacksEnabled              bool             `jsonapi:"attr,stacks-enabled"`
-	SessionRemember            int              `jsonapi:"attr,session-remember"`
-	SessionTimeout             int              `jsonapi:"attr,session-timeout"`
-	TwoFactorConformant        bool             `jsonapi:"attr,two-factor-conformant"`
-	SendPassingStatuses        bool             `jsonapi:"attr,send-passing-statuses-for-untriggered-speculative-plans"`
-	RemainingTestableCount     int              `jsonapi:"attr,remaining-testable-count"`
-	SpeculativePlanManagement  bool             `jsonapi:"attr,speculative-plan-management-enabled"`
-	UserTokensEnabled          *bool            `jsonapi:"attr,user-tokens-enabled"`
-	AggregatedCommitStatus     bool             `jsonapi:"attr,aggregated-commit-status-enabled"`
-	AllowForceDeleteWorkspaces bool             `jsonapi:"attr,allow-force-delete-workspaces"`
-	DefaultProject             *jsonProjectRef  `jsonapi:"relation,default-project"`
-	DefaultAgentPool           *jsonPoolRef     `jsonapi:"relation,default-agent-pool"`
+	Name                       string            `jsonapi:"primary,organizations"`
+	ExternalID                 string            `jsonapi:"attr,external-id"`
+	AssessmentsEnforced        bool              `jsonapi:"attr,assessments-enforced"`
+	CollaboratorAuthPolicy     string            `jsonapi:"attr,collaborator-auth-policy"`
+	CostEstimationEnabled      bool              `jsonapi:"attr,cost-estimation-enabled"`
+	CreatedAt                  time.Time         `jsonapi:"attr,created-at,iso8601"`
+	DefaultExecutionMode       string            `jsonapi:"attr,default-execution-mode"`
+	Email                      string            `jsonapi:"attr,email"`
+	IsUnified                  bool              `jsonapi:"attr,is-unified"`
+	OwnersTeamSAMLRoleID       string            `jsonapi:"attr,owners-team-saml-role-id"`
+	Permissions                *jsonPermissions  `jsonapi:"attr,permissions"`
+	SAMLEnabled                bool              `jsonapi:"attr,saml-enabled"`
+	StacksEnabled              bool              `jsonapi:"attr,stacks-enabled"`
+	SessionRemember            int               `jsonapi:"attr,session-remember"`
+	SessionTimeout             int               `jsonapi:"attr,session-timeout"`
+	TwoFactorConformant        bool              `jsonapi:"attr,two-factor-conformant"`
+	SendPassingStatuses        bool              `jsonapi:"attr,send-passing-statuses-for-untriggered-speculative-plans"`
+	RemainingTestableCount     int               `jsonapi:"attr,remaining-testable-count"`
+	SpeculativePlanManagement  bool              `jsonapi:"attr,speculative-plan-management-enabled"`
+	UserTokensEnabled          *bool             `jsonapi:"attr,user-tokens-enabled"`
+	AggregatedCommitStatus     bool              `jsonapi:"attr,aggregated-commit-status-enabled"`
+	AllowForceDeleteWorkspaces bool              `jsonapi:"attr,allow-force-delete-workspaces"`
+	DefaultProject             *jsonProjectRef   `jsonapi:"relation,default-project"`
+	DefaultAgentPool           *jsonPoolRef      `jsonapi:"relation,default-agent-pool"`
+	DataRetentionPolicy        *retention.Choice `jsonapi:"polyrelation,data-retention-policy"`
 }
 
 type jsonPoolRef struct {
@@ -147,6 +153,7 @@ func (a *API) toJSON(r *http.Request, o *Organization) *jsonOrganization {
 	if o.Settings.DefaultAgentPoolID != "" {
 		j.DefaultAgentPool = &jsonPoolRef{ID: o.Settings.DefaultAgentPoolID}
 	}
+	j.DataRetentionPolicy = retention.Relationship(o.Settings.DataRetention)
 	if id, err := a.Projects.DefaultID(r.Context(), o.Name); err == nil {
 		j.DefaultProject = &jsonProjectRef{ID: id}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/retention"
 )
 
 // Organization is a tenant.
@@ -56,6 +57,9 @@ type Settings struct {
 	OwnersTeamSAMLRoleID       string `json:"owners-team-saml-role-id"`
 	UserTokensEnabled          *bool  `json:"user-tokens-enabled,omitempty"`
 	DefaultAgentPoolID         string `json:"default-agent-pool-id,omitempty"`
+	// DataRetention is the data retention policy of the organization's
+	// workspaces that have none of their own.
+	DataRetention retention.Policy `json:"data-retention-policy,omitzero"`
 }
 
 func defaultSettings() Settings {

@@ -41,6 +41,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/providerregistry"
 	"github.com/terracehq/terrace/internal/registry"
+	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
 	"github.com/terracehq/terrace/internal/seal"
@@ -84,8 +85,11 @@ type Server struct {
 	Projects *project.Service
 	Users    *user.Service
 	States   *state.Service
-	handler  http.Handler
-	cert     tls.Certificate
+	// Retention enforces the data retention policies (a leader loop,
+	// hourly; tests call Enforce).
+	Retention *retention.Enforcer
+	handler   http.Handler
+	cert      tls.Certificate
 	// TokenLimits and AddressLimits are the rate limiters (their Rejected
 	// counts show in tests).
 	TokenLimits, AddressLimits *httplimit.RateLimiter
@@ -276,6 +280,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.engines = &engine.Finder{Dir: s.cfg.EnginesDir, HTTP: downloads}
 	s.wireRuns()
+	s.Retention = &retention.Enforcer{
+		Workspaces:     s.Workspaces.DataRetentionPolicies,
+		Organizations:  s.Orgs.DataRetentionPolicies,
+		States:         s.States.DeleteBackingData,
+		Configurations: s.ConfigVersions.ArchiveOlder,
+		Logger:         s.logger.With("component", "retention"),
+	}
 	if err := s.wireNotify(); err != nil {
 		s.Close()
 		return nil, err

@@ -845,6 +845,9 @@ func (s *Service) Content(ctx context.Context, id string, jsonState bool) (io.Re
 	if jsonState {
 		key = v.JSONStateKey
 	}
+	if v.Status == StatusBackingDataDeleted {
+		return nil, 0, core.NotFound("state version %s has no content: its workspace's data retention policy deleted it", id)
+	}
 	if v.Status != StatusFinalized || key == "" {
 		return nil, 0, core.NotFound("state version %s has no content yet", id)
 	}
@@ -1053,6 +1056,41 @@ func (s *Service) DeleteWorkspaceStates(ctx context.Context, q store.Q, workspac
 	}
 	_, err := q.Exec(ctx, `DELETE FROM state_heads WHERE workspace_id = ?`, workspaceID)
 	return err
+}
+
+// DeleteBackingData deletes the content of a workspace's finalized state
+// versions created before cutoff, but for the current one: a data
+// retention policy's work (internal/retention). The versions stay, with
+// their outputs, as StatusBackingDataDeleted; their blobs go to the
+// garbage collector in the same transaction. It returns how many
+// versions it emptied. No access check.
+func (s *Service) DeleteBackingData(ctx context.Context, workspaceID string, cutoff time.Time) (int, error) {
+	n := 0
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		// The head is read (and locked on PostgreSQL) first: a version
+		// becoming current meanwhile is newer than the one read.
+		var current string
+		err := tx.QueryRow(ctx, `SELECT current_id FROM state_heads WHERE workspace_id = ?`+store.ForUpdate(tx), workspaceID).Scan(&current)
+		if err != nil && !store.IsNoRows(err) {
+			return err
+		}
+		const old = ` FROM state_versions WHERE workspace_id = ? AND status = ? AND created_at < ? AND id <> ?`
+		args := []any{workspaceID, string(StatusFinalized), core.Micros(cutoff), current}
+		for _, col := range []string{"state_key", "json_state_key"} {
+			if _, err := tx.Exec(ctx, `INSERT INTO state_blob_orphans (blob_key, created_at) SELECT `+col+`, 0`+old+` AND `+col+` <> ''`, args...); err != nil {
+				return fmt.Errorf("releasing state blobs: %w", err)
+			}
+		}
+		res, err := tx.Exec(ctx, `UPDATE state_versions SET status = ?, state_key = '', json_state_key = '' WHERE id IN (SELECT id`+old+`)`,
+			append([]any{string(StatusBackingDataDeleted)}, args...)...)
+		if err != nil {
+			return err
+		}
+		c, err := res.RowsAffected()
+		n = int(c)
+		return err
+	})
+	return n, err
 }
 
 // CollectGarbage deletes blobs recorded as orphans before olderThan ago

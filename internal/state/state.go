@@ -37,6 +37,10 @@ const (
 	// one (or discarded when its workspace was force-unlocked); its upload
 	// URL no longer works.
 	StatusDiscarded Status = "discarded"
+	// StatusBackingDataDeleted marks a finalized version whose content
+	// (state and JSON state) a data retention policy deleted
+	// (internal/retention); it keeps its outputs and everything else.
+	StatusBackingDataDeleted Status = "backing_data_permanently_deleted"
 )
 
 // DefaultMaxSize bounds a state file and a JSON state document.

@@ -16,6 +16,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -93,6 +94,10 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("add")))
 	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("replace")))
 	mux.HandleFunc("DELETE /api/v2/workspaces/{id}/relationships/remote-state-consumers", a.byID(a.changeConsumers("remove")))
+	mux.HandleFunc("GET /api/v2/workspaces/{id}/relationships/data-retention-policy", a.byID(a.readRetention))
+	mux.HandleFunc("POST /api/v2/workspaces/{id}/relationships/data-retention-policy", a.byID(a.setRetention))
+	mux.HandleFunc("PATCH /api/v2/workspaces/{id}/relationships/data-retention-policy", a.byID(a.setRetention))
+	mux.HandleFunc("DELETE /api/v2/workspaces/{id}/relationships/data-retention-policy", a.byID(a.deleteRetention))
 	a.registerAdmin(mux)
 }
 
@@ -177,6 +182,7 @@ type jsonWorkspace struct {
 	Outputs              []*jsonOutput           `jsonapi:"relation,outputs"`
 	Vars                 []*jsonVarRef           `jsonapi:"relation,vars"`
 	SSHKey               *jsonSSHKeyRef          `jsonapi:"relation,ssh-key"`
+	DataRetentionPolicy  *retention.Choice       `jsonapi:"polyrelation,data-retention-policy"`
 	EffectiveTagBindings []*jsonEffectiveBinding `jsonapi:"relation,effective-tag-bindings,omitempty"`
 
 	links *jsonapi.Links
@@ -397,6 +403,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 	if w.SSHKeyID != "" {
 		j.SSHKey = &jsonSSHKeyRef{ID: w.SSHKeyID}
 	}
+	j.DataRetentionPolicy = retention.Relationship(w.Settings.DataRetention)
 	switch w.LockKind {
 	case LockUser:
 		j.LockedBy = &jsonLockedBy{User: &jsonUserRef{ID: w.LockID}}

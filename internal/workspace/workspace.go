@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/retention"
 )
 
 // Lock holder kinds, named as the JSON:API types of the locked-by relation.
@@ -68,6 +69,9 @@ type Settings struct {
 	TriggerPatterns             []string   `json:"trigger-patterns"`
 	WorkingDirectory            string     `json:"working-directory"`
 	MigrationEnvironment        string     `json:"migration-environment,omitempty"`
+	// DataRetention is the workspace's own data retention policy (none:
+	// its organization's applies).
+	DataRetention retention.Policy `json:"data-retention-policy,omitzero"`
 }
 
 // copy returns s with nothing shared with it: the values behind its
