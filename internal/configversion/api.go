@@ -21,6 +21,9 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/configuration-versions/{id}", a.get)
 	mux.HandleFunc("GET /api/v2/configuration-versions/{id}/download", a.download)
 	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/archive", a.archive)
+	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/soft_delete_backing_data", a.backingData(SoftDeleteBackingData))
+	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/restore_backing_data", a.backingData(RestoreBackingData))
+	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/permanently_delete_backing_data", a.backingData(PermanentlyDeleteBackingData))
 }
 
 // RegisterCapability adds the upload route to the capability mux (requests
@@ -157,6 +160,18 @@ func (a *API) archive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// backingData serves a backing data action: the version as it is now.
+func (a *API) backingData(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cv, err := a.Service.ManageBackingData(r.Context(), r.PathValue("id"), action)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		tfeapi.Respond(w, r, http.StatusOK, toJSON(cv))
+	}
 }
 
 func (a *API) upload(w http.ResponseWriter, r *http.Request) {

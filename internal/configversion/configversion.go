@@ -27,6 +27,11 @@ const (
 	StatusUploaded Status = "uploaded"
 	StatusArchived Status = "archived"
 	StatusErrored  Status = "errored"
+	// StatusSoftDeleted: a workspace admin set the archive aside
+	// (Terraform Enterprise's soft delete); it cannot be downloaded or run
+	// until restored. StatusPermanentlyDeleted: then deleted for good.
+	StatusSoftDeleted        Status = "backing_data_soft_deleted"
+	StatusPermanentlyDeleted Status = "backing_data_permanently_deleted"
 )
 
 // SourceAPI is the source of versions created through the API.

@@ -281,8 +281,8 @@ func (s *Service) List(ctx context.Context, workspaceID string, offset, limit in
 // workspace domain shows it as current-configuration-version.
 func CurrentID(ctx context.Context, q store.Q, workspaceID string) (string, error) {
 	var id string
-	err := q.QueryRow(ctx, `SELECT id FROM configuration_versions WHERE workspace_id = ? AND current_since IS NOT NULL AND status NOT IN (?, ?) ORDER BY current_since DESC, id DESC LIMIT 1`,
-		workspaceID, string(StatusErrored), string(StatusArchived)).Scan(&id)
+	err := q.QueryRow(ctx, `SELECT id FROM configuration_versions WHERE workspace_id = ? AND current_since IS NOT NULL AND status NOT IN (?, ?, ?, ?) ORDER BY current_since DESC, id DESC LIMIT 1`,
+		workspaceID, string(StatusErrored), string(StatusArchived), string(StatusSoftDeleted), string(StatusPermanentlyDeleted)).Scan(&id)
 	if store.IsNoRows(err) {
 		return "", nil
 	}
@@ -292,7 +292,80 @@ func CurrentID(ctx context.Context, q store.Q, workspaceID string) (string, erro
 // CurrentIDSQL says CurrentID in SQL over a workspace's id written ws.id.
 func CurrentIDSQL() string {
 	return `SELECT id FROM configuration_versions WHERE workspace_id = ws.id AND current_since IS NOT NULL AND status NOT IN ('` +
-		string(StatusErrored) + `', '` + string(StatusArchived) + `') ORDER BY current_since DESC, id DESC LIMIT 1`
+		string(StatusErrored) + `', '` + string(StatusArchived) + `', '` + string(StatusSoftDeleted) + `', '` + string(StatusPermanentlyDeleted) +
+		`') ORDER BY current_since DESC, id DESC LIMIT 1`
+}
+
+// Backing data actions (Terraform Enterprise's): a workspace admin sets a
+// version's archive aside (soft delete: never the current version's, nor
+// one an active run uses), restores it, or deletes it for good once set
+// aside. The route guard asks WorkspaceUpdate of the caller.
+const (
+	SoftDeleteBackingData        = "soft_delete_backing_data"
+	RestoreBackingData           = "restore_backing_data"
+	PermanentlyDeleteBackingData = "permanently_delete_backing_data"
+)
+
+// backingDataMoves are the backing data actions' status changes (from, to).
+var backingDataMoves = map[string][2]Status{
+	SoftDeleteBackingData:        {StatusUploaded, StatusSoftDeleted},
+	RestoreBackingData:           {StatusSoftDeleted, StatusUploaded},
+	PermanentlyDeleteBackingData: {StatusSoftDeleted, StatusPermanentlyDeleted},
+}
+
+// ManageBackingData applies one of the backing data actions to version id
+// (core.KindConflict, "transition not allowed", when its status does not
+// allow it).
+func (s *Service) ManageBackingData(ctx context.Context, id, action string) (*ConfigurationVersion, error) {
+	move, ok := backingDataMoves[action]
+	if !ok {
+		return nil, core.NotFound("no backing data action %q", action)
+	}
+	cv, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if action == SoftDeleteBackingData && s.archiveCheck != nil {
+		if err := s.archiveCheck(ctx, cv); err != nil {
+			return nil, err
+		}
+	}
+	var oldKey string
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if cv, err = lookup(ctx, tx, id, true); err != nil {
+			return err
+		}
+		if cv.Status != move[0] {
+			return &core.Error{Kind: core.KindConflict, Title: "transition not allowed",
+				Detail: fmt.Sprintf("configuration version %s is %s: %s needs a version that is %s", id, cv.Status, action, move[0])}
+		}
+		if action == SoftDeleteBackingData {
+			current, err := CurrentID(ctx, tx, cv.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			if current == cv.ID {
+				return &core.Error{Kind: core.KindConflict, Title: "transition not allowed",
+					Detail: fmt.Sprintf("configuration version %s is its workspace's current configuration: its backing data cannot be deleted", id)}
+			}
+		}
+		now := core.Now()
+		if action == PermanentlyDeleteBackingData && cv.blobKey != "" {
+			if err := addGarbage(ctx, tx, cv.blobKey, now); err != nil {
+				return err
+			}
+			oldKey, cv.blobKey = cv.blobKey, ""
+		}
+		cv.Status = move[1]
+		_, err := tx.Exec(ctx, `UPDATE configuration_versions SET status = ?, blob_key = ?, updated_at = ? WHERE id = ?`,
+			string(cv.Status), cv.blobKey, core.Micros(now), cv.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.collect(ctx, oldKey)
+	return cv, nil
 }
 
 // ArchiveOlder archives a workspace's uploaded versions created before

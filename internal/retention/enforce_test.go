@@ -40,37 +40,7 @@ func TestPoliciesDeleteOldBackingData(t *testing.T) {
 		if _, err := c.Organizations.SetDataRetentionPolicyDeleteOlder(ctx, "acme", tfe.DataRetentionPolicyDeleteOlderSetOptions{DeleteOlderThanNDays: 30}); err != nil {
 			t.Fatal(err)
 		}
-		type made struct {
-			ws     *tfe.Workspace
-			states []*tfe.StateVersion
-			cvs    []*tfe.ConfigurationVersion
-		}
-		make3 := func(name string) made {
-			t.Helper()
-			ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := made{ws: ws}
-			for serial := int64(1); serial <= 3; serial++ {
-				state := fmt.Sprintf(`{"version":4,"terraform_version":"1.11.4","serial":%d,"lineage":"l-%s","outputs":{"n":{"value":%d,"type":"number"}},"resources":[]}`, serial, name, serial)
-				if _, err := c.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				sv, err := c.StateVersions.Create(ctx, ws.ID, tfe.StateVersionCreateOptions{Serial: tfe.Int64(serial), Lineage: tfe.String("l-" + name),
-					MD5: tfe.String(fmt.Sprintf("%x", md5.Sum([]byte(state)))), State: tfe.String(base64.StdEncoding.EncodeToString([]byte(state)))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.Workspaces.Unlock(ctx, ws.ID); err != nil {
-					t.Fatal(err)
-				}
-				m.states = append(m.states, sv)
-				m.cvs = append(m.cvs, testenv.UploadConfig(ctx, t, c, ws.ID, fmt.Sprintf("# %d\n", serial)))
-			}
-			return m
-		}
-		old, keep, long := make3("old"), make3("keep"), make3("long")
+		old, keep, long := makeVersions(ctx, t, c, "old"), makeVersions(ctx, t, c, "keep"), makeVersions(ctx, t, c, "long")
 		if _, err := c.Workspaces.SetDataRetentionPolicyDontDelete(ctx, keep.ws.ID, tfe.DataRetentionPolicyDontDeleteSetOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +90,7 @@ func TestPoliciesDeleteOldBackingData(t *testing.T) {
 				t.Errorf("state version %d of old: %s", i+1, got.Status)
 			}
 			status, body := e.API(t, "", "GET", "/api/v2/state-versions/"+sv.ID+"/download", nil)
-			if status != 404 || !strings.Contains(string(body), "data retention policy deleted it") {
+			if status != 404 || !strings.Contains(string(body), "deleted (by its workspace's data retention policy") {
 				t.Errorf("downloading the emptied state version %d: %d %s", i+1, status, body)
 			}
 			if outs, err := c.StateVersions.ListOutputs(ctx, sv.ID, nil); err != nil || len(outs.Items) != 1 {
@@ -137,7 +107,7 @@ func TestPoliciesDeleteOldBackingData(t *testing.T) {
 				t.Errorf("configuration version %d of old: %+v %v, want %s", i+1, got, err, want)
 			}
 		}
-		for _, m := range []made{keep, long} {
+		for _, m := range []versions{keep, long} {
 			for i := range 3 {
 				sv, err := c.StateVersions.Read(ctx, m.states[i].ID)
 				if err != nil || sv.Status != tfe.StateVersionFinalized {
@@ -163,4 +133,40 @@ func TestPoliciesDeleteOldBackingData(t *testing.T) {
 			t.Fatalf("the second pass: %+v %v", res, err)
 		}
 	})
+}
+
+// versions are a workspace's three state versions and three configuration
+// versions (the last of each current), made one after the other.
+type versions struct {
+	ws     *tfe.Workspace
+	states []*tfe.StateVersion
+	cvs    []*tfe.ConfigurationVersion
+}
+
+// makeVersions creates workspace name of acme with three state versions
+// (each with an output n) and three uploaded configuration versions.
+func makeVersions(ctx context.Context, t *testing.T, c *tfe.Client, name string) versions {
+	t.Helper()
+	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := versions{ws: ws}
+	for serial := int64(1); serial <= 3; serial++ {
+		state := fmt.Sprintf(`{"version":4,"terraform_version":"1.11.4","serial":%d,"lineage":"l-%s","outputs":{"n":{"value":%d,"type":"number"}},"resources":[]}`, serial, name, serial)
+		if _, err := c.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sv, err := c.StateVersions.Create(ctx, ws.ID, tfe.StateVersionCreateOptions{Serial: tfe.Int64(serial), Lineage: tfe.String("l-" + name),
+			MD5: tfe.String(fmt.Sprintf("%x", md5.Sum([]byte(state)))), State: tfe.String(base64.StdEncoding.EncodeToString([]byte(state)))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Workspaces.Unlock(ctx, ws.ID); err != nil {
+			t.Fatal(err)
+		}
+		m.states = append(m.states, sv)
+		m.cvs = append(m.cvs, testenv.UploadConfig(ctx, t, c, ws.ID, fmt.Sprintf("# %d\n", serial)))
+	}
+	return m
 }

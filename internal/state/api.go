@@ -32,6 +32,9 @@ func (a *API) Register(api, capability *http.ServeMux) {
 	api.HandleFunc("GET /api/v2/state-versions/{id}", a.get)
 	api.HandleFunc("GET /api/v2/state-versions/{id}/outputs", a.outputs)
 	api.HandleFunc("GET /api/v2/state-versions/{id}/download", a.download)
+	api.HandleFunc("POST /api/v2/state-versions/{id}/actions/soft_delete_backing_data", a.backingData(SoftDeleteBackingData))
+	api.HandleFunc("POST /api/v2/state-versions/{id}/actions/restore_backing_data", a.backingData(RestoreBackingData))
+	api.HandleFunc("POST /api/v2/state-versions/{id}/actions/permanently_delete_backing_data", a.backingData(PermanentlyDeleteBackingData))
 	api.HandleFunc("GET /api/v2/state-version-outputs/{id}", a.output)
 	api.HandleFunc("GET /api/v2/workspaces/{id}/resources", a.resources)
 
@@ -264,6 +267,18 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.respondVersion(w, r, http.StatusCreated, v)
+}
+
+// backingData serves a backing data action: the version as it is now.
+func (a *API) backingData(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := a.Service.ManageBackingData(r.Context(), r.PathValue("id"), action)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		a.respondVersion(w, r, http.StatusOK, v)
+	}
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {

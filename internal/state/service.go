@@ -845,8 +845,11 @@ func (s *Service) Content(ctx context.Context, id string, jsonState bool) (io.Re
 	if jsonState {
 		key = v.JSONStateKey
 	}
-	if v.Status == StatusBackingDataDeleted {
-		return nil, 0, core.NotFound("state version %s has no content: its workspace's data retention policy deleted it", id)
+	switch v.Status {
+	case StatusBackingDataDeleted:
+		return nil, 0, core.NotFound("state version %s has no content: it was deleted (by its workspace's data retention policy, or for good after a soft delete)", id)
+	case StatusBackingDataSoftDeleted:
+		return nil, 0, core.NotFound("state version %s's content is soft deleted: a workspace admin may restore it (actions/restore_backing_data)", id)
 	}
 	if v.Status != StatusFinalized || key == "" {
 		return nil, 0, core.NotFound("state version %s has no content yet", id)
@@ -1091,6 +1094,74 @@ func (s *Service) DeleteBackingData(ctx context.Context, workspaceID string, cut
 		return err
 	})
 	return n, err
+}
+
+// Backing data actions (Terraform Enterprise's): a workspace admin sets a
+// version's content aside (soft delete; never the current version's),
+// restores it, or deletes it for good once set aside. The route guard
+// asks WorkspaceUpdate of the caller.
+const (
+	SoftDeleteBackingData        = "soft_delete_backing_data"
+	RestoreBackingData           = "restore_backing_data"
+	PermanentlyDeleteBackingData = "permanently_delete_backing_data"
+)
+
+// backingDataMoves are the backing data actions' status changes (from, to).
+var backingDataMoves = map[string][2]Status{
+	SoftDeleteBackingData:        {StatusFinalized, StatusBackingDataSoftDeleted},
+	RestoreBackingData:           {StatusBackingDataSoftDeleted, StatusFinalized},
+	PermanentlyDeleteBackingData: {StatusBackingDataSoftDeleted, StatusBackingDataDeleted},
+}
+
+// ManageBackingData applies one of the backing data actions to version id
+// (core.KindConflict, "transition not allowed", when its status does not
+// allow it).
+func (s *Service) ManageBackingData(ctx context.Context, id, action string) (*Version, error) {
+	move, ok := backingDataMoves[action]
+	if !ok {
+		return nil, core.NotFound("no backing data action %q", action)
+	}
+	from, to := move[0], move[1]
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	var v *Version
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		if v, err = getVersion(ctx, tx, id, true); err != nil {
+			return err
+		}
+		if v.Status != from {
+			return &core.Error{Kind: core.KindConflict, Title: "transition not allowed",
+				Detail: fmt.Sprintf("state version %s is %s: %s needs a %s version", id, v.Status, action, from)}
+		}
+		if action == SoftDeleteBackingData {
+			var current string
+			err := tx.QueryRow(ctx, `SELECT current_id FROM state_heads WHERE workspace_id = ?`+store.ForUpdate(tx), v.WorkspaceID).Scan(&current)
+			if err != nil && !store.IsNoRows(err) {
+				return err
+			}
+			if current == id {
+				return &core.Error{Kind: core.KindConflict, Title: "transition not allowed",
+					Detail: fmt.Sprintf("state version %s is its workspace's current state: its backing data cannot be deleted", id)}
+			}
+		}
+		if action == PermanentlyDeleteBackingData {
+			for _, k := range []string{v.StateKey, v.JSONStateKey} {
+				if k == "" {
+					continue
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO state_blob_orphans (blob_key, created_at) VALUES (?, 0)`, k); err != nil {
+					return fmt.Errorf("releasing state blobs: %w", err)
+				}
+			}
+			v.StateKey, v.JSONStateKey = "", ""
+		}
+		v.Status = to
+		_, err = tx.Exec(ctx, `UPDATE state_versions SET status = ?, state_key = ?, json_state_key = ? WHERE id = ?`, string(v.Status), v.StateKey, v.JSONStateKey, id)
+		return err
+	})
+	return v, err
 }
 
 // CollectGarbage deletes blobs recorded as orphans before olderThan ago

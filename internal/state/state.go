@@ -41,6 +41,10 @@ const (
 	// (state and JSON state) a data retention policy deleted
 	// (internal/retention); it keeps its outputs and everything else.
 	StatusBackingDataDeleted Status = "backing_data_permanently_deleted"
+	// StatusBackingDataSoftDeleted marks a finalized version whose content
+	// a workspace admin set aside (Terraform Enterprise's soft delete): it
+	// cannot be downloaded until restored, or deleted for good.
+	StatusBackingDataSoftDeleted Status = "backing_data_soft_deleted"
 )
 
 // DefaultMaxSize bounds a state file and a JSON state document.
