@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/variable"
@@ -55,7 +57,7 @@ func (u *UI) states(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	d := map[string]any{"W": ws, "Versions": versions}
+	d := map[string]any{"W": ws, "Versions": versions, "Retention": u.retentionLine(r, ws.Organization, ws.Settings.DataRetention)}
 	if allowed(ctx, authz.StateReadOutputs, res) {
 		outs, err := u.o.States.CurrentOutputs(ctx, ws.ID)
 		if err != nil && core.KindOf(err) != core.KindNotFound {
@@ -65,6 +67,26 @@ func (u *UI) states(w http.ResponseWriter, r *http.Request) {
 		d["Outputs"] = outputViews(outs)
 	}
 	u.render(w, r, http.StatusOK, "states", "State of "+ws.Name, ws.Organization, d)
+}
+
+// retentionLine says which data retention policy a workspace is under,
+// and whose it is ("" when none).
+func (u *UI) retentionLine(r *http.Request, org string, own retention.Policy) string {
+	whose, p := "this workspace's policy", own
+	if p.None() {
+		o, err := u.o.Orgs.Get(r.Context(), org)
+		if err != nil {
+			return ""
+		}
+		whose, p = "the organization's policy", o.Settings.DataRetention
+	}
+	switch p.Kind {
+	case retention.KindDeleteOlder:
+		return fmt.Sprintf("The backing data of state versions older than %d days, but the current one, is deleted (%s).", p.Days, whose)
+	case retention.KindDontDelete:
+		return fmt.Sprintf("State versions are kept however old (%s).", whose)
+	}
+	return ""
 }
 
 // varView is a variable as a page shows it: sensitive values are
