@@ -112,7 +112,7 @@ func rotateIdentityCmd() *cobra.Command {
 		Long: `Make a new key to sign workload identity tokens with (the OIDC issuer's
 key, /.well-known/jwks).
 
-Running servers sign with the new key within a minute; the key set keeps
+Running servers sign with the new key at once; the key set keeps
 publishing the replaced key until --retire-after has passed since this
 rotation, so that tokens it signed still verify (give at least the site's
 plan and apply time limits together). Replaced keys older than that are
@@ -127,7 +127,7 @@ dropped by this rotation.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "workload identity tokens are signed with key %s from now on (servers switch within a minute); %d replaced key(s) dropped\n", id, dropped)
+			fmt.Fprintf(cmd.OutOrStdout(), "workload identity tokens are signed with key %s from now on; %d replaced key(s) dropped\n", id, dropped)
 			return nil
 		},
 	}

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
@@ -55,7 +56,10 @@ type Issuer struct {
 
 	// Refresh is how long this replica signs with the key it read before
 	// it looks for a newer one (a rotation by `terrace keys
-	// rotate-identity`). Defaults to a minute.
+	// rotate-identity` or the admin API). Defaults to 0: every token
+	// checks, with one short statement, that its key is still the newest,
+	// so that a rotation, and a trim after it, reach every replica at
+	// once (tokens are minted only for runs that ask for them).
 	Refresh time.Duration
 
 	mu      sync.Mutex
@@ -73,7 +77,7 @@ type signingKey struct {
 // trailing slash) as their iss; keys seals the private key (nil: stored
 // plain, as everywhere without encryption at rest).
 func New(db *store.DB, keys *seal.Keyring, url string) *Issuer {
-	return &Issuer{db: db, keys: keys, url: url, Refresh: time.Minute}
+	return &Issuer{db: db, keys: keys, url: url}
 }
 
 // Token is what a token says: the subject, the audiences it is for, how
@@ -238,6 +242,50 @@ func Rotate(ctx context.Context, db *store.DB, keys *seal.Keyring, retire time.D
 	}
 	n, _ := res.RowsAffected()
 	return id, int(n), nil
+}
+
+// Trim drops every signing key but the newest: tokens the others signed
+// no longer verify. It returns how many it dropped.
+func Trim(ctx context.Context, db *store.DB) (int, error) {
+	var id string
+	err := db.QueryRow(ctx, newestKeySQL("id")).Scan(&id)
+	if store.IsNoRows(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	res, err := db.Exec(ctx, `DELETE FROM workload_identity_keys WHERE id <> ?`, id)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// RegisterAdmin adds Terraform Enterprise's admin OIDC settings actions
+// (site admins only): rotate-key makes a new signing key, which every
+// replica signs with from then on, while the key set keeps publishing the
+// others; trim-key drops every key but the newest (tokens they signed stop
+// verifying: trim once they have expired, the plan and apply time limits
+// after a rotation).
+func (i *Issuer) RegisterAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v2/admin/oidc-settings/actions/rotate-key", func(w http.ResponseWriter, r *http.Request) {
+		if err := authz.RequireSiteAdmin(r.Context()); err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		_, err := addKey(r.Context(), i.db, i.keys)
+		tfeapi.NoContent(w, r, err)
+	})
+	mux.HandleFunc("POST /api/v2/admin/oidc-settings/actions/trim-key", func(w http.ResponseWriter, r *http.Request) {
+		if err := authz.RequireSiteAdmin(r.Context()); err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		_, err := Trim(r.Context(), i.db)
+		tfeapi.NoContent(w, r, err)
+	})
 }
 
 func openKey(keys *seal.Keyring, sealed string) (*rsa.PrivateKey, error) {

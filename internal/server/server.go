@@ -413,6 +413,7 @@ func (s *Server) routes() http.Handler {
 	wsAPI.Permissions = s.Authz.Workspace
 	(&audit.API{Service: s.Audit}).Register(api)
 	(&sitesettings.API{Service: s.Settings}).Register(api)
+	s.Identity.RegisterAdmin(api)
 	(&notify.API{Service: s.Notify}).Register(api)
 	(&runtask.API{Service: s.RunTasks}).Register(api)
 	s.policyAPI(api, capability, func(r *http.Request, id string) (any, error) {
