@@ -74,10 +74,12 @@ func (e *Enforcer) Enforce(ctx context.Context, now time.Time) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
-// Run enforces the policies every interval until ctx ends: a loop on the
-// server's lifecycle, run once per cluster.
-func (e *Enforcer) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+// Run enforces the policies first after first, then every interval, until
+// ctx ends: a loop on the server's lifecycle, run once per cluster. The
+// first pass comes soon after a start, so that a server restarted more
+// often than interval still enforces.
+func (e *Enforcer) Run(ctx context.Context, first, interval time.Duration) {
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {
@@ -85,6 +87,7 @@ func (e *Enforcer) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
+		t.Reset(interval)
 		res, err := e.Enforce(ctx, core.Now())
 		if err != nil && ctx.Err() == nil {
 			e.Logger.Warn("data retention", "error", err)

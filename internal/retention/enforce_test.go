@@ -170,3 +170,49 @@ func makeVersions(ctx context.Context, t *testing.T, c *tfe.Client, name string)
 	}
 	return m
 }
+
+// TestRunPassesSoonAfterStart: the enforcer's loop makes its first pass
+// after its first delay, not a whole interval after the start (a server
+// restarted more often than hourly would never enforce), and acts as
+// Enforce does: the versions made 40 days ago (their created_at set back
+// in the store) lose their backing data, the current ones stay.
+func TestRunPassesSoonAfterStart(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	c := e.Client
+	testenv.NewOrg(t, c, "acme")
+	if _, err := c.Organizations.SetDataRetentionPolicyDeleteOlder(ctx, "acme", tfe.DataRetentionPolicyDeleteOlderSetOptions{DeleteOlderThanNDays: 30}); err != nil {
+		t.Fatal(err)
+	}
+	v := makeVersions(ctx, t, c, "app")
+	old := core.Micros(core.Now().Add(-40 * 24 * time.Hour))
+	for _, table := range []string{"state_versions", "configuration_versions"} {
+		if _, err := e.Server.DB.Exec(ctx, `UPDATE `+table+` SET created_at = ? WHERE workspace_id = ?`, old, v.ws.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loopCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go e.Server.Retention.Run(loopCtx, 0, time.Hour)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		sv, err := c.StateVersions.Read(ctx, v.states[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(sv.Status) == "backing_data_permanently_deleted" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pass within a minute of the loop's start: the oldest state version is %s", sv.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if sv, err := c.StateVersions.Read(ctx, v.states[2].ID); err != nil || sv.Status != tfe.StateVersionFinalized {
+		t.Fatalf("the current state version after the pass: %+v %v", sv, err)
+	}
+	if cv, err := c.ConfigurationVersions.Read(ctx, v.cvs[0].ID); err != nil || cv.Status != tfe.ConfigurationArchived {
+		t.Fatalf("the oldest configuration version after the pass: %+v %v", cv, err)
+	}
+}

@@ -94,7 +94,7 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	})
 	l.Go("audit-prune", s.Audit.Run)
 	l.Go("state-garbage", func(ctx context.Context) { s.States.RunGarbageCollector(ctx, 10*time.Minute) })
-	l.Go("data-retention", func(ctx context.Context) { s.Retention.Run(ctx, time.Hour) })
+	l.Go("data-retention", func(ctx context.Context) { s.Retention.Run(ctx, time.Minute, time.Hour) })
 	if s.cfg.AssessmentInterval >= 0 { // negative: assessments only on request
 		tick := min(max(s.cfg.AssessmentInterval/10, 10*time.Millisecond), time.Minute)
 		l.Go("assessment-scheduler", func(ctx context.Context) { s.Assessments.Run(ctx, tick) })
