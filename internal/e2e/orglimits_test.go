@@ -26,8 +26,13 @@ func TestOrganizationRunLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
 	}
-	if b, err := os.ReadFile("/proc/self/status"); err != nil || !regexp.MustCompile(`NoNewPrivs:\s+0`).Match(b) {
-		t.Fatalf("this test needs Linux and a test process without no_new_privs (so that a run allowed sudo can be told apart): %v\n%s", err, b)
+	// The thread's own status: the runner sets no_new_privs on threads
+	// of their own, locked to the goroutine that starts terraform (the
+	// process's main thread among them, when that goroutine ran there:
+	// /proc/self/status may say 1 once a run went before), which no other
+	// goroutine runs on.
+	if b, err := os.ReadFile("/proc/thread-self/status"); err != nil || !regexp.MustCompile(`NoNewPrivs:\s+0`).Match(b) {
+		t.Fatalf("this test needs Linux and a test process that started without no_new_privs (so that a run allowed sudo can be told apart): %v\n%s", err, b)
 	}
 	t.Parallel()
 	for _, st := range testenv.Stores {

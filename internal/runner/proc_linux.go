@@ -33,8 +33,9 @@ func procAttr() *syscall.SysProcAttr {
 // a thread of its own, set for it, and the thread lives until the command
 // has ended (procAttr's Pdeathsig is the death of the thread that started
 // it, not of the process), then ends with its goroutine (locked to it and
-// never unlocked, which makes the runtime end the thread): no other
-// goroutine ever runs with the flag.
+// never unlocked, which makes the runtime end the thread, or, should it be
+// the process's main thread, park it for good): no other goroutine ever
+// runs with the flag.
 func (j *jobExec) start(cmd *exec.Cmd) (wait func() error, err error) {
 	if !j.noNewPrivs {
 		return cmd.Wait, cmd.Start()
