@@ -18,6 +18,8 @@ var Routes = map[string]Route{
 	"GET /api/v2/admin/feature-sets":                      {Action: SiteAdmin},
 	"GET /api/v2/admin/general-settings":                  {Action: SiteAdmin},
 	"PATCH /api/v2/admin/general-settings":                {Action: SiteAdmin},
+	"GET /api/v2/admin/customization-settings":            {Action: SiteAdmin},
+	"PATCH /api/v2/admin/customization-settings":          {Action: SiteAdmin},
 	"POST /api/v2/admin/oidc-settings/actions/rotate-key": {Action: SiteAdmin},
 	"POST /api/v2/admin/oidc-settings/actions/trim-key":   {Action: SiteAdmin},
 	"GET /api/v2/admin/smtp-settings":                     {Action: SiteAdmin},

@@ -39,6 +39,7 @@ func (s *Server) wireSignin() error {
 	if s.Signin, err = signin.NewService(o); err != nil {
 		return err
 	}
+	s.Signin.Pages().SetCustomization(s.Settings.Customization)
 	s.Teams.Invitations = s.Signin
 	return nil
 }

@@ -17,6 +17,7 @@ func (s *Server) wireUI() error {
 		Variables: s.Variables, Teams: s.Teams, Audit: s.Audit, RunTasks: s.RunTasks, Assessments: s.Assessments,
 		Registry: s.Registry, NoCode: s.NoCode, Providers: s.Providers, Orchestration: s.Orchestration, Stacks: s.Stacks,
 		Authz: s.Authz, Hostname: s.Hostname, Secret: secret, Logger: s.logger.With("component", "ui"),
+		Customization: s.Settings.Customization,
 	})
 	return err
 }

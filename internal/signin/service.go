@@ -106,6 +106,10 @@ type Recorder interface {
 	RecordPage(r *http.Request, org, apiPattern string, status int, values map[string]string, createdID string)
 }
 
+// Pages are the sign-in pages, rendered in the web UI's layout (for
+// the server to have them show the site's customization).
+func (s *Service) Pages() *ui.Pages { return s.pages }
+
 // Service signs people in.
 type Service struct {
 	opts    Options

@@ -19,6 +19,49 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("PATCH /api/v2/admin/general-settings", tfeapi.Handle(a.updateGeneral))
 	mux.HandleFunc("GET /api/v2/admin/smtp-settings", tfeapi.Handle(a.readSMTP))
 	mux.HandleFunc("PATCH /api/v2/admin/smtp-settings", tfeapi.Handle(a.updateSMTP))
+	mux.HandleFunc("GET /api/v2/admin/customization-settings", tfeapi.Handle(a.readCustomization))
+	mux.HandleFunc("PATCH /api/v2/admin/customization-settings", tfeapi.Handle(a.updateCustomization))
+}
+
+// jsonCustomization is the wire form of the customization settings
+// (go-tfe's AdminCustomizationSetting): the texts as a site admin gave
+// them.
+type jsonCustomization struct {
+	ID           string `jsonapi:"primary,customization-settings"`
+	SupportEmail string `jsonapi:"attr,support-email-address"`
+	LoginHelp    string `jsonapi:"attr,login-help"`
+	Footer       string `jsonapi:"attr,footer"`
+	Error        string `jsonapi:"attr,error"`
+	NewUser      string `jsonapi:"attr,new-user"`
+}
+
+func customizationJSON(c Customization) *jsonCustomization {
+	return &jsonCustomization{ID: groupCustomization, SupportEmail: c.SupportEmail, LoginHelp: c.LoginHelp, Footer: c.Footer, Error: c.Error, NewUser: c.NewUser}
+}
+
+func (a *API) readCustomization(w http.ResponseWriter, r *http.Request) error {
+	if err := authz.RequireSiteAdmin(r.Context()); err != nil {
+		return err
+	}
+	c, err := a.Service.Customization(r.Context())
+	if err != nil {
+		return err
+	}
+	tfeapi.Respond(w, r, http.StatusOK, customizationJSON(c))
+	return nil
+}
+
+func (a *API) updateCustomization(w http.ResponseWriter, r *http.Request) error {
+	in, err := attrs(w, r)
+	if err != nil {
+		return err
+	}
+	c, err := a.Service.UpdateCustomization(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	tfeapi.Respond(w, r, http.StatusOK, customizationJSON(c))
+	return nil
 }
 
 // jsonGeneral is the wire form of the general settings (go-tfe's

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/sitesettings"
 )
 
 // Pages renders pages of another package (the sign-in pages) in the UI's
@@ -36,6 +37,10 @@ func NewPages(fsys fs.FS, logger *slog.Logger, names ...string) (*Pages, error) 
 	return &Pages{pages: set, logger: logger}, nil
 }
 
+// SetCustomization has every page show what a site admin added
+// (customization settings).
+func (p *Pages) SetCustomization(c Customizer) { p.pages.custom = c }
+
 // ParseAll parses every page now (a test's check that each parses).
 func (p *Pages) ParseAll() error { return p.pages.parseAll() }
 
@@ -46,6 +51,8 @@ func (p *Pages) ParseAll() error { return p.pages.parseAll() }
 // of heap at idle; docs/design/memory.md).
 type pageSet struct {
 	pages map[string]func() (*template.Template, error)
+	// custom returns the customization every page shows (nil: none).
+	custom Customizer
 }
 
 // newPageSet makes the set of files (name -> file of fsys), each of which
@@ -109,6 +116,15 @@ func writePage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, set 
 		return
 	}
 	pg.User, pg.CSRF = auth.FromContext(r.Context()), CSRFToken(r.Context())
+	if set.custom != nil {
+		// A page shows without it rather than fail for it.
+		if c, err := set.custom(r.Context()); err != nil {
+			logger.WarnContext(r.Context(), "reading the customization settings", "error", err)
+		} else {
+			pg.Custom = customView{SupportEmail: c.SupportEmail, LoginHelp: sitesettings.Safe(c.LoginHelp),
+				Footer: sitesettings.Safe(c.Footer), Error: sitesettings.Safe(c.Error), NewUser: sitesettings.Safe(c.NewUser)}
+		}
+	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, pg); err != nil {
 		logger.ErrorContext(r.Context(), "rendering page", "page", name, "error", err)

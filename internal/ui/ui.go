@@ -26,6 +26,7 @@ import (
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
+	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/team"
@@ -73,7 +74,13 @@ type Options struct {
 	// LogPoll is how often a live log stream looks for new output
 	// (250ms when zero).
 	LogPoll time.Duration
+	// Customization returns what a site admin adds to every page (nil:
+	// nothing).
+	Customization Customizer
 }
+
+// Customizer returns the site's customization settings.
+type Customizer func(ctx context.Context) (sitesettings.Customization, error)
 
 // UI serves the /app pages.
 type UI struct {
@@ -105,6 +112,7 @@ func New(o Options) (*UI, error) {
 	if err != nil {
 		return nil, err
 	}
+	pages.custom = o.Customization
 	return &UI{o: o, pages: pages, csrf: NewCSRF(o.Secret)}, nil
 }
 
@@ -236,8 +244,17 @@ type page struct {
 	// Org is the organization the page is in ("" outside one).
 	Org  string
 	CSRF string
+	// Custom is what a site admin added to the pages (customization
+	// settings), made safe to show.
+	Custom customView
 	// Data is the page's own content.
 	Data any
+}
+
+// customView is the customization settings as pages show them.
+type customView struct {
+	SupportEmail                      string
+	LoginHelp, Footer, Error, NewUser template.HTML
 }
 
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, org string, data any) {
