@@ -51,9 +51,10 @@ FUZZ_TARGETS := \
 	internal/orchestrator:FuzzPlaceholder \
 	internal/orchestrator:FuzzCompileManifest \
 	internal/runtask:FuzzDecodeCallback \
-	internal/notify:FuzzDecodeConfiguration
+	internal/notify:FuzzDecodeConfiguration \
+	internal/sitesettings:FuzzSafe
 
-fuzz: ## run every fuzz target for $(FUZZTIME) each (CI): JSON:API, archives, stack HCL, manifest YAML, placeholders, run task callbacks, notification configurations
+fuzz: ## run every fuzz target for $(FUZZTIME) each (CI): JSON:API, archives, stack HCL, manifest YAML, placeholders, run task callbacks, notification configurations, the pages' customization HTML
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; echo "== $$fn ./$$pkg"; \
 	  tools/fuzz.sh $(GO) $$pkg $$fn $(FUZZTIME) || exit 1; done
 

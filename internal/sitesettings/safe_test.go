@@ -1,7 +1,10 @@
 package sitesettings_test
 
 import (
+	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 
 	"github.com/terracehq/terrace/internal/sitesettings"
 )
@@ -42,4 +45,50 @@ func TestSafe(t *testing.T) {
 			t.Errorf("Safe(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzSafe: whatever a site admin writes, what Safe returns, read back by
+// an HTML tokenizer, holds only the allowed tags, no attribute but a link's
+// href (to http, https, mailto or the site) and its rel, and no script.
+func FuzzSafe(f *testing.F) {
+	for _, s := range []string{`<div>Login Help</div>`, `<a href="javascript:alert(1)">x</a>`, `<script>x</script>`,
+		`<p onclick=x>p</p>`, `<b><i>x</b>`, `<a href="https://e.example/?a=1&b=2" title=t>t</a>`, `<svg/onload=alert(1)>`,
+		`<a href="&#x6A;avascript:alert(1)">e</a>`, "<a href=\"java\tscript:x\">t</a>", `<<script>script>`, `<textarea><b>x</b></textarea>`} {
+		f.Add(s)
+	}
+	allowed := map[string]bool{"a": true, "b": true, "strong": true, "i": true, "em": true, "p": true, "div": true,
+		"span": true, "br": true, "ul": true, "ol": true, "li": true, "code": true}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := string(sitesettings.Safe(in))
+		if strings.Contains(strings.ToLower(out), "<script") {
+			t.Fatalf("Safe(%q) = %q holds a script", in, out)
+		}
+		z := html.NewTokenizer(strings.NewReader(out))
+		for {
+			tt := z.Next()
+			if tt == html.ErrorToken {
+				return
+			}
+			tok := z.Token()
+			if tt != html.StartTagToken && tt != html.EndTagToken && tt != html.SelfClosingTagToken {
+				continue
+			}
+			if !allowed[tok.Data] {
+				t.Fatalf("Safe(%q) = %q holds a <%s>", in, out, tok.Data)
+			}
+			for _, a := range tok.Attr {
+				switch {
+				case tok.Data == "a" && a.Key == "rel" && a.Val == "noopener noreferrer":
+				case tok.Data == "a" && a.Key == "href":
+					v := strings.ToLower(strings.TrimSpace(a.Val))
+					if !strings.HasPrefix(v, "http:") && !strings.HasPrefix(v, "https:") && !strings.HasPrefix(v, "mailto:") &&
+						!strings.HasPrefix(v, "#") && !(strings.HasPrefix(v, "/") && !strings.HasPrefix(v, "//")) {
+						t.Fatalf("Safe(%q) = %q links to %q", in, out, a.Val)
+					}
+				default:
+					t.Fatalf("Safe(%q) = %q keeps the attribute %s=%q on <%s>", in, out, a.Key, a.Val, tok.Data)
+				}
+			}
+		}
+	})
 }
