@@ -18,7 +18,6 @@
 package retention
 
 import (
-	"fmt"
 	"math"
 	"net/http"
 	"time"
@@ -170,15 +169,4 @@ func Set(w http.ResponseWriter, r *http.Request, prev Policy, owner string, stor
 		status = http.StatusOK
 	}
 	Respond(w, r, status, p, owner)
-}
-
-// Describe says what p does, for an error or a log line.
-func (p Policy) Describe() string {
-	switch p.Kind {
-	case KindDeleteOlder:
-		return fmt.Sprintf("backing data older than %d days is deleted", p.Days)
-	case KindDontDelete:
-		return "no backing data is deleted"
-	}
-	return "none"
 }
