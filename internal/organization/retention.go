@@ -42,7 +42,7 @@ func (s *Service) SetDataRetention(ctx context.Context, name string, p retention
 // retention policy, each with it: for the retention enforcer. No access
 // check.
 func (s *Service) DataRetentionPolicies(ctx context.Context) (map[string]retention.Policy, error) {
-	orgs, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM organizations WHERE attrs LIKE ?`, `%"data-retention-policy"%`)
+	orgs, err := store.All(ctx, s.db, scan, `SELECT `+cols+` FROM organizations WHERE attrs LIKE ?`+store.LikeEscape, store.LikeJSONKey("data-retention-policy"))
 	if err != nil {
 		return nil, err
 	}

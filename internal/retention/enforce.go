@@ -19,8 +19,10 @@ type Workspace struct {
 
 // Enforcer deletes what the policies say is too old.
 type Enforcer struct {
-	// Workspaces lists every workspace with its own policy.
-	Workspaces func(ctx context.Context) ([]Workspace, error)
+	// Workspaces lists, each with its own policy, the workspaces of orgs
+	// and those with a policy of their own: every workspace a policy may
+	// apply to.
+	Workspaces func(ctx context.Context, orgs []string) ([]Workspace, error)
 	// Organizations returns the policies of the organizations that have
 	// one.
 	Organizations func(ctx context.Context) (map[string]Policy, error)
@@ -46,7 +48,11 @@ func (e *Enforcer) Enforce(ctx context.Context, now time.Time) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("reading the organizations' data retention policies: %w", err)
 	}
-	wss, err := e.Workspaces(ctx)
+	names := make([]string, 0, len(orgs))
+	for name := range orgs {
+		names = append(names, name)
+	}
+	wss, err := e.Workspaces(ctx, names)
 	if err != nil {
 		return res, fmt.Errorf("reading the workspaces' data retention policies: %w", err)
 	}

@@ -216,3 +216,32 @@ func TestRunPassesSoonAfterStart(t *testing.T) {
 		t.Fatalf("the oldest configuration version after the pass: %+v %v", cv, err)
 	}
 }
+
+// TestOwnPolicyWithoutTheOrganizations: a workspace's own delete-older
+// policy works in an organization that has none (the enforcer finds it by
+// its settings document alone), and a workspace under no policy is left
+// alone. Both stores.
+func TestOwnPolicyWithoutTheOrganizations(t *testing.T) {
+	t.Parallel()
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		own, none := makeVersions(ctx, t, c, "own"), makeVersions(ctx, t, c, "none")
+		if _, err := c.Workspaces.SetDataRetentionPolicyDeleteOlder(ctx, own.ws.ID, tfe.DataRetentionPolicyDeleteOlderSetOptions{DeleteOlderThanNDays: 30}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Server.Retention.Enforce(ctx, core.Now().Add(40*24*time.Hour))
+		if err != nil || res.Workspaces != 1 || res.StateVersions != 2 || res.ConfigurationVersions != 2 {
+			t.Fatalf("the pass: %+v %v, want the one workspace with a policy, 2 state and 2 configuration versions", res, err)
+		}
+		if sv, err := c.StateVersions.Read(ctx, own.states[0].ID); err != nil || string(sv.Status) != "backing_data_permanently_deleted" {
+			t.Fatalf("the oldest state version of the workspace with a policy: %+v %v", sv, err)
+		}
+		for i := range 3 {
+			if sv, err := c.StateVersions.Read(ctx, none.states[i].ID); err != nil || sv.Status != tfe.StateVersionFinalized {
+				t.Errorf("state version %d of the workspace under no policy: %+v %v", i+1, sv, err)
+			}
+		}
+	})
+}

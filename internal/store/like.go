@@ -20,3 +20,10 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 func LikeJSONString(key, value string) string {
 	return `%"` + EscapeLike(key) + `":"` + EscapeLike(value) + `"%`
 }
+
+// LikeJSONKey is a LIKE pattern (to use with LikeEscape) matching a JSON
+// document, as encoding/json writes it (compact), that has a member key,
+// whatever its value.
+func LikeJSONKey(key string) string {
+	return `%"` + EscapeLike(key) + `":%`
+}

@@ -37,10 +37,17 @@ func (s *Service) SetDataRetention(ctx context.Context, id string, p retention.P
 	return w, err
 }
 
-// DataRetentionPolicies lists every workspace of the site with its own
-// data retention policy (none for most): for the retention enforcer, which
-// applies the organization's where a workspace has none. No access check.
-func (s *Service) DataRetentionPolicies(ctx context.Context) ([]retention.Workspace, error) {
+// DataRetentionPolicies lists the workspaces that may be under a data
+// retention policy, each with its own (none for most): those of the
+// organizations named (which have one) and those with a policy of their
+// own. For the retention enforcer, which applies the organization's where
+// a workspace has none. No access check.
+func (s *Service) DataRetentionPolicies(ctx context.Context, orgs []string) ([]retention.Workspace, error) {
+	query, args := `SELECT id, organization_name, attrs FROM workspaces WHERE attrs LIKE ?`+store.LikeEscape, []any{store.LikeJSONKey("data-retention-policy")}
+	if len(orgs) > 0 {
+		in, orgArgs := store.In(orgs)
+		query, args = query+` OR organization_name IN (`+in+`)`, append(args, orgArgs...)
+	}
 	return store.All(ctx, s.db, func(sc store.Scanner) (retention.Workspace, error) {
 		var w retention.Workspace
 		var attrs string
@@ -55,7 +62,7 @@ func (s *Service) DataRetentionPolicies(ctx context.Context) ([]retention.Worksp
 		}
 		w.Own = own.Policy
 		return w, nil
-	}, `SELECT id, organization_name, attrs FROM workspaces ORDER BY id`)
+	}, query+` ORDER BY id`, args...)
 }
 
 // The workspace's data-retention-policy relationship (Terraform
