@@ -1072,9 +1072,8 @@ func (s *Service) DeleteBackingData(ctx context.Context, workspaceID string, cut
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		// The head is read (and locked on PostgreSQL) first: a version
 		// becoming current meanwhile is newer than the one read.
-		var current string
-		err := tx.QueryRow(ctx, `SELECT current_id FROM state_heads WHERE workspace_id = ?`+store.ForUpdate(tx), workspaceID).Scan(&current)
-		if err != nil && !store.IsNoRows(err) {
+		current, err := lockedHead(ctx, tx, workspaceID)
+		if err != nil {
 			return err
 		}
 		const old = ` FROM state_versions WHERE workspace_id = ? AND status = ? AND created_at < ? AND id <> ?`
@@ -1094,6 +1093,17 @@ func (s *Service) DeleteBackingData(ctx context.Context, workspaceID string, cut
 		return err
 	})
 	return n, err
+}
+
+// lockedHead is a workspace's current version's ID ("" for none), read
+// with headSQL and locked on PostgreSQL until tx ends.
+func lockedHead(ctx context.Context, tx *store.Tx, workspaceID string) (string, error) {
+	var id string
+	err := tx.QueryRow(ctx, headSQL+store.ForUpdate(tx), workspaceID).Scan(&id)
+	if store.IsNoRows(err) {
+		return "", nil
+	}
+	return id, err
 }
 
 // Backing data actions (Terraform Enterprise's): a workspace admin sets a
@@ -1136,9 +1146,8 @@ func (s *Service) ManageBackingData(ctx context.Context, id, action string) (*Ve
 				Detail: fmt.Sprintf("state version %s is %s: %s needs a %s version", id, v.Status, action, from)}
 		}
 		if action == SoftDeleteBackingData {
-			var current string
-			err := tx.QueryRow(ctx, `SELECT current_id FROM state_heads WHERE workspace_id = ?`+store.ForUpdate(tx), v.WorkspaceID).Scan(&current)
-			if err != nil && !store.IsNoRows(err) {
+			current, err := lockedHead(ctx, tx, v.WorkspaceID)
+			if err != nil {
 				return err
 			}
 			if current == id {
