@@ -378,8 +378,15 @@ func (s *Service) ArchiveOlder(ctx context.Context, workspaceID string, cutoff t
 	if err != nil {
 		return 0, err
 	}
+	current, err := CurrentID(ctx, s.db, workspaceID)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, cv := range old {
+		if cv.ID == current {
+			continue // archive would refuse it too, after the runs' check
+		}
 		if s.archiveCheck != nil {
 			if err := s.archiveCheck(ctx, cv); core.KindOf(err) == core.KindConflict {
 				continue // a run still uses it: kept until it ends
