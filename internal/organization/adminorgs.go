@@ -12,7 +12,6 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
@@ -43,7 +42,7 @@ import (
 // sharing.go), limits its workspaces (workspace-limit, counted as a
 // workspace is created), and sets what its runs may do: their own time
 // limits of a plan and an apply (plan-timeout and apply-timeout, or their
-// older names terraform-build-worker-…; the site's apply without them,
+// older names terraform-build-worker-…; without them the site's apply,
 // internal/sitesettings; the job API hands the runner the limits in
 // force), access to terraform versions registered as beta
 // (access-beta-tools: internal/toolversion refuses them to a workspace
@@ -363,11 +362,9 @@ func (a *API) adminUpdate(w http.ResponseWriter, r *http.Request) error {
 				problems = append(problems, core.Invalid("%s must be a duration such as \"24h\", or \"\" for the site's", name))
 				continue
 			}
-			if v != "" {
-				if _, err := sitesettings.ParseTimeout(v); err != nil {
-					problems = append(problems, core.Invalid("%s %v (or \"\" for the site's)", name, err))
-					continue
-				}
+			if err := checkTimeout(name, v); err != nil {
+				problems = append(problems, err)
+				continue
 			}
 			if prev := timeouts[option]; prev != nil && *prev != v {
 				problems = append(problems, core.Invalid("%s %q disagrees with the %q given for the same limit under its other name", name, v, *prev))

@@ -102,11 +102,10 @@ func (s *Service) SetAdminOptions(ctx context.Context, org string, opts AdminOpt
 		return nil, core.Invalid("workspace-limit must be a number of workspaces (0 or more), or null for none")
 	}
 	for name, t := range map[string]*string{"plan-timeout": opts.PlanTimeout, "apply-timeout": opts.ApplyTimeout} {
-		if t == nil || *t == "" {
-			continue
-		}
-		if _, err := sitesettings.ParseTimeout(*t); err != nil {
-			return nil, core.Invalid("%s %v (or \"\" for the site's)", name, err)
+		if t != nil {
+			if err := checkTimeout(name, *t); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := authz.RequireSiteAdmin(ctx); err != nil {
@@ -189,6 +188,18 @@ func (s *Service) WorkspaceLimit(ctx context.Context, q store.Q, org string) (in
 	}
 	err := q.QueryRow(ctx, `SELECT workspace_limit FROM organizations WHERE name = ?`+lock, org).Scan(&limit)
 	return limit, err
+}
+
+// checkTimeout refuses an organization's time limit (attribute name)
+// that is neither a positive duration nor "" (the site's).
+func checkTimeout(name, v string) error {
+	if v == "" {
+		return nil
+	}
+	if _, err := sitesettings.ParseTimeout(v); err != nil {
+		return core.Invalid("%s %v (or \"\" for the site's)", name, err)
+	}
+	return nil
 }
 
 // set sets *dst to *v when v is not nil.

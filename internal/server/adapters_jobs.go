@@ -271,14 +271,16 @@ func (s *Server) runLimits(ctx context.Context, org string) (jobapi.Limits, erro
 	if err != nil {
 		return l, err
 	}
-	l.Plan, l.Apply, l.Beta, l.Sudo = plan, apply, beta, sudo
 	// An organization's limits were checked when set: one that no
-	// longer parses leaves the site's.
-	if d, err := sitesettings.ParseTimeout(ownPlan); ownPlan != "" && err == nil {
-		l.Plan, l.OwnPlan = d, true
+	// longer parses ("" among them) leaves the site's.
+	limit := func(own string, site time.Duration) (time.Duration, bool) {
+		if d, err := sitesettings.ParseTimeout(own); err == nil {
+			return d, true
+		}
+		return site, false
 	}
-	if d, err := sitesettings.ParseTimeout(ownApply); ownApply != "" && err == nil {
-		l.Apply, l.OwnApply = d, true
-	}
+	l.Plan, l.OwnPlan = limit(ownPlan, plan)
+	l.Apply, l.OwnApply = limit(ownApply, apply)
+	l.Beta, l.Sudo = beta, sudo
 	return l, nil
 }
