@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/sitesettings"
 )
 
@@ -121,8 +122,7 @@ func writePage(w http.ResponseWriter, r *http.Request, logger *slog.Logger, set 
 		if c, err := set.custom(r.Context()); err != nil {
 			logger.WarnContext(r.Context(), "reading the customization settings", "error", err)
 		} else {
-			pg.Custom = customView{SupportEmail: c.SupportEmail, LoginHelp: sitesettings.Safe(c.LoginHelp),
-				Footer: sitesettings.Safe(c.Footer), Error: sitesettings.Safe(c.Error), NewUser: sitesettings.Safe(c.NewUser)}
+			pg.Custom = viewOf(c)
 		}
 	}
 	var buf bytes.Buffer
@@ -145,4 +145,20 @@ func setPageHeaders(h http.Header) {
 	if h.Get("Referrer-Policy") == "" {
 		h.Set("Referrer-Policy", "same-origin") // pages with a secret in their URL send none
 	}
+}
+
+// safeViews remembers the view of each customization shown lately: every
+// page shows it, and what Safe makes of it depends on nothing but its
+// text (a change is another key).
+var safeViews = core.Bounded[sitesettings.Customization, customView]{Max: 8}
+
+// viewOf is c as pages show it, its HTML made safe once.
+func viewOf(c sitesettings.Customization) customView {
+	if v, ok := safeViews.Get(c); ok {
+		return v
+	}
+	v := customView{SupportEmail: c.SupportEmail, LoginHelp: sitesettings.Safe(c.LoginHelp),
+		Footer: sitesettings.Safe(c.Footer), Error: sitesettings.Safe(c.Error), NewUser: sitesettings.Safe(c.NewUser)}
+	safeViews.Put(c, v)
+	return v
 }
