@@ -71,11 +71,13 @@ func TestOrganizationRunLimits(t *testing.T) {
 			if took := time.Since(start); took > time.Minute {
 				t.Errorf("the plan with a 3s limit errored only after %s", took)
 			}
-			// Another organization's plan runs on under the site's limit.
-			other := startRun(ctx, t, c, "other", "slow-plan", false, slow)
+			// Another organization's plan runs on under the site's limit:
+			// still planning 6s after it started (a run still queued would
+			// prove nothing).
+			other := testenv.WaitRunWithin(ctx, t, c, startRun(ctx, t, c, "other", "slow-plan", false, slow).ID, time.Minute, tfe.RunPlanning)
 			time.Sleep(6 * time.Second)
-			if o, err := c.Runs.Read(ctx, other.ID); err != nil || o.Status == tfe.RunErrored {
-				t.Fatalf("another organization's plan after 6s: %+v %v", o, err)
+			if o, err := c.Runs.Read(ctx, other.ID); err != nil || o.Status != tfe.RunPlanning {
+				t.Fatalf("another organization's plan 6s after it started: %+v %v", o, err)
 			}
 			if err := c.Runs.Cancel(ctx, other.ID, tfe.RunCancelOptions{}); err != nil {
 				t.Fatal(err)
