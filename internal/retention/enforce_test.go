@@ -195,25 +195,31 @@ func TestRunPassesSoonAfterStart(t *testing.T) {
 	loopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go e.Server.Retention.Run(loopCtx, 0, time.Hour)
+	// A pass empties the state versions, then archives the configuration
+	// versions: the test waits for both, the second being the pass's end.
 	deadline := time.Now().Add(time.Minute)
 	for {
 		sv, err := c.StateVersions.Read(ctx, v.states[0].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(sv.Status) == "backing_data_permanently_deleted" {
+		cv, err := c.ConfigurationVersions.Read(ctx, v.cvs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(sv.Status) == "backing_data_permanently_deleted" && cv.Status == tfe.ConfigurationArchived {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no pass within a minute of the loop's start: the oldest state version is %s", sv.Status)
+			t.Fatalf("no pass within a minute of the loop's start: the oldest state version is %s, the oldest configuration version %s", sv.Status, cv.Status)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if sv, err := c.StateVersions.Read(ctx, v.states[2].ID); err != nil || sv.Status != tfe.StateVersionFinalized {
 		t.Fatalf("the current state version after the pass: %+v %v", sv, err)
 	}
-	if cv, err := c.ConfigurationVersions.Read(ctx, v.cvs[0].ID); err != nil || cv.Status != tfe.ConfigurationArchived {
-		t.Fatalf("the oldest configuration version after the pass: %+v %v", cv, err)
+	if cv, err := c.ConfigurationVersions.Read(ctx, v.cvs[2].ID); err != nil || cv.Status != tfe.ConfigurationUploaded {
+		t.Fatalf("the current configuration version after the pass: %+v %v", cv, err)
 	}
 }
 
