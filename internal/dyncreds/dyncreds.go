@@ -1,5 +1,5 @@
 // Package dyncreds gives runs HCP Terraform's dynamic provider
-// credentials for AWS and Google Cloud. A run whose environment sets
+// credentials for AWS, Google Cloud and Vault. A run whose environment sets
 // TFC_AWS_PROVIDER_AUTH=true (or TFC_GCP_PROVIDER_AUTH=true) gets, in each
 // phase, a workload identity token (internal/idtoken) for the
 // configuration's audience and the cloud's own credential file that
@@ -7,7 +7,9 @@
 // role with a web identity token; a Google external account credential
 // impersonating a service account), which the provider, the cloud's CLI
 // and its SDKs read on their own (AWS_CONFIG_FILE,
-// GOOGLE_APPLICATION_CREDENTIALS). Tagged configurations
+// GOOGLE_APPLICATION_CREDENTIALS). For Vault (TFC_VAULT_PROVIDER_AUTH)
+// the runner itself logs in with the token and hands the Vault token on
+// (VAULT_TOKEN, or the file the input variable names). Tagged configurations
 // (TFC_AWS_PROVIDER_AUTH_<TAG>, the other variables with _<TAG> too) are
 // for aliased providers: the input variable tfc_aws_dynamic_credentials
 // (tfc_gcp_dynamic_credentials) says where each file is, for a
@@ -43,12 +45,19 @@ type provider struct {
 	// identity is the suffix of the variables that say who a phase is:
 	// <prefix>_RUN_<identity>, _PLAN_…, _APPLY_….
 	identity string
-	// input is the input variable naming each configuration's file under
-	// key; env names the default configuration's file.
-	input, key, env string
-	// file is the name of a configuration's credential file and its
-	// content, given who the phase is and where its token is.
-	file func(c Config, who, token, runID string) (name, content string, err error)
+	// input is the input variable naming each configuration's files,
+	// whose entries have fields (the first the one a configuration
+	// without its own default gets empty: see files).
+	input  string
+	fields []string
+	// token is the name of the file the workload identity token goes in.
+	token string
+	// files are a configuration's run files besides its token, given who
+	// the phase is, where the configuration's files are (dir) and the
+	// run; its entry in the input variable; and, for the default
+	// configuration, the environment variables that hand the files to
+	// the provider.
+	files func(c Config, who, dir, runID string) (files []runner.Variable, entry map[string]string, env []runner.Variable, err error)
 	// audience is a configuration's token audience when it sets none.
 	audience func(c Config) (string, error)
 }
@@ -57,38 +66,61 @@ var (
 	// AWS: a shared config file whose default profile assumes the
 	// phase's role with the token.
 	aws = &provider{name: "aws", prefix: "TFC_AWS", identity: "ROLE_ARN",
-		input: "tfc_aws_dynamic_credentials", key: "shared_config_file", env: "AWS_CONFIG_FILE",
+		input: "tfc_aws_dynamic_credentials", fields: []string{"shared_config_file"}, token: "token",
 		audience: func(Config) (string, error) { return "aws.workload.identity", nil },
-		file: func(c Config, role, token, runID string) (string, string, error) {
-			return "config", "[default]\nrole_arn = " + oneLine(role) + "\nweb_identity_token_file = " + token +
-				"\nrole_session_name = " + oneLine(runID) + "\n", nil
+		files: func(c Config, role, dir, runID string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+			return oneFile(c, "config", "[default]\nrole_arn = "+oneLine(role)+"\nweb_identity_token_file = "+dir+"/token"+
+				"\nrole_session_name = "+oneLine(runID)+"\n", "shared_config_file", "AWS_CONFIG_FILE")
 		}}
 	// Google Cloud: an external account credential that exchanges the
 	// token at Google's STS through the workload identity provider, then
 	// impersonates the phase's service account.
 	gcp = &provider{name: "gcp", prefix: "TFC_GCP", identity: "SERVICE_ACCOUNT_EMAIL",
-		input: "tfc_gcp_dynamic_credentials", key: "credentials", env: "GOOGLE_APPLICATION_CREDENTIALS",
+		input: "tfc_gcp_dynamic_credentials", fields: []string{"credentials"}, token: "token",
 		audience: func(c Config) (string, error) {
 			p, err := c.workloadProvider()
 			return "https://iam.googleapis.com/" + p, err
 		},
-		file: func(c Config, account, token, _ string) (string, string, error) {
+		files: func(c Config, account, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
 			p, err := c.workloadProvider()
 			if err != nil {
-				return "", "", err
+				return nil, nil, nil, err
 			}
 			b, err := json.MarshalIndent(map[string]any{
 				"type":                              "external_account",
 				"audience":                          "//iam.googleapis.com/" + p,
 				"subject_token_type":                "urn:ietf:params:oauth:token-type:jwt",
 				"token_url":                         "https://sts.googleapis.com/v1/token",
-				"credential_source":                 map[string]string{"file": token},
+				"credential_source":                 map[string]string{"file": dir + "/token"},
 				"service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/" + account + ":generateAccessToken",
 			}, "", "  ")
-			return "credentials.json", string(b), err
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return oneFile(c, "credentials.json", string(b), "credentials", "GOOGLE_APPLICATION_CREDENTIALS")
 		}}
-	providers = []*provider{aws, gcp}
+	// Vault: the runner logs in to Vault with the token (the JWT auth
+	// method at TFC_VAULT_AUTH_PATH, the phase's role) and writes the
+	// Vault token it gets where the input variable's token_filename
+	// says; the default configuration's token, address, namespace and CA
+	// certificate go to the Vault provider as VAULT_TOKEN, VAULT_ADDR,
+	// VAULT_NAMESPACE and VAULT_CACERT. See vault.go.
+	vault = &provider{name: "vault", prefix: "TFC_VAULT", identity: "ROLE",
+		input: "tfc_vault_dynamic_credentials", fields: []string{"token_filename", "address", "namespace", "ca_cert_file"}, token: "jwt",
+		audience: func(Config) (string, error) { return "vault.workload.identity", nil },
+		files:    vaultFiles}
+	providers = []*provider{aws, gcp, vault}
 )
+
+// oneFile is a configuration's one credential file (name, in the
+// configuration's folder), its entry in the input variable (key: the
+// file) and, for the default configuration, env naming the file.
+func oneFile(c Config, name, content, key, env string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+	path := runner.FilesDir + "/" + c.folder() + "/" + name
+	return []runner.Variable{{Key: c.folder() + "/" + name, Value: content, Category: runner.CategoryFile}},
+		map[string]string{key: path},
+		[]runner.Variable{{Key: env, Value: path, Category: "env", Expand: true}}, nil
+}
 
 // tagRE is what a configuration's tag may be: letters, digits and
 // underscores (TYPE is reserved).
@@ -117,11 +149,11 @@ func (c Config) name(v string) string {
 
 func (c Config) get(v string) string { return strings.TrimSpace(c.env[c.name(v)]) }
 
-// Provider is the cloud the configuration is for: aws or gcp.
+// Provider is what the configuration is for: aws, gcp or vault.
 func (c Config) Provider() string { return c.p.name }
 
 // Configs returns the configurations env (a run's environment variables)
-// asks for: AWS's, then Google Cloud's; each provider's default first,
+// asks for: AWS's, then Google Cloud's, then Vault's; each provider's default first,
 // then by tag.
 func Configs(env map[string]string) []Config {
 	var out []Config
@@ -213,10 +245,10 @@ func (c Config) folder() string {
 
 // Variables are what a run's phase gets for cs: per configuration its
 // token (mint makes it, for the configuration's audience) and credential
-// file; for a provider's default configuration the environment variable
-// that names its file; and per provider the input variable naming every
-// file. core.Invalid when a configuration cannot work in the phase, before
-// anything is minted.
+// files; for a provider's default configuration the environment variables
+// that name them; and per provider the input variable naming every
+// configuration's. core.Invalid when a configuration cannot work in the
+// phase, before anything is minted.
 func Variables(cs []Config, phase, runID string, mint func(audience string) (string, error)) ([]runner.Variable, error) {
 	type input struct {
 		Default map[string]string            `json:"default"`
@@ -238,25 +270,28 @@ func Variables(cs []Config, phase, runID string, mint func(audience string) (str
 		if err != nil {
 			return nil, err
 		}
-		name, content, err := c.p.file(c, who, runner.FilesDir+"/"+c.folder()+"/token", runID)
+		files, entry, env, err := c.p.files(c, who, runner.FilesDir+"/"+c.folder(), runID)
 		if err != nil {
 			return nil, err
 		}
+		// The token first: a runner reads it (Vault's login) while it
+		// takes the files in order.
 		tokens = append(tokens, token{at: len(out), audience: audience})
-		path := runner.FilesDir + "/" + c.folder() + "/" + name
-		out = append(out,
-			runner.Variable{Key: c.folder() + "/token", Category: runner.CategoryFile, Sensitive: true},
-			runner.Variable{Key: c.folder() + "/" + name, Value: content, Category: runner.CategoryFile})
+		out = append(out, runner.Variable{Key: c.folder() + "/" + c.p.token, Category: runner.CategoryFile, Sensitive: true})
+		out = append(out, files...)
 		in := inputs[c.p]
 		if in == nil {
-			in = &input{Default: map[string]string{c.p.key: ""}, Aliases: map[string]map[string]string{}}
+			in = &input{Default: map[string]string{}, Aliases: map[string]map[string]string{}}
+			for _, f := range c.p.fields {
+				in.Default[f] = ""
+			}
 			inputs[c.p] = in
 		}
 		if c.Tag == "" {
-			in.Default[c.p.key] = path
-			out = append(out, runner.Variable{Key: c.p.env, Value: path, Category: "env", Expand: true})
+			in.Default = entry
+			out = append(out, env...)
 		} else {
-			in.Aliases[c.Tag] = map[string]string{c.p.key: path}
+			in.Aliases[c.Tag] = entry
 		}
 	}
 	for _, p := range providers {

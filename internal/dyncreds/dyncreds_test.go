@@ -1,9 +1,18 @@
 package dyncreds
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/runner"
@@ -111,4 +120,109 @@ func errText(err error) string {
 		return "!" + err.Error()
 	}
 	return ""
+}
+
+// TestVault: a Vault configuration's checks, and what a phase gets: the
+// token to log in with, first; the CA certificate; the login the runner
+// makes (the phase's role, the auth method's path, where the Vault token
+// goes); Vault's own environment variables for the default configuration;
+// and every configuration in the input variable, with all four fields.
+func TestVault(t *testing.T) {
+	cert := testCert(t)
+	ca := base64.StdEncoding.EncodeToString(cert)
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // in the error
+	}{
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r"}, "set TFC_VAULT_ADDR"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "vault.test:8200"}, "is not a Vault server's"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "ftp://vault.test"}, "is not a Vault server's"},
+		{map[string]string{"TFC_VAULT_ADDR": "https://vault.test"}, "TFC_VAULT_RUN_ROLE (or TFC_VAULT_PLAN_ROLE)"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_AUTH_PATH": "jwt/../token"}, "is not the path of an auth method"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_AUTH_PATH": "jwt?x=1"}, "is not the path of an auth method"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_ENCODED_CACERT": "not base64!"}, "is not base64"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_ENCODED_CACERT": base64.StdEncoding.EncodeToString([]byte("hello"))}, "holds no PEM certificate"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r\nx", "TFC_VAULT_ADDR": "https://vault.test"}, "one line each"},
+	} {
+		tc.env["TFC_VAULT_PROVIDER_AUTH"] = "true"
+		_, err := Variables(Configs(tc.env), "plan", "run-1", func(string) (string, error) { t.Fatal("minted for a configuration that cannot work"); return "", nil })
+		if err == nil || core.KindOf(err) != core.KindInvalid || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+	}
+
+	env := map[string]string{
+		"TFC_VAULT_PROVIDER_AUTH": "true", "TFC_VAULT_ADDR": "https://vault.test:8200/", "TFC_VAULT_PLAN_ROLE": "reader", "TFC_VAULT_APPLY_ROLE": "writer",
+		"TFC_VAULT_NAMESPACE": "team-a", "TFC_VAULT_AUTH_PATH": "/tfc/jwt/", "TFC_VAULT_ENCODED_CACERT": ca[:20] + "\n" + ca[20:],
+		"TFC_VAULT_PROVIDER_AUTH_OTHER": "true", "TFC_VAULT_ADDR_OTHER": "http://127.0.0.1:8200", "TFC_VAULT_RUN_ROLE_OTHER": "other",
+		"TFC_VAULT_WORKLOAD_IDENTITY_AUDIENCE_OTHER": "vault.other",
+	}
+	vars, err := Variables(Configs(env), "apply", "run-1", func(aud string) (string, error) { return "jwt-for-" + aud, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	byKey := map[string]runner.Variable{}
+	for _, v := range vars {
+		keys = append(keys, v.Key)
+		byKey[v.Key] = v
+	}
+	if got := strings.Join(keys, ","); got != "vault/default/jwt,vault/default/ca.pem,vault/default/token,VAULT_ADDR,VAULT_NAMESPACE,VAULT_CACERT,"+
+		"vault/tag-OTHER/jwt,vault/tag-OTHER/token,TF_VAR_tfc_vault_dynamic_credentials" {
+		t.Fatalf("variables, in order: %s", got)
+	}
+	if v := byKey["vault/default/jwt"]; v.Value != "jwt-for-vault.workload.identity" || !v.Sensitive || v.Category != runner.CategoryFile {
+		t.Errorf("the default's token: %+v", v)
+	}
+	if v := byKey["vault/tag-OTHER/jwt"]; v.Value != "jwt-for-vault.other" {
+		t.Errorf("OTHER's token: %+v", v)
+	}
+	if v := byKey["vault/default/ca.pem"]; v.Value != string(cert) || v.Category != runner.CategoryFile {
+		t.Errorf("the CA file: %+v", v)
+	}
+	for key, want := range map[string]runner.VaultLogin{
+		"vault/default/token": {Address: "https://vault.test:8200", Namespace: "team-a", AuthPath: "tfc/jwt", Role: "writer",
+			JWTFile: runner.FilesDir + "/vault/default/jwt", CACertFile: runner.FilesDir + "/vault/default/ca.pem", TokenEnv: "VAULT_TOKEN"},
+		"vault/tag-OTHER/token": {Address: "http://127.0.0.1:8200", AuthPath: "jwt", Role: "other", JWTFile: runner.FilesDir + "/vault/tag-OTHER/jwt"},
+	} {
+		var got runner.VaultLogin
+		if v := byKey[key]; v.Category != runner.CategoryVaultLogin || v.Sensitive || json.Unmarshal([]byte(v.Value), &got) != nil || got != want {
+			t.Errorf("%s: %+v, want %+v", key, v, want)
+		}
+	}
+	for k, want := range map[string]string{"VAULT_ADDR": "https://vault.test:8200", "VAULT_NAMESPACE": "team-a", "VAULT_CACERT": runner.FilesDir + "/vault/default/ca.pem"} {
+		if v := byKey[k]; v.Value != want || v.Category != "env" {
+			t.Errorf("%s: %+v", k, v)
+		}
+	}
+	if v := byKey["TF_VAR_tfc_vault_dynamic_credentials"]; !v.Expand || v.Value != `{"default":{"address":"https://vault.test:8200",`+
+		`"ca_cert_file":"${TERRACE_RUN_FILES}/vault/default/ca.pem","namespace":"team-a","token_filename":"${TERRACE_RUN_FILES}/vault/default/token"},`+
+		`"aliases":{"OTHER":{"address":"http://127.0.0.1:8200","ca_cert_file":"","namespace":"","token_filename":"${TERRACE_RUN_FILES}/vault/tag-OTHER/token"}}}` {
+		t.Errorf("the input variable: %s", v.Value)
+	}
+	// An alias alone: the default's entry is there, every field empty (the
+	// variable's object type needs them).
+	delete(env, "TFC_VAULT_PROVIDER_AUTH")
+	vars, err = Variables(Configs(env), "plan", "run-1", func(string) (string, error) { return "jwt", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := vars[len(vars)-1]; !strings.HasPrefix(v.Value, `{"default":{"address":"","ca_cert_file":"","namespace":"","token_filename":""},"aliases":{"OTHER":`) {
+		t.Errorf("the input variable without a default: %s", v.Value)
+	}
+}
+
+// testCert is a self-signed certificate, PEM.
+func testCert(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vault CA"}, NotBefore: time.Unix(0, 0), NotAfter: time.Unix(4e9, 0), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

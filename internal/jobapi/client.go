@@ -60,7 +60,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	req.Header.Set(RunnerHeader, c.RunnerID)
-	req.Header.Set(FeaturesHeader, FeatureRunFiles)
+	req.Header.Set(FeaturesHeader, FeatureRunFiles+","+FeatureVaultLogin)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -89,11 +89,14 @@ func TestIdentityTokensPerPhase(t *testing.T) {
 // TestRunnerFeatures: a job whose inputs hold run files (dynamic provider
 // credentials) goes only to a runner that says it writes them; one that
 // predates them (no features header) is refused, saying to upgrade, rather
-// than given a run without its credentials. Other jobs go to any runner.
+// than given a run without its credentials; a Vault login needs a runner
+// that makes it as well. Other jobs go to any runner.
 func TestRunnerFeatures(t *testing.T) {
 	plain := &runner.Inputs{Variables: []runner.Variable{{Key: "TF_LOG", Value: "info", Category: "env"}}}
 	files := &runner.Inputs{ApplyEnv: []runner.Variable{{Key: "aws/default/token", Value: "tok", Category: runner.CategoryFile, Sensitive: true}}}
 	expand := &runner.Inputs{Variables: []runner.Variable{{Key: "AWS_CONFIG_FILE", Value: runner.FilesDir + "/aws/default/config", Category: "env", Expand: true}}}
+	vault := &runner.Inputs{Variables: []runner.Variable{{Key: "vault/default/jwt", Value: "tok", Category: runner.CategoryFile, Sensitive: true},
+		{Key: "vault/default/token", Value: `{"address":"https://vault.test"}`, Category: runner.CategoryVaultLogin}}}
 	for _, tc := range []struct {
 		name     string
 		in       *runner.Inputs
@@ -104,19 +107,23 @@ func TestRunnerFeatures(t *testing.T) {
 		{"files, old runner", files, "", true},
 		{"expanded env, old runner", expand, "", true},
 		{"files, runner with run files", files, "other, " + FeatureRunFiles, false},
+		{"vault, runner with run files only", vault, FeatureRunFiles, true},
+		{"vault, runner with Vault logins only", vault, FeatureVaultLogin, true},
+		{"vault, runner with both", vault, FeatureVaultLogin + "," + FeatureRunFiles, false},
 	} {
 		err := needsFeatures(tc.in, tc.features)
 		if tc.refused != (err != nil) || err != nil && (core.KindOf(err) != core.KindInvalid || !strings.Contains(err.Error(), "upgrade the agent")) {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	// The protocol's own client says it writes run files.
+	// The protocol's own client says it writes run files and logs in to
+	// Vault.
 	var got string
 	c := &Client{BaseURL: "http://in-process", RunnerID: "r", HTTP: InProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Get(FeaturesHeader)
 	}))}
 	_, _ = c.do(t.Context(), http.MethodGet, "/x", nil, "", nil)
-	if got != FeatureRunFiles {
+	if err := needsFeatures(vault, got); err != nil {
 		t.Errorf("the client's features: %q", got)
 	}
 }

@@ -41,10 +41,12 @@ const RunnerHeader = "X-Terrace-Runner"
 // FeaturesHeader lists, comma-separated, what the runner does beyond the
 // protocol's first version, so that the server never hands it a job it
 // would get wrong: FeatureRunFiles, it writes run files
-// (runner.CategoryFile). A runner that predates it sends none.
+// (runner.CategoryFile); FeatureVaultLogin, it logs in to Vault
+// (runner.CategoryVaultLogin). A runner that predates them sends none.
 const (
-	FeaturesHeader  = "X-Terrace-Runner-Features"
-	FeatureRunFiles = "run-files"
+	FeaturesHeader    = "X-Terrace-Runner-Features"
+	FeatureRunFiles   = "run-files"
+	FeatureVaultLogin = "vault-login"
 )
 
 // Agents is the agent domain as the protocol sees it.
@@ -503,18 +505,24 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 }
 
 // needsFeatures refuses a job's inputs to a runner without the features
-// they need (features: its FeaturesHeader): run files, which one that
-// predates them would drop, leaving the run without the credentials its
-// variables asked for.
+// they need (features: its FeaturesHeader): run files and Vault logins,
+// which one that predates them would drop, leaving the run without the
+// credentials its variables asked for.
 func needsFeatures(in *runner.Inputs, features string) error {
+	has := map[string]bool{}
 	for _, f := range strings.Split(features, ",") {
-		if strings.TrimSpace(f) == FeatureRunFiles {
-			return nil
-		}
+		has[strings.TrimSpace(f)] = true
 	}
 	for _, v := range slices.Concat(in.Variables, in.ApplyEnv) {
-		if v.Category == runner.CategoryFile || v.Expand {
-			return core.Invalid("this run's variables ask for dynamic provider credentials (%s), which this runner cannot write: upgrade the agent", v.Key)
+		need := ""
+		switch {
+		case v.Category == runner.CategoryVaultLogin:
+			need = FeatureVaultLogin
+		case v.Category == runner.CategoryFile || v.Expand:
+			need = FeatureRunFiles
+		}
+		if need != "" && !has[need] {
+			return core.Invalid("this run's variables ask for dynamic provider credentials (%s), which this runner cannot handle (it lacks %s): upgrade the agent", v.Key, need)
 		}
 	}
 	return nil

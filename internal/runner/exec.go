@@ -65,6 +65,9 @@ type jobExec struct {
 	timedOut bool
 	// noNewPrivs: terraform starts with no_new_privs (Inputs.NoNewPrivs).
 	noNewPrivs bool
+	// vault are the Vault tokens the phase logged in for (vaultLogin),
+	// revoked when it ends.
+	vault []vaultSession
 }
 
 // phaseLimit is a phase's time limit: the site's plan-timeout or
@@ -143,6 +146,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	defer j.out.Close()
 
 	t0 = time.Now()
+	defer j.revokeVault(ctx)
 	if err := j.prepare(ctx, in); err != nil {
 		return j.finish(ctx, j.r.fault(j.job, err), nil)
 	}
@@ -168,7 +172,10 @@ func (j *jobExec) run(ctx context.Context) error {
 		// reported (so that show -json does not compete with the apply
 		// for the machine), or beside the apply for a run of terraform's
 		// cloud backend, which shows the plan before the apply's log.
-		if err := j.useVars(in.ApplyEnv); err != nil {
+		// The plan's Vault tokens go with the plan; the apply logs in
+		// with its own role.
+		j.revokeVault(ctx)
+		if err := j.useVars(ctx, in.ApplyEnv); err != nil {
 			return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 		}
 		var described func() planDescription
@@ -476,7 +483,7 @@ func (j *jobExec) prepare(ctx context.Context, in *Inputs) error {
 	if j.r.cfg.PluginCacheDir != "" {
 		j.env = append(j.env, "TF_PLUGIN_CACHE_DIR="+j.r.cfg.PluginCacheDir)
 	}
-	if err := j.useVars(in.Variables); err != nil {
+	if err := j.useVars(ctx, in.Variables); err != nil {
 		return err
 	}
 	if j.job.Run.DebuggingMode {

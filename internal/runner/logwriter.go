@@ -51,6 +51,14 @@ func newLogWriter(ctx context.Context, api API, jobID, logID string, secrets []s
 	return w
 }
 
+// setSecrets masks secrets (longest first) in what is written from now on.
+func (w *logWriter) setSecrets(secrets []string) {
+	m := maskReplacer(secrets)
+	w.mu.Lock()
+	w.masker = m
+	w.mu.Unlock()
+}
+
 func (w *logWriter) mask(line []byte) []byte {
 	if w.masker == nil {
 		return line

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,13 +28,19 @@ func (j *jobExec) filesDir() string { return filepath.Join(j.dir, "files") }
 func (j *jobExec) expand(s string) string { return strings.ReplaceAll(s, FilesDir, j.filesDir()) }
 
 // useVars writes vars' run files (again, for an auto-apply's: the apply's
-// replace the plan's) and adds their environment variables to the job's
-// environment, where the last of a name wins.
-func (j *jobExec) useVars(vars []Variable) error {
+// replace the plan's), makes their Vault logins (CategoryVaultLogin) and
+// adds their environment variables to the job's environment, where the
+// last of a name wins.
+func (j *jobExec) useVars(ctx context.Context, vars []Variable) error {
 	for _, v := range vars {
 		switch v.Category {
 		case CategoryFile:
 			if err := j.writeRunFile(v); err != nil {
+				return err
+			}
+		case CategoryVaultLogin:
+			// After its token's file (dyncreds puts it first).
+			if err := j.vaultLogin(ctx, v); err != nil {
 				return err
 			}
 		case "env":

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,7 @@ import (
 func TestRunFiles(t *testing.T) {
 	dir := t.TempDir()
 	j := &jobExec{dir: dir}
-	err := j.useVars([]Variable{
+	err := j.useVars(context.Background(), []Variable{
 		{Key: "aws/default/config", Value: "web_identity_token_file = " + FilesDir + "/aws/default/token\n", Category: CategoryFile},
 		{Key: "AWS_CONFIG_FILE", Value: FilesDir + "/aws/default/config", Category: "env", Expand: true},
 		{Key: "PLAIN", Value: FilesDir, Category: "env"},
@@ -35,7 +36,7 @@ func TestRunFiles(t *testing.T) {
 		t.Errorf("the environment: %q, want %q", j.env, want)
 	}
 	for _, name := range []string{"../escape", "/etc/escape", "aws/../../escape", ""} {
-		if err := j.useVars([]Variable{{Key: name, Value: "x", Category: CategoryFile}}); err == nil {
+		if err := j.useVars(context.Background(), []Variable{{Key: name, Value: "x", Category: CategoryFile}}); err == nil {
 			t.Errorf("run file %q was written", name)
 		}
 	}

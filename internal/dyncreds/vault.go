@@ -1,0 +1,122 @@
+package dyncreds
+
+import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/runner"
+)
+
+// vaultFiles are a Vault configuration's run files: its CA certificate
+// (TFC_VAULT_ENCODED_CACERT, when set) and the login the runner makes
+// before terraform starts (runner.CategoryVaultLogin), which writes the
+// Vault token to dir/token. The default configuration's environment
+// variables are the Vault provider's own (VAULT_ADDR, VAULT_NAMESPACE,
+// VAULT_CACERT; VAULT_TOKEN the runner sets after its login).
+func vaultFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+	addr, err := c.vaultAddr()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	path, err := c.vaultAuthPath()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ns := c.get("NAMESPACE")
+	if strings.ContainsAny(ns, "\r\n") || strings.ContainsAny(role, "\r\n") {
+		return nil, nil, nil, core.Invalid("%s and %s: a Vault namespace and role are one line each", c.name("NAMESPACE"), c.name("RUN_ROLE"))
+	}
+	ca, err := c.vaultCA()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	login := runner.VaultLogin{Address: addr, Namespace: ns, AuthPath: path, Role: role, JWTFile: dir + "/jwt"}
+	entry := map[string]string{"token_filename": dir + "/token", "address": addr, "namespace": ns, "ca_cert_file": ""}
+	var files, env []runner.Variable
+	env = append(env, runner.Variable{Key: "VAULT_ADDR", Value: addr, Category: "env"})
+	if ns != "" {
+		env = append(env, runner.Variable{Key: "VAULT_NAMESPACE", Value: ns, Category: "env"})
+	}
+	if ca != "" {
+		files = append(files, runner.Variable{Key: c.folder() + "/ca.pem", Value: ca, Category: runner.CategoryFile})
+		login.CACertFile, entry["ca_cert_file"] = dir+"/ca.pem", dir+"/ca.pem"
+		env = append(env, runner.Variable{Key: "VAULT_CACERT", Value: dir + "/ca.pem", Category: "env", Expand: true})
+	}
+	if c.Tag == "" {
+		login.TokenEnv = "VAULT_TOKEN"
+	}
+	b, err := json.Marshal(login)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	files = append(files, runner.Variable{Key: c.folder() + "/token", Value: string(b), Category: runner.CategoryVaultLogin})
+	return files, entry, env, nil
+}
+
+// vaultAddr is TFC_VAULT_ADDR: an http or https URL of a Vault server,
+// without a trailing slash.
+func (c Config) vaultAddr() (string, error) {
+	raw := c.get("ADDR")
+	if raw == "" {
+		return "", core.Invalid("%s is true, but Vault's address is not set: set %s (https://vault.example.com:8200)", c.name("PROVIDER_AUTH"), c.name("ADDR"))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", core.Invalid("%s: %q is not a Vault server's http or https address", c.name("ADDR"), raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// vaultPathRE is where an auth method may be mounted: segments of
+// letters, digits, dots, dashes and underscores.
+var vaultPathRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
+
+// vaultAuthPath is TFC_VAULT_AUTH_PATH, where the JWT auth method is
+// mounted (under auth/): jwt unless set.
+func (c Config) vaultAuthPath() (string, error) {
+	p := strings.Trim(c.get("AUTH_PATH"), "/")
+	if p == "" {
+		return "jwt", nil
+	}
+	if !vaultPathRE.MatchString(p) || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") {
+		return "", core.Invalid("%s: %q is not the path of an auth method", c.name("AUTH_PATH"), p)
+	}
+	return p, nil
+}
+
+// vaultCA is TFC_VAULT_ENCODED_CACERT decoded: PEM certificates, "" when
+// unset.
+func (c Config) vaultCA() (string, error) {
+	enc := strings.Join(strings.Fields(c.get("ENCODED_CACERT")), "")
+	if enc == "" {
+		return "", nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return "", core.Invalid("%s is not base64 (encode the PEM certificate: base64 -w0 ca.pem)", c.name("ENCODED_CACERT"))
+	}
+	n := 0
+	for rest := raw; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return "", core.Invalid("%s: a certificate does not parse: %v", c.name("ENCODED_CACERT"), err)
+		}
+		n++
+	}
+	if n == 0 {
+		return "", core.Invalid("%s holds no PEM certificate", c.name("ENCODED_CACERT"))
+	}
+	return string(raw), nil
+}

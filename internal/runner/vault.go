@@ -1,0 +1,176 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// CategoryVaultLogin is a Variable that has the runner log in to Vault
+// before terraform starts (internal/dyncreds: Vault's dynamic provider
+// credentials): Key is the run file the Vault token goes to, Value a
+// VaultLogin as JSON. The token is masked like a sensitive variable and
+// revoked when the phase ends. A runner that predates it does not get
+// such a job (jobapi's FeatureVaultLogin).
+const CategoryVaultLogin = "vault-login"
+
+// VaultLogin is a login to Vault with a workload identity token through
+// Vault's JWT auth method.
+type VaultLogin struct {
+	Address   string `json:"address"` // Vault's, without a trailing slash
+	Namespace string `json:"namespace,omitempty"`
+	// AuthPath is where the JWT auth method is mounted (under auth/).
+	AuthPath string `json:"auth_path"`
+	Role     string `json:"role"`
+	// JWTFile is the run file (FilesDir) holding the token to log in
+	// with; CACertFile, when set, the PEM certificates Vault's TLS
+	// certificate must chain to instead of the system's.
+	JWTFile    string `json:"jwt_file"`
+	CACertFile string `json:"ca_cert_file,omitempty"`
+	// TokenEnv, when set, is the environment variable that gets the
+	// Vault token (VAULT_TOKEN for the default configuration).
+	TokenEnv string `json:"token_env,omitempty"`
+}
+
+// vaultTimeout bounds each call to Vault.
+const vaultTimeout = 30 * time.Second
+
+// vaultSession is a Vault token a job logged in for, to revoke.
+type vaultSession struct {
+	login  VaultLogin
+	client *http.Client
+	token  string
+}
+
+// vaultLogin logs in as v (a CategoryVaultLogin variable) says, writes
+// the Vault token to the run file v.Key, sets its environment variable
+// and masks it from then on.
+func (j *jobExec) vaultLogin(ctx context.Context, v Variable) error {
+	var l VaultLogin
+	if err := json.Unmarshal([]byte(v.Value), &l); err != nil {
+		return fmt.Errorf("vault login %s: %w", v.Key, err)
+	}
+	client, err := vaultClient(j.expand(l.CACertFile))
+	if err != nil {
+		return fmt.Errorf("logging in to Vault at %s: %w", l.Address, err)
+	}
+	jwt, err := os.ReadFile(j.expand(l.JWTFile))
+	if err != nil {
+		return fmt.Errorf("logging in to Vault at %s: reading the workload identity token: %w", l.Address, err)
+	}
+	body, _ := json.Marshal(map[string]string{"role": l.Role, "jwt": strings.TrimSpace(string(jwt))})
+	var resp struct {
+		Auth *struct {
+			ClientToken string `json:"client_token"`
+		} `json:"auth"`
+	}
+	if err := vaultCall(ctx, client, l, http.MethodPost, "/v1/auth/"+l.AuthPath+"/login", "", body, &resp); err != nil {
+		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): %w", l.Address, l.AuthPath, l.Role, err)
+	}
+	if resp.Auth == nil || resp.Auth.ClientToken == "" {
+		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): Vault answered without a token", l.Address, l.AuthPath, l.Role)
+	}
+	token := resp.Auth.ClientToken
+	j.vault = append(j.vault, vaultSession{login: l, client: client, token: token})
+	j.addSecret(token)
+	if err := j.writeRunFile(Variable{Key: v.Key, Value: token}); err != nil {
+		return err
+	}
+	if l.TokenEnv != "" {
+		j.env = append(j.env, l.TokenEnv+"="+token)
+	}
+	j.log.Info("logged in to Vault", "address", l.Address, "auth_path", l.AuthPath, "role", l.Role)
+	return nil
+}
+
+// revokeVault revokes the Vault tokens the job logged in for: a phase's
+// token lives no longer than the phase. A token Vault will not revoke
+// expires with its TTL; the failure is logged.
+func (j *jobExec) revokeVault(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultTimeout)
+	defer cancel()
+	for _, s := range j.vault {
+		if err := vaultCall(ctx, s.client, s.login, http.MethodPost, "/v1/auth/token/revoke-self", s.token, nil, nil); err != nil {
+			j.log.Warn("revoking a Vault token", "address", s.login.Address, "role", s.login.Role, "error", err)
+		}
+	}
+	j.vault = nil
+}
+
+// vaultClient trusts caFile's certificates when set, else the system's.
+func vaultClient(caFile string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no certificate in the CA file")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, Timeout: vaultTimeout}, nil
+}
+
+// vaultCall makes one call to Vault's HTTP API, decoding the answer into
+// out (when set); a failure says what Vault said (its errors list).
+func vaultCall(ctx context.Context, client *http.Client, l VaultLogin, method, path, token string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, l.Address+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if l.Namespace != "" {
+		req.Header.Set("X-Vault-Namespace", l.Namespace)
+	}
+	if token != "" {
+		req.Header.Set("X-Vault-Token", token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Errors []string `json:"errors"`
+		}
+		if json.Unmarshal(data, &e) == nil && len(e.Errors) > 0 {
+			return fmt.Errorf("Vault answered %s: %s", resp.Status, strings.Join(e.Errors, "; "))
+		}
+		return fmt.Errorf("Vault answered %s", resp.Status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("Vault's answer: %w", err)
+		}
+	}
+	return nil
+}
+
+// addSecret masks s in the logs and the plan JSON from now on.
+func (j *jobExec) addSecret(s string) {
+	if len(s) < 3 {
+		return
+	}
+	j.secrets = append(j.secrets, s)
+	sort.SliceStable(j.secrets, func(a, b int) bool { return len(j.secrets[a]) > len(j.secrets[b]) })
+	if j.out != nil {
+		j.out.setSecrets(j.secrets)
+	}
+}
