@@ -146,7 +146,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	defer j.out.Close()
 
 	t0 = time.Now()
-	defer j.revokeVault(ctx)
+	defer j.revokeVault(ctx) // a job that ends early: each phase revokes its own
 	if err := j.prepare(ctx, in); err != nil {
 		return j.finish(ctx, j.r.fault(j.job, err), nil)
 	}
@@ -158,6 +158,9 @@ func (j *jobExec) run(ctx context.Context) error {
 		stop := j.limitPhase("plan", in.PlanTimeout, in.OwnPlanTimeout)
 		res := j.plan(ctx, in)
 		stop()
+		// The phase's Vault tokens go with it, before the run moves on
+		// (an auto-apply's apply logs in with its own role).
+		j.revokeVault(ctx)
 		t0 = time.Now()
 		res.Log = j.out.Rest()
 		res.EngineVersion = j.r.cfg.Engines.Chosen(ctx, j.job.Run.TerraformVersion, j.bin)
@@ -172,9 +175,6 @@ func (j *jobExec) run(ctx context.Context) error {
 		// reported (so that show -json does not compete with the apply
 		// for the machine), or beside the apply for a run of terraform's
 		// cloud backend, which shows the plan before the apply's log.
-		// The plan's Vault tokens go with the plan; the apply logs in
-		// with its own role.
-		j.revokeVault(ctx)
 		if err := j.useVars(ctx, in.ApplyEnv); err != nil {
 			return j.finishApply(ctx, run.ApplyResult{Error: err.Error()})
 		}
@@ -191,6 +191,7 @@ func (j *jobExec) run(ctx context.Context) error {
 		stop = j.limitPhase("apply", in.ApplyTimeout, in.OwnApplyTimeout)
 		applied := j.apply(ctx, in, res)
 		stop()
+		j.revokeVault(ctx)
 		if described != nil {
 			t0 := time.Now()
 			if d := described(); d.planJSON != nil {
@@ -216,7 +217,9 @@ func (j *jobExec) run(ctx context.Context) error {
 	}
 	// The plan's counts were recorded when it finished: no show -json here.
 	p := r.Plan
-	return j.finishApply(ctx, j.apply(ctx, in, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports}))
+	applied := j.apply(ctx, in, run.PlanResult{Additions: p.Additions, Changes: p.Changes, Destructions: p.Destructions, Imports: p.Imports})
+	j.revokeVault(ctx)
+	return j.finishApply(ctx, applied)
 }
 
 // header starts a phase's log as HCP Terraform's do: three lines naming

@@ -93,8 +93,9 @@ func (j *jobExec) vaultLogin(ctx context.Context, v Variable) error {
 }
 
 // revokeVault revokes the Vault tokens the job logged in for: a phase's
-// token lives no longer than the phase. A token Vault will not revoke
-// expires with its TTL; the failure is logged.
+// token lives no longer than the phase, revoked before the phase is
+// reported. A token Vault will not revoke expires with its TTL; the
+// failure is logged.
 func (j *jobExec) revokeVault(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultTimeout)
 	defer cancel()
