@@ -51,66 +51,78 @@ func (s *S3) SetEnv(t testing.TB) {
 // VersityGW returns the versitygw binary the tests use:
 // TERRACE_TEST_VERSITYGW, else the one tools/versitygw/build.sh puts under
 // the repository's .cache.
-func VersityGW() (string, error) {
-	if p := os.Getenv("TERRACE_TEST_VERSITYGW"); p != "" {
+func VersityGW() (string, error) { return cachedTool("TERRACE_TEST_VERSITYGW", "versitygw") }
+
+// cachedTool is a server binary a test starts: the one env names, else
+// .cache/<name>/<version>/<name>, where tools/<name>/build.sh builds the
+// version its tools/<name>/version file names (a line "<name> <version>").
+func cachedTool(env, name string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(filepath.Join(root, "tools", "versitygw", "version"))
+	f, err := os.Open(filepath.Join(root, "tools", name, "version"))
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if name, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), " "); ok && name == "versitygw" {
-			return filepath.Join(root, ".cache", "versitygw", strings.TrimSpace(v), "versitygw"), nil
+		if n, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), " "); ok && n == name {
+			return filepath.Join(root, ".cache", name, strings.TrimSpace(v), name), nil
 		}
 	}
-	return "", fmt.Errorf("tools/versitygw/version names no versitygw version")
+	return "", fmt.Errorf("tools/%s/version names no %s version", name, name)
 }
 
-// StartS3 starts versitygw on a fresh folder for the test and stops it when
-// the test ends. Without the binary the test fails when CI is set (CI
-// builds it with `make versitygw`) and is skipped elsewhere, with a
-// message saying how to build it.
-func StartS3(t testing.TB) *S3 {
+// needTool returns the binary cachedTool finds, or ends the test: it
+// fails when CI is set (CI builds it with `make <name>`) and is skipped
+// elsewhere, with a message saying how to build it (what: what it is).
+func needTool(t testing.TB, env, name, what string) string {
 	t.Helper()
-	bin, err := VersityGW()
+	bin, err := cachedTool(env, name)
 	if err == nil {
 		_, err = os.Stat(bin)
 	}
 	if err != nil {
-		msg := fmt.Sprintf("versitygw, the S3-compatible server the S3 tests run against, is not built (%v): run `make versitygw` (tools/versitygw/build.sh) to build it from the Go module proxy", err)
+		msg := fmt.Sprintf("%s, %s, is not built (%v): run `make %s` (tools/%s/build.sh) to build it from the Go module proxy", name, what, err, name, name)
 		if os.Getenv("CI") != "" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	s := &S3{Bucket: "terrace", Access: "terrace-" + core.RandomString(6), Secret: core.RandomString(24), Dir: t.TempDir()}
-	if err := os.Mkdir(filepath.Join(s.Dir, s.Bucket), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	return bin
+}
+
+// freeAddr is a 127.0.0.1 address with a port free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s.Endpoint = "http://" + addr
-	logPath := filepath.Join(t.TempDir(), "versitygw.log")
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServer starts cmd (its output to a log file of the test's), stops
+// it when the test ends, and waits until it accepts connections at addr,
+// failing the test with its log if it exits first or takes over 30 s.
+// The readiness wait is not a timing assertion.
+func startServer(t testing.TB, name string, cmd *exec.Cmd, addr string) (logPath string) {
+	t.Helper()
+	logPath = filepath.Join(t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--port", addr, "--access", s.Access, "--secret", s.Secret, "--quiet", "posix", s.Dir)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		t.Fatalf("starting versitygw: %v", err)
+		t.Fatalf("starting %s: %v", name, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -119,24 +131,39 @@ func StartS3(t testing.TB) *S3 {
 		<-exited
 		logf.Close()
 	})
-	// Wait until it accepts connections (or exits): a readiness wait, not
-	// a timing assertion.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			return s
+			return logPath
 		}
 		select {
 		case err := <-exited:
 			out, _ := os.ReadFile(logPath)
-			t.Fatalf("versitygw exited before serving (%v):\n%s", err, out)
+			t.Fatalf("%s exited before serving (%v):\n%s", name, err, out)
 		default:
 		}
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(logPath)
-			t.Fatalf("versitygw did not listen on %s within 30s:\n%s", addr, out)
+			t.Fatalf("%s did not listen on %s within 30s:\n%s", name, addr, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// StartS3 starts versitygw on a fresh folder for the test and stops it when
+// the test ends. Without the binary the test fails when CI is set (CI
+// builds it with `make versitygw`) and is skipped elsewhere, with a
+// message saying how to build it.
+func StartS3(t testing.TB) *S3 {
+	t.Helper()
+	bin := needTool(t, "TERRACE_TEST_VERSITYGW", "versitygw", "the S3-compatible server the S3 tests run against")
+	s := &S3{Bucket: "terrace", Access: "terrace-" + core.RandomString(6), Secret: core.RandomString(24), Dir: t.TempDir()}
+	if err := os.Mkdir(filepath.Join(s.Dir, s.Bucket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	s.Endpoint = "http://" + addr
+	startServer(t, "versitygw", exec.Command(bin, "--port", addr, "--access", s.Access, "--secret", s.Secret, "--quiet", "posix", s.Dir), addr)
+	return s
 }
