@@ -77,7 +77,7 @@ func (j *jobExec) vaultLogin(ctx context.Context, v Variable) error {
 		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): %w", l.Address, l.AuthPath, l.Role, err)
 	}
 	if resp.Auth == nil || resp.Auth.ClientToken == "" {
-		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): Vault answered without a token", l.Address, l.AuthPath, l.Role)
+		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): answered without a token", l.Address, l.AuthPath, l.Role)
 	}
 	token := resp.Auth.ClientToken
 	j.vault = append(j.vault, vaultSession{login: l, client: client, token: token})
@@ -152,13 +152,13 @@ func vaultCall(ctx context.Context, client *http.Client, l VaultLogin, method, p
 			Errors []string `json:"errors"`
 		}
 		if json.Unmarshal(data, &e) == nil && len(e.Errors) > 0 {
-			return fmt.Errorf("Vault answered %s: %s", resp.Status, strings.Join(e.Errors, "; "))
+			return fmt.Errorf("answered %s: %s", resp.Status, strings.Join(e.Errors, "; "))
 		}
-		return fmt.Errorf("Vault answered %s", resp.Status)
+		return fmt.Errorf("answered %s", resp.Status)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("Vault's answer: %w", err)
+			return fmt.Errorf("its answer: %w", err)
 		}
 	}
 	return nil
