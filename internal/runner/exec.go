@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func (j *jobExec) run(ctx context.Context) error {
 	if err != nil {
 		return j.finish(ctx, j.r.fault(j.job, Fault{Err: fmt.Errorf("preparing the run: %w", err)}), nil)
 	}
-	j.secrets = maskList(in, withRunSecrets(append(in.Variables[:len(in.Variables):len(in.Variables)], in.ApplyEnv...), r.Variables))
+	j.secrets = maskList(in, withRunSecrets(slices.Concat(in.Variables, in.ApplyEnv), r.Variables))
 	j.structured = in.Workspace != nil && in.Workspace.StructuredRunOutput && !r.TextLog
 	j.noNewPrivs = in.NoNewPrivs
 	j.out = newLogWriter(ctx, j.r.api, j.job.ID, logID, j.secrets)
