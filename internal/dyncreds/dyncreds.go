@@ -1,5 +1,5 @@
 // Package dyncreds gives runs HCP Terraform's dynamic provider
-// credentials for AWS, Google Cloud and Vault. A run whose environment sets
+// credentials for AWS, Google Cloud, Vault and Azure. A run whose environment sets
 // TFC_AWS_PROVIDER_AUTH=true (or TFC_GCP_PROVIDER_AUTH=true) gets, in each
 // phase, a workload identity token (internal/idtoken) for the
 // configuration's audience and the cloud's own credential file that
@@ -7,7 +7,8 @@
 // role with a web identity token; a Google external account credential
 // impersonating a service account), which the provider, the cloud's CLI
 // and its SDKs read on their own (AWS_CONFIG_FILE,
-// GOOGLE_APPLICATION_CREDENTIALS). For Vault (TFC_VAULT_PROVIDER_AUTH)
+// GOOGLE_APPLICATION_CREDENTIALS; Azure's providers take the token file
+// itself, ARM_OIDC_TOKEN_FILE_PATH). For Vault (TFC_VAULT_PROVIDER_AUTH)
 // the runner itself logs in with the token and hands the Vault token on
 // (VAULT_TOKEN, or the file the input variable names). Tagged configurations
 // (TFC_AWS_PROVIDER_AUTH_<TAG>, the other variables with _<TAG> too) are
@@ -109,7 +110,24 @@ var (
 		input: "tfc_vault_dynamic_credentials", fields: []string{"token_filename", "address", "namespace", "ca_cert_file"}, token: "jwt",
 		audience: func(Config) (string, error) { return "vault.workload.identity", nil },
 		files:    vaultFiles}
-	providers = []*provider{aws, gcp, vault}
+	// Azure: the phase's client ID and the token, in files the azurerm
+	// and azuread providers read (client_id_file_path,
+	// oidc_token_file_path); for the default configuration ARM_USE_OIDC,
+	// ARM_CLIENT_ID and ARM_OIDC_TOKEN_FILE_PATH, which they read on their
+	// own (ARM_TENANT_ID and ARM_SUBSCRIPTION_ID are the workspace's).
+	azure = &provider{name: "azure", prefix: "TFC_AZURE", identity: "CLIENT_ID",
+		input: "tfc_azure_dynamic_credentials", fields: []string{"client_id_file_path", "oidc_token_file_path"}, token: "token",
+		audience: func(Config) (string, error) { return "api://AzureADTokenExchange", nil },
+		files: func(c Config, client, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+			if strings.ContainsAny(client, "\r\n") {
+				return nil, nil, nil, core.Invalid("%s: a client ID is one line", c.name("RUN_CLIENT_ID"))
+			}
+			return []runner.Variable{{Key: c.folder() + "/client_id", Value: client, Category: runner.CategoryFile}},
+				map[string]string{"client_id_file_path": dir + "/client_id", "oidc_token_file_path": dir + "/token"},
+				[]runner.Variable{{Key: "ARM_USE_OIDC", Value: "true", Category: "env"}, {Key: "ARM_CLIENT_ID", Value: client, Category: "env"},
+					{Key: "ARM_OIDC_TOKEN_FILE_PATH", Value: dir + "/token", Category: "env", Expand: true}}, nil
+		}}
+	providers = []*provider{aws, gcp, vault, azure}
 )
 
 // oneFile is a configuration's one credential file (name, in the
@@ -149,11 +167,11 @@ func (c Config) name(v string) string {
 
 func (c Config) get(v string) string { return strings.TrimSpace(c.env[c.name(v)]) }
 
-// Provider is what the configuration is for: aws, gcp or vault.
+// Provider is what the configuration is for: aws, gcp, vault or azure.
 func (c Config) Provider() string { return c.p.name }
 
 // Configs returns the configurations env (a run's environment variables)
-// asks for: AWS's, then Google Cloud's, then Vault's; each provider's default first,
+// asks for: AWS's, then Google Cloud's, Vault's, Azure's; each provider's default first,
 // then by tag.
 func Configs(env map[string]string) []Config {
 	var out []Config

@@ -226,3 +226,41 @@ func testCert(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// TestAzure: an Azure configuration gets its token and client ID files,
+// the input variable's two paths and, for the default configuration, the
+// environment the azurerm provider reads; without a client ID it errors.
+func TestAzure(t *testing.T) {
+	env := map[string]string{"TFC_AZURE_PROVIDER_AUTH": "true", "TFC_AZURE_RUN_CLIENT_ID": "run-id", "TFC_AZURE_APPLY_CLIENT_ID": "apply-id",
+		"TFC_AZURE_PROVIDER_AUTH_B": "true", "TFC_AZURE_RUN_CLIENT_ID_B": "b-id", "TFC_AZURE_WORKLOAD_IDENTITY_AUDIENCE_B": "api://b"}
+	vars, err := Variables(Configs(env), "apply", "run-1", func(aud string) (string, error) { return "jwt-for-" + aud, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	byKey := map[string]runner.Variable{}
+	for _, v := range vars {
+		keys = append(keys, v.Key)
+		byKey[v.Key] = v
+	}
+	if got := strings.Join(keys, ","); got != "azure/default/token,azure/default/client_id,ARM_USE_OIDC,ARM_CLIENT_ID,ARM_OIDC_TOKEN_FILE_PATH,"+
+		"azure/tag-B/token,azure/tag-B/client_id,TF_VAR_tfc_azure_dynamic_credentials" {
+		t.Fatalf("variables, in order: %s", got)
+	}
+	for k, want := range map[string]string{"azure/default/token": "jwt-for-api://AzureADTokenExchange", "azure/tag-B/token": "jwt-for-api://b",
+		"azure/default/client_id": "apply-id", "azure/tag-B/client_id": "b-id", "ARM_CLIENT_ID": "apply-id", "ARM_USE_OIDC": "true",
+		"ARM_OIDC_TOKEN_FILE_PATH": runner.FilesDir + "/azure/default/token"} {
+		if byKey[k].Value != want {
+			t.Errorf("%s: %+v, want %q", k, byKey[k], want)
+		}
+	}
+	if v := byKey["TF_VAR_tfc_azure_dynamic_credentials"]; !v.Expand || v.Value != `{"default":{"client_id_file_path":"${TERRACE_RUN_FILES}/azure/default/client_id",`+
+		`"oidc_token_file_path":"${TERRACE_RUN_FILES}/azure/default/token"},"aliases":{"B":{"client_id_file_path":"${TERRACE_RUN_FILES}/azure/tag-B/client_id",`+
+		`"oidc_token_file_path":"${TERRACE_RUN_FILES}/azure/tag-B/token"}}}` {
+		t.Errorf("the input variable: %s", v.Value)
+	}
+	if _, err := Variables(Configs(map[string]string{"TFC_AZURE_PROVIDER_AUTH": "true"}), "plan", "run-1", nil); err == nil ||
+		!strings.Contains(err.Error(), "TFC_AZURE_RUN_CLIENT_ID (or TFC_AZURE_PLAN_CLIENT_ID)") {
+		t.Errorf("without a client ID: %v", err)
+	}
+}

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(gcpHelperVar); ok {
 		os.Exit(gcpHelper(mode))
 	}
+	if mode, ok := os.LookupEnv(azureHelperVar); ok {
+		os.Exit(azureHelper(mode))
+	}
 	flag.Parse()
 	parallel(4)
 	storetest.Main(m)
