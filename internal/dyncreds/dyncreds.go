@@ -42,7 +42,8 @@ import (
 type provider struct {
 	name string // folder among the run files, and order
 	// prefix of its environment variables: <prefix>_PROVIDER_AUTH, …
-	prefix string
+	// (auth, when set, names the one that turns it on instead)
+	prefix, auth string
 	// identity is the suffix of the variables that say who a phase is:
 	// <prefix>_RUN_<identity>, _PLAN_…, _APPLY_….
 	identity string
@@ -51,7 +52,8 @@ type provider struct {
 	// without its own default gets empty: see files).
 	input  string
 	fields []string
-	// token is the name of the file the workload identity token goes in.
+	// token is the name of the file the workload identity token goes in
+	// ("": none, the configuration's credentials come from elsewhere).
 	token string
 	// files are a configuration's run files besides its token, given who
 	// the phase is, where the configuration's files are (dir) and the
@@ -127,7 +129,14 @@ var (
 				[]runner.Variable{{Key: "ARM_USE_OIDC", Value: "true", Category: "env"}, {Key: "ARM_CLIENT_ID", Value: client, Category: "env"},
 					{Key: "ARM_OIDC_TOKEN_FILE_PATH", Value: dir + "/token", Category: "env", Expand: true}}, nil
 		}}
-	providers = []*provider{aws, gcp, vault, azure}
+	// Vault-backed AWS: the runner reads AWS credentials from Vault's AWS
+	// secrets engine, logged in as the default Vault configuration, into
+	// an AWS shared credentials file. After vault: its login comes first.
+	// See vault.go.
+	vaultAWS = &provider{name: "vault-backed-aws", prefix: "TFC_VAULT_BACKED_AWS", auth: "TFC_VAULT_BACKED_AWS_AUTH", identity: "VAULT_ROLE",
+		input: "tfc_vault_backed_aws_dynamic_credentials", fields: []string{"shared_credentials_file"},
+		files: vaultAWSFiles}
+	providers = []*provider{aws, gcp, vault, vaultAWS, azure}
 )
 
 // oneFile is a configuration's one credential file (name, in the
@@ -154,6 +163,8 @@ type Config struct {
 	// variables' names (without the underscore).
 	Tag string
 	env map[string]string
+	// phase is the phase Variables makes the configuration's files for.
+	phase string
 }
 
 // name is the name of the configuration's variable <prefix>_<v>[_<TAG>].
@@ -167,6 +178,18 @@ func (c Config) name(v string) string {
 
 func (c Config) get(v string) string { return strings.TrimSpace(c.env[c.name(v)]) }
 
+// authVar is the variable that turns the configuration on:
+// <prefix>_PROVIDER_AUTH[_<TAG>], or the provider's own name for it.
+func (c Config) authVar() string {
+	if c.p.auth == "" {
+		return c.name("PROVIDER_AUTH")
+	}
+	if c.Tag == "" {
+		return c.p.auth
+	}
+	return c.p.auth + "_" + c.Tag
+}
+
 // Provider is what the configuration is for: aws, gcp, vault or azure.
 func (c Config) Provider() string { return c.p.name }
 
@@ -176,7 +199,7 @@ func (c Config) Provider() string { return c.p.name }
 func Configs(env map[string]string) []Config {
 	var out []Config
 	for _, p := range providers {
-		auth := p.prefix + "_PROVIDER_AUTH"
+		auth := Config{p: p}.authVar()
 		var cs []Config
 		for k, v := range env {
 			if !strings.EqualFold(strings.TrimSpace(v), "true") {
@@ -222,7 +245,7 @@ func (c Config) Who(phase string) (string, error) {
 		who = c.get("RUN_" + c.p.identity)
 	}
 	if who == "" {
-		return "", core.Invalid("%s is true, but the %s has no %s: set %s (or %s)", c.name("PROVIDER_AUTH"), phase,
+		return "", core.Invalid("%s is true, but the %s has no %s: set %s (or %s)", c.authVar(), phase,
 			strings.ToLower(strings.ReplaceAll(c.p.identity, "_", " ")), c.name("RUN_"+c.p.identity), c.name(specific))
 	}
 	if c.p == gcp && !accountRE.MatchString(who) {
@@ -245,7 +268,7 @@ func (c Config) workloadProvider() (string, error) {
 	num, pool, prov := c.get("PROJECT_NUMBER"), c.get("WORKLOAD_POOL_ID"), c.get("WORKLOAD_PROVIDER_ID")
 	n := "projects/" + num + "/locations/global/workloadIdentityPools/" + pool + "/providers/" + prov
 	if num == "" || pool == "" || prov == "" || !providerNameRE.MatchString(n) {
-		return "", core.Invalid("%s is true, but its workload identity provider is not named: set %s, or %s, %s and %s", c.name("PROVIDER_AUTH"),
+		return "", core.Invalid("%s is true, but its workload identity provider is not named: set %s, or %s, %s and %s", c.authVar(),
 			c.name("WORKLOAD_PROVIDER_NAME"), c.name("PROJECT_NUMBER"), c.name("WORKLOAD_POOL_ID"), c.name("WORKLOAD_PROVIDER_ID"))
 	}
 	return n, nil
@@ -284,18 +307,21 @@ func Variables(cs []Config, phase, runID string, mint func(audience string) (str
 		if err != nil {
 			return nil, err
 		}
-		audience, err := c.Audience()
-		if err != nil {
-			return nil, err
-		}
+		c.phase = phase
 		files, entry, env, err := c.p.files(c, who, runner.FilesDir+"/"+c.folder(), runID)
 		if err != nil {
 			return nil, err
 		}
-		// The token first: a runner reads it (Vault's login) while it
-		// takes the files in order.
-		tokens = append(tokens, token{at: len(out), audience: audience})
-		out = append(out, runner.Variable{Key: c.folder() + "/" + c.p.token, Category: runner.CategoryFile, Sensitive: true})
+		if c.p.token != "" {
+			audience, err := c.Audience()
+			if err != nil {
+				return nil, err
+			}
+			// The token first: a runner reads it (Vault's login) while it
+			// takes the files in order.
+			tokens = append(tokens, token{at: len(out), audience: audience})
+			out = append(out, runner.Variable{Key: c.folder() + "/" + c.p.token, Category: runner.CategoryFile, Sensitive: true})
+		}
 		out = append(out, files...)
 		in := inputs[c.p]
 		if in == nil {

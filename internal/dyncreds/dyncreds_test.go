@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,71 @@ func TestAzure(t *testing.T) {
 	if _, err := Variables(Configs(map[string]string{"TFC_AZURE_PROVIDER_AUTH": "true"}), "plan", "run-1", nil); err == nil ||
 		!strings.Contains(err.Error(), "TFC_AZURE_RUN_CLIENT_ID (or TFC_AZURE_PLAN_CLIENT_ID)") {
 		t.Errorf("without a client ID: %v", err)
+	}
+}
+
+// TestVaultBackedAWS: the read a Vault-backed AWS configuration has the
+// runner make (after the default Vault configuration's login, with its
+// token), per credential type and phase, and what it refuses.
+func TestVaultBackedAWS(t *testing.T) {
+	base := func(extra map[string]string) map[string]string {
+		env := map[string]string{"TFC_VAULT_PROVIDER_AUTH": "true", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_RUN_ROLE": "tfc",
+			"TFC_VAULT_BACKED_AWS_AUTH": "true", "TFC_VAULT_BACKED_AWS_RUN_VAULT_ROLE": "deployer"}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return env
+	}
+	mint := func(string) (string, error) { return "jwt", nil }
+	for _, tc := range []struct {
+		env       map[string]string
+		phase     string
+		want      runner.VaultRead
+		wantError string
+	}{
+		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "iam_user"}), "plan",
+			runner.VaultRead{Address: "https://vault.test", TokenFile: runner.FilesDir + "/vault/default/token", Method: "GET", Path: "aws/creds/deployer"}, ""},
+		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "assumed_role", "TFC_VAULT_BACKED_AWS_MOUNT_PATH": "/team/aws/",
+			"TFC_VAULT_BACKED_AWS_RUN_ROLE_ARN": "arn:run", "TFC_VAULT_BACKED_AWS_APPLY_ROLE_ARN": "arn:apply", "TFC_VAULT_BACKED_AWS_APPLY_VAULT_ROLE": "writer"}), "apply",
+			runner.VaultRead{Address: "https://vault.test", TokenFile: runner.FilesDir + "/vault/default/token", Method: "POST", Path: "team/aws/sts/writer", Data: map[string]string{"role_arn": "arn:apply"}}, ""},
+		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "federation_token", "TFC_VAULT_BACKED_AWS_RUN_ROLE_ARN": "arn:run"}), "plan",
+			runner.VaultRead{Address: "https://vault.test", TokenFile: runner.FilesDir + "/vault/default/token", Method: "POST", Path: "aws/sts/deployer"}, ""},
+		{base(nil), "plan", runner.VaultRead{}, "is not iam_user, assumed_role or federation_token"},
+		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "iam_user", "TFC_VAULT_PROVIDER_AUTH": "false"}), "plan", runner.VaultRead{}, "set TFC_VAULT_PROVIDER_AUTH"},
+		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "iam_user", "TFC_VAULT_BACKED_AWS_MOUNT_PATH": "a/../b"}), "plan", runner.VaultRead{}, "is not the path of a secrets engine"},
+	} {
+		vars, err := Variables(Configs(tc.env), tc.phase, "run-1", mint)
+		if tc.wantError != "" {
+			if err == nil || core.KindOf(err) != core.KindInvalid || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("%v: %v, want %q", tc.env, err, tc.wantError)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey, loginAt, readAt := map[string]runner.Variable{}, -1, -1
+		for i, v := range vars {
+			byKey[v.Key] = v
+			switch v.Category {
+			case runner.CategoryVaultLogin:
+				loginAt = i
+			case runner.CategoryVaultRead:
+				readAt = i
+			}
+		}
+		var got runner.VaultRead
+		if v := byKey["vault-backed-aws/default/credentials"]; json.Unmarshal([]byte(v.Value), &got) != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s %v: the read %+v, want %+v", tc.phase, tc.env, got, tc.want)
+		}
+		if loginAt < 0 || readAt < loginAt {
+			t.Errorf("the read (%d) does not follow the Vault login (%d)", readAt, loginAt)
+		}
+		if v := byKey["AWS_SHARED_CREDENTIALS_FILE"]; v.Value != runner.FilesDir+"/vault-backed-aws/default/credentials" || !v.Expand {
+			t.Errorf("AWS_SHARED_CREDENTIALS_FILE: %+v", v)
+		}
+		if v := byKey["TF_VAR_tfc_vault_backed_aws_dynamic_credentials"]; v.Value != `{"default":{"shared_credentials_file":"${TERRACE_RUN_FILES}/vault-backed-aws/default/credentials"},"aliases":{}}` {
+			t.Errorf("the input variable: %+v", v)
+		}
 	}
 }

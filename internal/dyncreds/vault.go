@@ -120,3 +120,64 @@ func (c Config) vaultCA() (string, error) {
 	}
 	return string(raw), nil
 }
+
+// vaultAWSFiles are a Vault-backed AWS configuration's: the read the
+// runner makes of Vault's AWS secrets engine (runner.CategoryVaultRead),
+// as the default Vault configuration logged in, for the phase's Vault
+// role (TFC_VAULT_BACKED_AWS_<PHASE>_VAULT_ROLE, else RUN_VAULT_ROLE),
+// into an AWS shared credentials file: <mount>/creds/<role> for an
+// iam_user role, <mount>/sts/<role> (with the phase's
+// TFC_VAULT_BACKED_AWS_…_ROLE_ARN when set) for assumed_role and
+// federation_token. The default configuration's file is
+// AWS_SHARED_CREDENTIALS_FILE.
+func vaultAWSFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+	v := Config{p: vault, env: c.env}
+	if !strings.EqualFold(strings.TrimSpace(c.env[v.authVar()]), "true") {
+		return nil, nil, nil, core.Invalid("%s is true, but it reads from Vault as the default Vault configuration, which is off: set %s and its variables", c.authVar(), v.authVar())
+	}
+	addr, err := v.vaultAddr()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca, err := v.vaultCA()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mount := strings.Trim(c.get("MOUNT_PATH"), "/")
+	if mount == "" {
+		mount = "aws"
+	}
+	if !vaultPathRE.MatchString(mount) || strings.Contains("/"+mount+"/", "/../") || strings.Contains("/"+mount+"/", "/./") {
+		return nil, nil, nil, core.Invalid("%s: %q is not the path of a secrets engine", c.name("MOUNT_PATH"), mount)
+	}
+	if !vaultPathRE.MatchString(role) {
+		return nil, nil, nil, core.Invalid("%s: %q is not a Vault role's name", c.name("RUN_VAULT_ROLE"), role)
+	}
+	read := runner.VaultRead{Address: addr, Namespace: v.get("NAMESPACE"), TokenFile: runner.FilesDir + "/" + v.folder() + "/token"}
+	if ca != "" {
+		read.CACertFile = runner.FilesDir + "/" + v.folder() + "/ca.pem"
+	}
+	switch typ := c.get("AUTH_TYPE"); typ {
+	case "iam_user":
+		read.Method, read.Path = "GET", mount+"/creds/"+role
+	case "assumed_role", "federation_token":
+		read.Method, read.Path = "POST", mount+"/sts/"+role
+		arn := c.get(strings.ToUpper(c.phase) + "_ROLE_ARN")
+		if arn == "" {
+			arn = c.get("RUN_ROLE_ARN")
+		}
+		if typ == "assumed_role" && arn != "" {
+			read.Data = map[string]string{"role_arn": arn}
+		}
+	default:
+		return nil, nil, nil, core.Invalid("%s: %q is not iam_user, assumed_role or federation_token", c.name("AUTH_TYPE"), typ)
+	}
+	b, err := json.Marshal(read)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	path := dir + "/credentials"
+	return []runner.Variable{{Key: c.folder() + "/credentials", Value: string(b), Category: runner.CategoryVaultRead}},
+		map[string]string{"shared_credentials_file": path},
+		[]runner.Variable{{Key: "AWS_SHARED_CREDENTIALS_FILE", Value: path, Category: "env", Expand: true}}, nil
+}

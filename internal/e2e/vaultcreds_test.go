@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +73,26 @@ func vaultAudit(t *testing.T, path string) (logins []vaultLogin, revoked map[str
 	return logins, revoked
 }
 
+// vaultTrusts has Vault trust Terrace's workload identity tokens: per
+// mount a JWT auth method that reads Terrace's discovery document (over
+// Terrace's TLS) and the roles given (bound audiences, claims, policies;
+// the subject the workspace).
+func vaultTrusts(t *testing.T, v *testenv.Vault, e *testenv.Env, mounts map[string]map[string]map[string]any) {
+	t.Helper()
+	terraceCA, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mount, roles := range mounts {
+		v.Must(t, http.MethodPost, "sys/auth/"+mount, map[string]string{"type": "jwt"})
+		v.Must(t, http.MethodPost, "auth/"+mount+"/config", map[string]string{"oidc_discovery_url": e.URL, "oidc_discovery_ca_pem": string(terraceCA), "bound_issuer": e.URL})
+		for role, body := range roles {
+			body["role_type"], body["user_claim"], body["token_ttl"] = "jwt", "terraform_full_workspace", "20m"
+			v.Must(t, http.MethodPost, "auth/"+mount+"/role/"+role, body)
+		}
+	}
+}
+
 func tokenHash(tok string) string {
 	h := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(h[:])
@@ -109,17 +131,13 @@ func TestVaultDynamicCredentials(t *testing.T) {
 		"TFC_VAULT_RUN_ROLE_OTHER": "other", "TFC_VAULT_WORKLOAD_IDENTITY_AUDIENCE_OTHER": "vault.other",
 	})
 	c := e.Client
-	terraceCA, err := os.ReadFile(e.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Vault trusts Terrace's tokens: two JWT mounts, roles bound to the
 	// workspace and phase, and policies over a KV secret.
 	password := "pw-" + core.RandomString(12)
 	v.Must(t, http.MethodPost, "secret/data/app", map[string]any{"data": map[string]string{"password": password}})
 	v.Must(t, http.MethodPut, "sys/policies/acl/read-app", map[string]string{"policy": `path "secret/data/app" { capabilities = ["read"] }`})
 	v.Must(t, http.MethodPut, "sys/policies/acl/write-applied", map[string]string{"policy": `path "secret/data/applied" { capabilities = ["create", "update"] }`})
-	for mount, roles := range map[string]map[string]map[string]any{
+	vaultTrusts(t, v, e, map[string]map[string]map[string]any{
 		"terrace": {
 			"reader": {"bound_audiences": []string{"vault.workload.identity"}, "token_policies": []string{"read-app"},
 				"bound_claims": map[string]string{"terraform_workspace_id": ws.ID, "terraform_run_phase": "plan"}},
@@ -130,14 +148,7 @@ func TestVaultDynamicCredentials(t *testing.T) {
 			"other": {"bound_audiences": []string{"vault.other"}, "token_policies": []string{"read-app"},
 				"bound_claims": map[string]string{"terraform_workspace_id": ws.ID}},
 		},
-	} {
-		v.Must(t, http.MethodPost, "sys/auth/"+mount, map[string]string{"type": "jwt"})
-		v.Must(t, http.MethodPost, "auth/"+mount+"/config", map[string]string{"oidc_discovery_url": e.URL, "oidc_discovery_ca_pem": string(terraceCA), "bound_issuer": e.URL})
-		for role, body := range roles {
-			body["role_type"], body["user_claim"], body["token_ttl"] = "jwt", "terraform_full_workspace", "20m"
-			v.Must(t, http.MethodPost, "auth/"+mount+"/role/"+role, body)
-		}
-	}
+	})
 
 	out := t.TempDir()
 	cv := uploadConfig(ctx, t, c, ws.ID, fmt.Sprintf(`
@@ -277,5 +288,113 @@ resource "terraform_data" "vault" {
 	if why := strings.Join(phaseLogs(ctx, t, e, r), "\n"); !strings.Contains(why, `logging in to Vault at `+v.Addr+` (auth/terrace, role "reader")`) ||
 		!strings.Contains(why, "terraform_workspace_id") {
 		t.Errorf("the refused login's run does not say why: %s", why)
+	}
+}
+
+// TestVaultBackedAWSCredentials: HCP Terraform's Vault-backed AWS
+// credentials against a real Vault. The runner logs in to Vault (the
+// default Vault configuration; a JWT role per phase) and reads AWS
+// credentials from Vault's AWS secrets engine (assumed_role: Vault itself
+// calls STS AssumeRole, at a stand-in on 127.0.0.1 that records each
+// call) for the phase's Vault role and role ARN, into an AWS shared
+// credentials file. The AWS SDK for Go, given only the apply's environment
+// (AWS_SHARED_CREDENTIALS_FILE), finds the apply's keys; the plan's file
+// held the plan's; the secret key never shows in a log.
+func TestVaultBackedAWSCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var assumed []string // role ARNs
+	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		if err := r.ParseForm(); err == nil && r.Form.Get("Action") == "GetCallerIdentity" {
+			// Vault's check of its root credentials before each use.
+			fmt.Fprint(w, `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>
+<Arn>arn:aws:iam::111111111111:user/vault</Arn><UserId>AIDAVAULT</UserId><Account>111111111111</Account></GetCallerIdentityResult>
+<ResponseMetadata><RequestId>req-id</RequestId></ResponseMetadata></GetCallerIdentityResponse>`)
+			return
+		}
+		if r.Form.Get("Action") != "AssumeRole" {
+			http.Error(w, "not an AssumeRole", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		assumed = append(assumed, r.Form.Get("RoleArn"))
+		n := len(assumed)
+		mu.Unlock()
+		fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>
+<Credentials><AccessKeyId>ASIAVAULT%d</AccessKeyId><SecretAccessKey>vault-secret-%d-%s</SecretAccessKey><SessionToken>session-%d</SessionToken><Expiration>%s</Expiration></Credentials>
+<AssumedRoleUser><Arn>%s/session</Arn><AssumedRoleId>AROA:%d</AssumedRoleId></AssumedRoleUser></AssumeRoleResult>
+<ResponseMetadata><RequestId>req-%d</RequestId></ResponseMetadata></AssumeRoleResponse>`,
+			n, n, core.RandomString(8), n, time.Now().Add(time.Hour).UTC().Format(time.RFC3339), r.Form.Get("RoleArn"), n, n)
+	}))
+	t.Cleanup(sts.Close)
+
+	v := testenv.StartVault(t)
+	const planARN, applyARN = "arn:aws:iam::111111111111:role/plan", "arn:aws:iam::111111111111:role/apply"
+	e, ws, exe := cloudWorkspace(t, "vault-aws", map[string]string{
+		"TFC_VAULT_PROVIDER_AUTH": "true", "TFC_VAULT_ADDR": v.Addr, "TFC_VAULT_ENCODED_CACERT": base64.StdEncoding.EncodeToString(v.CA),
+		"TFC_VAULT_PLAN_ROLE": "plan", "TFC_VAULT_APPLY_ROLE": "apply",
+		"TFC_VAULT_BACKED_AWS_AUTH": "true", "TFC_VAULT_BACKED_AWS_AUTH_TYPE": "assumed_role", "TFC_VAULT_BACKED_AWS_MOUNT_PATH": "cloud",
+		"TFC_VAULT_BACKED_AWS_RUN_VAULT_ROLE": "deployer", "TFC_VAULT_BACKED_AWS_PLAN_ROLE_ARN": planARN, "TFC_VAULT_BACKED_AWS_APPLY_ROLE_ARN": applyARN,
+	})
+	c := e.Client
+	v.Must(t, http.MethodPost, "sys/mounts/cloud", map[string]string{"type": "aws"})
+	v.Must(t, http.MethodPost, "cloud/config/root", map[string]any{"access_key": "AKIAVAULTROOT", "secret_key": "root-secret", "region": "us-east-1",
+		"sts_endpoint": sts.URL, "iam_endpoint": sts.URL, "max_retries": 0})
+	v.Must(t, http.MethodPost, "cloud/roles/deployer", map[string]any{"credential_type": "assumed_role", "role_arns": []string{planARN, applyARN}})
+	v.Must(t, http.MethodPut, "sys/policies/acl/aws", map[string]string{"policy": `path "cloud/sts/deployer" { capabilities = ["update"] }`})
+	vaultTrusts(t, v, e, map[string]map[string]map[string]any{"jwt": {
+		"plan": {"bound_audiences": []string{"vault.workload.identity"}, "token_policies": []string{"aws"},
+			"bound_claims": map[string]string{"terraform_workspace_id": ws.ID, "terraform_run_phase": "plan"}},
+		"apply": {"bound_audiences": []string{"vault.workload.identity"}, "token_policies": []string{"aws"},
+			"bound_claims": map[string]string{"terraform_workspace_id": ws.ID, "terraform_run_phase": "apply"}},
+	}})
+
+	out := t.TempDir()
+	cv := uploadConfig(ctx, t, c, ws.ID, fmt.Sprintf(`
+variable "tfc_vault_backed_aws_dynamic_credentials" {
+  type = object({
+    default = object({ shared_credentials_file = string })
+    aliases = map(object({ shared_credentials_file = string }))
+  })
+}
+output "plan_key" {
+  value = regex("aws_access_key_id = (\\S+)", file(var.tfc_vault_backed_aws_dynamic_credentials.default.shared_credentials_file))[0]
+}
+resource "terraform_data" "aws" {
+  provisioner "local-exec" {
+    command = <<-EOT
+      set -e
+      %[1]s=default '%[2]s' > '%[3]s/default.txt'
+      echo "the secret is $(sed -n 's/^aws_secret_access_key = //p' "$AWS_SHARED_CREDENTIALS_FILE")"
+    EOT
+  }
+}
+`, awsHelperVar, exe, out))
+	r := createRun(ctx, t, c, ws.ID, cv.ID, nil)
+	logs := func() string { return strings.Join(phaseLogs(ctx, t, e, r), "\n") }
+	if r = waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunApplied, tfe.RunErrored); r.Status != tfe.RunApplied {
+		t.Fatalf("the run ended %s: %s\n%s", r.Status, erroredReason(ctx, t, c, r.ID), logs())
+	}
+	mu.Lock()
+	got := append([]string{}, assumed...)
+	mu.Unlock()
+	if strings.Join(got, ",") != planARN+","+applyARN {
+		t.Fatalf("STS AssumeRole calls Vault made: %v, want the plan's role then the apply's", got)
+	}
+	outs, err := c.StateVersionOutputs.ReadCurrent(ctx, ws.ID)
+	if err != nil || len(outs.Items) != 1 || outs.Items[0].Value != "ASIAVAULT1" {
+		t.Errorf("the plan's credentials file: %+v (%v)", outs, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "default.txt")); err != nil || strings.TrimSpace(string(b)) != "ASIAVAULT2" {
+		t.Errorf("the AWS SDK's access key in the apply: %q (%v)", b, err)
+	}
+	if l := logs(); strings.Contains(l, "vault-secret-2-") || !strings.Contains(l, "the secret is ***") {
+		t.Errorf("the apply log does not mask the secret key:\n%s", l)
 	}
 }

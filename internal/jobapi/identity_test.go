@@ -110,6 +110,7 @@ func TestRunnerFeatures(t *testing.T) {
 		{"vault, runner with run files only", vault, FeatureRunFiles, true},
 		{"vault, runner with Vault logins only", vault, FeatureVaultLogin, true},
 		{"vault, runner with both", vault, FeatureVaultLogin + "," + FeatureRunFiles, false},
+		{"vault read, runner with run files only", &runner.Inputs{ApplyEnv: []runner.Variable{{Key: "vault-backed-aws/default/credentials", Category: runner.CategoryVaultRead}}}, FeatureRunFiles, true},
 	} {
 		err := needsFeatures(tc.in, tc.features)
 		if tc.refused != (err != nil) || err != nil && (core.KindOf(err) != core.KindInvalid || !strings.Contains(err.Error(), "upgrade the agent")) {

@@ -41,8 +41,8 @@ const RunnerHeader = "X-Terrace-Runner"
 // FeaturesHeader lists, comma-separated, what the runner does beyond the
 // protocol's first version, so that the server never hands it a job it
 // would get wrong: FeatureRunFiles, it writes run files
-// (runner.CategoryFile); FeatureVaultLogin, it logs in to Vault
-// (runner.CategoryVaultLogin). A runner that predates them sends none.
+// (runner.CategoryFile); FeatureVaultLogin, it logs in to Vault and reads
+// AWS credentials from it (runner.CategoryVaultLogin, CategoryVaultRead). A runner that predates them sends none.
 const (
 	FeaturesHeader    = "X-Terrace-Runner-Features"
 	FeatureRunFiles   = "run-files"
@@ -516,7 +516,7 @@ func needsFeatures(in *runner.Inputs, features string) error {
 	for _, v := range slices.Concat(in.Variables, in.ApplyEnv) {
 		need := ""
 		switch {
-		case v.Category == runner.CategoryVaultLogin:
+		case v.Category == runner.CategoryVaultLogin || v.Category == runner.CategoryVaultRead:
 			need = FeatureVaultLogin
 		case v.Category == runner.CategoryFile || v.Expand:
 			need = FeatureRunFiles

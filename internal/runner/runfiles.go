@@ -43,6 +43,11 @@ func (j *jobExec) useVars(ctx context.Context, vars []Variable) error {
 			if err := j.vaultLogin(ctx, v); err != nil {
 				return err
 			}
+		case CategoryVaultRead:
+			// After the login whose token it reads with.
+			if err := j.vaultRead(ctx, v); err != nil {
+				return err
+			}
 		case "env":
 			// TF_WORKSPACE would select another workspace than the run's,
 			// whose state the runner neither fills nor collects.

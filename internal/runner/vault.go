@@ -175,3 +175,75 @@ func (j *jobExec) addSecret(s string) {
 		j.out.setSecrets(j.secrets)
 	}
 }
+
+// CategoryVaultRead is a Variable that has the runner read AWS
+// credentials from Vault's AWS secrets engine after its Vault login
+// (internal/dyncreds: Vault-backed AWS credentials): Key is the run file
+// the AWS shared credentials file goes to, Value a VaultRead as JSON. The
+// keys are masked; they go with the Vault token that read them (Vault
+// revokes a token's leases with it) or expire (STS).
+const CategoryVaultRead = "vault-read"
+
+// VaultRead is a read of AWS credentials from Vault.
+type VaultRead struct {
+	Address    string `json:"address"`
+	Namespace  string `json:"namespace,omitempty"`
+	CACertFile string `json:"ca_cert_file,omitempty"`
+	// TokenFile is the run file of the Vault login's token (FilesDir).
+	TokenFile string `json:"token_file"`
+	// Method and Path (under /v1/) are the call: GET <mount>/creds/<role>
+	// or POST <mount>/sts/<role>, with Data.
+	Method string            `json:"method"`
+	Path   string            `json:"path"`
+	Data   map[string]string `json:"data,omitempty"`
+}
+
+// vaultRead reads AWS credentials as v (a CategoryVaultRead variable)
+// says and writes them as the default profile of an AWS shared
+// credentials file, the run file v.Key.
+func (j *jobExec) vaultRead(ctx context.Context, v Variable) error {
+	var rd VaultRead
+	if err := json.Unmarshal([]byte(v.Value), &rd); err != nil {
+		return fmt.Errorf("vault read %s: %w", v.Key, err)
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("reading AWS credentials from Vault at %s (%s): %w", rd.Address, rd.Path, err)
+	}
+	client, err := vaultClient(j.expand(rd.CACertFile))
+	if err != nil {
+		return fail(err)
+	}
+	token, err := os.ReadFile(j.expand(rd.TokenFile))
+	if err != nil {
+		return fail(fmt.Errorf("the Vault login's token: %w", err))
+	}
+	var body []byte
+	if rd.Data != nil {
+		body, _ = json.Marshal(rd.Data)
+	}
+	var resp struct {
+		Data struct {
+			AccessKey     string `json:"access_key"`
+			SecretKey     string `json:"secret_key"`
+			SecurityToken string `json:"security_token"`
+		} `json:"data"`
+	}
+	l := VaultLogin{Address: rd.Address, Namespace: rd.Namespace}
+	if err := vaultCall(ctx, client, l, rd.Method, "/v1/"+rd.Path, strings.TrimSpace(string(token)), body, &resp); err != nil {
+		return fail(err)
+	}
+	d := resp.Data
+	if d.AccessKey == "" || d.SecretKey == "" {
+		return fail(fmt.Errorf("no access key in the answer"))
+	}
+	j.addSecret(d.SecretKey)
+	j.addSecret(d.SecurityToken)
+	creds := "[default]\naws_access_key_id = " + oneLine(d.AccessKey) + "\naws_secret_access_key = " + oneLine(d.SecretKey) + "\n"
+	if d.SecurityToken != "" {
+		creds += "aws_session_token = " + oneLine(d.SecurityToken) + "\n"
+	}
+	return j.writeRunFile(Variable{Key: v.Key, Value: creds})
+}
+
+// oneLine keeps a value on its line of an AWS credentials file.
+func oneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }
