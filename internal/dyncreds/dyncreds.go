@@ -121,9 +121,6 @@ var (
 		input: "tfc_azure_dynamic_credentials", fields: []string{"client_id_file_path", "oidc_token_file_path"}, token: "token",
 		audience: func(Config) (string, error) { return "api://AzureADTokenExchange", nil },
 		files: func(c Config, client, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
-			if strings.ContainsAny(client, "\r\n") {
-				return nil, nil, nil, core.Invalid("%s: a client ID is one line", c.name("RUN_CLIENT_ID"))
-			}
 			return []runner.Variable{{Key: c.folder() + "/client_id", Value: client, Category: runner.CategoryFile}},
 				map[string]string{"client_id_file_path": dir + "/client_id", "oidc_token_file_path": dir + "/token"},
 				[]runner.Variable{{Key: "ARM_USE_OIDC", Value: "true", Category: "env"}, {Key: "ARM_CLIENT_ID", Value: client, Category: "env"},
@@ -240,16 +237,21 @@ func (c Config) Who(phase string) (string, error) {
 	if phase == "apply" {
 		specific = "APPLY_" + c.p.identity
 	}
+	from := specific
 	who := c.get(specific)
 	if who == "" {
-		who = c.get("RUN_" + c.p.identity)
+		from = "RUN_" + c.p.identity
+		who = c.get(from)
 	}
 	if who == "" {
 		return "", core.Invalid("%s is true, but the %s has no %s: set %s (or %s)", c.authVar(), phase,
 			strings.ToLower(strings.ReplaceAll(c.p.identity, "_", " ")), c.name("RUN_"+c.p.identity), c.name(specific))
 	}
+	if strings.ContainsAny(who, "\r\n") {
+		return "", core.Invalid("%s: a %s is one line", c.name(from), strings.ToLower(strings.ReplaceAll(c.p.identity, "_", " ")))
+	}
 	if c.p == gcp && !accountRE.MatchString(who) {
-		return "", core.Invalid("%s: %q is not a service account's email", c.name(specific), who)
+		return "", core.Invalid("%s: %q is not a service account's email", c.name(from), who)
 	}
 	return who, nil
 }

@@ -51,7 +51,7 @@ func TestConfigs(t *testing.T) {
 		{cs[2], "apply", "arn:b", ""},
 		{cs[1], "plan", "", "TFC_AWS_RUN_ROLE_ARN_A (or TFC_AWS_PLAN_ROLE_ARN_A)"},
 		{cs[3], "apply", "tf@p.iam.gserviceaccount.com", ""},
-		{cs[4], "plan", "", "is not a service account's email"},
+		{cs[4], "plan", "", "TFC_GCP_RUN_SERVICE_ACCOUNT_EMAIL_X: \"not an email\" is not a service account's email"},
 	} {
 		who, err := tc.c.Who(tc.phase)
 		if who != tc.who || (err == nil) != (tc.wantErrSubstr == "") || err != nil && (!strings.Contains(err.Error(), tc.wantErrSubstr) || core.KindOf(err) != core.KindInvalid) {
@@ -143,7 +143,8 @@ func TestVault(t *testing.T) {
 		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_AUTH_PATH": "jwt?x=1"}, "is not the path of an auth method"},
 		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_ENCODED_CACERT": "not base64!"}, "is not base64"},
 		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_ADDR": "https://vault.test", "TFC_VAULT_ENCODED_CACERT": base64.StdEncoding.EncodeToString([]byte("hello"))}, "holds no PEM certificate"},
-		{map[string]string{"TFC_VAULT_RUN_ROLE": "r\nx", "TFC_VAULT_ADDR": "https://vault.test"}, "one line each"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_PLAN_ROLE": "r\nx", "TFC_VAULT_ADDR": "https://vault.test"}, "TFC_VAULT_PLAN_ROLE: a role is one line"},
+		{map[string]string{"TFC_VAULT_RUN_ROLE": "r", "TFC_VAULT_NAMESPACE": "a\nb", "TFC_VAULT_ADDR": "https://vault.test"}, "TFC_VAULT_NAMESPACE: a Vault namespace is one line"},
 	} {
 		tc.env["TFC_VAULT_PROVIDER_AUTH"] = "true"
 		_, err := Variables(Configs(tc.env), "plan", "run-1", func(string) (string, error) { t.Fatal("minted for a configuration that cannot work"); return "", nil })
@@ -259,6 +260,10 @@ func TestAzure(t *testing.T) {
 		`"oidc_token_file_path":"${TERRACE_RUN_FILES}/azure/default/token"},"aliases":{"B":{"client_id_file_path":"${TERRACE_RUN_FILES}/azure/tag-B/client_id",`+
 		`"oidc_token_file_path":"${TERRACE_RUN_FILES}/azure/tag-B/token"}}}` {
 		t.Errorf("the input variable: %s", v.Value)
+	}
+	if _, err := Variables(Configs(map[string]string{"TFC_AZURE_PROVIDER_AUTH": "true", "TFC_AZURE_APPLY_CLIENT_ID": "a\nb"}), "apply", "run-1", nil); err == nil ||
+		!strings.Contains(err.Error(), "TFC_AZURE_APPLY_CLIENT_ID: a client id is one line") {
+		t.Errorf("a client ID of two lines: %v", err)
 	}
 	if _, err := Variables(Configs(map[string]string{"TFC_AZURE_PROVIDER_AUTH": "true"}), "plan", "run-1", nil); err == nil ||
 		!strings.Contains(err.Error(), "TFC_AZURE_RUN_CLIENT_ID (or TFC_AZURE_PLAN_CLIENT_ID)") {

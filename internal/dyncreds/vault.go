@@ -29,8 +29,8 @@ func vaultFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]st
 		return nil, nil, nil, err
 	}
 	ns := c.get("NAMESPACE")
-	if strings.ContainsAny(ns, "\r\n") || strings.ContainsAny(role, "\r\n") {
-		return nil, nil, nil, core.Invalid("%s and %s: a Vault namespace and role are one line each", c.name("NAMESPACE"), c.name("RUN_ROLE"))
+	if strings.ContainsAny(ns, "\r\n") {
+		return nil, nil, nil, core.Invalid("%s: a Vault namespace is one line", c.name("NAMESPACE"))
 	}
 	ca, err := c.vaultCA()
 	if err != nil {
@@ -151,7 +151,7 @@ func vaultAWSFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string
 		return nil, nil, nil, core.Invalid("%s: %q is not the path of a secrets engine", c.name("MOUNT_PATH"), mount)
 	}
 	if !vaultPathRE.MatchString(role) {
-		return nil, nil, nil, core.Invalid("%s: %q is not a Vault role's name", c.name("RUN_VAULT_ROLE"), role)
+		return nil, nil, nil, core.Invalid("%s: %q is not a Vault role's name", c.name(strings.ToUpper(c.phase)+"_VAULT_ROLE")+" or "+c.name("RUN_VAULT_ROLE"), role)
 	}
 	read := runner.VaultRead{Address: addr, Namespace: v.get("NAMESPACE"), TokenFile: runner.FilesDir + "/" + v.folder() + "/token"}
 	if ca != "" {
