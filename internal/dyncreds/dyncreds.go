@@ -47,20 +47,20 @@ type provider struct {
 	// identity is the suffix of the variables that say who a phase is:
 	// <prefix>_RUN_<identity>, _PLAN_…, _APPLY_….
 	identity string
-	// input is the input variable naming each configuration's files,
-	// whose entries have fields (the first the one a configuration
-	// without its own default gets empty: see files).
+	// input is the input variable naming each configuration's files;
+	// fields are its entries' (all "" in the default entry of a run
+	// without a default configuration).
 	input  string
 	fields []string
 	// token is the name of the file the workload identity token goes in
 	// ("": none, the configuration's credentials come from elsewhere).
 	token string
-	// files are a configuration's run files besides its token, given who
-	// the phase is, where the configuration's files are (dir) and the
+	// files are a configuration's run files besides its token (c.path
+	// says where each is), given who the phase is, the phase and the
 	// run; its entry in the input variable; and, for the default
 	// configuration, the environment variables that hand the files to
 	// the provider.
-	files func(c Config, who, dir, runID string) (files []runner.Variable, entry map[string]string, env []runner.Variable, err error)
+	files func(c Config, who, phase, runID string) (files []runner.Variable, entry map[string]string, env []runner.Variable, err error)
 	// audience is a configuration's token audience when it sets none.
 	audience func(c Config) (string, error)
 }
@@ -71,9 +71,9 @@ var (
 	aws = &provider{name: "aws", prefix: "TFC_AWS", identity: "ROLE_ARN",
 		input: "tfc_aws_dynamic_credentials", fields: []string{"shared_config_file"}, token: "token",
 		audience: func(Config) (string, error) { return "aws.workload.identity", nil },
-		files: func(c Config, role, dir, runID string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
-			return oneFile(c, "config", "[default]\nrole_arn = "+oneLine(role)+"\nweb_identity_token_file = "+dir+"/token"+
-				"\nrole_session_name = "+oneLine(runID)+"\n", "shared_config_file", "AWS_CONFIG_FILE")
+		files: func(c Config, role, _, runID string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+			return oneFile(c, "config", "[default]\nrole_arn = "+runner.OneLine(role)+"\nweb_identity_token_file = "+c.path("token")+
+				"\nrole_session_name = "+runner.OneLine(runID)+"\n", "shared_config_file", "AWS_CONFIG_FILE")
 		}}
 	// Google Cloud: an external account credential that exchanges the
 	// token at Google's STS through the workload identity provider, then
@@ -84,7 +84,7 @@ var (
 			p, err := c.workloadProvider()
 			return "https://iam.googleapis.com/" + p, err
 		},
-		files: func(c Config, account, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+		files: func(c Config, account, _, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
 			p, err := c.workloadProvider()
 			if err != nil {
 				return nil, nil, nil, err
@@ -94,7 +94,7 @@ var (
 				"audience":                          "//iam.googleapis.com/" + p,
 				"subject_token_type":                "urn:ietf:params:oauth:token-type:jwt",
 				"token_url":                         "https://sts.googleapis.com/v1/token",
-				"credential_source":                 map[string]string{"file": dir + "/token"},
+				"credential_source":                 map[string]string{"file": c.path("token")},
 				"service_account_impersonation_url": "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/" + account + ":generateAccessToken",
 			}, "", "  ")
 			if err != nil {
@@ -120,11 +120,11 @@ var (
 	azure = &provider{name: "azure", prefix: "TFC_AZURE", identity: "CLIENT_ID",
 		input: "tfc_azure_dynamic_credentials", fields: []string{"client_id_file_path", "oidc_token_file_path"}, token: "token",
 		audience: func(Config) (string, error) { return "api://AzureADTokenExchange", nil },
-		files: func(c Config, client, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
-			return []runner.Variable{{Key: c.folder() + "/client_id", Value: client, Category: runner.CategoryFile}},
-				map[string]string{"client_id_file_path": dir + "/client_id", "oidc_token_file_path": dir + "/token"},
+		files: func(c Config, client, _, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+			return []runner.Variable{{Key: c.key("client_id"), Value: client, Category: runner.CategoryFile}},
+				map[string]string{"client_id_file_path": c.path("client_id"), "oidc_token_file_path": c.path("token")},
 				[]runner.Variable{{Key: "ARM_USE_OIDC", Value: "true", Category: "env"}, {Key: "ARM_CLIENT_ID", Value: client, Category: "env"},
-					{Key: "ARM_OIDC_TOKEN_FILE_PATH", Value: dir + "/token", Category: "env", Expand: true}}, nil
+					{Key: "ARM_OIDC_TOKEN_FILE_PATH", Value: c.path("token"), Category: "env", Expand: true}}, nil
 		}}
 	// Vault-backed AWS: the runner reads AWS credentials from Vault's AWS
 	// secrets engine, logged in as the default Vault configuration, into
@@ -140,8 +140,8 @@ var (
 // configuration's folder), its entry in the input variable (key: the
 // file) and, for the default configuration, env naming the file.
 func oneFile(c Config, name, content, key, env string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
-	path := runner.FilesDir + "/" + c.folder() + "/" + name
-	return []runner.Variable{{Key: c.folder() + "/" + name, Value: content, Category: runner.CategoryFile}},
+	path := c.path(name)
+	return []runner.Variable{{Key: c.key(name), Value: content, Category: runner.CategoryFile}},
 		map[string]string{key: path},
 		[]runner.Variable{{Key: env, Value: path, Category: "env", Expand: true}}, nil
 }
@@ -160,8 +160,6 @@ type Config struct {
 	// variables' names (without the underscore).
 	Tag string
 	env map[string]string
-	// phase is the phase Variables makes the configuration's files for.
-	phase string
 }
 
 // name is the name of the configuration's variable <prefix>_<v>[_<TAG>].
@@ -187,12 +185,14 @@ func (c Config) authVar() string {
 	return c.p.auth + "_" + c.Tag
 }
 
-// Provider is what the configuration is for: aws, gcp, vault or azure.
+// Provider is what the configuration is for: aws, gcp, vault,
+// vault-backed-aws or azure.
 func (c Config) Provider() string { return c.p.name }
 
 // Configs returns the configurations env (a run's environment variables)
-// asks for: AWS's, then Google Cloud's, Vault's, Azure's; each provider's default first,
-// then by tag.
+// asks for, in the order of providers (Vault's before Vault-backed AWS's,
+// whose read needs its login); each provider's default first, then by
+// tag.
 func Configs(env map[string]string) []Config {
 	var out []Config
 	for _, p := range providers {
@@ -286,6 +286,13 @@ func (c Config) folder() string {
 	return c.p.name + "/tag-" + c.Tag
 }
 
+// key is the run file name of the configuration's file name, as a
+// runner.CategoryFile variable's Key has it; path is where the runner
+// writes it (runner.FilesDir), as a file's content or an Expand
+// variable names it.
+func (c Config) key(name string) string  { return c.folder() + "/" + name }
+func (c Config) path(name string) string { return runner.FilesDir + "/" + c.key(name) }
+
 // Variables are what a run's phase gets for cs: per configuration its
 // token (mint makes it, for the configuration's audience) and credential
 // files; for a provider's default configuration the environment variables
@@ -309,8 +316,7 @@ func Variables(cs []Config, phase, runID string, mint func(audience string) (str
 		if err != nil {
 			return nil, err
 		}
-		c.phase = phase
-		files, entry, env, err := c.p.files(c, who, runner.FilesDir+"/"+c.folder(), runID)
+		files, entry, env, err := c.p.files(c, who, phase, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +328,7 @@ func Variables(cs []Config, phase, runID string, mint func(audience string) (str
 			// The token first: a runner reads it (Vault's login) while it
 			// takes the files in order.
 			tokens = append(tokens, token{at: len(out), audience: audience})
-			out = append(out, runner.Variable{Key: c.folder() + "/" + c.p.token, Category: runner.CategoryFile, Sensitive: true})
+			out = append(out, runner.Variable{Key: c.key(c.p.token), Category: runner.CategoryFile, Sensitive: true})
 		}
 		out = append(out, files...)
 		in := inputs[c.p]
@@ -359,6 +365,3 @@ func Variables(cs []Config, phase, runID string, mint func(audience string) (str
 	}
 	return out, nil
 }
-
-// oneLine keeps a value on its line of the shared config file.
-func oneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }

@@ -78,10 +78,7 @@ func TestConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]runner.Variable{}
-	for _, v := range vars {
-		byKey[v.Key] = v
-	}
+	_, byKey := index(vars)
 	if v := byKey["aws/default/token"]; v.Value != "tok-default" || !v.Sensitive || v.Category != runner.CategoryFile {
 		t.Errorf("the default token file: %+v", v)
 	}
@@ -112,6 +109,17 @@ func TestConfigs(t *testing.T) {
 	if vars, err := Variables(nil, "plan", "run-1", mint); vars != nil || err != nil {
 		t.Errorf("no configuration: %v, %v", vars, err)
 	}
+}
+
+// index is vars' keys, in order and comma-separated, and vars by key.
+func index(vars []runner.Variable) (string, map[string]runner.Variable) {
+	keys := make([]string, 0, len(vars))
+	byKey := map[string]runner.Variable{}
+	for _, v := range vars {
+		keys = append(keys, v.Key)
+		byKey[v.Key] = v
+	}
+	return strings.Join(keys, ","), byKey
 }
 
 func errText(err error) string {
@@ -163,15 +171,10 @@ func TestVault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	byKey := map[string]runner.Variable{}
-	for _, v := range vars {
-		keys = append(keys, v.Key)
-		byKey[v.Key] = v
-	}
-	if got := strings.Join(keys, ","); got != "vault/default/jwt,vault/default/ca.pem,vault/default/token,VAULT_ADDR,VAULT_NAMESPACE,VAULT_CACERT,"+
+	keys, byKey := index(vars)
+	if keys != "vault/default/jwt,vault/default/ca.pem,vault/default/token,VAULT_ADDR,VAULT_NAMESPACE,VAULT_CACERT,"+
 		"vault/tag-OTHER/jwt,vault/tag-OTHER/token,TF_VAR_tfc_vault_dynamic_credentials" {
-		t.Fatalf("variables, in order: %s", got)
+		t.Fatalf("variables, in order: %s", keys)
 	}
 	if v := byKey["vault/default/jwt"]; v.Value != "jwt-for-vault.workload.identity" || !v.Sensitive || v.Category != runner.CategoryFile {
 		t.Errorf("the default's token: %+v", v)
@@ -239,15 +242,10 @@ func TestAzure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	byKey := map[string]runner.Variable{}
-	for _, v := range vars {
-		keys = append(keys, v.Key)
-		byKey[v.Key] = v
-	}
-	if got := strings.Join(keys, ","); got != "azure/default/token,azure/default/client_id,ARM_USE_OIDC,ARM_CLIENT_ID,ARM_OIDC_TOKEN_FILE_PATH,"+
+	keys, byKey := index(vars)
+	if keys != "azure/default/token,azure/default/client_id,ARM_USE_OIDC,ARM_CLIENT_ID,ARM_OIDC_TOKEN_FILE_PATH,"+
 		"azure/tag-B/token,azure/tag-B/client_id,TF_VAR_tfc_azure_dynamic_credentials" {
-		t.Fatalf("variables, in order: %s", got)
+		t.Fatalf("variables, in order: %s", keys)
 	}
 	for k, want := range map[string]string{"azure/default/token": "jwt-for-api://AzureADTokenExchange", "azure/tag-B/token": "jwt-for-api://b",
 		"azure/default/client_id": "apply-id", "azure/tag-B/client_id": "b-id", "ARM_CLIENT_ID": "apply-id", "ARM_USE_OIDC": "true",
@@ -300,6 +298,8 @@ func TestVaultBackedAWS(t *testing.T) {
 		{base(nil), "plan", runner.VaultRead{}, "is not iam_user, assumed_role or federation_token"},
 		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "iam_user", "TFC_VAULT_PROVIDER_AUTH": "false"}), "plan", runner.VaultRead{}, "set TFC_VAULT_PROVIDER_AUTH"},
 		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "iam_user", "TFC_VAULT_BACKED_AWS_MOUNT_PATH": "a/../b"}), "plan", runner.VaultRead{}, "is not the path of a secrets engine"},
+		{base(map[string]string{"TFC_VAULT_BACKED_AWS_AUTH_TYPE": "iam_user", "TFC_VAULT_BACKED_AWS_PLAN_VAULT_ROLE": ".."}), "plan", runner.VaultRead{},
+			`TFC_VAULT_BACKED_AWS_PLAN_VAULT_ROLE or TFC_VAULT_BACKED_AWS_RUN_VAULT_ROLE: ".." is not a Vault role's name`},
 	} {
 		vars, err := Variables(Configs(tc.env), tc.phase, "run-1", mint)
 		if tc.wantError != "" {

@@ -16,10 +16,10 @@ import (
 // vaultFiles are a Vault configuration's run files: its CA certificate
 // (TFC_VAULT_ENCODED_CACERT, when set) and the login the runner makes
 // before terraform starts (runner.CategoryVaultLogin), which writes the
-// Vault token to dir/token. The default configuration's environment
+// Vault token to its file "token". The default configuration's environment
 // variables are the Vault provider's own (VAULT_ADDR, VAULT_NAMESPACE,
 // VAULT_CACERT; VAULT_TOKEN the runner sets after its login).
-func vaultFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+func vaultFiles(c Config, role, _, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
 	addr, err := c.vaultAddr()
 	if err != nil {
 		return nil, nil, nil, err
@@ -36,17 +36,17 @@ func vaultFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]st
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	login := runner.VaultLogin{Address: addr, Namespace: ns, AuthPath: path, Role: role, JWTFile: dir + "/jwt"}
-	entry := map[string]string{"token_filename": dir + "/token", "address": addr, "namespace": ns, "ca_cert_file": ""}
+	login := runner.VaultLogin{Address: addr, Namespace: ns, AuthPath: path, Role: role, JWTFile: c.path("jwt")}
+	entry := map[string]string{"token_filename": c.path("token"), "address": addr, "namespace": ns, "ca_cert_file": ""}
 	var files, env []runner.Variable
 	env = append(env, runner.Variable{Key: "VAULT_ADDR", Value: addr, Category: "env"})
 	if ns != "" {
 		env = append(env, runner.Variable{Key: "VAULT_NAMESPACE", Value: ns, Category: "env"})
 	}
 	if ca != "" {
-		files = append(files, runner.Variable{Key: c.folder() + "/ca.pem", Value: ca, Category: runner.CategoryFile})
-		login.CACertFile, entry["ca_cert_file"] = dir+"/ca.pem", dir+"/ca.pem"
-		env = append(env, runner.Variable{Key: "VAULT_CACERT", Value: dir + "/ca.pem", Category: "env", Expand: true})
+		files = append(files, runner.Variable{Key: c.key("ca.pem"), Value: ca, Category: runner.CategoryFile})
+		login.CACertFile, entry["ca_cert_file"] = c.path("ca.pem"), c.path("ca.pem")
+		env = append(env, runner.Variable{Key: "VAULT_CACERT", Value: c.path("ca.pem"), Category: "env", Expand: true})
 	}
 	if c.Tag == "" {
 		login.TokenEnv = "VAULT_TOKEN"
@@ -55,7 +55,7 @@ func vaultFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]st
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	files = append(files, runner.Variable{Key: c.folder() + "/token", Value: string(b), Category: runner.CategoryVaultLogin})
+	files = append(files, runner.Variable{Key: c.key("token"), Value: string(b), Category: runner.CategoryVaultLogin})
 	return files, entry, env, nil
 }
 
@@ -64,7 +64,7 @@ func vaultFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]st
 func (c Config) vaultAddr() (string, error) {
 	raw := c.get("ADDR")
 	if raw == "" {
-		return "", core.Invalid("%s is true, but Vault's address is not set: set %s (https://vault.example.com:8200)", c.name("PROVIDER_AUTH"), c.name("ADDR"))
+		return "", core.Invalid("%s is true, but Vault's address is not set: set %s (https://vault.example.com:8200)", c.authVar(), c.name("ADDR"))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -73,9 +73,16 @@ func (c Config) vaultAddr() (string, error) {
 	return strings.TrimRight(raw, "/"), nil
 }
 
-// vaultPathRE is where an auth method may be mounted: segments of
-// letters, digits, dots, dashes and underscores.
+// vaultPathRE is a Vault path (where an auth method or a secrets engine
+// is mounted, a role's name): segments of letters, digits, dots, dashes
+// and underscores.
 var vaultPathRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
+
+// vaultPath says p is a Vault path that stays where it is put: no "." or
+// ".." segment.
+func vaultPath(p string) bool {
+	return vaultPathRE.MatchString(p) && !strings.Contains("/"+p+"/", "/../") && !strings.Contains("/"+p+"/", "/./")
+}
 
 // vaultAuthPath is TFC_VAULT_AUTH_PATH, where the JWT auth method is
 // mounted (under auth/): jwt unless set.
@@ -84,7 +91,7 @@ func (c Config) vaultAuthPath() (string, error) {
 	if p == "" {
 		return "jwt", nil
 	}
-	if !vaultPathRE.MatchString(p) || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") {
+	if !vaultPath(p) {
 		return "", core.Invalid("%s: %q is not the path of an auth method", c.name("AUTH_PATH"), p)
 	}
 	return p, nil
@@ -130,7 +137,7 @@ func (c Config) vaultCA() (string, error) {
 // TFC_VAULT_BACKED_AWS_…_ROLE_ARN when set) for assumed_role and
 // federation_token. The default configuration's file is
 // AWS_SHARED_CREDENTIALS_FILE.
-func vaultAWSFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
+func vaultAWSFiles(c Config, role, phase, _ string) ([]runner.Variable, map[string]string, []runner.Variable, error) {
 	v := Config{p: vault, env: c.env}
 	if !strings.EqualFold(strings.TrimSpace(c.env[v.authVar()]), "true") {
 		return nil, nil, nil, core.Invalid("%s is true, but it reads from Vault as the default Vault configuration, which is off: set %s and its variables", c.authVar(), v.authVar())
@@ -147,22 +154,23 @@ func vaultAWSFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string
 	if mount == "" {
 		mount = "aws"
 	}
-	if !vaultPathRE.MatchString(mount) || strings.Contains("/"+mount+"/", "/../") || strings.Contains("/"+mount+"/", "/./") {
+	if !vaultPath(mount) {
 		return nil, nil, nil, core.Invalid("%s: %q is not the path of a secrets engine", c.name("MOUNT_PATH"), mount)
 	}
-	if !vaultPathRE.MatchString(role) {
-		return nil, nil, nil, core.Invalid("%s: %q is not a Vault role's name", c.name(strings.ToUpper(c.phase)+"_VAULT_ROLE")+" or "+c.name("RUN_VAULT_ROLE"), role)
+	if !vaultPath(role) {
+		return nil, nil, nil, core.Invalid("%s: %q is not a Vault role's name", c.name(strings.ToUpper(phase)+"_VAULT_ROLE")+" or "+c.name("RUN_VAULT_ROLE"), role)
 	}
-	read := runner.VaultRead{Address: addr, Namespace: v.get("NAMESPACE"), TokenFile: runner.FilesDir + "/" + v.folder() + "/token"}
+	// The default Vault configuration's files (vaultFiles).
+	read := runner.VaultRead{Address: addr, Namespace: v.get("NAMESPACE"), TokenFile: v.path("token")}
 	if ca != "" {
-		read.CACertFile = runner.FilesDir + "/" + v.folder() + "/ca.pem"
+		read.CACertFile = v.path("ca.pem")
 	}
 	switch typ := c.get("AUTH_TYPE"); typ {
 	case "iam_user":
 		read.Method, read.Path = "GET", mount+"/creds/"+role
 	case "assumed_role", "federation_token":
 		read.Method, read.Path = "POST", mount+"/sts/"+role
-		arn := c.get(strings.ToUpper(c.phase) + "_ROLE_ARN")
+		arn := c.get(strings.ToUpper(phase) + "_ROLE_ARN")
 		if arn == "" {
 			arn = c.get("RUN_ROLE_ARN")
 		}
@@ -176,8 +184,8 @@ func vaultAWSFiles(c Config, role, dir, _ string) ([]runner.Variable, map[string
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	path := dir + "/credentials"
-	return []runner.Variable{{Key: c.folder() + "/credentials", Value: string(b), Category: runner.CategoryVaultRead}},
+	path := c.path("credentials")
+	return []runner.Variable{{Key: c.key("credentials"), Value: string(b), Category: runner.CategoryVaultRead}},
 		map[string]string{"shared_credentials_file": path},
 		[]runner.Variable{{Key: "AWS_SHARED_CREDENTIALS_FILE", Value: path, Category: "env", Expand: true}}, nil
 }

@@ -238,12 +238,13 @@ func (j *jobExec) vaultRead(ctx context.Context, v Variable) error {
 	}
 	j.addSecret(d.SecretKey)
 	j.addSecret(d.SecurityToken)
-	creds := "[default]\naws_access_key_id = " + oneLine(d.AccessKey) + "\naws_secret_access_key = " + oneLine(d.SecretKey) + "\n"
+	creds := "[default]\naws_access_key_id = " + OneLine(d.AccessKey) + "\naws_secret_access_key = " + OneLine(d.SecretKey) + "\n"
 	if d.SecurityToken != "" {
-		creds += "aws_session_token = " + oneLine(d.SecurityToken) + "\n"
+		creds += "aws_session_token = " + OneLine(d.SecurityToken) + "\n"
 	}
 	return j.writeRunFile(Variable{Key: v.Key, Value: creds})
 }
 
-// oneLine keeps a value on its line of an AWS credentials file.
-func oneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }
+// OneLine keeps a value on its line of a credentials or config file
+// (AWS's, whose values end at the line's end).
+func OneLine(s string) string { return strings.NewReplacer("\n", "", "\r", "").Replace(s) }
