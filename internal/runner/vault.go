@@ -46,9 +46,15 @@ const vaultTimeout = 30 * time.Second
 
 // vaultSession is a Vault token a job logged in for, to revoke.
 type vaultSession struct {
-	login  VaultLogin
-	client *http.Client
-	token  string
+	srv         *vaultServer
+	role, token string
+}
+
+// vaultServer is a Vault server as the runner calls it: its address and
+// namespace, and a client that trusts its CA.
+type vaultServer struct {
+	addr, namespace string
+	client          *http.Client
 }
 
 // vaultLogin logs in as v (a CategoryVaultLogin variable) says, writes
@@ -59,13 +65,13 @@ func (j *jobExec) vaultLogin(ctx context.Context, v Variable) error {
 	if err := json.Unmarshal([]byte(v.Value), &l); err != nil {
 		return fmt.Errorf("vault login %s: %w", v.Key, err)
 	}
-	client, err := vaultClient(j.expand(l.CACertFile))
-	if err != nil {
-		return fmt.Errorf("logging in to Vault at %s: %w", l.Address, err)
-	}
 	jwt, err := os.ReadFile(j.expand(l.JWTFile))
 	if err != nil {
 		return fmt.Errorf("logging in to Vault at %s: reading the workload identity token: %w", l.Address, err)
+	}
+	srv, err := j.vaultServer(l.Address, l.Namespace, l.CACertFile)
+	if err != nil {
+		return fmt.Errorf("logging in to Vault at %s: %w", l.Address, err)
 	}
 	body, _ := json.Marshal(map[string]string{"role": l.Role, "jwt": strings.TrimSpace(string(jwt))})
 	var resp struct {
@@ -73,15 +79,17 @@ func (j *jobExec) vaultLogin(ctx context.Context, v Variable) error {
 			ClientToken string `json:"client_token"`
 		} `json:"auth"`
 	}
-	if err := vaultCall(ctx, client, l, http.MethodPost, "/v1/auth/"+l.AuthPath+"/login", "", body, &resp); err != nil {
+	err = srv.call(ctx, http.MethodPost, "/v1/auth/"+l.AuthPath+"/login", "", body, &resp)
+	if err == nil && (resp.Auth == nil || resp.Auth.ClientToken == "") {
+		err = fmt.Errorf("answered without a token")
+	}
+	if err != nil {
+		srv.client.CloseIdleConnections()
 		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): %w", l.Address, l.AuthPath, l.Role, err)
 	}
-	if resp.Auth == nil || resp.Auth.ClientToken == "" {
-		return fmt.Errorf("logging in to Vault at %s (auth/%s, role %q): answered without a token", l.Address, l.AuthPath, l.Role)
-	}
 	token := resp.Auth.ClientToken
-	j.vault = append(j.vault, vaultSession{login: l, client: client, token: token})
-	j.addSecret(token)
+	j.vault = append(j.vault, vaultSession{srv: srv, role: l.Role, token: token})
+	j.addSecrets(token)
 	if err := j.writeRunFile(Variable{Key: v.Key, Value: token}); err != nil {
 		return err
 	}
@@ -100,18 +108,22 @@ func (j *jobExec) revokeVault(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultTimeout)
 	defer cancel()
 	for _, s := range j.vault {
-		if err := vaultCall(ctx, s.client, s.login, http.MethodPost, "/v1/auth/token/revoke-self", s.token, nil, nil); err != nil {
-			j.log.Warn("revoking a Vault token", "address", s.login.Address, "role", s.login.Role, "error", err)
+		if err := s.srv.call(ctx, http.MethodPost, "/v1/auth/token/revoke-self", s.token, nil, nil); err != nil {
+			j.log.Warn("revoking a Vault token", "address", s.srv.addr, "role", s.role, "error", err)
 		}
+		s.srv.client.CloseIdleConnections()
 	}
 	j.vault = nil
 }
 
-// vaultClient trusts caFile's certificates when set, else the system's.
-func vaultClient(caFile string) (*http.Client, error) {
+// vaultServer is the Vault server at addr (namespace ns), trusting the
+// certificates of caFile (a run file, FilesDir) when set, else the
+// system's. Its client's connections are closed when it is done with
+// (CloseIdleConnections), not left to idle out.
+func (j *jobExec) vaultServer(addr, ns, caFile string) (*vaultServer, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pem, err := os.ReadFile(j.expand(caFile))
 		if err != nil {
 			return nil, err
 		}
@@ -121,24 +133,25 @@ func vaultClient(caFile string) (*http.Client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	return &http.Client{Transport: tr, Timeout: vaultTimeout}, nil
+	return &vaultServer{addr: addr, namespace: ns, client: &http.Client{Transport: tr, Timeout: vaultTimeout}}, nil
 }
 
-// vaultCall makes one call to Vault's HTTP API, decoding the answer into
-// out (when set); a failure says what Vault said (its errors list).
-func vaultCall(ctx context.Context, client *http.Client, l VaultLogin, method, path, token string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, l.Address+path, bytes.NewReader(body))
+// call makes one call to Vault's HTTP API as token ("" for none),
+// decoding the answer into out (when set); a failure says what Vault said
+// (its errors list).
+func (s *vaultServer) call(ctx context.Context, method, path, token string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, s.addr+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if l.Namespace != "" {
-		req.Header.Set("X-Vault-Namespace", l.Namespace)
+	if s.namespace != "" {
+		req.Header.Set("X-Vault-Namespace", s.namespace)
 	}
 	if token != "" {
 		req.Header.Set("X-Vault-Token", token)
 	}
-	resp, err := client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -164,12 +177,13 @@ func vaultCall(ctx context.Context, client *http.Client, l VaultLogin, method, p
 	return nil
 }
 
-// addSecret masks s in the logs and the plan JSON from now on.
-func (j *jobExec) addSecret(s string) {
-	if len(s) < 3 {
-		return
+// addSecrets masks secrets in the logs and the plan JSON from now on.
+func (j *jobExec) addSecrets(secrets ...string) {
+	for _, s := range secrets {
+		if len(s) >= 3 {
+			j.secrets = append(j.secrets, s)
+		}
 	}
-	j.secrets = append(j.secrets, s)
 	sort.SliceStable(j.secrets, func(a, b int) bool { return len(j.secrets[a]) > len(j.secrets[b]) })
 	if j.out != nil {
 		j.out.setSecrets(j.secrets)
@@ -209,14 +223,15 @@ func (j *jobExec) vaultRead(ctx context.Context, v Variable) error {
 	fail := func(err error) error {
 		return fmt.Errorf("reading AWS credentials from Vault at %s (%s): %w", rd.Address, rd.Path, err)
 	}
-	client, err := vaultClient(j.expand(rd.CACertFile))
-	if err != nil {
-		return fail(err)
-	}
 	token, err := os.ReadFile(j.expand(rd.TokenFile))
 	if err != nil {
 		return fail(fmt.Errorf("the Vault login's token: %w", err))
 	}
+	srv, err := j.vaultServer(rd.Address, rd.Namespace, rd.CACertFile)
+	if err != nil {
+		return fail(err)
+	}
+	defer srv.client.CloseIdleConnections()
 	var body []byte
 	if rd.Data != nil {
 		body, _ = json.Marshal(rd.Data)
@@ -228,16 +243,14 @@ func (j *jobExec) vaultRead(ctx context.Context, v Variable) error {
 			SecurityToken string `json:"security_token"`
 		} `json:"data"`
 	}
-	l := VaultLogin{Address: rd.Address, Namespace: rd.Namespace}
-	if err := vaultCall(ctx, client, l, rd.Method, "/v1/"+rd.Path, strings.TrimSpace(string(token)), body, &resp); err != nil {
+	if err := srv.call(ctx, rd.Method, "/v1/"+rd.Path, strings.TrimSpace(string(token)), body, &resp); err != nil {
 		return fail(err)
 	}
 	d := resp.Data
 	if d.AccessKey == "" || d.SecretKey == "" {
 		return fail(fmt.Errorf("no access key in the answer"))
 	}
-	j.addSecret(d.SecretKey)
-	j.addSecret(d.SecurityToken)
+	j.addSecrets(d.SecretKey, d.SecurityToken)
 	creds := "[default]\naws_access_key_id = " + OneLine(d.AccessKey) + "\naws_secret_access_key = " + OneLine(d.SecretKey) + "\n"
 	if d.SecurityToken != "" {
 		creds += "aws_session_token = " + OneLine(d.SecurityToken) + "\n"
