@@ -76,6 +76,16 @@ func cloudWorkspace(t *testing.T, name string, env map[string]string) (*testenv.
 	return e, ws, exe
 }
 
+// verifyRunToken checks a run's workload identity token as a relying party
+// would (the issuer's keys, audience) and its claims: the run, phase and
+// workspace (wsName, of organization acme's default project).
+func verifyRunToken(t *testing.T, e *testenv.Env, what, tok, audience, phase, runID, wsID, wsName string) {
+	t.Helper()
+	claims := idtokentest.Verify(t, e.HTTP, e.URL, tok, audience)
+	idtokentest.Claims(t, what, claims, map[string]any{"terraform_run_phase": phase, "terraform_run_id": runID, "terraform_workspace_id": wsID,
+		"sub": "organization:acme:project:Default Project:workspace:" + wsName + ":run_phase:" + phase})
+}
+
 // stsCall is one AssumeRoleWithWebIdentity the stand-in STS answered.
 type stsCall struct{ Role, Session, Token string }
 
@@ -136,9 +146,7 @@ locals {
 `
 	verify := func(what, tok, audience, phase, runID string) {
 		t.Helper()
-		claims := idtokentest.Verify(t, e.HTTP, e.URL, tok, audience)
-		idtokentest.Claims(t, what, claims, map[string]any{"terraform_run_phase": phase, "terraform_run_id": runID, "terraform_workspace_id": ws.ID,
-			"sub": "organization:acme:project:Default Project:workspace:network:run_phase:" + phase})
+		verifyRunToken(t, e, what, tok, audience, phase, runID, ws.ID, "network")
 	}
 
 	// The plan: its files, as the plan reads them.

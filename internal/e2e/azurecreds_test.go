@@ -18,9 +18,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	tfe "github.com/hashicorp/go-tfe"
-
-	"github.com/terracehq/terrace/internal/idtoken/idtokentest"
-	"github.com/terracehq/terrace/internal/testenv"
 )
 
 // azureHelperVar, set, makes the test binary the Azure client a run's
@@ -181,14 +178,4 @@ resource "terraform_data" "azure" {
 	if l := logs(); strings.Contains(l, got[0].Assertion) || !strings.Contains(l, "the azure token is ***") {
 		t.Errorf("the apply log does not mask the token:\n%s", l)
 	}
-}
-
-// verifyRunToken checks a run's workload identity token as a relying party
-// would (the issuer's keys, audience) and its claims: the run, phase and
-// workspace (wsName, of organization acme's default project).
-func verifyRunToken(t *testing.T, e *testenv.Env, what, tok, audience, phase, runID, wsID, wsName string) {
-	t.Helper()
-	claims := idtokentest.Verify(t, e.HTTP, e.URL, tok, audience)
-	idtokentest.Claims(t, what, claims, map[string]any{"terraform_run_phase": phase, "terraform_run_id": runID, "terraform_workspace_id": wsID,
-		"sub": "organization:acme:project:Default Project:workspace:" + wsName + ":run_phase:" + phase})
 }

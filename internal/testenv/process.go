@@ -71,12 +71,7 @@ type Process struct {
 func StartProcess(t testing.TB, dataDir, database, addr string, extra ...string) *Process {
 	t.Helper()
 	if addr == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr = ln.Addr().String()
-		ln.Close()
+		addr = freeAddr(t)
 	}
 	args := append([]string{"server", "--data-dir", dataDir, "--addr", addr, "--log-level", "warn"}, extra...)
 	if database != "" {

@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -49,17 +47,12 @@ func StartVault(t testing.TB) *Vault {
 	// and nothing of the user's (a ~/.vault-token) is read.
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "VAULT_ADDR=", "VAULT_TOKEN=")
 	v.LogPath = startServer(t, "vault", cmd, addr)
+	caFile := filepath.Join(certs, "vault-ca.pem")
 	var err error
-	if v.CA, err = os.ReadFile(filepath.Join(certs, "vault-ca.pem")); err != nil {
+	if v.CA, err = os.ReadFile(caFile); err != nil {
 		t.Fatalf("vault's CA certificate: %v", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(v.CA) {
-		t.Fatalf("vault's CA file holds no certificate")
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	v.HTTP = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	v.HTTP = httpClient(t, caFile)
 	// Listening is not yet unsealed and serving: wait for its health.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
