@@ -1,5 +1,6 @@
 // Package dyncreds gives runs HCP Terraform's dynamic provider
-// credentials for AWS, Google Cloud, Vault and Azure. A run whose environment sets
+// credentials for AWS, Google Cloud, Vault (and Vault-backed AWS) and
+// Azure. A run whose environment sets
 // TFC_AWS_PROVIDER_AUTH=true (or TFC_GCP_PROVIDER_AUTH=true) gets, in each
 // phase, a workload identity token (internal/idtoken) for the
 // configuration's audience and the cloud's own credential file that
@@ -13,8 +14,8 @@
 // (VAULT_TOKEN, or the file the input variable names). Tagged configurations
 // (TFC_AWS_PROVIDER_AUTH_<TAG>, the other variables with _<TAG> too) are
 // for aliased providers: the input variable tfc_aws_dynamic_credentials
-// (tfc_gcp_dynamic_credentials) says where each file is, for a
-// configuration that declares it:
+// (tfc_gcp_…, tfc_vault_…, tfc_vault_backed_aws_…, tfc_azure_…) says
+// where each file is, for a configuration that declares it:
 //
 //	provider "aws" {
 //	  alias               = "other"

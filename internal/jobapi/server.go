@@ -42,7 +42,8 @@ const RunnerHeader = "X-Terrace-Runner"
 // protocol's first version, so that the server never hands it a job it
 // would get wrong: FeatureRunFiles, it writes run files
 // (runner.CategoryFile); FeatureVaultLogin, it logs in to Vault and reads
-// AWS credentials from it (runner.CategoryVaultLogin, CategoryVaultRead). A runner that predates them sends none.
+// AWS credentials from it (runner.CategoryVaultLogin, CategoryVaultRead).
+// A runner that predates them sends none.
 const (
 	FeaturesHeader    = "X-Terrace-Runner-Features"
 	FeatureRunFiles   = "run-files"
