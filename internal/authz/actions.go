@@ -93,6 +93,12 @@ const (
 	// (which assigns keys to workspaces), with a user or team token: its
 	// list and read "cannot be accessed with organization tokens".
 	OrgReadSSHKeys Action = "organization:read-ssh-keys"
+	// OrgReadVCS lists and reads the organization's VCS providers (OAuth
+	// clients) and their OAuth tokens, never their secrets: manage VCS
+	// settings (the organization's token too, which creates them), or
+	// admin access to at least one workspace (which connects workspaces to
+	// repositories through a token).
+	OrgReadVCS Action = "organization:read-vcs-providers"
 	// OrgReadModules lists and downloads the organization's private
 	// registry modules through the module registry protocol (terraform
 	// init): members, organization tokens, and run tokens, since
@@ -361,6 +367,8 @@ var rules = map[Action]rule{
 	OrgManageVCS: {scope: scopeOrg, noun: "organization", verb: "manage VCS settings",
 		org: func(st standing) bool { return st.access.ManageVCSSettings }},
 	OrgReadSSHKeys: {scope: scopeOrg, noun: "organization", verb: "read SSH keys", noOrgToken: true,
+		org: func(st standing) bool { return st.access.ManageVCSSettings }, orgAsk: (*Service).adminSomewhere},
+	OrgReadVCS: {scope: scopeOrg, noun: "organization", verb: "read VCS providers",
 		org: func(st standing) bool { return st.access.ManageVCSSettings }, orgAsk: (*Service).adminSomewhere},
 	OrgManageVarsets: {scope: scopeOrg, noun: "organization", verb: "manage variable sets",
 		org: func(st standing) bool { return st.access.ManageWorkspaces }},

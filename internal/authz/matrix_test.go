@@ -198,7 +198,7 @@ func expect(a authz.Action, service bool, who string) int {
 		case authz.OrgEntitlements:
 			return allow
 		case authz.OrgRead, authz.OrgManage, authz.OrgManageTokens, authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules,
-			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgReadSSHKeys, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
+			authz.OrgManageAgents, authz.OrgManageVCS, authz.OrgReadSSHKeys, authz.OrgReadVCS, authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject,
 			authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.OrgManageNoCode, authz.OrgManageTags, authz.OrgManageReservedTagKeys,
 			authz.TeamRead, authz.TeamManage, authz.TeamMembers, authz.TeamManageTokens, authz.ProjectRead, authz.ProjectUpdate, authz.ProjectDelete, authz.ProjectManageTeams, authz.ProjectCreateWorkspace,
 			authz.ProjectProvisionNoCode, authz.StackRead, authz.StackManage, authz.StackApprove:
@@ -223,6 +223,9 @@ func expect(a authz.Action, service bool, who string) int {
 		// Manage VCS settings, or admin on a workspace (team-admin's on
 		// app); not an organization token.
 		return in("owner", "admin")
+	case authz.OrgReadVCS:
+		// The same, and the organization's token, which manages them.
+		return in("owner", "admin", "organization-token")
 	case authz.OrgManageMembers, authz.OrgManageTeams, authz.OrgManageModules, authz.OrgManageAgents, authz.OrgManageVCS,
 		authz.OrgManageVarsets, authz.OrgCreateWorkspace, authz.OrgCreateProject, authz.OrgManageRunTasks, authz.OrgManagePolicies, authz.TeamManage,
 		authz.TeamMembers, authz.OrgManageTags, authz.OrgManageReservedTagKeys:

@@ -59,6 +59,7 @@ import (
 	"github.com/terracehq/terrace/internal/ui"
 	"github.com/terracehq/terrace/internal/user"
 	"github.com/terracehq/terrace/internal/variable"
+	"github.com/terracehq/terrace/internal/vcs"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -125,6 +126,7 @@ type Server struct {
 	ConfigVersions *configversion.Service
 	// SSHKeys keeps organizations' SSH keys (values are write-only).
 	SSHKeys *sshkey.Service
+	VCS     *vcs.Service
 	// Registry is the private module registry.
 	Registry *registry.Service
 	// Providers is the private provider registry.
@@ -321,6 +323,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.SSHKeys.Keys = s.Keys
 	s.Workspaces.SSHKeys = s.SSHKeys
 	s.SSHKeys.OnDelete = append(s.SSHKeys.OnDelete, workspace.ClearSSHKey)
+	if err := s.wireVCS(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if s.Authz, err = authz.NewService(authz.Options{DB: s.DB, Teams: authzTeams{s.Teams}, Resolver: authzResolver{s}, Settings: s.Settings}); err != nil {
 		s.Close()
 		return nil, err
@@ -393,6 +399,7 @@ func (s *Server) routes() http.Handler {
 	wsAPI.Register(api)
 	agentAPI.Register(api)
 	(&sshkey.API{Service: s.SSHKeys}).Register(api)
+	(&vcs.API{Service: s.VCS, ProjectName: vcsProjects{s.Projects}.name}).Register(api)
 	(&variable.API{Service: s.Variables}).Register(api)
 	stateAPI := &state.API{Service: s.States}
 	stateAPI.Register(api, capability)
@@ -658,8 +665,11 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // SealedColumns are the TEXT columns whose values are sealed at rest;
 // each domain declares its own.
 func SealedColumns() []seal.Column {
-	return append(append([]seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn, idtoken.KeyColumn, forward.BodyColumn,
-		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}, notify.SealedColumns...), state.SealedColumns...)
+	cols := []seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn, idtoken.KeyColumn, forward.BodyColumn,
+		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}
+	cols = append(cols, notify.SealedColumns...)
+	cols = append(cols, state.SealedColumns...)
+	return append(cols, vcs.Columns...)
 }
 
 // sealExisting seals what was stored before encryption at rest existed:
