@@ -6,7 +6,7 @@ BIN       := bin/terrace
 
 CONFORMANCE_FLAGS ?=
 
-.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines oidc-provider versitygw vault
+.PHONY: help build run test test-short vet fuzz fuzz-long conformance load bench clean mirror engines oidc-provider versitygw vault gitea
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -31,7 +31,10 @@ versitygw: ## build versitygw (tools/versitygw/version), the S3-compatible serve
 vault: ## build HashiCorp Vault (tools/vault/version), the server the Vault dynamic credentials test logs in to, into .cache/vault, once
 	tools/vault/build.sh .cache
 
-test: vet engines oidc-provider versitygw vault ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, a real Vault, real HTTPS, with the store's transaction guard and the JSON:API encoder check on
+gitea: ## build Gitea (tools/gitea/version), the git server the VCS-driven workspace tests push to, into .cache/gitea, once
+	tools/gitea/build.sh .cache
+
+test: vet engines oidc-provider versitygw vault gitea ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, a real Vault, real HTTPS, with the store's transaction guard and the JSON:API encoder check on
 	TERRACE_STORE_TXGUARD=1 TERRACE_JSONAPI_CHECK=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
