@@ -76,6 +76,7 @@ TERRACE_METRICS_TOKEN_FILE.`,
 	f.IntVar(&cfg.RunnerConcurrency, "runner-concurrency", 2, "run phases the in-process runner executes at once")
 	f.StringVar(&cfg.EnginesDir, "engines-dir", "", "terraform/tofu binaries by version, as <dir>/terraform/<version>/terraform (default <data-dir>/engines; PATH is searched too)")
 	f.StringVar(&cfg.EnginesCAFile, "engines-ca-file", "", "CA certificates (PEM) trusted, beside the system's, when a run downloads a terraform version a site admin registered")
+	f.StringVar(&cfg.VCSCAFile, "vcs-ca-file", "", "CA certificates (PEM) trusted, beside the system's, when Terrace reaches a VCS provider (a self-hosted Gitea or GitHub Enterprise)")
 	f.StringVar(&cfg.ScratchDir, "scratch-dir", "", "where runs get their working folders (default: the OS temp folder)")
 	f.StringVar(&runCLIConfig, "run-cli-config", "", "a terraform CLI config file whose contents every run gets (e.g. provider_installation for a mirror)")
 	f.StringVar(&cfg.PluginCacheDir, "plugin-cache-dir", "", "a provider plugin cache shared by runs")

@@ -2,10 +2,16 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/terracehq/terrace/internal/agent"
+	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcs"
+	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // vcsProjects shows projects to the VCS provider domain.
@@ -34,10 +40,86 @@ func (a vcsPools) Organization(ctx context.Context, id string) (string, error) {
 	return a.pools.PoolOrganization(ctx, id)
 }
 
-// wireVCS builds the VCS provider service.
+// wireVCS builds the VCS provider service and connects it to workspaces
+// (their vcs-repo), configuration versions and runs (what a push starts).
 func (s *Server) wireVCS() error {
+	var ca []byte
+	if s.cfg.VCSCAFile != "" {
+		var err error
+		if ca, err = os.ReadFile(s.cfg.VCSCAFile); err != nil {
+			return fmt.Errorf("reading the VCS CA file: %w", err)
+		}
+	}
 	var err error
 	s.VCS, err = vcs.NewService(vcs.Options{DB: s.DB, Organizations: sshKeyOrgs{s.Orgs}, Projects: vcsProjects{s.Projects},
-		AgentPools: vcsPools{s.AgentPools}, Keys: s.Keys})
-	return err
+		AgentPools: vcsPools{s.AgentPools}, Keys: s.Keys, BaseURL: s.BaseURL, CA: ca, Logger: s.logger.With("component", "vcs"),
+		Ingress: vcs.Ingress{
+			Workspace:  s.vcsWorkspace,
+			Configure:  s.vcsConfigure,
+			Queue:      s.vcsQueue,
+			Disconnect: s.Workspaces.DisconnectVCS,
+			MaxArchive: configversion.DefaultMaxUploadBytes,
+		}})
+	if err != nil {
+		return err
+	}
+	s.Workspaces.VCS = workspaceVCS{s.VCS}
+	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.VCS.DeleteWorkspace)
+	s.Runs.Observe(s.VCS.RunTransition)
+	return nil
+}
+
+func (s *Server) vcsWorkspace(ctx context.Context, id string) (*vcs.Workspace, error) {
+	w, err := s.Workspaces.System(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st := w.Settings
+	return &vcs.Workspace{ID: w.ID, Organization: w.Organization, Name: w.Name, WorkingDirectory: st.WorkingDirectory,
+		FileTriggersEnabled: st.FileTriggersEnabled, QueueAllRuns: st.QueueAllRuns, TriggerPrefixes: st.TriggerPrefixes,
+		TriggerPatterns: st.TriggerPatterns}, nil
+}
+
+func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []byte, source string) (string, error) {
+	cv, err := s.ConfigVersions.CreateFromArchive(asOrg(ctx, w.Organization), w.ID, archive,
+		configversion.CreateOptions{AutoQueueRuns: ptr(false), Source: source})
+	if err != nil {
+		return "", err
+	}
+	return cv.ID, nil
+}
+
+// vcsQueue starts the run of a pushed commit: the workspace's connection
+// decided it (a workspace admin made it), as HCP Terraform's VCS runs.
+func (s *Server) vcsQueue(ctx context.Context, w *vcs.Workspace, configID, message string) (string, error) {
+	r, err := s.Runs.CreateSystem(asOrg(ctx, w.Organization), run.CreateOptions{WorkspaceID: w.ID, ConfigurationVersionID: configID,
+		Message: &message, Source: vcs.RunSource, TriggerReason: "vcs"})
+	if err != nil {
+		return "", err
+	}
+	return r.ID, nil
+}
+
+// workspaceVCS gives the workspace domain the VCS domain's connections.
+type workspaceVCS struct{ v *vcs.Service }
+
+func toRepo(r *workspace.VCSRepo) *vcs.Repo {
+	if r == nil {
+		return nil
+	}
+	v := vcs.Repo(*r)
+	return &v
+}
+
+func (a workspaceVCS) Resolve(ctx context.Context, org, projectID string, cur *workspace.VCSRepo, o workspace.VCSRepoOptions) (*workspace.VCSRepo, error) {
+	r, err := a.v.Resolve(ctx, org, projectID, toRepo(cur), vcs.RepoOptions(o))
+	if err != nil {
+		return nil, err
+	}
+	w := workspace.VCSRepo(*r)
+	return &w, nil
+}
+
+func (a workspaceVCS) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *workspace.VCSRepo) error {
+	return a.v.Connect(ctx, q, workspaceID, toRepo(prev), toRepo(next))
 }

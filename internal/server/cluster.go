@@ -27,6 +27,7 @@ func (s *Server) wireCluster() error {
 	s.RunTasks.Wake().Announce(s.bell.Ring)
 	s.Triggers.Wake().Announce(s.bell.Ring)
 	s.Stacks.Wake().Announce(s.bell.Ring)
+	s.VCS.Queue().Wake().Announce(s.bell.Ring)
 	s.Replica = s.instanceID()
 	s.leaderGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terrace_cluster_leader",
@@ -44,6 +45,7 @@ func (s *Server) wakeLocal() {
 	s.RunTasks.Wake().Local()
 	s.Triggers.Wake().Local()
 	s.Stacks.Wake().Local()
+	s.VCS.Queue().Wake().Local()
 }
 
 // startLoops starts every background loop that is not a runner on one
@@ -86,6 +88,10 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	l.Go("trigger-fan-out", func(ctx context.Context) {
 		id, prefix := claimant("trigger")
 		s.Triggers.Run(ctx, id, prefix)
+	})
+	l.Go("vcs", func(ctx context.Context) {
+		id, prefix := claimant("vcs")
+		s.VCS.Run(ctx, id, prefix)
 	})
 	l.Go("stack-runs", func(ctx context.Context) { s.Stacks.Run(ctx, 500*time.Millisecond) })
 	l.Go("job-reaper", s.reapExpiredJobs)

@@ -54,6 +54,10 @@ type Config struct {
 	// when a runner downloads a terraform version a site admin registered
 	// (a mirror whose certificate a private CA signed).
 	EnginesCAFile string
+	// VCSCAFile is a PEM file of CAs trusted, beside the system's, when
+	// Terrace reaches a VCS provider (a self-hosted Gitea or GitHub
+	// Enterprise whose certificate a private CA signed).
+	VCSCAFile string
 	// ScratchDir is where runs get their working folders. Defaults to the
 	// OS temporary folder.
 	ScratchDir string

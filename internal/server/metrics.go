@@ -23,7 +23,7 @@ func (s *Server) wireMetrics() error {
 	s.Runs.Observe(s.Metrics.RunTransition)
 	s.Notify.OnAttempt(s.Metrics.NotificationAttempt)
 	s.RunTasks.OnAttempt(s.Metrics.RunTaskAttempt)
-	for _, q := range []*outbox.Queue{s.Notify.Outbox(), s.RunTasks.Outbox(), s.Triggers.Outbox()} {
+	for _, q := range []*outbox.Queue{s.Notify.Outbox(), s.RunTasks.Outbox(), s.Triggers.Outbox(), s.VCS.Queue()} {
 		q.OnAttempt(s.Metrics.OutboxAttempt)
 	}
 	return nil

@@ -59,11 +59,18 @@ type Gitea struct {
 // gitea`) and is skipped elsewhere, with a message saying how to build it.
 func StartGitea(t testing.TB, trust ...[]byte) *Gitea {
 	t.Helper()
+	return StartGiteaCA(t, NewCA(t), trust...)
+}
+
+// StartGiteaCA is StartGitea with Gitea's certificate issued by ca: for a
+// test that must give its CA to a server started before Gitea (Terrace's
+// VCSCAFile).
+func StartGiteaCA(t testing.TB, ca *CA, trust ...[]byte) *Gitea {
+	t.Helper()
 	bin := needTool(t, "TERRACE_TEST_GITEA", "gitea", "the git server the VCS-driven workspace tests push to")
 	addr, dir := freeAddr(t), t.TempDir()
 	_, port, _ := net.SplitHostPort(addr)
 	g := &Gitea{URL: "https://" + addr, Admin: "terrace", Bin: bin, Dir: dir, Config: filepath.Join(dir, "app.ini")}
-	ca := NewCA(t)
 	g.CA = ca.PEM
 	certPEM, keyPEM := ca.IssuePEM(t)
 	g.caFile = filepath.Join(dir, "ca.pem")

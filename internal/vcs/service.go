@@ -2,14 +2,21 @@ package vcs
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -27,6 +34,15 @@ type Service struct {
 	Keys *seal.Keyring
 	// OnDeleteToken hooks run inside the transaction that deletes tokens.
 	OnDeleteToken []OnDeleteToken
+
+	baseURL string
+	client  *http.Client
+	// gitCA is what git trusts when it fetches (nil: the system's CAs):
+	// the system's bundle and Options.CA.
+	gitCA []byte
+	ingress Ingress
+	queue   *outbox.Queue
+	logger  *slog.Logger
 }
 
 // The sealed columns of this domain (seal.Keyring.Reseal re-encrypts
@@ -39,7 +55,7 @@ var (
 )
 
 // Columns are every sealed column of this domain.
-var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn}
+var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn, ConnectionSecretColumn}
 
 // Organizations checks that an organization exists and that the caller
 // may see it (core.NotFound otherwise).
@@ -66,14 +82,55 @@ type Options struct {
 	Projects      Projects
 	AgentPools    AgentPools
 	Keys          *seal.Keyring
+	// BaseURL is the server's https://host: webhook URLs and the links of
+	// commit statuses start with it.
+	BaseURL string
+	// CA holds PEM certificates trusted, beside the system's, when
+	// Terrace reaches a repository host (one whose certificate a private
+	// CA signed).
+	CA      []byte
+	Ingress Ingress
+	Logger  *slog.Logger
 }
 
 // NewService returns a VCS provider service.
 func NewService(o Options) (*Service, error) {
-	if o.DB == nil || o.Organizations == nil || o.Projects == nil || o.AgentPools == nil {
-		return nil, errors.New("vcs.NewService: DB, Organizations, Projects and AgentPools are required")
+	if o.DB == nil || o.Organizations == nil || o.Projects == nil || o.AgentPools == nil || o.BaseURL == "" {
+		return nil, errors.New("vcs.NewService: DB, Organizations, Projects, AgentPools and BaseURL are required")
 	}
-	return &Service{db: o.DB, orgs: o.Organizations, projects: o.Projects, pools: o.AgentPools, Keys: o.Keys}, nil
+	if o.Ingress.Workspace == nil || o.Ingress.Configure == nil || o.Ingress.Queue == nil || o.Ingress.Disconnect == nil || o.Ingress.MaxArchive <= 0 {
+		return nil, errors.New("vcs.NewService: Ingress needs Workspace, Configure, Queue, Disconnect and MaxArchive")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if len(o.CA) > 0 && !pool.AppendCertsFromPEM(o.CA) {
+		return nil, errors.New("vcs.NewService: the CA holds no PEM certificate")
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	s := &Service{db: o.DB, orgs: o.Organizations, projects: o.Projects, pools: o.AgentPools, Keys: o.Keys,
+		baseURL: strings.TrimRight(o.BaseURL, "/"), client: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+		ingress: o.Ingress, logger: o.Logger}
+	if len(o.CA) > 0 {
+		// git trusts only the file it is given: the system's bundle too.
+		for _, f := range []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"} {
+			if b, err := os.ReadFile(f); err == nil {
+				s.gitCA = append(b, '\n')
+				break
+			}
+		}
+		s.gitCA = append(s.gitCA, o.CA...)
+	}
+	s.OnDeleteToken = []OnDeleteToken{s.DeleteTokens}
+	if s.queue, err = s.newQueue(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func (s *Service) checkOrganization(ctx context.Context, org string) error {

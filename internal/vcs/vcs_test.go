@@ -342,3 +342,55 @@ func TestClientsAccess(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectRefusals: a workspace's vcs-repo is checked before anything
+// is kept or any host is asked: each refusal says why, and no workspace
+// is created.
+func TestConnectRefusals(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		org := testenv.NewOrg(t, c, "acme").Name
+		other := testenv.NewOrg(t, c, "other").Name
+		newClient := func(org, provider string, scoped bool) string {
+			t.Helper()
+			oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
+				HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider(tfe.ServiceProviderType(provider)),
+				OrganizationScoped: tfe.Bool(scoped)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return oc.OAuthTokens[0].ID
+		}
+		gitea, bitbucket := newClient(org, "gitea", true), newClient(org, "bitbucket_hosted", true)
+		scoped, foreign := newClient(org, "gitea", false), newClient(other, "gitea", true)
+		for _, tc := range []struct {
+			name   string
+			repo   map[string]any
+			status int
+			match  string
+		}{
+			{"no identifier", map[string]any{"oauth-token-id": gitea}, 422, "identifier is required"},
+			{"a path for an identifier", map[string]any{"identifier": "../etc", "oauth-token-id": gitea}, 422, "must be owner/name"},
+			{"no token", map[string]any{"identifier": "acme/infra"}, 422, "oauth-token-id is required"},
+			{"a token of another organization", map[string]any{"identifier": "acme/infra", "oauth-token-id": foreign}, 404, "not found"},
+			{"a client scoped to other projects", map[string]any{"identifier": "acme/infra", "oauth-token-id": scoped}, 422, "scoped to other projects"},
+			{"a provider Terrace does not reach", map[string]any{"identifier": "acme/infra", "oauth-token-id": bitbucket}, 422, "does not connect workspaces to Bitbucket Cloud"},
+			{"a bad branch", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "branch": "a..b"}, 422, "not a valid git branch name"},
+			{"a bad tags-regex", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "tags-regex": "v(1"}, 422, "not a valid regular expression"},
+			{"a GitHub App", map[string]any{"identifier": "acme/infra", "github-app-installation-id": "ghain-1"}, 422, "GitHub App installations are not supported"},
+			{"an unreachable host", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea}, 422, "acme/infra"},
+		} {
+			status, b := e.API(t, "", "POST", "/api/v2/organizations/"+org+"/workspaces", map[string]any{"data": map[string]any{
+				"type": "workspaces", "attributes": map[string]any{"name": "app", "vcs-repo": tc.repo}}})
+			if status != tc.status || !strings.Contains(string(b), tc.match) {
+				t.Errorf("%s: %d %s, want %d with %q", tc.name, status, b, tc.status, tc.match)
+			}
+			if strings.Contains(string(b), tokenString) {
+				t.Errorf("%s: the answer shows the token: %s", tc.name, b)
+			}
+		}
+		if _, err := c.Workspaces.Read(ctx, org, "app"); err != tfe.ErrResourceNotFound {
+			t.Errorf("the workspace after refused connections: %v, want none", err)
+		}
+	})
+}

@@ -170,6 +170,7 @@ type jsonWorkspace struct {
 	RunsCount                   int                             `jsonapi:"attr,workspace-kpis-runs-count"`
 	TagNames                    []string                        `jsonapi:"attr,tag-names"`
 	SettingOverwrites           *jsonSettingOverwrites          `jsonapi:"attr,setting-overwrites"`
+	VCSRepo                     *jsonVCSRepo                    `jsonapi:"attr,vcs-repo"`
 
 	AgentPool            *jsonRef                `jsonapi:"relation,agent-pool"`
 	CurrentRun           *jsonRunRef             `jsonapi:"relation,current-run"`
@@ -192,6 +193,29 @@ func (j *jsonWorkspace) JSONAPILinks() *jsonapi.Links { return j.links }
 
 type jsonActions struct {
 	IsDestroyable bool `json:"is-destroyable"`
+}
+
+// jsonVCSRepo is a workspace's vcs-repo (go-tfe's VCSRepo).
+type jsonVCSRepo struct {
+	Branch            string `json:"branch"`
+	DisplayIdentifier string `json:"display-identifier"`
+	Identifier        string `json:"identifier"`
+	IngressSubmodules bool   `json:"ingress-submodules"`
+	OAuthTokenID      string `json:"oauth-token-id"`
+	RepositoryHTTPURL string `json:"repository-http-url"`
+	ServiceProvider   string `json:"service-provider"`
+	Tags              bool   `json:"tags"`
+	TagsRegex         string `json:"tags-regex"`
+	WebhookURL        string `json:"webhook-url"`
+}
+
+func vcsRepoJSON(r *VCSRepo) *jsonVCSRepo {
+	if r == nil {
+		return nil
+	}
+	return &jsonVCSRepo{Branch: r.Branch, DisplayIdentifier: r.DisplayIdentifier, Identifier: r.Identifier, IngressSubmodules: r.IngressSubmodules,
+		OAuthTokenID: r.OAuthTokenID, RepositoryHTTPURL: r.RepositoryHTTPURL, ServiceProvider: r.ServiceProvider, Tags: r.TagsRegex != "",
+		TagsRegex: r.TagsRegex, WebhookURL: r.WebhookURL}
 }
 
 type jsonSettingOverwrites struct {
@@ -375,6 +399,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		UpdatedAt:                  w.UpdatedAt,
 		TagNames:                   w.TagNames,
 		SettingOverwrites:          &jsonSettingOverwrites{ExecutionMode: s.ExecutionModeOverwrite, AgentPool: s.AgentPoolOverwrite},
+		VCSRepo:                    vcsRepoJSON(s.VCSRepo),
 		Permissions:                perms,
 		Organization:               &jsonOrgRef{Name: w.Organization},
 		Project:                    &jsonProjectRef{ID: w.ProjectID},
@@ -600,9 +625,6 @@ func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
 	if err := doc.Attrs(&b); err != nil {
 		return o, err
 	}
-	if len(b.VCSRepo) > 0 && string(b.VCSRepo) != "null" {
-		return o, core.Invalid("VCS connections are not supported by this server")
-	}
 	o = Options{
 		Name: b.Name, Description: b.Description, ExecutionMode: b.ExecutionMode, AgentPoolID: b.AgentPoolID,
 		Operations: b.Operations, AllowDestroyPlan: b.AllowDestroyPlan, AssessmentsEnabled: b.AssessmentsEnabled,
@@ -615,6 +637,28 @@ func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
 	}
 	if b.SettingOverwrites != nil {
 		o.ExecutionModeOverwrite, o.AgentPoolOverwrite = b.SettingOverwrites.ExecutionMode, b.SettingOverwrites.AgentPool
+	}
+	switch {
+	case string(b.VCSRepo) == "null":
+		o.RemoveVCSRepo = true
+	case len(b.VCSRepo) > 0:
+		var v struct {
+			Identifier        *string         `json:"identifier"`
+			Branch            *string         `json:"branch"`
+			OAuthTokenID      *string         `json:"oauth-token-id"`
+			TagsRegex         *string         `json:"tags-regex"`
+			IngressSubmodules *bool           `json:"ingress-submodules"`
+			GHAInstallationID *string         `json:"github-app-installation-id"`
+			Tags              json.RawMessage `json:"tags"`
+		}
+		if err := json.Unmarshal(b.VCSRepo, &v); err != nil {
+			return o, core.Invalid("attribute \"vcs-repo\" must be an object of identifier, branch, oauth-token-id, tags-regex and ingress-submodules: %v", err)
+		}
+		if v.GHAInstallationID != nil && *v.GHAInstallationID != "" {
+			return o, core.Invalid("vcs-repo: GitHub App installations are not supported by this server; connect with an oauth-token-id")
+		}
+		o.VCSRepo = &VCSRepoOptions{Identifier: v.Identifier, Branch: v.Branch, OAuthTokenID: v.OAuthTokenID, TagsRegex: v.TagsRegex,
+			IngressSubmodules: v.IngressSubmodules}
 	}
 	if len(b.AutoDestroyAt) > 0 {
 		o.AutoDestroyAtSet = true

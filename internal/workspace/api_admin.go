@@ -20,7 +20,8 @@ func (a *API) registerAdmin(mux *http.ServeMux) {
 }
 
 // jsonAdminWorkspace is the admin API's workspace (go-tfe's
-// AdminWorkspace). vcs-repo is left out: no workspace of Terrace has one.
+// AdminWorkspace). vcs-repo is not shown here yet (the list reads no
+// settings); the workspace's own read shows it.
 type jsonAdminWorkspace struct {
 	ID           string      `jsonapi:"primary,workspaces"`
 	Name         string      `jsonapi:"attr,name"`

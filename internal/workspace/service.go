@@ -131,6 +131,20 @@ type TerraformVersions interface {
 	CheckSelectable(ctx context.Context, q store.Q, version string, beta bool) error
 }
 
+// VCS connects workspaces to repositories; the VCS domain provides it
+// (nil: a vcs-repo is refused).
+type VCS interface {
+	// Resolve checks, before the workspace's transaction and as the
+	// caller, the connection asked for a workspace of org in project: cur
+	// is the workspace's connection (nil: none), o what the request sends
+	// (merged over cur). It answers the connection to keep, with the
+	// repository's default branch and the webhook's URL filled in.
+	Resolve(ctx context.Context, org, projectID string, cur *VCSRepo, o VCSRepoOptions) (*VCSRepo, error)
+	// Connect records, inside the workspace's transaction q, that its
+	// connection went from prev to next (either may be nil).
+	Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *VCSRepo) error
+}
+
 // Service manages workspaces.
 type Service struct {
 	db       *store.DB
@@ -145,6 +159,8 @@ type Service struct {
 	SSHKeys SSHKeys
 	// Versions is wired by the composition root; may be nil.
 	Versions TerraformVersions
+	// VCS is wired by the composition root; may be nil.
+	VCS VCS
 	// DefaultRemoteState is global-remote-state of a workspace created
 	// without one (the site's default-remote-state-access setting); nil:
 	// false.
@@ -275,6 +291,10 @@ type Options struct {
 	Tags []TagRef
 	// TagBindings are added (create) or replace the workspace's (update).
 	TagBindings *[]TagBinding
+	// VCSRepo connects the workspace to a repository (or changes its
+	// connection); RemoveVCSRepo (vcs-repo: null) disconnects it.
+	VCSRepo       *VCSRepoOptions
+	RemoveVCSRepo bool
 }
 
 // TagRef names a tag by ID or by name.
@@ -730,6 +750,13 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 			return nil, err
 		}
 	}
+	if o.VCSRepo != nil {
+		repo, err := s.resolveVCS(ctx, org, w.ProjectID, nil, *o.VCSRepo)
+		if err != nil {
+			return nil, err
+		}
+		w.Settings.VCSRepo = repo
+	}
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		if o.TerraformVersion != nil {
 			if err := s.checkVersion(ctx, tx, org, w.Settings.TerraformVersion); err != nil {
@@ -750,6 +777,11 @@ func (s *Service) Create(ctx context.Context, org string, o Options) (*Workspace
 		}
 		if err != nil {
 			return err
+		}
+		if w.Settings.VCSRepo != nil {
+			if err := s.VCS.Connect(ctx, tx, w.ID, nil, w.Settings.VCSRepo); err != nil {
+				return err
+			}
 		}
 		if len(o.Tags) > 0 {
 			if err := s.addTags(ctx, tx, w, o.Tags); err != nil {
@@ -1030,6 +1062,18 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			}
 		}
 	}
+	// A connection is checked with the host before the transaction, for
+	// the project the workspace ends in.
+	var repo *VCSRepo
+	if o.VCSRepo != nil && !o.RemoveVCSRepo {
+		dest := pre.ProjectID
+		if projectErr == nil && projectID != "" {
+			dest = projectID
+		}
+		if repo, err = s.resolveVCS(ctx, pre.Organization, dest, pre.Settings.VCSRepo, *o.VCSRepo); err != nil {
+			return nil, err
+		}
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		w, err := s.load(ctx, tx, id, true)
 		if err != nil {
@@ -1039,8 +1083,20 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			return core.Conflict("workspace %s moved to another project while it was being updated; try again", id)
 		}
 		before := UsedVersion(w.Settings.TerraformVersion)
+		prevRepo := w.Settings.VCSRepo
 		if err := o.apply(w); err != nil {
 			return err
+		}
+		if o.VCSRepo != nil || o.RemoveVCSRepo {
+			if !sameRepo(prevRepo, pre.Settings.VCSRepo) {
+				return core.Conflict("workspace %s's VCS connection changed while it was being updated; try again", id)
+			}
+			w.Settings.VCSRepo = repo
+			if s.VCS != nil {
+				if err := s.VCS.Connect(ctx, tx, w.ID, prevRepo, repo); err != nil {
+					return err
+				}
+			}
 		}
 		// Only a change of version is checked: a workspace keeps a
 		// version disabled after it chose it, and an update that sends
@@ -1085,6 +1141,46 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 		return nil, err
 	}
 	return s.Get(ctx, id)
+}
+
+// resolveVCS asks the VCS domain for the connection o asks for.
+func (s *Service) resolveVCS(ctx context.Context, org, projectID string, cur *VCSRepo, o VCSRepoOptions) (*VCSRepo, error) {
+	if s.VCS == nil {
+		return nil, core.Invalid("VCS connections are not supported by this server")
+	}
+	return s.VCS.Resolve(ctx, org, projectID, cur, o)
+}
+
+// sameRepo reports whether two connections are the same one.
+func sameRepo(a, b *VCSRepo) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// DisconnectVCS removes the VCS connection of workspaces, inside another
+// domain's transaction q (the VCS domain's, when the token they connect
+// through is deleted), without checking the caller.
+func (s *Service) DisconnectVCS(ctx context.Context, q store.Q, workspaceIDs []string) error {
+	for _, id := range workspaceIDs {
+		w, err := s.read(ctx, q, true, `id = ?`, id)
+		if store.IsNoRows(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if w.Settings.VCSRepo == nil {
+			continue
+		}
+		w.Settings.VCSRepo = nil
+		attrs, _ := json.Marshal(w.Settings)
+		if _, err := q.Exec(ctx, `UPDATE workspaces SET attrs = ?, updated_at = ? WHERE id = ?`, string(attrs), core.Micros(core.Now()), id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UsedVersion is a terraform version as the terraform_version column

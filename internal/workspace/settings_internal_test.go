@@ -12,7 +12,7 @@ import (
 // too, or the settings remembered by decodedSettings would change under a
 // caller that changes its copy.
 func TestSettingsCopyIsDeep(t *testing.T) {
-	known := map[string]bool{"AutoDestroyAt": true, "TriggerPrefixes": true, "TriggerPatterns": true}
+	known := map[string]bool{"AutoDestroyAt": true, "TriggerPrefixes": true, "TriggerPatterns": true, "VCSRepo": true}
 	typ := reflect.TypeFor[Settings]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
@@ -24,11 +24,12 @@ func TestSettingsCopyIsDeep(t *testing.T) {
 		}
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	orig := Settings{AutoDestroyAt: &at, TriggerPrefixes: []string{"a"}, TriggerPatterns: []string{"b"}}
+	orig := Settings{AutoDestroyAt: &at, TriggerPrefixes: []string{"a"}, TriggerPatterns: []string{"b"}, VCSRepo: &VCSRepo{Branch: "main"}}
 	c := orig.copy()
 	*c.AutoDestroyAt = at.Add(time.Hour)
 	c.TriggerPrefixes[0], c.TriggerPatterns[0] = "x", "y"
-	if !orig.AutoDestroyAt.Equal(at) || orig.TriggerPrefixes[0] != "a" || orig.TriggerPatterns[0] != "b" {
+	c.VCSRepo.Branch = "dev"
+	if !orig.AutoDestroyAt.Equal(at) || orig.TriggerPrefixes[0] != "a" || orig.TriggerPatterns[0] != "b" || orig.VCSRepo.Branch != "main" {
 		t.Errorf("changing a copy changed the original: %+v", orig)
 	}
 }

@@ -72,6 +72,36 @@ type Settings struct {
 	// DataRetention is the workspace's own data retention policy (none:
 	// its organization's applies).
 	DataRetention retention.Policy `json:"data-retention-policy,omitzero"`
+	// VCSRepo is the repository the workspace is connected to (nil: none);
+	// the VCS domain (internal/vcs) checks and keeps the connection.
+	VCSRepo *VCSRepo `json:"vcs-repo,omitempty"`
+}
+
+// VCSRepo is a workspace's connection to a repository, as the workspace
+// shows it (go-tfe's VCSRepo). Its secret (the webhook's) is the VCS
+// domain's.
+type VCSRepo struct {
+	Identifier        string `json:"identifier"`
+	DisplayIdentifier string `json:"display-identifier"`
+	// Branch is "" for the repository's default branch.
+	Branch            string `json:"branch"`
+	OAuthTokenID      string `json:"oauth-token-id"`
+	TagsRegex         string `json:"tags-regex,omitempty"`
+	IngressSubmodules bool   `json:"ingress-submodules"`
+	ServiceProvider   string `json:"service-provider"`
+	RepositoryHTTPURL string `json:"repository-http-url"`
+	// WebhookURL is where the host delivers the repository's events.
+	WebhookURL string `json:"webhook-url"`
+}
+
+// VCSRepoOptions are the vcs-repo attributes a create or update sends;
+// nil fields are absent (an update keeps the connection's).
+type VCSRepoOptions struct {
+	Identifier        *string
+	Branch            *string
+	OAuthTokenID      *string
+	TagsRegex         *string
+	IngressSubmodules *bool
 }
 
 // copy returns s with nothing shared with it: the values behind its
@@ -84,6 +114,10 @@ func (s Settings) copy() Settings {
 	}
 	s.TriggerPrefixes = slices.Clone(s.TriggerPrefixes)
 	s.TriggerPatterns = slices.Clone(s.TriggerPatterns)
+	if s.VCSRepo != nil {
+		r := *s.VCSRepo
+		s.VCSRepo = &r
+	}
 	return s
 }
 

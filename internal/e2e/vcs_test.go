@@ -1,0 +1,279 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/server"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestVCSDrivenWorkspace: a workspace connected to a repository of a real
+// Gitea through an OAuth client of its organization, as a platform team
+// would connect one to GitHub. Connecting registers Terrace's webhook at
+// Gitea and fetches the branch head into a configuration version (no run:
+// queue-all-runs is off). A push to the branch makes Gitea deliver the
+// webhook; Terrace fetches the commit with git, makes a configuration
+// version of exactly its files (source gitea) and runs it (auto-apply):
+// the state holds what the pushed file says, and the commit gets
+// Terrace's statuses up to success. A push that changes no file in the
+// working directory, and a push to another branch, start nothing; a
+// delivery not signed with the webhook's secret is refused.
+// Disconnecting removes the webhook from Gitea.
+func TestVCSDrivenWorkspace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			testVCSDrivenWorkspace(t, st)
+		})
+	}
+}
+
+func testVCSDrivenWorkspace(t *testing.T, store string) {
+	ctx := context.Background()
+	// Gitea's certificate comes from a CA of the test's, which Terrace is
+	// told to trust (--vcs-ca-file); Gitea trusts Terrace's for the
+	// webhooks it delivers.
+	ca := testenv.NewCA(t)
+	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := testenv.New(t, testenv.Options{Store: store, Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
+	terraceCA, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testenv.StartGiteaCA(t, ca, terraceCA)
+	repo := g.CreateRepo(t, "infra")
+	config := func(v string) string {
+		return fmt.Sprintf("resource \"terraform_data\" \"v\" {\n  input = %q\n}\noutput \"v\" {\n  value = terraform_data.v.output\n}\n", v)
+	}
+	g.Push(t, repo, "main", map[string]string{"live/main.tf": config("one"), "docs/README.md": "# infra\n"}, "first")
+
+	c := e.Client
+	testenv.NewOrg(t, c, "acme")
+	oc, err := c.OAuthClients.Create(ctx, "acme", tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
+		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token), Name: tfe.String("corp gitea")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A repository the token cannot see is refused with Gitea's answer,
+	// and no workspace is made.
+	if _, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("nowhere"),
+		VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String("terrace/missing"), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}}); err == nil ||
+		!strings.Contains(err.Error(), "terrace/missing") {
+		t.Fatalf("connecting to a missing repository: %v, want it refused naming the repository", err)
+	}
+	if _, err := c.Workspaces.Read(ctx, "acme", "nowhere"); err != tfe.ErrResourceNotFound {
+		t.Fatalf("the workspace of a refused connection: %v, want none", err)
+	}
+
+	ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("infra"), AutoApply: tfe.Bool(true),
+		WorkingDirectory: tfe.String("live"), VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vr := ws.VCSRepo
+	if vr == nil || vr.Identifier != repo || vr.Branch != "main" || vr.ServiceProvider != "gitea" || vr.OAuthTokenID != oc.OAuthTokens[0].ID ||
+		vr.RepositoryHTTPURL != g.URL+"/"+repo || !strings.HasPrefix(vr.WebhookURL, e.URL+"/webhooks/vcs/") {
+		t.Fatalf("the workspace's vcs-repo: %+v", vr)
+	}
+
+	// Terrace registered its webhook at Gitea.
+	var hooks []struct {
+		ID     int64             `json:"id"`
+		Config map[string]string `json:"config"`
+		Events []string          `json:"events"`
+	}
+	waitFor(t, 30*time.Second, "Terrace's webhook at Gitea", func() bool {
+		hooks = nil
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 1
+	})
+	if hooks[0].Config["url"] != vr.WebhookURL || !slices.Contains(hooks[0].Events, "push") {
+		t.Fatalf("the webhook at Gitea: %+v, want %s for pushes", hooks[0], vr.WebhookURL)
+	}
+	// The branch head was fetched into a configuration version; no run.
+	waitFor(t, 60*time.Second, "the connection's configuration version", func() bool {
+		l, err := c.ConfigurationVersions.List(ctx, ws.ID, nil)
+		return err == nil && len(l.Items) == 1 && l.Items[0].Status == tfe.ConfigurationUploaded
+	})
+	if runs, err := c.Runs.List(ctx, ws.ID, nil); err != nil || len(runs.Items) != 0 {
+		t.Fatalf("runs after connecting: %v %v, want none (queue-all-runs is off)", runs, err)
+	}
+
+	// A push to the branch runs.
+	sha2 := g.Push(t, repo, "main", map[string]string{"live/main.tf": config("two"), "docs/README.md": "# infra\n"}, "Raise v to two\n\nBody.")
+	r := waitNthRun(ctx, t, c, ws.ID, 1)
+	if r.Message != "Raise v to two" || r.Source != "tfe-configuration-version" {
+		t.Errorf("the push's run: message %q, source %q", r.Message, r.Source)
+	}
+	r = waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunApplied)
+	cv, err := c.ConfigurationVersions.Read(ctx, r.ConfigurationVersion.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cv.Source != "gitea" {
+		t.Errorf("the run's configuration version has source %q, want gitea", cv.Source)
+	}
+	tgz, err := c.ConfigurationVersions.Download(ctx, cv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tarFiles(t, tgz); fmt.Sprint(got) != fmt.Sprint(map[string]string{"docs/README.md": "# infra\n", "live/main.tf": config("two")}) {
+		t.Errorf("the configuration version's files: %v, want exactly the commit's", got)
+	}
+	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "two"})
+	// The commit's statuses end in success, linking to the run.
+	waitFor(t, 60*time.Second, "the commit's success status", func() bool {
+		var sts []struct {
+			State  string `json:"status"`
+			Ctx    string `json:"context"`
+			Target string `json:"target_url"`
+		}
+		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha2+"/statuses", nil, &sts)
+		for _, s := range sts {
+			if s.State == "success" && s.Ctx == "Terrace/acme/infra" && strings.HasSuffix(s.Target, "/runs/"+r.ID) {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A forged delivery is refused.
+	res, err := e.HTTP.Post(vr.WebhookURL, "application/json", strings.NewReader(`{"ref":"refs/heads/main","after":"`+sha2+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an unsigned delivery: %d, want 401", res.StatusCode)
+	}
+	// Pushes that change nothing in the working directory, or go to
+	// another branch, start nothing: the next run is the next push's to
+	// live/ (a workspace's pushes are fetched in order).
+	g.Push(t, repo, "main", map[string]string{"live/main.tf": config("two"), "docs/README.md": "# infra, documented\n"}, "docs only")
+	g.Push(t, repo, "feature", map[string]string{"live/main.tf": config("feature"), "docs/README.md": "x"}, "on a feature branch")
+	g.Push(t, repo, "main", map[string]string{"live/main.tf": config("three"), "docs/README.md": "# infra, documented\n"}, "Raise v to three")
+	r = waitNthRun(ctx, t, c, ws.ID, 2)
+	if r.Message != "Raise v to three" {
+		t.Fatalf("the second run is %q's, want the push of v three's (the docs-only and feature pushes start nothing)", r.Message)
+	}
+	waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunApplied)
+	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "three"})
+
+	// Disconnecting removes the webhook from Gitea.
+	ws, err = c.Workspaces.RemoveVCSConnection(ctx, "acme", "infra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.VCSRepo != nil {
+		t.Errorf("vcs-repo after disconnecting: %+v", ws.VCSRepo)
+	}
+	waitFor(t, 30*time.Second, "the webhook's removal from Gitea", func() bool {
+		hooks = nil
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 0
+	})
+
+	// Connected again, then its VCS provider deleted: the workspace loses
+	// its connection with the provider's token, and its webhook goes
+	// nowhere.
+	ws, err = c.Workspaces.Update(ctx, "acme", "infra", tfe.WorkspaceUpdateOptions{VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo),
+		OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.VCSRepo == nil || ws.VCSRepo.WebhookURL == vr.WebhookURL {
+		t.Fatalf("reconnected: %+v, want a connection with a new webhook", ws.VCSRepo)
+	}
+	if err := c.OAuthClients.Delete(ctx, oc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err = c.Workspaces.Read(ctx, "acme", "infra"); err != nil || ws.VCSRepo != nil {
+		t.Fatalf("the workspace after its VCS provider was deleted: %v, %v, want no vcs-repo", ws, err)
+	}
+	res, err = e.HTTP.Post(vr.WebhookURL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("a delivery to a removed connection's webhook: %d, want 404", res.StatusCode)
+	}
+}
+
+// waitFor polls ok until it holds, failing the test after limit.
+func waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not come within %s", what, limit)
+		}
+	}
+}
+
+// waitNthRun waits until a workspace has n runs and returns the newest.
+func waitNthRun(ctx context.Context, t *testing.T, c *tfe.Client, workspaceID string, n int) *tfe.Run {
+	t.Helper()
+	var newest *tfe.Run
+	waitFor(t, 60*time.Second, fmt.Sprintf("run %d of the workspace", n), func() bool {
+		l, err := c.Runs.List(ctx, workspaceID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) > n {
+			t.Fatalf("the workspace has %d runs, want %d", len(l.Items), n)
+		}
+		if len(l.Items) == n {
+			newest = l.Items[0]
+		}
+		return newest != nil
+	})
+	return newest
+}
+
+// tarFiles reads a tar.gz's regular files, name to content.
+func tarFiles(t *testing.T, tgz []byte) map[string]string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[strings.TrimPrefix(h.Name, "./")] = string(b)
+		}
+	}
+}

@@ -1,0 +1,348 @@
+package vcs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/outbox"
+	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcshost"
+)
+
+// Repo is a workspace's connection to a repository as the workspace keeps
+// and shows it (the workspace domain's VCSRepo, field for field).
+type Repo struct {
+	Identifier        string
+	DisplayIdentifier string
+	// Branch is the branch whose pushes run: the repository's default
+	// branch, named, when the connection was made without one.
+	Branch            string
+	OAuthTokenID      string
+	TagsRegex         string
+	IngressSubmodules bool
+	ServiceProvider   string
+	RepositoryHTTPURL string
+	WebhookURL        string
+}
+
+// RepoOptions are what a request sends of a connection; nil fields are
+// absent.
+type RepoOptions struct {
+	Identifier, Branch, OAuthTokenID, TagsRegex *string
+	IngressSubmodules                           *bool
+}
+
+// WebhookPath starts every webhook URL; the connection's webhook ID
+// follows.
+const WebhookPath = "/webhooks/vcs/"
+
+// ConnectionSecretColumn is the sealed webhook secret of a connection.
+var ConnectionSecretColumn = seal.Column{Table: "vcs_connections", IDColumn: "workspace_id", Column: "secret", Purpose: "vcs_connections.secret"}
+
+var identifierRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+
+func validIdentifier(id string) error {
+	if id == "" {
+		return core.Invalid("vcs-repo identifier is required (owner/name)")
+	}
+	owner, name, _ := strings.Cut(id, "/")
+	if len(id) > 255 || !identifierRE.MatchString(id) || owner == "." || owner == ".." || name == "." || name == ".." {
+		return core.Invalid("vcs-repo identifier %q must be owner/name, each of letters, digits, '.', '-' and '_'", id)
+	}
+	return nil
+}
+
+func validBranch(b string) error {
+	if len(b) > 255 || !utf8.ValidString(b) || strings.ContainsAny(b, " ~^:?*[\\\x00\x7f") || strings.Contains(b, "..") ||
+		strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock") {
+		return core.Invalid("vcs-repo branch %q is not a valid git branch name", b)
+	}
+	for _, r := range b {
+		if r < 0x20 {
+			return core.Invalid("vcs-repo branch %q is not a valid git branch name", b)
+		}
+	}
+	return nil
+}
+
+// kind is the vcshost kind of a provider Terrace reaches.
+func kind(p Provider) (vcshost.Kind, error) {
+	if vcshost.Known(string(p)) {
+		return vcshost.Kind(p), nil
+	}
+	return "", core.Invalid("Terrace does not connect workspaces to %s repositories yet (it reaches GitHub, GitHub Enterprise, Gitea and Forgejo)",
+		cmpOr(p.DisplayName(), string(p)))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// host returns the repository host of a credential.
+func (s *Service) host(c *Credential) (*vcshost.Host, error) {
+	k, err := kind(c.Provider)
+	if err != nil {
+		return nil, err
+	}
+	return vcshost.New(vcshost.Host{Kind: k, HTTPURL: c.HTTPURL, APIURL: c.APIURL, Token: c.Token, Client: s.client, CA: s.gitCA})
+}
+
+// hostError turns a host's refusal into the caller's 422, with the host's
+// own words (never the token: vcshost keeps it out of its errors).
+func hostError(what string, err error) error {
+	if core.KindOf(err) != core.KindInternal {
+		return err
+	}
+	return core.Invalid("%s: %v", what, err)
+}
+
+// Resolve checks the connection a caller asks for a workspace of org in
+// project, as that caller: the token is one they may read and that the
+// project may use, and the host shows the repository's branch with it.
+// cur is the workspace's connection (nil for none); o is merged over it.
+// A connection to another repository, or through another token, gets a
+// new webhook.
+func (s *Service) Resolve(ctx context.Context, org, project string, cur *Repo, o RepoOptions) (*Repo, error) {
+	var next Repo
+	if cur != nil {
+		next = *cur
+	}
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = strings.TrimSpace(*v)
+		}
+	}
+	set(&next.Identifier, o.Identifier)
+	set(&next.OAuthTokenID, o.OAuthTokenID)
+	set(&next.TagsRegex, o.TagsRegex)
+	if o.Branch != nil {
+		next.Branch = strings.TrimSpace(*o.Branch)
+	}
+	if o.Identifier != nil && o.Branch == nil && cur != nil && cur.Identifier != next.Identifier {
+		next.Branch = "" // another repository: its default branch
+	}
+	if o.IngressSubmodules != nil {
+		next.IngressSubmodules = *o.IngressSubmodules
+	}
+	if err := validIdentifier(next.Identifier); err != nil {
+		return nil, err
+	}
+	if next.OAuthTokenID == "" {
+		return nil, core.Invalid("vcs-repo oauth-token-id is required")
+	}
+	if next.Branch != "" {
+		if err := validBranch(next.Branch); err != nil {
+			return nil, err
+		}
+	}
+	if next.TagsRegex != "" {
+		if len(next.TagsRegex) > 255 {
+			return nil, core.Invalid("vcs-repo tags-regex is longer than 255 characters")
+		}
+		if _, err := regexp.Compile(next.TagsRegex); err != nil {
+			return nil, core.Invalid("vcs-repo tags-regex %q is not a valid regular expression: %v", next.TagsRegex, err)
+		}
+	}
+	tok, err := s.GetToken(ctx, next.OAuthTokenID)
+	if err != nil {
+		return nil, err
+	}
+	if tok.Organization != org {
+		return nil, core.NotFound("OAuth token %q not found", next.OAuthTokenID)
+	}
+	cred, err := s.Credential(ctx, s.db, tok.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !cred.UsableBy(org, project) {
+		return nil, core.Invalid("OAuth token %q belongs to a VCS provider scoped to other projects than this workspace's", tok.ID)
+	}
+	h, err := s.host(cred)
+	if err != nil {
+		return nil, err
+	}
+	if next.Branch == "" {
+		if next.Branch, err = h.DefaultBranch(ctx, next.Identifier); err != nil {
+			return nil, hostError("vcs-repo: the repository "+next.Identifier, err)
+		}
+	}
+	if _, err := h.Branch(ctx, next.Identifier, next.Branch); err != nil {
+		return nil, hostError("vcs-repo: the repository "+next.Identifier, err)
+	}
+	next.DisplayIdentifier = next.Identifier
+	next.ServiceProvider = string(cred.Provider)
+	next.RepositoryHTTPURL = cred.HTTPURL + "/" + next.Identifier
+	if cur == nil || cur.WebhookURL == "" || cur.Identifier != next.Identifier || cur.OAuthTokenID != next.OAuthTokenID {
+		next.WebhookURL = s.baseURL + WebhookPath + core.RandomString(32)
+	}
+	return &next, nil
+}
+
+func webhookID(r *Repo) string {
+	_, id, _ := strings.Cut(r.WebhookURL, WebhookPath)
+	return id
+}
+
+// connection is a connection as the VCS domain keeps it.
+type connection struct {
+	workspace, webhook, token, identifier, branch, tagsRegex, secret, hookID string
+	submodules                                                               bool
+}
+
+const connCols = `workspace_id, webhook_id, oauth_token_id, identifier, branch, tags_regex, ingress_submodules, secret, provider_hook_id`
+
+func scanConn(sc store.Scanner) (*connection, error) {
+	var c connection
+	err := sc.Scan(&c.workspace, &c.webhook, &c.token, &c.identifier, &c.branch, &c.tagsRegex, &c.submodules, &c.secret, &c.hookID)
+	return &c, err
+}
+
+func (s *Service) loadConn(ctx context.Context, q store.Q, where string, arg any, forUpdate bool) (*connection, error) {
+	query := `SELECT ` + connCols + ` FROM vcs_connections WHERE ` + where
+	if forUpdate {
+		query += store.ForUpdate(q)
+	}
+	c, err := scanConn(q.QueryRow(ctx, query, arg))
+	if store.IsNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.secret, err = s.Keys.OpenString(ConnectionSecretColumn.Purpose, c.secret); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Connect records, inside the workspace's transaction q, that its
+// connection went from prev to next (either nil): a new webhook is
+// registered at the host after the commit and the branch's head fetched;
+// a webhook no longer used is removed from the host.
+func (s *Service) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *Repo) error {
+	old, err := s.loadConn(ctx, q, `workspace_id = ?`, workspaceID, true)
+	if err != nil {
+		return err
+	}
+	if next != nil && old != nil && old.webhook == webhookID(next) {
+		if _, err := q.Exec(ctx, `UPDATE vcs_connections SET branch = ?, tags_regex = ?, ingress_submodules = ? WHERE workspace_id = ?`,
+			next.Branch, next.TagsRegex, next.IngressSubmodules, workspaceID); err != nil {
+			return err
+		}
+		if old.branch != next.Branch {
+			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: workspaceID, Webhook: old.webhook, Connect: true}))
+		}
+		return nil
+	}
+	if old != nil {
+		if err := s.drop(ctx, q, old); err != nil {
+			return err
+		}
+	}
+	if next == nil {
+		return nil
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	sealed, err := s.Keys.SealString(ConnectionSecretColumn.Purpose, hex.EncodeToString(secret))
+	if err != nil {
+		return err
+	}
+	id := webhookID(next)
+	if id == "" {
+		return fmt.Errorf("vcs: connection of workspace %s has no webhook URL", workspaceID)
+	}
+	if _, err := q.Exec(ctx, `INSERT INTO vcs_connections (workspace_id, webhook_id, oauth_token_id, identifier, branch, tags_regex,
+		ingress_submodules, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		workspaceID, id, next.OAuthTokenID, next.Identifier, next.Branch, next.TagsRegex, next.IngressSubmodules, sealed,
+		core.Micros(core.Now())); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, q,
+		outbox.Message{Key: "hook:" + id, Lane: workspaceID, Payload: id},
+		ingressMessage(ingress{Workspace: workspaceID, Webhook: id, Connect: true}))
+}
+
+// drop deletes a connection's row and, when its webhook was registered,
+// queues the webhook's removal from the host.
+func (s *Service) drop(ctx context.Context, q store.Q, c *connection) error {
+	if _, err := q.Exec(ctx, `DELETE FROM vcs_connections WHERE workspace_id = ?`, c.workspace); err != nil {
+		return err
+	}
+	if c.hookID == "" {
+		return nil // not registered (a registration under way removes its own hook: registerHook)
+	}
+	p, _ := json.Marshal(unhook{Token: c.token, Identifier: c.identifier, Hook: c.hookID})
+	return s.enqueue(ctx, q, outbox.Message{Key: "unhook:" + c.webhook, Payload: string(p)})
+}
+
+// DeleteWorkspace runs inside a workspace's deletion: its connection's
+// webhook is removed from the host.
+func (s *Service) DeleteWorkspace(ctx context.Context, q store.Q, workspaceID string) error {
+	c, err := s.loadConn(ctx, q, `workspace_id = ?`, workspaceID, true)
+	if err != nil || c == nil {
+		return err
+	}
+	return s.drop(ctx, q, c)
+}
+
+// DeleteTokens runs inside the deletion of OAuth tokens: the workspaces
+// connected through them are disconnected (their webhooks stay at the
+// host, which Terrace can no longer reach without the token; deliveries
+// to them find nothing).
+func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string) error {
+	var ws []string
+	for _, t := range tokenIDs {
+		ids, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
+			var id string
+			return id, sc.Scan(&id)
+		}, `SELECT workspace_id FROM vcs_connections WHERE oauth_token_id = ?`, t)
+		if err != nil {
+			return err
+		}
+		ws = append(ws, ids...)
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	if s.ingress.Disconnect != nil {
+		if err := s.ingress.Disconnect(ctx, q, ws); err != nil {
+			return err
+		}
+	}
+	for _, id := range ws {
+		if _, err := q.Exec(ctx, `DELETE FROM vcs_connections WHERE workspace_id = ?`, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type unhook struct {
+	Token, Identifier, Hook string
+}
+
+func (s *Service) enqueue(ctx context.Context, q store.Q, msgs ...outbox.Message) error {
+	if s.queue == nil {
+		return errors.New("vcs: the connection queue is not set up (Options.Ingress)")
+	}
+	if _, err := s.queue.Enqueue(ctx, q, msgs...); err != nil {
+		return err
+	}
+	s.queue.Wake().Signal()
+	return nil
+}

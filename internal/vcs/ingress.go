@@ -1,0 +1,382 @@
+package vcs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/outbox"
+	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcshost"
+)
+
+// Workspace is what ingress reads of a workspace.
+type Workspace struct {
+	ID, Organization, Name, WorkingDirectory string
+	FileTriggersEnabled, QueueAllRuns        bool
+	TriggerPrefixes, TriggerPatterns         []string
+}
+
+// Ingress is what the VCS domain needs to turn a commit into a run,
+// acting for the system; the composition root provides it.
+type Ingress struct {
+	// Workspace reads a workspace (core.NotFound when it is gone).
+	Workspace func(ctx context.Context, id string) (*Workspace, error)
+	// Configure creates a configuration version of w from a commit's
+	// archive (source: the provider, as HCP Terraform names a VCS
+	// version's source) and returns its ID.
+	Configure func(ctx context.Context, w *Workspace, archive []byte, source string) (string, error)
+	// Queue starts a run of w with a configuration version.
+	Queue func(ctx context.Context, w *Workspace, configID, message string) (string, error)
+	// Disconnect removes the vcs-repo of workspaces inside q's
+	// transaction (their token is being deleted).
+	Disconnect func(ctx context.Context, q store.Q, workspaceIDs []string) error
+	// MaxArchive bounds a commit's archive (the configuration version's
+	// upload limit).
+	MaxArchive int64
+	Logger     *slog.Logger
+}
+
+// RunSource is the source of the runs a push starts (HCP Terraform's).
+const RunSource = "tfe-configuration-version"
+
+// ingress is one commit to fetch for a workspace: a push's, or the
+// branch head when the connection was made (Connect).
+type ingress struct {
+	Workspace, Webhook string
+	SHA, Branch, Tag   string
+	Message            string
+	Changed            []string
+	Truncated          bool
+	Connect            bool
+}
+
+func ingressMessage(in ingress) outbox.Message {
+	p, _ := json.Marshal(in)
+	key := "ingress:" + in.Webhook + ":" + in.SHA
+	if in.Connect {
+		key = "connect:" + in.Webhook + ":" + core.RandomString(8)
+	}
+	return outbox.Message{Key: key, Lane: in.Workspace, Payload: string(p)}
+}
+
+// status is a commit status to post for a run.
+type status struct {
+	Token, Identifier, SHA string
+	Status                 vcshost.Status
+}
+
+const topic = "vcs"
+
+func (s *Service) newQueue() (*outbox.Queue, error) {
+	return outbox.New(outbox.Options{DB: s.db, Topic: topic, Handle: s.handle, Logger: s.logger, MaxAttempts: 8,
+		Backoff: time.Second, MaxBackoff: time.Minute, ClaimTTL: 10 * time.Minute, Workers: 2, Poll: time.Second})
+}
+
+// Run handles the domain's queue (webhook registrations and removals,
+// commits to fetch, commit statuses) until ctx ends: on one replica at a
+// time (the server's leader).
+func (s *Service) Run(ctx context.Context, claimant, lostPrefix string) {
+	s.queue.Run(ctx, claimant, lostPrefix)
+}
+
+// Queue is the domain's outbox queue (the server hooks its wake-ups and
+// metrics on).
+func (s *Service) Queue() *outbox.Queue { return s.queue }
+
+// permanentHost makes a host's refusal of the token or a missing
+// repository final: retrying will not change it.
+func permanentHost(err error) error {
+	if errors.Is(err, vcshost.ErrUnauthorized) || errors.Is(err, vcshost.ErrNotFound) || core.KindOf(err) == core.KindInvalid {
+		return outbox.Permanent(err)
+	}
+	return err
+}
+
+func (s *Service) handle(ctx context.Context, it outbox.Item) (func(outbox.Outcome), error) {
+	kind, _, _ := strings.Cut(it.Key, ":")
+	var err error
+	switch kind {
+	case "hook":
+		err = s.registerHook(ctx, it.Payload)
+	case "unhook":
+		var u unhook
+		if err = json.Unmarshal([]byte(it.Payload), &u); err == nil {
+			err = s.removeHook(ctx, u)
+		}
+	case "ingress", "connect":
+		var in ingress
+		if err = json.Unmarshal([]byte(it.Payload), &in); err == nil {
+			err = s.fetch(ctx, in)
+		}
+	case "status":
+		var st status
+		if err = json.Unmarshal([]byte(it.Payload), &st); err == nil {
+			err = s.postStatus(ctx, st)
+		}
+	default:
+		err = outbox.Permanent(fmt.Errorf("vcs: unknown item %q", it.Key))
+	}
+	if err != nil && ctx.Err() == nil {
+		s.logger.Warn("VCS work failed", "item", it.Key, "attempt", it.Attempts, "final", it.Last, "error", err)
+	}
+	return nil, err
+}
+
+func (s *Service) hostFor(ctx context.Context, tokenID string) (*vcshost.Host, error) {
+	cred, err := s.Credential(ctx, s.db, tokenID)
+	if err != nil {
+		return nil, err
+	}
+	return s.host(cred)
+}
+
+// registerHook registers a connection's webhook at the host, once; a
+// connection dropped meanwhile has its new hook removed at once.
+func (s *Service) registerHook(ctx context.Context, webhook string) error {
+	c, err := s.loadConn(ctx, s.db, `webhook_id = ?`, webhook, false)
+	if err != nil || c == nil || c.hookID != "" {
+		return err
+	}
+	h, err := s.hostFor(ctx, c.token)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil // the token is gone, and the connection with it
+	}
+	if err != nil {
+		return permanentHost(err)
+	}
+	id, err := h.CreateHook(ctx, c.identifier, s.baseURL+WebhookPath+webhook, c.secret)
+	if err != nil {
+		return permanentHost(err)
+	}
+	res, err := s.db.Exec(ctx, `UPDATE vcs_connections SET provider_hook_id = ? WHERE webhook_id = ?`, id, webhook)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return h.DeleteHook(ctx, c.identifier, id)
+	}
+	return nil
+}
+
+func (s *Service) removeHook(ctx context.Context, u unhook) error {
+	h, err := s.hostFor(ctx, u.Token)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil // the token is gone: the host cannot be asked
+	}
+	if err != nil {
+		return permanentHost(err)
+	}
+	return permanentHost(h.DeleteHook(ctx, u.Identifier, u.Hook))
+}
+
+// fetch turns a commit into a configuration version and, for a push (or
+// a connection of a workspace that queues all runs), a run.
+func (s *Service) fetch(ctx context.Context, in ingress) error {
+	c, err := s.loadConn(ctx, s.db, `workspace_id = ?`, in.Workspace, false)
+	if err != nil {
+		return err
+	}
+	if c == nil || c.webhook != in.Webhook {
+		return nil // disconnected or reconnected since
+	}
+	w, err := s.ingress.Workspace(ctx, in.Workspace)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !in.Connect && !Triggers(w, in.Changed, in.Truncated) {
+		s.logger.Info("push changed no file that triggers runs", "workspace", w.ID, "commit", in.SHA)
+		return nil
+	}
+	h, err := s.hostFor(ctx, c.token)
+	if err != nil {
+		return permanentHost(err)
+	}
+	if in.Connect {
+		head, err := h.Branch(ctx, c.identifier, c.branch)
+		if err != nil {
+			return permanentHost(err)
+		}
+		in.SHA, in.Message, in.Branch = head.SHA, head.Message, c.branch
+	}
+	archive, err := h.Archive(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
+	if err != nil {
+		return permanentHost(err)
+	}
+	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind))
+	if err != nil {
+		return permanentHost(err)
+	}
+	if in.Connect && !w.QueueAllRuns {
+		return nil
+	}
+	msg := firstLine(in.Message)
+	if msg == "" {
+		msg = "Triggered by commit " + shortSHA(in.SHA)
+	}
+	runID, err := s.ingress.Queue(ctx, w, cv, msg)
+	if err != nil {
+		return permanentHost(err)
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO vcs_runs (run_id, workspace_id, oauth_token_id, identifier, sha, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			runID, w.ID, c.token, c.identifier, in.SHA, core.Micros(core.Now())); err != nil {
+			return err
+		}
+		return s.enqueueStatus(ctx, tx, w, runID, c.token, c.identifier, in.SHA, run.Pending)
+	})
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 255 {
+		s = s[:255]
+	}
+	return strings.TrimSpace(s)
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 8 {
+		return sha[:8]
+	}
+	return sha
+}
+
+// Triggers reports whether a push that changed files starts a run of w,
+// as HCP Terraform decides it: always when file triggers are off or the
+// changed files are not known in full; otherwise when a file matches one
+// of the trigger patterns, or, without patterns, lies in the working
+// directory (the whole repository when there is none) or under a
+// trigger prefix.
+func Triggers(w *Workspace, changed []string, truncated bool) bool {
+	if !w.FileTriggersEnabled || truncated {
+		return true
+	}
+	if len(w.TriggerPatterns) > 0 {
+		for _, f := range changed {
+			for _, p := range w.TriggerPatterns {
+				if globMatch(p, f) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	dirs := append([]string{w.WorkingDirectory}, w.TriggerPrefixes...)
+	for _, f := range changed {
+		for _, d := range dirs {
+			d = strings.Trim(d, "/")
+			if d == "" || f == d || strings.HasPrefix(f, d+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// globMatch matches a path against a glob whose segments are path.Match
+// patterns and where ** is any number of segments; a leading / anchors
+// nothing more (paths are from the repository's root).
+func globMatch(pattern, name string) bool {
+	return matchSegments(strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(name, "/"))
+}
+
+func matchSegments(p, n []string) bool {
+	for len(p) > 0 {
+		if p[0] == "**" {
+			for i := 0; i <= len(n); i++ {
+				if matchSegments(p[1:], n[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(n) == 0 {
+			return false
+		}
+		if ok, err := path.Match(p[0], n[0]); err != nil || !ok {
+			return false
+		}
+		p, n = p[1:], n[1:]
+	}
+	return len(n) == 0
+}
+
+// statusOf is the commit status of a run in a status, or ok false for a
+// status that reports nothing new.
+func statusOf(st run.Status) (state, description string, ok bool) {
+	switch st {
+	case run.Pending:
+		return "pending", "Run pending", true
+	case run.Planning:
+		return "pending", "Planning", true
+	case run.Planned:
+		return "pending", "Planned: waiting for confirmation", true
+	case run.PlannedAndFinished:
+		return "success", "Planned: no changes to apply", true
+	case run.Applying:
+		return "pending", "Applying", true
+	case run.Applied:
+		return "success", "Applied", true
+	case run.Errored:
+		return "failure", "Run errored", true
+	case run.Canceled, run.ForceCanceled:
+		return "error", "Run canceled", true
+	case run.Discarded:
+		return "error", "Run discarded", true
+	}
+	return "", "", false
+}
+
+func (s *Service) enqueueStatus(ctx context.Context, q store.Q, w *Workspace, runID, token, identifier, sha string, st run.Status) error {
+	state, desc, ok := statusOf(st)
+	if !ok {
+		return nil
+	}
+	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: vcshost.Status{State: state, Description: desc,
+		Context: "Terrace/" + w.Organization + "/" + w.Name, TargetURL: s.baseURL + "/app/" + w.Organization + "/workspaces/" + w.Name + "/runs/" + runID}})
+	return s.enqueue(ctx, q, outbox.Message{Key: "status:" + runID + ":" + string(st), Lane: "status:" + runID, Payload: string(p)})
+}
+
+func (s *Service) postStatus(ctx context.Context, st status) error {
+	h, err := s.hostFor(ctx, st.Token)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil
+	}
+	if err != nil {
+		return permanentHost(err)
+	}
+	return permanentHost(h.SetStatus(ctx, st.Identifier, st.SHA, st.Status))
+}
+
+// RunTransition reports a VCS run's new status to its commit.
+func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
+	if t.Run.Source != RunSource || t.From == "" {
+		return
+	}
+	if _, _, ok := statusOf(t.To); !ok {
+		return
+	}
+	var token, identifier, sha string
+	err := s.db.QueryRow(ctx, `SELECT oauth_token_id, identifier, sha FROM vcs_runs WHERE run_id = ?`, t.Run.ID).Scan(&token, &identifier, &sha)
+	if store.IsNoRows(err) {
+		return
+	}
+	if err == nil {
+		w := &Workspace{ID: t.Run.WorkspaceID, Organization: t.Workspace.Organization, Name: t.Workspace.Name}
+		err = s.enqueueStatus(ctx, s.db, w, t.Run.ID, token, identifier, sha, t.To)
+	}
+	if err != nil {
+		s.logger.Error("queueing a commit status", "run", t.Run.ID, "error", err)
+	}
+}

@@ -1,0 +1,87 @@
+package vcs
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+
+	"github.com/terracehq/terrace/internal/vcshost"
+)
+
+// MaxWebhookBody bounds a delivery (GitHub's own limit on a payload).
+const MaxWebhookBody = 25 << 20
+
+// Webhook answers the deliveries of the hosts at
+// POST /webhooks/vcs/{id}: no token, the connection's secret signs them.
+// A push to the connection's branch (or of a tag its tags-regex
+// matches) queues the commit's fetch and run and answers 202; a ping 200;
+// anything else 200 with what was ignored. A delivery that is not signed
+// with the secret is refused (401) and changes nothing.
+func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
+	reply := func(code int, msg string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": msg})
+	}
+	ctx := r.Context()
+	c, err := s.loadConn(ctx, s.db, `webhook_id = ?`, r.PathValue("id"), false)
+	if err != nil {
+		s.logger.Error("reading a VCS connection for a webhook", "error", err)
+		reply(http.StatusInternalServerError, "internal error")
+		return
+	}
+	if c == nil {
+		reply(http.StatusNotFound, "no workspace is connected through this webhook")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
+	if err != nil {
+		reply(http.StatusRequestEntityTooLarge, "the delivery is larger than 25 MB")
+		return
+	}
+	ev, err := vcshost.ParseWebhook(r.Header, body, c.secret)
+	if errors.Is(err, vcshost.ErrUnsigned) || errors.Is(err, vcshost.ErrBadSignature) {
+		reply(http.StatusUnauthorized, err.Error())
+		return
+	}
+	if err != nil {
+		reply(http.StatusBadRequest, err.Error())
+		return
+	}
+	switch ev.Kind {
+	case "ping":
+		reply(http.StatusOK, "pong")
+		return
+	case "push":
+	default:
+		reply(http.StatusOK, "ignored: Terrace acts on pushes ("+ev.Kind+" is not one)")
+		return
+	}
+	if ev.Deleted || ev.SHA == "" || ev.SHA == vcshost.ZeroSHA {
+		reply(http.StatusOK, "ignored: a deleted ref")
+		return
+	}
+	if c.tagsRegex != "" {
+		re, err := regexp.Compile(c.tagsRegex)
+		if err != nil || ev.Tag == "" || !re.MatchString(ev.Tag) {
+			reply(http.StatusOK, "ignored: the workspace runs on tags matching "+c.tagsRegex)
+			return
+		}
+	} else if ev.Branch != c.branch {
+		reply(http.StatusOK, "ignored: the workspace runs on pushes to "+c.branch)
+		return
+	}
+	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag,
+		Changed: ev.Changed, Truncated: ev.Truncated}
+	if ev.HeadCommit != nil {
+		in.Message = ev.HeadCommit.Message
+	}
+	if err := s.enqueue(ctx, s.db, ingressMessage(in)); err != nil {
+		s.logger.Error("queueing a pushed commit", "workspace", c.workspace, "error", err)
+		reply(http.StatusInternalServerError, "internal error")
+		return
+	}
+	reply(http.StatusAccepted, "queued")
+}
