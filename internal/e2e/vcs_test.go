@@ -31,8 +31,10 @@ import (
 // the state holds what the pushed file says, and the commit gets
 // Terrace's statuses up to success. A push that changes no file in the
 // working directory, and a push to another branch, start nothing; a
-// delivery not signed with the webhook's secret is refused.
-// Disconnecting removes the webhook from Gitea.
+// delivery not signed with the webhook's secret is refused. A pull request
+// to the branch gets a speculative plan of its head, with its status.
+// Disconnecting removes the webhook from Gitea; deleting the VCS provider
+// disconnects the workspace.
 func TestVCSDrivenWorkspace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
@@ -143,20 +145,7 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	}
 	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "two"})
 	// The commit's statuses end in success, linking to the run.
-	waitFor(t, 60*time.Second, "the commit's success status", func() bool {
-		var sts []struct {
-			State  string `json:"status"`
-			Ctx    string `json:"context"`
-			Target string `json:"target_url"`
-		}
-		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha2+"/statuses", nil, &sts)
-		for _, s := range sts {
-			if s.State == "success" && s.Ctx == "Terrace/acme/infra" && strings.HasSuffix(s.Target, "/runs/"+r.ID) {
-				return true
-			}
-		}
-		return false
-	})
+	waitForStatus(t, g, repo, sha2, "success", r.ID)
 
 	// A forged delivery is refused.
 	res, err := e.HTTP.Post(vr.WebhookURL, "application/json", strings.NewReader(`{"ref":"refs/heads/main","after":"`+sha2+`"}`))
@@ -179,6 +168,18 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	}
 	waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunApplied)
 	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "three"})
+
+	// A pull request to the branch gets a speculative plan of its head,
+	// and its head commit the plan's status.
+	head := g.Push(t, repo, "fix", map[string]string{"live/main.tf": config("four"), "docs/README.md": "# infra, documented\n"}, "Try four")
+	g.Must(t, "POST", "/repos/"+repo+"/pulls", map[string]any{"head": "fix", "base": "main", "title": "Try v four"})
+	r = waitNthRun(ctx, t, c, ws.ID, 3)
+	if !strings.HasPrefix(r.Message, "Pull request #") || !strings.HasSuffix(r.Message, ": Try v four") || !r.PlanOnly {
+		t.Fatalf("the pull request's run: message %q, plan only %v", r.Message, r.PlanOnly)
+	}
+	waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunPlannedAndFinished)
+	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "three"})
+	waitForStatus(t, g, repo, head, "success", r.ID)
 
 	// Disconnecting removes the webhook from Gitea.
 	ws, err = c.Workspaces.RemoveVCSConnection(ctx, "acme", "infra")
@@ -219,6 +220,26 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("a delivery to a removed connection's webhook: %d, want 404", res.StatusCode)
 	}
+}
+
+// waitForStatus waits until a commit has Terrace's status state, linking
+// to run runID.
+func waitForStatus(t *testing.T, g *testenv.Gitea, repo, sha, state, runID string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, "the "+state+" status of commit "+sha, func() bool {
+		var sts []struct {
+			State  string `json:"status"`
+			Ctx    string `json:"context"`
+			Target string `json:"target_url"`
+		}
+		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha+"/statuses", nil, &sts)
+		for _, s := range sts {
+			if s.State == state && s.Ctx == "Terrace/acme/infra" && strings.HasSuffix(s.Target, "/runs/"+runID) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // waitFor polls ok until it holds, failing the test after limit.

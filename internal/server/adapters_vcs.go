@@ -76,13 +76,13 @@ func (s *Server) vcsWorkspace(ctx context.Context, id string) (*vcs.Workspace, e
 	}
 	st := w.Settings
 	return &vcs.Workspace{ID: w.ID, Organization: w.Organization, Name: w.Name, WorkingDirectory: st.WorkingDirectory,
-		FileTriggersEnabled: st.FileTriggersEnabled, QueueAllRuns: st.QueueAllRuns, TriggerPrefixes: st.TriggerPrefixes,
+		FileTriggersEnabled: st.FileTriggersEnabled, QueueAllRuns: st.QueueAllRuns, SpeculativeEnabled: st.SpeculativeEnabled, TriggerPrefixes: st.TriggerPrefixes,
 		TriggerPatterns: st.TriggerPatterns}, nil
 }
 
-func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []byte, source string) (string, error) {
+func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []byte, source string, speculative bool) (string, error) {
 	cv, err := s.ConfigVersions.CreateFromArchive(asOrg(ctx, w.Organization), w.ID, archive,
-		configversion.CreateOptions{AutoQueueRuns: ptr(false), Source: source})
+		configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative), Source: source})
 	if err != nil {
 		return "", err
 	}
@@ -91,9 +91,12 @@ func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []b
 
 // vcsQueue starts the run of a pushed commit: the workspace's connection
 // decided it (a workspace admin made it), as HCP Terraform's VCS runs.
-func (s *Server) vcsQueue(ctx context.Context, w *vcs.Workspace, configID, message string) (string, error) {
-	r, err := s.Runs.CreateSystem(asOrg(ctx, w.Organization), run.CreateOptions{WorkspaceID: w.ID, ConfigurationVersionID: configID,
-		Message: &message, Source: vcs.RunSource, TriggerReason: "vcs"})
+func (s *Server) vcsQueue(ctx context.Context, w *vcs.Workspace, configID, message string, speculative bool) (string, error) {
+	o := run.CreateOptions{WorkspaceID: w.ID, ConfigurationVersionID: configID, Message: &message, Source: vcs.RunSource, TriggerReason: "vcs"}
+	if speculative {
+		o.PlanOnly = ptr(true)
+	}
+	r, err := s.Runs.CreateSystem(asOrg(ctx, w.Organization), o)
 	if err != nil {
 		return "", err
 	}

@@ -21,6 +21,7 @@ import (
 type Workspace struct {
 	ID, Organization, Name, WorkingDirectory string
 	FileTriggersEnabled, QueueAllRuns        bool
+	SpeculativeEnabled                       bool
 	TriggerPrefixes, TriggerPatterns         []string
 }
 
@@ -31,10 +32,11 @@ type Ingress struct {
 	Workspace func(ctx context.Context, id string) (*Workspace, error)
 	// Configure creates a configuration version of w from a commit's
 	// archive (source: the provider, as HCP Terraform names a VCS
-	// version's source) and returns its ID.
-	Configure func(ctx context.Context, w *Workspace, archive []byte, source string) (string, error)
-	// Queue starts a run of w with a configuration version.
-	Queue func(ctx context.Context, w *Workspace, configID, message string) (string, error)
+	// version's source; speculative: a pull request's) and returns its ID.
+	Configure func(ctx context.Context, w *Workspace, archive []byte, source string, speculative bool) (string, error)
+	// Queue starts a run of w with a configuration version (a plan only,
+	// for a speculative one).
+	Queue func(ctx context.Context, w *Workspace, configID, message string, speculative bool) (string, error)
 	// Disconnect removes the vcs-repo of workspaces inside q's
 	// transaction (their token is being deleted).
 	Disconnect func(ctx context.Context, q store.Q, workspaceIDs []string) error
@@ -47,8 +49,9 @@ type Ingress struct {
 // RunSource is the source of the runs a push starts (HCP Terraform's).
 const RunSource = "tfe-configuration-version"
 
-// ingress is one commit to fetch for a workspace: a push's, or the
-// branch head when the connection was made (Connect).
+// ingress is one commit to fetch for a workspace: a push's, the branch
+// head when the connection was made (Connect), or a pull request's head
+// (PR, for a speculative plan).
 type ingress struct {
 	Workspace, Webhook string
 	SHA, Branch, Tag   string
@@ -56,11 +59,15 @@ type ingress struct {
 	Changed            []string
 	Truncated          bool
 	Connect            bool
+	PR                 int
 }
 
 func ingressMessage(in ingress) outbox.Message {
 	p, _ := json.Marshal(in)
 	key := "ingress:" + in.Webhook + ":" + in.SHA
+	if in.PR > 0 {
+		key = fmt.Sprintf("pull:%s:%d:%s", in.Webhook, in.PR, in.SHA)
+	}
 	if in.Connect {
 		key = "connect:" + in.Webhook + ":" + core.RandomString(8)
 	}
@@ -111,7 +118,7 @@ func (s *Service) handle(ctx context.Context, it outbox.Item) (func(outbox.Outco
 		if err = json.Unmarshal([]byte(it.Payload), &u); err == nil {
 			err = s.removeHook(ctx, u)
 		}
-	case "ingress", "connect":
+	case "ingress", "connect", "pull":
 		var in ingress
 		if err = json.Unmarshal([]byte(it.Payload), &in); err == nil {
 			err = s.fetch(ctx, in)
@@ -194,7 +201,11 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	if err != nil {
 		return err
 	}
-	if !in.Connect && !Triggers(w, in.Changed, in.Truncated) {
+	if in.PR > 0 && !w.SpeculativeEnabled {
+		s.logger.Info("pull request not planned: the workspace's speculative plans are off", "workspace", w.ID, "pull", in.PR)
+		return nil
+	}
+	if !in.Connect && in.PR == 0 && !Triggers(w, in.Changed, in.Truncated) {
 		s.logger.Info("push changed no file that triggers runs", "workspace", w.ID, "commit", in.SHA)
 		return nil
 	}
@@ -213,7 +224,7 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	if err != nil {
 		return permanentHost(err)
 	}
-	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind))
+	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0)
 	if err != nil {
 		return permanentHost(err)
 	}
@@ -224,7 +235,7 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	if msg == "" {
 		msg = "Triggered by commit " + shortSHA(in.SHA)
 	}
-	runID, err := s.ingress.Queue(ctx, w, cv, msg)
+	runID, err := s.ingress.Queue(ctx, w, cv, msg, in.PR > 0)
 	if err != nil {
 		return permanentHost(err)
 	}
@@ -233,7 +244,7 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 			runID, w.ID, c.token, c.identifier, in.SHA, core.Micros(core.Now())); err != nil {
 			return err
 		}
-		return s.enqueueStatus(ctx, tx, w, runID, c.token, c.identifier, in.SHA, run.Pending)
+		return s.enqueueStatus(ctx, tx, w, runID, c.token, c.identifier, in.SHA, run.Pending, in.PR > 0)
 	})
 }
 
@@ -314,7 +325,10 @@ func matchSegments(p, n []string) bool {
 
 // statusOf is the commit status of a run in a status, or ok false for a
 // status that reports nothing new.
-func statusOf(st run.Status) (state, description string, ok bool) {
+func statusOf(st run.Status, planOnly bool) (state, description string, ok bool) {
+	if planOnly && st == run.PlannedAndFinished {
+		return "success", "Speculative plan finished", true
+	}
 	switch st {
 	case run.Pending:
 		return "pending", "Run pending", true
@@ -338,8 +352,8 @@ func statusOf(st run.Status) (state, description string, ok bool) {
 	return "", "", false
 }
 
-func (s *Service) enqueueStatus(ctx context.Context, q store.Q, w *Workspace, runID, token, identifier, sha string, st run.Status) error {
-	state, desc, ok := statusOf(st)
+func (s *Service) enqueueStatus(ctx context.Context, q store.Q, w *Workspace, runID, token, identifier, sha string, st run.Status, planOnly bool) error {
+	state, desc, ok := statusOf(st, planOnly)
 	if !ok {
 		return nil
 	}
@@ -364,7 +378,7 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 	if t.Run.Source != RunSource || t.From == "" {
 		return
 	}
-	if _, _, ok := statusOf(t.To); !ok {
+	if _, _, ok := statusOf(t.To, t.Run.PlanOnly); !ok {
 		return
 	}
 	var token, identifier, sha string
@@ -374,7 +388,7 @@ func (s *Service) RunTransition(ctx context.Context, t run.Transition) {
 	}
 	if err == nil {
 		w := &Workspace{ID: t.Run.WorkspaceID, Organization: t.Workspace.Organization, Name: t.Workspace.Name}
-		err = s.enqueueStatus(ctx, s.db, w, t.Run.ID, token, identifier, sha, t.To)
+		err = s.enqueueStatus(ctx, s.db, w, t.Run.ID, token, identifier, sha, t.To, t.Run.PlanOnly)
 	}
 	if err != nil {
 		s.logger.Error("queueing a commit status", "run", t.Run.ID, "error", err)

@@ -39,7 +39,7 @@ type Service struct {
 	client  *http.Client
 	// gitCA is what git trusts when it fetches (nil: the system's CAs):
 	// the system's bundle and Options.CA.
-	gitCA []byte
+	gitCA   []byte
 	ingress Ingress
 	queue   *outbox.Queue
 	logger  *slog.Logger

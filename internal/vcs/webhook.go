@@ -3,6 +3,7 @@ package vcs
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -54,9 +55,12 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 	case "ping":
 		reply(http.StatusOK, "pong")
 		return
+	case "pull_request":
+		s.pullRequest(w, r, c, ev, reply)
+		return
 	case "push":
 	default:
-		reply(http.StatusOK, "ignored: Terrace acts on pushes ("+ev.Kind+" is not one)")
+		reply(http.StatusOK, "ignored: Terrace acts on pushes and pull requests ("+ev.Kind+" is neither)")
 		return
 	}
 	if ev.Deleted || ev.SHA == "" || ev.SHA == vcshost.ZeroSHA {
@@ -80,6 +84,31 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.enqueue(ctx, s.db, ingressMessage(in)); err != nil {
 		s.logger.Error("queueing a pushed commit", "workspace", c.workspace, "error", err)
+		reply(http.StatusInternalServerError, "internal error")
+		return
+	}
+	reply(http.StatusAccepted, "queued")
+}
+
+// pullRequest queues a speculative plan of a pull request's head when it
+// targets the connection's branch and was opened, reopened or pushed to.
+func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connection, ev *vcshost.Event, reply func(int, string)) {
+	pr := ev.PR
+	switch {
+	case pr == nil || ev.SHA == "":
+		reply(http.StatusBadRequest, "a pull request event without its request")
+		return
+	case pr.Action != "opened" && pr.Action != "synchronize" && pr.Action != "reopened":
+		reply(http.StatusOK, "ignored: pull request "+pr.Action)
+		return
+	case pr.Base != c.branch:
+		reply(http.StatusOK, "ignored: the pull request targets "+pr.Base+", the workspace runs "+c.branch)
+		return
+	}
+	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number,
+		Message: fmt.Sprintf("Pull request #%d: %s", pr.Number, pr.Title)}
+	if err := s.enqueue(r.Context(), s.db, ingressMessage(in)); err != nil {
+		s.logger.Error("queueing a pull request's plan", "workspace", c.workspace, "error", err)
 		reply(http.StatusInternalServerError, "internal error")
 		return
 	}
