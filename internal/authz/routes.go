@@ -407,6 +407,7 @@ var Routes = map[string]Route{
 	"GET /api/v2/workspaces/{id}/configuration-versions":                               {Action: RunRead, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/configuration-versions":                              {Action: RunPlan, Locate: ByID("id")},
 	"GET /api/v2/configuration-versions/{id}":                                          {Action: RunInputs, Locate: ByID("id")},
+	"GET /api/v2/configuration-versions/{id}/ingress-attributes":                       {Action: RunInputs, Locate: ByID("id")},
 	"GET /api/v2/configuration-versions/{id}/download":                                 {Action: RunInputs, Locate: ByID("id"), TaskToken: true},
 	"POST /api/v2/configuration-versions/{id}/actions/archive":                         {Action: WorkspaceUpdate, Locate: ByID("id")},
 	"POST /api/v2/configuration-versions/{id}/actions/soft_delete_backing_data":        {Action: WorkspaceUpdate, Locate: ByID("id")},

@@ -2,10 +2,12 @@ package configversion
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/jsonapi"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -20,6 +22,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v2/workspaces/{id}/configuration-versions", a.list)
 	mux.HandleFunc("GET /api/v2/configuration-versions/{id}", a.get)
 	mux.HandleFunc("GET /api/v2/configuration-versions/{id}/download", a.download)
+	mux.HandleFunc("GET /api/v2/configuration-versions/{id}/ingress-attributes", a.ingress)
 	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/archive", a.archive)
 	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/soft_delete_backing_data", a.backingData(SoftDeleteBackingData))
 	mux.HandleFunc("POST /api/v2/configuration-versions/{id}/actions/restore_backing_data", a.backingData(RestoreBackingData))
@@ -59,8 +62,54 @@ type jsonTS struct {
 	ArchivedAt *time.Time `json:"archived-at,omitempty"`
 }
 
+// jsonIngress is a version's ingress attributes (go-tfe's
+// IngressAttributes); a version's relationship names it by ID only.
 type jsonIngress struct {
-	ID string `jsonapi:"primary,ingress-attributes"`
+	ID                string `jsonapi:"primary,ingress-attributes"`
+	Branch            string `jsonapi:"attr,branch"`
+	CloneURL          string `jsonapi:"attr,clone-url"`
+	CommitMessage     string `jsonapi:"attr,commit-message"`
+	CommitSHA         string `jsonapi:"attr,commit-sha"`
+	CommitURL         string `jsonapi:"attr,commit-url"`
+	CompareURL        string `jsonapi:"attr,compare-url"`
+	Identifier        string `jsonapi:"attr,identifier"`
+	IsPullRequest     bool   `jsonapi:"attr,is-pull-request"`
+	OnDefaultBranch   bool   `jsonapi:"attr,on-default-branch"`
+	PullRequestNumber int    `jsonapi:"attr,pull-request-number"`
+	PullRequestURL    string `jsonapi:"attr,pull-request-url"`
+	PullRequestTitle  string `jsonapi:"attr,pull-request-title"`
+	Tag               string `jsonapi:"attr,tag"`
+	SenderUsername    string `jsonapi:"attr,sender-username"`
+	SenderHTMLURL     string `jsonapi:"attr,sender-html-url"`
+}
+
+// ingressID names a version's ingress attributes (HCP Terraform's ia-
+// prefix, the version's own random part).
+func ingressID(cvID string) string {
+	return "ia-" + strings.TrimPrefix(cvID, core.PrefixConfigVersion+"-")
+}
+
+func ingressJSON(cv *ConfigurationVersion) *jsonIngress {
+	in := cv.Ingress
+	return &jsonIngress{ID: ingressID(cv.ID), Branch: in.Branch, CloneURL: in.CloneURL, CommitMessage: in.CommitMessage, CommitSHA: in.CommitSHA,
+		CommitURL: in.CommitURL, CompareURL: in.CompareURL, Identifier: in.Identifier, IsPullRequest: in.IsPullRequest,
+		OnDefaultBranch: in.OnDefaultBranch, PullRequestNumber: in.PullRequestNumber, PullRequestURL: in.PullRequestURL,
+		PullRequestTitle: in.PullRequestTitle, Tag: in.Tag, SenderUsername: in.SenderUsername, SenderHTMLURL: in.SenderHTMLURL}
+}
+
+// included renders the ingress attributes of versions when include asks.
+func included(r *http.Request, cvs ...*ConfigurationVersion) ([]any, error) {
+	inc, err := tfeapi.Includes(r, "ingress_attributes", "run")
+	if err != nil || !inc["ingress_attributes"] {
+		return nil, err
+	}
+	var out []any
+	for _, cv := range cvs {
+		if cv.Ingress != nil {
+			out = append(out, ingressJSON(cv))
+		}
+	}
+	return out, nil
 }
 
 type jsonWSRef struct {
@@ -89,6 +138,9 @@ func toJSON(cv *ConfigurationVersion) *jsonCV {
 	}
 	if cv.Status == StatusUploaded {
 		j.links["download"] = "/api/v2/configuration-versions/" + cv.ID + "/download"
+	}
+	if cv.Ingress != nil {
+		j.IngressAttrs = &jsonIngress{ID: ingressID(cv.ID)}
 	}
 	return j
 }
@@ -134,7 +186,8 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	for i, cv := range items {
 		out[i] = toJSON(cv)
 	}
-	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total})
+	inc, _ := included(r, items...)
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: page.Number, Size: page.Size, Total: total}, inc...)
 }
 
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +195,28 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Reply(w, r, http.StatusOK, toJSON)(a.Service.Get(r.Context(), r.PathValue("id")))
+	cv, err := a.Service.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	inc, _ := included(r, cv)
+	tfeapi.Respond(w, r, http.StatusOK, toJSON(cv), inc...)
+}
+
+// ingress answers a version's ingress attributes; a version uploaded
+// through the API has none (404).
+func (a *API) ingress(w http.ResponseWriter, r *http.Request) {
+	cv, err := a.Service.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if cv.Ingress == nil {
+		tfeapi.Error(w, r, core.NotFound("configuration version %s was not made from a commit: it has no ingress attributes", cv.ID))
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, ingressJSON(cv))
 }
 
 func (a *API) download(w http.ResponseWriter, r *http.Request) {

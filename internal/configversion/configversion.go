@@ -59,8 +59,31 @@ type ConfigurationVersion struct {
 	// run queued by its upload acts as that token's holder ("" when a
 	// server-side producer created it).
 	CreatedByToken string
+	// Ingress is set for a version made from a commit.
+	Ingress *Ingress
 
 	blobKey string
+}
+
+// Ingress is where a version made from a commit came from (HCP
+// Terraform's ingress attributes): its commit and branch or tag, a pull
+// request's number and title, and who pushed.
+type Ingress struct {
+	Branch            string `json:"branch"`
+	CloneURL          string `json:"clone-url"`
+	CommitMessage     string `json:"commit-message"`
+	CommitSHA         string `json:"commit-sha"`
+	CommitURL         string `json:"commit-url"`
+	CompareURL        string `json:"compare-url"`
+	Identifier        string `json:"identifier"`
+	IsPullRequest     bool   `json:"is-pull-request"`
+	OnDefaultBranch   bool   `json:"on-default-branch"`
+	PullRequestNumber int    `json:"pull-request-number"`
+	PullRequestURL    string `json:"pull-request-url"`
+	PullRequestTitle  string `json:"pull-request-title"`
+	Tag               string `json:"tag"`
+	SenderUsername    string `json:"sender-username"`
+	SenderHTMLURL     string `json:"sender-html-url"`
 }
 
 // StatusTimestamps records when the version entered each state.
@@ -118,4 +141,7 @@ type CreateOptions struct {
 	Provisional   *bool `json:"provisional"`
 	// Source defaults to "tfe-api" (not settable through the API).
 	Source string `json:"-"`
+	// Ingress, for a version made from a commit (not settable through the
+	// API).
+	Ingress *Ingress `json:"-"`
 }

@@ -683,7 +683,7 @@ func TestQueueRunPermission(t *testing.T) {
 // that a new one is covered).
 func TestCloneSharesNothing(t *testing.T) {
 	now := time.Now()
-	cv := &ConfigurationVersion{ID: "cv-1"}
+	cv := &ConfigurationVersion{ID: "cv-1", Ingress: &Ingress{Branch: "main", CommitSHA: "abc"}}
 	ts := reflect.ValueOf(&cv.StatusTimestamps).Elem()
 	for i := range ts.NumField() {
 		v := now.Add(time.Duration(i) * time.Second)

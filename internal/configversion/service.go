@@ -156,29 +156,41 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 	if opts.Provisional != nil {
 		cv.Provisional = *opts.Provisional
 	}
+	ingress := ""
+	if opts.Ingress != nil {
+		cv.Ingress = opts.Ingress
+		b, _ := json.Marshal(opts.Ingress)
+		ingress = string(b)
+	}
 	var currentSince *int64
 	if !cv.Speculative && !cv.Provisional {
 		v := core.Micros(now)
 		currentSince = &v
 	}
 	ts, _ := json.Marshal(cv.StatusTimestamps)
-	_, err = s.db.Exec(ctx, `INSERT INTO configuration_versions (id, workspace_id, status, source, auto_queue_runs, speculative, provisional, current_since, status_timestamps, created_at, updated_at, created_by_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		cv.ID, cv.WorkspaceID, string(cv.Status), cv.Source, cv.AutoQueueRuns, cv.Speculative, cv.Provisional, currentSince, string(ts), core.Micros(now), core.Micros(now), cv.CreatedByToken)
+	_, err = s.db.Exec(ctx, `INSERT INTO configuration_versions (id, workspace_id, status, source, auto_queue_runs, speculative, provisional, current_since, status_timestamps, created_at, updated_at, created_by_token, ingress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cv.ID, cv.WorkspaceID, string(cv.Status), cv.Source, cv.AutoQueueRuns, cv.Speculative, cv.Provisional, currentSince, string(ts), core.Micros(now), core.Micros(now), cv.CreatedByToken, ingress)
 	if err != nil {
 		return nil, fmt.Errorf("creating configuration version: %w", err)
 	}
 	return cv, nil
 }
 
-const cols = `id, workspace_id, status, source, auto_queue_runs, speculative, provisional, error, error_message, blob_key, sha256, size, status_timestamps, created_at, updated_at, created_by_token`
+const cols = `id, workspace_id, status, source, auto_queue_runs, speculative, provisional, error, error_message, blob_key, sha256, size, status_timestamps, created_at, updated_at, created_by_token, ingress`
 
 func scan(sc interface{ Scan(...any) error }) (*ConfigurationVersion, error) {
 	var cv ConfigurationVersion
-	var status, ts string
+	var status, ts, ingress string
 	var created, updated int64
 	if err := sc.Scan(&cv.ID, &cv.WorkspaceID, &status, &cv.Source, &cv.AutoQueueRuns, &cv.Speculative, &cv.Provisional,
-		&cv.Error, &cv.ErrorMessage, &cv.blobKey, &cv.SHA256, &cv.Size, &ts, &created, &updated, &cv.CreatedByToken); err != nil {
+		&cv.Error, &cv.ErrorMessage, &cv.blobKey, &cv.SHA256, &cv.Size, &ts, &created, &updated, &cv.CreatedByToken, &ingress); err != nil {
 		return nil, err
+	}
+	if ingress != "" {
+		cv.Ingress = new(Ingress)
+		if err := json.Unmarshal([]byte(ingress), cv.Ingress); err != nil {
+			return nil, fmt.Errorf("decoding ingress attributes of %s: %w", cv.ID, err)
+		}
 	}
 	cv.Status = Status(status)
 	if err := json.Unmarshal([]byte(ts), &cv.StatusTimestamps); err != nil {
@@ -221,6 +233,10 @@ func (cv *ConfigurationVersion) clone() *ConfigurationVersion {
 			v := **t
 			*t = &v
 		}
+	}
+	if c.Ingress != nil {
+		in := *c.Ingress
+		c.Ingress = &in
 	}
 	return &c
 }

@@ -129,12 +129,23 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		t.Errorf("the push's run: message %q, source %q", r.Message, r.Source)
 	}
 	r = waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunApplied)
-	cv, err := c.ConfigurationVersions.Read(ctx, r.ConfigurationVersion.ID)
+	cv, err := c.ConfigurationVersions.ReadWithOptions(ctx, r.ConfigurationVersion.ID,
+		&tfe.ConfigurationVersionReadOptions{Include: []tfe.ConfigVerIncludeOpt{tfe.ConfigVerIngressAttributes}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cv.Source != "gitea" {
 		t.Errorf("the run's configuration version has source %q, want gitea", cv.Source)
+	}
+	// Its ingress attributes say which commit it is, and who pushed it.
+	if ia := cv.IngressAttributes; ia == nil || ia.CommitSHA != sha2 || ia.Branch != "main" || ia.Identifier != repo || !ia.OnDefaultBranch ||
+		ia.CommitURL != g.URL+"/"+repo+"/commit/"+sha2 || !strings.HasSuffix(ia.CompareURL, "..."+sha2) || ia.SenderUsername != g.Admin ||
+		ia.CloneURL != g.URL+"/"+repo+".git" || ia.IsPullRequest || strings.TrimSpace(ia.CommitMessage) != "Raise v to two\n\nBody." {
+		t.Errorf("the push's ingress attributes: %+v", ia)
+	}
+	if status, b := e.API(t, "", "GET", "/api/v2/configuration-versions/"+cv.ID+"/ingress-attributes", nil); status != http.StatusOK ||
+		!strings.Contains(string(b), `"commit-sha":"`+sha2+`"`) || !strings.Contains(string(b), `"type":"ingress-attributes"`) {
+		t.Errorf("GET the version's ingress-attributes: %d %s", status, b)
 	}
 	tgz, err := c.ConfigurationVersions.Download(ctx, cv.ID)
 	if err != nil {
@@ -179,6 +190,15 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	}
 	waitRun(ctx, t, c, r.ID, 3*time.Minute, tfe.RunPlannedAndFinished)
 	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "three"})
+	cv, err = c.ConfigurationVersions.ReadWithOptions(ctx, r.ConfigurationVersion.ID,
+		&tfe.ConfigurationVersionReadOptions{Include: []tfe.ConfigVerIncludeOpt{tfe.ConfigVerIngressAttributes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ia := cv.IngressAttributes; !cv.Speculative || ia == nil || !ia.IsPullRequest || ia.PullRequestTitle != "Try v four" || ia.CommitSHA != head ||
+		ia.Branch != "fix" || ia.OnDefaultBranch || !strings.HasPrefix(ia.PullRequestURL, g.URL+"/"+repo+"/pulls/") {
+		t.Errorf("the pull request's configuration version: speculative %v, ingress attributes %+v", cv.Speculative, ia)
+	}
 	waitForStatus(t, g, repo, head, "success", r.ID)
 
 	// Disconnecting removes the webhook from Gitea.

@@ -142,6 +142,14 @@ func (s *Service) request(ctx context.Context, r *Result) ([]byte, *Task, error)
 		u := fmt.Sprintf("%s/api/v2/plans/%s/json-output", base, info.PlanID)
 		p.PlanJSONAPIURL = &u
 	}
+	for _, f := range []struct {
+		dst **string
+		v   string
+	}{{&p.VCSRepoURL, info.VCSRepoURL}, {&p.VCSBranch, info.VCSBranch}, {&p.VCSCommitURL, info.VCSCommitURL}, {&p.VCSPullRequestURL, info.VCSPullRequestURL}} {
+		if f.v != "" {
+			*f.dst = &f.v
+		}
+	}
 	body, err := json.Marshal(p)
 	return body, t, err
 }

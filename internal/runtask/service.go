@@ -43,6 +43,9 @@ type RunInfo struct {
 	Speculative                                     bool
 	WorkspaceID, WorkspaceName, WorkingDirectory    string
 	Organization                                    string
+	// The repository, branch, commit and pull request of a run of a
+	// commit ("" for others).
+	VCSRepoURL, VCSBranch, VCSCommitURL, VCSPullRequestURL string
 }
 
 // Runs is the run domain as run tasks see it.

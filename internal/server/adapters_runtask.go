@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
@@ -39,9 +40,16 @@ func (a runTaskRuns) RunInfo(ctx context.Context, runID string) (runtask.RunInfo
 			by = u.Username
 		}
 	}
-	return runtask.RunInfo{ID: r.ID, Message: r.Message, CreatedBy: by, ConfigVersionID: r.ConfigurationVersionID, PlanID: r.Plan.ID,
+	info := runtask.RunInfo{ID: r.ID, Message: r.Message, CreatedBy: by, ConfigVersionID: r.ConfigurationVersionID, PlanID: r.Plan.ID,
 		CreatedAt: r.CreatedAt, Speculative: r.PlanOnly, WorkspaceID: w.ID, WorkspaceName: w.Name, WorkingDirectory: w.Settings.WorkingDirectory,
-		Organization: r.Organization}, nil
+		Organization: r.Organization}
+	// A run of a commit names its repository, branch, commit and pull
+	// request (the configuration version's ingress attributes).
+	if cv, err := configversion.Lookup(ctx, a.s.DB, r.ConfigurationVersionID); err == nil && cv.Ingress != nil {
+		in := cv.Ingress
+		info.VCSRepoURL, info.VCSBranch, info.VCSCommitURL, info.VCSPullRequestURL = in.CloneURL, in.Branch, in.CommitURL, in.PullRequestURL
+	}
+	return info, nil
 }
 
 func (a runTaskRuns) StageDone(ctx context.Context, runID string, stage run.TaskStage, outcome run.StageOutcome, msg string) error {

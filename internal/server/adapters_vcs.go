@@ -80,9 +80,10 @@ func (s *Server) vcsWorkspace(ctx context.Context, id string) (*vcs.Workspace, e
 		TriggerPatterns: st.TriggerPatterns}, nil
 }
 
-func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []byte, source string, speculative bool) (string, error) {
+func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []byte, source string, speculative bool, origin vcs.Origin) (string, error) {
+	in := configversion.Ingress(origin)
 	cv, err := s.ConfigVersions.CreateFromArchive(asOrg(ctx, w.Organization), w.ID, archive,
-		configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative), Source: source})
+		configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative), Source: source, Ingress: &in})
 	if err != nil {
 		return "", err
 	}

@@ -462,7 +462,7 @@ func (s *Server) routes() http.Handler {
 	perToken := func(h http.Handler) http.Handler { return s.TokenLimits.Handler(tokenKey, h) }
 	root.Handle("/api/v2/", readMemo(s.Auth.Middleware(tfeapi.Error)(perToken(s.Audit.RecorderFor(api, guard.Handler(api), tfeapi.Error)))))
 	root.Handle("/api/terrace/", s.orchestrationHandler())
-	root.HandleFunc("POST "+vcs.WebhookPath+"{id}", s.VCS.Webhook)
+	root.HandleFunc("POST /webhooks/vcs/{id}", s.VCS.Webhook) // vcs.WebhookPath
 	root.Handle("/api/agent/", s.Auth.Middleware(tfeapi.Error)(perToken(s.jobHandler)))
 	// The registry protocol asks the authorization model who may fetch
 	// private modules (registry.API's protocol handlers).

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,8 @@ type Gitea struct {
 	Dir    string
 	caFile string
 }
+
+var tokenRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
 // StartGitea starts Gitea for the test and stops it when the test ends.
 // Gitea trusts the PEM CA certificates in trust (and its own) for the
@@ -117,16 +120,29 @@ func StartGiteaCA(t testing.TB, ca *CA, trust ...[]byte) *Gitea {
 	// random and not kept.
 	g.cli(t, env, "admin", "user", "create", "--username", g.Admin, "--email", g.Admin+"@example.test",
 		"--random-password", "--admin", "--must-change-password=false")
-	// Run as root, the CLI logs a warning to standard output first: the
-	// token is the last line.
-	out := strings.Fields(g.cli(t, env, "admin", "user", "generate-access-token", "--username", g.Admin,
-		"--token-name", "terrace-test", "--scopes", "all", "--raw"))
-	if len(out) == 0 {
-		t.Fatal("gitea admin user generate-access-token printed nothing")
+	// Run as root, the CLI logs warnings to standard output too (before
+	// the token, and on a slow machine after it): the token is the word of
+	// 40 hexadecimal digits.
+	printed := g.cli(t, env, "admin", "user", "generate-access-token", "--username", g.Admin,
+		"--token-name", "terrace-test", "--scopes", "all", "--raw")
+	for _, w := range strings.Fields(printed) {
+		if tokenRE.MatchString(w) {
+			g.Token = w
+		}
 	}
-	g.Token = out[len(out)-1]
-	if status, out := g.Call(t, "GET", "/user", nil); status != http.StatusOK || out["login"] != g.Admin {
-		t.Fatalf("gitea: the admin's token does not work: %d %v", status, out)
+	if g.Token == "" {
+		t.Fatalf("gitea admin user generate-access-token printed no token: %q", printed)
+	}
+	// The CLI wrote the token into the database the server reads; on a
+	// loaded machine the server may answer before it sees it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		status, out := g.Call(t, "GET", "/user", nil)
+		if status == http.StatusOK && out["login"] == g.Admin {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gitea: the admin's token does not work: %d %v", status, out)
+		}
 	}
 	return g
 }

@@ -33,7 +33,7 @@ type Ingress struct {
 	// Configure creates a configuration version of w from a commit's
 	// archive (source: the provider, as HCP Terraform names a VCS
 	// version's source; speculative: a pull request's) and returns its ID.
-	Configure func(ctx context.Context, w *Workspace, archive []byte, source string, speculative bool) (string, error)
+	Configure func(ctx context.Context, w *Workspace, archive []byte, source string, speculative bool, origin Origin) (string, error)
 	// Queue starts a run of w with a configuration version (a plan only,
 	// for a speculative one).
 	Queue func(ctx context.Context, w *Workspace, configID, message string, speculative bool) (string, error)
@@ -46,6 +46,27 @@ type Ingress struct {
 	Logger     *slog.Logger
 }
 
+// Origin is where a configuration version made from a commit came from:
+// HCP Terraform's ingress attributes (configversion.Ingress, field for
+// field).
+type Origin struct {
+	Branch            string
+	CloneURL          string
+	CommitMessage     string
+	CommitSHA         string
+	CommitURL         string
+	CompareURL        string
+	Identifier        string
+	IsPullRequest     bool
+	OnDefaultBranch   bool
+	PullRequestNumber int
+	PullRequestURL    string
+	PullRequestTitle  string
+	Tag               string
+	SenderUsername    string
+	SenderHTMLURL     string
+}
+
 // RunSource is the source of the runs a push starts (HCP Terraform's).
 const RunSource = "tfe-configuration-version"
 
@@ -55,11 +76,16 @@ const RunSource = "tfe-configuration-version"
 type ingress struct {
 	Workspace, Webhook string
 	SHA, Branch, Tag   string
-	Message            string
-	Changed            []string
-	Truncated          bool
-	Connect            bool
-	PR                 int
+	// Before is the branch's commit before a push (for the compare link).
+	Before    string
+	Message   string
+	Sender    string
+	Changed   []string
+	Truncated bool
+	Connect   bool
+	// PR, PRTitle and PRURL name a pull request.
+	PR             int
+	PRTitle, PRURL string
 }
 
 func ingressMessage(in ingress) outbox.Message {
@@ -224,7 +250,7 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	if err != nil {
 		return permanentHost(err)
 	}
-	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0)
+	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0, s.origin(ctx, h, c, in))
 	if err != nil {
 		return permanentHost(err)
 	}
@@ -246,6 +272,29 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 		}
 		return s.enqueueStatus(ctx, tx, w, runID, c.token, c.identifier, in.SHA, run.Pending, in.PR > 0)
 	})
+}
+
+// origin describes where a fetched commit came from (its links are the
+// host's web pages, GitHub's and Gitea's alike).
+func (s *Service) origin(ctx context.Context, h *vcshost.Host, c *connection, in ingress) Origin {
+	repoURL := h.HTTPURL + "/" + c.identifier
+	o := Origin{Branch: in.Branch, CloneURL: h.CloneURL(c.identifier), CommitMessage: in.Message, CommitSHA: in.SHA,
+		CommitURL: repoURL + "/commit/" + in.SHA, Identifier: c.identifier, Tag: in.Tag, SenderUsername: in.Sender}
+	if in.Sender != "" {
+		o.SenderHTMLURL = h.HTTPURL + "/" + in.Sender
+	}
+	if in.Before != "" && in.Before != vcshost.ZeroSHA {
+		o.CompareURL = repoURL + "/compare/" + in.Before + "..." + in.SHA
+	}
+	if in.PR > 0 {
+		o.IsPullRequest, o.PullRequestNumber, o.PullRequestTitle, o.PullRequestURL = true, in.PR, in.PRTitle, in.PRURL
+	}
+	if o.Branch != "" {
+		if def, err := h.DefaultBranch(ctx, c.identifier); err == nil {
+			o.OnDefaultBranch = def == o.Branch
+		}
+	}
+	return o
 }
 
 func firstLine(s string) string {

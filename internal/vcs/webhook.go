@@ -77,8 +77,8 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "ignored: the workspace runs on pushes to "+c.branch)
 		return
 	}
-	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag,
-		Changed: ev.Changed, Truncated: ev.Truncated}
+	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
+		Sender: ev.Sender, Changed: ev.Changed, Truncated: ev.Truncated}
 	if ev.HeadCommit != nil {
 		in.Message = ev.HeadCommit.Message
 	}
@@ -105,8 +105,8 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		reply(http.StatusOK, "ignored: the pull request targets "+pr.Base+", the workspace runs "+c.branch)
 		return
 	}
-	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number,
-		Message: fmt.Sprintf("Pull request #%d: %s", pr.Number, pr.Title)}
+	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
+		Sender: ev.Sender, Message: fmt.Sprintf("Pull request #%d: %s", pr.Number, pr.Title)}
 	if err := s.enqueue(r.Context(), s.db, ingressMessage(in)); err != nil {
 		s.logger.Error("queueing a pull request's plan", "workspace", c.workspace, "error", err)
 		reply(http.StatusInternalServerError, "internal error")
