@@ -136,6 +136,9 @@ func (s *Service) Resolve(ctx context.Context, org, project string, cur *Repo, o
 	if o.IngressSubmodules != nil {
 		next.IngressSubmodules = *o.IngressSubmodules
 	}
+	if next.IngressSubmodules {
+		return nil, core.Invalid("vcs-repo ingress-submodules: Terrace does not fetch submodules yet; connect with ingress-submodules false")
+	}
 	if err := validIdentifier(next.Identifier); err != nil {
 		return nil, err
 	}

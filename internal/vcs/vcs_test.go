@@ -378,6 +378,7 @@ func TestConnectRefusals(t *testing.T) {
 			{"a bad branch", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "branch": "a..b"}, 422, "not a valid git branch name"},
 			{"a bad tags-regex", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "tags-regex": "v(1"}, 422, "not a valid regular expression"},
 			{"a GitHub App", map[string]any{"identifier": "acme/infra", "github-app-installation-id": "ghain-1"}, 422, "GitHub App installations are not supported"},
+			{"submodules", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "ingress-submodules": true}, 422, "does not fetch submodules yet"},
 			{"an unreachable host", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea}, 422, "acme/infra"},
 		} {
 			status, b := e.API(t, "", "POST", "/api/v2/organizations/"+org+"/workspaces", map[string]any{"data": map[string]any{
