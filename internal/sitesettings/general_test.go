@@ -115,7 +115,7 @@ func TestGeneralSettingsReadAndUpdate(t *testing.T) {
 					"fair-run-queuing-enabled cannot be true", "limit-organizations-per-user cannot be true", "default-organizations-per-user-ceiling cannot be 3 (only 0)",
 					"limit-workspaces-per-organization cannot be true", "default-workspaces-per-organization-ceiling cannot be 5",
 					`terraform-build-worker-apply-timeout cannot be "1h" (only "")`, `terraform-build-worker-plan-timeout cannot be "1h"`,
-					"allow-speculative-plans-on-pull-requests-from-forks cannot be true (only false): Terrace has no VCS integration",
+					"allow-speculative-plans-on-pull-requests-from-forks cannot be true (only false): Terrace never plans a pull request from a fork",
 					"send-passing-statuses-for-untriggered-speculative-plans cannot be true"}},
 			{map[string]any{"api-rate-limit": 10}, []string{"api-rate-limit must be at least 30"}},
 			{map[string]any{"api-rate-limit": "fast"}, []string{`api-rate-limit must be an integer, not "fast"`}},

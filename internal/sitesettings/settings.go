@@ -175,8 +175,8 @@ var unsupported = map[string]struct {
 	value any
 	why   string
 }{
-	"send-passing-statuses-for-untriggered-speculative-plans": {false, "Terrace has no VCS integration, so no speculative plans run for pull requests"},
-	"allow-speculative-plans-on-pull-requests-from-forks":     {false, "Terrace has no VCS integration, so no speculative plans run for pull requests"},
+	"send-passing-statuses-for-untriggered-speculative-plans": {false, "Terrace plans every pull request to a workspace's branch (file triggers do not apply to them), so none goes untriggered"},
+	"allow-speculative-plans-on-pull-requests-from-forks":     {false, "Terrace never plans a pull request from a fork (its code would run with the workspace's variables and credentials)"},
 	"require-two-factor-for-admins":                           {false, "Terrace has no two-factor sign-in"},
 	"fair-run-queuing-enabled":                                {false, "Terrace has no fair run queuing"},
 	"limit-organizations-per-user":                            {false, "Terrace does not limit the organizations a user creates"},

@@ -328,7 +328,7 @@ func (a *API) fetchFromVCS(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.Service.GetStack(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	return core.Invalid("stack %s is not VCS-backed: Terrace has no VCS connections yet; upload configurations instead", r.PathValue("id"))
+	return core.Invalid("stack %s is not VCS-backed (stacks do not connect to repositories yet): upload configurations instead", r.PathValue("id"))
 }
 
 func (a *API) createConfiguration(w http.ResponseWriter, r *http.Request) error {

@@ -203,7 +203,7 @@ var versionRE = regexp.MustCompile(`^(latest|v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-
 
 func (o StackOptions) apply(st *Stack) error {
 	if o.VCS {
-		return core.Invalid("VCS-backed stacks are not supported: Terrace has no VCS connections yet; create the stack without vcs-repo and upload configurations")
+		return core.Invalid("VCS-backed stacks are not supported yet (workspaces connect to repositories; stacks do not): create the stack without vcs-repo and upload configurations")
 	}
 	if o.Name != nil {
 		if !nameRE.MatchString(*o.Name) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/vcshost"
 )
@@ -103,6 +104,12 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		return
 	case pr.Base != c.branch:
 		reply(http.StatusOK, "ignored: the pull request targets "+pr.Base+", the workspace runs "+c.branch)
+		return
+	case pr.HeadRepo != "" && !strings.EqualFold(pr.HeadRepo, ev.Repo):
+		// A fork's code would run with the workspace's variables and
+		// credentials: never planned (the site setting
+		// allow-speculative-plans-on-pull-requests-from-forks stays false).
+		reply(http.StatusOK, "ignored: pull requests from forks are not planned")
 		return
 	}
 	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,

@@ -57,13 +57,17 @@ func TestWebhookDeliveries(t *testing.T) {
 			return n
 		}
 		sha := strings.Repeat("ab", 20)
+		var pullFrom func(action, base, headRepo string) string
 		push := func(ref string) string {
 			return `{"ref":"` + ref + `","before":"` + strings.Repeat("cd", 20) + `","after":"` + sha + `","repository":{"full_name":"acme/infra"},` +
 				`"sender":{"login":"alice"},"commits":[{"id":"` + sha + `","message":"m","added":["main.tf"],"removed":[],"modified":[]}],"head_commit":{"id":"` + sha + `","message":"m"}}`
 		}
 		pull := func(action, base string) string {
+			return pullFrom(action, base, "acme/infra")
+		}
+		pullFrom = func(action, base, headRepo string) string {
 			return `{"action":"` + action + `","number":7,"pull_request":{"number":7,"title":"t","html_url":"https://git.test/acme/infra/pulls/7",` +
-				`"head":{"ref":"fix","sha":"` + sha + `","repo":{"full_name":"acme/infra"}},"base":{"ref":"` + base + `","sha":"` + strings.Repeat("cd", 20) + `"}},` +
+				`"head":{"ref":"fix","sha":"` + sha + `","repo":{"full_name":"` + headRepo + `"}},"base":{"ref":"` + base + `","sha":"` + strings.Repeat("cd", 20) + `"}},` +
 				`"repository":{"full_name":"acme/infra"},"sender":{"login":"alice"}}`
 		}
 		for _, tc := range []struct {
@@ -82,6 +86,7 @@ func TestWebhookDeliveries(t *testing.T) {
 			{"the branch", branchURL, branchSecret, "push", push("refs/heads/main"), http.StatusAccepted, true},
 			{"a pull request to another branch", branchURL, branchSecret, "pull_request", pull("opened", "dev"), http.StatusOK, false},
 			{"a closed pull request", branchURL, branchSecret, "pull_request", pull("closed", "main"), http.StatusOK, false},
+			{"a pull request from a fork", branchURL, branchSecret, "pull_request", pullFrom("opened", "main", "mallory/infra"), http.StatusOK, false},
 			{"a pull request to the branch", branchURL, branchSecret, "pull_request", pull("opened", "main"), http.StatusAccepted, true},
 			{"the branch, on a tags workspace", tagURL, tagSecret, "push", push("refs/heads/main"), http.StatusOK, false},
 			{"a tag the regex refuses", tagURL, tagSecret, "push", push("refs/tags/release-1"), http.StatusOK, false},
