@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -72,4 +75,44 @@ func lastOf(s []string) string {
 		return ""
 	}
 	return s[len(s)-1]
+}
+
+// A workspace connected to a repository (of a real Gitea) shows the
+// repository, linking to it, and the branch that runs; its working
+// directory too.
+func TestWorkspaceShowsItsRepository(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ca := testenv.NewCA(t)
+	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
+	g := testenv.StartGiteaCA(t, ca)
+	repo := g.CreateRepo(t, "infra")
+	g.Push(t, repo, "main", map[string]string{"main.tf": "# empty\n"}, "first")
+	testenv.NewOrg(t, e.Client, "acme")
+	oc, err := e.Client.OAuthClients.Create(ctx, "acme", tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
+		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("infra"), WorkingDirectory: tfe.String("live"),
+		VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}}); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t, e, e.Token)
+	if st := tb.open("/app/acme/workspaces/infra"); st != http.StatusOK {
+		t.Fatalf("the workspace page: %d", st)
+	}
+	if got := tb.text("#vcs-repo"); got != repo+" (gitea), branch main" {
+		t.Errorf("the repository fact: %q", got)
+	}
+	if href := must(tb, chromedp.Evaluate[string](`document.querySelector('#vcs-repo a').href`)); href != g.URL+"/"+repo {
+		t.Errorf("the repository link: %q, want %s", href, g.URL+"/"+repo)
+	}
+	if !strings.Contains(tb.text("dl.facts"), "Working directory") || !strings.Contains(tb.text("dl.facts"), "live") {
+		t.Errorf("the facts do not show the working directory: %q", tb.text("dl.facts"))
+	}
 }
