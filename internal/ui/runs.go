@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
@@ -45,6 +46,9 @@ type runData struct {
 	PlanOffset, ApplyOffset int
 	Can                     map[string]bool
 	Error                   string
+	// Commit is where the run's configuration came from, for a run of
+	// a commit.
+	Commit *configversion.Ingress
 }
 
 // loadRun finds the page's run inside the page's workspace.
@@ -79,6 +83,11 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 		"apply":   apply && rn.Status.Confirmable() && !rn.PlanOnly,
 		"discard": apply && rn.Status.Discardable(),
 		"cancel":  allowed(ctx, authz.RunPlan, res) && rn.Status.Cancelable(),
+	}
+	if u.o.ConfigVersions != nil && rn.ConfigurationVersionID != "" {
+		if cv, err := u.o.ConfigVersions.Get(ctx, rn.ConfigurationVersionID); err == nil {
+			d.Commit = cv.Ingress
+		}
 	}
 	var done bool
 	if d.PlanLog, d.PlanOffset, done, err = u.readLog(r, rn.Plan.ID); err != nil {

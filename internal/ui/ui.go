@@ -17,6 +17,7 @@ import (
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -62,6 +63,9 @@ type Options struct {
 	Orchestration *orchestration.Service
 	// Stacks keeps stacks, their deployments and deployment runs.
 	Stacks *stack.Service
+	// ConfigVersions tells where a run's configuration came from (a
+	// commit's ingress attributes); nil: not shown.
+	ConfigVersions *configversion.Service
 	// Authz is the authorization model: every page asks it, as the API
 	// guard does.
 	Authz *authz.Service

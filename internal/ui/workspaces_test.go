@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
@@ -91,15 +92,16 @@ func TestWorkspaceShowsItsRepository(t *testing.T) {
 	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
 	g := testenv.StartGiteaCA(t, ca)
 	repo := g.CreateRepo(t, "infra")
-	g.Push(t, repo, "main", map[string]string{"main.tf": "# empty\n"}, "first")
+	sha := g.Push(t, repo, "main", map[string]string{"main.tf": "# empty\n"}, "first")
 	testenv.NewOrg(t, e.Client, "acme")
 	oc, err := e.Client.OAuthClients.Create(ctx, "acme", tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
 		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("infra"), WorkingDirectory: tfe.String("live"),
-		VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}}); err != nil {
+	ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("infra"), WorkingDirectory: tfe.String("live"),
+		QueueAllRuns: tfe.Bool(true), VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	tb := newTab(t, e, e.Token)
@@ -114,5 +116,29 @@ func TestWorkspaceShowsItsRepository(t *testing.T) {
 	}
 	if !strings.Contains(tb.text("dl.facts"), "Working directory") || !strings.Contains(tb.text("dl.facts"), "live") {
 		t.Errorf("the facts do not show the working directory: %q", tb.text("dl.facts"))
+	}
+	// Connecting queued a run of the branch's head (queue-all-runs): its
+	// page names the commit, linking to it.
+	var runID string
+	for deadline := time.Now().Add(60 * time.Second); runID == ""; time.Sleep(100 * time.Millisecond) {
+		l, err := e.Client.Runs.List(ctx, ws.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) > 0 {
+			runID = l.Items[0].ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("connecting queued no run")
+		}
+	}
+	if st := tb.open("/app/acme/workspaces/infra/runs/" + runID); st != http.StatusOK {
+		t.Fatalf("the run page: %d", st)
+	}
+	if got := tb.text("#run-commit"); got != "Commit "+sha[:7]+" of "+repo+", branch main" {
+		t.Errorf("the run's commit: %q", got)
+	}
+	if href := must(tb, chromedp.Evaluate[string](`document.querySelector('#run-commit a').href`)); href != g.URL+"/"+repo+"/commit/"+sha {
+		t.Errorf("the commit link: %q", href)
 	}
 }
