@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -151,7 +147,7 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tarFiles(t, tgz); fmt.Sprint(got) != fmt.Sprint(map[string]string{"docs/README.md": "# infra\n", "live/main.tf": config("two")}) {
+	if got := testenv.Untar(t, tgz); fmt.Sprint(got) != fmt.Sprint(map[string]string{"docs/README.md": "# infra\n", "live/main.tf": config("two")}) {
 		t.Errorf("the configuration version's files: %v, want exactly the commit's", got)
 	}
 	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "two"})
@@ -290,31 +286,4 @@ func waitNthRun(ctx context.Context, t *testing.T, c *tfe.Client, workspaceID st
 		return newest != nil
 	})
 	return newest
-}
-
-// tarFiles reads a tar.gz's regular files, name to content.
-func tarFiles(t *testing.T, tgz []byte) map[string]string {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(tgz))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	out := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[strings.TrimPrefix(h.Name, "./")] = string(b)
-		}
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -283,39 +282,14 @@ func (g *Gitea) Call(t testing.TB, method, path string, body any) (int, map[stri
 // answer that is not JSON is not decoded either).
 func (g *Gitea) Do(t testing.TB, method, path string, body, out any) int {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, g.URL+"/api/v1"+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "token "+g.Token)
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := g.HTTP.Do(req)
-	if err != nil {
-		t.Fatalf("gitea: %s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, data := callJSON(t, g.HTTP, method, g.URL+"/api/v1"+path, body, "Authorization", "token "+g.Token)
 	if out != nil && len(bytes.TrimSpace(data)) > 0 {
 		// An error's answer may be text (a panic's).
-		if err := json.Unmarshal(data, out); err != nil && res.StatusCode/100 == 2 {
-			t.Fatalf("gitea: %s %s: %s: %.300s", method, path, res.Status, data)
+		if err := json.Unmarshal(data, out); err != nil && status/100 == 2 {
+			t.Fatalf("gitea: %s %s: %d: %.300s", method, path, status, data)
 		}
 	}
-	return res.StatusCode
+	return status
 }
 
 // Must is Call failing the test on any status but 2xx.

@@ -76,6 +76,24 @@ func StartVault(t testing.TB) *Vault {
 // decoded answer (nil when empty).
 func (v *Vault) Call(t testing.TB, token, method, path string, body any) (int, map[string]any) {
 	t.Helper()
+	if token == "" {
+		token = v.Root
+	}
+	status, data := callJSON(t, v.HTTP, method, v.Addr+"/v1/"+path, body, "X-Vault-Token", token)
+	var out map[string]any
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("%s %s: %d: %.300s", method, path, status, data)
+		}
+	}
+	return status, out
+}
+
+// callJSON makes one call to a server's HTTP API with body encoded as
+// JSON (none when nil) and the header pairs given (name, value, …), and
+// returns the status and the answer.
+func callJSON(t testing.TB, c *http.Client, method, url string, body any, header ...string) (int, []byte) {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -84,30 +102,27 @@ func (v *Vault) Call(t testing.TB, token, method, path string, body any) (int, m
 		}
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, v.Addr+"/v1/"+path, r)
+	req, err := http.NewRequest(method, url, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if token == "" {
-		token = v.Root
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("X-Vault-Token", token)
-	res, err := v.HTTP.Do(req)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out map[string]any
-	if len(bytes.TrimSpace(data)) > 0 {
-		if err := json.Unmarshal(data, &out); err != nil {
-			t.Fatalf("%s %s: %s: %.300s", method, path, res.Status, data)
-		}
-	}
-	return res.StatusCode, out
+	return res.StatusCode, data
 }
 
 // Must is Call as the root token, failing the test on any status but 2xx.

@@ -1,9 +1,6 @@
 package vcshost_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -66,33 +63,6 @@ func next(t *testing.T, got <-chan delivery, kind string) delivery {
 			}
 		case <-deadline:
 			t.Fatalf("no %s webhook delivery within 60s", kind)
-		}
-	}
-}
-
-// untar lists the regular files of a tar.gz with their contents.
-func untar(t *testing.T, data []byte) map[string]string {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[h.Name] = string(b)
 		}
 	}
 }
@@ -204,7 +174,7 @@ func TestGitea(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := untar(t, data); !reflect.DeepEqual(got, files) {
+		if got := testenv.Untar(t, data); !reflect.DeepEqual(got, files) {
 			t.Fatalf("archive of %s = %v, want %v", sha, got, files)
 		}
 	}
