@@ -29,8 +29,8 @@ import (
 // working directory, and a push to another branch, start nothing; a
 // delivery not signed with the webhook's secret is refused. A pull request
 // to the branch gets a speculative plan of its head, with its status.
-// Disconnecting removes the webhook from Gitea; deleting the VCS provider
-// disconnects the workspace.
+// Disconnecting, and deleting the workspace, remove the webhook from
+// Gitea; deleting the VCS provider disconnects its workspaces.
 func TestVCSDrivenWorkspace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
@@ -211,9 +211,8 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		return len(hooks) == 0
 	})
 
-	// Connected again, then its VCS provider deleted: the workspace loses
-	// its connection with the provider's token, and its webhook goes
-	// nowhere.
+	// Connected again, then the workspace deleted: its webhook leaves
+	// Gitea too.
 	ws, err = c.Workspaces.Update(ctx, "acme", "infra", tfe.WorkspaceUpdateOptions{VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo),
 		OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}})
 	if err != nil {
@@ -222,13 +221,35 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	if ws.VCSRepo == nil || ws.VCSRepo.WebhookURL == vr.WebhookURL {
 		t.Fatalf("reconnected: %+v, want a connection with a new webhook", ws.VCSRepo)
 	}
+	waitFor(t, 30*time.Second, "the new webhook at Gitea", func() bool {
+		hooks = nil
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 1 && hooks[0].Config["url"] == ws.VCSRepo.WebhookURL
+	})
+	if err := c.Workspaces.Delete(ctx, "acme", "infra"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the deleted workspace's webhook's removal from Gitea", func() bool {
+		hooks = nil
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 0
+	})
+
+	// Another workspace connected, then its VCS provider deleted: the
+	// workspace loses its connection with the provider's token, and
+	// deliveries to its webhook find nothing.
+	second, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("second"),
+		VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.OAuthClients.Delete(ctx, oc.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ws, err = c.Workspaces.Read(ctx, "acme", "infra"); err != nil || ws.VCSRepo != nil {
+	if ws, err = c.Workspaces.Read(ctx, "acme", "second"); err != nil || ws.VCSRepo != nil {
 		t.Fatalf("the workspace after its VCS provider was deleted: %v, %v, want no vcs-repo", ws, err)
 	}
-	res, err = e.HTTP.Post(vr.WebhookURL, "application/json", strings.NewReader(`{}`))
+	res, err = e.HTTP.Post(second.VCSRepo.WebhookURL, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
