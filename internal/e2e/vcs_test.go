@@ -226,6 +226,30 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
 		return len(hooks) == 1 && hooks[0].Config["url"] == ws.VCSRepo.WebhookURL
 	})
+	// Its VCS provider scoped to the workspace's project alone: the
+	// workspace may not move to another project, until the provider is
+	// scoped to that one too.
+	elsewhere, err := c.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.OAuthClients.Update(ctx, oc.ID, tfe.OAuthClientUpdateOptions{OrganizationScoped: tfe.Bool(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.OAuthClients.AddProjects(ctx, oc.ID, tfe.OAuthClientAddProjectsOptions{Projects: []*tfe.Project{{ID: ws.Project.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Workspaces.Update(ctx, "acme", "infra", tfe.WorkspaceUpdateOptions{Project: elsewhere}); err == nil ||
+		!strings.Contains(err.Error(), "not scoped to that project") {
+		t.Fatalf("moving the workspace where its provider is not scoped: %v, want it refused", err)
+	}
+	if err := c.OAuthClients.AddProjects(ctx, oc.ID, tfe.OAuthClientAddProjectsOptions{Projects: []*tfe.Project{elsewhere}}); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := c.Workspaces.Update(ctx, "acme", "infra", tfe.WorkspaceUpdateOptions{Project: elsewhere}); err != nil ||
+		moved.Project.ID != elsewhere.ID || moved.VCSRepo == nil {
+		t.Fatalf("moving the workspace where its provider is scoped: %v, %v", moved, err)
+	}
 	if err := c.Workspaces.Delete(ctx, "acme", "infra"); err != nil {
 		t.Fatal(err)
 	}

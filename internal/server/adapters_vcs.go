@@ -127,3 +127,7 @@ func (a workspaceVCS) Resolve(ctx context.Context, org, projectID string, cur *w
 func (a workspaceVCS) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *workspace.VCSRepo) error {
 	return a.v.Connect(ctx, q, workspaceID, toRepo(prev), toRepo(next))
 }
+
+func (a workspaceVCS) CheckScope(ctx context.Context, org, projectID string, r *workspace.VCSRepo) error {
+	return a.v.CheckScope(ctx, org, projectID, toRepo(r))
+}

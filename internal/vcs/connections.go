@@ -193,6 +193,22 @@ func (s *Service) Resolve(ctx context.Context, org, project string, cur *Repo, o
 	return &next, nil
 }
 
+// CheckScope refuses to let a workspace of project keep a connection
+// through a token whose VCS provider is scoped to other projects (a
+// workspace moving there). It asks no host and not the caller: moving is
+// the workspace domain's decision, the token's scope the provider's.
+func (s *Service) CheckScope(ctx context.Context, org, project string, r *Repo) error {
+	cred, err := s.Credential(ctx, s.db, r.OAuthTokenID)
+	if err != nil {
+		return err
+	}
+	if !cred.UsableBy(org, project) {
+		return core.Invalid("the workspace's VCS connection goes through OAuth token %q, whose VCS provider is not scoped to that project: "+
+			"add the project to the provider, or disconnect the workspace first", r.OAuthTokenID)
+	}
+	return nil
+}
+
 func webhookID(r *Repo) string {
 	_, id, _ := strings.Cut(r.WebhookURL, WebhookPath)
 	return id

@@ -143,6 +143,10 @@ type VCS interface {
 	// Connect records, inside the workspace's transaction q, that its
 	// connection went from prev to next (either may be nil).
 	Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *VCSRepo) error
+	// CheckScope refuses a connection's token to a workspace of another
+	// project its VCS provider is not scoped to (a workspace moving
+	// there), whoever asks.
+	CheckScope(ctx context.Context, org, projectID string, repo *VCSRepo) error
 }
 
 // Service manages workspaces.
@@ -1065,11 +1069,18 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	// A connection is checked with the host before the transaction, for
 	// the project the workspace ends in.
 	var repo *VCSRepo
-	if o.VCSRepo != nil && !o.RemoveVCSRepo {
-		dest := pre.ProjectID
-		if projectErr == nil && projectID != "" {
-			dest = projectID
+	dest := pre.ProjectID
+	if projectErr == nil && projectID != "" {
+		dest = projectID
+	}
+	// A connected workspace moved to another project keeps its
+	// connection only if that project may use its token.
+	if o.VCSRepo == nil && !o.RemoveVCSRepo && pre.Settings.VCSRepo != nil && dest != pre.ProjectID && s.VCS != nil {
+		if err := s.VCS.CheckScope(ctx, pre.Organization, dest, pre.Settings.VCSRepo); err != nil {
+			return nil, err
 		}
+	}
+	if o.VCSRepo != nil && !o.RemoveVCSRepo {
 		if repo, err = s.resolveVCS(ctx, pre.Organization, dest, pre.Settings.VCSRepo, *o.VCSRepo); err != nil {
 			return nil, err
 		}
