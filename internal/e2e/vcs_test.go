@@ -118,6 +118,19 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		t.Fatalf("runs after connecting: %v %v, want none (queue-all-runs is off)", runs, err)
 	}
 
+	// A run task before the plan (a real task service: it passes) hears
+	// which repository, branch and commit a run is of.
+	const taskKey = "vcs-task-hmac-key"
+	svc := newTaskService(t, e, taskKey)
+	task, err := c.RunTasks.Create(ctx, "acme", tfe.RunTaskCreateOptions{Name: "scan", URL: svc.srv.URL + "/pass", Category: "task", HMACKey: tfe.String(taskKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := []tfe.Stage{tfe.PrePlan}
+	if _, err := c.WorkspaceRunTasks.Create(ctx, ws.ID, tfe.WorkspaceRunTaskCreateOptions{EnforcementLevel: tfe.Mandatory, Stages: &stages, RunTask: task}); err != nil {
+		t.Fatal(err)
+	}
+
 	// A push to the branch runs.
 	sha2 := g.Push(t, repo, "main", map[string]string{"live/main.tf": config("two"), "docs/README.md": "# infra\n"}, "Raise v to two\n\nBody.")
 	r := waitNthRun(ctx, t, c, ws.ID, 1)
@@ -151,6 +164,18 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		t.Errorf("the configuration version's files: %v, want exactly the commit's", got)
 	}
 	checkStateOutputs(ctx, t, c, ws.ID, map[string]string{"v": "two"})
+	calls := svc.wait(r.ID, 1)
+	str := func(p *string) string {
+		if p == nil {
+			return "<null>"
+		}
+		return *p
+	}
+	if p := calls[0].Payload; str(p.VCSRepoURL) != g.URL+"/"+repo+".git" || str(p.VCSBranch) != "main" ||
+		str(p.VCSCommitURL) != g.URL+"/"+repo+"/commit/"+sha2 || p.VCSPullRequestURL != nil {
+		t.Errorf("the run task request's VCS fields: repo %s, branch %s, commit %s, pull request %s",
+			str(p.VCSRepoURL), str(p.VCSBranch), str(p.VCSCommitURL), str(p.VCSPullRequestURL))
+	}
 	// The commit's statuses end in success, linking to the run.
 	waitForStatus(t, g, repo, sha2, "success", r.ID)
 
