@@ -18,11 +18,11 @@ func TestArchiveRefuses(t *testing.T) {
 	ctx := context.Background()
 	sha := strings.Repeat("a", 40)
 	for name, tc := range map[string][2]string{
-		"ext transport":      {"ext::sh -c touch% /tmp/pwned", sha},
+		"ext transport":      {"ext::sh -c touch% pwned", sha},
 		"file":               {"file:///etc", sha},
 		"scp-like":           {"git@github.com:acme/infra.git", sha},
 		"credentials in URL": {"https://x-access-token:tok3n@github.com/acme/infra.git", sha},
-		"option as a SHA":    {"https://github.com/acme/infra.git", "--upload-pack=touch /tmp/pwned"},
+		"option as a SHA":    {"https://github.com/acme/infra.git", "--upload-pack=touch pwned"},
 		"branch name":        {"https://github.com/acme/infra.git", "main"},
 		"abbreviated SHA":    {"https://github.com/acme/infra.git", sha[:12]},
 	} {
