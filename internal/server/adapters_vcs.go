@@ -9,6 +9,7 @@ import (
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcs"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -54,16 +55,20 @@ func (s *Server) wireVCS() error {
 	s.VCS, err = vcs.NewService(vcs.Options{DB: s.DB, Organizations: sshKeyOrgs{s.Orgs}, Projects: vcsProjects{s.Projects},
 		AgentPools: vcsPools{s.AgentPools}, Keys: s.Keys, BaseURL: s.BaseURL, CA: ca, Logger: s.logger.With("component", "vcs"),
 		Ingress: vcs.Ingress{
-			Workspace:  s.vcsWorkspace,
-			Configure:  s.vcsConfigure,
-			Queue:      s.vcsQueue,
-			Disconnect: s.Workspaces.DisconnectVCS,
-			MaxArchive: configversion.DefaultMaxUploadBytes,
+			Workspace:        s.vcsWorkspace,
+			Configure:        s.vcsConfigure,
+			Queue:            s.vcsQueue,
+			Disconnect:       s.Workspaces.DisconnectVCS,
+			DisconnectStacks: stack.DisconnectVCS,
+			Stack:            s.vcsStack,
+			ConfigureStack:   s.vcsConfigureStack,
+			MaxArchive:       configversion.DefaultMaxUploadBytes,
 		}})
 	if err != nil {
 		return err
 	}
 	s.Workspaces.VCS = workspaceVCS{s.VCS}
+	s.Stacks.VCS = stackVCS{s.VCS}
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.VCS.DeleteWorkspace)
 	s.Runs.Observe(s.VCS.RunTransition)
 	return nil
@@ -131,3 +136,50 @@ func (a workspaceVCS) Connect(ctx context.Context, q store.Q, workspaceID string
 func (a workspaceVCS) CheckScope(ctx context.Context, org, projectID string, r *workspace.VCSRepo) error {
 	return a.v.CheckScope(ctx, org, projectID, toRepo(r))
 }
+
+func (s *Server) vcsStack(ctx context.Context, id string) (*vcs.Workspace, error) {
+	st, err := s.Stacks.SystemStack(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// A stack's trigger patterns decide as a workspace's do (none: every
+	// push of the branch).
+	return &vcs.Workspace{ID: st.ID, Organization: st.Organization, Name: st.Name, WorkingDirectory: st.WorkingDirectory,
+		FileTriggersEnabled: len(st.TriggerPatterns) > 0, TriggerPatterns: st.TriggerPatterns}, nil
+}
+
+func (s *Server) vcsConfigureStack(ctx context.Context, stackID string, archive []byte) (string, error) {
+	c, err := s.Stacks.ConfigureFromArchive(ctx, stackID, archive)
+	if err != nil {
+		return "", err
+	}
+	return c.ID, nil
+}
+
+// stackVCS gives the stack domain the VCS domain's connections.
+type stackVCS struct{ v *vcs.Service }
+
+func (a stackVCS) Resolve(ctx context.Context, org, projectID string, cur *stack.VCSRepo, o stack.VCSRepoOptions) (*stack.VCSRepo, error) {
+	var c *vcs.Repo
+	if cur != nil {
+		r := vcs.Repo(*cur)
+		c = &r
+	}
+	r, err := a.v.Resolve(ctx, org, projectID, c, vcs.RepoOptions(o))
+	if err != nil {
+		return nil, err
+	}
+	out := stack.VCSRepo(*r)
+	return &out, nil
+}
+
+func (a stackVCS) Connect(ctx context.Context, q store.Q, stackID string, next *stack.VCSRepo) error {
+	var r *vcs.Repo
+	if next != nil {
+		v := vcs.Repo(*next)
+		r = &v
+	}
+	return a.v.ConnectStack(ctx, q, stackID, r)
+}
+
+func (a stackVCS) Fetch(ctx context.Context, stackID string) error { return a.v.Fetch(ctx, stackID) }

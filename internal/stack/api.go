@@ -70,7 +70,7 @@ type jsonStack struct {
 	ID                 string            `jsonapi:"primary,stacks"`
 	Name               string            `jsonapi:"attr,name"`
 	Description        string            `jsonapi:"attr,description"`
-	VCSRepo            *struct{}         `jsonapi:"attr,vcs-repo"`
+	VCSRepo            *jsonVCSRepo      `jsonapi:"attr,vcs-repo"`
 	SpeculativeEnabled bool              `jsonapi:"attr,speculative-enabled"`
 	ExecutionMode      string            `jsonapi:"attr,execution-mode"`
 	CreatedAt          time.Time         `jsonapi:"attr,created-at,iso8601"`
@@ -90,6 +90,19 @@ type jsonStack struct {
 
 type jsonRef struct {
 	ID string `jsonapi:"primary,projects"`
+}
+
+// jsonVCSRepo is a stack's vcs-repo (go-tfe's StackVCSRepo, and what a
+// workspace's shows besides).
+type jsonVCSRepo struct {
+	Identifier        string `json:"identifier"`
+	DisplayIdentifier string `json:"display-identifier"`
+	Branch            string `json:"branch"`
+	OAuthTokenID      string `json:"oauth-token-id"`
+	TagsRegex         string `json:"tags-regex"`
+	ServiceProvider   string `json:"service-provider"`
+	RepositoryHTTPURL string `json:"repository-http-url"`
+	WebhookURL        string `json:"webhook-url"`
 }
 
 type jsonAgentPoolRef struct {
@@ -195,6 +208,10 @@ func (a *API) stackJSON(r *http.Request, st *Stack) *jsonStack {
 	if st.AgentPoolID != "" {
 		j.AgentPool = &jsonAgentPoolRef{ID: st.AgentPoolID}
 	}
+	if v := st.VCSRepo; v != nil {
+		j.VCSRepo = &jsonVCSRepo{Identifier: v.Identifier, DisplayIdentifier: v.DisplayIdentifier, Branch: v.Branch, OAuthTokenID: v.OAuthTokenID,
+			TagsRegex: v.TagsRegex, ServiceProvider: v.ServiceProvider, RepositoryHTTPURL: v.RepositoryHTTPURL, WebhookURL: v.WebhookURL}
+	}
 	if c, err := a.Service.LatestConfiguration(r.Context(), st.ID); err == nil && c != nil {
 		j.LatestConfig = &jsonStackCfgRef{ID: c.ID}
 	}
@@ -245,7 +262,27 @@ func decodeStack(w http.ResponseWriter, r *http.Request) (StackOptions, *tfeapi.
 	}
 	o.Name, o.Description, o.SpeculativeEnabled, o.ExecutionMode = b.Name, b.Description, b.SpeculativeEnabled, b.ExecutionMode
 	o.WorkingDirectory, o.TriggerPatterns, o.TerraformVersion = b.WorkingDirectory, b.TriggerPatterns, b.TerraformVersion
-	o.VCS = len(b.VCSRepo) > 0 && string(b.VCSRepo) != "null"
+	switch {
+	case string(b.VCSRepo) == "null":
+		o.RemoveVCSRepo = true
+	case len(b.VCSRepo) > 0:
+		var v struct {
+			Identifier        *string `json:"identifier"`
+			Branch            *string `json:"branch"`
+			OAuthTokenID      *string `json:"oauth-token-id"`
+			TagsRegex         *string `json:"tags-regex"`
+			IngressSubmodules *bool   `json:"ingress-submodules"`
+			GHAInstallationID *string `json:"github-app-installation-id"`
+		}
+		if err := json.Unmarshal(b.VCSRepo, &v); err != nil {
+			return o, nil, core.Invalid("attribute \"vcs-repo\" must be an object of identifier, branch and oauth-token-id: %v", err)
+		}
+		if v.GHAInstallationID != nil && *v.GHAInstallationID != "" {
+			return o, nil, core.Invalid("vcs-repo: GitHub App installations are not supported by this server; connect with an oauth-token-id")
+		}
+		o.VCSRepo = &VCSRepoOptions{Identifier: v.Identifier, Branch: v.Branch, OAuthTokenID: v.OAuthTokenID, TagsRegex: v.TagsRegex,
+			IngressSubmodules: v.IngressSubmodules}
+	}
 	if b.Migration != nil && *b.Migration {
 		return o, nil, core.Invalid("migrating workspaces into a stack is not supported yet")
 	}
@@ -328,7 +365,12 @@ func (a *API) fetchFromVCS(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.Service.GetStack(r.Context(), r.PathValue("id")); err != nil {
 		return err
 	}
-	return core.Invalid("stack %s is not VCS-backed (stacks do not connect to repositories yet): upload configurations instead", r.PathValue("id"))
+	st, err := a.Service.FetchFromVCS(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.stackJSON(r, st))
+	return nil
 }
 
 func (a *API) createConfiguration(w http.ResponseWriter, r *http.Request) error {

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -119,6 +120,43 @@ type Service struct {
 	busySince map[string]time.Time
 	wake      *loops.Wake // the loop's wake-up (Wake)
 	keys      *seal.Keyring
+	// VCS connects stacks to repositories; wired by the composition root
+	// (nil: a vcs-repo is refused).
+	VCS VCS
+}
+
+// VCS connects stacks to repositories; the VCS domain provides it.
+type VCS interface {
+	// Resolve checks, before the stack's transaction and as the caller,
+	// the connection asked for a stack of org in project (cur: the
+	// stack's, o: what the request sends, merged over it).
+	Resolve(ctx context.Context, org, projectID string, cur *VCSRepo, o VCSRepoOptions) (*VCSRepo, error)
+	// Connect records in the stack's transaction q that its connection
+	// is next (nil: none).
+	Connect(ctx context.Context, q store.Q, stackID string, next *VCSRepo) error
+	// Fetch queues the fetch of the connected stack's branch head.
+	Fetch(ctx context.Context, stackID string) error
+}
+
+// VCSRepo is a stack's connection to a repository, as the stack shows it
+// (the workspace's vcs-repo, field for field).
+type VCSRepo struct {
+	Identifier        string `json:"identifier"`
+	DisplayIdentifier string `json:"display-identifier"`
+	Branch            string `json:"branch"`
+	OAuthTokenID      string `json:"oauth-token-id"`
+	TagsRegex         string `json:"tags-regex,omitempty"`
+	IngressSubmodules bool   `json:"ingress-submodules"`
+	ServiceProvider   string `json:"service-provider"`
+	RepositoryHTTPURL string `json:"repository-http-url"`
+	WebhookURL        string `json:"webhook-url"`
+}
+
+// VCSRepoOptions are the vcs-repo attributes a request sends (nil:
+// absent).
+type VCSRepoOptions struct {
+	Identifier, Branch, OAuthTokenID, TagsRegex *string
+	IngressSubmodules                           *bool
 }
 
 // NewService validates o and returns a service.
@@ -175,8 +213,11 @@ type Stack struct {
 	WorkingDirectory   string
 	TerraformVersion   string
 	TriggerPatterns    []string
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
+	// VCSRepo is the repository the stack's configurations come from
+	// (nil: uploaded ones).
+	VCSRepo   *VCSRepo
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // StackOptions are the attributes of a new or changed stack; nil is unset.
@@ -192,9 +233,10 @@ type StackOptions struct {
 	// workspaces ("" for the server's default); a version that the
 	// engines folder holds as tofu runs OpenTofu.
 	TerraformVersion *string
-	// VCS is true when the request carried a vcs-repo: refused until
-	// Terrace has VCS connections.
-	VCS bool
+	// VCSRepo connects the stack to a repository (or changes its
+	// connection); RemoveVCSRepo (vcs-repo: null) disconnects it.
+	VCSRepo       *VCSRepoOptions
+	RemoveVCSRepo bool
 }
 
 var nameRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`, 1, 90)
@@ -202,9 +244,6 @@ var nameRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`, 1, 90)
 var versionRE = regexp.MustCompile(`^(latest|v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?)$`)
 
 func (o StackOptions) apply(st *Stack) error {
-	if o.VCS {
-		return core.Invalid("VCS-backed stacks are not supported yet (workspaces connect to repositories; stacks do not): create the stack without vcs-repo and upload configurations")
-	}
 	if o.Name != nil {
 		if !nameRE.MatchString(*o.Name) {
 			return core.Invalid("name %q is not valid: use up to 90 letters, digits, dashes, dots and underscores, starting with a letter or digit", *o.Name)
@@ -248,18 +287,24 @@ func (o StackOptions) apply(st *Stack) error {
 	return nil
 }
 
-const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, terraform_version, created_at, updated_at`
+const stackCols = `id, organization_name, project_id, name, description, speculative_enabled, execution_mode, agent_pool_id, working_directory, trigger_patterns, terraform_version, created_at, updated_at, vcs_repo`
 
 func scanStack(sc store.Scanner) (*Stack, error) {
 	var st Stack
-	var tp string
+	var tp, vcs string
 	var c, u int64
 	if err := sc.Scan(&st.ID, &st.Organization, &st.ProjectID, &st.Name, &st.Description, &st.SpeculativeEnabled, &st.ExecutionMode,
-		&st.AgentPoolID, &st.WorkingDirectory, &tp, &st.TerraformVersion, &c, &u); err != nil {
+		&st.AgentPoolID, &st.WorkingDirectory, &tp, &st.TerraformVersion, &c, &u, &vcs); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(tp), &st.TriggerPatterns); err != nil {
 		return nil, fmt.Errorf("decoding trigger patterns of stack %s: %w", st.ID, err)
+	}
+	if vcs != "" {
+		st.VCSRepo = new(VCSRepo)
+		if err := json.Unmarshal([]byte(vcs), st.VCSRepo); err != nil {
+			return nil, fmt.Errorf("decoding the vcs-repo of stack %s: %w", st.ID, err)
+		}
 	}
 	st.CreatedAt, st.UpdatedAt = core.FromMicros(c), core.FromMicros(u)
 	return &st, nil
@@ -278,6 +323,12 @@ func loadStack(ctx context.Context, q store.Q, id string, forUpdate bool) (*Stac
 		return nil, core.NotFound("stack %q not found", id)
 	}
 	return st, err
+}
+
+// SystemStack returns a stack without checking the caller, for the server
+// acting for the system (the VCS domain fetching its commits).
+func (s *Service) SystemStack(ctx context.Context, id string) (*Stack, error) {
+	return loadStack(ctx, s.db, id, false)
 }
 
 // GetStack returns a stack the caller can see.
@@ -313,19 +364,27 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 	if err := o.apply(st); err != nil {
 		return nil, err
 	}
+	if o.VCSRepo != nil {
+		if st.VCSRepo, err = s.resolveVCS(ctx, st, nil, *o.VCSRepo); err != nil {
+			return nil, err
+		}
+	}
 	tp, _ := json.Marshal(st.TriggerPatterns)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := s.keepPool(ctx, tx, st); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(ctx, `INSERT INTO stacks (`+stackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			st.ID, st.Organization, st.ProjectID, st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID,
-			st.WorkingDirectory, string(tp), st.TerraformVersion, core.Micros(now), core.Micros(now))
+			st.WorkingDirectory, string(tp), st.TerraformVersion, core.Micros(now), core.Micros(now), vcsJSON(st.VCSRepo))
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("a stack named %q already exists in project %s", st.Name, projectID)
 		}
 		if err != nil {
 			return fmt.Errorf("creating stack: %w", err)
+		}
+		if st.VCSRepo != nil {
+			return s.VCS.Connect(ctx, tx, st.ID, st.VCSRepo)
 		}
 		return nil
 	})
@@ -333,6 +392,70 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 		return nil, err
 	}
 	return st, nil
+}
+
+// resolveVCS asks the VCS domain for the connection o asks for.
+func (s *Service) resolveVCS(ctx context.Context, st *Stack, cur *VCSRepo, o VCSRepoOptions) (*VCSRepo, error) {
+	if s.VCS == nil {
+		return nil, core.Invalid("VCS-backed stacks are not supported by this server: create the stack without vcs-repo and upload configurations")
+	}
+	return s.VCS.Resolve(ctx, st.Organization, st.ProjectID, cur, o)
+}
+
+func sameRepo(a, b *VCSRepo) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// vcsJSON is the vcs_repo column of a connection (” for none).
+func vcsJSON(r *VCSRepo) string {
+	if r == nil {
+		return ""
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// DisconnectVCS removes the vcs-repo of stacks inside another domain's
+// transaction q (the VCS domain's, deleting the token they connect
+// through), without checking the caller.
+func DisconnectVCS(ctx context.Context, q store.Q, stackIDs []string) error {
+	for _, id := range stackIDs {
+		if _, err := q.Exec(ctx, `UPDATE stacks SET vcs_repo = '' WHERE id = ?`, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FetchFromVCS queues the fetch of a connected stack's branch head into a
+// new configuration (HCP Terraform's fetch-latest-from-vcs), for a caller
+// who may manage the stack.
+func (s *Service) FetchFromVCS(ctx context.Context, id string) (*Stack, error) {
+	if _, err := s.checkManage(ctx, id); err != nil {
+		return nil, err
+	}
+	st, err := loadStack(ctx, s.db, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if st.VCSRepo == nil || s.VCS == nil {
+		return nil, core.Invalid("stack %s is not VCS-backed: upload configurations instead", id)
+	}
+	return st, s.VCS.Fetch(ctx, id)
+}
+
+// ConfigureFromArchive makes a configuration of a stack from an archive
+// (a commit the VCS domain fetched), as the system: it is prepared and
+// deployed as an uploaded one. Its source is fetch.
+func (s *Service) ConfigureFromArchive(ctx context.Context, stackID string, tgz []byte) (*Configuration, error) {
+	c, err := s.createConfiguration(ctx, stackID, ConfigurationOptions{}, "fetch")
+	if err != nil {
+		return nil, err
+	}
+	return s.Upload(ctx, c.ID, bytes.NewReader(tgz))
 }
 
 // keepPool, in the transaction q that writes st, checks the agent pool of
@@ -352,6 +475,19 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 	if err != nil {
 		return nil, err
 	}
+	// A connection is checked with the host before the transaction.
+	var pre *Stack
+	var repo *VCSRepo
+	if o.VCSRepo != nil || o.RemoveVCSRepo {
+		if pre, err = loadStack(ctx, s.db, id, false); err != nil {
+			return nil, err
+		}
+		if o.VCSRepo != nil && !o.RemoveVCSRepo {
+			if repo, err = s.resolveVCS(ctx, pre, pre.VCSRepo, *o.VCSRepo); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var out *Stack
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		st, err := loadStack(ctx, tx, id, true)
@@ -364,15 +500,26 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 		if err := o.apply(st); err != nil {
 			return err
 		}
+		if pre != nil {
+			if !sameRepo(st.VCSRepo, pre.VCSRepo) {
+				return core.Conflict("stack %s's VCS connection changed while it was being updated; try again", id)
+			}
+			st.VCSRepo = repo
+			if s.VCS != nil {
+				if err := s.VCS.Connect(ctx, tx, st.ID, repo); err != nil {
+					return err
+				}
+			}
+		}
 		if err := s.keepPool(ctx, tx, st); err != nil {
 			return err
 		}
 		st.UpdatedAt = nowUTC()
 		tp, _ := json.Marshal(st.TriggerPatterns)
 		_, err = tx.Exec(ctx, `UPDATE stacks SET name = ?, description = ?, speculative_enabled = ?, execution_mode = ?, agent_pool_id = ?,
-			working_directory = ?, trigger_patterns = ?, terraform_version = ?, updated_at = ? WHERE id = ?`,
+			working_directory = ?, trigger_patterns = ?, terraform_version = ?, updated_at = ?, vcs_repo = ? WHERE id = ?`,
 			st.Name, st.Description, st.SpeculativeEnabled, st.ExecutionMode, st.AgentPoolID, st.WorkingDirectory, string(tp), st.TerraformVersion,
-			core.Micros(st.UpdatedAt), st.ID)
+			core.Micros(st.UpdatedAt), vcsJSON(st.VCSRepo), st.ID)
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("a stack named %q already exists in project %s", st.Name, st.ProjectID)
 		}
@@ -498,6 +645,11 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 		}
 		if err := addGarbage(ctx, tx, `stack_id = ?`, id); err != nil {
 			return err
+		}
+		if st.VCSRepo != nil && s.VCS != nil {
+			if err := s.VCS.Connect(ctx, tx, id, nil); err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM stacks WHERE id = ?`, id)
 		return err
@@ -767,7 +919,7 @@ func (s *Service) createConfiguration(ctx context.Context, stackID string, o Con
 		if o.Speculative && !st.SpeculativeEnabled {
 			return core.Invalid("stack %s does not allow speculative configurations; set speculative-enabled first", stackID)
 		}
-		source := "manual"
+		source := cmp.Or(system, "manual")
 		var key, sum string
 		if o.Reuse {
 			source = cmp.Or(system, "reuse")

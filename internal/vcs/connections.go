@@ -45,8 +45,25 @@ type RepoOptions struct {
 // follows.
 const WebhookPath = "/webhooks/vcs/"
 
-// ConnectionSecretColumn is the sealed webhook secret of a connection.
-var ConnectionSecretColumn = seal.Column{Table: "vcs_connections", IDColumn: "workspace_id", Column: "secret", Purpose: "vcs_connections.secret"}
+// The sealed webhook secrets of connections.
+var (
+	ConnectionSecretColumn      = seal.Column{Table: "vcs_connections", IDColumn: "workspace_id", Column: "secret", Purpose: "vcs_connections.secret"}
+	StackConnectionSecretColumn = seal.Column{Table: "vcs_stack_connections", IDColumn: "stack_id", Column: "secret", Purpose: "vcs_stack_connections.secret"}
+)
+
+// owner is what a connection connects, each kind in a table of its own:
+// a workspace or a stack.
+type owner struct {
+	table, column string
+	secret        seal.Column
+	stack         bool
+}
+
+var (
+	workspaceOwner = owner{table: "vcs_connections", column: "workspace_id", secret: ConnectionSecretColumn}
+	stackOwner     = owner{table: "vcs_stack_connections", column: "stack_id", secret: StackConnectionSecretColumn, stack: true}
+	owners         = []owner{workspaceOwner, stackOwner}
+)
 
 var identifierRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
@@ -214,36 +231,48 @@ func webhookID(r *Repo) string {
 	return id
 }
 
-// connection is a connection as the VCS domain keeps it.
+// connection is a connection as the VCS domain keeps it: owner is the
+// workspace's or the stack's ID.
 type connection struct {
-	workspace, webhook, token, identifier, branch, tagsRegex, secret, hookID string
-	submodules                                                               bool
+	of                                                                   owner
+	owner, webhook, token, identifier, branch, tagsRegex, secret, hookID string
+	submodules                                                           bool
 }
 
-const connCols = `workspace_id, webhook_id, oauth_token_id, identifier, branch, tags_regex, ingress_submodules, secret, provider_hook_id`
-
-func scanConn(sc store.Scanner) (*connection, error) {
-	var c connection
-	err := sc.Scan(&c.workspace, &c.webhook, &c.token, &c.identifier, &c.branch, &c.tagsRegex, &c.submodules, &c.secret, &c.hookID)
-	return &c, err
+func (o owner) cols() string {
+	return o.column + `, webhook_id, oauth_token_id, identifier, branch, tags_regex, ingress_submodules, secret, provider_hook_id`
 }
 
-func (s *Service) loadConn(ctx context.Context, q store.Q, where string, arg any, forUpdate bool) (*connection, error) {
-	query := `SELECT ` + connCols + ` FROM vcs_connections WHERE ` + where
+// loadConn reads the connection of o matching where, nil when none.
+func (s *Service) loadConn(ctx context.Context, q store.Q, o owner, where string, arg any, forUpdate bool) (*connection, error) {
+	query := `SELECT ` + o.cols() + ` FROM ` + o.table + ` WHERE ` + where
 	if forUpdate {
 		query += store.ForUpdate(q)
 	}
-	c, err := scanConn(q.QueryRow(ctx, query, arg))
+	c := connection{of: o}
+	err := q.QueryRow(ctx, query, arg).Scan(&c.owner, &c.webhook, &c.token, &c.identifier, &c.branch, &c.tagsRegex, &c.submodules, &c.secret, &c.hookID)
 	if store.IsNoRows(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if c.secret, err = s.Keys.OpenString(ConnectionSecretColumn.Purpose, c.secret); err != nil {
+	if c.secret, err = s.Keys.OpenString(o.secret.Purpose, c.secret); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return &c, nil
+}
+
+// connByWebhook reads the connection, of a workspace or a stack, whose
+// webhook is id (nil when none).
+func (s *Service) connByWebhook(ctx context.Context, q store.Q, id string) (*connection, error) {
+	for _, o := range owners {
+		c, err := s.loadConn(ctx, q, o, `webhook_id = ?`, id, false)
+		if err != nil || c != nil {
+			return c, err
+		}
+	}
+	return nil, nil
 }
 
 // Connect records, inside the workspace's transaction q, that its
@@ -251,17 +280,26 @@ func (s *Service) loadConn(ctx context.Context, q store.Q, where string, arg any
 // registered at the host after the commit and the branch's head fetched;
 // a webhook no longer used is removed from the host.
 func (s *Service) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *Repo) error {
-	old, err := s.loadConn(ctx, q, `workspace_id = ?`, workspaceID, true)
+	return s.connect(ctx, q, workspaceOwner, workspaceID, next)
+}
+
+// ConnectStack is Connect for a stack, inside its transaction.
+func (s *Service) ConnectStack(ctx context.Context, q store.Q, stackID string, next *Repo) error {
+	return s.connect(ctx, q, stackOwner, stackID, next)
+}
+
+func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, next *Repo) error {
+	old, err := s.loadConn(ctx, q, o, o.column+` = ?`, id, true)
 	if err != nil {
 		return err
 	}
 	if next != nil && old != nil && old.webhook == webhookID(next) {
-		if _, err := q.Exec(ctx, `UPDATE vcs_connections SET branch = ?, tags_regex = ?, ingress_submodules = ? WHERE workspace_id = ?`,
-			next.Branch, next.TagsRegex, next.IngressSubmodules, workspaceID); err != nil {
+		if _, err := q.Exec(ctx, `UPDATE `+o.table+` SET branch = ?, tags_regex = ?, ingress_submodules = ? WHERE `+o.column+` = ?`,
+			next.Branch, next.TagsRegex, next.IngressSubmodules, id); err != nil {
 			return err
 		}
 		if old.branch != next.Branch {
-			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: workspaceID, Webhook: old.webhook, Connect: true}))
+			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: id, Stack: o.stack, Webhook: old.webhook, Connect: true}))
 		}
 		return nil
 	}
@@ -277,29 +315,43 @@ func (s *Service) Connect(ctx context.Context, q store.Q, workspaceID string, pr
 	if _, err := rand.Read(secret); err != nil {
 		return err
 	}
-	sealed, err := s.Keys.SealString(ConnectionSecretColumn.Purpose, hex.EncodeToString(secret))
+	sealed, err := s.Keys.SealString(o.secret.Purpose, hex.EncodeToString(secret))
 	if err != nil {
 		return err
 	}
-	id := webhookID(next)
-	if id == "" {
-		return fmt.Errorf("vcs: connection of workspace %s has no webhook URL", workspaceID)
+	hook := webhookID(next)
+	if hook == "" {
+		return fmt.Errorf("vcs: connection of %s has no webhook URL", id)
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO vcs_connections (workspace_id, webhook_id, oauth_token_id, identifier, branch, tags_regex,
+	if _, err := q.Exec(ctx, `INSERT INTO `+o.table+` (`+o.column+`, webhook_id, oauth_token_id, identifier, branch, tags_regex,
 		ingress_submodules, secret, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		workspaceID, id, next.OAuthTokenID, next.Identifier, next.Branch, next.TagsRegex, next.IngressSubmodules, sealed,
+		id, hook, next.OAuthTokenID, next.Identifier, next.Branch, next.TagsRegex, next.IngressSubmodules, sealed,
 		core.Micros(core.Now())); err != nil {
 		return err
 	}
 	return s.enqueue(ctx, q,
-		outbox.Message{Key: "hook:" + id, Lane: workspaceID, Payload: id},
-		ingressMessage(ingress{Workspace: workspaceID, Webhook: id, Connect: true}))
+		outbox.Message{Key: "hook:" + hook, Lane: id, Payload: hook},
+		ingressMessage(ingress{Workspace: id, Stack: o.stack, Webhook: hook, Connect: true}))
+}
+
+// Fetch queues the fetch of a connected stack's branch head (HCP
+// Terraform's fetch-latest-from-vcs); core.Invalid when it has no
+// connection.
+func (s *Service) Fetch(ctx context.Context, stackID string) error {
+	c, err := s.loadConn(ctx, s.db, stackOwner, `stack_id = ?`, stackID, false)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return core.Invalid("stack %s is not connected to a repository: upload configurations instead", stackID)
+	}
+	return s.enqueue(ctx, s.db, ingressMessage(ingress{Workspace: stackID, Stack: true, Webhook: c.webhook, Connect: true}))
 }
 
 // drop deletes a connection's row and, when its webhook was registered,
 // queues the webhook's removal from the host.
 func (s *Service) drop(ctx context.Context, q store.Q, c *connection) error {
-	if _, err := q.Exec(ctx, `DELETE FROM vcs_connections WHERE workspace_id = ?`, c.workspace); err != nil {
+	if _, err := q.Exec(ctx, `DELETE FROM `+c.of.table+` WHERE `+c.of.column+` = ?`, c.owner); err != nil {
 		return err
 	}
 	if c.hookID == "" {
@@ -312,7 +364,7 @@ func (s *Service) drop(ctx context.Context, q store.Q, c *connection) error {
 // DeleteWorkspace runs inside a workspace's deletion: its connection's
 // webhook is removed from the host.
 func (s *Service) DeleteWorkspace(ctx context.Context, q store.Q, workspaceID string) error {
-	c, err := s.loadConn(ctx, q, `workspace_id = ?`, workspaceID, true)
+	c, err := s.loadConn(ctx, q, workspaceOwner, `workspace_id = ?`, workspaceID, true)
 	if err != nil || c == nil {
 		return err
 	}
@@ -320,32 +372,36 @@ func (s *Service) DeleteWorkspace(ctx context.Context, q store.Q, workspaceID st
 }
 
 // DeleteTokens runs inside the deletion of OAuth tokens: the workspaces
-// connected through them are disconnected (their webhooks stay at the
-// host, which Terrace can no longer reach without the token; deliveries
-// to them find nothing).
+// and stacks connected through them are disconnected (their webhooks stay
+// at the host, which Terrace can no longer reach without the token;
+// deliveries to them find nothing).
 func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string) error {
-	var ws []string
-	for _, t := range tokenIDs {
-		ids, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
-			var id string
-			return id, sc.Scan(&id)
-		}, `SELECT workspace_id FROM vcs_connections WHERE oauth_token_id = ?`, t)
-		if err != nil {
+	for _, o := range owners {
+		var ids []string
+		for _, t := range tokenIDs {
+			got, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
+				var id string
+				return id, sc.Scan(&id)
+			}, `SELECT `+o.column+` FROM `+o.table+` WHERE oauth_token_id = ?`, t)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, got...)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		disconnect := s.ingress.Disconnect
+		if o.stack {
+			disconnect = s.ingress.DisconnectStacks
+		}
+		if err := disconnect(ctx, q, ids); err != nil {
 			return err
 		}
-		ws = append(ws, ids...)
-	}
-	if len(ws) == 0 {
-		return nil
-	}
-	if s.ingress.Disconnect != nil {
-		if err := s.ingress.Disconnect(ctx, q, ws); err != nil {
-			return err
-		}
-	}
-	for _, id := range ws {
-		if _, err := q.Exec(ctx, `DELETE FROM vcs_connections WHERE workspace_id = ?`, id); err != nil {
-			return err
+		for _, id := range ids {
+			if _, err := q.Exec(ctx, `DELETE FROM `+o.table+` WHERE `+o.column+` = ?`, id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

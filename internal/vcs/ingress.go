@@ -38,8 +38,16 @@ type Ingress struct {
 	// for a speculative one).
 	Queue func(ctx context.Context, w *Workspace, configID, message string, speculative bool) (string, error)
 	// Disconnect removes the vcs-repo of workspaces inside q's
-	// transaction (their token is being deleted).
-	Disconnect func(ctx context.Context, q store.Q, workspaceIDs []string) error
+	// transaction (their token is being deleted); DisconnectStacks that
+	// of stacks.
+	Disconnect       func(ctx context.Context, q store.Q, workspaceIDs []string) error
+	DisconnectStacks func(ctx context.Context, q store.Q, stackIDs []string) error
+	// Stack reads what a fetch needs of a stack (its working directory
+	// and trigger patterns; core.NotFound when it is gone), and
+	// ConfigureStack makes a stack configuration of a commit's archive,
+	// which the stack then prepares and deploys as any other.
+	Stack          func(ctx context.Context, id string) (*Workspace, error)
+	ConfigureStack func(ctx context.Context, stackID string, archive []byte) (string, error)
 	// MaxArchive bounds a commit's archive (the configuration version's
 	// upload limit).
 	MaxArchive int64
@@ -74,7 +82,9 @@ const RunSource = "tfe-configuration-version"
 // head when the connection was made (Connect), or a pull request's head
 // (PR, for a speculative plan).
 type ingress struct {
+	// Workspace is the workspace's ID, or the stack's when Stack.
 	Workspace, Webhook string
+	Stack              bool
 	SHA, Branch, Tag   string
 	// Before is the branch's commit before a push (for the compare link).
 	Before    string
@@ -174,7 +184,7 @@ func (s *Service) hostFor(ctx context.Context, tokenID string) (*vcshost.Host, e
 // registerHook registers a connection's webhook at the host, once; a
 // connection dropped meanwhile has its new hook removed at once.
 func (s *Service) registerHook(ctx context.Context, webhook string) error {
-	c, err := s.loadConn(ctx, s.db, `webhook_id = ?`, webhook, false)
+	c, err := s.connByWebhook(ctx, s.db, webhook)
 	if err != nil || c == nil || c.hookID != "" {
 		return err
 	}
@@ -189,7 +199,7 @@ func (s *Service) registerHook(ctx context.Context, webhook string) error {
 	if err != nil {
 		return permanentHost(err)
 	}
-	res, err := s.db.Exec(ctx, `UPDATE vcs_connections SET provider_hook_id = ? WHERE webhook_id = ?`, id, webhook)
+	res, err := s.db.Exec(ctx, `UPDATE `+c.of.table+` SET provider_hook_id = ? WHERE webhook_id = ?`, id, webhook)
 	if err != nil {
 		return err
 	}
@@ -213,14 +223,19 @@ func (s *Service) removeHook(ctx context.Context, u unhook) error {
 // fetch turns a commit into a configuration version and, for a push (or
 // a connection of a workspace that queues all runs), a run.
 func (s *Service) fetch(ctx context.Context, in ingress) error {
-	c, err := s.loadConn(ctx, s.db, `workspace_id = ?`, in.Workspace, false)
+	of := workspaceOwner
+	read := s.ingress.Workspace
+	if in.Stack {
+		of, read = stackOwner, s.ingress.Stack
+	}
+	c, err := s.loadConn(ctx, s.db, of, of.column+` = ?`, in.Workspace, false)
 	if err != nil {
 		return err
 	}
 	if c == nil || c.webhook != in.Webhook {
 		return nil // disconnected or reconnected since
 	}
-	w, err := s.ingress.Workspace(ctx, in.Workspace)
+	w, err := read(ctx, in.Workspace)
 	if core.KindOf(err) == core.KindNotFound {
 		return nil
 	}
@@ -248,6 +263,12 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	}
 	archive, err := h.Archive(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
 	if err != nil {
+		return permanentHost(err)
+	}
+	if in.Stack {
+		// A stack's configuration deploys as an uploaded one does; its
+		// runs report nothing to the commit (yet).
+		_, err := s.ingress.ConfigureStack(ctx, w.ID, archive)
 		return permanentHost(err)
 	}
 	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0, s.origin(ctx, h, c, in))

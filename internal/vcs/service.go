@@ -55,7 +55,7 @@ var (
 )
 
 // Columns are every sealed column of this domain.
-var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn, ConnectionSecretColumn}
+var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn, ConnectionSecretColumn, StackConnectionSecretColumn}
 
 // Organizations checks that an organization exists and that the caller
 // may see it (core.NotFound otherwise).
@@ -98,8 +98,9 @@ func NewService(o Options) (*Service, error) {
 	if o.DB == nil || o.Organizations == nil || o.Projects == nil || o.AgentPools == nil || o.BaseURL == "" {
 		return nil, errors.New("vcs.NewService: DB, Organizations, Projects, AgentPools and BaseURL are required")
 	}
-	if o.Ingress.Workspace == nil || o.Ingress.Configure == nil || o.Ingress.Queue == nil || o.Ingress.Disconnect == nil || o.Ingress.MaxArchive <= 0 {
-		return nil, errors.New("vcs.NewService: Ingress needs Workspace, Configure, Queue, Disconnect and MaxArchive")
+	if in := o.Ingress; in.Workspace == nil || in.Configure == nil || in.Queue == nil || in.Disconnect == nil || in.DisconnectStacks == nil ||
+		in.Stack == nil || in.ConfigureStack == nil || in.MaxArchive <= 0 {
+		return nil, errors.New("vcs.NewService: Ingress needs Workspace, Configure, Queue, Disconnect, DisconnectStacks, Stack, ConfigureStack and MaxArchive")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

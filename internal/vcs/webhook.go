@@ -28,7 +28,7 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"status": msg})
 	}
 	ctx := r.Context()
-	c, err := s.loadConn(ctx, s.db, `webhook_id = ?`, r.PathValue("id"), false)
+	c, err := s.connByWebhook(ctx, s.db, r.PathValue("id"))
 	if err != nil {
 		s.logger.Error("reading a VCS connection for a webhook", "error", err)
 		reply(http.StatusInternalServerError, "internal error")
@@ -57,6 +57,10 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "pong")
 		return
 	case "pull_request":
+		if c.of.stack {
+			reply(http.StatusOK, "ignored: stacks do not plan pull requests yet")
+			return
+		}
 		s.pullRequest(w, r, c, ev, reply)
 		return
 	case "push":
@@ -78,13 +82,13 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "ignored: the workspace runs on pushes to "+c.branch)
 		return
 	}
-	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
+	in := ingress{Workspace: c.owner, Stack: c.of.stack, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
 		Sender: ev.Sender, Changed: ev.Changed, Truncated: ev.Truncated}
 	if ev.HeadCommit != nil {
 		in.Message = ev.HeadCommit.Message
 	}
 	if err := s.enqueue(ctx, s.db, ingressMessage(in)); err != nil {
-		s.logger.Error("queueing a pushed commit", "workspace", c.workspace, "error", err)
+		s.logger.Error("queueing a pushed commit", "owner", c.owner, "error", err)
 		reply(http.StatusInternalServerError, "internal error")
 		return
 	}
@@ -112,10 +116,10 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		reply(http.StatusOK, "ignored: pull requests from forks are not planned")
 		return
 	}
-	in := ingress{Workspace: c.workspace, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
+	in := ingress{Workspace: c.owner, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
 		Sender: ev.Sender, Message: fmt.Sprintf("Pull request #%d: %s", pr.Number, pr.Title)}
 	if err := s.enqueue(r.Context(), s.db, ingressMessage(in)); err != nil {
-		s.logger.Error("queueing a pull request's plan", "workspace", c.workspace, "error", err)
+		s.logger.Error("queueing a pull request's plan", "owner", c.owner, "error", err)
 		reply(http.StatusInternalServerError, "internal error")
 		return
 	}

@@ -1,0 +1,173 @@
+package stack_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/server"
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// vcsStackFiles is a stack configuration whose one auto-approved
+// deployment's value is v.
+func vcsStackFiles(v string) map[string]string {
+	return map[string]string{
+		"main.tfcomponent.hcl": `variable "value" {
+  type = string
+}
+
+component "box" {
+  source    = "./modules/box"
+  inputs    = { value = var.value }
+  providers = {}
+}
+
+output "value" {
+  type  = string
+  value = component.box.value
+}
+`,
+		"main.tfdeploy.hcl": `deployment_auto_approve "always" {
+  check {
+    condition = context.success
+    reason    = "The plan failed."
+  }
+}
+
+deployment_group "auto" {
+  auto_approve_checks = [deployment_auto_approve.always]
+}
+
+deployment "only" {
+  inputs           = { value = "` + v + `" }
+  deployment_group = deployment_group.auto
+}
+`,
+		"modules/box/main.tf": `variable "value" {
+  type = string
+}
+
+resource "terraform_data" "v" {
+  input = var.value
+}
+
+output "value" {
+  value = terraform_data.v.output
+}
+`,
+	}
+}
+
+// TestVCSBackedStack: a stack connected to a repository of a real Gitea,
+// as HCP Terraform's VCS-backed stacks: connecting registers Terrace's
+// webhook and fetches the branch head into a configuration (source
+// fetch), which deploys; a push to the branch makes the next
+// configuration, which deploys the pushed value; fetch-latest-from-vcs
+// makes another of the same commit; deleting the stack removes the
+// webhook from Gitea.
+func TestVCSBackedStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	ca := testenv.NewCA(t)
+	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
+	terraceCA, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testenv.StartGiteaCA(t, ca, terraceCA)
+	repo := g.CreateRepo(t, "stacks")
+	g.Push(t, repo, "main", vcsStackFiles("one"), "first")
+
+	c := e.Client
+	o := testenv.NewOrg(t, c, "acme")
+	prj, err := c.Projects.Create(ctx, o.Name, tfe.ProjectCreateOptions{Name: "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := c.OAuthClients.Create(ctx, o.Name, tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
+		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vcs", Project: &tfe.Project{ID: prj.ID},
+		VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.VCSRepo == nil || st.VCSRepo.Identifier != repo || st.VCSRepo.Branch != "main" || st.VCSRepo.OAuthTokenID != oc.OAuthTokens[0].ID {
+		t.Fatalf("the stack's vcs-repo: %+v", st.VCSRepo)
+	}
+	hooks := func() int {
+		var hs []map[string]any
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hs)
+		return len(hs)
+	}
+	waitUntil(t, "Terrace's webhook at Gitea", func() bool { return hooks() == 1 })
+
+	// The branch head's configuration deploys.
+	deployed := func(n int, want string) {
+		t.Helper()
+		var cfg *tfe.StackConfiguration
+		waitUntil(t, "configuration "+want, func() bool {
+			l, err := c.StackConfigurations.List(ctx, st.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) > n {
+				t.Fatalf("the stack has %d configurations, want %d", len(l.Items), n)
+			}
+			for _, it := range l.Items {
+				if it.SequenceNumber == n && (it.Status == "completed" || it.Status == "failed") {
+					cfg = it
+				}
+			}
+			return cfg != nil
+		})
+		r := waitRun(t, c, groupRun(t, c, cfg.ID, "auto").ID, is("succeeded", "failed"))
+		if r.Status != "succeeded" {
+			t.Fatalf("configuration %d's run ended %s: %s", n, r.Status, diagnostics(t, c, cfg.ID))
+		}
+		if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != want {
+			t.Fatalf("after configuration %d, output value = %v, want %s", n, v, want)
+		}
+	}
+	deployed(1, "one")
+
+	// A push to the branch deploys the pushed value.
+	g.Push(t, repo, "main", vcsStackFiles("two"), "second")
+	deployed(2, "two")
+
+	// fetch-latest-from-vcs makes a configuration of the same commit.
+	if _, err := c.Stacks.FetchLatestFromVcs(ctx, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	deployed(3, "two")
+
+	// Deleting the stack removes its webhook from Gitea.
+	if err := c.Stacks.ForceDelete(ctx, st.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the deleted stack's webhook's removal from Gitea", func() bool { return hooks() == 0 })
+}
+
+// waitUntil polls ok for up to two minutes.
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not come within 2m", what)
+		}
+	}
+}
