@@ -276,9 +276,11 @@ func (s *Service) connByWebhook(ctx context.Context, q store.Q, id string) (*con
 }
 
 // Connect records, inside the workspace's transaction q, that its
-// connection went from prev to next (either nil): a new webhook is
-// registered at the host after the commit and the branch's head fetched;
-// a webhook no longer used is removed from the host.
+// connection is now next (nil: none): a new webhook is registered at the
+// host after the commit and the branch's head fetched; a webhook no
+// longer used is removed from the host. prev, the connection the
+// workspace had, is what the workspace domain knows; the VCS domain reads
+// its own row instead.
 func (s *Service) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *Repo) error {
 	return s.connect(ctx, q, workspaceOwner, workspaceID, next)
 }
