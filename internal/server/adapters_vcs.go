@@ -10,9 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/stack"
-	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcs"
-	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // vcsProjects shows projects to the VCS provider domain.
@@ -67,8 +65,8 @@ func (s *Server) wireVCS() error {
 	if err != nil {
 		return err
 	}
-	s.Workspaces.VCS = workspaceVCS{s.VCS}
-	s.Stacks.VCS = stackVCS{s.VCS}
+	s.Workspaces.VCS = s.VCS
+	s.Stacks.VCS = s.VCS
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.VCS.DeleteWorkspace)
 	s.Runs.Observe(s.VCS.RunTransition)
 	return nil
@@ -109,34 +107,6 @@ func (s *Server) vcsQueue(ctx context.Context, w *vcs.Workspace, configID, messa
 	return r.ID, nil
 }
 
-// workspaceVCS gives the workspace domain the VCS domain's connections.
-type workspaceVCS struct{ v *vcs.Service }
-
-func toRepo(r *workspace.VCSRepo) *vcs.Repo {
-	if r == nil {
-		return nil
-	}
-	v := vcs.Repo(*r)
-	return &v
-}
-
-func (a workspaceVCS) Resolve(ctx context.Context, org, projectID string, cur *workspace.VCSRepo, o workspace.VCSRepoOptions) (*workspace.VCSRepo, error) {
-	r, err := a.v.Resolve(ctx, org, projectID, toRepo(cur), vcs.RepoOptions(o))
-	if err != nil {
-		return nil, err
-	}
-	w := workspace.VCSRepo(*r)
-	return &w, nil
-}
-
-func (a workspaceVCS) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *workspace.VCSRepo) error {
-	return a.v.Connect(ctx, q, workspaceID, toRepo(prev), toRepo(next))
-}
-
-func (a workspaceVCS) CheckScope(ctx context.Context, org, projectID string, r *workspace.VCSRepo) error {
-	return a.v.CheckScope(ctx, org, projectID, toRepo(r))
-}
-
 func (s *Server) vcsStack(ctx context.Context, id string) (*vcs.Workspace, error) {
 	st, err := s.Stacks.SystemStack(ctx, id)
 	if err != nil {
@@ -155,31 +125,3 @@ func (s *Server) vcsConfigureStack(ctx context.Context, stackID string, archive 
 	}
 	return c.ID, nil
 }
-
-// stackVCS gives the stack domain the VCS domain's connections.
-type stackVCS struct{ v *vcs.Service }
-
-func (a stackVCS) Resolve(ctx context.Context, org, projectID string, cur *stack.VCSRepo, o stack.VCSRepoOptions) (*stack.VCSRepo, error) {
-	var c *vcs.Repo
-	if cur != nil {
-		r := vcs.Repo(*cur)
-		c = &r
-	}
-	r, err := a.v.Resolve(ctx, org, projectID, c, vcs.RepoOptions(o))
-	if err != nil {
-		return nil, err
-	}
-	out := stack.VCSRepo(*r)
-	return &out, nil
-}
-
-func (a stackVCS) Connect(ctx context.Context, q store.Q, stackID string, next *stack.VCSRepo) error {
-	var r *vcs.Repo
-	if next != nil {
-		v := vcs.Repo(*next)
-		r = &v
-	}
-	return a.v.ConnectStack(ctx, q, stackID, r)
-}
-
-func (a stackVCS) Fetch(ctx context.Context, stackID string) error { return a.v.Fetch(ctx, stackID) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/vcs"
 )
 
 // API serves the stack endpoints of the TFE API v2 (HCP Terraform's
@@ -262,26 +263,8 @@ func decodeStack(w http.ResponseWriter, r *http.Request) (StackOptions, *tfeapi.
 	}
 	o.Name, o.Description, o.SpeculativeEnabled, o.ExecutionMode = b.Name, b.Description, b.SpeculativeEnabled, b.ExecutionMode
 	o.WorkingDirectory, o.TriggerPatterns, o.TerraformVersion = b.WorkingDirectory, b.TriggerPatterns, b.TerraformVersion
-	switch {
-	case string(b.VCSRepo) == "null":
-		o.RemoveVCSRepo = true
-	case len(b.VCSRepo) > 0:
-		var v struct {
-			Identifier        *string `json:"identifier"`
-			Branch            *string `json:"branch"`
-			OAuthTokenID      *string `json:"oauth-token-id"`
-			TagsRegex         *string `json:"tags-regex"`
-			IngressSubmodules *bool   `json:"ingress-submodules"`
-			GHAInstallationID *string `json:"github-app-installation-id"`
-		}
-		if err := json.Unmarshal(b.VCSRepo, &v); err != nil {
-			return o, nil, core.Invalid("attribute \"vcs-repo\" must be an object of identifier, branch and oauth-token-id: %v", err)
-		}
-		if v.GHAInstallationID != nil && *v.GHAInstallationID != "" {
-			return o, nil, core.Invalid("vcs-repo: GitHub App installations are not supported by this server; connect with an oauth-token-id")
-		}
-		o.VCSRepo = &VCSRepoOptions{Identifier: v.Identifier, Branch: v.Branch, OAuthTokenID: v.OAuthTokenID, TagsRegex: v.TagsRegex,
-			IngressSubmodules: v.IngressSubmodules}
+	if o.VCSRepo, o.RemoveVCSRepo, err = vcs.DecodeRepo(b.VCSRepo); err != nil {
+		return o, nil, err
 	}
 	if b.Migration != nil && *b.Migration {
 		return o, nil, core.Invalid("migrating workspaces into a stack is not supported yet")

@@ -30,6 +30,7 @@ import (
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcs"
 )
 
 // ID prefixes of the stack API's objects (as HCP Terraform spells them).
@@ -125,39 +126,26 @@ type Service struct {
 	VCS VCS
 }
 
-// VCS connects stacks to repositories; the VCS domain provides it.
+// VCS connects stacks to repositories; the VCS domain provides it
+// (vcs.Service).
 type VCS interface {
 	// Resolve checks, before the stack's transaction and as the caller,
 	// the connection asked for a stack of org in project (cur: the
 	// stack's, o: what the request sends, merged over it).
 	Resolve(ctx context.Context, org, projectID string, cur *VCSRepo, o VCSRepoOptions) (*VCSRepo, error)
-	// Connect records in the stack's transaction q that its connection
-	// is next (nil: none).
-	Connect(ctx context.Context, q store.Q, stackID string, next *VCSRepo) error
+	// ConnectStack records in the stack's transaction q that its
+	// connection is next (nil: none).
+	ConnectStack(ctx context.Context, q store.Q, stackID string, next *VCSRepo) error
 	// Fetch queues the fetch of the connected stack's branch head.
 	Fetch(ctx context.Context, stackID string) error
 }
 
-// VCSRepo is a stack's connection to a repository, as the stack shows it
-// (the workspace's vcs-repo, field for field).
-type VCSRepo struct {
-	Identifier        string `json:"identifier"`
-	DisplayIdentifier string `json:"display-identifier"`
-	Branch            string `json:"branch"`
-	OAuthTokenID      string `json:"oauth-token-id"`
-	TagsRegex         string `json:"tags-regex,omitempty"`
-	IngressSubmodules bool   `json:"ingress-submodules"`
-	ServiceProvider   string `json:"service-provider"`
-	RepositoryHTTPURL string `json:"repository-http-url"`
-	WebhookURL        string `json:"webhook-url"`
-}
-
-// VCSRepoOptions are the vcs-repo attributes a request sends (nil:
-// absent).
-type VCSRepoOptions struct {
-	Identifier, Branch, OAuthTokenID, TagsRegex *string
-	IngressSubmodules                           *bool
-}
+// VCSRepo is a stack's connection to a repository (the VCS domain's type,
+// as a workspace's); VCSRepoOptions what a request sends.
+type (
+	VCSRepo        = vcs.Repo
+	VCSRepoOptions = vcs.RepoOptions
+)
 
 // NewService validates o and returns a service.
 func NewService(o Options) (*Service, error) {
@@ -384,7 +372,7 @@ func (s *Service) CreateStack(ctx context.Context, projectID string, o StackOpti
 			return fmt.Errorf("creating stack: %w", err)
 		}
 		if st.VCSRepo != nil {
-			return s.VCS.Connect(ctx, tx, st.ID, st.VCSRepo)
+			return s.VCS.ConnectStack(ctx, tx, st.ID, st.VCSRepo)
 		}
 		return nil
 	})
@@ -400,13 +388,6 @@ func (s *Service) resolveVCS(ctx context.Context, st *Stack, cur *VCSRepo, o VCS
 		return nil, core.Invalid("VCS-backed stacks are not supported by this server: create the stack without vcs-repo and upload configurations")
 	}
 	return s.VCS.Resolve(ctx, st.Organization, st.ProjectID, cur, o)
-}
-
-func sameRepo(a, b *VCSRepo) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // vcsJSON is the vcs_repo column of a connection (” for none).
@@ -501,12 +482,12 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 			return err
 		}
 		if pre != nil {
-			if !sameRepo(st.VCSRepo, pre.VCSRepo) {
+			if !vcs.SameRepo(st.VCSRepo, pre.VCSRepo) {
 				return core.Conflict("stack %s's VCS connection changed while it was being updated; try again", id)
 			}
 			st.VCSRepo = repo
 			if s.VCS != nil {
-				if err := s.VCS.Connect(ctx, tx, st.ID, repo); err != nil {
+				if err := s.VCS.ConnectStack(ctx, tx, st.ID, repo); err != nil {
 					return err
 				}
 			}
@@ -647,7 +628,7 @@ func (s *Service) DeleteStack(ctx context.Context, id string, force bool) error 
 			return err
 		}
 		if st.VCSRepo != nil && s.VCS != nil {
-			if err := s.VCS.Connect(ctx, tx, id, nil); err != nil {
+			if err := s.VCS.ConnectStack(ctx, tx, id, nil); err != nil {
 				return err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/vcs"
 )
 
 // API serves the workspace endpoints of the TFE API v2.
@@ -638,27 +639,8 @@ func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
 	if b.SettingOverwrites != nil {
 		o.ExecutionModeOverwrite, o.AgentPoolOverwrite = b.SettingOverwrites.ExecutionMode, b.SettingOverwrites.AgentPool
 	}
-	switch {
-	case string(b.VCSRepo) == "null":
-		o.RemoveVCSRepo = true
-	case len(b.VCSRepo) > 0:
-		var v struct {
-			Identifier        *string         `json:"identifier"`
-			Branch            *string         `json:"branch"`
-			OAuthTokenID      *string         `json:"oauth-token-id"`
-			TagsRegex         *string         `json:"tags-regex"`
-			IngressSubmodules *bool           `json:"ingress-submodules"`
-			GHAInstallationID *string         `json:"github-app-installation-id"`
-			Tags              json.RawMessage `json:"tags"`
-		}
-		if err := json.Unmarshal(b.VCSRepo, &v); err != nil {
-			return o, core.Invalid("attribute \"vcs-repo\" must be an object of identifier, branch, oauth-token-id, tags-regex and ingress-submodules: %v", err)
-		}
-		if v.GHAInstallationID != nil && *v.GHAInstallationID != "" {
-			return o, core.Invalid("vcs-repo: GitHub App installations are not supported by this server; connect with an oauth-token-id")
-		}
-		o.VCSRepo = &VCSRepoOptions{Identifier: v.Identifier, Branch: v.Branch, OAuthTokenID: v.OAuthTokenID, TagsRegex: v.TagsRegex,
-			IngressSubmodules: v.IngressSubmodules}
+	if o.VCSRepo, o.RemoveVCSRepo, err = vcs.DecodeRepo(b.VCSRepo); err != nil {
+		return o, err
 	}
 	if len(b.AutoDestroyAt) > 0 {
 		o.AutoDestroyAtSet = true

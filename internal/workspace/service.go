@@ -15,6 +15,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/vcs"
 )
 
 // ProjectInfo is what the workspace domain needs to know about a project.
@@ -1099,7 +1100,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			return err
 		}
 		if o.VCSRepo != nil || o.RemoveVCSRepo {
-			if !sameRepo(prevRepo, pre.Settings.VCSRepo) {
+			if !vcs.SameRepo(prevRepo, pre.Settings.VCSRepo) {
 				return core.Conflict("workspace %s's VCS connection changed while it was being updated; try again", id)
 			}
 			w.Settings.VCSRepo = repo
@@ -1160,14 +1161,6 @@ func (s *Service) resolveVCS(ctx context.Context, org, projectID string, cur *VC
 		return nil, core.Invalid("VCS connections are not supported by this server")
 	}
 	return s.VCS.Resolve(ctx, org, projectID, cur, o)
-}
-
-// sameRepo reports whether two connections are the same one.
-func sameRepo(a, b *VCSRepo) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // DisconnectVCS removes the VCS connection of workspaces, inside another

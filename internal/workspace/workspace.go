@@ -11,6 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/retention"
+	"github.com/terracehq/terrace/internal/vcs"
 )
 
 // Lock holder kinds, named as the JSON:API types of the locked-by relation.
@@ -77,32 +78,12 @@ type Settings struct {
 	VCSRepo *VCSRepo `json:"vcs-repo,omitempty"`
 }
 
-// VCSRepo is a workspace's connection to a repository, as the workspace
-// shows it (go-tfe's VCSRepo). Its secret (the webhook's) is the VCS
-// domain's.
-type VCSRepo struct {
-	Identifier        string `json:"identifier"`
-	DisplayIdentifier string `json:"display-identifier"`
-	// Branch is "" for the repository's default branch.
-	Branch            string `json:"branch"`
-	OAuthTokenID      string `json:"oauth-token-id"`
-	TagsRegex         string `json:"tags-regex,omitempty"`
-	IngressSubmodules bool   `json:"ingress-submodules"`
-	ServiceProvider   string `json:"service-provider"`
-	RepositoryHTTPURL string `json:"repository-http-url"`
-	// WebhookURL is where the host delivers the repository's events.
-	WebhookURL string `json:"webhook-url"`
-}
-
-// VCSRepoOptions are the vcs-repo attributes a create or update sends;
-// nil fields are absent (an update keeps the connection's).
-type VCSRepoOptions struct {
-	Identifier        *string
-	Branch            *string
-	OAuthTokenID      *string
-	TagsRegex         *string
-	IngressSubmodules *bool
-}
+// VCSRepo is a workspace's connection to a repository (go-tfe's
+// VCSRepo), the VCS domain's type; VCSRepoOptions what a request sends.
+type (
+	VCSRepo        = vcs.Repo
+	VCSRepoOptions = vcs.RepoOptions
+)
 
 // copy returns s with nothing shared with it: the values behind its
 // pointer and slices copied too (TestSettingsCopyIsDeep names the fields
