@@ -7,7 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
-	"github.com/terracehq/terrace/internal/vcs"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // API serves the stack endpoints of the TFE API v2 (HCP Terraform's
@@ -263,7 +263,7 @@ func decodeStack(w http.ResponseWriter, r *http.Request) (StackOptions, *tfeapi.
 	}
 	o.Name, o.Description, o.SpeculativeEnabled, o.ExecutionMode = b.Name, b.Description, b.SpeculativeEnabled, b.ExecutionMode
 	o.WorkingDirectory, o.TriggerPatterns, o.TerraformVersion = b.WorkingDirectory, b.TriggerPatterns, b.TerraformVersion
-	if o.VCSRepo, o.RemoveVCSRepo, err = vcs.DecodeRepo(b.VCSRepo); err != nil {
+	if o.VCSRepo, o.RemoveVCSRepo, err = vcsrepo.Decode(b.VCSRepo); err != nil {
 		return o, nil, err
 	}
 	if b.Migration != nil && *b.Migration {

@@ -30,7 +30,7 @@ import (
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
-	"github.com/terracehq/terrace/internal/vcs"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // ID prefixes of the stack API's objects (as HCP Terraform spells them).
@@ -143,8 +143,8 @@ type VCS interface {
 // VCSRepo is a stack's connection to a repository (the VCS domain's type,
 // as a workspace's); VCSRepoOptions what a request sends.
 type (
-	VCSRepo        = vcs.Repo
-	VCSRepoOptions = vcs.RepoOptions
+	VCSRepo        = vcsrepo.Repo
+	VCSRepoOptions = vcsrepo.Options
 )
 
 // NewService validates o and returns a service.
@@ -482,7 +482,7 @@ func (s *Service) UpdateStack(ctx context.Context, id string, o StackOptions) (*
 			return err
 		}
 		if pre != nil {
-			if !vcs.SameRepo(st.VCSRepo, pre.VCSRepo) {
+			if !vcsrepo.Same(st.VCSRepo, pre.VCSRepo) {
 				return core.Conflict("stack %s's VCS connection changed while it was being updated; try again", id)
 			}
 			st.VCSRepo = repo

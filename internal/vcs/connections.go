@@ -16,68 +16,16 @@ import (
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcshost"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
-// Repo is a workspace's or a stack's connection to a repository, as it
-// keeps and shows it (its settings JSON has these keys). Its secret (the
-// webhook's) is the VCS domain's alone.
-type Repo struct {
-	Identifier        string `json:"identifier"`
-	DisplayIdentifier string `json:"display-identifier"`
-	// Branch is the branch whose pushes run: the repository's default
-	// branch, named, when the connection was made without one.
-	Branch            string `json:"branch"`
-	OAuthTokenID      string `json:"oauth-token-id"`
-	TagsRegex         string `json:"tags-regex,omitempty"`
-	IngressSubmodules bool   `json:"ingress-submodules"`
-	ServiceProvider   string `json:"service-provider"`
-	RepositoryHTTPURL string `json:"repository-http-url"`
-	// WebhookURL is where the host delivers the repository's events.
-	WebhookURL string `json:"webhook-url"`
-}
-
-// SameRepo reports whether two connections (either nil) are the same one.
-func SameRepo(a, b *Repo) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-// RepoOptions are what a request sends of a connection; nil fields are
-// absent.
-type RepoOptions struct {
-	Identifier, Branch, OAuthTokenID, TagsRegex *string
-	IngressSubmodules                           *bool
-}
-
-// DecodeRepo reads a request's vcs-repo attribute (a workspace's or a
-// stack's): remove for null, the options for an object, nothing when
-// absent.
-func DecodeRepo(raw json.RawMessage) (o *RepoOptions, remove bool, err error) {
-	switch {
-	case string(raw) == "null":
-		return nil, true, nil
-	case len(raw) == 0:
-		return nil, false, nil
-	}
-	var v struct {
-		Identifier        *string `json:"identifier"`
-		Branch            *string `json:"branch"`
-		OAuthTokenID      *string `json:"oauth-token-id"`
-		TagsRegex         *string `json:"tags-regex"`
-		IngressSubmodules *bool   `json:"ingress-submodules"`
-		GHAInstallationID *string `json:"github-app-installation-id"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, false, core.Invalid("attribute \"vcs-repo\" must be an object of identifier, branch, oauth-token-id, tags-regex and ingress-submodules: %v", err)
-	}
-	if v.GHAInstallationID != nil && *v.GHAInstallationID != "" {
-		return nil, false, core.Invalid("vcs-repo: GitHub App installations are not supported by this server; connect with an oauth-token-id")
-	}
-	return &RepoOptions{Identifier: v.Identifier, Branch: v.Branch, OAuthTokenID: v.OAuthTokenID, TagsRegex: v.TagsRegex,
-		IngressSubmodules: v.IngressSubmodules}, false, nil
-}
+// Repo and RepoOptions are a connection as a workspace or stack keeps it
+// and a request sends it (package vcsrepo, which the domains import
+// without the VCS domain's own dependencies).
+type (
+	Repo        = vcsrepo.Repo
+	RepoOptions = vcsrepo.Options
+)
 
 // WebhookPath starts every webhook URL; the connection's webhook ID
 // follows.

@@ -18,7 +18,7 @@ import (
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/tfeapi"
-	"github.com/terracehq/terrace/internal/vcs"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // API serves the workspace endpoints of the TFE API v2.
@@ -639,7 +639,7 @@ func decodeOptions(w http.ResponseWriter, r *http.Request) (Options, error) {
 	if b.SettingOverwrites != nil {
 		o.ExecutionModeOverwrite, o.AgentPoolOverwrite = b.SettingOverwrites.ExecutionMode, b.SettingOverwrites.AgentPool
 	}
-	if o.VCSRepo, o.RemoveVCSRepo, err = vcs.DecodeRepo(b.VCSRepo); err != nil {
+	if o.VCSRepo, o.RemoveVCSRepo, err = vcsrepo.Decode(b.VCSRepo); err != nil {
 		return o, err
 	}
 	if len(b.AutoDestroyAt) > 0 {

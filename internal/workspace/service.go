@@ -15,7 +15,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/tfeapi"
-	"github.com/terracehq/terrace/internal/vcs"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // ProjectInfo is what the workspace domain needs to know about a project.
@@ -1100,7 +1100,7 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 			return err
 		}
 		if o.VCSRepo != nil || o.RemoveVCSRepo {
-			if !vcs.SameRepo(prevRepo, pre.Settings.VCSRepo) {
+			if !vcsrepo.Same(prevRepo, pre.Settings.VCSRepo) {
 				return core.Conflict("workspace %s's VCS connection changed while it was being updated; try again", id)
 			}
 			w.Settings.VCSRepo = repo

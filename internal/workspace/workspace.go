@@ -11,7 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/retention"
-	"github.com/terracehq/terrace/internal/vcs"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // Lock holder kinds, named as the JSON:API types of the locked-by relation.
@@ -81,8 +81,8 @@ type Settings struct {
 // VCSRepo is a workspace's connection to a repository (go-tfe's
 // VCSRepo), the VCS domain's type; VCSRepoOptions what a request sends.
 type (
-	VCSRepo        = vcs.Repo
-	VCSRepoOptions = vcs.RepoOptions
+	VCSRepo        = vcsrepo.Repo
+	VCSRepoOptions = vcsrepo.Options
 )
 
 // copy returns s with nothing shared with it: the values behind its
