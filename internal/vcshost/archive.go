@@ -19,10 +19,41 @@ import (
 // Archive returns the files of commit sha of repo as a tar.gz, fetched
 // with git with the host's token and CA (see the function Archive).
 func (h *Host) Archive(ctx context.Context, repo, sha string, maxBytes int64) ([]byte, error) {
+	return h.ArchiveDir(ctx, repo, sha, "", maxBytes)
+}
+
+// ArchiveDir is Archive of one folder of the commit (a relative,
+// slash-separated path; "" is the whole tree): the folder's files are the
+// archive's root, as a registry module of a monorepo is published.
+func (h *Host) ArchiveDir(ctx context.Context, repo, sha, dir string, maxBytes int64) ([]byte, error) {
 	if _, err := splitRepo(repo); err != nil {
 		return nil, err
 	}
-	return Archive(ctx, h.CloneURL(repo), h.Token, sha, h.CA, maxBytes)
+	return archive(ctx, h.CloneURL(repo), h.Token, sha, dir, h.CA, maxBytes)
+}
+
+// CleanDir checks a folder of a repository named by a user (a module's
+// source directory) and returns it cleaned: relative, slash-separated,
+// without "." or ".." parts; "" for the repository's root.
+func CleanDir(dir string) (string, error) {
+	d := strings.Trim(strings.TrimSpace(dir), "/")
+	if d == "" || d == "." {
+		return "", nil
+	}
+	if len(d) > 255 || strings.ContainsAny(d, "\\:\x00") {
+		return "", fmt.Errorf("%q is not a folder of the repository", dir)
+	}
+	for _, part := range strings.Split(d, "/") {
+		if part == "" || part == "." || part == ".." || strings.HasPrefix(part, "-") {
+			return "", fmt.Errorf("%q is not a folder of the repository (use a relative path without . or .. parts)", dir)
+		}
+		for _, r := range part {
+			if r < 0x20 || r == 0x7f {
+				return "", fmt.Errorf("%q is not a folder of the repository", dir)
+			}
+		}
+	}
+	return d, nil
 }
 
 // Archive returns the tree of commit sha (a full SHA) of the repository
@@ -35,6 +66,14 @@ func (h *Host) Archive(ctx context.Context, repo, sha string, maxBytes int64) ([
 // caPEM, when set, is the only CA git trusts. An archive over maxBytes
 // is refused. Canceling ctx kills git. No error shows the token.
 func Archive(ctx context.Context, cloneURL, token, sha string, caPEM []byte, maxBytes int64) ([]byte, error) {
+	return archive(ctx, cloneURL, token, sha, "", caPEM, maxBytes)
+}
+
+func archive(ctx context.Context, cloneURL, token, sha, sub string, caPEM []byte, maxBytes int64) ([]byte, error) {
+	clean, err := CleanDir(sub)
+	if err != nil {
+		return nil, fmt.Errorf("vcshost: %w", err)
+	}
 	if !isSHA(sha) {
 		return nil, fmt.Errorf("vcshost: %q is not a full commit SHA", sha)
 	}
@@ -111,7 +150,12 @@ func Archive(ctx context.Context, cloneURL, token, sha string, caPEM []byte, max
 		return nil, fmt.Errorf("fetching %s from %s: %w", sha, redact(cloneURL), err)
 	}
 	out := &limitedBuffer{b: new(bytes.Buffer), n: maxBytes}
-	if err := git(out, "archive", "--format=tar.gz", sha); err != nil {
+	tree := sha
+	if clean != "" {
+		// A tree-ish of the folder: its files are the archive's root.
+		tree = sha + ":" + clean
+	}
+	if err := git(out, "archive", "--format=tar.gz", tree); err != nil {
 		if out.over {
 			return nil, fmt.Errorf("the archive of %s is over %d bytes", sha, maxBytes)
 		}

@@ -178,6 +178,43 @@ func TestGitea(t *testing.T) {
 			t.Fatalf("archive of %s = %v, want %v", sha, got, files)
 		}
 	}
+	// One folder of a commit (a monorepo's module): its files at the root.
+	data, err := h.ArchiveDir(ctx, repo, sha1, "modules/net/", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testenv.Untar(t, data); !reflect.DeepEqual(got, map[string]string{"net.tf": "# net\n"}) {
+		t.Fatalf("archive of modules/net = %v", got)
+	}
+	for _, dir := range []string{"../etc", "modules/../..", "-x", "a\\b"} {
+		if _, err := h.ArchiveDir(ctx, repo, sha1, dir, 1<<20); err == nil || !strings.Contains(err.Error(), "not a folder of the repository") {
+			t.Fatalf("ArchiveDir %q: %v, want it refused", dir, err)
+		}
+	}
+	if _, err := h.ArchiveDir(ctx, repo, sha1, "missing", 1<<20); err == nil {
+		t.Fatal("ArchiveDir of a missing folder succeeded")
+	}
+
+	// Tags and the branch's commits, newest first.
+	g.PushTag(t, repo, "v1.0.0", sha1)
+	tags, err := h.Tags(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tags, []vcshost.Tag{{Name: "v1.0.0", SHA: sha1}}) {
+		t.Fatalf("Tags = %+v, want v1.0.0 at %s", tags, sha1)
+	}
+	log, err := h.Commits(ctx, repo, "main", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 || log[0].SHA != sha2 || log[1].SHA != sha1 || strings.TrimSpace(log[0].Message) != "second commit" ||
+		!strings.Contains(log[0].URL, sha2) || log[0].Date == "" {
+		t.Fatalf("Commits = %+v, want the second and the first commit", log)
+	}
+	if _, err := h.Tags(ctx, "terrace/missing"); !errors.Is(err, vcshost.ErrNotFound) {
+		t.Fatalf("Tags of a missing repository: %v", err)
+	}
 	if _, err := h.Archive(ctx, repo, sha2, 64); err == nil || !strings.Contains(err.Error(), "over 64 bytes") {
 		t.Fatalf("Archive over the limit: %v", err)
 	}

@@ -451,3 +451,7 @@ func isSHA(s string) bool {
 	}
 	return true
 }
+
+// IsSHA reports whether s is a full commit ID (40 or 64 lowercase
+// hexadecimal digits), as the API takes one from a user.
+func IsSHA(s string) bool { return isSHA(s) }
