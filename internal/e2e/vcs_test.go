@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -49,17 +46,7 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	// Gitea's certificate comes from a CA of the test's, which Terrace is
 	// told to trust (--vcs-ca-file); Gitea trusts Terrace's for the
 	// webhooks it delivers.
-	ca := testenv.NewCA(t)
-	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
-	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := testenv.New(t, testenv.Options{Store: store, Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
-	terraceCA, err := os.ReadFile(e.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := testenv.StartGiteaCA(t, ca, terraceCA)
+	e, g := testenv.NewWithGitea(t, testenv.Options{Store: store})
 	repo := g.CreateRepo(t, "infra")
 	config := func(v string) string {
 		return fmt.Sprintf("resource \"terraform_data\" \"v\" {\n  input = %q\n}\noutput \"v\" {\n  value = terraform_data.v.output\n}\n", v)

@@ -2,14 +2,11 @@ package stack_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -76,17 +73,7 @@ func TestVCSBackedStack(t *testing.T) {
 	}
 	t.Parallel()
 	ctx := context.Background()
-	ca := testenv.NewCA(t)
-	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
-	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
-	terraceCA, err := os.ReadFile(e.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := testenv.StartGiteaCA(t, ca, terraceCA)
+	e, g := testenv.NewWithGitea(t, testenv.Options{})
 	repo := g.CreateRepo(t, "stacks")
 	g.Push(t, repo, "main", vcsStackFiles("one"), "first")
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/terracehq/terrace/internal/server"
 	"math/big"
 	"net"
 	"net/http"
@@ -407,6 +408,38 @@ func (g *Gitea) Push(t testing.TB, repo, branch string, files map[string]string,
 	}
 }
 
+// PushTag pushes tag (a lightweight tag) at commit sha of repo with the
+// real git binary, as a developer tags a release, and returns once
+// Gitea's API shows the tag.
+func (g *Gitea) PushTag(t testing.TB, repo, tag, sha string) {
+	t.Helper()
+	env, dir := g.GitEnv(t), t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"fetch", "-q", "--depth=1", g.CloneURL(repo), sha},
+		{"push", "-q", g.CloneURL(repo), sha + ":refs/tags/" + tag}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got struct {
+			Commit struct {
+				SHA string `json:"sha"`
+			} `json:"commit"`
+		}
+		status := g.Do(t, "GET", "/repos/"+repo+"/tags/"+url.PathEscape(tag), nil, &got)
+		if status == http.StatusOK && got.Commit.SHA == sha {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gitea: tag %s of %s is not at %s within 30s (%d, at %q)", tag, repo, sha, status, got.Commit.SHA)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // CA is a certificate authority made for one test: servers get a
 // certificate from it, clients trust PEM.
 type CA struct {
@@ -493,4 +526,30 @@ func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.cert)
 	return p
+}
+
+// NewWithGitea starts Terrace (opts) and a Gitea that trust each other:
+// Gitea's certificate comes from a CA of the test's, which Terrace is told
+// to trust (--vcs-ca-file), and Gitea trusts Terrace's for the webhooks
+// it delivers.
+func NewWithGitea(t testing.TB, opts Options) (*Env, *Gitea) {
+	t.Helper()
+	ca := NewCA(t)
+	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	configure := opts.Configure
+	opts.Configure = func(c *server.Config) {
+		if configure != nil {
+			configure(c)
+		}
+		c.VCSCAFile = caFile
+	}
+	e := New(t, opts)
+	terraceCA, err := os.ReadFile(e.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, StartGiteaCA(t, ca, terraceCA)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -84,13 +81,7 @@ func lastOf(s []string) string {
 func TestWorkspaceShowsItsRepository(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ca := testenv.NewCA(t)
-	caFile := filepath.Join(t.TempDir(), "gitea-ca.pem")
-	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := testenv.New(t, testenv.Options{Configure: func(c *server.Config) { c.VCSCAFile = caFile }})
-	g := testenv.StartGiteaCA(t, ca)
+	e, g := testenv.NewWithGitea(t, testenv.Options{})
 	repo := g.CreateRepo(t, "infra")
 	sha := g.Push(t, repo, "main", map[string]string{"main.tf": "# empty\n"}, "first")
 	testenv.NewOrg(t, e.Client, "acme")
