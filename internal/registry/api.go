@@ -23,6 +23,9 @@ type API struct {
 func (a *API) Register(mux *http.ServeMux) {
 	const org = "/api/v2/organizations/{org}/registry-modules"
 	mux.HandleFunc("POST "+org, a.create)
+	mux.HandleFunc("POST "+org+"/vcs", a.createVCS)
+	mux.HandleFunc("POST /api/v2/registry-modules", a.createVCS)
+	mux.HandleFunc("GET "+org+"/{registry}/{ns}/{name}/{provider}/commits", a.commits)
 	mux.HandleFunc("GET "+org, a.list)
 	mux.HandleFunc("GET /api/v2/registry-modules/{id}", a.getByID)
 	mux.HandleFunc("GET /api/v2/registry-modules/{id}/tag-bindings", a.tagBindings)
@@ -79,12 +82,29 @@ type jsonModule struct {
 	Namespace       string              `jsonapi:"attr,namespace"`
 	NoCode          bool                `jsonapi:"attr,no-code"`
 	Permissions     *jsonPermissions    `jsonapi:"attr,permissions"`
+	Publishing      string              `jsonapi:"attr,publishing-mechanism,omitempty"`
+	VCSRepo         *jsonVCSRepo        `jsonapi:"attr,vcs-repo,omitempty"`
 	Status          string              `jsonapi:"attr,status"`
 	VersionStatuses []jsonVersionStatus `jsonapi:"attr,version-statuses"`
 	CreatedAt       time.Time           `jsonapi:"attr,created-at,iso8601"`
 	UpdatedAt       time.Time           `jsonapi:"attr,updated-at,iso8601"`
 	Organization    *jsonOrgRef         `jsonapi:"relation,organization"`
 	NoCodeModules   []*jsonNoCodeRef    `jsonapi:"relation,no-code-modules"`
+}
+
+// jsonVCSRepo is a module's vcs-repo (go-tfe's VCSRepo).
+type jsonVCSRepo struct {
+	Branch            string `json:"branch"`
+	DisplayIdentifier string `json:"display-identifier"`
+	Identifier        string `json:"identifier"`
+	IngressSubmodules bool   `json:"ingress-submodules"`
+	OAuthTokenID      string `json:"oauth-token-id"`
+	RepositoryHTTPURL string `json:"repository-http-url"`
+	ServiceProvider   string `json:"service-provider"`
+	Tags              bool   `json:"tags"`
+	WebhookURL        string `json:"webhook-url"`
+	SourceDirectory   string `json:"source-directory"`
+	TagPrefix         string `json:"tag-prefix"`
 }
 
 type jsonOrgRef struct {
@@ -102,7 +122,12 @@ func (a *API) toJSON(ctx context.Context, m *Module, noCode []string) *jsonModul
 		NoCode: m.NoCode, Permissions: &jsonPermissions{CanDelete: can, CanResync: can, CanRetry: can},
 		Status: string(m.Status()), VersionStatuses: []jsonVersionStatus{},
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Organization: &jsonOrgRef{Name: m.Organization},
-		NoCodeModules: []*jsonNoCodeRef{},
+		NoCodeModules: []*jsonNoCodeRef{}, Publishing: m.PublishingMechanism(),
+	}
+	if r := m.VCSRepo; r != nil {
+		j.VCSRepo = &jsonVCSRepo{Branch: r.Branch, DisplayIdentifier: r.DisplayIdentifier, Identifier: r.Identifier, IngressSubmodules: r.IngressSubmodules,
+			OAuthTokenID: r.OAuthTokenID, RepositoryHTTPURL: r.RepositoryHTTPURL, ServiceProvider: r.ServiceProvider, Tags: r.Tags,
+			WebhookURL: r.WebhookURL, SourceDirectory: r.SourceDirectory, TagPrefix: r.TagPrefix}
 	}
 	for _, v := range m.Versions {
 		j.VersionStatuses = append(j.VersionStatuses, jsonVersionStatus{Version: v.Version, Status: string(v.Status), Error: v.Error})
@@ -141,6 +166,7 @@ type jsonVersion struct {
 	Status    string         `jsonapi:"attr,status"`
 	Version   string         `jsonapi:"attr,version"`
 	Error     string         `jsonapi:"attr,error,omitempty"`
+	CommitSHA string         `jsonapi:"attr,commit-sha,omitempty"`
 	Root      *jsonRoot      `jsonapi:"attr,root,omitempty"`
 	CreatedAt time.Time      `jsonapi:"attr,created-at,iso8601"`
 	UpdatedAt time.Time      `jsonapi:"attr,updated-at,iso8601"`
@@ -192,10 +218,10 @@ func toRoot(name string, in *Inspection) *jsonRoot {
 }
 
 func (a *API) versionJSON(ctx context.Context, m *Module, v *Version) *jsonVersion {
-	j := &jsonVersion{ID: v.ID, Source: "tfe-api", Status: string(v.Status), Version: v.Version, Error: v.Error,
+	j := &jsonVersion{ID: v.ID, Source: v.Source, Status: string(v.Status), Version: v.Version, Error: v.Error, CommitSHA: v.CommitSHA,
 		Root: toRoot(m.Name, v.Inspection), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Module: &jsonModuleRef{ID: m.ID}, links: jsonapi.Links{}}
-	if CanManage(ctx, m.Organization) {
+	if v.Source == SourceAPI && CanManage(ctx, m.Organization) {
 		j.links["upload"] = a.Service.UploadURL(v)
 	}
 	return j
@@ -212,12 +238,109 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
+	var vcs struct {
+		Repo json.RawMessage `json:"vcs-repo"`
+	}
+	if err := doc.Attrs(&vcs); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if len(vcs.Repo) > 0 && string(vcs.Repo) != "null" {
+		a.createVCSDoc(w, r, doc)
+		return
+	}
 	m, err := a.Service.Create(r.Context(), r.PathValue("org"), opts)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
 	a.respondModule(w, r, http.StatusCreated, m)
+}
+
+// createVCS creates a VCS-backed module: POST
+// organizations/:org/registry-modules/vcs, or POST registry-modules (the
+// organization is the OAuth token's).
+func (a *API) createVCS(w http.ResponseWriter, r *http.Request) {
+	doc, err := tfeapi.Decode(w, r, 0)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.createVCSDoc(w, r, doc)
+}
+
+func (a *API) createVCSDoc(w http.ResponseWriter, r *http.Request, doc *tfeapi.Document) {
+	var attrs struct {
+		Name           *string         `json:"name"`
+		Provider       *string         `json:"provider"`
+		Repo           json.RawMessage `json:"vcs-repo"`
+		InitialVersion *string         `json:"initial-version"`
+		NoCode         *bool           `json:"no-code"`
+		TestConfig     json.RawMessage `json:"test-config"`
+	}
+	if err := doc.Attrs(&attrs); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	if attrs.NoCode != nil && *attrs.NoCode {
+		tfeapi.Error(w, r, core.Invalid("no-code: enable a VCS-backed module's no-code provisioning once it has a version (POST registry-modules/:id/no-code-modules)"))
+		return
+	}
+	if len(attrs.TestConfig) > 0 && string(attrs.TestConfig) != "null" {
+		var tc struct {
+			TestsEnabled *bool `json:"tests-enabled"`
+		}
+		if err := json.Unmarshal(attrs.TestConfig, &tc); err != nil {
+			tfeapi.Error(w, r, core.Invalid("attribute \"test-config\" must be an object: %v", err))
+			return
+		}
+		if tc.TestsEnabled != nil && *tc.TestsEnabled {
+			tfeapi.Error(w, r, core.Invalid("test-config: Terrace does not run module tests yet; create the module with tests-enabled false"))
+			return
+		}
+	}
+	repo, org, err := DecodeModuleRepo(attrs.Repo)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	m, err := a.Service.CreateVCS(r.Context(), r.PathValue("org"), VCSCreateOptions{Name: attrs.Name, Provider: attrs.Provider, Repo: repo,
+		OrganizationName: org, InitialVersion: attrs.InitialVersion})
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	a.respondModule(w, r, http.StatusCreated, m)
+}
+
+// jsonCommit is go-tfe's Commit.
+type jsonCommit struct {
+	ID              string `jsonapi:"primary,commit"`
+	SHA             string `jsonapi:"attr,sha"`
+	Date            string `jsonapi:"attr,date"`
+	URL             string `jsonapi:"attr,url"`
+	Author          string `jsonapi:"attr,author"`
+	AuthorAvatarURL string `jsonapi:"attr,author-avatar-url"`
+	AuthorHTMLURL   string `jsonapi:"attr,author-html-url"`
+	Message         string `jsonapi:"attr,message"`
+}
+
+func (a *API) commits(w http.ResponseWriter, r *http.Request) {
+	if err := privatePath(r); err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	log, err := a.Service.Commits(r.Context(), r.PathValue("org"), r.PathValue("name"), r.PathValue("provider"))
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	out := make([]*jsonCommit, len(log))
+	for i, c := range log {
+		out[i] = &jsonCommit{ID: c.SHA, SHA: c.SHA, Date: c.Date, URL: c.URL, Author: c.Author, AuthorAvatarURL: c.AuthorAvatarURL,
+			AuthorHTMLURL: c.AuthorHTMLURL, Message: c.Message}
+	}
+	tfeapi.RespondList(w, r, out, tfeapi.Pagination{Page: 1, Size: max(len(out), 20), Total: len(out)})
 }
 
 func (a *API) list(w http.ResponseWriter, r *http.Request) {
@@ -354,19 +477,23 @@ func (a *API) createVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var opts struct {
-		Version *string `json:"version"`
+		Version   *string `json:"version"`
+		CommitSHA *string `json:"commit-sha"`
 	}
 	if err := doc.Attrs(&opts); err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	ver := ""
+	ver, sha := "", ""
 	if opts.Version != nil {
 		ver = *opts.Version
 	}
+	if opts.CommitSHA != nil {
+		sha = strings.TrimSpace(*opts.CommitSHA)
+	}
 	ctx := r.Context()
 	org, name, provider := r.PathValue("org"), r.PathValue("name"), r.PathValue("provider")
-	v, err := a.Service.CreateVersion(ctx, org, name, provider, ver)
+	v, err := a.Service.CreateVersion(ctx, org, name, provider, ver, sha)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return

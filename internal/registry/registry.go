@@ -1,7 +1,10 @@
 // Package registry is the organization's private module registry.
 //
 // A module is created without VCS (name, provider; namespace = the
-// organization) and versions are published through the API: creating a
+// organization) and versions are published through the API, or from a
+// repository (CreateVCS, vcs.go: the VCS domain fetches each version's
+// archive with git and hands it to PublishFromVCS, which checks it as an
+// upload). Through the API, creating a
 // version returns a capability URL, the PUT to it streams a gzipped tarball
 // into the blob store, slug.Unpack proves it safe (no path traversal, no
 // links leaving the archive, within size limits) and terraform-config-inspect
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // ID prefixes (HCP Terraform's).
@@ -65,8 +69,13 @@ type Module struct {
 	Provider     string
 	NoCode       bool
 	TagBindings  []TagBinding
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// VCSRepo is the repository a VCS-backed module publishes from (nil:
+	// versions are uploaded); VCSStatus is what its first fetch found
+	// ("", no_version_tags or setup_failed, with VCSError).
+	VCSRepo             *vcsrepo.Repo
+	VCSStatus, VCSError string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
 	// Versions are the module's versions, newest first (Get and List fill it).
 	Versions []VersionSummary
 }
@@ -82,6 +91,9 @@ type VersionSummary struct {
 // version is ok (setup_complete), setup_failed when every version failed.
 func (m *Module) Status() ModuleStatus {
 	if len(m.Versions) == 0 {
+		if m.VCSRepo != nil && m.VCSStatus != "" {
+			return ModuleStatus(m.VCSStatus)
+		}
 		return ModulePending
 	}
 	failed := 0
@@ -89,7 +101,7 @@ func (m *Module) Status() ModuleStatus {
 		switch v.Status {
 		case VersionOK:
 			return ModuleSetupComplete
-		case VersionRegIngressFailed:
+		case VersionRegIngressFailed, VersionCloneFailed:
 			failed++
 		}
 	}
@@ -112,8 +124,11 @@ type Version struct {
 	Size   int64
 	// Inspection is what the archive's root module declares (nil until ok).
 	Inspection *Inspection
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Source is tfe-api for an uploaded version, else the VCS provider
+	// it was fetched from, at CommitSHA.
+	Source, CommitSHA string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 
 	blobKey string
 }
@@ -199,6 +214,9 @@ type TagBinding struct {
 // UpdateOptions are the updatable attributes of a module.
 type UpdateOptions struct {
 	NoCode *bool `json:"no-code"`
+	// VCSRepo changes a VCS-backed module's publishing (branch, tags,
+	// source-directory, tag-prefix).
+	VCSRepo json.RawMessage `json:"vcs-repo"`
 	// TagBindings, when not nil, replaces the module's tag bindings.
 	TagBindings *[]TagBinding `json:"-"`
 }

@@ -403,7 +403,7 @@ func TestPublishFlow(t *testing.T) {
 		if _, err := e.Server.Registry.GetPrivate(member, "acme", "net", "aws"); err != nil {
 			t.Fatalf("member read: %v", err)
 		}
-		if _, err := e.Server.Registry.CreateVersion(member, "acme", "net", "aws", "9.0.0"); err == nil || !strings.Contains(err.Error(), "may not manage registry modules") {
+		if _, err := e.Server.Registry.CreateVersion(member, "acme", "net", "aws", "9.0.0", ""); err == nil || !strings.Contains(err.Error(), "may not manage registry modules") {
 			t.Fatalf("member create version: %v", err)
 		}
 		if err := e.Server.Registry.Delete(member, "acme", registry.Selector{Name: "net"}); err == nil {

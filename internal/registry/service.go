@@ -23,6 +23,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // Defaults for Options.
@@ -58,6 +59,8 @@ type Service struct {
 	OnNoCodeFlag func(ctx context.Context, q store.Q, m *Module, enabled bool) error
 	// OnDelete hooks run in the transaction deleting a module.
 	OnDelete []DeleteHook
+	// VCS, when wired, publishes modules from repositories (CreateVCS).
+	VCS VCS
 }
 
 // NewService returns a registry service.
@@ -248,17 +251,24 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	return m, nil
 }
 
-const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tag_bindings, created_at, updated_at`
+const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tag_bindings, vcs_repo, vcs_status, vcs_error, created_at, updated_at`
 
 func scanModule(sc interface{ Scan(...any) error }) (*Module, error) {
 	var m Module
 	var created, updated int64
-	var tags string
-	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &tags, &created, &updated); err != nil {
+	var tags, repo string
+	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &tags, &repo, &m.VCSStatus, &m.VCSError,
+		&created, &updated); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(tags), &m.TagBindings); err != nil {
 		return nil, fmt.Errorf("decoding tag bindings of module %s: %w", m.ID, err)
+	}
+	if repo != "" {
+		m.VCSRepo = &vcsrepo.Repo{}
+		if err := json.Unmarshal([]byte(repo), m.VCSRepo); err != nil {
+			return nil, fmt.Errorf("decoding the vcs-repo of module %s: %w", m.ID, err)
+		}
 	}
 	m.CreatedAt, m.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
 	return &m, nil
@@ -427,6 +437,14 @@ func (s *Service) Update(ctx context.Context, org, registryName, namespace, name
 	}
 	if err := manage(ctx, org); err != nil {
 		return nil, err
+	}
+	if len(opts.VCSRepo) > 0 {
+		if string(opts.VCSRepo) == "null" {
+			return nil, core.Invalid("vcs-repo: a module cannot be disconnected from its repository: delete it and publish it again")
+		}
+		if err := s.updateVCS(ctx, m, opts.VCSRepo); err != nil {
+			return nil, err
+		}
 	}
 	if opts.NoCode != nil {
 		err := s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -603,8 +621,10 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 func (s *Service) Ledger() blob.Garbage { return s.garbage() }
 
 // CreateVersion adds a pending version to a private module; its archive is
-// then PUT to UploadURL.
-func (s *Service) CreateVersion(ctx context.Context, org, name, provider, version string) (*Version, error) {
+// then PUT to UploadURL. A module publishing from a branch fetches the
+// version from commit sha instead ("" the branch's head); one publishing
+// from tags takes no version through the API.
+func (s *Service) CreateVersion(ctx context.Context, org, name, provider, version, sha string) (*Version, error) {
 	if err := ValidVersion(version); err != nil {
 		return nil, err
 	}
@@ -616,9 +636,24 @@ func (s *Service) CreateVersion(ctx context.Context, org, name, provider, versio
 		return nil, err
 	}
 	now := core.Now()
-	v := &Version{ID: core.NewID(PrefixModuleVersion), ModuleID: m.ID, Version: version, Status: VersionPending, CreatedAt: now, UpdatedAt: now}
-	_, err = s.db.Exec(ctx, `INSERT INTO registry_module_versions (id, module_id, version, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		v.ID, v.ModuleID, v.Version, string(v.Status), core.Micros(now), core.Micros(now))
+	v := &Version{ID: core.NewID(PrefixModuleVersion), ModuleID: m.ID, Version: version, Status: VersionPending, Source: SourceAPI,
+		CommitSHA: sha, CreatedAt: now, UpdatedAt: now}
+	switch {
+	case m.VCSRepo != nil && m.VCSRepo.Tags:
+		return nil, core.Invalid("module %s/%s publishes a version for each version tag pushed to %s: push a tag (or switch the module to a branch)",
+			name, provider, m.VCSRepo.Identifier)
+	case m.VCSRepo != nil:
+		v.Source = m.VCSRepo.ServiceProvider
+	case sha != "":
+		return nil, core.Invalid("commit-sha is for modules published from a branch: this module's versions are uploaded")
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO registry_module_versions (id, module_id, version, status, source, commit_sha, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			v.ID, v.ModuleID, v.Version, string(v.Status), v.Source, v.CommitSHA, core.Micros(now), core.Micros(now)); err != nil || m.VCSRepo == nil {
+			return err
+		}
+		return s.VCS.PublishVersion(ctx, tx, m.ID, version, sha)
+	})
 	if store.IsUniqueViolation(s.db, err) {
 		return nil, core.Conflict("version %s of module %s/%s/%s already exists", version, org, name, provider)
 	}
@@ -628,13 +663,16 @@ func (s *Service) CreateVersion(ctx context.Context, org, name, provider, versio
 	return v, nil
 }
 
-const versionCols = `id, module_id, version, status, error, blob_key, sha256, size, inspection, created_at, updated_at`
+const versionCols = `id, module_id, version, status, error, blob_key, sha256, size, inspection, source, commit_sha, created_at, updated_at`
+
+// SourceAPI is the source of an uploaded version.
+const SourceAPI = "tfe-api"
 
 func scanVersion(sc interface{ Scan(...any) error }) (*Version, error) {
 	var v Version
 	var st, insp string
 	var created, updated int64
-	if err := sc.Scan(&v.ID, &v.ModuleID, &v.Version, &st, &v.Error, &v.blobKey, &v.SHA256, &v.Size, &insp, &created, &updated); err != nil {
+	if err := sc.Scan(&v.ID, &v.ModuleID, &v.Version, &st, &v.Error, &v.blobKey, &v.SHA256, &v.Size, &insp, &v.Source, &v.CommitSHA, &created, &updated); err != nil {
 		return nil, err
 	}
 	v.Status = VersionStatus(st)
@@ -809,6 +847,15 @@ func (s *Service) Upload(ctx context.Context, versionID string, body io.Reader) 
 	if err != nil {
 		return nil, err
 	}
+	if v.Source != SourceAPI {
+		return nil, core.Invalid("version %s is published from its module's repository (%s, commit %s): it takes no upload", v.Version, v.Source, v.CommitSHA)
+	}
+	return s.upload(ctx, v, body)
+}
+
+// upload is Upload of version v, whatever its source.
+func (s *Service) upload(ctx context.Context, v *Version, body io.Reader) (*Version, error) {
+	versionID := v.ID
 	key := "registry-module-versions/" + v.ID + "/" + core.RandomString(16) + ".tar.gz"
 	// Record the staging blob first so that a crash leaves it to a sweep.
 	if err := addGarbage(ctx, s.db, key, core.Now().Add(stagingGrace)); err != nil {

@@ -8,8 +8,10 @@ import (
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/stack"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcs"
 )
 
@@ -60,6 +62,7 @@ func (s *Server) wireVCS() error {
 			DisconnectStacks: stack.DisconnectVCS,
 			Stack:            s.vcsStack,
 			ConfigureStack:   s.vcsConfigureStack,
+			Modules:          vcsModules{s.Registry},
 			MaxArchive:       configversion.DefaultMaxUploadBytes,
 		}})
 	if err != nil {
@@ -67,9 +70,50 @@ func (s *Server) wireVCS() error {
 	}
 	s.Workspaces.VCS = s.VCS
 	s.Stacks.VCS = s.VCS
+	s.Registry.VCS = s.VCS
+	s.Registry.OnDelete = append(s.Registry.OnDelete, func(ctx context.Context, q store.Q, m *registry.Module) error {
+		return s.VCS.DeleteModule(ctx, q, m.ID)
+	})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.VCS.DeleteWorkspace)
 	s.Runs.Observe(s.VCS.RunTransition)
 	return nil
+}
+
+// vcsModules shows the private registry to the VCS domain, which
+// publishes VCS-backed modules' versions into it.
+type vcsModules struct{ r *registry.Service }
+
+func (a vcsModules) VCSModule(ctx context.Context, id string) (*vcs.Module, error) {
+	m, err := a.r.SystemModule(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &vcs.Module{ID: m.ID, Organization: m.Organization}
+	if m.VCSRepo != nil {
+		out.SourceDirectory, out.TagPrefix = m.VCSRepo.SourceDirectory, m.VCSRepo.TagPrefix
+	}
+	for _, v := range m.Versions {
+		if v.Status == registry.VersionOK {
+			out.Versions = append(out.Versions, v.Version)
+		}
+	}
+	return out, nil
+}
+
+func (a vcsModules) PublishFromVCS(ctx context.Context, moduleID, version, sha, source string, archive []byte) error {
+	return a.r.PublishFromVCS(ctx, moduleID, version, sha, source, archive)
+}
+
+func (a vcsModules) VCSFailed(ctx context.Context, moduleID, version, sha, source string, cause error) error {
+	return a.r.VCSFailed(ctx, moduleID, version, sha, source, cause)
+}
+
+func (a vcsModules) NoVersionTags(ctx context.Context, moduleID string) error {
+	return a.r.NoVersionTags(ctx, moduleID)
+}
+
+func (a vcsModules) DisconnectVCS(ctx context.Context, q store.Q, moduleIDs []string) error {
+	return a.r.DisconnectVCS(ctx, q, moduleIDs)
 }
 
 func (s *Server) vcsWorkspace(ctx context.Context, id string) (*vcs.Workspace, error) {

@@ -42,13 +42,13 @@ var (
 type owner struct {
 	table, column string
 	secret        seal.Column
-	stack         bool
+	stack, module bool
 }
 
 var (
 	workspaceOwner = owner{table: "vcs_connections", column: "workspace_id", secret: ConnectionSecretColumn}
 	stackOwner     = owner{table: "vcs_stack_connections", column: "stack_id", secret: StackConnectionSecretColumn, stack: true}
-	owners         = []owner{workspaceOwner, stackOwner}
+	owners         = []owner{workspaceOwner, stackOwner, moduleOwner}
 )
 
 var identifierRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
@@ -268,15 +268,17 @@ func (s *Service) connByWebhook(ctx context.Context, q store.Q, id string) (*con
 // workspace had, is what the workspace domain knows; the VCS domain reads
 // its own row instead.
 func (s *Service) Connect(ctx context.Context, q store.Q, workspaceID string, prev, next *Repo) error {
-	return s.connect(ctx, q, workspaceOwner, workspaceID, next)
+	return s.connect(ctx, q, workspaceOwner, workspaceID, next, "")
 }
 
 // ConnectStack is Connect for a stack, inside its transaction.
 func (s *Service) ConnectStack(ctx context.Context, q store.Q, stackID string, next *Repo) error {
-	return s.connect(ctx, q, stackOwner, stackID, next)
+	return s.connect(ctx, q, stackOwner, stackID, next, "")
 }
 
-func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, next *Repo) error {
+// connect keeps id's connection next (nil: none); version is the version
+// a module's first fetch publishes from a branch.
+func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, next *Repo, version string) error {
 	old, err := s.loadConn(ctx, q, o, o.column+` = ?`, id, true)
 	if err != nil {
 		return err
@@ -286,8 +288,9 @@ func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, ne
 			next.Branch, next.TagsRegex, next.IngressSubmodules, id); err != nil {
 			return err
 		}
-		if old.branch != next.Branch {
-			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: id, Stack: o.stack, Webhook: old.webhook, Connect: true}))
+		if old.branch != next.Branch || old.tagsRegex != next.TagsRegex && o.module {
+			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: id, Stack: o.stack, Module: o.module, Webhook: old.webhook, Connect: true,
+				Version: version}))
 		}
 		return nil
 	}
@@ -319,7 +322,7 @@ func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, ne
 	}
 	return s.enqueue(ctx, q,
 		outbox.Message{Key: "hook:" + hook, Lane: id, Payload: hook},
-		ingressMessage(ingress{Workspace: id, Stack: o.stack, Webhook: hook, Connect: true}))
+		ingressMessage(ingress{Workspace: id, Stack: o.stack, Module: o.module, Webhook: hook, Connect: true, Version: version}))
 }
 
 // Fetch queues the fetch of a connected stack's branch head (HCP
@@ -380,8 +383,11 @@ func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string
 			continue
 		}
 		disconnect := s.ingress.Disconnect
-		if o.stack {
+		switch {
+		case o.stack:
 			disconnect = s.ingress.DisconnectStacks
+		case o.module:
+			disconnect = s.ingress.Modules.DisconnectVCS
 		}
 		if err := disconnect(ctx, q, ids); err != nil {
 			return err

@@ -48,6 +48,9 @@ type Ingress struct {
 	// which the stack then prepares and deploys as any other.
 	Stack          func(ctx context.Context, id string) (*Workspace, error)
 	ConfigureStack func(ctx context.Context, stackID string, archive []byte) (string, error)
+	// Modules is the private registry, which VCS-backed modules publish
+	// into.
+	Modules Modules
 	// MaxArchive bounds a commit's archive (the configuration version's
 	// upload limit).
 	MaxArchive int64
@@ -96,6 +99,11 @@ type ingress struct {
 	// PR, PRTitle and PRURL name a pull request.
 	PR             int
 	PRTitle, PRURL string
+	// Module: Workspace is a registry module's ID; Version is the
+	// version to publish (a branch-based module's, from the API or its
+	// initial one).
+	Module  bool   `json:",omitempty"`
+	Version string `json:",omitempty"`
 }
 
 func ingressMessage(in ingress) outbox.Message {
@@ -103,6 +111,9 @@ func ingressMessage(in ingress) outbox.Message {
 	key := "ingress:" + in.Webhook + ":" + in.SHA
 	if in.PR > 0 {
 		key = fmt.Sprintf("pull:%s:%d:%s", in.Webhook, in.PR, in.SHA)
+	}
+	if in.Module && in.Version != "" && !in.Connect {
+		key = "publish:" + in.Webhook + ":" + in.Version
 	}
 	if in.Connect {
 		key = "connect:" + in.Webhook + ":" + core.RandomString(8)
@@ -137,10 +148,16 @@ func (s *Service) Queue() *outbox.Queue { return s.queue }
 // permanentHost makes a host's refusal of the token or a missing
 // repository final: retrying will not change it.
 func permanentHost(err error) error {
-	if errors.Is(err, vcshost.ErrUnauthorized) || errors.Is(err, vcshost.ErrNotFound) || core.KindOf(err) == core.KindInvalid {
+	if final(err) {
 		return outbox.Permanent(err)
 	}
 	return err
+}
+
+// final reports whether a host's answer will not change on a retry: the
+// token refused, the repository missing, or a request of ours invalid.
+func final(err error) bool {
+	return errors.Is(err, vcshost.ErrUnauthorized) || errors.Is(err, vcshost.ErrNotFound) || core.KindOf(err) == core.KindInvalid
 }
 
 func (s *Service) handle(ctx context.Context, it outbox.Item) (func(outbox.Outcome), error) {
@@ -154,7 +171,7 @@ func (s *Service) handle(ctx context.Context, it outbox.Item) (func(outbox.Outco
 		if err = json.Unmarshal([]byte(it.Payload), &u); err == nil {
 			err = s.removeHook(ctx, u)
 		}
-	case "ingress", "connect", "pull":
+	case "ingress", "connect", "pull", "publish":
 		var in ingress
 		if err = json.Unmarshal([]byte(it.Payload), &in); err == nil {
 			err = s.fetch(ctx, in)
@@ -225,8 +242,11 @@ func (s *Service) removeHook(ctx context.Context, u unhook) error {
 func (s *Service) fetch(ctx context.Context, in ingress) error {
 	of := workspaceOwner
 	read := s.ingress.Workspace
-	if in.Stack {
+	switch {
+	case in.Stack:
 		of, read = stackOwner, s.ingress.Stack
+	case in.Module:
+		of = moduleOwner
 	}
 	c, err := s.loadConn(ctx, s.db, of, of.column+` = ?`, in.Workspace, false)
 	if err != nil {
@@ -234,6 +254,9 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	}
 	if c == nil || c.webhook != in.Webhook {
 		return nil // disconnected or reconnected since
+	}
+	if in.Module {
+		return s.fetchModule(ctx, c, in)
 	}
 	w, err := read(ctx, in.Workspace)
 	if core.KindOf(err) == core.KindNotFound {

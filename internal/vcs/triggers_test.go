@@ -41,3 +41,32 @@ func TestTriggers(t *testing.T) {
 		}
 	}
 }
+
+// TestTagVersion: which tags publish a registry module's version, and
+// which version (a semantic version after the tag prefix, with or
+// without "v").
+func TestTagVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		prefix, tag, want string
+	}{
+		{"", "v1.2.0", "1.2.0"},
+		{"", "1.2.0", "1.2.0"},
+		{"", "v1.0.0-rc.1+build.5", "1.0.0-rc.1+build.5"},
+		{"", "v1.2", ""},
+		{"", "nightly", ""},
+		{"", "v01.2.0", ""},
+		{"", "vv1.2.0", ""},
+		{"", "release-1.2.0", ""},
+		{"net/", "net/v1.0.0", "1.0.0"},
+		{"net/", "v1.0.0", ""},
+		{"net/", "other/v1.0.0", ""},
+		{"a.b-", "a.b-2.0.0", "2.0.0"},
+		{"a.b-", "axb-2.0.0", ""}, // the prefix is literal, not a pattern
+	} {
+		got, ok := vcs.TagVersion(tc.prefix, tc.tag)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("TagVersion(%q, %q) = %q %v, want %q", tc.prefix, tc.tag, got, ok, tc.want)
+		}
+	}
+}

@@ -395,3 +395,69 @@ func TestConnectRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestModuleConnectRefusals: every refusal of a VCS-backed registry
+// module that needs no host, as a 4xx naming the cause, with no module
+// made and the token never shown (TestVCSBackedModule in internal/e2e
+// publishes from a real Gitea).
+func TestModuleConnectRefusals(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		org := testenv.NewOrg(t, c, "acme").Name
+		other := testenv.NewOrg(t, c, "other").Name
+		newClient := func(org string, scoped bool) string {
+			t.Helper()
+			oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
+				HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider("gitea"),
+				OrganizationScoped: tfe.Bool(scoped)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return oc.OAuthTokens[0].ID
+		}
+		gitea, scoped, foreign := newClient(org, true), newClient(org, false), newClient(other, true)
+		const repo = "acme/terraform-null-net"
+		for _, tc := range []struct {
+			name, path string
+			attrs      map[string]any
+			status     int
+			match      string
+		}{
+			{"no vcs-repo", "", map[string]any{}, 422, "vcs-repo is required"},
+			{"no identifier", "", map[string]any{"vcs-repo": map[string]any{"oauth-token-id": gitea}}, 422, "identifier is required"},
+			{"a repository not named for a module", "", map[string]any{"vcs-repo": map[string]any{"identifier": "acme/modules", "oauth-token-id": gitea}}, 422, "send the module's name and provider"},
+			{"a path for an identifier", "", map[string]any{"name": "net", "provider": "null", "vcs-repo": map[string]any{"identifier": "../etc", "oauth-token-id": gitea}}, 422, "must be owner/name"},
+			{"no token", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo}}, 422, "oauth-token-id is required"},
+			{"tags and a branch", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "tags": true, "branch": "main"}}, 422, "not both"},
+			{"a bad branch", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "branch": "a..b"}}, 422, "not a valid git branch name"},
+			{"a source directory out of the repository", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "source-directory": "src/../../etc"}}, 422, "not a folder of the repository"},
+			{"a bad tag prefix", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "tag-prefix": "v*"}}, 422, "tag-prefix"},
+			{"a tags-regex", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "tags-regex": "^v"}}, 422, "tags-regex is a workspace's"},
+			{"submodules", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "ingress-submodules": true}}, 422, "does not fetch submodules yet"},
+			{"a GitHub App", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "github-app-installation-id": "ghain-1"}}, 422, "GitHub App installations are not supported"},
+			{"module tests", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea}, "test-config": map[string]any{"tests-enabled": true}}, 422, "does not run module tests"},
+			{"a bad initial version", "", map[string]any{"initial-version": "one", "vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "branch": "main"}}, 422, "initial-version"},
+			{"another organization in the body", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "organization-name": other}}, 422, "is not the organization"},
+			{"a token of another organization", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": foreign}}, 404, "not found"},
+			{"a client scoped to projects", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": scoped}}, 422, "scoped to projects"},
+			{"an unreachable host", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea}}, 422, repo},
+			// The legacy route: the organization is the token's.
+			{"a token of an organization the caller does not manage", "/api/v2/registry-modules", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": "ot-missing"}}, 404, "not found"},
+		} {
+			path := tc.path
+			if path == "" {
+				path = "/api/v2/organizations/" + org + "/registry-modules/vcs"
+			}
+			status, b := e.API(t, "", "POST", path, map[string]any{"data": map[string]any{"type": "registry-modules", "attributes": tc.attrs}})
+			if status != tc.status || !strings.Contains(string(b), tc.match) {
+				t.Errorf("%s: %d %s, want %d with %q", tc.name, status, b, tc.status, tc.match)
+			}
+			if strings.Contains(string(b), tokenString) {
+				t.Errorf("%s: the answer shows the token: %s", tc.name, b)
+			}
+		}
+		if l, err := c.RegistryModules.List(ctx, org, nil); err != nil || len(l.Items) != 0 {
+			t.Errorf("modules after refused connections: %v %v, want none", l, err)
+		}
+	})
+}

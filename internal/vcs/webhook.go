@@ -57,6 +57,10 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "pong")
 		return
 	case "pull_request":
+		if c.of.module {
+			reply(http.StatusOK, "ignored: registry modules publish versions from tags or through the API, not from pull requests")
+			return
+		}
 		if c.of.stack {
 			reply(http.StatusOK, "ignored: stacks do not plan pull requests yet")
 			return
@@ -72,6 +76,10 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "ignored: a deleted ref")
 		return
 	}
+	if c.of.module && c.branch != "" {
+		reply(http.StatusOK, "ignored: a module publishing from a branch makes versions through the API (POST its versions with a commit-sha)")
+		return
+	}
 	if c.tagsRegex != "" {
 		re, err := regexp.Compile(c.tagsRegex)
 		if err != nil || ev.Tag == "" || !re.MatchString(ev.Tag) {
@@ -82,7 +90,7 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "ignored: the workspace runs on pushes to "+c.branch)
 		return
 	}
-	in := ingress{Workspace: c.owner, Stack: c.of.stack, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
+	in := ingress{Workspace: c.owner, Stack: c.of.stack, Module: c.of.module, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
 		Sender: ev.Sender, Changed: ev.Changed, Truncated: ev.Truncated}
 	if ev.HeadCommit != nil {
 		in.Message = ev.HeadCommit.Message

@@ -48,6 +48,29 @@ func TestWebhookDeliveries(t *testing.T) {
 		}
 		branchURL, branchSecret := connect("branch", vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none"})
 		tagURL, tagSecret := connect("tags", vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none", TagsRegex: `^v\d+\.\d+$`})
+		// Registry modules: one publishing from its version tags, one from
+		// its branch (whose versions come through the API only).
+		connectModule := func(name string, repo vcs.Repo) (url, secret string) {
+			t.Helper()
+			m, err := e.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String(name), Provider: tfe.String("null")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			repo.WebhookURL = e.URL + vcs.WebhookPath + "hook" + name
+			if err := e.Server.DB.Tx(ctx, func(tx *store.Tx) error { return e.Server.VCS.ConnectModule(ctx, tx, m.ID, &repo, "") }); err != nil {
+				t.Fatal(err)
+			}
+			var sealed string
+			if err := e.Server.DB.QueryRow(ctx, `SELECT secret FROM vcs_module_connections WHERE module_id = ?`, m.ID).Scan(&sealed); err != nil {
+				t.Fatal(err)
+			}
+			if secret, err = e.Server.Keys.OpenString(vcs.ModuleConnectionSecretColumn.Purpose, sealed); err != nil {
+				t.Fatal(err)
+			}
+			return repo.WebhookURL, secret
+		}
+		modTagURL, modTagSecret := connectModule("modtags", vcs.Repo{Identifier: "acme/infra", OAuthTokenID: "ot-none", Tags: true, TagPrefix: "net/"})
+		modBranchURL, modBranchSecret := connectModule("modbranch", vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none"})
 
 		queued := func() int {
 			var n int
@@ -91,6 +114,13 @@ func TestWebhookDeliveries(t *testing.T) {
 			{"the branch, on a tags workspace", tagURL, tagSecret, "push", push("refs/heads/main"), http.StatusOK, false},
 			{"a tag the regex refuses", tagURL, tagSecret, "push", push("refs/tags/release-1"), http.StatusOK, false},
 			{"a matching tag", tagURL, tagSecret, "push", push("refs/tags/v1.2"), http.StatusAccepted, true},
+			{"a branch, on a tag module", modTagURL, modTagSecret, "push", push("refs/heads/main"), http.StatusOK, false},
+			{"a tag that is no version, on a tag module", modTagURL, modTagSecret, "push", push("refs/tags/nightly"), http.StatusOK, false},
+			{"a version tag without the module's prefix", modTagURL, modTagSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
+			{"a pull request, on a tag module", modTagURL, modTagSecret, "pull_request", pull("opened", "main"), http.StatusOK, false},
+			{"a version tag of the module", modTagURL, modTagSecret, "push", push("refs/tags/net/v1.3.0"), http.StatusAccepted, true},
+			{"the branch, on a branch module", modBranchURL, modBranchSecret, "push", push("refs/heads/main"), http.StatusOK, false},
+			{"a version tag, on a branch module", modBranchURL, modBranchSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
 		} {
 			before := queued()
 			req, err := http.NewRequest("POST", tc.url, strings.NewReader(tc.body))

@@ -26,6 +26,13 @@ type Repo struct {
 	RepositoryHTTPURL string `json:"repository-http-url"`
 	// WebhookURL is where the host delivers the repository's events.
 	WebhookURL string `json:"webhook-url"`
+	// Tags, SourceDirectory and TagPrefix are a registry module's: it
+	// publishes a version for each tag (Tags, Branch empty), from the
+	// folder SourceDirectory ("" the root), of tags starting with
+	// TagPrefix (a monorepo's modules tag apart).
+	Tags            bool   `json:"tags,omitempty"`
+	SourceDirectory string `json:"source-directory,omitempty"`
+	TagPrefix       string `json:"tag-prefix,omitempty"`
 }
 
 // Same reports whether two connections (either nil) are the same one.
@@ -41,6 +48,9 @@ func Same(a, b *Repo) bool {
 type Options struct {
 	Identifier, Branch, OAuthTokenID, TagsRegex *string
 	IngressSubmodules                           *bool
+	// A registry module's (Repo's fields of the same names).
+	Tags                       *bool
+	SourceDirectory, TagPrefix *string
 }
 
 // Decode reads a request's vcs-repo attribute (a workspace's or a
