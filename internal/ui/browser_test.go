@@ -244,12 +244,15 @@ func chromedpX(sel string) chromedp.Action[float64] {
 	return chromedp.Evaluate[float64](fmt.Sprintf(`parseFloat(document.querySelector(%q).getAttribute('x'))`, sel))
 }
 
-// waitLocation waits until the tab's URL contains want (after a click
-// that navigates: the old page may match the next selector).
+// waitLocation waits until the tab's URL contains want and its page has
+// loaded (after a click that navigates: the old page may match the next
+// selector, and the new one, still loading, may have none of its rows yet:
+// TestProviderRegistryPages once read an empty table there).
 func (tb *tab) waitLocation(want string) {
 	tb.t.Helper()
+	loaded := fmt.Sprintf(`location.href.includes(%q) && document.readyState === "complete"`, want)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if loc, err := chromedp.Run(tb.ctx, chromedp.Location()); err == nil && strings.Contains(loc, want) {
+		if ok, err := chromedp.Run(tb.ctx, chromedp.Evaluate[bool](loaded)); err == nil && ok {
 			return
 		}
 		if time.Now().After(deadline) {

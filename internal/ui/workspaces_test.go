@@ -132,4 +132,22 @@ func TestWorkspaceShowsItsRepository(t *testing.T) {
 	if href := must(tb, chromedp.Evaluate[string](`document.querySelector('#run-commit a').href`)); href != g.URL+"/"+repo+"/commit/"+sha {
 		t.Errorf("the commit link: %q", href)
 	}
+
+	// The registry names where a module publishes from: a monorepo's
+	// folder on a branch (its version comes from the branch's head).
+	if _, err := e.Client.RegistryModules.CreateWithVCSConnection(ctx, tfe.RegistryModuleCreateWithVCSConnectionOptions{
+		Name: tfe.String("net"), Provider: tfe.String("null"),
+		VCSRepo: &tfe.RegistryModuleVCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID), DisplayIdentifier: tfe.String(repo),
+			OrganizationName: tfe.String("acme"), Branch: tfe.String("main"), SourceDirectory: tfe.String("live")}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := tb.open("/app/acme/registry"); st != http.StatusOK {
+		t.Fatalf("the registry page: %d", st)
+	}
+	if got := tb.text("#modules td.source"); got != repo+"/live, branch main" {
+		t.Errorf("the module's source: %q", got)
+	}
+	if href := must(tb, chromedp.Evaluate[string](`document.querySelector('#modules td.source a').href`)); href != g.URL+"/"+repo {
+		t.Errorf("the module's repository link: %q", href)
+	}
 }
