@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // API serves the policy endpoints of the TFE API v2.
@@ -318,6 +320,12 @@ func setJSON(s *Set) *jsonSet {
 	if s.CurrentVersionID != "" {
 		j.CurrentVersion = &jsonVersionRef{ID: s.CurrentVersionID}
 	}
+	if r := s.VCSRepo; r != nil {
+		// go-tfe's VCSRepo, as a workspace's.
+		j.VCSRepo = &map[string]any{"branch": r.Branch, "display-identifier": r.DisplayIdentifier, "identifier": r.Identifier,
+			"ingress-submodules": r.IngressSubmodules, "oauth-token-id": r.OAuthTokenID, "repository-http-url": r.RepositoryHTTPURL,
+			"service-provider": r.ServiceProvider, "tags": false, "tags-regex": "", "webhook-url": r.WebhookURL}
+	}
 	return j
 }
 
@@ -389,7 +397,7 @@ func decodeSet(w http.ResponseWriter, r *http.Request) (SetChanges, error) {
 		PolicyToolVersion    *string            `json:"policy-tool-version"`
 		PoliciesPath         *string            `json:"policies-path"`
 		PolicyUpdatePatterns *[]string          `json:"policy-update-patterns"`
-		VCSRepo              *map[string]any    `json:"vcs-repo"`
+		VCSRepo              json.RawMessage    `json:"vcs-repo"`
 		TagSelectors         *[]jsonTagSelector `json:"tag-selectors"`
 	}](w, r, 0)
 	if err != nil {
@@ -398,12 +406,13 @@ func decodeSet(w http.ResponseWriter, r *http.Request) (SetChanges, error) {
 	if doc.Type != "" && doc.Type != "policy-sets" {
 		return SetChanges{}, core.Invalid("data.type must be policy-sets, not %q", doc.Type)
 	}
-	if b.VCSRepo != nil {
-		return SetChanges{}, core.Invalid("VCS-backed policy sets are not supported: upload versions instead (POST policy-sets/:id/versions)")
+	repo, remove, err := vcsrepo.Decode(b.VCSRepo)
+	if err != nil {
+		return SetChanges{}, err
 	}
 	c := SetChanges{Name: b.Name, Description: b.Description, Kind: b.Kind, Global: b.Global, Overridable: b.Overridable,
 		AgentEnabled: b.AgentEnabled, PolicyToolVersion: b.PolicyToolVersion, PoliciesPath: b.PoliciesPath,
-		PolicyUpdatePatterns: b.PolicyUpdatePatterns, Scopes: map[string][]string{}}
+		PolicyUpdatePatterns: b.PolicyUpdatePatterns, Scopes: map[string][]string{}, VCSRepo: repo, RemoveVCS: remove}
 	if b.TagSelectors != nil {
 		sels := selectorsOf(*b.TagSelectors)
 		c.TagSelectors = &sels

@@ -131,6 +131,8 @@ type Options struct {
 // Service manages policies, policy sets and policy evaluations.
 type Service struct {
 	o Options
+	// VCS, when wired, connects policy sets to repositories.
+	VCS VCS
 }
 
 // NewService checks o and returns a Service.

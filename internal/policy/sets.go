@@ -10,6 +10,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // Scope kinds: where a policy set applies, or does not.
@@ -36,8 +37,11 @@ type Set struct {
 	CurrentVersionID     string
 	NewestVersionID      string
 	PolicyUpdatePatterns []string
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
+	// VCSRepo is the repository whose branch makes the set's versions
+	// (nil: versions are uploaded).
+	VCSRepo   *vcsrepo.Repo
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// PolicyIDs, Scopes (kind → IDs) and TagSelectors are filled by the
 	// service.
 	PolicyIDs    []string
@@ -61,20 +65,38 @@ type SetChanges struct {
 	Scopes               map[string][]string
 	// TagSelectors, when not nil, are all the set's selectors.
 	TagSelectors *[]TagSelector
+	// VCSRepo connects the set to a repository; RemoveVCS disconnects it.
+	VCSRepo   *vcsrepo.Options
+	RemoveVCS bool
 }
 
-const setCols = `id, organization_name, name, description, kind, global, overridable, agent_enabled, policy_tool_version, policies_path, versioned, current_version_id, newest_version_id, policy_update_patterns, created_at, updated_at`
+// VCS is the VCS domain as VCS-backed policy sets need it (internal/vcs's
+// Service): it checks a set's connection as the caller and keeps it in
+// the set's transaction; after the commit, the branch's commits become
+// the set's versions.
+type VCS interface {
+	ResolvePolicySet(ctx context.Context, org string, cur *vcsrepo.Repo, o vcsrepo.Options) (*vcsrepo.Repo, error)
+	ConnectPolicySet(ctx context.Context, q store.Q, setID string, next *vcsrepo.Repo) error
+}
+
+const setCols = `id, organization_name, name, description, kind, global, overridable, agent_enabled, policy_tool_version, policies_path, versioned, current_version_id, newest_version_id, policy_update_patterns, vcs_repo, created_at, updated_at`
 
 func scanSet(sc store.Scanner) (*Set, error) {
 	var s Set
-	var patterns string
+	var patterns, repo string
 	var created, updated int64
 	if err := sc.Scan(&s.ID, &s.Organization, &s.Name, &s.Description, &s.Kind, &s.Global, &s.Overridable, &s.AgentEnabled,
-		&s.PolicyToolVersion, &s.PoliciesPath, &s.Versioned, &s.CurrentVersionID, &s.NewestVersionID, &patterns, &created, &updated); err != nil {
+		&s.PolicyToolVersion, &s.PoliciesPath, &s.Versioned, &s.CurrentVersionID, &s.NewestVersionID, &patterns, &repo, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(patterns), &s.PolicyUpdatePatterns); err != nil {
 		return nil, fmt.Errorf("decoding policy set %s: %w", s.ID, err)
+	}
+	if repo != "" {
+		s.VCSRepo = &vcsrepo.Repo{}
+		if err := json.Unmarshal([]byte(repo), s.VCSRepo); err != nil {
+			return nil, fmt.Errorf("decoding the vcs-repo of policy set %s: %w", s.ID, err)
+		}
 	}
 	s.CreatedAt, s.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
 	return &s, nil
@@ -231,12 +253,20 @@ func (s *Service) CreateSet(ctx context.Context, org string, c SetChanges) (*Set
 	if err != nil {
 		return nil, err
 	}
+	if c.VCSRepo != nil {
+		if s.VCS == nil {
+			return nil, core.Invalid("this server connects no policy sets to repositories")
+		}
+		if set.VCSRepo, err = s.VCS.ResolvePolicySet(ctx, org, nil, *c.VCSRepo); err != nil {
+			return nil, err
+		}
+	}
 	now := core.Now()
 	set.CreatedAt, set.UpdatedAt = now, now
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO policy_sets (`+setCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.Exec(ctx, `INSERT INTO policy_sets (`+setCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			set.ID, org, set.Name, set.Description, string(set.Kind), set.Global, set.Overridable, set.AgentEnabled, set.PolicyToolVersion,
-			set.PoliciesPath, false, "", "", jsonText(set.PolicyUpdatePatterns), core.Micros(now), core.Micros(now))
+			set.PoliciesPath, set.VCSRepo != nil, "", "", jsonText(set.PolicyUpdatePatterns), repoText(set.VCSRepo), core.Micros(now), core.Micros(now))
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("a policy set named %q already exists in organization %s", set.Name, org)
 		}
@@ -251,12 +281,25 @@ func (s *Service) CreateSet(ctx context.Context, org string, c SetChanges) (*Set
 				return err
 			}
 		}
+		if set.VCSRepo != nil {
+			if err := s.VCS.ConnectPolicySet(ctx, tx, set.ID, set.VCSRepo); err != nil {
+				return err
+			}
+		}
 		return addSelectors(ctx, tx, set.ID, selectors)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s.loadSet(ctx, s.o.DB, set.ID)
+}
+
+// repoText is a connection as a set's row keeps it (” for none).
+func repoText(r *vcsrepo.Repo) string {
+	if r == nil {
+		return ""
+	}
+	return jsonText(r)
 }
 
 func applySetChanges(set *Set, c SetChanges) {
@@ -332,12 +375,25 @@ func addScopes(ctx context.Context, q store.Q, setID, kind string, ids []string)
 // changed beside an update of the description was written back as it was
 // (on both stores).
 func (s *Service) UpdateSet(ctx context.Context, id string, c SetChanges) (*Set, error) {
-	if _, err := s.managedSet(ctx, id); err != nil {
+	cur, err := s.managedSet(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	selectors, err := changedSelectors(c)
 	if err != nil {
 		return nil, err
+	}
+	// A connection is checked with the host before the transaction.
+	repo, reconnect := cur.VCSRepo, c.VCSRepo != nil || c.RemoveVCS
+	switch {
+	case c.RemoveVCS:
+		repo = nil
+	case c.VCSRepo != nil && s.VCS == nil:
+		return nil, core.Invalid("this server connects no policy sets to repositories")
+	case c.VCSRepo != nil:
+		if repo, err = s.VCS.ResolvePolicySet(ctx, cur.Organization, cur.VCSRepo, *c.VCSRepo); err != nil {
+			return nil, err
+		}
 	}
 	var set *Set
 	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
@@ -370,8 +426,20 @@ func (s *Service) UpdateSet(ctx context.Context, id string, c SetChanges) (*Set,
 		if store.IsUniqueViolation(tx, err) {
 			return core.Invalid("a policy set named %q already exists in organization %s", set.Name, set.Organization)
 		}
-		if err != nil || c.TagSelectors == nil {
+		if err != nil {
 			return err
+		}
+		if reconnect && s.VCS != nil {
+			if _, err := tx.Exec(ctx, `UPDATE policy_sets SET vcs_repo = ?, versioned = ? WHERE id = ?`, repoText(repo), set.Versioned || repo != nil, set.ID); err != nil {
+				return err
+			}
+			if err := s.VCS.ConnectPolicySet(ctx, tx, set.ID, repo); err != nil {
+				return err
+			}
+			set.VCSRepo, set.Versioned = repo, set.Versioned || repo != nil
+		}
+		if c.TagSelectors == nil {
+			return nil
 		}
 		return replaceSelectors(ctx, tx, set.ID, selectors)
 	})
@@ -390,8 +458,34 @@ func (s *Service) DeleteSet(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.o.DB.Exec(ctx, `DELETE FROM policy_sets WHERE id = ?`, set.ID)
-	return err
+	return s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+		if set.VCSRepo != nil && s.VCS != nil {
+			// The webhook goes from the host.
+			if err := s.VCS.ConnectPolicySet(ctx, tx, set.ID, nil); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM policy_sets WHERE id = ?`, set.ID)
+		return err
+	})
+}
+
+// DisconnectVCS removes the vcs-repo of sets inside another domain's
+// transaction q (the VCS domain's, deleting the token they connect
+// through), without checking the caller: they keep their versions.
+func DisconnectVCS(ctx context.Context, q store.Q, setIDs []string) error {
+	for _, id := range setIDs {
+		if _, err := q.Exec(ctx, `UPDATE policy_sets SET vcs_repo = '' WHERE id = ?`, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SystemSet reads a set for the system (the VCS domain making its
+// versions), without checking a caller.
+func (s *Service) SystemSet(ctx context.Context, id string) (*Set, error) {
+	return s.loadSet(ctx, s.o.DB, id)
 }
 
 // ChangeRelation adds or removes policies ("policy") or scopes (a Scope

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -77,10 +78,41 @@ func (s *Service) CreateVersion(ctx context.Context, setID string) (*Version, er
 	if err != nil {
 		return nil, err
 	}
+	if set.VCSRepo != nil {
+		return nil, core.Invalid("policy set %s takes its versions from %s (branch %s): push there, or disconnect it to upload versions",
+			set.ID, set.VCSRepo.Identifier, set.VCSRepo.Branch)
+	}
+	return s.newVersion(ctx, set)
+}
+
+// ConfigureFromArchive makes a version of a set from a commit's archive
+// (acting for the system: the set's connection decided it), which becomes
+// its current version once checked. Policies the archive holds that do
+// not check (a bad policies.hcl, Rego that does not parse) error the
+// version with the reason, and are no error here: retrying changes
+// nothing.
+func (s *Service) ConfigureFromArchive(ctx context.Context, setID string, archive []byte) error {
+	set, err := s.loadSet(ctx, s.o.DB, setID)
+	if err != nil {
+		return err
+	}
+	v, err := s.newVersion(ctx, set)
+	if err != nil {
+		return err
+	}
+	err = s.ReceiveUpload(ctx, v.ID, bytes.NewReader(archive))
+	if k := core.KindOf(err); k == core.KindInvalid || k == core.KindTooLarge {
+		s.o.Logger.Warn("a policy set version from VCS was refused", "policy_set", set.ID, "version", v.ID, "error", err)
+		return nil
+	}
+	return err
+}
+
+func (s *Service) newVersion(ctx context.Context, set *Set) (*Version, error) {
 	now := core.Now()
 	v := &Version{ID: core.NewID(PrefixVersion), SetID: set.ID, Status: VersionPending, Timestamps: map[string]time.Time{"pending-at": now},
 		CreatedAt: now, UpdatedAt: now}
-	err = s.o.DB.Tx(ctx, func(tx *store.Tx) error {
+	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO policy_set_versions (`+versionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			v.ID, v.SetID, v.Status, jsonText(v.Timestamps), "", core.Micros(now), core.Micros(now)); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/configversion"
+	"github.com/terracehq/terrace/internal/policy"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
 	"github.com/terracehq/terrace/internal/run"
@@ -63,6 +64,7 @@ func (s *Server) wireVCS() error {
 			Stack:            s.vcsStack,
 			ConfigureStack:   s.vcsConfigureStack,
 			Modules:          vcsModules{s.Registry},
+			PolicySets:       vcsPolicySets{s.Policies},
 			MaxArchive:       configversion.DefaultMaxUploadBytes,
 		}})
 	if err != nil {
@@ -71,6 +73,7 @@ func (s *Server) wireVCS() error {
 	s.Workspaces.VCS = s.VCS
 	s.Stacks.VCS = s.VCS
 	s.Registry.VCS = s.VCS
+	s.Policies.VCS = s.VCS
 	s.Registry.OnDelete = append(s.Registry.OnDelete, func(ctx context.Context, q store.Q, m *registry.Module) error {
 		return s.VCS.DeleteModule(ctx, q, m.ID)
 	})
@@ -114,6 +117,26 @@ func (a vcsModules) NoVersionTags(ctx context.Context, moduleID string) error {
 
 func (a vcsModules) DisconnectVCS(ctx context.Context, q store.Q, moduleIDs []string) error {
 	return a.r.DisconnectVCS(ctx, q, moduleIDs)
+}
+
+// vcsPolicySets shows policy sets to the VCS domain, which makes
+// VCS-backed sets' versions.
+type vcsPolicySets struct{ p *policy.Service }
+
+func (a vcsPolicySets) VCSPolicySet(ctx context.Context, id string) (*vcs.PolicySet, error) {
+	set, err := a.p.SystemSet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &vcs.PolicySet{ID: set.ID, Organization: set.Organization, PoliciesPath: set.PoliciesPath, UpdatePatterns: set.PolicyUpdatePatterns}, nil
+}
+
+func (a vcsPolicySets) ConfigurePolicySet(ctx context.Context, id string, archive []byte) error {
+	return a.p.ConfigureFromArchive(ctx, id, archive)
+}
+
+func (a vcsPolicySets) DisconnectVCS(ctx context.Context, q store.Q, setIDs []string) error {
+	return policy.DisconnectVCS(ctx, q, setIDs)
 }
 
 func (s *Server) vcsWorkspace(ctx context.Context, id string) (*vcs.Workspace, error) {

@@ -40,15 +40,15 @@ var (
 // owner is what a connection connects, each kind in a table of its own:
 // a workspace or a stack.
 type owner struct {
-	table, column string
-	secret        seal.Column
-	stack, module bool
+	table, column            string
+	secret                   seal.Column
+	stack, module, policySet bool
 }
 
 var (
 	workspaceOwner = owner{table: "vcs_connections", column: "workspace_id", secret: ConnectionSecretColumn}
 	stackOwner     = owner{table: "vcs_stack_connections", column: "stack_id", secret: StackConnectionSecretColumn, stack: true}
-	owners         = []owner{workspaceOwner, stackOwner, moduleOwner}
+	owners         = []owner{workspaceOwner, stackOwner, moduleOwner, policySetOwner}
 )
 
 var identifierRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
@@ -289,8 +289,8 @@ func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, ne
 			return err
 		}
 		if old.branch != next.Branch || old.tagsRegex != next.TagsRegex && o.module {
-			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: id, Stack: o.stack, Module: o.module, Webhook: old.webhook, Connect: true,
-				Version: version}))
+			return s.enqueue(ctx, q, ingressMessage(ingress{Workspace: id, Stack: o.stack, Module: o.module, PolicySet: o.policySet, Webhook: old.webhook,
+				Connect: true, Version: version}))
 		}
 		return nil
 	}
@@ -322,7 +322,8 @@ func (s *Service) connect(ctx context.Context, q store.Q, o owner, id string, ne
 	}
 	return s.enqueue(ctx, q,
 		outbox.Message{Key: "hook:" + hook, Lane: id, Payload: hook},
-		ingressMessage(ingress{Workspace: id, Stack: o.stack, Module: o.module, Webhook: hook, Connect: true, Version: version}))
+		ingressMessage(ingress{Workspace: id, Stack: o.stack, Module: o.module, PolicySet: o.policySet, Webhook: hook, Connect: true,
+			Version: version}))
 }
 
 // Fetch queues the fetch of a connected stack's branch head (HCP
@@ -388,6 +389,8 @@ func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string
 			disconnect = s.ingress.DisconnectStacks
 		case o.module:
 			disconnect = s.ingress.Modules.DisconnectVCS
+		case o.policySet:
+			disconnect = s.ingress.PolicySets.DisconnectVCS
 		}
 		if err := disconnect(ctx, q, ids); err != nil {
 			return err

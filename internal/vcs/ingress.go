@@ -49,8 +49,9 @@ type Ingress struct {
 	Stack          func(ctx context.Context, id string) (*Workspace, error)
 	ConfigureStack func(ctx context.Context, stackID string, archive []byte) (string, error)
 	// Modules is the private registry, which VCS-backed modules publish
-	// into.
-	Modules Modules
+	// into; PolicySets the policy sets VCS-backed sets version.
+	Modules    Modules
+	PolicySets PolicySets
 	// MaxArchive bounds a commit's archive (the configuration version's
 	// upload limit).
 	MaxArchive int64
@@ -104,6 +105,8 @@ type ingress struct {
 	// initial one).
 	Module  bool   `json:",omitempty"`
 	Version string `json:",omitempty"`
+	// PolicySet: Workspace is a policy set's ID.
+	PolicySet bool `json:",omitempty"`
 }
 
 func ingressMessage(in ingress) outbox.Message {
@@ -247,6 +250,8 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 		of, read = stackOwner, s.ingress.Stack
 	case in.Module:
 		of = moduleOwner
+	case in.PolicySet:
+		of = policySetOwner
 	}
 	c, err := s.loadConn(ctx, s.db, of, of.column+` = ?`, in.Workspace, false)
 	if err != nil {
@@ -257,6 +262,9 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	}
 	if in.Module {
 		return s.fetchModule(ctx, c, in)
+	}
+	if in.PolicySet {
+		return s.fetchPolicySet(ctx, c, in)
 	}
 	w, err := read(ctx, in.Workspace)
 	if core.KindOf(err) == core.KindNotFound {

@@ -62,7 +62,7 @@ const DefaultInitialVersion = "0.0.0"
 // version, with or without a leading "v".
 const semverTag = `v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?`
 
-var tagPrefixRE = regexp.MustCompile(`^[A-Za-z0-9._/-]{0,64}$`)
+var tagPrefixRE = core.NewPattern(`^[A-Za-z0-9._/-]*$`, 0, 64)
 
 // moduleTagsRegex matches the tags a module of prefix publishes.
 func moduleTagsRegex(prefix string) string {
@@ -158,6 +158,16 @@ func (s *Service) ResolveModule(ctx context.Context, org string, cur *Repo, o Re
 	if !tagPrefixRE.MatchString(next.TagPrefix) || strings.Contains(next.TagPrefix, "..") {
 		return nil, core.Invalid("vcs-repo tag-prefix %q must be at most 64 letters, digits, '.', '_', '-' and '/'", next.TagPrefix)
 	}
+	return s.resolveOwned(ctx, org, cur, &next)
+}
+
+// resolveOwned finishes the connection next of something of org that
+// belongs to no project (a registry module, a policy set): the token is
+// the organization's, through an organization-scoped provider, and the
+// host shows the repository and next's branch (the default branch, named,
+// when next has none and publishes no tags). Who may use the token was
+// decided by the caller (the owner's managers).
+func (s *Service) resolveOwned(ctx context.Context, org string, cur, next *Repo) (*Repo, error) {
 	t, err := s.loadToken(ctx, s.db, next.OAuthTokenID, false)
 	if core.KindOf(err) == core.KindNotFound || (err == nil && t.Organization != org) {
 		return nil, core.NotFound("OAuth token %q not found", next.OAuthTokenID)
@@ -170,14 +180,18 @@ func (s *Service) ResolveModule(ctx context.Context, org string, cur *Repo, o Re
 		return nil, err
 	}
 	if !cred.OrganizationScoped {
-		return nil, core.Invalid("OAuth token %q belongs to a VCS provider scoped to projects: registry modules publish through organization-scoped providers", t.ID)
+		return nil, core.Invalid("OAuth token %q belongs to a VCS provider scoped to projects: registry modules and policy sets connect through organization-scoped providers", t.ID)
 	}
 	h, err := s.host(cred)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.DefaultBranch(ctx, next.Identifier); err != nil {
+	def, err := h.DefaultBranch(ctx, next.Identifier)
+	if err != nil {
 		return nil, hostError("vcs-repo: the repository "+next.Identifier, err)
+	}
+	if next.Branch == "" && !next.Tags {
+		next.Branch = def
 	}
 	if next.Branch != "" {
 		if _, err := h.Branch(ctx, next.Identifier, next.Branch); err != nil {
@@ -191,7 +205,7 @@ func (s *Service) ResolveModule(ctx context.Context, org string, cur *Repo, o Re
 	if cur == nil || cur.WebhookURL == "" {
 		next.WebhookURL = s.baseURL + WebhookPath + core.RandomString(32)
 	}
-	return &next, nil
+	return next, nil
 }
 
 // ConnectModule records, inside the module's transaction q, its

@@ -56,7 +56,7 @@ var (
 
 // Columns are every sealed column of this domain.
 var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn, ConnectionSecretColumn, StackConnectionSecretColumn,
-	ModuleConnectionSecretColumn}
+	ModuleConnectionSecretColumn, PolicySetConnectionSecretColumn}
 
 // Organizations checks that an organization exists and that the caller
 // may see it (core.NotFound otherwise).
@@ -100,8 +100,8 @@ func NewService(o Options) (*Service, error) {
 		return nil, errors.New("vcs.NewService: DB, Organizations, Projects, AgentPools and BaseURL are required")
 	}
 	if in := o.Ingress; in.Workspace == nil || in.Configure == nil || in.Queue == nil || in.Disconnect == nil || in.DisconnectStacks == nil ||
-		in.Stack == nil || in.ConfigureStack == nil || in.Modules == nil || in.MaxArchive <= 0 {
-		return nil, errors.New("vcs.NewService: Ingress needs Workspace, Configure, Queue, Disconnect, DisconnectStacks, Stack, ConfigureStack, Modules and MaxArchive")
+		in.Stack == nil || in.ConfigureStack == nil || in.Modules == nil || in.PolicySets == nil || in.MaxArchive <= 0 {
+		return nil, errors.New("vcs.NewService: Ingress needs Workspace, Configure, Queue, Disconnect, DisconnectStacks, Stack, ConfigureStack, Modules, PolicySets and MaxArchive")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -461,3 +461,52 @@ func TestModuleConnectRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicySetConnectRefusals: the refusals of a policy set's vcs-repo
+// that need no host, with no set made and the token never shown
+// (TestVCSBackedPolicySet in internal/e2e connects one to a real Gitea).
+func TestPolicySetConnectRefusals(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		c := e.Client
+		org := testenv.NewOrg(t, c, "acme").Name
+		other := testenv.NewOrg(t, c, "other").Name
+		newClient := func(org string, scoped bool) string {
+			t.Helper()
+			oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
+				HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider("gitea"),
+				OrganizationScoped: tfe.Bool(scoped)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return oc.OAuthTokens[0].ID
+		}
+		gitea, scoped, foreign := newClient(org, true), newClient(org, false), newClient(other, true)
+		for _, tc := range []struct {
+			name   string
+			repo   map[string]any
+			status int
+			match  string
+		}{
+			{"no identifier", map[string]any{"oauth-token-id": gitea}, 422, "identifier is required"},
+			{"no token", map[string]any{"identifier": "acme/policies"}, 422, "oauth-token-id is required"},
+			{"a bad branch", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea, "branch": "-x"}, 422, "not a valid git branch name"},
+			{"tags", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea, "tags-regex": "^v"}, 422, "follows a branch, not tags"},
+			{"submodules", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea, "ingress-submodules": true}, 422, "does not fetch submodules yet"},
+			{"a token of another organization", map[string]any{"identifier": "acme/policies", "oauth-token-id": foreign}, 404, "not found"},
+			{"a client scoped to projects", map[string]any{"identifier": "acme/policies", "oauth-token-id": scoped}, 422, "scoped to projects"},
+			{"an unreachable host", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea}, 422, "acme/policies"},
+		} {
+			status, b := e.API(t, "", "POST", "/api/v2/organizations/"+org+"/policy-sets", map[string]any{"data": map[string]any{
+				"type": "policy-sets", "attributes": map[string]any{"name": "guard", "kind": "opa", "vcs-repo": tc.repo}}})
+			if status != tc.status || !strings.Contains(string(b), tc.match) {
+				t.Errorf("%s: %d %s, want %d with %q", tc.name, status, b, tc.status, tc.match)
+			}
+			if strings.Contains(string(b), tokenString) {
+				t.Errorf("%s: the answer shows the token: %s", tc.name, b)
+			}
+		}
+		if l, err := c.PolicySets.List(ctx, org, nil); err != nil || len(l.Items) != 0 {
+			t.Errorf("policy sets after refused connections: %v %v, want none", l, err)
+		}
+	})
+}

@@ -61,6 +61,10 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusOK, "ignored: registry modules publish versions from tags or through the API, not from pull requests")
 			return
 		}
+		if c.of.policySet {
+			reply(http.StatusOK, "ignored: a policy set takes the pushes to its branch, not pull requests")
+			return
+		}
 		if c.of.stack {
 			reply(http.StatusOK, "ignored: stacks do not plan pull requests yet")
 			return
@@ -90,7 +94,7 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "ignored: the workspace runs on pushes to "+c.branch)
 		return
 	}
-	in := ingress{Workspace: c.owner, Stack: c.of.stack, Module: c.of.module, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
+	in := ingress{Workspace: c.owner, Stack: c.of.stack, Module: c.of.module, PolicySet: c.of.policySet, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
 		Sender: ev.Sender, Changed: ev.Changed, Truncated: ev.Truncated}
 	if ev.HeadCommit != nil {
 		in.Message = ev.HeadCommit.Message

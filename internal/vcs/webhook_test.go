@@ -71,6 +71,24 @@ func TestWebhookDeliveries(t *testing.T) {
 		}
 		modTagURL, modTagSecret := connectModule("modtags", vcs.Repo{Identifier: "acme/infra", OAuthTokenID: "ot-none", Tags: true, TagPrefix: "net/"})
 		modBranchURL, modBranchSecret := connectModule("modbranch", vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none"})
+		// A policy set follows its branch.
+		set, err := e.Client.PolicySets.Create(ctx, org, tfe.PolicySetCreateOptions{Name: tfe.String("guard"), Kind: tfe.OPA})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setRepo := vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none", WebhookURL: e.URL + vcs.WebhookPath + "hookset"}
+		if err := e.Server.DB.Tx(ctx, func(tx *store.Tx) error { return e.Server.VCS.ConnectPolicySet(ctx, tx, set.ID, &setRepo) }); err != nil {
+			t.Fatal(err)
+		}
+		var sealedSet string
+		if err := e.Server.DB.QueryRow(ctx, `SELECT secret FROM vcs_policy_set_connections WHERE policy_set_id = ?`, set.ID).Scan(&sealedSet); err != nil {
+			t.Fatal(err)
+		}
+		setSecret, err := e.Server.Keys.OpenString(vcs.PolicySetConnectionSecretColumn.Purpose, sealedSet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setURL := setRepo.WebhookURL
 
 		queued := func() int {
 			var n int
@@ -121,6 +139,10 @@ func TestWebhookDeliveries(t *testing.T) {
 			{"a version tag of the module", modTagURL, modTagSecret, "push", push("refs/tags/net/v1.3.0"), http.StatusAccepted, true},
 			{"the branch, on a branch module", modBranchURL, modBranchSecret, "push", push("refs/heads/main"), http.StatusOK, false},
 			{"a version tag, on a branch module", modBranchURL, modBranchSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
+			{"a pull request, on a policy set", setURL, setSecret, "pull_request", pull("opened", "main"), http.StatusOK, false},
+			{"a tag, on a policy set", setURL, setSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
+			{"another branch, on a policy set", setURL, setSecret, "push", push("refs/heads/dev"), http.StatusOK, false},
+			{"the branch, on a policy set", setURL, setSecret, "push", push("refs/heads/main"), http.StatusAccepted, true},
 		} {
 			before := queued()
 			req, err := http.NewRequest("POST", tc.url, strings.NewReader(tc.body))
