@@ -42,7 +42,7 @@ func testVCSBackedPolicySet(t *testing.T, store string) {
 		}
 	}
 	repo := g.CreateRepo(t, "policies")
-	g.Push(t, repo, "main", policies("mandatory"), "mandatory guard")
+	head := g.Push(t, repo, "main", policies("mandatory"), "mandatory guard")
 
 	c := e.Client
 	testenv.NewOrg(t, c, "acme")
@@ -99,8 +99,10 @@ func testVCSBackedPolicySet(t *testing.T, store string) {
 	}
 	waitFor(t, 60*time.Second, "the set's version of the branch head", func() bool { return current() != "" })
 	first := current()
-	if v, err := c.PolicySetVersions.Read(ctx, first); err != nil || v.Status != tfe.PolicySetVersionReady {
-		t.Fatalf("the first version: %+v %v, want ready", v, err)
+	if v, err := c.PolicySetVersions.Read(ctx, first); err != nil || v.Status != tfe.PolicySetVersionReady || v.Source != "gitea" ||
+		v.IngressAttributes == nil || v.IngressAttributes.CommitSHA != head || v.IngressAttributes.Identifier != repo ||
+		v.IngressAttributes.CommitURL != g.URL+"/"+repo+"/commit/"+head {
+		t.Fatalf("the first version: %+v (ingress %+v) %v, want ready, from gitea, of commit %s", v, v.IngressAttributes, err, head)
 	}
 	if _, err := c.PolicySetVersions.Create(ctx, ps.ID); err == nil || !strings.Contains(err.Error(), "takes its versions from") {
 		t.Fatalf("uploading a version of a VCS-backed set: %v, want it refused", err)

@@ -660,8 +660,11 @@ type jsonVersion struct {
 func (j *jsonVersion) JSONAPILinks() *jsonapi.Links { return &j.links }
 
 func (a *API) versionJSON(v *Version) *jsonVersion {
-	j := &jsonVersion{ID: v.ID, Source: "tfe-api", Status: v.Status, StatusTimestamps: stamps(v.Timestamps), Error: v.Error, ErrorMessage: v.Error,
+	j := &jsonVersion{ID: v.ID, Source: v.Source, Status: v.Status, StatusTimestamps: stamps(v.Timestamps), Error: v.Error, ErrorMessage: v.Error,
 		CreatedAt: timeText(v.CreatedAt), UpdatedAt: timeText(v.UpdatedAt), PolicySet: &jsonSetRef{ID: v.SetID}, links: jsonapi.Links{}}
+	if in := v.Ingress; in != nil {
+		j.IngressAttributes = &map[string]any{"commit-sha": in.CommitSHA, "commit-url": in.CommitURL, "identifier": in.Identifier}
+	}
 	if u := a.Service.UploadURL(v); u != "" {
 		j.links["upload"] = u
 	}

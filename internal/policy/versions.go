@@ -37,9 +37,24 @@ type Version struct {
 	Status     string
 	Timestamps map[string]time.Time
 	Error      string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Source is tfe-api for an upload, else the VCS provider whose commit
+	// (Ingress) the version was made of.
+	Source    string
+	Ingress   *Ingress
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
+
+// Ingress is the commit a version was made of (go-tfe's
+// PolicySetIngressAttributes).
+type Ingress struct {
+	CommitSHA  string `json:"commit-sha"`
+	CommitURL  string `json:"commit-url"`
+	Identifier string `json:"identifier"`
+}
+
+// SourceAPI is the source of an uploaded version.
+const SourceAPI = "tfe-api"
 
 // UploadTTL is how long a version's upload link lives.
 const UploadTTL = time.Hour
@@ -47,14 +62,20 @@ const UploadTTL = time.Hour
 // UploadPath is the capability path of a version's upload.
 func UploadPath(id string) string { return "/policy-set-versions/" + id + "/upload" }
 
-const versionCols = `id, policy_set_id, status, status_timestamps, error, created_at, updated_at`
+const versionCols = `id, policy_set_id, status, status_timestamps, error, source, ingress, created_at, updated_at`
 
 func scanVersion(sc store.Scanner) (*Version, error) {
 	var v Version
-	var stamps string
+	var stamps, ingress string
 	var created, updated int64
-	if err := sc.Scan(&v.ID, &v.SetID, &v.Status, &stamps, &v.Error, &created, &updated); err != nil {
+	if err := sc.Scan(&v.ID, &v.SetID, &v.Status, &stamps, &v.Error, &v.Source, &ingress, &created, &updated); err != nil {
 		return nil, err
+	}
+	if ingress != "" {
+		v.Ingress = &Ingress{}
+		if err := json.Unmarshal([]byte(ingress), v.Ingress); err != nil {
+			return nil, fmt.Errorf("decoding the ingress of policy set version %s: %w", v.ID, err)
+		}
 	}
 	if err := json.Unmarshal([]byte(stamps), &v.Timestamps); err != nil {
 		return nil, fmt.Errorf("decoding policy set version %s: %w", v.ID, err)
@@ -82,7 +103,7 @@ func (s *Service) CreateVersion(ctx context.Context, setID string) (*Version, er
 		return nil, core.Invalid("policy set %s takes its versions from %s (branch %s): push there, or disconnect it to upload versions",
 			set.ID, set.VCSRepo.Identifier, set.VCSRepo.Branch)
 	}
-	return s.newVersion(ctx, set)
+	return s.newVersion(ctx, set, SourceAPI, nil)
 }
 
 // ConfigureFromArchive makes a version of a set from a commit's archive
@@ -91,12 +112,12 @@ func (s *Service) CreateVersion(ctx context.Context, setID string) (*Version, er
 // not check (a bad policies.hcl, Rego that does not parse) error the
 // version with the reason, and are no error here: retrying changes
 // nothing.
-func (s *Service) ConfigureFromArchive(ctx context.Context, setID string, archive []byte) error {
+func (s *Service) ConfigureFromArchive(ctx context.Context, setID string, archive []byte, source string, in *Ingress) error {
 	set, err := s.loadSet(ctx, s.o.DB, setID)
 	if err != nil {
 		return err
 	}
-	v, err := s.newVersion(ctx, set)
+	v, err := s.newVersion(ctx, set, source, in)
 	if err != nil {
 		return err
 	}
@@ -108,13 +129,17 @@ func (s *Service) ConfigureFromArchive(ctx context.Context, setID string, archiv
 	return err
 }
 
-func (s *Service) newVersion(ctx context.Context, set *Set) (*Version, error) {
+func (s *Service) newVersion(ctx context.Context, set *Set, source string, in *Ingress) (*Version, error) {
 	now := core.Now()
 	v := &Version{ID: core.NewID(PrefixVersion), SetID: set.ID, Status: VersionPending, Timestamps: map[string]time.Time{"pending-at": now},
-		CreatedAt: now, UpdatedAt: now}
+		Source: source, Ingress: in, CreatedAt: now, UpdatedAt: now}
+	ingress := ""
+	if in != nil {
+		ingress = jsonText(in)
+	}
 	err := s.o.DB.Tx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO policy_set_versions (`+versionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			v.ID, v.SetID, v.Status, jsonText(v.Timestamps), "", core.Micros(now), core.Micros(now)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO policy_set_versions (`+versionCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			v.ID, v.SetID, v.Status, jsonText(v.Timestamps), "", v.Source, ingress, core.Micros(now), core.Micros(now)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE policy_sets SET versioned = ?, newest_version_id = ?, updated_at = ? WHERE id = ?`, true, v.ID, core.Micros(now), set.ID)

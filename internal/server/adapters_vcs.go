@@ -131,8 +131,8 @@ func (a vcsPolicySets) VCSPolicySet(ctx context.Context, id string) (*vcs.Policy
 	return &vcs.PolicySet{ID: set.ID, Organization: set.Organization, PoliciesPath: set.PoliciesPath, UpdatePatterns: set.PolicyUpdatePatterns}, nil
 }
 
-func (a vcsPolicySets) ConfigurePolicySet(ctx context.Context, id string, archive []byte) error {
-	return a.p.ConfigureFromArchive(ctx, id, archive)
+func (a vcsPolicySets) ConfigurePolicySet(ctx context.Context, id string, archive []byte, source string, o vcs.Origin) error {
+	return a.p.ConfigureFromArchive(ctx, id, archive, source, &policy.Ingress{CommitSHA: o.CommitSHA, CommitURL: o.CommitURL, Identifier: o.Identifier})
 }
 
 func (a vcsPolicySets) DisconnectVCS(ctx context.Context, q store.Q, setIDs []string) error {

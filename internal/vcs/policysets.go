@@ -33,8 +33,9 @@ type PolicySets interface {
 	// VCSPolicySet reads a set (core.NotFound when it is gone).
 	VCSPolicySet(ctx context.Context, id string) (*PolicySet, error)
 	// ConfigurePolicySet makes a version of the set from a commit's
-	// archive, which becomes its current version once checked.
-	ConfigurePolicySet(ctx context.Context, id string, archive []byte) error
+	// archive (source: the provider; origin: the commit's SHA, link and
+	// repository), which becomes its current version once checked.
+	ConfigurePolicySet(ctx context.Context, id string, archive []byte, source string, origin Origin) error
 	// DisconnectVCS removes the vcs-repo of sets inside q's transaction
 	// (their token is being deleted).
 	DisconnectVCS(ctx context.Context, q store.Q, setIDs []string) error
@@ -131,5 +132,6 @@ func (s *Service) fetchPolicySet(ctx context.Context, c *connection, in ingress)
 	if err != nil {
 		return permanentHost(err)
 	}
-	return permanentHost(s.ingress.PolicySets.ConfigurePolicySet(ctx, ps.ID, archive))
+	origin := Origin{CommitSHA: in.SHA, CommitURL: h.HTTPURL + "/" + c.identifier + "/commit/" + in.SHA, Identifier: c.identifier}
+	return permanentHost(s.ingress.PolicySets.ConfigurePolicySet(ctx, ps.ID, archive, string(h.Kind), origin))
 }
