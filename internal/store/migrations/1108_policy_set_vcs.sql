@@ -2,11 +2,6 @@
 -- as the set shows it (JSON, '' for none), and its connection as the VCS
 -- domain keeps it (the columns of vcs_connections).
 ALTER TABLE policy_sets ADD COLUMN vcs_repo TEXT NOT NULL DEFAULT '';
--- A version's source (tfe-api for an upload, else the VCS provider) and,
--- from a commit, its ingress attributes (JSON: commit-sha, commit-url,
--- identifier; '' for none).
-ALTER TABLE policy_set_versions ADD COLUMN source TEXT NOT NULL DEFAULT 'tfe-api';
-ALTER TABLE policy_set_versions ADD COLUMN ingress TEXT NOT NULL DEFAULT '';
 
 CREATE TABLE vcs_policy_set_connections (
     policy_set_id TEXT PRIMARY KEY REFERENCES policy_sets (id) ON DELETE CASCADE,
