@@ -50,11 +50,7 @@ func testVCSBackedModule(t *testing.T, store string, eng testenv.Engine) {
 
 	c := e.Client
 	testenv.NewOrg(t, c, "acme")
-	oc, err := c.OAuthClients.Create(ctx, "acme", tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
-		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token), Name: tfe.String("corp gitea")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oc := g.Provider(t, c, "acme")
 	tok := oc.OAuthTokens[0].ID
 
 	// A repository Gitea does not have is refused naming it, and no

@@ -55,11 +55,7 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 
 	c := e.Client
 	testenv.NewOrg(t, c, "acme")
-	oc, err := c.OAuthClients.Create(ctx, "acme", tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
-		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token), Name: tfe.String("corp gitea")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oc := g.Provider(t, c, "acme")
 	// A repository the token cannot see is refused with Gitea's answer,
 	// and no workspace is made.
 	if _, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("nowhere"),

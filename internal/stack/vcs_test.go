@@ -83,11 +83,7 @@ func TestVCSBackedStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oc, err := c.OAuthClients.Create(ctx, o.Name, tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
-		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oc := g.Provider(t, c, o.Name)
 	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vcs", Project: &tfe.Project{ID: prj.ID},
 		VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}})
 	if err != nil {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	tfe "github.com/hashicorp/go-tfe"
 	"github.com/terracehq/terrace/internal/server"
 	"math/big"
 	"net"
@@ -552,4 +554,16 @@ func NewWithGitea(t testing.TB, opts Options) (*Env, *Gitea) {
 		t.Fatal(err)
 	}
 	return e, StartGiteaCA(t, ca, terraceCA)
+}
+
+// Provider makes org's VCS provider for this Gitea (its API and web
+// addresses, the admin's token), through go-tfe's OAuth clients API.
+func (g *Gitea) Provider(t testing.TB, c *tfe.Client, org string) *tfe.OAuthClient {
+	t.Helper()
+	oc, err := c.OAuthClients.Create(context.Background(), org, tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
+		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token), Name: tfe.String("corp gitea")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oc
 }

@@ -85,11 +85,7 @@ func TestWorkspaceShowsItsRepository(t *testing.T) {
 	repo := g.CreateRepo(t, "infra")
 	sha := g.Push(t, repo, "main", map[string]string{"main.tf": "# empty\n"}, "first")
 	testenv.NewOrg(t, e.Client, "acme")
-	oc, err := e.Client.OAuthClients.Create(ctx, "acme", tfe.OAuthClientCreateOptions{ServiceProvider: tfe.ServiceProvider("gitea"),
-		APIURL: tfe.String(g.URL + "/api/v1"), HTTPURL: tfe.String(g.URL), OAuthToken: tfe.String(g.Token)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oc := g.Provider(t, e.Client, "acme")
 	ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("infra"), WorkingDirectory: tfe.String("live"),
 		QueueAllRuns: tfe.Bool(true), VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID)}})
 	if err != nil {

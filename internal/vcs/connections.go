@@ -64,6 +64,21 @@ func validIdentifier(id string) error {
 	return nil
 }
 
+// checkFields checks what every connection names: the repository, the
+// token, and the branch when there is one.
+func checkFields(r *Repo) error {
+	if err := validIdentifier(r.Identifier); err != nil {
+		return err
+	}
+	if r.OAuthTokenID == "" {
+		return core.Invalid("vcs-repo oauth-token-id is required")
+	}
+	if r.Branch != "" {
+		return validBranch(r.Branch)
+	}
+	return nil
+}
+
 func validBranch(b string) error {
 	if len(b) > 255 || !utf8.ValidString(b) || strings.ContainsAny(b, " ~^:?*[\\\x00\x7f") || strings.Contains(b, "..") ||
 		strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") || strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock") {
@@ -142,16 +157,8 @@ func (s *Service) Resolve(ctx context.Context, org, project string, cur *Repo, o
 	if next.IngressSubmodules {
 		return nil, core.Invalid("vcs-repo ingress-submodules: Terrace does not fetch submodules yet; connect with ingress-submodules false")
 	}
-	if err := validIdentifier(next.Identifier); err != nil {
+	if err := checkFields(&next); err != nil {
 		return nil, err
-	}
-	if next.OAuthTokenID == "" {
-		return nil, core.Invalid("vcs-repo oauth-token-id is required")
-	}
-	if next.Branch != "" {
-		if err := validBranch(next.Branch); err != nil {
-			return nil, err
-		}
 	}
 	if next.TagsRegex != "" {
 		if len(next.TagsRegex) > 255 {

@@ -139,16 +139,8 @@ func (s *Service) ResolveModule(ctx context.Context, org string, cur *Repo, o Re
 	if o.TagsRegex != nil && *o.TagsRegex != "" {
 		return nil, core.Invalid("vcs-repo tags-regex is a workspace's: a module publishes tags that are semantic versions (with tag-prefix before them)")
 	}
-	if err := validIdentifier(next.Identifier); err != nil {
+	if err := checkFields(&next); err != nil {
 		return nil, err
-	}
-	if next.OAuthTokenID == "" {
-		return nil, core.Invalid("vcs-repo oauth-token-id is required")
-	}
-	if next.Branch != "" {
-		if err := validBranch(next.Branch); err != nil {
-			return nil, err
-		}
 	}
 	dir, err := vcshost.CleanDir(next.SourceDirectory)
 	if err != nil {

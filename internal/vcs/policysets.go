@@ -73,16 +73,8 @@ func (s *Service) ResolvePolicySet(ctx context.Context, org string, cur *Repo, o
 	case o.TagsRegex != nil && *o.TagsRegex != "", o.Tags != nil && *o.Tags:
 		return nil, core.Invalid("vcs-repo: a policy set follows a branch, not tags")
 	}
-	if err := validIdentifier(next.Identifier); err != nil {
+	if err := checkFields(&next); err != nil {
 		return nil, err
-	}
-	if next.OAuthTokenID == "" {
-		return nil, core.Invalid("vcs-repo oauth-token-id is required")
-	}
-	if next.Branch != "" {
-		if err := validBranch(next.Branch); err != nil {
-			return nil, err
-		}
 	}
 	var prev *Repo
 	if next.WebhookURL != "" {

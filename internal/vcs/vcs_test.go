@@ -351,18 +351,8 @@ func TestConnectRefusals(t *testing.T) {
 		c := e.Client
 		org := testenv.NewOrg(t, c, "acme").Name
 		other := testenv.NewOrg(t, c, "other").Name
-		newClient := func(org, provider string, scoped bool) string {
-			t.Helper()
-			oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
-				HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider(tfe.ServiceProviderType(provider)),
-				OrganizationScoped: tfe.Bool(scoped)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return oc.OAuthTokens[0].ID
-		}
-		gitea, bitbucket := newClient(org, "gitea", true), newClient(org, "bitbucket_hosted", true)
-		scoped, foreign := newClient(org, "gitea", false), newClient(other, "gitea", true)
+		gitea, bitbucket := unreachable(t, c, org, "gitea", true), unreachable(t, c, org, "bitbucket_hosted", true)
+		scoped, foreign := unreachable(t, c, org, "gitea", false), unreachable(t, c, other, "gitea", true)
 		for _, tc := range []struct {
 			name   string
 			repo   map[string]any
@@ -396,6 +386,20 @@ func TestConnectRefusals(t *testing.T) {
 	})
 }
 
+// unreachable makes a VCS provider of org whose host does not exist
+// (git.invalid) and returns its token's ID: what is refused before the
+// host is asked is refused with it, and the rest fails reaching the host.
+func unreachable(t *testing.T, c *tfe.Client, org, provider string, orgScoped bool) string {
+	t.Helper()
+	oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
+		HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider(tfe.ServiceProviderType(provider)),
+		OrganizationScoped: tfe.Bool(orgScoped)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return oc.OAuthTokens[0].ID
+}
+
 // TestModuleConnectRefusals: every refusal of a VCS-backed registry
 // module that needs no host, as a 4xx naming the cause, with no module
 // made and the token never shown (TestVCSBackedModule in internal/e2e
@@ -405,17 +409,7 @@ func TestModuleConnectRefusals(t *testing.T) {
 		c := e.Client
 		org := testenv.NewOrg(t, c, "acme").Name
 		other := testenv.NewOrg(t, c, "other").Name
-		newClient := func(org string, scoped bool) string {
-			t.Helper()
-			oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
-				HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider("gitea"),
-				OrganizationScoped: tfe.Bool(scoped)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return oc.OAuthTokens[0].ID
-		}
-		gitea, scoped, foreign := newClient(org, true), newClient(org, false), newClient(other, true)
+		gitea, scoped, foreign := unreachable(t, c, org, "gitea", true), unreachable(t, c, org, "gitea", false), unreachable(t, c, other, "gitea", true)
 		const repo = "acme/terraform-null-net"
 		for _, tc := range []struct {
 			name, path string
@@ -470,17 +464,7 @@ func TestPolicySetConnectRefusals(t *testing.T) {
 		c := e.Client
 		org := testenv.NewOrg(t, c, "acme").Name
 		other := testenv.NewOrg(t, c, "other").Name
-		newClient := func(org string, scoped bool) string {
-			t.Helper()
-			oc, err := c.OAuthClients.Create(ctx, org, tfe.OAuthClientCreateOptions{APIURL: tfe.String("https://git.invalid/api/v1"),
-				HTTPURL: tfe.String("https://git.invalid"), OAuthToken: tfe.String(tokenString), ServiceProvider: tfe.ServiceProvider("gitea"),
-				OrganizationScoped: tfe.Bool(scoped)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return oc.OAuthTokens[0].ID
-		}
-		gitea, scoped, foreign := newClient(org, true), newClient(org, false), newClient(other, true)
+		gitea, scoped, foreign := unreachable(t, c, org, "gitea", true), unreachable(t, c, org, "gitea", false), unreachable(t, c, other, "gitea", true)
 		for _, tc := range []struct {
 			name   string
 			repo   map[string]any
