@@ -182,11 +182,11 @@ func (s *Server) vcsStack(ctx context.Context, id string) (*vcs.Workspace, error
 	// A stack's trigger patterns decide as a workspace's do (none: every
 	// push of the branch).
 	return &vcs.Workspace{ID: st.ID, Organization: st.Organization, Name: st.Name, WorkingDirectory: st.WorkingDirectory,
-		FileTriggersEnabled: len(st.TriggerPatterns) > 0, TriggerPatterns: st.TriggerPatterns}, nil
+		FileTriggersEnabled: len(st.TriggerPatterns) > 0, TriggerPatterns: st.TriggerPatterns, SpeculativeEnabled: st.SpeculativeEnabled}, nil
 }
 
-func (s *Server) vcsConfigureStack(ctx context.Context, stackID string, archive []byte) (string, error) {
-	c, err := s.Stacks.ConfigureFromArchive(ctx, stackID, archive)
+func (s *Server) vcsConfigureStack(ctx context.Context, stackID string, archive []byte, speculative bool) (string, error) {
+	c, err := s.Stacks.ConfigureFromArchive(ctx, stackID, archive, speculative)
 	if err != nil {
 		return "", err
 	}

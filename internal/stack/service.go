@@ -430,9 +430,10 @@ func (s *Service) FetchFromVCS(ctx context.Context, id string) (*Stack, error) {
 
 // ConfigureFromArchive makes a configuration of a stack from an archive
 // (a commit the VCS domain fetched), as the system: it is prepared and
-// deployed as an uploaded one. Its source is fetch.
-func (s *Service) ConfigureFromArchive(ctx context.Context, stackID string, tgz []byte) (*Configuration, error) {
-	c, err := s.createConfiguration(ctx, stackID, ConfigurationOptions{}, "fetch")
+// deployed as an uploaded one. Its source is fetch. A speculative one (a
+// pull request's) only plans.
+func (s *Service) ConfigureFromArchive(ctx context.Context, stackID string, tgz []byte, speculative bool) (*Configuration, error) {
+	c, err := s.createConfiguration(ctx, stackID, ConfigurationOptions{Speculative: speculative}, "fetch")
 	if err != nil {
 		return nil, err
 	}

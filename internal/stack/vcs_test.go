@@ -65,8 +65,9 @@ output "value" {
 // webhook and fetches the branch head into a configuration (source
 // fetch), which deploys; a push to the branch makes the next
 // configuration, which deploys the pushed value; fetch-latest-from-vcs
-// makes another of the same commit; deleting the stack removes the
-// webhook from Gitea.
+// makes another of the same commit; a pull request's head is planned in a
+// speculative configuration that deploys nothing; deleting the stack
+// removes the webhook from Gitea.
 func TestVCSBackedStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs terraform")
@@ -137,6 +138,43 @@ func TestVCSBackedStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	deployed(3, "two")
+
+	// A pull request to the branch plans its head, speculatively (the
+	// stack's speculative plans on): a configuration that changes nothing.
+	// (go-tfe sends vcs-repo with every update: null would disconnect the
+	// stack, as HCP Terraform's does; the same connection keeps its
+	// webhook.)
+	if up, err := c.Stacks.Update(ctx, st.ID, tfe.StackUpdateOptions{SpeculativeEnabled: tfe.Bool(true),
+		VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}}); err != nil || up.VCSRepo == nil || !up.SpeculativeEnabled {
+		t.Fatalf("turning the stack's speculative plans on: %v %+v", err, up)
+	}
+	if n := hooks(); n != 1 {
+		t.Fatalf("Gitea has %d webhooks after the update, want the one it had", n)
+	}
+	g.Push(t, repo, "fix", vcsStackFiles("four"), "try four")
+	g.Must(t, "POST", "/repos/"+repo+"/pulls", map[string]any{"head": "fix", "base": "main", "title": "Try four"})
+	var spec *tfe.StackConfiguration
+	waitUntil(t, "the pull request's speculative configuration", func() bool {
+		l, err := c.StackConfigurations.List(ctx, st.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range l.Items {
+			if it.SequenceNumber == 4 && (it.Status == "completed" || it.Status == "failed") {
+				spec = it
+			}
+		}
+		return spec != nil
+	})
+	if !spec.Speculative {
+		t.Fatalf("the pull request's configuration is not speculative: %+v", spec)
+	}
+	if r := waitRun(t, c, groupRun(t, c, spec.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
+		t.Fatalf("the pull request's plan ended %s: %s", r.Status, diagnostics(t, c, spec.ID))
+	}
+	if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != "two" {
+		t.Fatalf("after the pull request's plan, output value = %v, want two (a plan changes nothing)", v)
+	}
 
 	// Deleting the stack removes its webhook from Gitea.
 	if err := c.Stacks.ForceDelete(ctx, st.ID); err != nil {

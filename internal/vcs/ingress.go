@@ -47,7 +47,7 @@ type Ingress struct {
 	// ConfigureStack makes a stack configuration of a commit's archive,
 	// which the stack then prepares and deploys as any other.
 	Stack          func(ctx context.Context, id string) (*Workspace, error)
-	ConfigureStack func(ctx context.Context, stackID string, archive []byte) (string, error)
+	ConfigureStack func(ctx context.Context, stackID string, archive []byte, speculative bool) (string, error)
 	// Modules is the private registry, which VCS-backed modules publish
 	// into; PolicySets the policy sets VCS-backed sets version.
 	Modules    Modules
@@ -297,9 +297,10 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 		return permanentHost(err)
 	}
 	if in.Stack {
-		// A stack's configuration deploys as an uploaded one does; its
-		// runs report nothing to the commit (yet).
-		_, err := s.ingress.ConfigureStack(ctx, w.ID, archive)
+		// A stack's configuration deploys as an uploaded one does (a pull
+		// request's only plans); its runs report nothing to the commit
+		// (yet).
+		_, err := s.ingress.ConfigureStack(ctx, w.ID, archive, in.PR > 0)
 		return permanentHost(err)
 	}
 	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0, s.origin(ctx, h, c, in))

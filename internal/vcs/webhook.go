@@ -65,10 +65,6 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusOK, "ignored: a policy set takes the pushes to its branch, not pull requests")
 			return
 		}
-		if c.of.stack {
-			reply(http.StatusOK, "ignored: stacks do not plan pull requests yet")
-			return
-		}
 		s.pullRequest(w, r, c, ev, reply)
 		return
 	case "push":
@@ -119,7 +115,7 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		reply(http.StatusOK, "ignored: pull request "+pr.Action)
 		return
 	case pr.Base != c.branch:
-		reply(http.StatusOK, "ignored: the pull request targets "+pr.Base+", the workspace runs "+c.branch)
+		reply(http.StatusOK, "ignored: the pull request targets "+pr.Base+", the connection follows "+c.branch)
 		return
 	case pr.HeadRepo != "" && !strings.EqualFold(pr.HeadRepo, ev.Repo):
 		// A fork's code would run with the workspace's variables and
@@ -128,7 +124,7 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		reply(http.StatusOK, "ignored: pull requests from forks are not planned")
 		return
 	}
-	in := ingress{Workspace: c.owner, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
+	in := ingress{Workspace: c.owner, Stack: c.of.stack, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
 		Sender: ev.Sender, Message: fmt.Sprintf("Pull request #%d: %s", pr.Number, pr.Title)}
 	if err := s.enqueue(r.Context(), s.db, ingressMessage(in)); err != nil {
 		s.logger.Error("queueing a pull request's plan", "owner", c.owner, "error", err)
