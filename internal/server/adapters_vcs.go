@@ -74,6 +74,10 @@ func (s *Server) wireVCS() error {
 	s.Stacks.VCS = s.VCS
 	s.Registry.VCS = s.VCS
 	s.Policies.VCS = s.VCS
+	s.Stacks.OnRunEnd = append(s.Stacks.OnRunEnd, func(ctx context.Context, q store.Q, r *stack.DeploymentRun) error {
+		return s.VCS.StackRunEnded(ctx, q, vcs.StackRun{ID: r.ID, ConfigurationID: r.ConfigurationID, Deployment: r.Deployment,
+			Succeeded: r.Status == stack.RunSucceeded, Speculative: r.Speculative})
+	})
 	s.Registry.OnDelete = append(s.Registry.OnDelete, func(ctx context.Context, q store.Q, m *registry.Module) error {
 		return s.VCS.DeleteModule(ctx, q, m.ID)
 	})

@@ -918,8 +918,15 @@ func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, ms
 		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
-		return err
+		if _, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID); err != nil {
+			return err
+		}
+		for _, h := range s.OnRunEnd {
+			if err := h(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err == nil && to == RunSucceeded && r.Mode == ModeNormal && !r.Speculative {
 		// Its outputs may change what the stack publishes.

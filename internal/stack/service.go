@@ -124,6 +124,9 @@ type Service struct {
 	// VCS connects stacks to repositories; wired by the composition root
 	// (nil: a vcs-repo is refused).
 	VCS VCS
+	// OnRunEnd hooks run in the transaction that ends a deployment run
+	// succeeded or failed (the VCS domain reports it to the commit).
+	OnRunEnd []func(ctx context.Context, q store.Q, r *DeploymentRun) error
 }
 
 // VCS connects stacks to repositories; the VCS domain provides it

@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,9 +130,11 @@ func TestVCSBackedStack(t *testing.T) {
 	}
 	deployed(1, "one")
 
-	// A push to the branch deploys the pushed value.
-	g.Push(t, repo, "main", vcsStackFiles("two"), "second")
+	// A push to the branch deploys the pushed value, and the deployment's
+	// run reports to the commit.
+	second := g.Push(t, repo, "main", vcsStackFiles("two"), "second")
 	deployed(2, "two")
+	commitStatus(t, g, repo, second, "Terrace/acme/vcs/only", "success", "Deployed")
 
 	// fetch-latest-from-vcs makes a configuration of the same commit.
 	if _, err := c.Stacks.FetchLatestFromVcs(ctx, st.ID); err != nil {
@@ -151,7 +154,7 @@ func TestVCSBackedStack(t *testing.T) {
 	if n := hooks(); n != 1 {
 		t.Fatalf("Gitea has %d webhooks after the update, want the one it had", n)
 	}
-	g.Push(t, repo, "fix", vcsStackFiles("four"), "try four")
+	fix := g.Push(t, repo, "fix", vcsStackFiles("four"), "try four")
 	g.Must(t, "POST", "/repos/"+repo+"/pulls", map[string]any{"head": "fix", "base": "main", "title": "Try four"})
 	var spec *tfe.StackConfiguration
 	waitUntil(t, "the pull request's speculative configuration", func() bool {
@@ -175,12 +178,34 @@ func TestVCSBackedStack(t *testing.T) {
 	if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != "two" {
 		t.Fatalf("after the pull request's plan, output value = %v, want two (a plan changes nothing)", v)
 	}
+	commitStatus(t, g, repo, fix, "Terrace/acme/vcs/only", "success", "Speculative plan finished")
 
 	// Deleting the stack removes its webhook from Gitea.
 	if err := c.Stacks.ForceDelete(ctx, st.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the deleted stack's webhook's removal from Gitea", func() bool { return hooks() == 0 })
+}
+
+// commitStatus waits until commit sha of repo has a status of context in
+// state, described so, linking to a stack run's page.
+func commitStatus(t *testing.T, g *testenv.Gitea, repo, sha, context, state, description string) {
+	t.Helper()
+	waitUntil(t, "the "+state+" status "+context+" of "+sha, func() bool {
+		var sts []struct {
+			State       string `json:"status"`
+			Context     string `json:"context"`
+			Description string `json:"description"`
+			Target      string `json:"target_url"`
+		}
+		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha+"/statuses", nil, &sts)
+		for _, s := range sts {
+			if s.Context == context && s.State == state && s.Description == description && strings.Contains(s.Target, "/app/acme/stack-runs/sdr-") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // waitUntil polls ok for up to two minutes.

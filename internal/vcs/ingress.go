@@ -298,10 +298,16 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	}
 	if in.Stack {
 		// A stack's configuration deploys as an uploaded one does (a pull
-		// request's only plans); its runs report nothing to the commit
-		// (yet).
-		_, err := s.ingress.ConfigureStack(ctx, w.ID, archive, in.PR > 0)
-		return permanentHost(err)
+		// request's only plans).
+		cfg, err := s.ingress.ConfigureStack(ctx, w.ID, archive, in.PR > 0)
+		if err != nil {
+			return permanentHost(err)
+		}
+		// Its deployment runs report to the commit (StackRunEnded).
+		_, err = s.db.Exec(ctx, `INSERT INTO vcs_stack_configurations (configuration_id, stack_id, organization_name, stack_name, oauth_token_id,
+			identifier, sha, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg, w.ID, w.Organization, w.Name, c.token, c.identifier, in.SHA,
+			core.Micros(core.Now()))
+		return err
 	}
 	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0, s.origin(ctx, h, c, in))
 	if err != nil {
@@ -473,6 +479,38 @@ func (s *Service) postStatus(ctx context.Context, st status) error {
 		return permanentHost(err)
 	}
 	return permanentHost(h.SetStatus(ctx, st.Identifier, st.SHA, st.Status))
+}
+
+// StackRun is a stack's deployment run that ended, as StackRunEnded hears
+// it.
+type StackRun struct {
+	ID, ConfigurationID, Deployment string
+	Succeeded, Speculative          bool
+}
+
+// StackRunEnded runs inside the transaction that ends a deployment run: a
+// run of a configuration made of a commit reports its end to the commit,
+// one status per deployment (context Terrace/<org>/<stack>/<deployment>).
+func (s *Service) StackRunEnded(ctx context.Context, q store.Q, r StackRun) error {
+	var org, name, token, identifier, sha string
+	err := q.QueryRow(ctx, `SELECT organization_name, stack_name, oauth_token_id, identifier, sha FROM vcs_stack_configurations WHERE configuration_id = ?`,
+		r.ConfigurationID).Scan(&org, &name, &token, &identifier, &sha)
+	if store.IsNoRows(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st := vcshost.Status{State: "success", Description: "Deployed", Context: "Terrace/" + org + "/" + name + "/" + r.Deployment,
+		TargetURL: s.baseURL + "/app/" + org + "/stack-runs/" + r.ID}
+	switch {
+	case !r.Succeeded:
+		st.State, st.Description = "failure", "Deployment failed"
+	case r.Speculative:
+		st.Description = "Speculative plan finished"
+	}
+	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: st})
+	return s.enqueue(ctx, q, outbox.Message{Key: "status:" + r.ID, Lane: "status:" + r.ID, Payload: string(p)})
 }
 
 // RunTransition reports a VCS run's new status to its commit.
