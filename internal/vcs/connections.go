@@ -38,7 +38,7 @@ var (
 )
 
 // owner is what a connection connects, each kind in a table of its own:
-// a workspace or a stack.
+// a workspace, a stack, a registry module or a policy set.
 type owner struct {
 	table, column            string
 	secret                   seal.Column
@@ -256,8 +256,8 @@ func (s *Service) loadConn(ctx context.Context, q store.Q, o owner, where string
 	return &c, nil
 }
 
-// connByWebhook reads the connection, of a workspace or a stack, whose
-// webhook is id (nil when none).
+// connByWebhook reads the connection, of whatever owner, whose webhook is
+// id (nil when none).
 func (s *Service) connByWebhook(ctx context.Context, q store.Q, id string) (*connection, error) {
 	for _, o := range owners {
 		c, err := s.loadConn(ctx, q, o, `webhook_id = ?`, id, false)

@@ -35,7 +35,7 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c == nil {
-		reply(http.StatusNotFound, "no workspace is connected through this webhook")
+		reply(http.StatusNotFound, "nothing is connected through this webhook")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
