@@ -346,14 +346,14 @@ func (s *Service) GetByID(ctx context.Context, id string) (*Module, error) {
 	if !core.HasPrefix(id, PrefixModule) {
 		return nil, core.NotFound("registry module %q not found", id)
 	}
-	mods, err := s.queryModules(ctx, s.db, `id = ?`, id)
+	m, err := s.SystemModule(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(mods) == 0 || access(ctx, mods[0].Organization) != nil {
+	if access(ctx, m.Organization) != nil {
 		return nil, core.NotFound("registry module %q not found", id)
 	}
-	return mods[0], s.fillVersions(ctx, s.db, mods)
+	return m, nil
 }
 
 // Get returns a module by its address in an organization's registry.

@@ -363,11 +363,7 @@ func (s *Service) drop(ctx context.Context, q store.Q, c *connection) error {
 // DeleteWorkspace runs inside a workspace's deletion: its connection's
 // webhook is removed from the host.
 func (s *Service) DeleteWorkspace(ctx context.Context, q store.Q, workspaceID string) error {
-	c, err := s.loadConn(ctx, q, workspaceOwner, `workspace_id = ?`, workspaceID, true)
-	if err != nil || c == nil {
-		return err
-	}
-	return s.drop(ctx, q, c)
+	return s.connect(ctx, q, workspaceOwner, workspaceID, nil, "")
 }
 
 // DeleteTokens runs inside the deletion of OAuth tokens: the workspaces

@@ -73,11 +73,16 @@ func moduleTagsRegex(prefix string) string {
 // with prefix, ok false for any other tag ("v1.2.0" and "1.2.0" both
 // publish 1.2.0).
 func TagVersion(prefix, tag string) (string, bool) {
-	if !regexp.MustCompile(moduleTagsRegex(prefix)).MatchString(tag) {
+	rest, ok := strings.CutPrefix(tag, prefix)
+	if !ok || !versionTagRE.MatchString(rest) {
 		return "", false
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(tag, prefix), "v"), true
+	return strings.TrimPrefix(rest, "v"), true
 }
+
+// versionTagRE is a version tag after its prefix (compiled once: a
+// module's first fetch reads up to vcshost.MaxTags tags).
+var versionTagRE = regexp.MustCompile("^" + semverTag + "$")
 
 // TokenOrganization names the organization of an OAuth token, for a
 // module created without one (HCP Terraform's POST registry-modules,
@@ -207,7 +212,7 @@ func (s *Service) resolveOwned(ctx context.Context, org string, cur, next *Repo)
 // when the module has no version yet.
 func (s *Service) ConnectModule(ctx context.Context, q store.Q, moduleID string, next *Repo, initialVersion string) error {
 	if next == nil {
-		return s.connect(ctx, q, moduleOwner, moduleID, nil, "")
+		return s.DeleteModule(ctx, q, moduleID)
 	}
 	row := *next
 	if row.Tags {
@@ -239,11 +244,7 @@ func (s *Service) PublishVersion(ctx context.Context, q store.Q, moduleID, versi
 // DeleteModule runs inside a module's deletion: its webhook is removed
 // from the host.
 func (s *Service) DeleteModule(ctx context.Context, q store.Q, moduleID string) error {
-	c, err := s.loadConn(ctx, q, moduleOwner, `module_id = ?`, moduleID, true)
-	if err != nil || c == nil {
-		return err
-	}
-	return s.drop(ctx, q, c)
+	return s.connect(ctx, q, moduleOwner, moduleID, nil, "")
 }
 
 // Commits lists the latest commits (at most 20) of a module's branch
