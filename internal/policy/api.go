@@ -233,7 +233,7 @@ type jsonSet struct {
 	Global               bool              `jsonapi:"attr,global"`
 	PoliciesPath         string            `jsonapi:"attr,policies-path"`
 	PolicyCount          int               `jsonapi:"attr,policy-count"`
-	VCSRepo              *map[string]any   `jsonapi:"attr,vcs-repo"`
+	VCSRepo              *vcsrepo.View     `jsonapi:"attr,vcs-repo"`
 	WorkspaceCount       int               `jsonapi:"attr,workspace-count"`
 	ProjectCount         int               `jsonapi:"attr,project-count"`
 	CreatedAt            string            `jsonapi:"attr,created-at"`
@@ -320,12 +320,7 @@ func setJSON(s *Set) *jsonSet {
 	if s.CurrentVersionID != "" {
 		j.CurrentVersion = &jsonVersionRef{ID: s.CurrentVersionID}
 	}
-	if r := s.VCSRepo; r != nil {
-		// go-tfe's VCSRepo, as a workspace's.
-		j.VCSRepo = &map[string]any{"branch": r.Branch, "display-identifier": r.DisplayIdentifier, "identifier": r.Identifier,
-			"ingress-submodules": r.IngressSubmodules, "oauth-token-id": r.OAuthTokenID, "repository-http-url": r.RepositoryHTTPURL,
-			"service-provider": r.ServiceProvider, "tags": false, "tags-regex": "", "webhook-url": r.WebhookURL}
-	}
+	j.VCSRepo = s.VCSRepo.View()
 	return j
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/vcsrepo"
 )
 
 // API serves the registry-modules endpoints of the TFE API v2, the module
@@ -83,28 +84,13 @@ type jsonModule struct {
 	NoCode          bool                `jsonapi:"attr,no-code"`
 	Permissions     *jsonPermissions    `jsonapi:"attr,permissions"`
 	Publishing      string              `jsonapi:"attr,publishing-mechanism,omitempty"`
-	VCSRepo         *jsonVCSRepo        `jsonapi:"attr,vcs-repo,omitempty"`
+	VCSRepo         *vcsrepo.View       `jsonapi:"attr,vcs-repo,omitempty"`
 	Status          string              `jsonapi:"attr,status"`
 	VersionStatuses []jsonVersionStatus `jsonapi:"attr,version-statuses"`
 	CreatedAt       time.Time           `jsonapi:"attr,created-at,iso8601"`
 	UpdatedAt       time.Time           `jsonapi:"attr,updated-at,iso8601"`
 	Organization    *jsonOrgRef         `jsonapi:"relation,organization"`
 	NoCodeModules   []*jsonNoCodeRef    `jsonapi:"relation,no-code-modules"`
-}
-
-// jsonVCSRepo is a module's vcs-repo (go-tfe's VCSRepo).
-type jsonVCSRepo struct {
-	Branch            string `json:"branch"`
-	DisplayIdentifier string `json:"display-identifier"`
-	Identifier        string `json:"identifier"`
-	IngressSubmodules bool   `json:"ingress-submodules"`
-	OAuthTokenID      string `json:"oauth-token-id"`
-	RepositoryHTTPURL string `json:"repository-http-url"`
-	ServiceProvider   string `json:"service-provider"`
-	Tags              bool   `json:"tags"`
-	WebhookURL        string `json:"webhook-url"`
-	SourceDirectory   string `json:"source-directory"`
-	TagPrefix         string `json:"tag-prefix"`
 }
 
 type jsonOrgRef struct {
@@ -124,11 +110,7 @@ func (a *API) toJSON(ctx context.Context, m *Module, noCode []string) *jsonModul
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Organization: &jsonOrgRef{Name: m.Organization},
 		NoCodeModules: []*jsonNoCodeRef{}, Publishing: m.PublishingMechanism(),
 	}
-	if r := m.VCSRepo; r != nil {
-		j.VCSRepo = &jsonVCSRepo{Branch: r.Branch, DisplayIdentifier: r.DisplayIdentifier, Identifier: r.Identifier, IngressSubmodules: r.IngressSubmodules,
-			OAuthTokenID: r.OAuthTokenID, RepositoryHTTPURL: r.RepositoryHTTPURL, ServiceProvider: r.ServiceProvider, Tags: r.Tags,
-			WebhookURL: r.WebhookURL, SourceDirectory: r.SourceDirectory, TagPrefix: r.TagPrefix}
-	}
+	j.VCSRepo = m.VCSRepo.View()
 	for _, v := range m.Versions {
 		j.VersionStatuses = append(j.VersionStatuses, jsonVersionStatus{Version: v.Version, Status: string(v.Status), Error: v.Error})
 	}

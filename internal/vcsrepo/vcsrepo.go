@@ -35,6 +35,35 @@ type Repo struct {
 	TagPrefix       string `json:"tag-prefix,omitempty"`
 }
 
+// View is a connection as the API shows it (go-tfe's VCSRepo), the same
+// for a workspace, a registry module and a policy set.
+type View struct {
+	Branch            string `json:"branch"`
+	DisplayIdentifier string `json:"display-identifier"`
+	Identifier        string `json:"identifier"`
+	IngressSubmodules bool   `json:"ingress-submodules"`
+	OAuthTokenID      string `json:"oauth-token-id"`
+	RepositoryHTTPURL string `json:"repository-http-url"`
+	ServiceProvider   string `json:"service-provider"`
+	// Tags: the connection follows tags (a workspace's tags-regex, a
+	// module publishing from tags).
+	Tags            bool   `json:"tags"`
+	TagsRegex       string `json:"tags-regex"`
+	WebhookURL      string `json:"webhook-url"`
+	SourceDirectory string `json:"source-directory,omitempty"`
+	TagPrefix       string `json:"tag-prefix,omitempty"`
+}
+
+// View returns r as the API shows it (nil for none).
+func (r *Repo) View() *View {
+	if r == nil {
+		return nil
+	}
+	return &View{Branch: r.Branch, DisplayIdentifier: r.DisplayIdentifier, Identifier: r.Identifier, IngressSubmodules: r.IngressSubmodules,
+		OAuthTokenID: r.OAuthTokenID, RepositoryHTTPURL: r.RepositoryHTTPURL, ServiceProvider: r.ServiceProvider,
+		Tags: r.Tags || r.TagsRegex != "", TagsRegex: r.TagsRegex, WebhookURL: r.WebhookURL, SourceDirectory: r.SourceDirectory, TagPrefix: r.TagPrefix}
+}
+
 // Same reports whether two connections (either nil) are the same one.
 func Same(a, b *Repo) bool {
 	if a == nil || b == nil {

@@ -171,7 +171,7 @@ type jsonWorkspace struct {
 	RunsCount                   int                             `jsonapi:"attr,workspace-kpis-runs-count"`
 	TagNames                    []string                        `jsonapi:"attr,tag-names"`
 	SettingOverwrites           *jsonSettingOverwrites          `jsonapi:"attr,setting-overwrites"`
-	VCSRepo                     *jsonVCSRepo                    `jsonapi:"attr,vcs-repo"`
+	VCSRepo                     *vcsrepo.View                   `jsonapi:"attr,vcs-repo"`
 
 	AgentPool            *jsonRef                `jsonapi:"relation,agent-pool"`
 	CurrentRun           *jsonRunRef             `jsonapi:"relation,current-run"`
@@ -194,29 +194,6 @@ func (j *jsonWorkspace) JSONAPILinks() *jsonapi.Links { return j.links }
 
 type jsonActions struct {
 	IsDestroyable bool `json:"is-destroyable"`
-}
-
-// jsonVCSRepo is a workspace's vcs-repo (go-tfe's VCSRepo).
-type jsonVCSRepo struct {
-	Branch            string `json:"branch"`
-	DisplayIdentifier string `json:"display-identifier"`
-	Identifier        string `json:"identifier"`
-	IngressSubmodules bool   `json:"ingress-submodules"`
-	OAuthTokenID      string `json:"oauth-token-id"`
-	RepositoryHTTPURL string `json:"repository-http-url"`
-	ServiceProvider   string `json:"service-provider"`
-	Tags              bool   `json:"tags"`
-	TagsRegex         string `json:"tags-regex"`
-	WebhookURL        string `json:"webhook-url"`
-}
-
-func vcsRepoJSON(r *VCSRepo) *jsonVCSRepo {
-	if r == nil {
-		return nil
-	}
-	return &jsonVCSRepo{Branch: r.Branch, DisplayIdentifier: r.DisplayIdentifier, Identifier: r.Identifier, IngressSubmodules: r.IngressSubmodules,
-		OAuthTokenID: r.OAuthTokenID, RepositoryHTTPURL: r.RepositoryHTTPURL, ServiceProvider: r.ServiceProvider, Tags: r.TagsRegex != "",
-		TagsRegex: r.TagsRegex, WebhookURL: r.WebhookURL}
 }
 
 type jsonSettingOverwrites struct {
@@ -400,7 +377,7 @@ func (a *API) toJSON(r *http.Request, w *Workspace, inc map[string]bool) (*jsonW
 		UpdatedAt:                  w.UpdatedAt,
 		TagNames:                   w.TagNames,
 		SettingOverwrites:          &jsonSettingOverwrites{ExecutionMode: s.ExecutionModeOverwrite, AgentPool: s.AgentPoolOverwrite},
-		VCSRepo:                    vcsRepoJSON(s.VCSRepo),
+		VCSRepo:                    s.VCSRepo.View(),
 		Permissions:                perms,
 		Organization:               &jsonOrgRef{Name: w.Organization},
 		Project:                    &jsonProjectRef{ID: w.ProjectID},
