@@ -74,9 +74,9 @@ func (s *Server) wireVCS() error {
 	s.Stacks.VCS = s.VCS
 	s.Registry.VCS = s.VCS
 	s.Policies.VCS = s.VCS
-	s.Stacks.OnRunEnd = append(s.Stacks.OnRunEnd, func(ctx context.Context, q store.Q, r *stack.DeploymentRun) error {
-		return s.VCS.StackRunEnded(ctx, q, vcs.StackRun{ID: r.ID, ConfigurationID: r.ConfigurationID, Deployment: r.Deployment,
-			Succeeded: r.Status == stack.RunSucceeded, Speculative: r.Speculative})
+	s.Stacks.OnRunStatus = append(s.Stacks.OnRunStatus, func(ctx context.Context, q store.Q, r *stack.DeploymentRun) error {
+		return s.VCS.StackRunStatus(ctx, q, vcs.StackRun{ID: r.ID, ConfigurationID: r.ConfigurationID, Deployment: r.Deployment,
+			Status: r.Status, Speculative: r.Speculative})
 	})
 	s.Registry.OnDelete = append(s.Registry.OnDelete, func(ctx context.Context, q store.Q, m *registry.Module) error {
 		return s.VCS.DeleteModule(ctx, q, m.ID)
@@ -189,8 +189,9 @@ func (s *Server) vcsStack(ctx context.Context, id string) (*vcs.Workspace, error
 		FileTriggersEnabled: len(st.TriggerPatterns) > 0, TriggerPatterns: st.TriggerPatterns, SpeculativeEnabled: st.SpeculativeEnabled}, nil
 }
 
-func (s *Server) vcsConfigureStack(ctx context.Context, stackID string, archive []byte, speculative bool) (string, error) {
-	c, err := s.Stacks.ConfigureFromArchive(ctx, stackID, archive, speculative)
+func (s *Server) vcsConfigureStack(ctx context.Context, stackID string, archive []byte, speculative bool,
+	record func(ctx context.Context, q store.Q, configurationID string) error) (string, error) {
+	c, err := s.Stacks.ConfigureFromArchive(ctx, stackID, archive, speculative, record)
 	if err != nil {
 		return "", err
 	}

@@ -90,7 +90,7 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 			if err != nil {
 				return err
 			}
-			return abandon(ctx, tx, cur)
+			return s.abandon(ctx, tx, cur)
 		}
 	}
 
@@ -125,7 +125,7 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 			if err != nil {
 				return err
 			}
-			return abandon(ctx, tx, cur)
+			return s.abandon(ctx, tx, cur)
 		}, func() error { return s.acquire(ctx, r) })
 		if err != nil {
 			t.Fatalf("acquiring the lock beside the cancel: %v", err)
@@ -141,7 +141,7 @@ func runsBeside(t *testing.T, db *store.DB, name string) {
 	case "an approval: an older run is approved":
 		older := mk("sdr-older", "stc-1", RunPreDeployingPendingOperator)
 		newer := mk("sdr-newer", "stc-2", RunPreDeployingPendingOperator)
-		err := beside(t, func(tx *store.Tx) error { return approveIn(ctx, tx, older.ID) },
+		err := beside(t, func(tx *store.Tx) error { return s.approveIn(ctx, tx, older.ID) },
 			func() error { return s.Approve(ctx, newer.ID) })
 		if err != nil {
 			t.Fatalf("approving the newer run beside the older's approval: %v", err)

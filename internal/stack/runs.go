@@ -246,6 +246,37 @@ func saveRun(ctx context.Context, q store.Q, r *DeploymentRun, from RunStatus) (
 	return n == 1, err
 }
 
+// saveStatus is saveRun for a change of r's status (from from), in q's
+// transaction: once written, the OnRunStatus hooks hear it there. Every
+// status a run takes after it is made is written through here (and its
+// first, pending, through newRun).
+func (s *Service) saveStatus(ctx context.Context, q store.Q, r *DeploymentRun, from RunStatus) (bool, error) {
+	ok, err := saveRun(ctx, q, r, from)
+	if err != nil || !ok || r.Status == from {
+		return ok, err
+	}
+	return true, s.told(ctx, q, r)
+}
+
+// newRun inserts a pending run in q's transaction and tells the
+// OnRunStatus hooks.
+func (s *Service) newRun(ctx context.Context, q store.Q, r *DeploymentRun) error {
+	if err := insertRun(ctx, q, r); err != nil {
+		return err
+	}
+	return s.told(ctx, q, r)
+}
+
+// told runs the OnRunStatus hooks on r's status in q's transaction.
+func (s *Service) told(ctx context.Context, q store.Q, r *DeploymentRun) error {
+	for _, h := range s.OnRunStatus {
+		if err := h(ctx, q, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 const stepCols = `id, stack_deployment_run_id, seq, operation_type, status, tfe_run_id, changes, status_timestamps, created_at, updated_at`
 
 func scanStep(sc store.Scanner) (*Step, error) {
@@ -310,7 +341,7 @@ func runSteps(ctx context.Context, q store.Q, runID string) ([]*Step, error) {
 // no deployment: its runs only plan, and a deployment it leaves out is
 // not destroyed. A configuration with selected deployments runs only
 // those. Called in the completing transaction.
-func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) error {
+func (s *Service) createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) error {
 	groups := map[string]string{}
 	gs, err := store.All(ctx, q, func(sc store.Scanner) ([2]string, error) {
 		var p [2]string
@@ -331,8 +362,8 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 		}
 		mode := runMode(c, d)
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: c.ID, Deployment: d.Name, GroupID: groups[d.Group],
-			Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
-		if err := insertRun(ctx, q, r); err != nil {
+			Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now, Speculative: c.Speculative}
+		if err := s.newRun(ctx, q, r); err != nil {
 			return err
 		}
 	}
@@ -362,7 +393,7 @@ func createRuns(ctx context.Context, q store.Q, c *Configuration, cfg *Config) e
 		}
 		r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: c.StackID, ConfigurationID: g[1], Deployment: g[0], Status: RunPending, Mode: ModeDestroy,
 			Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
-		if err := insertRun(ctx, q, r); err != nil {
+		if err := s.newRun(ctx, q, r); err != nil {
 			return err
 		}
 	}
@@ -502,7 +533,13 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 	if err := transitionRun(r, RunPreDeploying); err != nil {
 		return err
 	}
-	if ok, err := saveRun(ctx, s.db, r, from); err != nil || !ok {
+	var ok bool
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		ok, err = s.saveStatus(ctx, tx, r, from)
+		return err
+	})
+	if err != nil || !ok {
 		return err
 	}
 	return s.startPlan(ctx, r, wsID, 0)
@@ -817,7 +854,7 @@ func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		// The run's row before its step's, as Approve and abandonOlder
 		// take them.
-		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
+		if ok, err := s.saveStatus(ctx, tx, r, from); err != nil || !ok {
 			if err == nil {
 				err = core.Conflict("deployment run %s changed meanwhile", r.ID)
 			}
@@ -828,7 +865,7 @@ func (s *Service) planned(ctx context.Context, r *DeploymentRun, st *Step) error
 		}
 		if r.Status == RunAcquiringLock {
 			// An approval, automatic or not, dismisses older pending plans.
-			return abandonOlder(ctx, tx, r)
+			return s.abandonOlder(ctx, tx, r)
 		}
 		return nil
 	})
@@ -901,7 +938,7 @@ func (s *Service) acquire(ctx context.Context, r *DeploymentRun) error {
 		if err := transitionRun(r, RunDeploying); err != nil {
 			return err
 		}
-		_, err = saveRun(ctx, tx, r, from)
+		_, err = s.saveStatus(ctx, tx, r, from)
 		return err
 	})
 }
@@ -915,18 +952,11 @@ func (s *Service) finish(ctx context.Context, r *DeploymentRun, to RunStatus, ms
 			return err
 		}
 		r.Error = msg
-		if ok, err := saveRun(ctx, tx, r, from); err != nil || !ok {
+		if ok, err := s.saveStatus(ctx, tx, r, from); err != nil || !ok {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID); err != nil {
-			return err
-		}
-		for _, h := range s.OnRunEnd {
-			if err := h(ctx, tx, r); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
+		return err
 	})
 	if err == nil && to == RunSucceeded && r.Mode == ModeNormal && !r.Speculative {
 		// Its outputs may change what the stack publishes.
@@ -1090,7 +1120,7 @@ func (s *Service) Approve(ctx context.Context, runID string) error {
 	if err := canApprove(ctx, r.Organization, r.ProjectID); err != nil {
 		return err
 	}
-	err = s.db.Tx(ctx, func(tx *store.Tx) error { return approveIn(ctx, tx, runID) })
+	err = s.db.Tx(ctx, func(tx *store.Tx) error { return s.approveIn(ctx, tx, runID) })
 	if err == nil {
 		s.nudge()
 	}
@@ -1099,7 +1129,7 @@ func (s *Service) Approve(ctx context.Context, runID string) error {
 
 // approveIn is Approve's change, inside q's transaction: the run's row,
 // then its steps', then the older runs' (abandonOlder).
-func approveIn(ctx context.Context, q store.Q, runID string) error {
+func (s *Service) approveIn(ctx context.Context, q store.Q, runID string) error {
 	r, err := loadRun(ctx, q, runID, true)
 	if err != nil {
 		return err
@@ -1127,7 +1157,7 @@ func approveIn(ctx context.Context, q store.Q, runID string) error {
 	if err := saveStep(ctx, q, st); err != nil {
 		return err
 	}
-	if ok, err := saveRun(ctx, q, r, from); err != nil || !ok {
+	if ok, err := s.saveStatus(ctx, q, r, from); err != nil || !ok {
 		if err == nil {
 			err = core.Conflict("deployment run %s changed meanwhile; try again", r.ID)
 		}
@@ -1136,7 +1166,7 @@ func approveIn(ctx context.Context, q store.Q, runID string) error {
 	if next != RunAcquiringLock {
 		return nil
 	}
-	return abandonOlder(ctx, q, r)
+	return s.abandonOlder(ctx, q, r)
 }
 
 // abandonOlder abandons the runs of r's deployment from older
@@ -1152,7 +1182,7 @@ func approveIn(ctx context.Context, q store.Q, runID string) error {
 // deployment (each holding its own run and locking the older ones) take
 // the rows they share in one order. A run's row is always taken before
 // its steps' (Approve, planned, Cancel).
-func abandonOlder(ctx context.Context, q store.Q, r *DeploymentRun) error {
+func (s *Service) abandonOlder(ctx context.Context, q store.Q, r *DeploymentRun) error {
 	lock := ""
 	if q.Driver().Name() == "postgres" {
 		lock = " FOR UPDATE OF r"
@@ -1164,14 +1194,18 @@ func abandonOlder(ctx context.Context, q store.Q, r *DeploymentRun) error {
 		return err
 	}
 	for _, o := range older {
-		if err := abandon(ctx, q, o); err != nil {
+		if err := s.abandon(ctx, q, o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func abandon(ctx context.Context, q store.Q, r *DeploymentRun) error {
+// abandon ends r abandoned in q's transaction (Cancel, or a newer
+// approval dismissing it: abandonOlder), its unfinished steps with it, and
+// releases the deployment's lock if r held it. The OnRunStatus hooks hear
+// it as they hear finish's ends.
+func (s *Service) abandon(ctx context.Context, q store.Q, r *DeploymentRun) error {
 	steps, err := runSteps(ctx, q, r.ID)
 	if err != nil {
 		return err
@@ -1197,7 +1231,7 @@ func abandon(ctx context.Context, q store.Q, r *DeploymentRun) error {
 	if err := transitionRun(r, RunAbandoned); err != nil {
 		return err
 	}
-	if _, err := saveRun(ctx, q, r, from); err != nil {
+	if _, err := s.saveStatus(ctx, q, r, from); err != nil {
 		return err
 	}
 	_, err = q.Exec(ctx, `UPDATE stack_deployments SET lock_run_id = '' WHERE stack_id = ? AND name = ? AND lock_run_id = ?`, r.StackID, r.Deployment, r.ID)
@@ -1222,7 +1256,7 @@ func (s *Service) Cancel(ctx context.Context, runID string) error {
 		if r.Status.Final() {
 			return core.Conflict("deployment run %s is %s", r.ID, r.Status)
 		}
-		return abandon(ctx, tx, r)
+		return s.abandon(ctx, tx, r)
 	})
 	if err != nil {
 		return err
@@ -1438,8 +1472,8 @@ func (s *Service) Rerun(ctx context.Context, groupID string, deployments []strin
 				mode = runMode(c, declared.Deployment(name))
 			}
 			r := &DeploymentRun{ID: core.NewID(PrefixRun), StackID: stackID, ConfigurationID: g.ConfigurationID, Deployment: name, GroupID: g.ID,
-				Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now}
-			if err := insertRun(ctx, tx, r); err != nil {
+				Status: RunPending, Mode: mode, Timestamps: map[string]time.Time{"pending-at": now}, CreatedAt: now, UpdatedAt: now, Speculative: speculative}
+			if err := s.newRun(ctx, tx, r); err != nil {
 				return err
 			}
 		}

@@ -124,10 +124,18 @@ type Service struct {
 	// VCS connects stacks to repositories; wired by the composition root
 	// (nil: a vcs-repo is refused).
 	VCS VCS
-	// OnRunEnd hooks run in the transaction that ends a deployment run
-	// succeeded or failed (the VCS domain reports it to the commit).
-	OnRunEnd []func(ctx context.Context, q store.Q, r *DeploymentRun) error
+	// OnRunStatus hooks run in the transaction that writes a deployment
+	// run's status: every status it takes, from pending (when it is made)
+	// to its end (succeeded, failed or abandoned), each once (the VCS
+	// domain reports them to the commit the configuration was made of).
+	// Their error fails the change.
+	OnRunStatus []func(ctx context.Context, q store.Q, r *DeploymentRun) error
 }
+
+// Origin records, in the transaction that makes a configuration, where it
+// came from (the VCS domain: the commit its runs report to), before any of
+// its runs exist.
+type Origin func(ctx context.Context, q store.Q, configurationID string) error
 
 // VCS connects stacks to repositories; the VCS domain provides it
 // (vcs.Service).
@@ -434,9 +442,10 @@ func (s *Service) FetchFromVCS(ctx context.Context, id string) (*Stack, error) {
 // ConfigureFromArchive makes a configuration of a stack from an archive
 // (a commit the VCS domain fetched), as the system: it is prepared and
 // deployed as an uploaded one. Its source is fetch. A speculative one (a
-// pull request's) only plans.
-func (s *Service) ConfigureFromArchive(ctx context.Context, stackID string, tgz []byte, speculative bool) (*Configuration, error) {
-	c, err := s.createConfiguration(ctx, stackID, ConfigurationOptions{Speculative: speculative}, "fetch")
+// pull request's) only plans. origin (if not nil) runs in the transaction
+// that makes the configuration.
+func (s *Service) ConfigureFromArchive(ctx context.Context, stackID string, tgz []byte, speculative bool, origin Origin) (*Configuration, error) {
+	c, err := s.createConfiguration(ctx, stackID, ConfigurationOptions{Speculative: speculative}, "fetch", origin)
 	if err != nil {
 		return nil, err
 	}
@@ -872,13 +881,14 @@ type ConfigurationOptions struct {
 // CreateConfiguration starts a configuration version: pending until its
 // archive is uploaded (or, with Reuse, prepared from the previous one).
 func (s *Service) CreateConfiguration(ctx context.Context, stackID string, o ConfigurationOptions) (*Configuration, error) {
-	return s.createConfiguration(ctx, stackID, o, "")
+	return s.createConfiguration(ctx, stackID, o, "", nil)
 }
 
 // createConfiguration makes a configuration: for the caller (system ""),
 // or on the service's own behalf with that source (like "upstream", a
-// reuse when an upstream stack's published values changed).
-func (s *Service) createConfiguration(ctx context.Context, stackID string, o ConfigurationOptions, system string) (*Configuration, error) {
+// reuse when an upstream stack's published values changed). origin, if
+// not nil, runs in the transaction that makes it.
+func (s *Service) createConfiguration(ctx context.Context, stackID string, o ConfigurationOptions, system string, origin Origin) (*Configuration, error) {
 	var checked string
 	var err error
 	if system == "" {
@@ -928,7 +938,13 @@ func (s *Service) createConfiguration(ctx context.Context, stackID string, o Con
 			Status: ConfigPending, Source: source, Speculative: o.Speculative, DestroyAll: o.DestroyAll, Selected: selected, Components: []ComponentSummary{},
 			Deployments: []string{}, CreatedAt: now, UpdatedAt: now, blobKey: key, sha256: sum}
 		c.Timestamps.QueuedAt = &now
-		return insertConfig(ctx, tx, c)
+		if err := insertConfig(ctx, tx, c); err != nil {
+			return err
+		}
+		if origin != nil {
+			return origin(ctx, tx, c.ID)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -1091,7 +1107,7 @@ func (s *Service) prepare(ctx context.Context, id string) (*Configuration, error
 			}
 		}
 		if s.exec != nil {
-			if err := createRuns(ctx, tx, cur, cfg); err != nil {
+			if err := s.createRuns(ctx, tx, cur, cfg); err != nil {
 				return err
 			}
 		}

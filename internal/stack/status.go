@@ -94,7 +94,9 @@ const (
 // draws it). A run plans without the deployment's lock (pre-deploying),
 // waits for approval unless auto-approved, queues for the lock in approval
 // order, then holds it through every apply and re-plan until a plan is
-// empty (deploying). Every status change goes through transitionRun.
+// empty (deploying). Every status change goes through transitionRun, and
+// is written by saveStatus (a run's first, pending, by newRun), in a
+// transaction whose OnRunStatus hooks hear it.
 var runTransitions = map[RunStatus][]RunStatus{
 	RunPending:                     {RunPreDeploying, RunFailed, RunAbandoned},
 	RunPreDeploying:                {RunPreDeployingPendingOperator, RunAcquiringLock, RunSucceeded, RunFailed, RunAbandoned},

@@ -274,7 +274,7 @@ func (s *Service) notifyDownstream(ctx context.Context, st *Stack) error {
 		if id == st.ID {
 			continue
 		}
-		if _, err := s.createConfiguration(ctx, id, ConfigurationOptions{Reuse: true}, "upstream"); err != nil {
+		if _, err := s.createConfiguration(ctx, id, ConfigurationOptions{Reuse: true}, "upstream", nil); err != nil {
 			s.logger.Warn("making a configuration for a changed upstream stack", "stack", id, "upstream", st.ID, "error", err)
 		}
 	}

@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -185,6 +186,148 @@ func TestVCSBackedStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the deleted stack's webhook's removal from Gitea", func() bool { return hooks() == 0 })
+}
+
+// manualStackFiles is vcsStackFiles without auto-approval: the plan of
+// deployment "only" (group only_default) waits for an operator.
+func manualStackFiles(v string) map[string]string {
+	files := vcsStackFiles(v)
+	files["main.tfdeploy.hcl"] = `deployment "only" {
+  inputs = { value = "` + v + `" }
+}
+`
+	return files
+}
+
+// TestVCSBackedStackRunStatuses: a VCS-backed stack's deployment runs
+// report to their commit while they wait, and when they are abandoned,
+// not only when they end (both stores): a run waiting for approval shows
+// pending "Waiting for approval" (after "Planning") on its commit before
+// it ends; approving a newer commit's run abandons the older run, whose
+// commit ends with error "Deployment abandoned" (and the newer's with
+// success); a canceled run's commit ends so too.
+func TestVCSBackedStackRunStatuses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs terraform")
+	}
+	t.Parallel()
+	for _, store := range testenv.Stores {
+		t.Run(store, func(t *testing.T) {
+			ctx := context.Background()
+			e, g := testenv.NewWithGitea(t, testenv.Options{Store: store})
+			repo := g.CreateRepo(t, "statuses")
+			first := g.Push(t, repo, "main", manualStackFiles("one"), "first")
+			c := e.Client
+			o := testenv.NewOrg(t, c, "acme")
+			prj, err := c.Projects.Create(ctx, o.Name, tfe.ProjectCreateOptions{Name: "platform"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			oc := g.Provider(t, c, o.Name)
+			st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vcs", Project: &tfe.Project{ID: prj.ID},
+				VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const check = "Terrace/acme/vcs/only"
+			// waiting returns the run of configuration n once it waits
+			// for approval, after checking that its commit says so while
+			// it still does.
+			waiting := func(n int, sha string) *tfe.StackDeploymentRun {
+				t.Helper()
+				cfg := configuration(t, c, st.ID, n)
+				r := waitRun(t, c, groupRun(t, c, cfg.ID, "only_default").ID, is("pre-deploying-pending-operator", "succeeded", "failed", "abandoned"))
+				if r.Status != "pre-deploying-pending-operator" {
+					t.Fatalf("configuration %d's run is %s, want waiting for approval: %s", n, r.Status, diagnostics(t, c, cfg.ID))
+				}
+				latestStatus(t, g, repo, sha, check, r.ID, "pending", "Waiting for approval")
+				if r = waitRun(t, c, r.ID, func(string) bool { return true }); r.Status != "pre-deploying-pending-operator" {
+					t.Fatalf("configuration %d's run is %s, want still waiting for approval", n, r.Status)
+				}
+				return r
+			}
+			r1 := waiting(1, first)
+			// The run reported its start before it waited.
+			commitStatus(t, g, repo, first, check, "pending", "Planning")
+
+			// A push's run waits too; approving it abandons the first
+			// run, whose commit ends so.
+			second := g.Push(t, repo, "main", manualStackFiles("two"), "second")
+			r2 := waiting(2, second)
+			if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, r2.ID); err != nil {
+				t.Fatal(err)
+			}
+			if r := waitRun(t, c, r1.ID, is("abandoned", "succeeded", "failed")); r.Status != "abandoned" {
+				t.Fatalf("the first run is %s, want abandoned by the second's approval", r.Status)
+			}
+			latestStatus(t, g, repo, first, check, r1.ID, "error", "Deployment abandoned")
+			if r := waitRun(t, c, r2.ID, is("abandoned", "succeeded", "failed")); r.Status != "succeeded" {
+				t.Fatalf("the approved run ended %s", r.Status)
+			}
+			latestStatus(t, g, repo, second, check, r2.ID, "success", "Deployed")
+
+			// A canceled run's commit ends abandoned.
+			third := g.Push(t, repo, "main", manualStackFiles("three"), "third")
+			r3 := waiting(3, third)
+			if err := c.StackDeploymentRuns.Cancel(ctx, r3.ID); err != nil {
+				t.Fatal(err)
+			}
+			latestStatus(t, g, repo, third, check, r3.ID, "error", "Deployment abandoned")
+			if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != "two" {
+				t.Fatalf("output value = %v, want two (the abandoned runs applied nothing)", v)
+			}
+		})
+	}
+}
+
+// configuration waits until the stack's configuration n is prepared.
+func configuration(t *testing.T, c *tfe.Client, stackID string, n int) *tfe.StackConfiguration {
+	t.Helper()
+	var cfg *tfe.StackConfiguration
+	waitUntil(t, fmt.Sprintf("configuration %d", n), func() bool {
+		l, err := c.StackConfigurations.List(context.Background(), stackID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range l.Items {
+			if it.SequenceNumber == n && (it.Status == "completed" || it.Status == "failed") {
+				cfg = it
+			}
+		}
+		return cfg != nil
+	})
+	return cfg
+}
+
+// latestStatus waits until the latest status of context on commit sha
+// (Gitea's combined status: the newest of each context) is state,
+// described so, and links to deployment run runID's page.
+func latestStatus(t *testing.T, g *testenv.Gitea, repo, sha, context, runID, state, description string) {
+	t.Helper()
+	want := state + " " + description + " …/app/acme/stack-runs/" + runID
+	got := "none"
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var combined struct {
+			Statuses []struct {
+				State       string `json:"status"`
+				Context     string `json:"context"`
+				Description string `json:"description"`
+				Target      string `json:"target_url"`
+			} `json:"statuses"`
+		}
+		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha+"/status", nil, &combined)
+		for _, s := range combined.Statuses {
+			if s.Context == context {
+				got = s.State + " " + s.Description + " " + s.Target
+				if s.State == state && s.Description == description && strings.HasSuffix(s.Target, "/app/acme/stack-runs/"+runID) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the latest status %s of %s is %s, want %s", context, sha, got, want)
+		}
+	}
 }
 
 // commitStatus waits until commit sha of repo has a status of context in

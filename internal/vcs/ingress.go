@@ -13,6 +13,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcshost"
 )
@@ -45,9 +46,12 @@ type Ingress struct {
 	// Stack reads what a fetch needs of a stack (its working directory
 	// and trigger patterns; core.NotFound when it is gone), and
 	// ConfigureStack makes a stack configuration of a commit's archive,
-	// which the stack then prepares and deploys as any other.
+	// which the stack then prepares and deploys as any other; record runs
+	// in the transaction that makes the configuration, before its runs
+	// exist.
 	Stack          func(ctx context.Context, id string) (*Workspace, error)
-	ConfigureStack func(ctx context.Context, stackID string, archive []byte, speculative bool) (string, error)
+	ConfigureStack func(ctx context.Context, stackID string, archive []byte, speculative bool,
+		record func(ctx context.Context, q store.Q, configurationID string) error) (string, error)
 	// Modules is the private registry, which VCS-backed modules publish
 	// into; PolicySets the policy sets VCS-backed sets version.
 	Modules    Modules
@@ -298,16 +302,16 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 	}
 	if in.Stack {
 		// A stack's configuration deploys as an uploaded one does (a pull
-		// request's only plans).
-		cfg, err := s.ingress.ConfigureStack(ctx, w.ID, archive, in.PR > 0)
-		if err != nil {
-			return permanentHost(err)
-		}
-		// Its deployment runs report to the commit (StackRunEnded).
-		_, err = s.db.Exec(ctx, `INSERT INTO vcs_stack_configurations (configuration_id, stack_id, organization_name, stack_name, oauth_token_id,
-			identifier, sha, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg, w.ID, w.Organization, w.Name, c.token, c.identifier, in.SHA,
-			core.Micros(core.Now()))
-		return err
+		// request's only plans). Its deployment runs report to the commit
+		// (StackRunStatus): the commit is recorded with the configuration,
+		// so it is there when the first run is made (pending).
+		_, err := s.ingress.ConfigureStack(ctx, w.ID, archive, in.PR > 0, func(ctx context.Context, q store.Q, cfg string) error {
+			_, err := q.Exec(ctx, `INSERT INTO vcs_stack_configurations (configuration_id, stack_id, organization_name, stack_name, oauth_token_id,
+				identifier, sha, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cfg, w.ID, w.Organization, w.Name, c.token, c.identifier, in.SHA,
+				core.Micros(core.Now()))
+			return err
+		})
+		return permanentHost(err)
 	}
 	cv, err := s.ingress.Configure(ctx, w, archive, string(h.Kind), in.PR > 0, s.origin(ctx, h, c, in))
 	if err != nil {
@@ -481,17 +485,62 @@ func (s *Service) postStatus(ctx context.Context, st status) error {
 	return permanentHost(h.SetStatus(ctx, st.Identifier, st.SHA, st.Status))
 }
 
-// StackRun is a stack's deployment run that ended, as StackRunEnded hears
-// it.
+// StackRun is a stack's deployment run in a new status, as
+// StackRunStatus hears it.
 type StackRun struct {
 	ID, ConfigurationID, Deployment string
-	Succeeded, Speculative          bool
+	Status                          stack.RunStatus
+	Speculative                     bool
 }
 
-// StackRunEnded runs inside the transaction that ends a deployment run: a
-// run of a configuration made of a commit reports its end to the commit,
-// one status per deployment (context Terrace/<org>/<stack>/<deployment>).
-func (s *Service) StackRunEnded(ctx context.Context, q store.Q, r StackRun) error {
+// stackStatusOf is the commit status of a deployment run in a status, or
+// ok false for a status that says nothing new.
+func stackStatusOf(st stack.RunStatus, speculative bool) (state, description string, ok bool) {
+	switch st {
+	case stack.RunPending:
+		// The loop begins a run at once: its plan is next.
+		return "pending", "Planning", true
+	case stack.RunPreDeploying:
+		return "", "", false // the plan that pending announced
+	case stack.RunPreDeployingPendingOperator, stack.RunDeployingPendingOperator:
+		return "pending", "Waiting for approval", true
+	case stack.RunAcquiringLock:
+		return "pending", "Approved: waiting for the deployment's lock", true
+	case stack.RunDeploying:
+		return "pending", "Deploying", true
+	case stack.RunSucceeded:
+		if speculative {
+			return "success", "Speculative plan finished", true
+		}
+		return "success", "Deployed", true
+	case stack.RunFailed:
+		return "failure", "Deployment failed", true
+	case stack.RunAbandoned:
+		// error, not failure, as a workspace run canceled or discarded
+		// (statusOf): failure says the deployment itself failed, while
+		// an abandoned run was stopped before its end (canceled, or its
+		// plan dismissed by a newer configuration's approval) and says
+		// nothing of the commit's code.
+		return "error", "Deployment abandoned", true
+	}
+	return "", "", false
+}
+
+// StackRunStatus runs inside the transaction that gives a deployment run
+// a status (made pending, waiting for approval, approved, deploying,
+// ended): a run of a configuration made of a commit reports it to the
+// commit, one status per deployment (context
+// Terrace/<org>/<stack>/<deployment>).
+//
+// Its statuses share one lane of the queue, which handles them one at a
+// time and oldest first; a status not yet posted when the next comes is
+// dropped (ForgetLane), so that one retried after a failure never posts
+// an older status over a newer one (a pending over the run's end).
+func (s *Service) StackRunStatus(ctx context.Context, q store.Q, r StackRun) error {
+	state, desc, ok := stackStatusOf(r.Status, r.Speculative)
+	if !ok {
+		return nil
+	}
 	var org, name, token, identifier, sha string
 	err := q.QueryRow(ctx, `SELECT organization_name, stack_name, oauth_token_id, identifier, sha FROM vcs_stack_configurations WHERE configuration_id = ?`,
 		r.ConfigurationID).Scan(&org, &name, &token, &identifier, &sha)
@@ -501,16 +550,14 @@ func (s *Service) StackRunEnded(ctx context.Context, q store.Q, r StackRun) erro
 	if err != nil {
 		return err
 	}
-	st := vcshost.Status{State: "success", Description: "Deployed", Context: "Terrace/" + org + "/" + name + "/" + r.Deployment,
+	st := vcshost.Status{State: state, Description: desc, Context: "Terrace/" + org + "/" + name + "/" + r.Deployment,
 		TargetURL: s.baseURL + "/app/" + org + "/stack-runs/" + r.ID}
-	switch {
-	case !r.Succeeded:
-		st.State, st.Description = "failure", "Deployment failed"
-	case r.Speculative:
-		st.Description = "Speculative plan finished"
-	}
 	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: st})
-	return s.enqueue(ctx, q, outbox.Message{Key: "status:" + r.ID, Lane: "status:" + r.ID, Payload: string(p)})
+	lane := "status:" + r.ID
+	if err := s.queue.ForgetLane(ctx, q, lane); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, q, outbox.Message{Key: lane + ":" + string(r.Status), Lane: lane, Payload: string(p)})
 }
 
 // RunTransition reports a VCS run's new status to its commit.
