@@ -162,7 +162,16 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
+	a.RespondCreated(w, r, cv)
+}
+
+// RespondCreated answers the creation of cv: its document with its
+// upload URL (a module's version names no workspace).
+func (a *API) RespondCreated(w http.ResponseWriter, r *http.Request, cv *ConfigurationVersion) {
 	j := toJSON(cv)
+	if !core.HasPrefix(cv.WorkspaceID, core.PrefixWorkspace) {
+		j.Workspace = nil
+	}
 	j.UploadURL = a.Service.UploadURL(cv)
 	tfeapi.Respond(w, r, http.StatusCreated, j)
 }

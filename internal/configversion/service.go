@@ -55,6 +55,7 @@ type Service struct {
 	onUpload     UploadHook
 	archiveCheck ArchiveCheck
 	inUse        InUse
+	moduleAccess func(ctx context.Context, moduleID string) error
 }
 
 // NewService returns a configuration version service.
@@ -167,13 +168,33 @@ func (s *Service) Create(ctx context.Context, workspaceID string, opts CreateOpt
 		v := core.Micros(now)
 		currentSince = &v
 	}
+	return cv, s.insert(ctx, cv, currentSince, ingress)
+}
+
+func (s *Service) insert(ctx context.Context, cv *ConfigurationVersion, currentSince *int64, ingress string) error {
 	ts, _ := json.Marshal(cv.StatusTimestamps)
-	_, err = s.db.Exec(ctx, `INSERT INTO configuration_versions (id, workspace_id, status, source, auto_queue_runs, speculative, provisional, current_since, status_timestamps, created_at, updated_at, created_by_token, ingress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		cv.ID, cv.WorkspaceID, string(cv.Status), cv.Source, cv.AutoQueueRuns, cv.Speculative, cv.Provisional, currentSince, string(ts), core.Micros(now), core.Micros(now), cv.CreatedByToken, ingress)
+	_, err := s.db.Exec(ctx, `INSERT INTO configuration_versions (id, workspace_id, status, source, auto_queue_runs, speculative, provisional, current_since, status_timestamps, created_at, updated_at, created_by_token, ingress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cv.ID, cv.WorkspaceID, string(cv.Status), cv.Source, cv.AutoQueueRuns, cv.Speculative, cv.Provisional, currentSince, string(ts), core.Micros(cv.CreatedAt), core.Micros(cv.UpdatedAt), cv.CreatedByToken, ingress)
 	if err != nil {
-		return nil, fmt.Errorf("creating configuration version: %w", err)
+		return fmt.Errorf("creating configuration version: %w", err)
 	}
-	return cv, nil
+	return nil
+}
+
+// CreateForModule makes a pending version owned by a private registry
+// module: a test run's configuration (internal/moduletest, which checked
+// the caller may run the module's tests). Its workspace_id is the
+// module's ID; it queues no run, is no workspace's current version, and
+// goes with the module (DeleteWorkspaceConfigurationVersions with the
+// module's ID). Uploads take the same checks as any version's.
+func (s *Service) CreateForModule(ctx context.Context, moduleID string) (*ConfigurationVersion, error) {
+	now := core.Now()
+	cv := &ConfigurationVersion{ID: core.NewID(core.PrefixConfigVersion), WorkspaceID: moduleID, Status: StatusPending,
+		Source: SourceAPI, Speculative: true, CreatedAt: now, UpdatedAt: now}
+	if p := auth.FromContext(ctx); p != nil {
+		cv.CreatedByToken = p.TokenID
+	}
+	return cv, s.insert(ctx, cv, nil, "")
 }
 
 const cols = `id, workspace_id, status, source, auto_queue_runs, speculative, provisional, error, error_message, blob_key, sha256, size, status_timestamps, created_at, updated_at, created_by_token, ingress`
@@ -259,10 +280,24 @@ func (s *Service) Get(ctx context.Context, id string) (*ConfigurationVersion, er
 	if err != nil {
 		return nil, err
 	}
+	if !core.HasPrefix(cv.WorkspaceID, core.PrefixWorkspace) {
+		// A module's test configuration (CreateForModule).
+		if s.moduleAccess == nil || s.moduleAccess(ctx, cv.WorkspaceID) != nil {
+			return nil, core.NotFound("configuration version %q not found", id)
+		}
+		return cv, nil
+	}
 	if _, err := s.workspace(ctx, cv.WorkspaceID); err != nil {
 		return nil, core.NotFound("configuration version %q not found", id)
 	}
 	return cv, nil
+}
+
+// SetModuleAccess wires the module test domain's check that the caller
+// may see a module's test configurations (Get of a version CreateForModule
+// made).
+func (s *Service) SetModuleAccess(f func(ctx context.Context, moduleID string) error) {
+	s.moduleAccess = f
 }
 
 // List returns a page of a workspace's versions, newest first, and the total count.

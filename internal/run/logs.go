@@ -203,3 +203,17 @@ func (s *Service) ReadLog(ctx context.Context, logID string, offset, limit int64
 	}
 	return data[offset:end], nil
 }
+
+// OpenLog opens a log that is not a run phase's (a module test run's,
+// internal/moduletest) inside q's transaction: its readers get STX until
+// output comes. AppendLog adds to it, CloseLog ends it, ReadLog and the
+// capability URL of /logs/{id} serve it.
+func (s *Service) OpenLog(ctx context.Context, q store.Q, logID string) error {
+	return s.startLog(ctx, q, logID, true)
+}
+
+// CloseLog ends a log OpenLog opened: tail and ETX, then the whole log
+// moves to the blob store.
+func (s *Service) CloseLog(ctx context.Context, logID, tail string) error {
+	return s.endLog(ctx, logID, tail)
+}

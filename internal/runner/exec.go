@@ -573,14 +573,7 @@ func (j *jobExec) terraform(ctx context.Context, stdout io.Writer, args ...strin
 	for {
 		select {
 		case err := <-done:
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return ee.ExitCode(), nil
-			}
-			if err != nil {
-				return -1, err
-			}
-			return 0, nil
+			return ExitCode(err)
 		case s := <-j.sig:
 			if s == run.SignalForce {
 				j.cancel = run.SignalForce

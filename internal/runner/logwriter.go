@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -16,7 +19,7 @@ import (
 // phase ends goes with the call that reports it (Rest).
 type logWriter struct {
 	ctx    context.Context
-	api    API
+	api    LogAppender
 	jobID  string
 	logID  string
 	masker *strings.Replacer // nil: nothing to mask
@@ -31,8 +34,26 @@ type logWriter struct {
 	wg      sync.WaitGroup
 }
 
+// LogAppender is where a log writer ships its chunks (API's AppendLog).
+type LogAppender interface {
+	AppendLog(ctx context.Context, jobID, logID string, data []byte) error
+}
+
+// LogWriter is the runner's log writer for another executor (module test
+// runs, internal/moduletest): output masked line by line, shipped in
+// chunks; Rest ends it and returns what was not shipped, Close ships that.
+type LogWriter = logWriter
+
+// NewLogWriter returns a LogWriter shipping to a, masking secrets;
+// onError hears of a refused chunk.
+func NewLogWriter(ctx context.Context, a LogAppender, jobID, logID string, secrets []string, onError func(error)) *LogWriter {
+	w := newLogWriter(ctx, a, jobID, logID, secrets)
+	w.onError = onError
+	return w
+}
+
 // newLogWriter masks secrets (longest first: maskList).
-func newLogWriter(ctx context.Context, api API, jobID, logID string, secrets []string) *logWriter {
+func newLogWriter(ctx context.Context, api LogAppender, jobID, logID string, secrets []string) *logWriter {
 	w := &logWriter{ctx: ctx, api: api, jobID: jobID, logID: logID, masker: maskReplacer(secrets), done: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
@@ -192,4 +213,22 @@ func (w *logWriter) Rest() []byte {
 func (w *logWriter) Close() {
 	w.stop()
 	w.ship(true)
+}
+
+// ProcAttr puts a command in its own process group, as the runner starts
+// terraform (procAttr), for another executor: a cancel reaches the
+// command's children too, and on Linux the command dies with the server.
+func ProcAttr() *syscall.SysProcAttr { return procAttr() }
+
+// ExitCode is what a command's Wait error says: its exit code (0 for
+// none), or the error when it did not run to an exit.
+func ExitCode(err error) (int, error) {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	return 0, nil
 }

@@ -37,7 +37,13 @@ func procAttr() *syscall.SysProcAttr {
 // the process's main thread, park it for good): no other goroutine ever
 // runs with the flag.
 func (j *jobExec) start(cmd *exec.Cmd) (wait func() error, err error) {
-	if !j.noNewPrivs {
+	return StartCommand(cmd, j.noNewPrivs)
+}
+
+// StartCommand is the runner's start for another executor (module test
+// runs): cmd started, with noNewPrivs unable to gain privileges (start).
+func StartCommand(cmd *exec.Cmd, noNewPrivs bool) (wait func() error, err error) {
+	if !noNewPrivs {
 		return cmd.Wait, cmd.Start()
 	}
 	started, ended := make(chan error, 1), make(chan error, 1)

@@ -215,7 +215,13 @@ func (a *API) respondVarList(w http.ResponseWriter, r *http.Request, list func()
 		return
 	}
 	items, pg := tfeapi.Paginate(vars, page)
-	tfeapi.RespondList(w, r, toJSONVars(items), pg)
+	j := toJSONVars(items)
+	for _, v := range j {
+		if v.Configurable != nil && !core.HasPrefix(v.Configurable.ID, core.PrefixWorkspace) {
+			v.Configurable = nil // a module's test variable
+		}
+	}
+	tfeapi.RespondList(w, r, j, pg)
 }
 
 func (a *API) createWorkspaceVar(w http.ResponseWriter, r *http.Request) {
