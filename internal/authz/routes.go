@@ -118,6 +118,20 @@ var Routes = map[string]Route{
 	"DELETE /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}":                      {Action: OrgManageModules, Locate: InOrg},
 	"DELETE /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}":           {Action: OrgManageModules, Locate: InOrg},
 	"DELETE /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}/{version}": {Action: OrgManageModules, Locate: InOrg},
+	// Module tests (internal/moduletest): reading test runs is reading the
+	// registry; running them, cancelling them and their variables are
+	// managing it (the domain asks the model again for the module).
+	"POST /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/test-runs/configuration-versions": {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/test-runs":                         {Action: OrgRead, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/test-runs":                        {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/test-runs/{id}":                    {Action: OrgRead, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/test-runs/{id}/cancel":            {Action: OrgManageModules, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/test-runs/{id}/force-cancel":      {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/vars":                              {Action: OrgManageModules, Locate: InOrg},
+	"POST /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/vars":                             {Action: OrgManageModules, Locate: InOrg},
+	"GET /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/vars/{var}":                        {Action: OrgManageModules, Locate: InOrg},
+	"PATCH /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/vars/{var}":                      {Action: OrgManageModules, Locate: InOrg},
+	"DELETE /api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/vars/{var}":                     {Action: OrgManageModules, Locate: InOrg},
 	// The private provider registry: reading is reading the
 	// organization, publishing is manage-modules ("manage private
 	// registry").

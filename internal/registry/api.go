@@ -85,12 +85,18 @@ type jsonModule struct {
 	Permissions     *jsonPermissions    `jsonapi:"attr,permissions"`
 	Publishing      string              `jsonapi:"attr,publishing-mechanism,omitempty"`
 	VCSRepo         *vcsrepo.View       `jsonapi:"attr,vcs-repo,omitempty"`
+	TestConfig      jsonTestConfig      `jsonapi:"attr,test-config"`
 	Status          string              `jsonapi:"attr,status"`
 	VersionStatuses []jsonVersionStatus `jsonapi:"attr,version-statuses"`
 	CreatedAt       time.Time           `jsonapi:"attr,created-at,iso8601"`
 	UpdatedAt       time.Time           `jsonapi:"attr,updated-at,iso8601"`
 	Organization    *jsonOrgRef         `jsonapi:"relation,organization"`
 	NoCodeModules   []*jsonNoCodeRef    `jsonapi:"relation,no-code-modules"`
+}
+
+// jsonTestConfig is go-tfe's TestConfig (tests run on the server).
+type jsonTestConfig struct {
+	TestsEnabled bool `json:"tests-enabled"`
 }
 
 type jsonOrgRef struct {
@@ -109,6 +115,7 @@ func (a *API) toJSON(ctx context.Context, m *Module, noCode []string) *jsonModul
 		Status: string(m.Status()), VersionStatuses: []jsonVersionStatus{},
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Organization: &jsonOrgRef{Name: m.Organization},
 		NoCodeModules: []*jsonNoCodeRef{}, Publishing: m.PublishingMechanism(),
+		TestConfig: jsonTestConfig{TestsEnabled: m.TestsEnabled},
 	}
 	j.VCSRepo = m.VCSRepo.View()
 	for _, v := range m.Versions {
@@ -258,7 +265,7 @@ func (a *API) createVCSDoc(w http.ResponseWriter, r *http.Request, doc *tfeapi.D
 		Repo           json.RawMessage `json:"vcs-repo"`
 		InitialVersion *string         `json:"initial-version"`
 		NoCode         *bool           `json:"no-code"`
-		TestConfig     json.RawMessage `json:"test-config"`
+		TestConfig     *TestConfig     `json:"test-config"`
 	}
 	if err := doc.Attrs(&attrs); err != nil {
 		tfeapi.Error(w, r, err)
@@ -268,26 +275,13 @@ func (a *API) createVCSDoc(w http.ResponseWriter, r *http.Request, doc *tfeapi.D
 		tfeapi.Error(w, r, core.Invalid("no-code: enable a VCS-backed module's no-code provisioning once it has a version (POST registry-modules/:id/no-code-modules)"))
 		return
 	}
-	if len(attrs.TestConfig) > 0 && string(attrs.TestConfig) != "null" {
-		var tc struct {
-			TestsEnabled *bool `json:"tests-enabled"`
-		}
-		if err := json.Unmarshal(attrs.TestConfig, &tc); err != nil {
-			tfeapi.Error(w, r, core.Invalid("attribute \"test-config\" must be an object: %v", err))
-			return
-		}
-		if tc.TestsEnabled != nil && *tc.TestsEnabled {
-			tfeapi.Error(w, r, core.Invalid("test-config: Terrace does not run module tests yet; create the module with tests-enabled false"))
-			return
-		}
-	}
 	repo, org, err := DecodeModuleRepo(attrs.Repo)
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return
 	}
 	m, err := a.Service.CreateVCS(r.Context(), r.PathValue("org"), VCSCreateOptions{Name: attrs.Name, Provider: attrs.Provider, Repo: repo,
-		OrganizationName: org, InitialVersion: attrs.InitialVersion})
+		OrganizationName: org, InitialVersion: attrs.InitialVersion, TestConfig: attrs.TestConfig})
 	if err != nil {
 		tfeapi.Error(w, r, err)
 		return

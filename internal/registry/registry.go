@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/vcsrepo"
 )
@@ -68,6 +69,8 @@ type Module struct {
 	Name         string
 	Provider     string
 	NoCode       bool
+	// TestsEnabled: test runs may be made (internal/moduletest).
+	TestsEnabled bool
 	TagBindings  []TagBinding
 	// VCSRepo is the repository a VCS-backed module publishes from (nil:
 	// versions are uploaded); VCSStatus is what its first fetch found
@@ -202,6 +205,29 @@ type CreateOptions struct {
 	RegistryName *string `json:"registry-name"`
 	Namespace    *string `json:"namespace"`
 	NoCode       *bool   `json:"no-code"`
+	// TestConfig enables the module's tests (internal/moduletest).
+	TestConfig *TestConfig `json:"test-config"`
+}
+
+// TestConfig is a module's test-config: whether Terrace runs its
+// `terraform test` files (test runs from the CLI's `terraform test
+// -cloud-run` or the API). Tests run on the server: agent execution is
+// refused, saying so.
+type TestConfig struct {
+	TestsEnabled       *bool   `json:"tests-enabled"`
+	AgentExecutionMode *string `json:"agent-execution-mode"`
+	AgentPoolID        *string `json:"agent-pool-id"`
+}
+
+// enabled checks c and says whether it enables tests (nil: unset).
+func (c *TestConfig) enabled() (*bool, error) {
+	if c == nil {
+		return nil, nil
+	}
+	if (c.AgentExecutionMode != nil && *c.AgentExecutionMode != "" && *c.AgentExecutionMode != "remote") || (c.AgentPoolID != nil && *c.AgentPoolID != "") {
+		return nil, core.Invalid("test-config: Terrace runs module tests on the server (agent-execution-mode remote); agents do not run module tests yet")
+	}
+	return c.TestsEnabled, nil
 }
 
 // TagBinding is a key/value tag on a module.
@@ -214,6 +240,8 @@ type TagBinding struct {
 // UpdateOptions are the updatable attributes of a module.
 type UpdateOptions struct {
 	NoCode *bool `json:"no-code"`
+	// TestConfig enables or disables the module's tests.
+	TestConfig *TestConfig `json:"test-config"`
 	// VCSRepo changes a VCS-backed module's publishing (branch, tags,
 	// source-directory, tag-prefix).
 	VCSRepo json.RawMessage `json:"vcs-repo"`

@@ -513,3 +513,48 @@ func TestRenamedOrganizationModules(t *testing.T) {
 		}
 	})
 }
+
+// TestModuleTestConfig: test-config's tests-enabled is kept on create and
+// update and shown back; agent execution and tests of public modules are
+// refused saying why.
+func TestModuleTestConfig(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		on := &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}
+		if _, err := c.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("tested"), Provider: tfe.String("aws")}); err != nil {
+			t.Fatal(err)
+		}
+		id := tfe.RegistryModuleID{Organization: "acme", Name: "tested", Provider: "aws", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
+		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig == nil || rm.TestConfig.TestsEnabled {
+			t.Fatalf("new module: %+v, %v (tests off)", rm, err)
+		}
+		if _, err := c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: on}); err != nil {
+			t.Fatal(err)
+		}
+		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig == nil || !rm.TestConfig.TestsEnabled {
+			t.Fatalf("module created with tests: %+v, %v", rm, err)
+		}
+		rm, err := c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(false)}})
+		if err != nil || rm.TestConfig == nil || rm.TestConfig.TestsEnabled {
+			t.Fatalf("tests disabled: %+v, %v", rm, err)
+		}
+		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig == nil || rm.TestConfig.TestsEnabled {
+			t.Fatalf("module read after disabling tests: %+v, %v", rm, err)
+		}
+		agent := tfe.AgentExecutionModeAgent
+		_, err = c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true), AgentExecutionMode: &agent, AgentPoolID: tfe.String("apool-1")}})
+		testenv.WantStatus(t, "tests on agents", err, "agents do not run module tests")
+		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig.TestsEnabled {
+			t.Fatalf("a refused test-config changed the module: %+v, %v", rm, err)
+		}
+		if _, err := c.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("vpc"), Provider: tfe.String("aws"),
+			RegistryName: tfe.PublicRegistry, Namespace: "terraform-aws-modules"}); err != nil {
+			t.Fatal(err)
+		}
+		pub := tfe.RegistryModuleID{Organization: "acme", Name: "vpc", Provider: "aws", Namespace: "terraform-aws-modules", RegistryName: tfe.PublicRegistry}
+		_, err = c.RegistryModules.Update(ctx, pub, tfe.RegistryModuleUpdateOptions{TestConfig: on})
+		testenv.WantStatus(t, "tests of a public module", err, "only private modules run tests")
+	})
+}

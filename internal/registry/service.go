@@ -231,11 +231,21 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	if opts.NoCode != nil {
 		m.NoCode = *opts.NoCode
 	}
+	tests, err := opts.TestConfig.enabled()
+	if err != nil {
+		return nil, err
+	}
+	if tests != nil && *tests {
+		if m.RegistryName != RegistryPrivate {
+			return nil, core.Invalid("test-config: only private modules run tests")
+		}
+		m.TestsEnabled = true
+	}
 	now := core.Now()
 	m.CreatedAt, m.UpdatedAt = now, now
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.Organization, m.RegistryName, m.Namespace, m.Name, m.Provider, m.NoCode, core.Micros(now), core.Micros(now))
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.Organization, m.RegistryName, m.Namespace, m.Name, m.Provider, m.NoCode, m.TestsEnabled, core.Micros(now), core.Micros(now))
 		if err != nil || !m.NoCode || s.OnNoCodeFlag == nil {
 			return err
 		}
@@ -251,13 +261,13 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	return m, nil
 }
 
-const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tag_bindings, vcs_repo, vcs_status, vcs_error, created_at, updated_at`
+const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, tag_bindings, vcs_repo, vcs_status, vcs_error, created_at, updated_at`
 
 func scanModule(sc interface{ Scan(...any) error }) (*Module, error) {
 	var m Module
 	var created, updated int64
 	var tags, repo string
-	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &tags, &repo, &m.VCSStatus, &m.VCSError,
+	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &m.TestsEnabled, &tags, &repo, &m.VCSStatus, &m.VCSError,
 		&created, &updated); err != nil {
 		return nil, err
 	}
@@ -445,6 +455,19 @@ func (s *Service) Update(ctx context.Context, org, registryName, namespace, name
 		if err := s.updateVCS(ctx, m, opts.VCSRepo); err != nil {
 			return nil, err
 		}
+	}
+	tests, err := opts.TestConfig.enabled()
+	if err != nil {
+		return nil, err
+	}
+	if tests != nil && *tests != m.TestsEnabled {
+		if *tests && m.RegistryName != RegistryPrivate {
+			return nil, core.Invalid("test-config: only private modules run tests")
+		}
+		if _, err := s.db.Exec(ctx, `UPDATE registry_modules SET tests_enabled = ?, updated_at = ? WHERE id = ?`, *tests, core.Micros(core.Now()), m.ID); err != nil {
+			return nil, err
+		}
+		m.TestsEnabled = *tests
 	}
 	if opts.NoCode != nil {
 		err := s.db.Tx(ctx, func(tx *store.Tx) error {

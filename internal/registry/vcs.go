@@ -72,6 +72,8 @@ type VCSCreateOptions struct {
 	OrganizationName string
 	// InitialVersion is a branch module's first version (0.0.0).
 	InitialVersion *string
+	// TestConfig enables the module's tests.
+	TestConfig *TestConfig
 }
 
 // DecodeModuleRepo reads a module's vcs-repo attribute.
@@ -173,6 +175,10 @@ func (s *Service) CreateVCS(ctx context.Context, org string, opts VCSCreateOptio
 	if err := validName(name, provider); err != nil {
 		return nil, err
 	}
+	tests, err := opts.TestConfig.enabled()
+	if err != nil {
+		return nil, err
+	}
 	repo, err := s.VCS.ResolveModule(ctx, org, nil, opts.Repo)
 	if err != nil {
 		return nil, err
@@ -180,10 +186,10 @@ func (s *Service) CreateVCS(ctx context.Context, org string, opts VCSCreateOptio
 	rb, _ := json.Marshal(repo)
 	now := core.Now()
 	m := &Module{ID: core.NewID(PrefixModule), Organization: org, RegistryName: RegistryPrivate, Namespace: org, Name: name, Provider: provider,
-		VCSRepo: repo, CreatedAt: now, UpdatedAt: now, Versions: []VersionSummary{}}
+		VCSRepo: repo, CreatedAt: now, UpdatedAt: now, Versions: []VersionSummary{}, TestsEnabled: tests != nil && *tests}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, vcs_repo, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, org, m.RegistryName, m.Namespace, m.Name, m.Provider, false, string(rb), core.Micros(now), core.Micros(now)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, vcs_repo, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, org, m.RegistryName, m.Namespace, m.Name, m.Provider, false, m.TestsEnabled, string(rb), core.Micros(now), core.Micros(now)); err != nil {
 			return err
 		}
 		return s.VCS.ConnectModule(ctx, tx, m.ID, repo, initial)

@@ -33,6 +33,7 @@ import (
 	"github.com/terracehq/terrace/internal/idtoken"
 	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/metrics"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/orchestration"
@@ -161,6 +162,8 @@ type Server struct {
 	// Assessments runs health assessments (drift detection) and keeps
 	// their results.
 	Assessments *assessment.Service
+	// ModuleTests runs private registry modules' terraform test files.
+	ModuleTests *moduletest.Service
 	// Metrics serves /metrics and /debug/pprof/ (see wireMetrics).
 	Metrics *metrics.Metrics
 	// Signin signs people in to /app (passwords, sessions, invitations,
@@ -314,6 +317,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
 	s.Registry.NoCode = s.NoCode
 	s.Registry.OnNoCodeFlag = nocode.SetModuleFlag
+	if err := s.wireModuleTests(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.wireOrchestration()
 	if err := s.wireStacks(); err != nil {
 		s.Close()
@@ -400,7 +407,8 @@ func (s *Server) routes() http.Handler {
 	agentAPI.Register(api)
 	(&sshkey.API{Service: s.SSHKeys}).Register(api)
 	(&vcs.API{Service: s.VCS, ProjectName: vcsProjects{s.Projects}.name}).Register(api)
-	(&variable.API{Service: s.Variables}).Register(api)
+	varAPI := &variable.API{Service: s.Variables}
+	varAPI.Register(api)
 	stateAPI := &state.API{Service: s.States}
 	stateAPI.Register(api, capability)
 	wsAPI.IncludeOrganization, wsAPI.IncludeStateVersion = orgAPI.Render, stateAPI.Render
@@ -412,6 +420,7 @@ func (s *Server) routes() http.Handler {
 	regAPI := &registry.API{Service: s.Registry}
 	regAPI.Register(api)
 	regAPI.RegisterCapability(capability)
+	s.moduleTestAPI(api, cvAPI, varAPI)
 	provAPI := &providerregistry.API{Service: s.Providers}
 	provAPI.Register(api)
 	provAPI.RegisterCapability(capability)
@@ -506,6 +515,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// runner, whose start-up recovery also covers assessment jobs).
 	stopAssessments := s.startAssessments(ctx)
 	defer stopAssessments()
+	stopModuleTests := s.startModuleTests(ctx)
+	defer stopModuleTests()
 	// Deployments stop watching their runs before the runner stops.
 	defer s.Orchestration.Shutdown()
 	errc := make(chan error, 1)
@@ -667,7 +678,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // each domain declares its own.
 func SealedColumns() []seal.Column {
 	cols := []seal.Column{variable.ValueColumn, sshkey.ValueColumn, runtask.HMACKeyColumn, policy.ValueColumn, idtoken.KeyColumn, forward.BodyColumn,
-		run.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}
+		run.VariablesColumn, moduletest.VariablesColumn, stack.VariablesColumn, stack.PublishedValueColumn, sitesettings.SecretColumn}
 	cols = append(cols, notify.SealedColumns...)
 	cols = append(cols, state.SealedColumns...)
 	return append(cols, vcs.Columns...)

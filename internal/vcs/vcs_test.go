@@ -429,7 +429,7 @@ func TestModuleConnectRefusals(t *testing.T) {
 			{"a tags-regex", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "tags-regex": "^v"}}, 422, "tags-regex is a workspace's"},
 			{"submodules", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "ingress-submodules": true}}, 422, "does not fetch submodules yet"},
 			{"a GitHub App", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "github-app-installation-id": "ghain-1"}}, 422, "GitHub App installations are not supported"},
-			{"module tests", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea}, "test-config": map[string]any{"tests-enabled": true}}, 422, "does not run module tests"},
+			{"module tests on agents", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea}, "test-config": map[string]any{"tests-enabled": true, "agent-execution-mode": "agent", "agent-pool-id": "apool-1"}}, 422, "agents do not run module tests"},
 			{"a bad initial version", "", map[string]any{"initial-version": "one", "vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "branch": "main"}}, 422, "initial-version"},
 			{"another organization in the body", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "organization-name": other}}, 422, "is not the organization"},
 			{"a token of another organization", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": foreign}}, 404, "not found"},

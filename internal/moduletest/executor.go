@@ -1,0 +1,510 @@
+package moduletest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/runner"
+	"github.com/terracehq/terrace/internal/slug"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// ExecutorConfig configures the executor of test runs.
+type ExecutorConfig struct {
+	// ID names this executor in leases; Concurrency is how many test runs
+	// it runs at once (default 1).
+	ID          string
+	Concurrency int
+	// Engines finds terraform: a test run uses the newest the site has
+	// (a module names no version).
+	Engines *engine.Finder
+	// ScratchDir, CLIConfig and PluginCacheDir are the run runner's.
+	ScratchDir, CLIConfig, PluginCacheDir string
+	// CancelGrace is how long terraform gets to stop once the server
+	// stops, before it is killed.
+	CancelGrace time.Duration
+	// Poll is how often an idle executor looks for queued runs and ends
+	// runs whose executor died (default 2s).
+	Poll time.Duration
+	// Heartbeat is how often a running test renews its lease and reads
+	// its signal (default 1s).
+	Heartbeat time.Duration
+	// Sudo says whether an organization lets its runs gain privileges
+	// (terraform-worker-sudo-enabled); when not, or when nil, terraform
+	// starts unable to (Linux's no_new_privs, runner.StartCommand).
+	Sudo func(ctx context.Context, org string) (bool, error)
+}
+
+// Start runs the executor until ctx ends; the returned function waits for
+// it to stop.
+func (s *Service) Start(ctx context.Context, cfg ExecutorConfig) (wait func()) {
+	if cfg.ID == "" {
+		cfg.ID = "tests-" + core.RandomString(10)
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.Engines == nil {
+		cfg.Engines = &engine.Finder{}
+	}
+	if cfg.CancelGrace <= 0 {
+		cfg.CancelGrace = 10 * time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 2 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.work(ctx, cfg)
+		}()
+	}
+	return wg.Wait
+}
+
+func (s *Service) work(ctx context.Context, cfg ExecutorConfig) {
+	t := time.NewTicker(cfg.Poll)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		if err := s.reap(ctx); err != nil && ctx.Err() == nil {
+			s.Logger.Warn("ending test runs whose executor stopped", "error", err)
+		}
+		tr, err := s.claim(ctx, cfg.ID)
+		if err != nil && ctx.Err() == nil {
+			s.Logger.Warn("claiming a test run", "error", err)
+		}
+		if tr != nil {
+			s.execute(ctx, cfg, tr)
+			continue // another may be queued
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// claim takes the oldest queued test run for runner.
+func (s *Service) claim(ctx context.Context, runnerID string) (*TestRun, error) {
+	var tr *TestRun
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		q := `SELECT ` + cols + ` FROM module_test_runs WHERE status = ? ORDER BY created_at, id LIMIT 1`
+		if tx.Driver().Name() == "postgres" {
+			q += ` FOR UPDATE SKIP LOCKED`
+		}
+		t, err := s.scan(tx.QueryRow(ctx, q, string(StatusQueued)))
+		if store.IsNoRows(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := core.Now()
+		if err := move(ctx, tx, t, StatusRunning, now, `runner_id = ?, lease_until = ?`, runnerID, core.Micros(now.Add(s.LeaseTTL))); err != nil {
+			return err
+		}
+		tr = t
+		return nil
+	})
+	return tr, err
+}
+
+// heartbeat renews the lease of a running test run and reads its signal;
+// held is false when the run is no longer this executor's (ended by a
+// replica that took the lease for lost, or its module deleted).
+func (s *Service) heartbeat(ctx context.Context, id, runnerID string) (sig Signal, held bool, err error) {
+	var signal string
+	err = s.DB.QueryRow(ctx, `UPDATE module_test_runs SET lease_until = ? WHERE id = ? AND runner_id = ? AND status = ? RETURNING signal`,
+		core.Micros(core.Now().Add(s.LeaseTTL)), id, runnerID, string(StatusRunning)).Scan(&signal)
+	if store.IsNoRows(err) {
+		return NoSignal, false, nil
+	}
+	if err != nil {
+		return NoSignal, true, err
+	}
+	return Signal(signal), true, nil
+}
+
+// outcome is how a test run ended (no status: it is not this
+// executor's to report).
+type outcome struct {
+	status  Status
+	verdict TestStatus
+	counts  Counts
+	tail    string // the end of the log: why it errored, …
+}
+
+// finish records a running test run's outcome and closes its log.
+func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) error {
+	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+		tr, err := s.read(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		var holder string
+		if err := tx.QueryRow(ctx, `SELECT runner_id FROM module_test_runs WHERE id = ?`, id).Scan(&holder); err != nil {
+			return err
+		}
+		if tr.Status != StatusRunning || holder != runnerID {
+			return core.Conflict("test run %s is %s, and no longer this executor's", id, tr.Status)
+		}
+		return move(ctx, tx, tr, o.status, core.Now(), `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
+			string(o.verdict), o.counts.Passed, o.counts.Failed, o.counts.Errored, o.counts.Skipped)
+	})
+	if err != nil {
+		return err
+	}
+	return s.Logs.CloseLog(ctx, id, o.tail)
+}
+
+// reap ends as errored the running test runs whose lease ran out: their
+// executor stopped (its replica died) before it could report.
+func (s *Service) reap(ctx context.Context) error {
+	ids, err := store.Strings(ctx, s.DB, `SELECT id FROM module_test_runs WHERE status = ? AND lease_until < ?`, string(StatusRunning), core.Micros(core.Now()))
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		ended := false
+		err := s.DB.Tx(ctx, func(tx *store.Tx) error {
+			tr, err := s.read(ctx, tx, id, true)
+			if err != nil || tr.Status != StatusRunning {
+				return err
+			}
+			var until int64
+			if err := tx.QueryRow(ctx, `SELECT lease_until FROM module_test_runs WHERE id = ?`, id).Scan(&until); err != nil || until >= core.Micros(core.Now()) {
+				return err // renewed meanwhile
+			}
+			ended = true
+			return move(ctx, tx, tr, StatusErrored, core.Now(), `test_status = ?, runner_id = '', signal = ''`, string(TestError))
+		})
+		if err == nil && ended {
+			err = s.Logs.CloseLog(ctx, id, "\nThe server executing this test run stopped before it ended: the test run errored. Resources its tests made may be left behind.\n")
+		}
+		if err != nil && core.KindOf(err) != core.KindNotFound {
+			return err
+		}
+	}
+	return nil
+}
+
+// logAppender ships a LogWriter's chunks to the log store.
+type logAppender struct{ logs Logs }
+
+func (a logAppender) AppendLog(ctx context.Context, _, logID string, data []byte) error {
+	return a.logs.AppendLog(ctx, logID, data)
+}
+
+// execute runs one claimed test run to its end and reports it.
+func (s *Service) execute(ctx context.Context, cfg ExecutorConfig, tr *TestRun) {
+	log := s.Logger.With("test_run", tr.ID, "module", tr.ModuleID)
+	o := s.run(ctx, cfg, tr, log)
+	if ctx.Err() != nil || o.status == "" {
+		// The server is stopping, or the run is no longer this executor's
+		// (its lease was taken for lost): the lease runs out and a
+		// replica (this one, restarted) ends the run as errored.
+		return
+	}
+	if err := s.finish(context.WithoutCancel(ctx), tr.ID, cfg.ID, o); err != nil {
+		log.Warn("recording a test run's outcome", "error", err)
+	}
+}
+
+// run does the work of a test run: its folder, terraform init, terraform
+// test, with heartbeats and cancels around them.
+func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log *slog.Logger) outcome {
+	errored := func(format string, args ...any) outcome {
+		return outcome{status: StatusErrored, verdict: TestError, tail: "\nError: " + fmt.Sprintf(format, args...) + "\n"}
+	}
+	vars, err := s.Variables.ModuleTestVariables(ctx, tr.Organization, tr.ModuleID)
+	if err != nil {
+		return errored("reading the module's test variables: %v", err)
+	}
+	var secrets []string
+	for _, v := range vars {
+		if v.Sensitive {
+			secrets = append(secrets, v.Value)
+		}
+	}
+	out := runner.NewLogWriter(ctx, logAppender{s.Logs}, tr.ID, tr.ID, secrets, func(err error) { log.Warn("a log chunk was refused", "error", err) })
+	defer out.Close()
+
+	dir, err := os.MkdirTemp(cfg.ScratchDir, "terrace-test-"+tr.ID+"-")
+	if err != nil {
+		return errored("making the test run's folder: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	wd := filepath.Join(dir, "module")
+	if err := os.Mkdir(wd, 0o700); err != nil {
+		return errored("making the test run's folder: %v", err)
+	}
+	rc, err := s.Configs.Open(ctx, tr.ConfigurationVersionID)
+	if err != nil {
+		return errored("reading the module's configuration: %v", err)
+	}
+	err = slug.Unpack(rc, wd, slug.Limits{})
+	rc.Close()
+	if err != nil {
+		return errored("unpacking the module's configuration: %v", err)
+	}
+	bin, err := cfg.Engines.Find(ctx, "")
+	if err != nil {
+		return errored("finding terraform: %v", err)
+	}
+	env, err := testEnv(dir, cfg, vars)
+	if err != nil {
+		return errored("%v", err)
+	}
+	args, err := testArgs(dir, tr)
+	if err != nil {
+		return errored("%v", err)
+	}
+
+	sudo := false
+	if cfg.Sudo != nil {
+		if sudo, err = cfg.Sudo(ctx, tr.Organization); err != nil {
+			return errored("reading the organization's settings: %v", err)
+		}
+	}
+	x := &process{bin: bin, wd: wd, env: env, grace: cfg.CancelGrace, signals: make(chan Signal, 2), noNewPrivs: !sudo}
+	hbCtx, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	lost := make(chan struct{})
+	go s.beat(hbCtx, cfg, tr.ID, x.signals, lost, log)
+
+	// init's output only matters when it fails: a test log is terraform
+	// test's JSON lines, which the CLI renders.
+	var initOut bytes.Buffer
+	initArgs := []string{"init", "-input=false", "-no-color"}
+	if tr.Options.TestDirectory != "" {
+		initArgs = append(initArgs, "-test-directory="+tr.Options.TestDirectory)
+	}
+	code, err := x.run(ctx, lost, &initOut, &initOut, initArgs...)
+	switch {
+	case x.lost:
+		return outcome{}
+	case err != nil:
+		return errored("running terraform init: %v", err)
+	case x.canceled != NoSignal:
+		return outcome{status: StatusCanceled, verdict: TestPending, tail: "\nThe test run was canceled.\n"}
+	case code != 0:
+		_, _ = out.Write(initOut.Bytes())
+		return errored("terraform init failed (exit code %d)", code)
+	}
+
+	sum := &summary{}
+	code, err = x.run(ctx, lost, io.MultiWriter(out, sum), out, args...)
+	if err != nil {
+		return errored("running terraform test: %v", err)
+	}
+	switch {
+	case x.lost:
+		return outcome{}
+	case x.canceled != NoSignal:
+		return outcome{status: StatusCanceled, verdict: TestPending, counts: sum.counts, tail: "\nThe test run was canceled.\n"}
+	case !sum.found:
+		return errored("terraform test ended (exit code %d) without a summary", code)
+	}
+	return outcome{status: StatusFinished, verdict: sum.verdict, counts: sum.counts}
+}
+
+// beat renews the lease every Heartbeat, passing on signals; lost closes
+// when the run is no longer this executor's.
+func (s *Service) beat(ctx context.Context, cfg ExecutorConfig, id string, signals chan<- Signal, lost chan<- struct{}, log *slog.Logger) {
+	t := time.NewTicker(cfg.Heartbeat)
+	defer t.Stop()
+	sent := NoSignal
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sig, held, err := s.heartbeat(ctx, id, cfg.ID)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("renewing a test run's lease", "error", err)
+			}
+			continue
+		}
+		if !held {
+			close(lost)
+			return
+		}
+		if sig != NoSignal && sig != sent {
+			sent = sig
+			signals <- sig
+		}
+	}
+}
+
+// testEnv is terraform's environment: nothing of the server's but PATH,
+// a home and CLI configuration of the run's own, and the module's test
+// variables.
+func testEnv(dir string, cfg ExecutorConfig, vars []EnvVar) ([]string, error) {
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return nil, err
+	}
+	rc := filepath.Join(dir, "terraform.rc")
+	if err := os.WriteFile(rc, []byte(cfg.CLIConfig), 0o600); err != nil {
+		return nil, err
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TF_CLI_CONFIG_FILE=" + rc,
+		"TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1"}
+	if cfg.PluginCacheDir != "" {
+		env = append(env, "TF_PLUGIN_CACHE_DIR="+cfg.PluginCacheDir)
+	}
+	for _, v := range vars {
+		env = append(env, v.Key+"="+v.Value)
+	}
+	return env, nil
+}
+
+// testArgs is terraform test's command line; the run variables go in a
+// variables file (their values are HCL expressions, as the CLI sent them).
+func testArgs(dir string, tr *TestRun) ([]string, error) {
+	args := []string{"test", "-json", "-no-color"}
+	if tr.Options.TestDirectory != "" {
+		args = append(args, "-test-directory="+tr.Options.TestDirectory)
+	}
+	for _, f := range tr.Options.Filters {
+		args = append(args, "-filter="+f)
+	}
+	if tr.Options.Verbose {
+		args = append(args, "-verbose")
+	}
+	if len(tr.Variables) > 0 {
+		vars := append([]Variable(nil), tr.Variables...)
+		sort.Slice(vars, func(a, b int) bool { return vars[a].Key < vars[b].Key })
+		var b strings.Builder
+		for _, v := range vars {
+			fmt.Fprintf(&b, "%s = %s\n", v.Key, v.Value)
+		}
+		f := filepath.Join(dir, "run.tfvars")
+		if err := os.WriteFile(f, []byte(b.String()), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "-var-file="+f)
+	}
+	return args, nil
+}
+
+// summary reads terraform test's JSON lines for its test_summary.
+type summary struct {
+	partial []byte
+	found   bool
+	verdict TestStatus
+	counts  Counts
+}
+
+func (s *summary) Write(p []byte) (int, error) {
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			break
+		}
+		s.line(s.partial[:i])
+		s.partial = s.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *summary) line(l []byte) {
+	if !bytes.Contains(l, []byte(`"test_summary"`)) {
+		return
+	}
+	var m struct {
+		Type    string `json:"type"`
+		Summary *struct {
+			Status string `json:"status"`
+			Counts
+		} `json:"test_summary"`
+	}
+	if json.Unmarshal(l, &m) != nil || m.Type != "test_summary" || m.Summary == nil || !validTestStatus(m.Summary.Status) {
+		return
+	}
+	s.found, s.verdict, s.counts = true, TestStatus(m.Summary.Status), m.Summary.Counts
+}
+
+// process runs terraform commands of one test run, passing signals on.
+type process struct {
+	bin, wd    string
+	env        []string
+	noNewPrivs bool
+	grace      time.Duration
+	signals    chan Signal
+	canceled   Signal // the strongest signal received
+	lost       bool   // the lease was lost: terraform was killed
+}
+
+// run runs terraform with args until it ends: a cancel interrupts it (it
+// tears down what the tests made), a force cancel or a lost lease kills
+// its process group, and so does the server's stop after the grace.
+func (x *process) run(ctx context.Context, lost <-chan struct{}, stdout, stderr io.Writer, args ...string) (int, error) {
+	if x.canceled != NoSignal {
+		return 0, nil // canceled before this step: it is not started
+	}
+	select {
+	case <-lost:
+		x.lost = true
+		return 0, nil
+	default:
+	}
+	cmd := exec.Command(x.bin, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = x.wd, x.env, stdout, stderr
+	cmd.SysProcAttr = runner.ProcAttr()
+	wait, err := runner.StartCommand(cmd, x.noNewPrivs)
+	if err != nil {
+		return -1, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stopping <-chan time.Time
+	for {
+		select {
+		case err := <-done:
+			return runner.ExitCode(err)
+		case sig := <-x.signals:
+			if sig == SignalForce {
+				x.canceled = SignalForce
+				kill()
+			} else if x.canceled == NoSignal {
+				x.canceled = SignalCancel
+				_ = cmd.Process.Signal(os.Interrupt)
+			}
+		case <-lost:
+			lost = nil
+			x.lost, x.canceled = true, SignalForce
+			kill()
+		case <-ctx.Done():
+			ctx = context.Background() // once
+			_ = cmd.Process.Signal(os.Interrupt)
+			stopping = time.After(x.grace)
+		case <-stopping:
+			kill()
+		}
+	}
+}

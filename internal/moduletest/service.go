@@ -1,0 +1,401 @@
+package moduletest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/seal"
+	"github.com/terracehq/terrace/internal/store"
+)
+
+// VariablesColumn is the sealed column of this domain: a test run's -var
+// values (seal.Keyring.Migrate seals rows written before encryption).
+var VariablesColumn = seal.Column{Table: "module_test_runs", IDColumn: "id", Column: "variables", Purpose: "module_test_runs.variables"}
+
+// Modules finds registry modules.
+type Modules interface {
+	// Get returns a module the caller may read (core.NotFound otherwise).
+	Get(ctx context.Context, org, registry, namespace, name, provider string) (*Module, error)
+	// ByID is Get by the module's ID.
+	ByID(ctx context.Context, id string) (*Module, error)
+}
+
+// Configs reads the configuration versions a module's test runs use.
+type Configs interface {
+	// Config returns the owner (a module's ID) of a version and whether
+	// its archive is uploaded.
+	Config(ctx context.Context, id string) (owner string, uploaded bool, err error)
+	// Open streams a version's archive (no access check: the executor's).
+	Open(ctx context.Context, id string) (io.ReadCloser, error)
+}
+
+// EnvVar is a module's test variable as a test run gets it.
+type EnvVar struct {
+	Key, Value string
+	Sensitive  bool
+}
+
+// Variables reads a module's test variables (no access check: the
+// executor's).
+type Variables interface {
+	ModuleTestVariables(ctx context.Context, org, moduleID string) ([]EnvVar, error)
+}
+
+// Logs keeps test run logs (the run domain's log store, served by the
+// /logs/{id} capability URL).
+type Logs interface {
+	OpenLog(ctx context.Context, q store.Q, logID string) error
+	AppendLog(ctx context.Context, logID string, data []byte) error
+	CloseLog(ctx context.Context, logID, tail string) error
+}
+
+// Options build a Service.
+type Options struct {
+	DB        *store.DB
+	Modules   Modules
+	Configs   Configs
+	Variables Variables
+	Logs      Logs
+	// Keys seals run variables at rest (nil: stored as given).
+	Keys *seal.Keyring
+	// LeaseTTL is how long an executor holds a run without renewing its
+	// lease before any replica may end it as errored. Defaults to 1 min.
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
+}
+
+// Service keeps test runs.
+type Service struct {
+	Options
+	wake chan struct{}
+}
+
+// NewService returns a Service.
+func NewService(o Options) (*Service, error) {
+	if o.DB == nil || o.Modules == nil || o.Configs == nil || o.Variables == nil || o.Logs == nil {
+		return nil, errors.New("moduletest: DB, Modules, Configs, Variables and Logs are required")
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Service{Options: o, wake: make(chan struct{}, 1)}, nil
+}
+
+// Path names a module by its registry path.
+type Path struct{ Organization, Registry, Namespace, Name, Provider string }
+
+// module returns the module at p the caller may read; with manage, one
+// whose tests the caller may also run and configure.
+func (s *Service) module(ctx context.Context, p Path, manage bool) (*Module, error) {
+	if p.Registry != "private" {
+		return nil, core.NotFound("only private registry modules run tests")
+	}
+	m, err := s.Modules.Get(ctx, p.Organization, p.Registry, p.Namespace, p.Name, p.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if manage && authz.Allows(ctx, authz.OrgManageModules, authz.Resource{Organization: m.Organization}) != nil {
+		return nil, core.Forbidden("you may not run or configure the tests of registry modules of organization %q", m.Organization)
+	}
+	return m, nil
+}
+
+// ConfigAccess says whether the caller may see the test configurations
+// of the module with this ID (those who may run its tests): nil if so.
+func (s *Service) ConfigAccess(ctx context.Context, moduleID string) error {
+	m, err := s.Modules.ByID(ctx, moduleID)
+	if err != nil {
+		return err
+	}
+	if authz.Allows(ctx, authz.OrgManageModules, authz.Resource{Organization: m.Organization}) != nil {
+		return core.NotFound("module %q not found", moduleID)
+	}
+	return nil
+}
+
+// ModuleForTests is the module of a test route whose tests the caller
+// may run and configure (the test variables' routes).
+func (s *Service) ModuleForTests(ctx context.Context, p Path) (*Module, error) {
+	return s.module(ctx, p, true)
+}
+
+// CreateOptions are a test run's attributes (go-tfe's TestRunCreateOptions).
+type CreateOptions struct {
+	ConfigurationVersionID string
+	RunOptions
+	Variables []Variable
+}
+
+var (
+	keyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	// maxVariables and maxValue bound what a run carries.
+	maxVariables = 500
+	maxValue     = 64 << 10
+)
+
+// checkPath refuses a test directory or filter that could name something
+// outside the configuration, or pass for a flag.
+func checkPath(what, p string) error {
+	c := path.Clean(p)
+	if p == "" || strings.HasPrefix(p, "-") || strings.ContainsAny(p, "\x00\n\r\\") || path.IsAbs(p) || c == ".." || strings.HasPrefix(c, "../") {
+		return core.Invalid("%s %q must be a relative path inside the module, without '..'", what, p)
+	}
+	return nil
+}
+
+func (o *CreateOptions) check() error {
+	if o.ConfigurationVersionID == "" {
+		return core.Invalid("relationship configuration-version is required: upload the module first (POST .../configuration-versions)")
+	}
+	if o.TestDirectory != "" {
+		if err := checkPath("test-directory", o.TestDirectory); err != nil {
+			return err
+		}
+	}
+	for _, f := range o.Filters {
+		if err := checkPath("filter", f); err != nil {
+			return err
+		}
+	}
+	if o.Parallelism < 0 {
+		return core.Invalid("parallelism must not be negative")
+	}
+	if len(o.Variables) > maxVariables {
+		return core.Invalid("a test run takes at most %d variables", maxVariables)
+	}
+	seen := map[string]bool{}
+	for _, v := range o.Variables {
+		if !keyRe.MatchString(v.Key) {
+			return core.Invalid("variable key %q is not a terraform identifier", v.Key)
+		}
+		if seen[v.Key] {
+			return core.Invalid("variable %q is given twice", v.Key)
+		}
+		seen[v.Key] = true
+		if len(v.Value) > maxValue {
+			return core.Invalid("the value of variable %q is longer than %d bytes", v.Key, maxValue)
+		}
+		// The value is an HCL expression (the CLI sends -var values so):
+		// parsed here, so that a broken one is refused with the run, not
+		// found by terraform on the server. The message never quotes it.
+		if _, diags := hclsyntax.ParseExpression([]byte(v.Value), v.Key, hcl.InitialPos); diags.HasErrors() {
+			return core.Invalid("the value of variable %q is not an HCL expression: %s", v.Key, diags[0].Summary)
+		}
+	}
+	return nil
+}
+
+// Create queues a test run of the module at p.
+func (s *Service) Create(ctx context.Context, p Path, o CreateOptions) (*TestRun, error) {
+	m, err := s.module(ctx, p, true)
+	if err != nil {
+		return nil, err
+	}
+	if !m.TestsEnabled {
+		return nil, core.Invalid("tests are not enabled for module %s: set its test-config tests-enabled to true first", m)
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	owner, uploaded, err := s.Configs.Config(ctx, o.ConfigurationVersionID)
+	if err != nil || owner != m.ID {
+		return nil, core.Invalid("configuration version %q is not one of module %s's (create it with POST .../configuration-versions)", o.ConfigurationVersionID, m)
+	}
+	if !uploaded {
+		return nil, core.Invalid("configuration version %q has no uploaded configuration yet", o.ConfigurationVersionID)
+	}
+	now := core.Now()
+	tr := &TestRun{ID: core.NewID(PrefixTestRun), ModuleID: m.ID, Organization: m.Organization, ConfigurationVersionID: o.ConfigurationVersionID,
+		Status: StatusQueued, TestStatus: TestPending, Options: o.RunOptions, Variables: o.Variables, CreatedAt: now, UpdatedAt: now}
+	if tr.Variables == nil {
+		tr.Variables = []Variable{}
+	}
+	tr.Timestamps.stamp(StatusQueued, now)
+	if pr := auth.FromContext(ctx); pr != nil {
+		tr.CreatedByToken = pr.TokenID
+	}
+	opts, _ := json.Marshal(tr.Options)
+	vars, _ := json.Marshal(tr.Variables)
+	sealed, err := s.Keys.SealString(VariablesColumn.Purpose, string(vars))
+	if err != nil {
+		return nil, err
+	}
+	ts, _ := json.Marshal(tr.Timestamps)
+	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO module_test_runs (id, module_id, organization_name, configuration_version_id, status, test_status, options, variables, status_timestamps, created_by_token, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, tr.ModuleID, tr.Organization, tr.ConfigurationVersionID, string(tr.Status), string(tr.TestStatus),
+			string(opts), sealed, string(ts), tr.CreatedByToken, core.Micros(now), core.Micros(now)); err != nil {
+			return fmt.Errorf("creating test run: %w", err)
+		}
+		return s.Logs.OpenLog(ctx, tx, tr.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Wake()
+	return tr, nil
+}
+
+// Wake tells this replica's executor a run was queued.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+const cols = `id, module_id, organization_name, configuration_version_id, status, test_status, tests_passed, tests_failed, tests_errored, tests_skipped,
+	options, variables, status_timestamps, signal, created_by_token, created_at, updated_at`
+
+func (s *Service) scan(sc interface{ Scan(...any) error }) (*TestRun, error) {
+	var tr TestRun
+	var status, testStatus, opts, vars, ts, signal string
+	var created, updated int64
+	if err := sc.Scan(&tr.ID, &tr.ModuleID, &tr.Organization, &tr.ConfigurationVersionID, &status, &testStatus,
+		&tr.Counts.Passed, &tr.Counts.Failed, &tr.Counts.Errored, &tr.Counts.Skipped, &opts, &vars, &ts, &signal, &tr.CreatedByToken, &created, &updated); err != nil {
+		return nil, err
+	}
+	tr.Status, tr.TestStatus, tr.Signal = Status(status), TestStatus(testStatus), Signal(signal)
+	if err := json.Unmarshal([]byte(opts), &tr.Options); err != nil {
+		return nil, fmt.Errorf("decoding the options of test run %s: %w", tr.ID, err)
+	}
+	if err := json.Unmarshal([]byte(ts), &tr.Timestamps); err != nil {
+		return nil, fmt.Errorf("decoding the timestamps of test run %s: %w", tr.ID, err)
+	}
+	plain, err := s.Keys.OpenString(VariablesColumn.Purpose, vars)
+	if err != nil {
+		return nil, fmt.Errorf("test run %s: %w", tr.ID, err)
+	}
+	if plain != "" {
+		if err := json.Unmarshal([]byte(plain), &tr.Variables); err != nil {
+			return nil, fmt.Errorf("decoding the variables of test run %s: %w", tr.ID, err)
+		}
+	}
+	tr.CreatedAt, tr.UpdatedAt = core.FromMicros(created), core.FromMicros(updated)
+	return &tr, nil
+}
+
+func (s *Service) read(ctx context.Context, q store.Q, id string, lock bool) (*TestRun, error) {
+	query := `SELECT ` + cols + ` FROM module_test_runs WHERE id = ?`
+	if lock {
+		query += store.ForUpdate(q)
+	}
+	tr, err := s.scan(q.QueryRow(ctx, query, id))
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("test run %q not found", id)
+	}
+	return tr, err
+}
+
+// List returns a page of the module's test runs, newest first, and how
+// many it has.
+func (s *Service) List(ctx context.Context, p Path, offset, limit int) ([]*TestRun, int, error) {
+	m, err := s.module(ctx, p, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	return store.Page(ctx, s.DB, s.scan, cols, "module_test_runs", `module_id = ?`, `created_at DESC, id DESC`, offset, limit, m.ID)
+}
+
+// Get returns one of the module's test runs.
+func (s *Service) Get(ctx context.Context, p Path, id string) (*TestRun, error) {
+	m, err := s.module(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	return s.ofModule(ctx, m, id)
+}
+
+func (s *Service) ofModule(ctx context.Context, m *Module, id string) (*TestRun, error) {
+	if !core.HasPrefix(id, PrefixTestRun) {
+		return nil, core.NotFound("test run %q not found", id)
+	}
+	tr, err := s.read(ctx, s.DB, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if tr.ModuleID != m.ID {
+		return nil, core.NotFound("test run %q not found", id)
+	}
+	return tr, nil
+}
+
+// move writes tr's move to status (checked by transition) with what else
+// changed on tr, inside q's transaction.
+func move(ctx context.Context, q store.Q, tr *TestRun, to Status, now time.Time, set string, args ...any) error {
+	if err := transition(tr.Status, to); err != nil {
+		return err
+	}
+	tr.Status = to
+	tr.Timestamps.stamp(to, now)
+	tr.UpdatedAt = now
+	ts, _ := json.Marshal(tr.Timestamps)
+	if set != "" {
+		set = ", " + set
+	}
+	_, err := q.Exec(ctx, `UPDATE module_test_runs SET status = ?, status_timestamps = ?, updated_at = ?`+set+` WHERE id = ?`,
+		append(append([]any{string(to), string(ts), core.Micros(now)}, args...), tr.ID)...)
+	return err
+}
+
+// Cancel cancels a test run: a queued one at once, a running one by
+// interrupting terraform (force: killing it).
+func (s *Service) Cancel(ctx context.Context, p Path, id string, force bool) error {
+	m, err := s.module(ctx, p, true)
+	if err != nil {
+		return err
+	}
+	if _, err := s.ofModule(ctx, m, id); err != nil {
+		return err
+	}
+	closed := false
+	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
+		tr, err := s.read(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		now := core.Now()
+		switch {
+		case tr.Status == StatusQueued:
+			closed = true
+			return move(ctx, tx, tr, StatusCanceled, now, "")
+		case tr.Status == StatusRunning:
+			sig := SignalCancel
+			if force {
+				sig = SignalForce
+				tr.Timestamps.ForceCanceledAt = &now
+			} else if tr.Signal == SignalForce {
+				return nil // already being killed
+			}
+			ts, _ := json.Marshal(tr.Timestamps)
+			_, err := tx.Exec(ctx, `UPDATE module_test_runs SET signal = ?, status_timestamps = ?, updated_at = ? WHERE id = ?`, string(sig), string(ts), core.Micros(now), tr.ID)
+			return err
+		default:
+			return core.Conflict("test run %s is already %s", tr.ID, tr.Status)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if closed {
+		return s.Logs.CloseLog(ctx, id, "\nThe test run was canceled before it started.\n")
+	}
+	return nil
+}

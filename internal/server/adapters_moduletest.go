@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/terracehq/terrace/internal/configversion"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/moduletest"
+	"github.com/terracehq/terrace/internal/registry"
+	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/variable"
+)
+
+// testModules shows registry modules to the module test domain.
+type testModules struct{ reg *registry.Service }
+
+func (m testModules) Get(ctx context.Context, org, reg, ns, name, provider string) (*moduletest.Module, error) {
+	return testModule(m.reg.Get(ctx, org, reg, ns, name, provider))
+}
+
+func (m testModules) ByID(ctx context.Context, id string) (*moduletest.Module, error) {
+	return testModule(m.reg.GetByID(ctx, id))
+}
+
+func testModule(mod *registry.Module, err error) (*moduletest.Module, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &moduletest.Module{ID: mod.ID, Organization: mod.Organization, RegistryName: mod.RegistryName, Namespace: mod.Namespace,
+		Name: mod.Name, Provider: mod.Provider, TestsEnabled: mod.TestsEnabled}, nil
+}
+
+// testConfigs shows a module's configuration versions to it.
+type testConfigs struct {
+	db  *store.DB
+	cvs *configversion.Service
+}
+
+func (c testConfigs) Config(ctx context.Context, id string) (string, bool, error) {
+	cv, err := configversion.Lookup(ctx, c.db, id)
+	if err != nil {
+		return "", false, err
+	}
+	return cv.WorkspaceID, cv.Status == configversion.StatusUploaded, nil
+}
+
+func (c testConfigs) Open(ctx context.Context, id string) (io.ReadCloser, error) {
+	rc, _, err := c.cvs.OpenArchiveUnchecked(ctx, id)
+	return rc, err
+}
+
+// testVariables shows a module's test variables to it.
+type testVariables struct{ vars *variable.Service }
+
+func (v testVariables) ModuleTestVariables(ctx context.Context, org, moduleID string) ([]moduletest.EnvVar, error) {
+	vars, err := v.vars.ModuleTestVariables(ctx, org, moduleID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]moduletest.EnvVar, len(vars))
+	for i, x := range vars {
+		out[i] = moduletest.EnvVar{Key: x.Key, Value: x.Value, Sensitive: x.Sensitive}
+	}
+	return out, nil
+}
+
+// deleteModuleTests removes what a deleted module owns elsewhere: its
+// test configurations and test variables (its test runs go by cascade).
+func deleteModuleTests(ctx context.Context, q store.Q, m *registry.Module) error {
+	if err := configversion.DeleteWorkspaceConfigurationVersions(ctx, q, m.ID); err != nil {
+		return err
+	}
+	return variable.DeleteWorkspaceVariables(ctx, q, m.ID)
+}
+
+// wireModuleTests builds the module test service.
+func (s *Server) wireModuleTests() error {
+	var err error
+	s.ModuleTests, err = moduletest.NewService(moduletest.Options{DB: s.DB, Modules: testModules{s.Registry},
+		Configs: testConfigs{s.DB, s.ConfigVersions}, Variables: testVariables{s.Variables}, Logs: s.Runs, Keys: s.Keys,
+		Logger: s.logger.With("component", "module-tests")})
+	if err != nil {
+		return err
+	}
+	s.Registry.OnDelete = append(s.Registry.OnDelete, deleteModuleTests)
+	s.ConfigVersions.SetModuleAccess(s.ModuleTests.ConfigAccess)
+	return nil
+}
+
+// moduleTestAPI registers the test run and test variable routes.
+func (s *Server) moduleTestAPI(api *http.ServeMux, cvAPI *configversion.API, varAPI *variable.API) {
+	(&moduletest.API{Service: s.ModuleTests, Signer: s.Signer, NewConfig: func(w http.ResponseWriter, r *http.Request, moduleID string) {
+		cv, err := s.ConfigVersions.CreateForModule(r.Context(), moduleID)
+		if err != nil {
+			tfeapi.Error(w, r, err)
+			return
+		}
+		cvAPI.RespondCreated(w, r, cv)
+	}}).Register(api)
+	varAPI.RegisterModuleTests(api, func(r *http.Request) (string, string, error) {
+		m, err := s.ModuleTests.ModuleForTests(r.Context(), moduletest.PathOf(r))
+		if err != nil {
+			return "", "", err
+		}
+		return m.Organization, m.ID, nil
+	})
+}
+
+// startModuleTests starts this replica's executor of module test runs
+// (one at a time: a module's tests apply real resources).
+func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	wait := s.ModuleTests.Start(ctx, moduletest.ExecutorConfig{
+		ID: "inproc-" + s.instanceID() + "-tests-" + core.RandomString(8), Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
+		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace,
+		Sudo: func(ctx context.Context, org string) (bool, error) {
+			lim, err := s.runLimits(ctx, org)
+			return lim.Sudo, err
+		},
+	})
+	return func() {
+		cancel()
+		wait()
+	}
+}
