@@ -120,7 +120,7 @@ func (s *Service) claim(ctx context.Context, runnerID string) (*TestRun, error) 
 			return err
 		}
 		now := core.Now()
-		if err := move(ctx, tx, t, StatusRunning, now, `runner_id = ?, lease_until = ?`, runnerID, core.Micros(now.Add(s.LeaseTTL))); err != nil {
+		if err := s.move(ctx, tx, t, StatusRunning, now, `runner_id = ?, lease_until = ?`, runnerID, core.Micros(now.Add(s.LeaseTTL))); err != nil {
 			return err
 		}
 		tr = t
@@ -168,7 +168,8 @@ func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) er
 		if tr.Status != StatusRunning || holder != runnerID {
 			return core.Conflict("test run %s is %s, and no longer this executor's", id, tr.Status)
 		}
-		return move(ctx, tx, tr, o.status, core.Now(), `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
+		tr.TestStatus, tr.Counts = o.verdict, o.counts
+		return s.move(ctx, tx, tr, o.status, core.Now(), `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
 			string(o.verdict), o.counts.Passed, o.counts.Failed, o.counts.Errored, o.counts.Skipped)
 	})
 	if err != nil {
@@ -196,7 +197,8 @@ func (s *Service) reap(ctx context.Context) error {
 				return err // renewed meanwhile
 			}
 			ended = true
-			return move(ctx, tx, tr, StatusErrored, core.Now(), `test_status = ?, runner_id = '', signal = ''`, string(TestError))
+			tr.TestStatus = TestError
+			return s.move(ctx, tx, tr, StatusErrored, core.Now(), `test_status = ?, runner_id = '', signal = ''`, string(TestError))
 		})
 		if err == nil && ended {
 			err = s.Logs.CloseLog(ctx, id, "\nThe server executing this test run stopped before it ended: the test run errored. Resources its tests made may be left behind.\n")

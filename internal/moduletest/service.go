@@ -41,6 +41,10 @@ type Configs interface {
 	Config(ctx context.Context, id string) (owner string, uploaded bool, err error)
 	// Open streams a version's archive (no access check: the executor's).
 	Open(ctx context.Context, id string) (io.ReadCloser, error)
+	// FromArchive makes an uploaded version of the module from a gzipped
+	// tarball (a commit's, for a VCS-backed module), checked as every
+	// upload is; no access check.
+	FromArchive(ctx context.Context, moduleID string, tarGz []byte) (id string, err error)
 }
 
 // EnvVar is a module's test variable as a test run gets it.
@@ -81,7 +85,11 @@ type Options struct {
 // Service keeps test runs.
 type Service struct {
 	Options
-	wake chan struct{}
+	// OnStatus hooks hear every status a test run takes (queued at its
+	// creation, then each move), inside the transaction that writes it:
+	// the VCS domain reports them to the commit a run tests.
+	OnStatus []func(ctx context.Context, q store.Q, tr *TestRun) error
+	wake     chan struct{}
 }
 
 // NewService returns a Service.
@@ -221,35 +229,94 @@ func (s *Service) Create(ctx context.Context, p Path, o CreateOptions) (*TestRun
 	if !uploaded {
 		return nil, core.Invalid("configuration version %q has no uploaded configuration yet", o.ConfigurationVersionID)
 	}
-	now := core.Now()
-	tr := &TestRun{ID: core.NewID(PrefixTestRun), ModuleID: m.ID, Organization: m.Organization, ConfigurationVersionID: o.ConfigurationVersionID,
-		Status: StatusQueued, TestStatus: TestPending, Options: o.RunOptions, Variables: o.Variables, CreatedAt: now, UpdatedAt: now}
-	if tr.Variables == nil {
-		tr.Variables = []Variable{}
-	}
-	tr.Timestamps.stamp(StatusQueued, now)
+	tr := newRun(m, o.ConfigurationVersionID, o.RunOptions, o.Variables)
 	if pr := auth.FromContext(ctx); pr != nil {
 		tr.CreatedByToken = pr.TokenID
 	}
+	if err := s.insert(ctx, tr, nil); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// newRun is a queued test run of m's configuration cvID.
+func newRun(m *Module, cvID string, o RunOptions, vars []Variable) *TestRun {
+	now := core.Now()
+	if vars == nil {
+		vars = []Variable{}
+	}
+	tr := &TestRun{ID: core.NewID(PrefixTestRun), ModuleID: m.ID, Organization: m.Organization, ConfigurationVersionID: cvID,
+		Status: StatusQueued, TestStatus: TestPending, Options: o, Variables: vars, CreatedAt: now, UpdatedAt: now}
+	tr.Timestamps.stamp(StatusQueued, now)
+	return tr
+}
+
+// insert writes a new test run with its open log, and origin's rows
+// (nil: none), in one transaction whose OnStatus hooks hear it queued;
+// then this replica's executor is woken.
+func (s *Service) insert(ctx context.Context, tr *TestRun, origin func(ctx context.Context, q store.Q, testRunID string) error) error {
 	opts, _ := json.Marshal(tr.Options)
 	vars, _ := json.Marshal(tr.Variables)
 	sealed, err := s.Keys.SealString(VariablesColumn.Purpose, string(vars))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ts, _ := json.Marshal(tr.Timestamps)
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO module_test_runs (id, module_id, organization_name, configuration_version_id, status, test_status, options, variables, status_timestamps, created_by_token, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, tr.ModuleID, tr.Organization, tr.ConfigurationVersionID, string(tr.Status), string(tr.TestStatus),
-			string(opts), sealed, string(ts), tr.CreatedByToken, core.Micros(now), core.Micros(now)); err != nil {
+			string(opts), sealed, string(ts), tr.CreatedByToken, core.Micros(tr.CreatedAt), core.Micros(tr.CreatedAt)); err != nil {
 			return fmt.Errorf("creating test run: %w", err)
 		}
-		return s.Logs.OpenLog(ctx, tx, tr.ID)
+		if err := s.Logs.OpenLog(ctx, tx, tr.ID); err != nil {
+			return err
+		}
+		if origin != nil {
+			if err := origin(ctx, tx, tr.ID); err != nil {
+				return err
+			}
+		}
+		return s.told(ctx, tx, tr)
 	})
+	if err != nil {
+		return err
+	}
+	s.Wake()
+	return nil
+}
+
+// told runs the OnStatus hooks on tr in q's transaction.
+func (s *Service) told(ctx context.Context, q store.Q, tr *TestRun) error {
+	for _, h := range s.OnStatus {
+		if err := h(ctx, q, tr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateFromVCS queues a test run of a commit of a VCS-backed module
+// whose tests are enabled (tarGz: the module's folder at the commit),
+// for the system (the module's connection decided it); origin records,
+// in the run's transaction, the commit it reports to. A module without
+// tests enabled (or gone) gets none: nil, nil.
+func (s *Service) CreateFromVCS(ctx context.Context, moduleID string, tarGz []byte, origin func(ctx context.Context, q store.Q, testRunID string) error) (*TestRun, error) {
+	sys := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+	m, err := s.Modules.ByID(sys, moduleID)
+	if core.KindOf(err) == core.KindNotFound {
+		return nil, nil
+	}
+	if err != nil || !m.TestsEnabled {
+		return nil, err
+	}
+	cvID, err := s.Configs.FromArchive(sys, m.ID, tarGz)
 	if err != nil {
 		return nil, err
 	}
-	s.Wake()
+	tr := newRun(m, cvID, RunOptions{}, nil)
+	if err := s.insert(ctx, tr, origin); err != nil {
+		return nil, err
+	}
 	return tr, nil
 }
 
@@ -338,8 +405,8 @@ func (s *Service) ofModule(ctx context.Context, m *Module, id string) (*TestRun,
 }
 
 // move writes tr's move to status (checked by transition) with what else
-// changed on tr, inside q's transaction.
-func move(ctx context.Context, q store.Q, tr *TestRun, to Status, now time.Time, set string, args ...any) error {
+// changed on tr, inside q's transaction, and tells the OnStatus hooks.
+func (s *Service) move(ctx context.Context, q store.Q, tr *TestRun, to Status, now time.Time, set string, args ...any) error {
 	if err := transition(tr.Status, to); err != nil {
 		return err
 	}
@@ -350,9 +417,11 @@ func move(ctx context.Context, q store.Q, tr *TestRun, to Status, now time.Time,
 	if set != "" {
 		set = ", " + set
 	}
-	_, err := q.Exec(ctx, `UPDATE module_test_runs SET status = ?, status_timestamps = ?, updated_at = ?`+set+` WHERE id = ?`,
-		append(append([]any{string(to), string(ts), core.Micros(now)}, args...), tr.ID)...)
-	return err
+	if _, err := q.Exec(ctx, `UPDATE module_test_runs SET status = ?, status_timestamps = ?, updated_at = ?`+set+` WHERE id = ?`,
+		append(append([]any{string(to), string(ts), core.Micros(now)}, args...), tr.ID)...); err != nil {
+		return err
+	}
+	return s.told(ctx, q, tr)
 }
 
 // Cancel cancels a test run: a queued one at once, a running one by
@@ -375,7 +444,7 @@ func (s *Service) Cancel(ctx context.Context, p Path, id string, force bool) err
 		switch {
 		case tr.Status == StatusQueued:
 			closed = true
-			return move(ctx, tx, tr, StatusCanceled, now, "")
+			return s.move(ctx, tx, tr, StatusCanceled, now, "")
 		case tr.Status == StatusRunning:
 			sig := SignalCancel
 			if force {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -50,6 +51,17 @@ func (c testConfigs) Config(ctx context.Context, id string) (string, bool, error
 func (c testConfigs) Open(ctx context.Context, id string) (io.ReadCloser, error) {
 	rc, _, err := c.cvs.OpenArchiveUnchecked(ctx, id)
 	return rc, err
+}
+
+func (c testConfigs) FromArchive(ctx context.Context, moduleID string, tarGz []byte) (string, error) {
+	cv, err := c.cvs.CreateForModule(ctx, moduleID)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.cvs.Upload(ctx, cv.ID, bytes.NewReader(tarGz)); err != nil {
+		return "", err
+	}
+	return cv.ID, nil
 }
 
 // testVariables shows a module's test variables to it.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/configversion"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/policy"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
@@ -63,7 +64,7 @@ func (s *Server) wireVCS() error {
 			DisconnectStacks: stack.DisconnectVCS,
 			Stack:            s.vcsStack,
 			ConfigureStack:   s.vcsConfigureStack,
-			Modules:          vcsModules{s.Registry},
+			Modules:          vcsModules{s.Registry, s.ModuleTests},
 			PolicySets:       vcsPolicySets{s.Policies},
 			MaxArchive:       configversion.DefaultMaxUploadBytes,
 		}})
@@ -78,6 +79,10 @@ func (s *Server) wireVCS() error {
 		return s.VCS.StackRunStatus(ctx, q, vcs.StackRun{ID: r.ID, ConfigurationID: r.ConfigurationID, Deployment: r.Deployment,
 			Status: r.Status, Speculative: r.Speculative})
 	})
+	s.ModuleTests.OnStatus = append(s.ModuleTests.OnStatus, func(ctx context.Context, q store.Q, r *moduletest.TestRun) error {
+		return s.VCS.ModuleTestStatus(ctx, q, vcs.ModuleTestRun{ID: r.ID, Status: string(r.Status), TestStatus: string(r.TestStatus),
+			Passed: r.Counts.Passed, Failed: r.Counts.Failed, Errored: r.Counts.Errored, Skipped: r.Counts.Skipped})
+	})
 	s.Registry.OnDelete = append(s.Registry.OnDelete, func(ctx context.Context, q store.Q, m *registry.Module) error {
 		return s.VCS.DeleteModule(ctx, q, m.ID)
 	})
@@ -88,14 +93,17 @@ func (s *Server) wireVCS() error {
 
 // vcsModules shows the private registry to the VCS domain, which
 // publishes VCS-backed modules' versions into it.
-type vcsModules struct{ r *registry.Service }
+type vcsModules struct {
+	r     *registry.Service
+	tests *moduletest.Service
+}
 
 func (a vcsModules) VCSModule(ctx context.Context, id string) (*vcs.Module, error) {
 	m, err := a.r.SystemModule(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := &vcs.Module{ID: m.ID, Organization: m.Organization}
+	out := &vcs.Module{ID: m.ID, Organization: m.Organization, Name: m.Name, Provider: m.Provider, TestsEnabled: m.TestsEnabled}
 	if m.VCSRepo != nil {
 		out.SourceDirectory, out.TagPrefix = m.VCSRepo.SourceDirectory, m.VCSRepo.TagPrefix
 	}
@@ -117,6 +125,11 @@ func (a vcsModules) VCSFailed(ctx context.Context, moduleID, version, sha, sourc
 
 func (a vcsModules) NoVersionTags(ctx context.Context, moduleID string) error {
 	return a.r.NoVersionTags(ctx, moduleID)
+}
+
+func (a vcsModules) TestFromVCS(ctx context.Context, moduleID string, archive []byte, origin func(ctx context.Context, q store.Q, testRunID string) error) error {
+	_, err := a.tests.CreateFromVCS(ctx, moduleID, archive, origin)
+	return err
 }
 
 func (a vcsModules) DisconnectVCS(ctx context.Context, q store.Q, moduleIDs []string) error {

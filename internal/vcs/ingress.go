@@ -109,6 +109,8 @@ type ingress struct {
 	// initial one).
 	Module  bool   `json:",omitempty"`
 	Version string `json:",omitempty"`
+	// Test: a commit of a module publishing from a branch, to test.
+	Test bool `json:",omitempty"`
 	// PolicySet: Workspace is a policy set's ID.
 	PolicySet bool `json:",omitempty"`
 }
@@ -121,6 +123,9 @@ func ingressMessage(in ingress) outbox.Message {
 	}
 	if in.Module && in.Version != "" && !in.Connect {
 		key = "publish:" + in.Webhook + ":" + in.Version
+	}
+	if in.Test && in.PR == 0 {
+		key = "test:" + in.Webhook + ":" + in.SHA
 	}
 	if in.Connect {
 		key = "connect:" + in.Webhook + ":" + core.RandomString(8)
@@ -178,7 +183,7 @@ func (s *Service) handle(ctx context.Context, it outbox.Item) (func(outbox.Outco
 		if err = json.Unmarshal([]byte(it.Payload), &u); err == nil {
 			err = s.removeHook(ctx, u)
 		}
-	case "ingress", "connect", "pull", "publish":
+	case "ingress", "connect", "pull", "publish", "test":
 		var in ingress
 		if err = json.Unmarshal([]byte(it.Payload), &in); err == nil {
 			err = s.fetch(ctx, in)

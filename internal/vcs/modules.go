@@ -2,6 +2,7 @@ package vcs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -30,6 +31,11 @@ type Module struct {
 	// Versions are the module's published versions (a version that
 	// failed, or waits, is fetched again).
 	Versions []string
+	// Name and Provider name the module; TestsEnabled: its commits are
+	// tested (a module publishing from a branch: pushes to it and pull
+	// requests to it).
+	Name, Provider string
+	TestsEnabled   bool
 }
 
 // Modules is the private registry as the VCS domain publishes into it,
@@ -50,6 +56,10 @@ type Modules interface {
 	// DisconnectVCS removes the vcs-repo of modules inside q's
 	// transaction (their token is being deleted).
 	DisconnectVCS(ctx context.Context, q store.Q, moduleIDs []string) error
+	// TestFromVCS queues a test run of the module's folder at a commit
+	// (archive), origin recording in the run's transaction where it
+	// reports; nothing when the module's tests are off.
+	TestFromVCS(ctx context.Context, moduleID string, archive []byte, origin func(ctx context.Context, q store.Q, testRunID string) error) error
 }
 
 var moduleOwner = owner{table: "vcs_module_connections", column: "module_id", secret: ModuleConnectionSecretColumn, module: true}
@@ -293,6 +303,9 @@ func (s *Service) fetchModule(ctx context.Context, c *connection, in ingress) er
 	for _, v := range m.Versions {
 		have[v] = true
 	}
+	if in.Test {
+		return s.testModule(ctx, c, in, m, h)
+	}
 	type want struct{ version, sha string }
 	var todo []want
 	switch {
@@ -361,4 +374,81 @@ func (s *Service) fetchModule(ctx context.Context, c *connection, in ingress) er
 		}
 	}
 	return nil
+}
+
+// testModule queues a test run of a commit of a module publishing from a
+// branch (a push to it, or a pull request's head): its folder at the
+// commit, whose statuses go to the commit (ModuleTestStatus).
+func (s *Service) testModule(ctx context.Context, c *connection, in ingress, m *Module, h *vcshost.Host) error {
+	if !m.TestsEnabled {
+		return nil
+	}
+	archive, err := h.ArchiveDir(ctx, c.identifier, in.SHA, m.SourceDirectory, s.ingress.MaxArchive)
+	if err != nil {
+		if final(err) {
+			return outbox.Permanent(fmt.Errorf("fetching commit %s of module %s to test it: %w", in.SHA, m.ID, err))
+		}
+		return err
+	}
+	return s.ingress.Modules.TestFromVCS(ctx, m.ID, archive, func(ctx context.Context, q store.Q, testRunID string) error {
+		_, err := q.Exec(ctx, `INSERT INTO vcs_module_test_runs (test_run_id, organization_name, module_name, provider, oauth_token_id, identifier, sha, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, testRunID, m.Organization, m.Name, m.Provider, c.token, c.identifier, in.SHA, core.Micros(core.Now()))
+		return err
+	})
+}
+
+// ModuleTestRun is a module's test run as its commit status tells it.
+type ModuleTestRun struct {
+	ID, Status, TestStatus           string
+	Passed, Failed, Errored, Skipped int
+}
+
+// moduleTestStatusOf is the commit status of a test run's status (and
+// its tests' verdict when it finished).
+func moduleTestStatusOf(r ModuleTestRun) (state, description string) {
+	switch r.Status {
+	case "queued":
+		return "pending", "Tests queued"
+	case "running":
+		return "pending", "Tests running"
+	case "finished":
+		counts := fmt.Sprintf("%d passed, %d failed, %d errored, %d skipped", r.Passed, r.Failed, r.Errored, r.Skipped)
+		switch r.TestStatus {
+		case "pass", "skip":
+			return "success", "Tests passed: " + counts
+		case "fail":
+			return "failure", "Tests failed: " + counts
+		}
+		return "failure", "Tests errored: " + counts
+	case "canceled":
+		// The commit's code did not fail: the run was stopped (as a
+		// canceled run reports).
+		return "error", "Test run canceled"
+	}
+	return "error", "Test run errored"
+}
+
+// ModuleTestStatus queues, inside q's transaction, the commit status of
+// a test run's new status, when a commit made the run (vcs_module_test_runs):
+// context Terrace/<org>/<module>/<provider>/tests. As for stacks, an
+// unsent older status of the run is dropped first.
+func (s *Service) ModuleTestStatus(ctx context.Context, q store.Q, r ModuleTestRun) error {
+	var org, name, provider, token, identifier, sha string
+	err := q.QueryRow(ctx, `SELECT organization_name, module_name, provider, oauth_token_id, identifier, sha FROM vcs_module_test_runs WHERE test_run_id = ?`,
+		r.ID).Scan(&org, &name, &provider, &token, &identifier, &sha)
+	if store.IsNoRows(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	state, desc := moduleTestStatusOf(r)
+	st := vcshost.Status{State: state, Description: desc, Context: "Terrace/" + org + "/" + name + "/" + provider + "/tests",
+		TargetURL: s.baseURL + "/api/v2/organizations/" + org + "/tests/registry-modules/private/" + org + "/" + name + "/" + provider + "/test-runs/" + r.ID}
+	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: st})
+	lane := "status:" + r.ID
+	if err := s.queue.ForgetLane(ctx, q, lane); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, q, outbox.Message{Key: lane + ":" + r.Status, Lane: lane, Payload: string(p)})
 }

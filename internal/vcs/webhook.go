@@ -1,6 +1,7 @@
 package vcs
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,8 +58,8 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "pong")
 		return
 	case "pull_request":
-		if c.of.module {
-			reply(http.StatusOK, "ignored: registry modules publish versions from tags or through the API, not from pull requests")
+		if c.of.module && !s.testsModule(ctx, c) {
+			reply(http.StatusOK, "ignored: registry modules publish versions from tags or through the API, not from pull requests (a module publishing from a branch, with tests enabled, tests them)")
 			return
 		}
 		if c.of.policySet {
@@ -76,9 +77,13 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, "ignored: a deleted ref")
 		return
 	}
+	test := false
 	if c.of.module && c.branch != "" {
-		reply(http.StatusOK, "ignored: a module publishing from a branch makes versions through the API (POST its versions with a commit-sha)")
-		return
+		if !s.testsModule(ctx, c) {
+			reply(http.StatusOK, "ignored: a module publishing from a branch makes versions through the API (POST its versions with a commit-sha); with tests enabled, its pushes are tested")
+			return
+		}
+		test = true
 	}
 	if c.tagsRegex != "" {
 		re, err := regexp.Compile(c.tagsRegex)
@@ -91,7 +96,7 @@ func (s *Service) Webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := ingress{Workspace: c.owner, Stack: c.of.stack, Module: c.of.module, PolicySet: c.of.policySet, Webhook: c.webhook, SHA: ev.SHA, Branch: ev.Branch, Tag: ev.Tag, Before: ev.Before,
-		Sender: ev.Sender, Changed: ev.Changed, Truncated: ev.Truncated}
+		Sender: ev.Sender, Changed: ev.Changed, Truncated: ev.Truncated, Test: test}
 	if ev.HeadCommit != nil {
 		in.Message = ev.HeadCommit.Message
 	}
@@ -124,7 +129,7 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		reply(http.StatusOK, "ignored: pull requests from forks are not planned")
 		return
 	}
-	in := ingress{Workspace: c.owner, Stack: c.of.stack, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
+	in := ingress{Workspace: c.owner, Stack: c.of.stack, Module: c.of.module, Test: c.of.module, Webhook: c.webhook, SHA: ev.SHA, Branch: pr.Head, PR: pr.Number, PRTitle: pr.Title, PRURL: pr.URL,
 		Sender: ev.Sender, Message: fmt.Sprintf("Pull request #%d: %s", pr.Number, pr.Title)}
 	if err := s.enqueue(r.Context(), s.db, ingressMessage(in)); err != nil {
 		s.logger.Error("queueing a pull request's plan", "owner", c.owner, "error", err)
@@ -132,4 +137,14 @@ func (s *Service) pullRequest(w http.ResponseWriter, r *http.Request, c *connect
 		return
 	}
 	reply(http.StatusAccepted, "queued")
+}
+
+// testsModule reports whether a module's connection tests its commits:
+// it publishes from a branch and its tests are enabled.
+func (s *Service) testsModule(ctx context.Context, c *connection) bool {
+	if c.branch == "" {
+		return false
+	}
+	m, err := s.ingress.Modules.VCSModule(ctx, c.owner)
+	return err == nil && m.TestsEnabled
 }

@@ -71,6 +71,13 @@ func TestWebhookDeliveries(t *testing.T) {
 		}
 		modTagURL, modTagSecret := connectModule("modtags", vcs.Repo{Identifier: "acme/infra", OAuthTokenID: "ot-none", Tags: true, TagPrefix: "net/"})
 		modBranchURL, modBranchSecret := connectModule("modbranch", vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none"})
+		// One publishing from its branch with tests enabled tests its
+		// pushes and pull requests.
+		modTestedURL, modTestedSecret := connectModule("modtested", vcs.Repo{Identifier: "acme/infra", Branch: "main", OAuthTokenID: "ot-none"})
+		if _, err := e.Client.RegistryModules.Update(ctx, tfe.RegistryModuleID{Organization: org, Name: "modtested", Provider: "null", Namespace: org, RegistryName: tfe.PrivateRegistry},
+			tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
+			t.Fatal(err)
+		}
 		// A policy set follows its branch.
 		set, err := e.Client.PolicySets.Create(ctx, org, tfe.PolicySetCreateOptions{Name: tfe.String("guard"), Kind: tfe.OPA})
 		if err != nil {
@@ -92,7 +99,7 @@ func TestWebhookDeliveries(t *testing.T) {
 
 		queued := func() int {
 			var n int
-			if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM outbox_items WHERE topic = 'vcs' AND (item_key LIKE 'ingress:%' OR item_key LIKE 'pull:%')`).Scan(&n); err != nil {
+			if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM outbox_items WHERE topic = 'vcs' AND (item_key LIKE 'ingress:%' OR item_key LIKE 'pull:%' OR item_key LIKE 'test:%')`).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
 			return n
@@ -139,6 +146,13 @@ func TestWebhookDeliveries(t *testing.T) {
 			{"a version tag of the module", modTagURL, modTagSecret, "push", push("refs/tags/net/v1.3.0"), http.StatusAccepted, true},
 			{"the branch, on a branch module", modBranchURL, modBranchSecret, "push", push("refs/heads/main"), http.StatusOK, false},
 			{"a version tag, on a branch module", modBranchURL, modBranchSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
+			{"a pull request, on a branch module without tests", modBranchURL, modBranchSecret, "pull_request", pull("opened", "main"), http.StatusOK, false},
+			{"another branch, on a tested module", modTestedURL, modTestedSecret, "push", push("refs/heads/dev"), http.StatusOK, false},
+			{"a version tag, on a tested module", modTestedURL, modTestedSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
+			{"a pull request from a fork, on a tested module", modTestedURL, modTestedSecret, "pull_request", pullFrom("opened", "main", "mallory/infra"), http.StatusOK, false},
+			{"a pull request to another branch, on a tested module", modTestedURL, modTestedSecret, "pull_request", pull("opened", "dev"), http.StatusOK, false},
+			{"the branch, on a tested module", modTestedURL, modTestedSecret, "push", push("refs/heads/main"), http.StatusAccepted, true},
+			{"a pull request to the branch, on a tested module", modTestedURL, modTestedSecret, "pull_request", pull("opened", "main"), http.StatusAccepted, true},
 			{"a pull request, on a policy set", setURL, setSecret, "pull_request", pull("opened", "main"), http.StatusOK, false},
 			{"a tag, on a policy set", setURL, setSecret, "push", push("refs/tags/v1.3.0"), http.StatusOK, false},
 			{"another branch, on a policy set", setURL, setSecret, "push", push("refs/heads/dev"), http.StatusOK, false},
