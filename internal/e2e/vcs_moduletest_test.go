@@ -109,20 +109,7 @@ func testVCSModuleTests(t *testing.T, store string) {
 func giteaStatus(t *testing.T, g *testenv.Gitea, repo, sha, context, state, description string) {
 	t.Helper()
 	waitFor(t, time.Minute, "the "+state+" status "+context+" of "+sha, func() bool {
-		var combined struct {
-			Statuses []struct {
-				State       string `json:"status"`
-				Context     string `json:"context"`
-				Description string `json:"description"`
-				Target      string `json:"target_url"`
-			} `json:"statuses"`
-		}
-		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha+"/status", nil, &combined)
-		for _, s := range combined.Statuses {
-			if s.Context == context {
-				return s.State == state && s.Description == description && strings.Contains(s.Target, "/test-runs/trun-")
-			}
-		}
-		return false
+		s, ok := g.LatestStatus(t, repo, sha, context)
+		return ok && s.State == state && s.Description == description && strings.Contains(s.Target, "/test-runs/trun-")
 	})
 }

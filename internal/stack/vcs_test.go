@@ -307,21 +307,10 @@ func latestStatus(t *testing.T, g *testenv.Gitea, repo, sha, context, runID, sta
 	want := state + " " + description + " …/app/acme/stack-runs/" + runID
 	got := "none"
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		var combined struct {
-			Statuses []struct {
-				State       string `json:"status"`
-				Context     string `json:"context"`
-				Description string `json:"description"`
-				Target      string `json:"target_url"`
-			} `json:"statuses"`
-		}
-		g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha+"/status", nil, &combined)
-		for _, s := range combined.Statuses {
-			if s.Context == context {
-				got = s.State + " " + s.Description + " " + s.Target
-				if s.State == state && s.Description == description && strings.HasSuffix(s.Target, "/app/acme/stack-runs/"+runID) {
-					return
-				}
+		if s, ok := g.LatestStatus(t, repo, sha, context); ok {
+			got = s.State + " " + s.Description + " " + s.Target
+			if s.State == state && s.Description == description && strings.HasSuffix(s.Target, "/app/acme/stack-runs/"+runID) {
+				return
 			}
 		}
 		if time.Now().After(deadline) {

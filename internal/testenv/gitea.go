@@ -295,6 +295,31 @@ func (g *Gitea) Do(t testing.TB, method, path string, body, out any) int {
 	return status
 }
 
+// CommitStatus is a commit status as Gitea shows it.
+type CommitStatus struct {
+	State       string `json:"status"`
+	Context     string `json:"context"`
+	Description string `json:"description"`
+	Target      string `json:"target_url"`
+}
+
+// LatestStatus is the latest status of context on commit sha of repo
+// (Gitea's combined status keeps the newest of each context); ok false
+// when it has none.
+func (g *Gitea) LatestStatus(t testing.TB, repo, sha, context string) (st CommitStatus, ok bool) {
+	t.Helper()
+	var combined struct {
+		Statuses []CommitStatus `json:"statuses"`
+	}
+	g.Do(t, "GET", "/repos/"+repo+"/commits/"+sha+"/status", nil, &combined)
+	for _, s := range combined.Statuses {
+		if s.Context == context {
+			return s, true
+		}
+	}
+	return CommitStatus{}, false
+}
+
 // Must is Call failing the test on any status but 2xx.
 func (g *Gitea) Must(t testing.TB, method, path string, body any) map[string]any {
 	t.Helper()
