@@ -198,11 +198,26 @@ func testModuleTests(t *testing.T, e *testenv.Env, c *cli) {
 	if n := owned(); n < 3 {
 		t.Fatalf("the module owns %d test runs, variables and configurations before its deletion, want several", n)
 	}
+	runIDs := map[string]bool{}
+	listed, err := e.Client.TestRuns.List(ctx, id, nil)
+	if err != nil || len(listed.Items) == 0 {
+		t.Fatalf("test runs: %+v, %v", listed, err)
+	}
+	for _, r := range listed.Items {
+		runIDs[r.ID] = true
+	}
 	if err := e.Client.RegistryModules.DeleteByName(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	if n := owned(); n != 0 {
 		t.Fatalf("%d test runs, variables or configurations of the deleted module are left", n)
+	}
+	// Their logs' blobs wait in the ledger of blobs to delete.
+	for id := range runIDs {
+		var n int
+		if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM run_garbage WHERE blob_key = ?`, "logs/"+id).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("the log of deleted test run %s in the ledger: %d, %v", id, n, err)
+		}
 	}
 }
 

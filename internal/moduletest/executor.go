@@ -312,6 +312,8 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	case code != 0:
 		_, _ = out.Write(initOut.Bytes())
 		return errored("terraform init failed (exit code %d)", code)
+	case ctx.Err() != nil:
+		return outcome{} // the server is stopping: the lease ends the run
 	}
 
 	sum := &summary{}

@@ -29,6 +29,10 @@ import (
 // PrefixTestRun starts a test run's ID (HCP Terraform's).
 const PrefixTestRun = "trun"
 
+// RunIDsSQL selects the IDs of a module's test runs (argument: the
+// module's ID), which are their logs' IDs too.
+const RunIDsSQL = `SELECT id FROM module_test_runs WHERE module_id = ?`
+
 // Status is a test run's status (go-tfe's TestRunStatus).
 type Status string
 

@@ -223,6 +223,9 @@ func (s *Service) Create(ctx context.Context, p Path, o CreateOptions) (*TestRun
 		return nil, err
 	}
 	owner, uploaded, err := s.Configs.Config(ctx, o.ConfigurationVersionID)
+	if err != nil && core.KindOf(err) != core.KindNotFound {
+		return nil, err
+	}
 	if err != nil || owner != m.ID {
 		return nil, core.Invalid("configuration version %q is not one of module %s's (create it with POST .../configuration-versions)", o.ConfigurationVersionID, m)
 	}

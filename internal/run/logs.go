@@ -217,3 +217,20 @@ func (s *Service) OpenLog(ctx context.Context, q store.Q, logID string) error {
 func (s *Service) CloseLog(ctx context.Context, logID, tail string) error {
 	return s.endLog(ctx, logID, tail)
 }
+
+// DeleteLogs removes, inside q's transaction, the logs whose IDs idsSQL
+// selects (a column named id: another domain's logs, a deleted module's
+// test runs): their chunks at once, their blobs through the run ledger
+// (run_garbage, swept later, so a rolled-back deletion loses nothing).
+// (SQLite needs the WHERE of an INSERT … SELECT … ON CONFLICT: its
+// parser would read ON as a join's.)
+func DeleteLogs(ctx context.Context, q store.Q, idsSQL string, args ...any) error {
+	if _, err := q.Exec(ctx, `INSERT INTO run_garbage (blob_key, not_before) SELECT 'logs/' || x.id, ? FROM (`+idsSQL+`) x WHERE true ON CONFLICT (blob_key) DO NOTHING`,
+		append([]any{core.Micros(core.Now())}, args...)...); err != nil {
+		return fmt.Errorf("deleting logs: %w", err)
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM log_chunks WHERE log_id IN (`+idsSQL+`)`, args...); err != nil {
+		return fmt.Errorf("deleting logs: %w", err)
+	}
+	return nil
+}

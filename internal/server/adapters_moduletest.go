@@ -10,6 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/registry"
+	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/variable"
@@ -80,8 +81,12 @@ func (v testVariables) ModuleTestVariables(ctx context.Context, org, moduleID st
 }
 
 // deleteModuleTests removes what a deleted module owns elsewhere: its
-// test configurations and test variables (its test runs go by cascade).
+// test runs' logs, test configurations and test variables (its test runs
+// go by cascade).
 func deleteModuleTests(ctx context.Context, q store.Q, m *registry.Module) error {
+	if err := run.DeleteLogs(ctx, q, moduletest.RunIDsSQL, m.ID); err != nil {
+		return err
+	}
 	if err := configversion.DeleteWorkspaceConfigurationVersions(ctx, q, m.ID); err != nil {
 		return err
 	}
