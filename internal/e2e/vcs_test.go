@@ -77,6 +77,13 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		vr.RepositoryHTTPURL != g.URL+"/"+repo || !strings.HasPrefix(vr.WebhookURL, e.URL+"/webhooks/vcs/") {
 		t.Fatalf("the workspace's vcs-repo: %+v", vr)
 	}
+	// The site admin's view names the repository too (go-tfe's AdminVCSRepo).
+	if aw, err := c.Admin.Workspaces.Read(ctx, ws.ID); err != nil || aw.VCSRepo == nil || aw.VCSRepo.Identifier != repo {
+		t.Fatalf("the admin API's workspace: %+v, %v", aw, err)
+	}
+	if l, err := c.Admin.Workspaces.List(ctx, &tfe.AdminWorkspaceListOptions{Query: "infra"}); err != nil || len(l.Items) != 1 || l.Items[0].VCSRepo == nil || l.Items[0].VCSRepo.Identifier != repo {
+		t.Fatalf("the admin API's list: %+v, %v", l, err)
+	}
 
 	// Terrace registered its webhook at Gitea.
 	var hooks []struct {
@@ -212,6 +219,9 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	}
 	if ws.VCSRepo != nil {
 		t.Errorf("vcs-repo after disconnecting: %+v", ws.VCSRepo)
+	}
+	if aw, err := c.Admin.Workspaces.Read(ctx, ws.ID); err != nil || aw.VCSRepo != nil {
+		t.Errorf("the admin API's workspace after disconnecting: %+v, %v", aw, err)
 	}
 	waitFor(t, 30*time.Second, "the webhook's removal from Gitea", func() bool {
 		hooks = nil

@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/authz"
@@ -20,6 +22,9 @@ type Summary struct {
 	Locked                 bool
 	// CurrentRunID is the workspace's current run ("" when it has none).
 	CurrentRunID string
+	// VCSIdentifier is the repository the workspace is connected to (""
+	// when none).
+	VCSIdentifier string
 }
 
 // AdminListOptions filter and order the list of every workspace.
@@ -45,17 +50,29 @@ func (s *Service) summaryCols() string {
 	if rs, ok := s.Runs.(CurrentRunsSQL); ok {
 		current = `(` + rs.CurrentRunIDSQL() + `)`
 	}
-	return `ws.id, ws.organization_name, ws.name, ws.locked_by_kind, ` + current
+	return `ws.id, ws.organization_name, ws.name, ws.locked_by_kind, ` + current + `, ws.attrs`
 }
 
 func scanSummary(sc store.Scanner) (*Summary, error) {
 	var w Summary
-	var lockKind string
+	var lockKind, attrs string
 	var current sql.NullString
-	if err := sc.Scan(&w.ID, &w.Organization, &w.Name, &lockKind, &current); err != nil {
+	if err := sc.Scan(&w.ID, &w.Organization, &w.Name, &lockKind, &current, &attrs); err != nil {
 		return nil, err
 	}
 	w.Locked, w.CurrentRunID = lockKind != "", current.String
+	// Of the settings, the repository's identifier only.
+	var settings struct {
+		VCSRepo *struct {
+			Identifier string `json:"identifier"`
+		} `json:"vcs-repo"`
+	}
+	if err := json.Unmarshal([]byte(attrs), &settings); err != nil {
+		return nil, fmt.Errorf("decoding the settings of workspace %s: %w", w.ID, err)
+	}
+	if settings.VCSRepo != nil {
+		w.VCSIdentifier = settings.VCSRepo.Identifier
+	}
 	return &w, nil
 }
 

@@ -20,25 +20,34 @@ func (a *API) registerAdmin(mux *http.ServeMux) {
 }
 
 // jsonAdminWorkspace is the admin API's workspace (go-tfe's
-// AdminWorkspace). vcs-repo is not shown here yet (the list reads no
-// settings); the workspace's own read shows it.
+// AdminWorkspace): its vcs-repo names the repository only (null when
+// none).
 type jsonAdminWorkspace struct {
-	ID           string      `jsonapi:"primary,workspaces"`
-	Name         string      `jsonapi:"attr,name"`
-	Locked       bool        `jsonapi:"attr,locked"`
-	Organization *jsonOrgRef `jsonapi:"relation,organization"`
-	CurrentRun   *jsonRunRef `jsonapi:"relation,current-run"`
+	ID           string            `jsonapi:"primary,workspaces"`
+	Name         string            `jsonapi:"attr,name"`
+	Locked       bool              `jsonapi:"attr,locked"`
+	VCSRepo      *jsonAdminVCSRepo `jsonapi:"attr,vcs-repo"`
+	Organization *jsonOrgRef       `jsonapi:"relation,organization"`
+	CurrentRun   *jsonRunRef       `jsonapi:"relation,current-run"`
 
 	links *jsonapi.Links
 }
 
 func (j *jsonAdminWorkspace) JSONAPILinks() *jsonapi.Links { return j.links }
 
+// jsonAdminVCSRepo is go-tfe's AdminVCSRepo.
+type jsonAdminVCSRepo struct {
+	Identifier string `json:"identifier"`
+}
+
 func adminJSON(w *Summary) *jsonAdminWorkspace {
 	j := &jsonAdminWorkspace{ID: w.ID, Name: w.Name, Locked: w.Locked, Organization: &jsonOrgRef{Name: w.Organization},
 		links: &jsonapi.Links{"self": "/api/v2/organizations/" + url.PathEscape(w.Organization) + "/workspaces/" + url.PathEscape(w.Name)}}
 	if w.CurrentRunID != "" {
 		j.CurrentRun = &jsonRunRef{ID: w.CurrentRunID}
+	}
+	if w.VCSIdentifier != "" {
+		j.VCSRepo = &jsonAdminVCSRepo{Identifier: w.VCSIdentifier}
 	}
 	return j
 }
