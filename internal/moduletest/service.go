@@ -471,3 +471,23 @@ func (s *Service) Cancel(ctx context.Context, p Path, id string, force bool) err
 	}
 	return nil
 }
+
+// Latest returns the newest test run of each of the modules (none for a
+// module without), in one statement, for a caller who may read them (the
+// registry's page).
+func (s *Service) Latest(ctx context.Context, moduleIDs []string) (map[string]*TestRun, error) {
+	out := map[string]*TestRun{}
+	if len(moduleIDs) == 0 {
+		return out, nil
+	}
+	in, args := store.In(moduleIDs)
+	runs, err := store.All(ctx, s.DB, s.scan, `SELECT `+cols+` FROM module_test_runs r WHERE r.module_id IN (`+in+`)
+		AND NOT EXISTS (SELECT 1 FROM module_test_runs n WHERE n.module_id = r.module_id AND (n.created_at > r.created_at OR (n.created_at = r.created_at AND n.id > r.id)))`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, tr := range runs {
+		out[tr.ModuleID] = tr
+	}
+	return out, nil
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/registry"
@@ -18,6 +19,8 @@ type moduleRow struct {
 	M *registry.Module
 	// NoCode is the no-code module's ID ("" when it has none).
 	NoCode string
+	// Test is the module's newest test run (nil: none).
+	Test *moduletest.TestRun
 }
 
 // modules lists the organization's private registry, with a provision
@@ -43,9 +46,16 @@ func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	tests := map[string]*moduletest.TestRun{}
+	if u.o.ModuleTests != nil {
+		if tests, err = u.o.ModuleTests.Latest(ctx, ids); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
 	var rows []moduleRow
 	for _, m := range mods {
-		row := moduleRow{M: m}
+		row := moduleRow{M: m, Test: tests[m.ID]}
 		if l := nc[m.ID]; len(l) > 0 {
 			row.NoCode = l[0]
 		}

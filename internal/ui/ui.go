@@ -19,6 +19,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
@@ -57,6 +58,8 @@ type Options struct {
 	Assessments *assessment.Service
 	Registry    *registry.Service
 	NoCode      *nocode.Service
+	// ModuleTests runs modules' tests (nil: the registry shows none).
+	ModuleTests *moduletest.Service
 	// Providers is the private provider registry.
 	Providers *providerregistry.Service
 	// Orchestration is the resource-graph orchestrator.
