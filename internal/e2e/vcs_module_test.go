@@ -233,10 +233,18 @@ func testVCSBackedModule(t *testing.T, store string, eng testenv.Engine) {
 		hooks = nil
 		return g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks) == http.StatusOK && len(hooks) == 0
 	})
+	waitFor(t, 30*time.Second, "the branch module's webhook at Gitea", func() bool {
+		hooks = nil
+		return g.Do(t, "GET", "/repos/"+mono+"/hooks", nil, &hooks) == http.StatusOK && len(hooks) == 1
+	})
 	if err := c.OAuthClients.Delete(ctx, oc.ID); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := c.RegistryModules.Read(ctx, netID); err != nil || m.VCSRepo != nil || m.PublishingMechanism != "" || versions(netID)["0.2.0"] != "ok" {
 		t.Fatalf("the branch module after its provider's deletion: %v %+v, want no vcs-repo and its versions", err, m)
 	}
+	waitFor(t, 30*time.Second, "the branch module's webhook's removal from Gitea after its provider's deletion", func() bool {
+		hooks = nil
+		return g.Do(t, "GET", "/repos/"+mono+"/hooks", nil, &hooks) == http.StatusOK && len(hooks) == 0
+	})
 }

@@ -102,6 +102,25 @@ func testVCSModuleTests(t *testing.T, store string) {
 	}
 	giteaStatus(t, g, repo, head, context, "failure", "Tests failed: 0 passed, 1 failed, 0 errored, 0 skipped")
 
+	// The organization's deletion removes the module's webhook from Gitea
+	// (its token goes with it: the removal carries the token sealed) and
+	// the test configurations the module owned.
+	m, err := c.RegistryModules.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Organizations.Delete(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the module's webhook's removal from Gitea after its organization's deletion", func() bool {
+		var hooks []map[string]any
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 0
+	})
+	var left int
+	if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM configuration_versions WHERE workspace_id = ?`, m.ID).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("test configurations of the deleted organization's module: %d, %v", left, err)
+	}
 }
 
 // giteaStatus waits until the latest status of context on commit sha is

@@ -285,12 +285,24 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 30*time.Second, "the second workspace's webhook at Gitea", func() bool {
+		hooks = nil
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 1
+	})
 	if err := c.OAuthClients.Delete(ctx, oc.ID); err != nil {
 		t.Fatal(err)
 	}
 	if ws, err = c.Workspaces.Read(ctx, "acme", "second"); err != nil || ws.VCSRepo != nil {
 		t.Fatalf("the workspace after its VCS provider was deleted: %v, %v, want no vcs-repo", ws, err)
 	}
+	// Its webhook goes from Gitea too: the removal carries the deleted
+	// token's credential, sealed.
+	waitFor(t, 30*time.Second, "the webhook's removal from Gitea after its provider's deletion", func() bool {
+		hooks = nil
+		g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		return len(hooks) == 0
+	})
 	res, err = e.HTTP.Post(second.VCSRepo.WebhookURL, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)

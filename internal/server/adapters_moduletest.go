@@ -93,6 +93,23 @@ func deleteModuleTests(ctx context.Context, q store.Q, m *registry.Module) error
 	return variable.DeleteWorkspaceVariables(ctx, q, m.ID)
 }
 
+// deleteOrganizationModuleTests removes, inside an organization's
+// deletion, what its modules own elsewhere and no cascade reaches: their
+// test runs' logs and test configurations (their variables go with the
+// organization).
+func deleteOrganizationModuleTests(ctx context.Context, q store.Q, org string) error {
+	ids, err := store.Strings(ctx, q, `SELECT id FROM registry_modules WHERE organization_name = ? ORDER BY id`, org)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := deleteModuleTests(ctx, q, &registry.Module{ID: id}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // wireModuleTests builds the module test service.
 func (s *Server) wireModuleTests() error {
 	var err error
@@ -103,6 +120,7 @@ func (s *Server) wireModuleTests() error {
 		return err
 	}
 	s.Registry.OnDelete = append(s.Registry.OnDelete, deleteModuleTests)
+	s.Orgs.OnDelete = append(s.Orgs.OnDelete, deleteOrganizationModuleTests)
 	s.ConfigVersions.SetModuleAccess(s.ModuleTests.ConfigAccess)
 	return nil
 }

@@ -87,6 +87,7 @@ func (s *Server) wireVCS() error {
 		return s.VCS.DeleteModule(ctx, q, m.ID)
 	})
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, s.VCS.DeleteWorkspace)
+	s.Orgs.OnDelete = append(s.Orgs.OnDelete, s.VCS.DeleteOrganization)
 	s.Runs.Observe(s.VCS.RunTransition)
 	return nil
 }

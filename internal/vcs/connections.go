@@ -356,8 +356,38 @@ func (s *Service) drop(ctx context.Context, q store.Q, c *connection) error {
 	if c.hookID == "" {
 		return nil // not registered (a registration under way removes its own hook: registerHook)
 	}
-	p, _ := json.Marshal(unhook{Token: c.token, Identifier: c.identifier, Hook: c.hookID})
-	return s.enqueue(ctx, q, outbox.Message{Key: "unhook:" + c.webhook, Payload: string(p)})
+	return s.queueUnhook(ctx, q, c.token, c.identifier, c.hookID, c.webhook)
+}
+
+// unhookPurpose seals the credential an unhook item carries.
+const unhookPurpose = "outbox_items.vcs-unhook"
+
+// queueUnhook queues, in q's transaction, the removal of a webhook from
+// the host. The item carries the token's credential, sealed with the
+// site's keys: the token may be deleted in this very transaction (its
+// own deletion, its provider's, its organization's), and the host can
+// only be asked with it. A handled item is deleted with its payload; one
+// that failed keeps it, sealed, until the outbox prunes failed items.
+func (s *Service) queueUnhook(ctx context.Context, q store.Q, token, identifier, hook, webhook string) error {
+	u := unhook{Token: token, Identifier: identifier, Hook: hook}
+	cred, err := s.Credential(ctx, q, token)
+	switch {
+	case err == nil:
+		b, _ := json.Marshal(sealedCredential{Provider: cred.Provider, APIURL: cred.APIURL, HTTPURL: cred.HTTPURL, Token: cred.Token})
+		if u.Credential, err = s.Keys.SealString(unhookPurpose, string(b)); err != nil {
+			return err
+		}
+	case core.KindOf(err) != core.KindNotFound:
+		return err
+	}
+	p, _ := json.Marshal(u)
+	return s.enqueue(ctx, q, outbox.Message{Key: "unhook:" + webhook, Payload: string(p)})
+}
+
+// sealedCredential is what an unhook item keeps of a token.
+type sealedCredential struct {
+	Provider               Provider
+	APIURL, HTTPURL, Token string
 }
 
 // DeleteWorkspace runs inside a workspace's deletion: its connection's
@@ -366,22 +396,30 @@ func (s *Service) DeleteWorkspace(ctx context.Context, q store.Q, workspaceID st
 	return s.connect(ctx, q, workspaceOwner, workspaceID, nil, "")
 }
 
-// DeleteTokens runs inside the deletion of OAuth tokens: the workspaces
-// and stacks connected through them are disconnected (their webhooks stay
-// at the host, which Terrace can no longer reach without the token;
-// deliveries to them find nothing).
+// DeleteTokens runs inside the deletion of OAuth tokens: what is
+// connected through them (workspaces, stacks, modules, policy sets) is
+// disconnected, and their webhooks are removed from the host with the
+// token's sealed credential (queueUnhook); deliveries meanwhile find
+// nothing.
 func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string) error {
 	for _, o := range owners {
 		var ids []string
 		for _, t := range tokenIDs {
-			got, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
-				var id string
-				return id, sc.Scan(&id)
-			}, `SELECT `+o.column+` FROM `+o.table+` WHERE oauth_token_id = ?`, t)
+			conns, err := store.All(ctx, q, func(sc store.Scanner) ([4]string, error) {
+				var c [4]string
+				return c, sc.Scan(&c[0], &c[1], &c[2], &c[3])
+			}, `SELECT `+o.column+`, identifier, provider_hook_id, webhook_id FROM `+o.table+` WHERE oauth_token_id = ?`, t)
 			if err != nil {
 				return err
 			}
-			ids = append(ids, got...)
+			for _, c := range conns {
+				ids = append(ids, c[0])
+				if c[2] != "" {
+					if err := s.queueUnhook(ctx, q, t, c[1], c[2], c[3]); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		if len(ids) == 0 {
 			continue
@@ -407,8 +445,22 @@ func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string
 	return nil
 }
 
+// DeleteOrganization runs inside an organization's deletion: everything
+// connected through its tokens is disconnected and its webhooks removed
+// from the hosts (DeleteTokens), before the tokens go by cascade.
+func (s *Service) DeleteOrganization(ctx context.Context, q store.Q, org string) error {
+	ids, err := store.Strings(ctx, q, `SELECT t.id`+tokenFrom+` WHERE c.organization_name = ? ORDER BY t.id`, org)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return s.DeleteTokens(ctx, q, ids)
+}
+
 type unhook struct {
 	Token, Identifier, Hook string
+	// Credential is the token's, sealed (queueUnhook); "" from a server
+	// that predates it, or when the token was gone already.
+	Credential string `json:",omitempty"`
 }
 
 func (s *Service) enqueue(ctx context.Context, q store.Q, msgs ...outbox.Message) error {

@@ -240,6 +240,18 @@ func (s *Service) registerHook(ctx context.Context, webhook string) error {
 
 func (s *Service) removeHook(ctx context.Context, u unhook) error {
 	h, err := s.hostFor(ctx, u.Token)
+	if core.KindOf(err) == core.KindNotFound && u.Credential != "" {
+		// The token went (with the connection): its sealed credential asks.
+		var plain string
+		if plain, err = s.Keys.OpenString(unhookPurpose, u.Credential); err != nil {
+			return outbox.Permanent(err)
+		}
+		var c sealedCredential
+		if err := json.Unmarshal([]byte(plain), &c); err != nil {
+			return outbox.Permanent(fmt.Errorf("decoding an unhook's credential: %w", err))
+		}
+		h, err = s.host(&Credential{Provider: c.Provider, APIURL: c.APIURL, HTTPURL: c.HTTPURL, Token: c.Token})
+	}
 	if core.KindOf(err) == core.KindNotFound {
 		return nil // the token is gone: the host cannot be asked
 	}
