@@ -87,4 +87,23 @@ func TestRegistryShowsModuleTests(t *testing.T) {
 	if strings.Join(got, " | ") != strings.Join(want, " | ") {
 		t.Fatalf("the Tests column: %q, want %q", got, want)
 	}
+
+	// The newest run's status leads to the module's runs, newest first,
+	// and each run to its log: terraform test's messages, the failure's
+	// detail among them.
+	tb.press(`#modules td.tests a`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#test-runs`)))
+	verdicts := must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#test-runs td.verdict')).map(function(td){return td.textContent.trim()})`))
+	if strings.Join(verdicts, " | ") != "pass: 1 passed, 0 failed | fail: 0 passed, 1 failed" {
+		t.Fatalf("the module's test runs: %q", verdicts)
+	}
+	tb.press(`#test-runs tbody tr:nth-child(2) a`)
+	tb.do(chromedp.WaitVisible(chromedp.CSS(`#test-log`)))
+	if log := tb.text("#test-log"); !strings.Contains(log, `"adds"... fail`) || !strings.Contains(log, "Error: Test assertion failed: no") || !strings.Contains(log, "Failure! 0 passed, 1 failed.") || strings.Contains(log, `"@level"`) {
+		t.Fatalf("the failed run's log:\n%s", log)
+	}
+	if got := tb.text("#test-status"); got != "finished fail: 0 passed, 1 failed" {
+		t.Fatalf("the failed run's status: %q", got)
+	}
+	tb.screenshot("module-test-run")
 }
