@@ -62,6 +62,31 @@ output "value" {
 	}
 }
 
+// newVCSStack pushes files to a new repository of a Gitea beside a new
+// server (store "" for the default), and makes organization acme's stack
+// "vcs" in project platform connected to it: the server, Gitea, the
+// repository, the pushed commit, the VCS provider and the stack.
+func newVCSStack(t *testing.T, store, name string, files map[string]string) (*testenv.Env, *testenv.Gitea, string, string, *tfe.OAuthClient, *tfe.Stack) {
+	t.Helper()
+	ctx := context.Background()
+	e, g := testenv.NewWithGitea(t, testenv.Options{Store: store})
+	repo := g.CreateRepo(t, name)
+	first := g.Push(t, repo, "main", files, "first")
+	c := e.Client
+	o := testenv.NewOrg(t, c, "acme")
+	prj, err := c.Projects.Create(ctx, o.Name, tfe.ProjectCreateOptions{Name: "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc := g.Provider(t, c, o.Name)
+	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vcs", Project: &tfe.Project{ID: prj.ID},
+		VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, g, repo, first, oc, st
+}
+
 // TestVCSBackedStack: a stack connected to a repository of a real Gitea,
 // as HCP Terraform's VCS-backed stacks: connecting registers Terrace's
 // webhook and fetches the branch head into a configuration (source
@@ -76,22 +101,8 @@ func TestVCSBackedStack(t *testing.T) {
 	}
 	t.Parallel()
 	ctx := context.Background()
-	e, g := testenv.NewWithGitea(t, testenv.Options{})
-	repo := g.CreateRepo(t, "stacks")
-	g.Push(t, repo, "main", vcsStackFiles("one"), "first")
-
+	e, g, repo, _, oc, st := newVCSStack(t, "", "stacks", vcsStackFiles("one"))
 	c := e.Client
-	o := testenv.NewOrg(t, c, "acme")
-	prj, err := c.Projects.Create(ctx, o.Name, tfe.ProjectCreateOptions{Name: "platform"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc := g.Provider(t, c, o.Name)
-	st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vcs", Project: &tfe.Project{ID: prj.ID},
-		VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if st.VCSRepo == nil || st.VCSRepo.Identifier != repo || st.VCSRepo.Branch != "main" || st.VCSRepo.OAuthTokenID != oc.OAuthTokens[0].ID {
 		t.Fatalf("the stack's vcs-repo: %+v", st.VCSRepo)
 	}
@@ -125,7 +136,7 @@ func TestVCSBackedStack(t *testing.T) {
 		if r.Status != "succeeded" {
 			t.Fatalf("configuration %d's run ended %s: %s", n, r.Status, diagnostics(t, c, cfg.ID))
 		}
-		if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != want {
+		if v := outputs(t, c, "acme", "stack-"+st.ID+"-only")["value"]; v != want {
 			t.Fatalf("after configuration %d, output value = %v, want %s", n, v, want)
 		}
 	}
@@ -176,7 +187,7 @@ func TestVCSBackedStack(t *testing.T) {
 	if r := waitRun(t, c, groupRun(t, c, spec.ID, "auto").ID, is("succeeded", "failed")); r.Status != "succeeded" {
 		t.Fatalf("the pull request's plan ended %s: %s", r.Status, diagnostics(t, c, spec.ID))
 	}
-	if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != "two" {
+	if v := outputs(t, c, "acme", "stack-"+st.ID+"-only")["value"]; v != "two" {
 		t.Fatalf("after the pull request's plan, output value = %v, want two (a plan changes nothing)", v)
 	}
 	commitStatus(t, g, repo, fix, "Terrace/acme/vcs/only", "success", "Speculative plan finished")
@@ -214,21 +225,8 @@ func TestVCSBackedStackRunStatuses(t *testing.T) {
 	for _, store := range testenv.Stores {
 		t.Run(store, func(t *testing.T) {
 			ctx := context.Background()
-			e, g := testenv.NewWithGitea(t, testenv.Options{Store: store})
-			repo := g.CreateRepo(t, "statuses")
-			first := g.Push(t, repo, "main", manualStackFiles("one"), "first")
+			e, g, repo, first, _, st := newVCSStack(t, store, "statuses", manualStackFiles("one"))
 			c := e.Client
-			o := testenv.NewOrg(t, c, "acme")
-			prj, err := c.Projects.Create(ctx, o.Name, tfe.ProjectCreateOptions{Name: "platform"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			oc := g.Provider(t, c, o.Name)
-			st, err := c.Stacks.Create(ctx, tfe.StackCreateOptions{Name: "vcs", Project: &tfe.Project{ID: prj.ID},
-				VCSRepo: &tfe.StackVCSRepoOptions{Identifier: repo, OAuthTokenID: oc.OAuthTokens[0].ID}})
-			if err != nil {
-				t.Fatal(err)
-			}
 			const check = "Terrace/acme/vcs/only"
 			// waiting returns the run of configuration n once it waits
 			// for approval, after checking that its commit says so while
@@ -273,7 +271,7 @@ func TestVCSBackedStackRunStatuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			latestStatus(t, g, repo, third, check, r3.ID, "error", "Deployment abandoned")
-			if v := outputs(t, c, o.Name, "stack-"+st.ID+"-only")["value"]; v != "two" {
+			if v := outputs(t, c, "acme", "stack-"+st.ID+"-only")["value"]; v != "two" {
 				t.Fatalf("output value = %v, want two (the abandoned runs applied nothing)", v)
 			}
 		})
