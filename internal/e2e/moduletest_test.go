@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,6 +176,7 @@ func testModuleTests(t *testing.T, e *testenv.Env, c *cli) {
 	}
 
 	testModuleTestCancel(ctx, t, e, id)
+	testModuleTestInterrupt(ctx, t, e, c, id, source)
 	testModuleTestLostExecutor(ctx, t, e, id)
 	testModuleTestPrivileges(ctx, t, e, id)
 	testModuleTestRefusals(ctx, t, e, id)
@@ -330,6 +332,63 @@ func testModuleTestCancel(ctx context.Context, t *testing.T, e *testenv.Env, id 
 	}
 }
 
+// testModuleTestInterrupt: Ctrl-C in terraform test -cloud-run cancels
+// the test run on the server (go-tfe's Cancel: terraform there is
+// interrupted, lets its provisioner end and tears down), and the CLI ends
+// without success once the run is canceled.
+func testModuleTestInterrupt(ctx context.Context, t *testing.T, e *testenv.Env, c *cli, id tfe.RegistryModuleID, source string) {
+	dir := writeConfig(t, map[string]string{"main.tf": `
+resource "terraform_data" "slow" {
+  provisioner "local-exec" {
+    command = "sleep 5"
+  }
+}
+`})
+	if err := os.Mkdir(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tests", "slow.tftest.hcl"), []byte("run \"waits\" {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.Client.TestRuns.List(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, "test", source)
+	cmd.Dir, cmd.Env = dir, c.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var run *tfe.TestRun
+	waitFor(t, 60*time.Second, "the CLI's test run running", func() bool {
+		l, err := e.Client.TestRuns.List(ctx, id, nil)
+		if err != nil || l.TotalCount == before.TotalCount {
+			return false
+		}
+		run = l.Items[0]
+		return run.Status == tfe.TestRunRunning
+	})
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("terraform test exited 0 after an interrupt:\n%s", out.String())
+		}
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("terraform test did not end after an interrupt:\n%s", out.String())
+	}
+	if r, err := e.Client.TestRuns.Read(ctx, id, run.ID); err != nil || r.Status != tfe.TestRunCanceled || !r.StatusTimestamps.ForceCanceledAt.IsZero() {
+		t.Fatalf("the interrupted CLI's test run: %+v, %v (canceled, not force-canceled)\n%s", r, err, out.String())
+	}
+}
+
 // testModuleTestLostExecutor: a running test run whose lease another
 // replica's executor holds, and let run out (that replica died), is ended
 // as errored, saying why; this server's executor, which no longer holds
@@ -419,7 +478,7 @@ func testModuleTestRefusals(ctx context.Context, t *testing.T, e *testenv.Env, i
 	if _, err := reader.ConfigurationVersions.Read(ctx, uploaded.ID); err == nil {
 		t.Fatal("a member without manage-modules read a module's test configuration")
 	}
-	if n, err := e.Client.TestRuns.List(ctx, id, nil); err != nil || n.TotalCount != 6 {
-		t.Fatalf("test runs after the refusals: %+v, %v (the six made before, no more)", n, err)
+	if n, err := e.Client.TestRuns.List(ctx, id, nil); err != nil || n.TotalCount != 7 {
+		t.Fatalf("test runs after the refusals: %+v, %v (the seven made before, no more)", n, err)
 	}
 }
