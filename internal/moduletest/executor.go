@@ -250,6 +250,12 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	}
 	out := runner.NewLogWriter(ctx, logAppender{s.Logs}, tr.ID, tr.ID, secrets, func(err error) { log.Warn("a log chunk was refused", "error", err) })
 	defer out.Close()
+	// The lease is renewed from here on: preparing a large module takes
+	// time too.
+	signals, lost := make(chan Signal, 2), make(chan struct{})
+	hbCtx, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	go s.beat(hbCtx, cfg, tr.ID, signals, lost, log)
 
 	dir, err := os.MkdirTemp(cfg.ScratchDir, "terrace-test-"+tr.ID+"-")
 	if err != nil {
@@ -288,11 +294,7 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 			return errored("reading the organization's settings: %v", err)
 		}
 	}
-	x := &process{bin: bin, wd: wd, env: env, grace: cfg.CancelGrace, signals: make(chan Signal, 2), noNewPrivs: !sudo}
-	hbCtx, stopHB := context.WithCancel(ctx)
-	defer stopHB()
-	lost := make(chan struct{})
-	go s.beat(hbCtx, cfg, tr.ID, x.signals, lost, log)
+	x := &process{bin: bin, wd: wd, env: env, grace: cfg.CancelGrace, signals: signals, noNewPrivs: !sudo}
 
 	// init's output only matters when it fails: a test log is terraform
 	// test's JSON lines, which the CLI renders.
