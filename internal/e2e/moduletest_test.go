@@ -318,12 +318,7 @@ func testModuleTestCancel(ctx context.Context, t *testing.T, e *testenv.Env, id 
 	if err := e.Client.TestRuns.ForceCancel(ctx, id, tr.ID); err != nil {
 		t.Fatal(err)
 	}
-	var last *tfe.TestRun
-	var err error
-	waitFor(t, 30*time.Second, "the force-canceled test run to end", func() bool {
-		last, err = e.Client.TestRuns.Read(ctx, id, tr.ID)
-		return err == nil && last.Status != tfe.TestRunRunning
-	})
+	last := waitTestRun(ctx, t, e, id, tr.ID)
 	if last.Status != tfe.TestRunCanceled || last.StatusTimestamps.ForceCanceledAt.IsZero() {
 		t.Fatalf("force-canceled test run: %+v", last)
 	}
@@ -398,12 +393,7 @@ func testModuleTestLostExecutor(ctx context.Context, t *testing.T, e *testenv.En
 	if _, err := e.Server.DB.Exec(ctx, `UPDATE module_test_runs SET runner_id = 'a-replica-that-died', lease_until = 1 WHERE id = ?`, tr.ID); err != nil {
 		t.Fatal(err)
 	}
-	var last *tfe.TestRun
-	var err error
-	waitFor(t, 30*time.Second, "the test run of the dead executor to end", func() bool {
-		last, err = e.Client.TestRuns.Read(ctx, id, tr.ID)
-		return err == nil && last.Status != tfe.TestRunRunning
-	})
+	last := waitTestRun(ctx, t, e, id, tr.ID)
 	if last.Status != tfe.TestRunErrored || last.TestStatus != tfe.TestError || last.StatusTimestamps.ErroredAt.IsZero() {
 		t.Fatalf("test run of a dead executor: %+v", last)
 	}

@@ -161,11 +161,7 @@ func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) er
 		if err != nil {
 			return err
 		}
-		var holder string
-		if err := tx.QueryRow(ctx, `SELECT runner_id FROM module_test_runs WHERE id = ?`, id).Scan(&holder); err != nil {
-			return err
-		}
-		if tr.Status != StatusRunning || holder != runnerID {
+		if tr.Status != StatusRunning || tr.runnerID != runnerID {
 			return core.Conflict("test run %s is %s, and no longer this executor's", id, tr.Status)
 		}
 		tr.TestStatus, tr.Counts = o.verdict, o.counts
@@ -189,12 +185,8 @@ func (s *Service) reap(ctx context.Context) error {
 		ended := false
 		err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 			tr, err := s.read(ctx, tx, id, true)
-			if err != nil || tr.Status != StatusRunning {
-				return err
-			}
-			var until int64
-			if err := tx.QueryRow(ctx, `SELECT lease_until FROM module_test_runs WHERE id = ?`, id).Scan(&until); err != nil || until >= core.Micros(core.Now()) {
-				return err // renewed meanwhile
+			if err != nil || tr.Status != StatusRunning || tr.leaseUntil >= core.Micros(core.Now()) {
+				return err // ended or renewed meanwhile
 			}
 			ended = true
 			tr.TestStatus = TestError

@@ -161,8 +161,12 @@ type TestRun struct {
 	Variables              []Variable
 	Timestamps             Timestamps
 	Signal                 Signal
-	CreatedByToken         string
-	CreatedAt, UpdatedAt   time.Time
+	// runnerID and leaseUntil (µs) are the executor's lease of a
+	// running run.
+	runnerID             string
+	leaseUntil           int64
+	CreatedByToken       string
+	CreatedAt, UpdatedAt time.Time
 }
 
 // Module is a registry module as this domain sees it.

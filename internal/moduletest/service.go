@@ -332,14 +332,14 @@ func (s *Service) Wake() {
 }
 
 const cols = `id, module_id, organization_name, configuration_version_id, status, test_status, tests_passed, tests_failed, tests_errored, tests_skipped,
-	options, variables, status_timestamps, signal, created_by_token, created_at, updated_at`
+	options, variables, status_timestamps, signal, runner_id, lease_until, created_by_token, created_at, updated_at`
 
 func (s *Service) scan(sc interface{ Scan(...any) error }) (*TestRun, error) {
 	var tr TestRun
 	var status, testStatus, opts, vars, ts, signal string
 	var created, updated int64
 	if err := sc.Scan(&tr.ID, &tr.ModuleID, &tr.Organization, &tr.ConfigurationVersionID, &status, &testStatus,
-		&tr.Counts.Passed, &tr.Counts.Failed, &tr.Counts.Errored, &tr.Counts.Skipped, &opts, &vars, &ts, &signal, &tr.CreatedByToken, &created, &updated); err != nil {
+		&tr.Counts.Passed, &tr.Counts.Failed, &tr.Counts.Errored, &tr.Counts.Skipped, &opts, &vars, &ts, &signal, &tr.runnerID, &tr.leaseUntil, &tr.CreatedByToken, &created, &updated); err != nil {
 		return nil, err
 	}
 	tr.Status, tr.TestStatus, tr.Signal = Status(status), TestStatus(testStatus), Signal(signal)

@@ -97,14 +97,6 @@ func toJSONVar(v *Variable) *jsonVar {
 	return j
 }
 
-func toJSONVars(vars []*Variable) []*jsonVar {
-	out := make([]*jsonVar, len(vars))
-	for i, v := range vars {
-		out[i] = toJSONVar(v)
-	}
-	return out
-}
-
 type jsonParent struct {
 	Organization *jsonOrgRef
 	Project      *jsonProjectRef
@@ -204,6 +196,11 @@ func (a *API) listAllWorkspaceVars(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) respondVarList(w http.ResponseWriter, r *http.Request, list func() ([]*Variable, error)) {
+	a.respondVarListAs(w, r, toJSONVar, list)
+}
+
+// respondVarListAs is respondVarList rendering each variable with encode.
+func (a *API) respondVarListAs(w http.ResponseWriter, r *http.Request, encode func(*Variable) *jsonVar, list func() ([]*Variable, error)) {
 	page, err := tfeapi.ParsePage(r)
 	if err != nil {
 		tfeapi.Error(w, r, err)
@@ -215,13 +212,11 @@ func (a *API) respondVarList(w http.ResponseWriter, r *http.Request, list func()
 		return
 	}
 	items, pg := tfeapi.Paginate(vars, page)
-	j := toJSONVars(items)
-	for _, v := range j {
-		if v.Configurable != nil && !core.HasPrefix(v.Configurable.ID, core.PrefixWorkspace) {
-			v.Configurable = nil // a module's test variable
-		}
+	out := make([]*jsonVar, len(items))
+	for i, v := range items {
+		out[i] = encode(v)
 	}
-	tfeapi.RespondList(w, r, j, pg)
+	tfeapi.RespondList(w, r, out, pg)
 }
 
 func (a *API) createWorkspaceVar(w http.ResponseWriter, r *http.Request) {

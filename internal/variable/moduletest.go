@@ -71,7 +71,7 @@ func (a *API) RegisterModuleTests(mux *http.ServeMux, module ModuleTests) {
 		}
 	}
 	mux.HandleFunc("GET "+base, with(func(w http.ResponseWriter, r *http.Request, org, id string) {
-		a.respondVarList(w, r, func() ([]*Variable, error) { return a.Service.ModuleTestVariables(r.Context(), org, id) })
+		a.respondVarListAs(w, r, toModuleVar, func() ([]*Variable, error) { return a.Service.ModuleTestVariables(r.Context(), org, id) })
 	}))
 	mux.HandleFunc("POST "+base, with(func(w http.ResponseWriter, r *http.Request, org, id string) {
 		opts, err := decodeVar(w, r)
