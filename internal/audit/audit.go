@@ -69,6 +69,8 @@ func actorOf(p *auth.Principal) Actor {
 		a.ID, a.Name = p.TeamID, "team token of "+p.TeamID
 	case auth.KindRun:
 		a.ID, a.Name = p.RunID, "run token of "+p.RunID+" in "+p.WorkspaceID
+	case auth.KindTestRun:
+		a.ID, a.Name = p.TestRunID, "test run token of "+p.TestRunID+" in "+p.Organization
 	default:
 		a.ID, a.Name = p.TokenID, string(p.Kind)+" token of "+p.Organization
 	}

@@ -35,6 +35,11 @@ const (
 	// run's plan JSON and configuration download (internal/authz), and
 	// are deleted when the task stage ends.
 	KindTaskResult Kind = "task-result"
+	// KindTestRun tokens are given to terraform test inside a module's
+	// test run: they read their organization's private registry (and
+	// what other organizations share with it), nothing else
+	// (internal/authz), and stop working when the test run ends.
+	KindTestRun Kind = "test-run"
 	// KindRunner is the server's own in-process runner speaking the job
 	// protocol (internal/jobapi). No token has this kind: the in-process
 	// transport puts the principal in the request itself.
@@ -83,6 +88,10 @@ type Principal struct {
 	// Organization of its run, with the run's configuration version).
 	TaskResultID    string
 	ConfigVersionID string
+
+	// Test run tokens: the module test run (and Organization, the
+	// module's).
+	TestRunID string
 }
 
 // CanAccessOrganization reports whether the principal may see anything in

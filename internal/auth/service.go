@@ -56,6 +56,13 @@ type TaskResultResolver interface {
 	TaskResultScope(ctx context.Context, resultID string) (TaskResultScope, error)
 }
 
+// TestRunResolver names the organization of a running module test run
+// for test run tokens (the module test domain provides it); a test run
+// that is not running is not found.
+type TestRunResolver interface {
+	RunningTestRunOrganization(ctx context.Context, testRunID string) (org string, err error)
+}
+
 // Service keeps users and tokens and authenticates requests.
 type Service struct {
 	db          *store.DB
@@ -63,6 +70,7 @@ type Service struct {
 	orgs        Organizations
 	runs        RunResolver
 	taskResults TaskResultResolver
+	testRuns    TestRunResolver
 	agentPools  AgentPoolResolver
 	// TokenTTL, when set, is the longest a token of kind may live in
 	// org (the organization's token TTL policy); older organization and
@@ -98,6 +106,9 @@ func (s *Service) SetAgentPoolResolver(r AgentPoolResolver) { s.agentPools = r }
 
 // SetTaskResultResolver wires the run task domain in.
 func (s *Service) SetTaskResultResolver(r TaskResultResolver) { s.taskResults = r }
+
+// SetTestRunResolver wires the module test domain in.
+func (s *Service) SetTestRunResolver(r TestRunResolver) { s.testRuns = r }
 
 // Token is a stored token (never its secret).
 type Token struct {
@@ -225,6 +236,13 @@ func (s *Service) ListTokens(ctx context.Context, kind Kind, subjects ...string)
 	}
 	in, args := store.In(subjects)
 	return store.All(ctx, s.db, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE kind = ? AND subject IN (`+in+`) ORDER BY created_at, id`, append([]any{string(kind)}, args...)...)
+}
+
+// DeleteTokensOf removes the tokens of kind whose subjects subjectsSQL
+// selects (with args): those of a deleted thing's parts, in its deletion.
+func DeleteTokensOf(ctx context.Context, q store.Q, kind Kind, subjectsSQL string, args ...any) error {
+	_, err := q.Exec(ctx, `DELETE FROM tokens WHERE kind = ? AND subject IN (`+subjectsSQL+`)`, append([]any{string(kind)}, args...)...)
+	return err
 }
 
 // DeleteToken removes a token.
@@ -368,6 +386,18 @@ func (s *Service) principal(ctx context.Context, id string, kind Kind, subject s
 			return nil, core.Unauthorized("the token's task result no longer exists")
 		}
 		p.TaskResultID, p.RunID, p.WorkspaceID, p.Organization, p.ConfigVersionID = subject, sc.RunID, sc.WorkspaceID, sc.Organization, sc.ConfigVersionID
+	case KindTestRun:
+		if s.testRuns == nil {
+			return nil, core.Unauthorized("test run tokens are not accepted")
+		}
+		p.TestRunID = subject
+		p.Organization, err = s.testRuns.RunningTestRunOrganization(ctx, subject)
+		if core.KindOf(err) == core.KindNotFound {
+			return nil, core.Unauthorized("the token's test run has ended")
+		}
+		if err != nil {
+			return nil, err
+		}
 	default:
 		return nil, core.Unauthorized("unknown token kind")
 	}

@@ -101,9 +101,9 @@ const (
 	OrgReadVCS Action = "organization:read-vcs-providers"
 	// OrgReadModules lists and downloads the organization's private
 	// registry modules through the module registry protocol (terraform
-	// init): members, organization tokens, and run tokens, since
-	// terraform init inside a run fetches private modules; not agent or
-	// task result tokens. The members and tokens (run tokens too) of an
+	// init): members, organization tokens, and run and test run tokens,
+	// since terraform init inside a run or a module's test run fetches
+	// private modules; not agent or task result tokens. The members and tokens (run tokens too) of an
 	// organization it shares its modules with as well (global module
 	// sharing, module consumers: Resolver.SharesModules).
 	OrgReadModules Action = "organization:read-modules"

@@ -115,6 +115,11 @@ func (g *Guard) Decide(ctx context.Context, p *auth.Principal, rt Route, req Req
 	if p != nil && p.Kind == auth.KindTaskResult && !rt.TaskToken {
 		return core.Forbidden("a task result's access token can only report its result and read its run's plan JSON and configuration")
 	}
+	if p != nil && p.Kind == auth.KindTestRun {
+		// It reads the private registry, whose protocol is served
+		// outside the API (the registry services ask the model).
+		return errTestRunToken()
+	}
 	if rt.Service {
 		// The service checks the organization; run tokens reach none
 		// of these.

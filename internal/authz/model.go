@@ -188,7 +188,7 @@ func (s *Service) shares(ctx context.Context, p *auth.Principal, org string, wha
 				readers = append(readers, o)
 			}
 		}
-	case auth.KindTeam, auth.KindOrganization, auth.KindRun:
+	case auth.KindTeam, auth.KindOrganization, auth.KindRun, auth.KindTestRun:
 		if p.Organization != "" && !slices.Contains(p.Disabled, p.Organization) {
 			readers = append(readers, p.Organization)
 		}
@@ -470,6 +470,9 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 	if p.Kind == auth.KindTaskResult {
 		return taskResultDecision(p, action, res)
 	}
+	if p.Kind == auth.KindTestRun {
+		return s.testRunDecision(ctx, p, action, res)
+	}
 
 	if rule.scope == scopeAny {
 		if rule.anyAsk != nil {
@@ -630,7 +633,7 @@ func (s *Service) teamDecision(ctx context.Context, p *auth.Principal, org strin
 	if p == nil {
 		return nil, core.Unauthorized("this request needs an API token in the Authorization header")
 	}
-	if p.Kind == auth.KindTaskResult || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
+	if p.Kind == auth.KindTaskResult || p.Kind == auth.KindTestRun || p.Kind == auth.KindAgent || p.Kind == auth.KindRunner {
 		return nil, core.Forbidden("%s cannot be used for this request", p.Kind.Token())
 	}
 	st, err := s.standing(ctx, p, org)
@@ -646,6 +649,34 @@ func (s *Service) teamDecision(ctx context.Context, p *auth.Principal, org strin
 // result's callback (an Authenticated route whose service checks the
 // result). The guard keeps the token off every route not marked
 // TaskToken, so RunRead cannot reach the run's other reads.
+func errTestRunToken() error {
+	return core.Forbidden("a test run's token can only read the private registry")
+}
+
+// testRunDecision is the decision for a module test run's token: terraform
+// test reads private modules and providers (terraform init), of the test
+// run's organization or of one sharing them with it; nothing else.
+func (s *Service) testRunDecision(ctx context.Context, p *auth.Principal, action Action, res Resource) error {
+	what := sharedModules
+	switch action {
+	case OrgReadModules:
+	case OrgReadProviders:
+		what = sharedProviders
+	default:
+		return errTestRunToken()
+	}
+	if res.Organization != "" && res.Organization == p.Organization {
+		return nil
+	}
+	if res.Organization != "" {
+		ok, err := s.shares(ctx, p, res.Organization, what)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return core.NotFound("%s not found", rules[action].noun)
+}
+
 func taskResultDecision(p *auth.Principal, action Action, res Resource) error {
 	switch action {
 	case Authenticated:

@@ -58,6 +58,7 @@ func TestTeamDecisionsAgree(t *testing.T) {
 		"agent token":        {Kind: auth.KindAgent, AgentPoolID: "apool-1", Organization: "acme"},
 		"runner":             {Kind: auth.KindRunner},
 		"task result token":  {Kind: auth.KindTaskResult, TaskResultID: "taskrs-1", RunID: "run-1", Organization: "acme"},
+		"test run token":     {Kind: auth.KindTestRun, TestRunID: "trun-1", Organization: "acme"},
 		"no token":           nil,
 	}
 	var actions []Action

@@ -43,6 +43,14 @@ type ExecutorConfig struct {
 	// Heartbeat is how often a running test renews its lease and reads
 	// its signal (default 1s).
 	Heartbeat time.Duration
+	// Hostname is the server's public host:port; Token, when set, mints
+	// a token for a test run (its kind reads the organization's private
+	// registry while the run runs, auth.KindTestRun), which terraform
+	// gets as its credentials for Hostname. CAFile, when set, is the CA
+	// terraform trusts (the server's own, for a self-signed certificate).
+	Hostname string
+	Token    func(ctx context.Context, tr *TestRun) (string, error)
+	CAFile   string
 	// Sudo says whether an organization lets its runs gain privileges
 	// (terraform-worker-sudo-enabled); when not, or when nil, terraform
 	// starts unable to (Linux's no_new_privs, runner.StartCommand).
@@ -271,7 +279,13 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	if err != nil {
 		return errored("finding terraform: %v", err)
 	}
-	env, err := testEnv(dir, cfg, vars)
+	token := ""
+	if cfg.Token != nil && cfg.Hostname != "" {
+		if token, err = cfg.Token(ctx, tr); err != nil {
+			return errored("making the test run's registry credentials: %v", err)
+		}
+	}
+	env, err := testEnv(dir, cfg, token, vars)
 	if err != nil {
 		return errored("%v", err)
 	}
@@ -357,19 +371,31 @@ func (s *Service) beat(ctx context.Context, cfg ExecutorConfig, id string, signa
 }
 
 // testEnv is terraform's environment: nothing of the server's but PATH,
-// a home and CLI configuration of the run's own, and the module's test
-// variables.
-func testEnv(dir string, cfg ExecutorConfig, vars []EnvVar) ([]string, error) {
+// a home and CLI configuration of the run's own (with the run's token as
+// the credentials for the server, so that private registry modules and
+// providers install), the server's CA, and the module's test variables.
+func testEnv(dir string, cfg ExecutorConfig, token string, vars []EnvVar) ([]string, error) {
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
 		return nil, err
 	}
 	rc := filepath.Join(dir, "terraform.rc")
-	if err := os.WriteFile(rc, []byte(cfg.CLIConfig), 0o600); err != nil {
+	cli := cfg.CLIConfig
+	if token != "" {
+		cli = fmt.Sprintf("credentials %q {\n  token = %q\n}\n", cfg.Hostname, token) + cli
+	}
+	if err := os.WriteFile(rc, []byte(cli), 0o600); err != nil {
 		return nil, err
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TF_CLI_CONFIG_FILE=" + rc,
 		"TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1"}
+	if cfg.CAFile != "" {
+		ca, err := filepath.Abs(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("finding the CA file %s: %w", cfg.CAFile, err)
+		}
+		env = append(env, "SSL_CERT_FILE="+ca)
+	}
 	if cfg.PluginCacheDir != "" {
 		env = append(env, "TF_PLUGIN_CACHE_DIR="+cfg.PluginCacheDir)
 	}

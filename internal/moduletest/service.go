@@ -106,6 +106,18 @@ func NewService(o Options) (*Service, error) {
 	return &Service{Options: o, wake: make(chan struct{}, 1)}, nil
 }
 
+// RunningTestRunOrganization names the organization of a running test
+// run, and NotFound for any other: a test run's token (auth.KindTestRun)
+// works while its run runs.
+func (s *Service) RunningTestRunOrganization(ctx context.Context, id string) (string, error) {
+	var org string
+	err := s.DB.QueryRow(ctx, `SELECT organization_name FROM module_test_runs WHERE id = ? AND status = ?`, id, string(StatusRunning)).Scan(&org)
+	if store.IsNoRows(err) {
+		return "", core.NotFound("test run %s is not running", id)
+	}
+	return org, err
+}
+
 // Path names a module by its registry path.
 type Path struct{ Organization, Registry, Namespace, Name, Provider string }
 

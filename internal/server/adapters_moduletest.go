@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/moduletest"
@@ -81,10 +83,13 @@ func (v testVariables) ModuleTestVariables(ctx context.Context, org, moduleID st
 }
 
 // deleteModuleTests removes what a deleted module owns elsewhere: its
-// test runs' logs, test configurations and test variables (its test runs
-// go by cascade).
+// test runs' logs and tokens, test configurations and test variables (its
+// test runs go by cascade).
 func deleteModuleTests(ctx context.Context, q store.Q, m *registry.Module) error {
 	if err := run.DeleteLogs(ctx, q, moduletest.RunIDsSQL, m.ID); err != nil {
+		return err
+	}
+	if err := auth.DeleteTokensOf(ctx, q, auth.KindTestRun, moduletest.RunIDsSQL, m.ID); err != nil {
 		return err
 	}
 	if err := configversion.DeleteWorkspaceConfigurationVersions(ctx, q, m.ID); err != nil {
@@ -122,6 +127,15 @@ func (s *Server) wireModuleTests() error {
 	s.Registry.OnDelete = append(s.Registry.OnDelete, deleteModuleTests)
 	s.Orgs.OnDelete = append(s.Orgs.OnDelete, deleteOrganizationModuleTests)
 	s.ConfigVersions.SetModuleAccess(s.ModuleTests.ConfigAccess)
+	// A test run's token reads the private registry while the run runs,
+	// and goes when it ends.
+	s.Auth.SetTestRunResolver(s.ModuleTests)
+	s.ModuleTests.OnStatus = append(s.ModuleTests.OnStatus, func(ctx context.Context, q store.Q, tr *moduletest.TestRun) error {
+		if !tr.Status.Ended() {
+			return nil
+		}
+		return s.Auth.DeleteTokens(ctx, q, auth.KindTestRun, tr.ID)
+	})
 	return nil
 }
 
@@ -151,6 +165,12 @@ func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
 	wait := s.ModuleTests.Start(ctx, moduletest.ExecutorConfig{
 		ID: "inproc-" + s.instanceID() + "-tests-" + core.RandomString(8), Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
 		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace,
+		Hostname: s.Hostname, CAFile: s.CAFile,
+		Token: func(ctx context.Context, tr *moduletest.TestRun) (string, error) {
+			exp := core.Now().Add(24 * time.Hour)
+			_, tok, err := s.Auth.CreateToken(ctx, s.DB, auth.NewToken{Kind: auth.KindTestRun, Subject: tr.ID, Description: "test run token", ExpiredAt: &exp})
+			return tok, err
+		},
 		Sudo: func(ctx context.Context, org string) (bool, error) {
 			lim, err := s.runLimits(ctx, org)
 			return lim.Sudo, err

@@ -200,7 +200,7 @@ func TestAuthEpochMovesForKeptKindsOnly(t *testing.T) {
 		if after := epoch(); after != before {
 			t.Fatalf("a run raised the authentication epoch from %d to %d", before, after)
 		}
-		for _, kind := range []auth.Kind{auth.KindUser, auth.KindTeam, auth.KindOrganization, auth.KindAuditTrails, auth.KindRun, auth.KindAgent, auth.KindTaskResult} {
+		for _, kind := range []auth.Kind{auth.KindUser, auth.KindTeam, auth.KindOrganization, auth.KindAuditTrails, auth.KindRun, auth.KindAgent, auth.KindTaskResult, auth.KindTestRun} {
 			before := epoch()
 			tok, secret, err := e.Server.Auth.CreateToken(ctx, e.Server.DB, auth.NewToken{Kind: kind, Subject: "nobody"})
 			if err != nil {
