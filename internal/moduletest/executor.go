@@ -38,7 +38,8 @@ type ExecutorConfig struct {
 	// stops, before it is killed.
 	CancelGrace time.Duration
 	// Poll is how often an idle executor looks for queued runs and ends
-	// runs whose executor died (default 2s).
+	// runs whose executor died (default 15s): a safety net, since a
+	// queued run wakes every replica's executor (Service.Wake).
 	Poll time.Duration
 	// Heartbeat is how often a running test renews its lease and reads
 	// its signal (default 1s).
@@ -73,7 +74,7 @@ func (s *Service) Start(ctx context.Context, cfg ExecutorConfig) (wait func()) {
 		cfg.CancelGrace = 10 * time.Second
 	}
 	if cfg.Poll <= 0 {
-		cfg.Poll = 2 * time.Second
+		cfg.Poll = 15 * time.Second
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = time.Second
@@ -107,7 +108,7 @@ func (s *Service) work(ctx context.Context, cfg ExecutorConfig) {
 		select {
 		case <-ctx.Done():
 		case <-t.C:
-		case <-s.wake:
+		case <-s.wake.C():
 		}
 	}
 }

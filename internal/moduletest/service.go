@@ -18,6 +18,7 @@ import (
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -89,7 +90,7 @@ type Service struct {
 	// creation, then each move), inside the transaction that writes it:
 	// the VCS domain reports them to the commit a run tests.
 	OnStatus []func(ctx context.Context, q store.Q, tr *TestRun) error
-	wake     chan struct{}
+	wake     *loops.Wake
 }
 
 // NewService returns a Service.
@@ -103,7 +104,7 @@ func NewService(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: make(chan struct{}, 1)}, nil
+	return &Service{Options: o, wake: loops.NewWake()}, nil
 }
 
 // RunningTestRunOrganization names the organization of a running test
@@ -296,7 +297,7 @@ func (s *Service) insert(ctx context.Context, tr *TestRun, origin func(ctx conte
 	if err != nil {
 		return err
 	}
-	s.Wake()
+	s.wake.Signal()
 	return nil
 }
 
@@ -335,13 +336,9 @@ func (s *Service) CreateFromVCS(ctx context.Context, moduleID string, tarGz []by
 	return tr, nil
 }
 
-// Wake tells this replica's executor a run was queued.
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+// Wake is the executors' wake-up: a queued run wakes this replica's and,
+// announced (the server's bell), every other replica's.
+func (s *Service) Wake() *loops.Wake { return s.wake }
 
 const cols = `id, module_id, organization_name, configuration_version_id, status, test_status, tests_passed, tests_failed, tests_errored, tests_skipped,
 	options, variables, status_timestamps, signal, runner_id, lease_until, created_by_token, created_at, updated_at`

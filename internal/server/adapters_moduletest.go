@@ -165,7 +165,7 @@ func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
 	wait := s.ModuleTests.Start(ctx, moduletest.ExecutorConfig{
 		ID: "inproc-" + s.instanceID() + "-tests-" + core.RandomString(8), Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
 		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace,
-		Hostname: s.Hostname, CAFile: s.CAFile,
+		Hostname: s.Hostname, CAFile: s.CAFile, Poll: s.cfg.ModuleTestPoll,
 		Token: func(ctx context.Context, tr *moduletest.TestRun) (string, error) {
 			exp := core.Now().Add(24 * time.Hour)
 			_, tok, err := s.Auth.CreateToken(ctx, s.DB, auth.NewToken{Kind: auth.KindTestRun, Subject: tr.ID, Description: "test run token", ExpiredAt: &exp})

@@ -12,8 +12,8 @@ import (
 )
 
 // wakeChannel is the one LISTEN/NOTIFY channel replicas wake each other
-// on: a job was queued, a notification, run task request, fan-out or stack
-// step became due. A wake-up only makes loops look at the store sooner;
+// on: a job or module test run was queued, a notification, run task
+// request, fan-out or stack step became due. A wake-up only makes loops look at the store sooner;
 // each keeps a slow poll as a safety net.
 const wakeChannel = "terrace_wake"
 
@@ -28,6 +28,7 @@ func (s *Server) wireCluster() error {
 	s.Triggers.Wake().Announce(s.bell.Ring)
 	s.Stacks.Wake().Announce(s.bell.Ring)
 	s.VCS.Queue().Wake().Announce(s.bell.Ring)
+	s.ModuleTests.Wake().Announce(s.bell.Ring)
 	s.Replica = s.instanceID()
 	s.leaderGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "terrace_cluster_leader",
@@ -46,6 +47,7 @@ func (s *Server) wakeLocal() {
 	s.Triggers.Wake().Local()
 	s.Stacks.Wake().Local()
 	s.VCS.Queue().Wake().Local()
+	s.ModuleTests.Wake().Local()
 }
 
 // startLoops starts every background loop that is not a runner on one

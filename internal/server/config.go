@@ -96,6 +96,10 @@ type Config struct {
 	// executes at once, beside the run queue's RunnerConcurrency.
 	// Defaults to 1.
 	AssessmentConcurrency int
+	// ModuleTestPoll is how often an idle module test executor looks for
+	// queued test runs and for runs whose replica died; a queued run
+	// wakes every replica's executor at once. Defaults to 15s.
+	ModuleTestPoll time.Duration
 	// SMTPAddr (host:port) is the mail server email notifications are sent
 	// through; empty means none, and email configurations cannot be
 	// enabled. SMTPFrom is the sender (defaults to terrace@<hostname>);
