@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -88,19 +87,22 @@ func testVCSModuleTests(t *testing.T, store string) {
 	withReadme := files("hello world")
 	withReadme["README.md"] = "# greeter\n"
 	pushed := g.Push(t, repo, "main", withReadme, "docs") // a commit holds just the files given
-	if r := nth(1); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass || r.TestsPassed != 1 {
+	// A status links to its run's page.
+	page := e.URL + "/app/acme/registry/modules/private/acme/greeter/null/tests/"
+	r := nth(1)
+	if r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass || r.TestsPassed != 1 {
 		t.Fatalf("the pushed commit's test run: %+v", r)
 	}
-	giteaStatus(t, g, repo, pushed, context, "success", "Tests passed: 1 passed, 0 failed, 0 errored, 0 skipped")
+	giteaStatus(t, g, repo, pushed, context, "success", "Tests passed: 1 passed, 0 failed, 0 errored, 0 skipped", page+r.ID)
 
 	// A pull request to the branch whose change breaks the test: tested,
 	// failing, reported on its head.
 	head := g.Push(t, repo, "rename", files("hello there"), "expect another greeting")
 	g.Must(t, "POST", "/repos/"+repo+"/pulls", map[string]any{"head": "rename", "base": "main", "title": "Another greeting"})
-	if r := nth(2); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestFail || r.TestsFailed != 1 {
+	if r = nth(2); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestFail || r.TestsFailed != 1 {
 		t.Fatalf("the pull request's test run: %+v", r)
 	}
-	giteaStatus(t, g, repo, head, context, "failure", "Tests failed: 0 passed, 1 failed, 0 errored, 0 skipped")
+	giteaStatus(t, g, repo, head, context, "failure", "Tests failed: 0 passed, 1 failed, 0 errored, 0 skipped", page+r.ID)
 
 	// The organization's deletion removes the module's webhook from Gitea
 	// (its token goes with it: the removal carries the token sealed) and
@@ -124,11 +126,11 @@ func testVCSModuleTests(t *testing.T, store string) {
 }
 
 // giteaStatus waits until the latest status of context on commit sha is
-// state, described so, linking to a test run.
-func giteaStatus(t *testing.T, g *testenv.Gitea, repo, sha, context, state, description string) {
+// state, described so, linking to target.
+func giteaStatus(t *testing.T, g *testenv.Gitea, repo, sha, context, state, description, target string) {
 	t.Helper()
-	waitFor(t, time.Minute, "the "+state+" status "+context+" of "+sha, func() bool {
+	waitFor(t, time.Minute, "the "+state+" status "+context+" of "+sha+" linking to "+target, func() bool {
 		s, ok := g.LatestStatus(t, repo, sha, context)
-		return ok && s.State == state && s.Description == description && strings.Contains(s.Target, "/test-runs/trun-")
+		return ok && s.State == state && s.Description == description && s.Target == target
 	})
 }

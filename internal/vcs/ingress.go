@@ -486,9 +486,25 @@ func (s *Service) enqueueStatus(ctx context.Context, q store.Q, w *Workspace, ru
 	if !ok {
 		return nil
 	}
-	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: vcshost.Status{State: state, Description: desc,
+	return s.queueStatus(ctx, q, runID, string(st), false, status{Token: token, Identifier: identifier, SHA: sha, Status: vcshost.Status{State: state, Description: desc,
 		Context: "Terrace/" + w.Organization + "/" + w.Name, TargetURL: s.baseURL + "/app/" + w.Organization + "/workspaces/" + w.Name + "/runs/" + runID}})
-	return s.enqueue(ctx, q, outbox.Message{Key: "status:" + runID + ":" + string(st), Lane: "status:" + runID, Payload: string(p)})
+}
+
+// queueStatus queues, in q's transaction, the commit status st of a run
+// (of a workspace, a stack's deployment or a module's tests) in its
+// status runStatus. A run's statuses share one lane of the queue, which
+// handles them one at a time and oldest first; with forget, a status of
+// the run not yet posted is dropped first, so that one retried after a
+// failure never posts an older status over a newer one.
+func (s *Service) queueStatus(ctx context.Context, q store.Q, runID, runStatus string, forget bool, st status) error {
+	p, _ := json.Marshal(st)
+	lane := "status:" + runID
+	if forget {
+		if err := s.queue.ForgetLane(ctx, q, lane); err != nil {
+			return err
+		}
+	}
+	return s.enqueue(ctx, q, outbox.Message{Key: lane + ":" + runStatus, Lane: lane, Payload: string(p)})
 }
 
 func (s *Service) postStatus(ctx context.Context, st status) error {
@@ -547,12 +563,9 @@ func stackStatusOf(st stack.RunStatus, speculative bool) (state, description str
 // a status (made pending, waiting for approval, approved, deploying,
 // ended): a run of a configuration made of a commit reports it to the
 // commit, one status per deployment (context
-// Terrace/<org>/<stack>/<deployment>).
-//
-// Its statuses share one lane of the queue, which handles them one at a
-// time and oldest first; a status not yet posted when the next comes is
-// dropped (ForgetLane), so that one retried after a failure never posts
-// an older status over a newer one (a pending over the run's end).
+// Terrace/<org>/<stack>/<deployment>). A status not yet posted when the
+// next comes is dropped (queueStatus), so that a pending never posts over
+// the run's end.
 func (s *Service) StackRunStatus(ctx context.Context, q store.Q, r StackRun) error {
 	state, desc, ok := stackStatusOf(r.Status, r.Speculative)
 	if !ok {
@@ -567,14 +580,8 @@ func (s *Service) StackRunStatus(ctx context.Context, q store.Q, r StackRun) err
 	if err != nil {
 		return err
 	}
-	st := vcshost.Status{State: state, Description: desc, Context: "Terrace/" + org + "/" + name + "/" + r.Deployment,
-		TargetURL: s.baseURL + "/app/" + org + "/stack-runs/" + r.ID}
-	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: st})
-	lane := "status:" + r.ID
-	if err := s.queue.ForgetLane(ctx, q, lane); err != nil {
-		return err
-	}
-	return s.enqueue(ctx, q, outbox.Message{Key: lane + ":" + string(r.Status), Lane: lane, Payload: string(p)})
+	return s.queueStatus(ctx, q, r.ID, string(r.Status), true, status{Token: token, Identifier: identifier, SHA: sha, Status: vcshost.Status{
+		State: state, Description: desc, Context: "Terrace/" + org + "/" + name + "/" + r.Deployment, TargetURL: s.baseURL + "/app/" + org + "/stack-runs/" + r.ID}})
 }
 
 // RunTransition reports a VCS run's new status to its commit.

@@ -2,7 +2,6 @@ package vcs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -443,12 +442,8 @@ func (s *Service) ModuleTestStatus(ctx context.Context, q store.Q, r ModuleTestR
 		return err
 	}
 	state, desc := moduleTestStatusOf(r)
-	st := vcshost.Status{State: state, Description: desc, Context: "Terrace/" + org + "/" + name + "/" + provider + "/tests",
-		TargetURL: s.baseURL + "/api/v2/organizations/" + org + "/tests/registry-modules/private/" + org + "/" + name + "/" + provider + "/test-runs/" + r.ID}
-	p, _ := json.Marshal(status{Token: token, Identifier: identifier, SHA: sha, Status: st})
-	lane := "status:" + r.ID
-	if err := s.queue.ForgetLane(ctx, q, lane); err != nil {
-		return err
-	}
-	return s.enqueue(ctx, q, outbox.Message{Key: lane + ":" + r.Status, Lane: lane, Payload: string(p)})
+	// The link is the run's page (its log), as a workspace run's is.
+	return s.queueStatus(ctx, q, r.ID, r.Status, true, status{Token: token, Identifier: identifier, SHA: sha, Status: vcshost.Status{
+		State: state, Description: desc, Context: "Terrace/" + org + "/" + name + "/" + provider + "/tests",
+		TargetURL: s.baseURL + "/app/" + org + "/registry/modules/private/" + org + "/" + name + "/" + provider + "/tests/" + r.ID}})
 }
