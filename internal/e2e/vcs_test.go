@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/testenv"
+	"github.com/terracehq/terrace/internal/vcs"
 )
 
 // TestVCSDrivenWorkspace: a workspace connected to a repository of a real
@@ -98,6 +101,40 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 	})
 	if hooks[0].Config["url"] != vr.WebhookURL || !slices.Contains(hooks[0].Events, "push") {
 		t.Fatalf("the webhook at Gitea: %+v, want %s for pushes", hooks[0], vr.WebhookURL)
+	}
+	// A registration whose recording was lost (the server stopped after
+	// Gitea made the hook, before its ID was stored) is retried: the
+	// retry removes the hook it cannot account for and makes one, so
+	// that Gitea never delivers a push twice. (The pushes below come
+	// through the new hook, signed with the connection's secret.)
+	hookID := func() (id string) {
+		if err := e.Server.DB.QueryRow(ctx, `SELECT provider_hook_id FROM vcs_connections WHERE workspace_id = ?`, ws.ID).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first := hookID()
+	if first != strconv.FormatInt(hooks[0].ID, 10) {
+		t.Fatalf("the recorded webhook ID %q, want Gitea's %d", first, hooks[0].ID)
+	}
+	if _, err := e.Server.DB.Exec(ctx, `UPDATE vcs_connections SET provider_hook_id = '' WHERE workspace_id = ?`, ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The registration's item, as the outbox keeps it until it succeeds
+	// (a delivered item is deleted).
+	webhook := strings.TrimPrefix(vr.WebhookURL, e.URL+vcs.WebhookPath)
+	if n, err := e.Server.VCS.Queue().Enqueue(ctx, e.Server.DB, outbox.Message{Key: "hook:" + webhook, Lane: ws.ID, Payload: webhook}); err != nil || n != 1 {
+		t.Fatalf("queueing the registration again: %d, %v", n, err)
+	}
+	e.Server.VCS.Queue().Wake().Local()
+	waitFor(t, 30*time.Second, "the webhook registered again", func() bool {
+		id := hookID()
+		return id != "" && id != first
+	})
+	hooks = nil
+	g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+	if len(hooks) != 1 || strconv.FormatInt(hooks[0].ID, 10) != hookID() || hooks[0].Config["url"] != vr.WebhookURL {
+		t.Fatalf("the webhooks at Gitea after the retried registration: %+v, want only the one recorded (%s)", hooks, hookID())
 	}
 	// The branch head was fetched into a configuration version; no run.
 	waitFor(t, 60*time.Second, "the connection's configuration version", func() bool {

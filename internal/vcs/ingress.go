@@ -211,7 +211,11 @@ func (s *Service) hostFor(ctx context.Context, tokenID string) (*vcshost.Host, e
 }
 
 // registerHook registers a connection's webhook at the host, once; a
-// connection dropped meanwhile has its new hook removed at once.
+// connection dropped meanwhile has its new hook removed at once. A
+// webhook to the connection's URL already at the host was made by an
+// earlier attempt that could not record its ID (the server stopped, or
+// the host's answer was lost): it is removed first, so that the host
+// never delivers a push twice.
 func (s *Service) registerHook(ctx context.Context, webhook string) error {
 	c, err := s.connByWebhook(ctx, s.db, webhook)
 	if err != nil || c == nil || c.hookID != "" {
@@ -224,7 +228,17 @@ func (s *Service) registerHook(ctx context.Context, webhook string) error {
 	if err != nil {
 		return permanentHost(err)
 	}
-	id, err := h.CreateHook(ctx, c.identifier, s.baseURL+WebhookPath+webhook, c.secret)
+	url := s.baseURL + WebhookPath + webhook
+	lost, err := h.HooksTo(ctx, c.identifier, url)
+	if err != nil {
+		return permanentHost(err)
+	}
+	for _, id := range lost {
+		if err := h.DeleteHook(ctx, c.identifier, id); err != nil {
+			return permanentHost(err)
+		}
+	}
+	id, err := h.CreateHook(ctx, c.identifier, url, c.secret)
 	if err != nil {
 		return permanentHost(err)
 	}

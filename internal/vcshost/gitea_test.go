@@ -228,6 +228,21 @@ func TestGitea(t *testing.T) {
 		t.Fatal("Archive trusted Gitea's certificate without its CA")
 	}
 
+	// HooksTo: the hooks delivering to a URL, and only those.
+	other, err := h.CreateHook(ctx, repo, hookURL+"/other", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := h.HooksTo(ctx, repo, hookURL); err != nil || len(ids) != 1 || ids[0] != id {
+		t.Fatalf("HooksTo = %v, %v, want [%s]", ids, err, id)
+	}
+	if err := h.DeleteHook(ctx, repo, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.HooksTo(ctx, "acme/missing", hookURL); !errors.Is(err, vcshost.ErrNotFound) {
+		t.Fatalf("HooksTo of a missing repository: %v, want not found", err)
+	}
+
 	// DeleteHook: the hook is gone, and deleting it again is no error.
 	if err := h.DeleteHook(ctx, repo, id); err != nil {
 		t.Fatal(err)

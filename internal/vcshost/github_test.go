@@ -62,6 +62,14 @@ func fakeGitHub(t *testing.T) (*vcshost.Host, func() []request) {
 		case "POST /api/v3/repos/acme/infra/hooks":
 			w.WriteHeader(http.StatusCreated)
 			fmt.Fprint(w, `{"type": "Repository", "id": 12345678, "name": "web", "active": true, "events": ["push", "pull_request"]}`)
+		case "GET /api/v3/repos/acme/infra/hooks":
+			if q := r.URL.Query(); q.Get("per_page") != "100" || q.Get("page") != "1" {
+				t.Errorf("listing webhooks with %q, want per_page=100&page=1", r.URL.RawQuery)
+			}
+			fmt.Fprint(w, `[{"type": "Repository", "id": 12345678, "name": "web", "active": true, "events": ["push"],
+			  "config": {"content_type": "json", "insecure_ssl": "0", "url": "https://terrace.example/webhooks/vcs/ot-1"}},
+			  {"type": "Repository", "id": 87654321, "name": "web", "active": true, "events": ["push"],
+			  "config": {"content_type": "json", "insecure_ssl": "0", "url": "https://ci.example/hook"}}]`)
 		case "DELETE /api/v3/repos/acme/infra/hooks/12345678":
 			w.WriteHeader(http.StatusNoContent)
 		case "POST /api/v3/repos/acme/infra/statuses/" + sha:
@@ -129,6 +137,13 @@ func TestGitHubRequests(t *testing.T) {
 	}
 	if ct := r[0].header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("CreateHook's content type %q", ct)
+	}
+
+	if ids, err := h.HooksTo(ctx, "acme/infra", "https://terrace.example/webhooks/vcs/ot-1"); err != nil || !reflect.DeepEqual(ids, []string{"12345678"}) {
+		t.Fatalf("HooksTo = %v, %v (want the one webhook delivering there)", ids, err)
+	}
+	if r = requests(); len(r) != 1 || r[0].method != "GET" || r[0].path != "/api/v3/repos/acme/infra/hooks" {
+		t.Fatalf("HooksTo requested %+v", r)
 	}
 
 	long := strings.Repeat("é", 200)

@@ -400,6 +400,44 @@ func (h *Host) CreateHook(ctx context.Context, repo, url, secret string) (string
 	return r.ID.String(), nil
 }
 
+// HooksTo returns the IDs of repo's webhooks that deliver to url: a
+// connection's webhook URL is its own, so these are webhooks an earlier
+// attempt made (one whose ID was lost).
+func (h *Host) HooksTo(ctx context.Context, repo, url string) ([]string, error) {
+	path, err := splitRepo(repo)
+	if err != nil {
+		return nil, err
+	}
+	// GitHub pages by per_page (at most 100), Gitea by limit (at most
+	// 50 by default); a repository has a few webhooks (GitHub allows 20
+	// per event).
+	size, param := 100, "per_page"
+	if h.Kind.gitea() {
+		size, param = 50, "limit"
+	}
+	var ids []string
+	for page := 1; page <= 10; page++ {
+		var hooks []struct {
+			ID     json.Number `json:"id"`
+			Config struct {
+				URL string `json:"url"`
+			} `json:"config"`
+		}
+		if err := h.do(ctx, "listing the webhooks of "+repo, "GET", fmt.Sprintf("%s/hooks?%s=%d&page=%d", path, param, size, page), nil, &hooks); err != nil {
+			return nil, repoNotFound(err, repo)
+		}
+		for _, x := range hooks {
+			if x.Config.URL == url && x.ID != "" {
+				ids = append(ids, x.ID.String())
+			}
+		}
+		if len(hooks) < size {
+			break
+		}
+	}
+	return ids, nil
+}
+
 // DeleteHook removes webhook id from repo; a webhook already gone is not
 // an error.
 func (h *Host) DeleteHook(ctx context.Context, repo, id string) error {
