@@ -102,6 +102,8 @@ TERRACE_METRICS_TOKEN_FILE.`,
 	f.Float64Var(&cfg.RateLimitPerAddress, "rate-limit-per-address", 3000, "requests a second per client IP address (negative: no limit)")
 	f.StringSliceVar(&cfg.TrustedProxies, "trusted-proxies", nil, "CIDRs of reverse proxies whose X-Forwarded-For names the client for per-address limits (comma-separated)")
 	f.Int64Var(&cfg.MaxRequestBytes, "max-request-bytes", 256<<20, "largest request body on any route (negative: no cap)")
+	f.StringSliceVar(&cfg.APICIDRs, "api-cidrs", nil, "CIDR blocks clients reach Terrace from, as GET /api/meta/ip-ranges tells them (comma-separated)")
+	f.StringSliceVar(&cfg.EgressCIDRs, "egress-cidrs", nil, "CIDR blocks Terrace's own connections (notifications, run tasks, VCS hosts) come from, as GET /api/meta/ip-ranges tells them (comma-separated)")
 	f.StringVar(&cfg.MetricsAccess, "metrics-access", "site-admin", "who may read /metrics: site-admin (a site admin's token or --metrics-token), open, or off")
 	f.StringVar(&cfg.MetricsToken, "metrics-token", "", "a bearer token that may read /metrics (for a scraper; TERRACE_METRICS_TOKEN_FILE works too)")
 	f.BoolVar(&releasePages, "release-binary-pages", true, "on Linux, 10 s after the start give back the pages of the terrace binary that start-up touched, and drop them from the page cache (those used later are read again from the file, its tables a page at a time): about 30 MB less resident memory at idle")

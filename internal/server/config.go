@@ -96,6 +96,11 @@ type Config struct {
 	// executes at once, beside the run queue's RunnerConcurrency.
 	// Defaults to 1.
 	AssessmentConcurrency int
+	// APICIDRs and EgressCIDRs are what GET /api/meta/ip-ranges tells:
+	// the addresses clients reach Terrace from, and those its own
+	// connections (notifications, run tasks, VCS hosts, policies) come
+	// from. CIDR blocks or single addresses.
+	APICIDRs, EgressCIDRs []string
 	// ModuleTestPoll is how often an idle module test executor looks for
 	// queued test runs and for runs whose replica died; a queued run
 	// wakes every replica's executor at once. Defaults to 15s.

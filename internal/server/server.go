@@ -96,6 +96,7 @@ type Server struct {
 	// counts show in tests).
 	TokenLimits, AddressLimits *httplimit.RateLimiter
 	proxies                    httplimit.Proxies
+	ipRanges                   *ipRanges
 	// Hostname is the public host:port.
 	Hostname string
 	// BaseURL is https://Hostname.
@@ -198,6 +199,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	host, _, _ := net.SplitHostPort(s.Hostname)
 	var err error
+	if s.ipRanges, err = newIPRanges(cfg.APICIDRs, cfg.EgressCIDRs, core.Now()); err != nil {
+		return nil, err
+	}
 	if s.proxies, err = httplimit.ParseProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
@@ -462,6 +466,7 @@ func (s *Server) routes() http.Handler {
 	root.HandleFunc("GET /healthz", s.healthz)
 	root.HandleFunc("GET /.well-known/terraform.json", s.discovery)
 	root.HandleFunc("GET /api/v2/ping", ping)
+	root.Handle("GET /api/meta/ip-ranges", s.ipRanges)
 	s.Identity.Register(root)
 	guard := &authz.Guard{Service: s.Authz, Routes: authz.Routes}
 	// Every authenticated request passes the audit Recorder, the one place

@@ -106,7 +106,11 @@ func startOnce(ctx context.Context, bin, dataDir, database, runCLIConfig, smtpAd
 		return nil, err
 	}
 	defer log.Close()
-	args := []string{"server", "--data-dir", dataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", port)}
+	// go-tfe's TestIPRangesRead wants each list of GET
+	// /api/meta/ip-ranges non-empty: the server declares its own
+	// loopback, where both its clients and its connections are here.
+	args := []string{"server", "--data-dir", dataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", port),
+		"--api-cidrs", "127.0.0.1/32", "--egress-cidrs", "127.0.0.1/32"}
 	if database != "" {
 		args = append(args, "--database", database)
 	}
