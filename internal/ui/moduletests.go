@@ -68,20 +68,61 @@ func testLog(raw []byte) []logLine {
 
 // moduleTest shows one test run and its log.
 func (u *UI) moduleTest(w http.ResponseWriter, r *http.Request) {
+	u.showModuleTest(w, r, http.StatusOK, "")
+}
+
+// showModuleTest renders a test run's page, with formErr (the refusal of
+// an action) above it, and the actions the caller may take: those who
+// may run the module's tests cancel a queued or running run, and kill
+// one whose cancel terraform has not yet answered.
+func (u *UI) showModuleTest(w http.ResponseWriter, r *http.Request, status int, formErr string) {
 	if u.o.ModuleTests == nil {
 		u.fail(w, r, core.NotFound("module tests are not served here"))
 		return
 	}
+	ctx := r.Context()
 	p := testPath(r)
-	tr, err := u.o.ModuleTests.Get(r.Context(), p, r.PathValue("id"))
+	tr, err := u.o.ModuleTests.Get(ctx, p, r.PathValue("id"))
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	raw, err := u.o.Runs.ReadLog(r.Context(), tr.ID, 0, 0)
+	raw, err := u.o.Runs.ReadLog(ctx, tr.ID, 0, 0)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "moduletest", "Test run "+tr.ID, p.Organization, map[string]any{"Module": p, "Run": tr, "Log": testLog(raw)})
+	_, err = u.o.ModuleTests.ModuleForTests(ctx, p)
+	manage := err == nil
+	can := map[string]bool{
+		"cancel":       manage && (tr.Status == moduletest.StatusQueued || tr.Status == moduletest.StatusRunning && tr.Signal == moduletest.NoSignal),
+		"force-cancel": manage && tr.Status == moduletest.StatusRunning && tr.Signal == moduletest.SignalCancel,
+	}
+	u.render(w, r, status, "moduletest", "Test run "+tr.ID, p.Organization, map[string]any{"Module": p, "Run": tr, "Log": testLog(raw), "Can": can,
+		"Path": orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests", tr.ID), "Error": formErr})
+}
+
+// moduleTestAction cancels or force-cancels a test run, as the API's
+// cancel and force-cancel do (the service decides who may).
+func (u *UI) moduleTestAction(w http.ResponseWriter, r *http.Request) {
+	if u.o.ModuleTests == nil {
+		u.fail(w, r, core.NotFound("module tests are not served here"))
+		return
+	}
+	p, id, action := testPath(r), r.PathValue("id"), r.PathValue("action")
+	if action != "cancel" && action != "force-cancel" {
+		u.fail(w, r, core.NotFound("a test run can be canceled or force-canceled, not %q", action))
+		return
+	}
+	if err := u.o.ModuleTests.Cancel(r.Context(), p, id, action == "force-cancel"); err != nil {
+		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
+			u.showModuleTest(w, r, http.StatusConflict, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, p.Organization, "POST "+moduletest.Base+"/test-runs/{id}/"+action, http.StatusAccepted, "",
+		"org", p.Organization, "registry", p.Registry, "ns", p.Namespace, "name", p.Name, "provider", p.Provider, "id", id)
+	http.Redirect(w, r, orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests", id), http.StatusSeeOther)
 }

@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,46 +39,11 @@ func TestRegistryShowsModuleTests(t *testing.T) {
 	}
 	// Two runs: the older fails, the newer (the one shown) passes.
 	for _, want := range []string{"3", "2"} {
-		dir := t.TempDir()
-		if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, body := range map[string]string{
+		tr := startTestRun(t, e, ids["tested"], map[string]string{
 			"main.tf":               "output \"two\" { value = 1 + 1 }\n",
 			"tests/math.tftest.hcl": "run \"adds\" {\n  command = plan\n  assert {\n    condition     = output.two == " + want + "\n    error_message = \"no\"\n  }\n}\n",
-		} {
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		archive, err := slug.Pack(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cv, err := e.Client.ConfigurationVersions.CreateForRegistryModule(ctx, ids["tested"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Client.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(archive)); err != nil {
-			t.Fatal(err)
-		}
-		m, err := e.Client.RegistryModules.Read(ctx, ids["tested"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := e.Client.TestRuns.Create(ctx, tfe.TestRunCreateOptions{ConfigurationVersion: cv, RegistryModule: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			r, err := e.Client.TestRuns.Read(ctx, ids["tested"], tr.ID)
-			if err == nil && r.Status == tfe.TestRunFinished {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the test run did not finish: %+v, %v", r, err)
-			}
-		}
+		})
+		waitTestRunStatus(t, e, ids["tested"], tr.ID, tfe.TestRunFinished)
 	}
 
 	tb := newTab(t, e, e.Token)
@@ -106,4 +72,141 @@ func TestRegistryShowsModuleTests(t *testing.T) {
 		t.Fatalf("the failed run's status: %q", got)
 	}
 	tb.screenshot("module-test-run")
+}
+
+// startTestRun uploads files as a test configuration of module id and
+// starts a test run of them through go-tfe.
+func startTestRun(t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, files map[string]string) *tfe.TestRun {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive, err := slug.Pack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := e.Client.ConfigurationVersions.CreateForRegistryModule(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.Client.RegistryModules.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := e.Client.TestRuns.Create(ctx, tfe.TestRunCreateOptions{ConfigurationVersion: cv, RegistryModule: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// waitTestRunStatus waits until test run runID of module id is in status
+// want, and returns it.
+func waitTestRunStatus(t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, runID string, want tfe.TestRunStatus) *tfe.TestRun {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		r, err := e.Client.TestRuns.Read(context.Background(), id, runID)
+		if err == nil && r.Status == want {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("test run %s did not become %s: %+v, %v", runID, want, r, err)
+		}
+	}
+}
+
+// TestModuleTestRunCancel: a test run's page lets those who run the
+// module's tests cancel it (terraform is interrupted: the run ends
+// canceled) and, while a cancel waits for terraform, force-cancel it;
+// a member who may only read the registry sees neither.
+func TestModuleTestRunCancel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	id := tfe.RegistryModuleID{Organization: "acme", Name: "slow", Provider: "null", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
+	if _, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String(id.Name), Provider: tfe.String(id.Provider)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	slow := map[string]string{
+		"main.tf":               "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 10\"\n  }\n}\n",
+		"tests/slow.tftest.hcl": "run \"waits\" {}\n",
+	}
+	page := func(runID string) string { return "/app/acme/registry/modules/private/acme/slow/null/tests/" + runID }
+
+	// A reader sees the run, and no button.
+	reader := userToken(t, e, "acme", "reader@acme.test") // a member: reads the registry, manages no modules
+	tr := startTestRun(t, e, id, slow)
+	waitTestRunStatus(t, e, id, tr.ID, tfe.TestRunRunning)
+	rt := newTab(t, e, reader)
+	rt.open(page(tr.ID))
+	if got := rt.text("#test-status"); !strings.HasPrefix(got, "running") || rt.exists("#cancel") || rt.exists("#force-cancel") {
+		t.Fatalf("a reader's view of a running test run: status %q, cancel %v, force-cancel %v", got, rt.exists("#cancel"), rt.exists("#force-cancel"))
+	}
+
+	// The admin cancels it: terraform is interrupted, the run ends canceled.
+	tb := newTab(t, e, e.Token)
+	tb.open(page(tr.ID))
+	tb.press("#cancel")
+	if r := waitTestRunStatus(t, e, id, tr.ID, tfe.TestRunCanceled); !r.StatusTimestamps.ForceCanceledAt.IsZero() {
+		t.Fatalf("a canceled test run was force-canceled: %+v", r)
+	}
+	tb.open(page(tr.ID))
+	if got := tb.text("#test-status"); !strings.HasPrefix(got, "canceled") || tb.exists("#cancel") {
+		t.Fatalf("the canceled run's page: status %q, cancel button %v", got, tb.exists("#cancel"))
+	}
+
+	// A run whose executor no longer answers (its lease another's): the
+	// cancel waits, and the page offers to force it.
+	stuck := startTestRun(t, e, id, slow)
+	waitTestRunStatus(t, e, id, stuck.ID, tfe.TestRunRunning)
+	if _, err := e.Server.DB.Exec(ctx, `UPDATE module_test_runs SET runner_id = 'an-executor-gone-quiet', lease_until = ? WHERE id = ?`,
+		time.Now().Add(time.Hour).UnixMicro(), stuck.ID); err != nil {
+		t.Fatal(err)
+	}
+	signaled := func(want string) {
+		t.Helper()
+		var signal string
+		for deadline := time.Now().Add(time.Minute); signal != want; time.Sleep(50 * time.Millisecond) {
+			if err := e.Server.DB.QueryRow(ctx, `SELECT signal FROM module_test_runs WHERE id = ?`, stuck.ID).Scan(&signal); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the stuck run's signal: %q, want %q", signal, want)
+			}
+		}
+	}
+	tb.open(page(stuck.ID))
+	tb.press("#cancel")
+	signaled("cancel")
+	tb.open(page(stuck.ID))
+	if !tb.exists("#force-cancel") || tb.exists("#cancel") || tb.text("#test-status") != "running canceling: terraform was interrupted" {
+		t.Fatalf("a run whose cancel waits: force-cancel %v, cancel %v (want force-cancel only)", tb.exists("#force-cancel"), tb.exists("#cancel"))
+	}
+	tb.press("#force-cancel")
+	signaled("force")
+	if r, err := e.Client.TestRuns.Read(ctx, id, stuck.ID); err != nil || r.StatusTimestamps.ForceCanceledAt.IsZero() {
+		t.Fatalf("the force-canceled run: %+v, %v (want its force-canceled-at)", r, err)
+	}
+	tb.open(page(stuck.ID))
+	if got := tb.text("#test-signal"); got != "force-canceling: terraform is killed" || tb.exists("#force-cancel") {
+		t.Fatalf("the force-canceled run's page: %q, force-cancel %v", got, tb.exists("#force-cancel"))
+	}
+	tb.screenshot("module-test-force-cancel")
+	// In the audit trail as the API's cancel and force-cancel (202).
+	wantPageEvent(t, e, "cancel", "create", tr.ID, http.StatusAccepted)
+	wantPageEvent(t, e, "force-cancel", "create", stuck.ID, http.StatusAccepted)
 }

@@ -229,6 +229,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/registry", u.modules)
 	mux.HandleFunc("GET /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests", u.moduleTests)
 	mux.HandleFunc("GET /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests/{id}", u.moduleTest)
+	mux.HandleFunc("POST /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests/{id}/{action}", u.moduleTestAction)
 	mux.HandleFunc("GET /app/{org}/registry/providers", u.providers)
 	mux.HandleFunc("GET /app/{org}/registry/providers/private/{ns}/{name}", u.provider)
 	mux.HandleFunc("GET /app/{org}/no-code/{id}/provision", u.provisionForm)
