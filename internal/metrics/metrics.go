@@ -36,6 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/notify"
 	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/run"
@@ -63,6 +64,11 @@ type Store interface {
 	QueueStats(ctx context.Context) (map[string]run.QueueDepth, error)
 }
 
+// ModuleTests counts module test runs by status (moduletest.Service).
+type ModuleTests interface {
+	TestRunStatusCounts(ctx context.Context) (map[string]int, error)
+}
+
 // Outbox counts notification deliveries not yet final.
 type Outbox interface {
 	Pending(ctx context.Context) (int, error)
@@ -82,10 +88,12 @@ type Options struct {
 	Token string
 	// Auth authenticates the callers of /metrics and /debug/pprof/.
 	Auth Authenticator
-	// Store and Outbox feed the scrape-time figures (either may be nil).
-	Store  Store
-	Outbox Outbox
-	Logger *slog.Logger
+	// Store, Outbox and ModuleTests feed the scrape-time figures (any may
+	// be nil).
+	Store       Store
+	Outbox      Outbox
+	ModuleTests ModuleTests
+	Logger      *slog.Logger
 }
 
 // Metrics is one server's registry and instruments.
@@ -105,6 +113,8 @@ type Metrics struct {
 	// outboxAttempts counts the outbox's recorded attempts by topic and
 	// outcome (every durable delivery).
 	outboxAttempts *prometheus.CounterVec
+	// testDurations: how long module test runs ran, by how they ended.
+	testDurations *prometheus.HistogramVec
 
 	// Scrape-time figures, refreshed under scrapeMu before each scrape.
 	scrapeMu      sync.Mutex
@@ -113,6 +123,7 @@ type Metrics struct {
 	queued        *prometheus.GaugeVec
 	oldest        *prometheus.GaugeVec
 	outbox        prometheus.Gauge
+	testRuns      *prometheus.GaugeVec
 	scrapeErrors  prometheus.Counter
 	scrapeHandler http.Handler
 }
@@ -186,12 +197,21 @@ func New(o Options) (*Metrics, error) {
 		Name: "terrace_notification_outbox_pending",
 		Help: "Notification deliveries not yet delivered or given up (read at scrape time).",
 	})
+	m.testRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "terrace_module_test_runs",
+		Help: "Module test runs in the store by status: queued, running, finished, errored, canceled (read at scrape time).",
+	}, []string{"status"})
+	m.testDurations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "terrace_module_test_run_duration_seconds",
+		Help:    "How long a module test run ran (from its start to its end), by the status it ended in.",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 16), // 250ms … ~2h
+	}, []string{"outcome"})
 	m.scrapeErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "terrace_metrics_store_errors_total",
 		Help: "Scrapes whose store-derived figures could not be read (they are left out of that scrape).",
 	})
 	m.reg.MustRegister(m.requests, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries, m.taskRequests, m.outboxAttempts,
-		m.runs, m.queued, m.oldest, m.outbox, m.scrapeErrors,
+		m.runs, m.queued, m.oldest, m.outbox, m.testRuns, m.testDurations, m.scrapeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every phase and status class starts at zero, so that a rate() over
 	// a fresh server has a series to work on.
@@ -199,6 +219,9 @@ func New(o Options) (*Metrics, error) {
 		m.claims.WithLabelValues(p)
 		m.queued.WithLabelValues(p)
 		m.oldest.WithLabelValues(p)
+	}
+	for _, st := range moduletest.Statuses {
+		m.testRuns.WithLabelValues(string(st))
 	}
 	m.scrapeHandler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelError)})
 	return m, nil
@@ -229,6 +252,15 @@ func (m *Metrics) RunTransition(_ context.Context, t run.Transition) {
 		end = time.Now() // forced moves (force-cancel, the reaper) stamp no time
 	}
 	m.phases.WithLabelValues(phase, string(t.To)).Observe(end.Sub(start).Seconds())
+}
+
+// ModuleTestEnded is a moduletest.Service hook: a test run that started
+// at started ended in status at ended.
+func (m *Metrics) ModuleTestEnded(status string, started, ended time.Time) {
+	if started.IsZero() || ended.Before(started) {
+		return
+	}
+	m.testDurations.WithLabelValues(status).Observe(ended.Sub(started).Seconds())
 }
 
 // NotificationAttempt is a notify.Service hook.
@@ -314,6 +346,16 @@ func (m *Metrics) refresh(ctx context.Context) {
 				}
 				m.queued.WithLabelValues(p).Set(float64(d.Queued))
 				m.oldest.WithLabelValues(p).Set(age)
+			}
+		}
+	}
+	if m.o.ModuleTests != nil {
+		if counts, err := m.o.ModuleTests.TestRunStatusCounts(ctx); err != nil {
+			m.testRuns.Reset()
+			m.storeError("counting module test runs by status", err)
+		} else {
+			for _, st := range moduletest.Statuses {
+				m.testRuns.WithLabelValues(string(st)).Set(float64(counts[string(st)]))
 			}
 		}
 	}

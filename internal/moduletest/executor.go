@@ -165,6 +165,8 @@ type outcome struct {
 
 // finish records a running test run's outcome and closes its log.
 func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) error {
+	var done *TestRun
+	now := core.Now()
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 		tr, err := s.read(ctx, tx, id, true)
 		if err != nil {
@@ -174,12 +176,14 @@ func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) er
 			return core.Conflict("test run %s is %s, and no longer this executor's", id, tr.Status)
 		}
 		tr.TestStatus, tr.Counts = o.verdict, o.counts
-		return s.move(ctx, tx, tr, o.status, core.Now(), `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
+		done = tr
+		return s.move(ctx, tx, tr, o.status, now, `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
 			string(o.verdict), o.counts.Passed, o.counts.Failed, o.counts.Errored, o.counts.Skipped)
 	})
 	if err != nil {
 		return err
 	}
+	s.ended(done, o.status, now)
 	return s.Logs.CloseLog(ctx, id, o.tail)
 }
 
@@ -191,17 +195,19 @@ func (s *Service) reap(ctx context.Context) error {
 		return err
 	}
 	for _, id := range ids {
-		ended := false
+		var ended *TestRun
+		now := core.Now()
 		err := s.DB.Tx(ctx, func(tx *store.Tx) error {
 			tr, err := s.read(ctx, tx, id, true)
-			if err != nil || tr.Status != StatusRunning || tr.leaseUntil >= core.Micros(core.Now()) {
+			if err != nil || tr.Status != StatusRunning || tr.leaseUntil >= core.Micros(now) {
 				return err // ended or renewed meanwhile
 			}
-			ended = true
+			ended = tr
 			tr.TestStatus = TestError
-			return s.move(ctx, tx, tr, StatusErrored, core.Now(), `test_status = ?, runner_id = '', signal = ''`, string(TestError))
+			return s.move(ctx, tx, tr, StatusErrored, now, `test_status = ?, runner_id = '', signal = ''`, string(TestError))
 		})
-		if err == nil && ended {
+		if err == nil && ended != nil {
+			s.ended(ended, StatusErrored, now)
 			err = s.Logs.CloseLog(ctx, id, "\nThe server executing this test run stopped before it ended: the test run errored. Resources its tests made may be left behind.\n")
 		}
 		if err != nil && core.KindOf(err) != core.KindNotFound {

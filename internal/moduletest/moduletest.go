@@ -48,6 +48,9 @@ const (
 	StatusCanceled Status = "canceled"
 )
 
+// Statuses are every status a test run takes, in lifecycle order.
+var Statuses = []Status{StatusQueued, StatusRunning, StatusFinished, StatusErrored, StatusCanceled}
+
 // moves is every transition a test run may make: nothing writes a status
 // without transition's consent.
 var moves = map[Status][]Status{

@@ -1,6 +1,7 @@
 package moduletest
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,6 +14,17 @@ func TestTransitions(t *testing.T) {
 		{StatusRunning, StatusFinished}: true, {StatusRunning, StatusErrored}: true, {StatusRunning, StatusCanceled}: true,
 	}
 	all := []Status{StatusQueued, StatusRunning, StatusFinished, StatusErrored, StatusCanceled}
+	// Statuses (the metrics' series) names every status a move knows.
+	if strings.Join(statusStrings(Statuses), ",") != strings.Join(statusStrings(all), ",") {
+		t.Errorf("Statuses = %v, want %v", Statuses, all)
+	}
+	for from, tos := range moves {
+		for _, st := range append([]Status{from}, tos...) {
+			if !slices.Contains(Statuses, st) {
+				t.Errorf("status %s of a move is not in Statuses", st)
+			}
+		}
+	}
 	for _, from := range all {
 		for _, to := range all {
 			if err := transition(from, to); (err == nil) != allowed[[2]Status{from, to}] {
@@ -25,6 +37,14 @@ func TestTransitions(t *testing.T) {
 			t.Errorf("%s.Ended() = %v", s, s.Ended())
 		}
 	}
+}
+
+func statusStrings(ss []Status) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
 }
 
 // TestCreateOptionsCheck: paths stay inside the module and cannot pass

@@ -90,7 +90,40 @@ type Service struct {
 	// creation, then each move), inside the transaction that writes it:
 	// the VCS domain reports them to the commit a run tests.
 	OnStatus []func(ctx context.Context, q store.Q, tr *TestRun) error
-	wake     *loops.Wake
+	// OnEnded hooks hear, after the commit, of each run that ran and
+	// ended: how it ended, and when it started and ended (metrics).
+	OnEnded []func(status string, started, ended time.Time)
+	wake    *loops.Wake
+}
+
+// ended tells the OnEnded hooks of tr, which ended in status at now.
+func (s *Service) ended(tr *TestRun, status Status, now time.Time) {
+	if tr.Timestamps.StartedAt == nil {
+		return
+	}
+	for _, h := range s.OnEnded {
+		h(string(status), *tr.Timestamps.StartedAt, now)
+	}
+}
+
+// TestRunStatusCounts counts the test runs of every module by status
+// (metrics, at scrape time).
+func (s *Service) TestRunStatusCounts(ctx context.Context) (map[string]int, error) {
+	counts := map[string]int{}
+	rows, err := s.DB.Query(ctx, `SELECT status, COUNT(*) FROM module_test_runs GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		counts[st] = n
+	}
+	return counts, rows.Err()
 }
 
 // NewService returns a Service.

@@ -9,13 +9,13 @@ import (
 
 // wireMetrics builds the server's metrics and subscribes them to the
 // domains they follow (run transitions, notification deliveries, run
-// task requests, every outbox topic). Job
+// task requests, every outbox topic, module test runs). Job
 // claims are counted by the runner's API (startRunner).
 func (s *Server) wireMetrics() error {
 	var err error
 	s.Metrics, err = metrics.New(metrics.Options{
 		Access: metrics.Access(s.cfg.MetricsAccess), Token: s.cfg.MetricsToken, Auth: s.Auth,
-		Store: s.Runs, Outbox: s.Notify, Logger: s.logger.With("component", "metrics"),
+		Store: s.Runs, Outbox: s.Notify, ModuleTests: s.ModuleTests, Logger: s.logger.With("component", "metrics"),
 	})
 	if err != nil {
 		return err
@@ -23,6 +23,7 @@ func (s *Server) wireMetrics() error {
 	s.Runs.Observe(s.Metrics.RunTransition)
 	s.Notify.OnAttempt(s.Metrics.NotificationAttempt)
 	s.RunTasks.OnAttempt(s.Metrics.RunTaskAttempt)
+	s.ModuleTests.OnEnded = append(s.ModuleTests.OnEnded, s.Metrics.ModuleTestEnded)
 	for _, q := range []*outbox.Queue{s.Notify.Outbox(), s.RunTasks.Outbox(), s.Triggers.Outbox(), s.VCS.Queue()} {
 		q.OnAttempt(s.Metrics.OutboxAttempt)
 	}
