@@ -85,21 +85,16 @@ output "label" { value = module.helper.label }
 
 	// A module's test run: its own token reads the registry.
 	tested := tfe.RegistryModuleID{Organization: org, Name: "greeter", Provider: "null", Namespace: org, RegistryName: tfe.PrivateRegistry}
-	if _, err := e.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String(tested.Name), Provider: tfe.String(tested.Provider)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.RegistryModules.Update(ctx, tested, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
-		t.Fatal(err)
-	}
-	tr := createTestRun(ctx, t, e, tested, map[string][]byte{"main.tf": []byte(uses), "tests/label.tftest.hcl": []byte(`
+	testenv.EnableModuleTests(ctx, t, e.Client, org, tested.Name, tested.Provider)
+	tr := testenv.StartTestRun(ctx, t, e.Client, tested, map[string]string{"main.tf": uses, "tests/label.tftest.hcl": `
 run "label" {
   assert {
     condition     = output.label == "world-1.2.0"
     error_message = "the label is not the private module's"
   }
 }
-`)})
-	done := waitTestRun(ctx, t, e, tested, tr.ID)
+`})
+	done := testenv.WaitTestRun(ctx, t, e.Client, tested, tr.ID)
 	if done.Status != tfe.TestRunFinished || done.TestStatus != tfe.TestPass || done.TestsPassed != 1 {
 		logs, _ := e.Client.TestRuns.Logs(ctx, tested, tr.ID)
 		var body []byte
@@ -150,7 +145,7 @@ run "label" {
 	if err := e.Client.TestRuns.ForceCancel(ctx, tested, slow.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitTestRun(ctx, t, e, tested, slow.ID)
+	testenv.WaitTestRun(ctx, t, e.Client, tested, slow.ID)
 	if got := status(versions); got != http.StatusUnauthorized {
 		t.Errorf("GET %s with an ended test run's token: %d, want 401", versions, got)
 	}

@@ -33,13 +33,7 @@ func TestModuleTestsWakeEveryReplica(t *testing.T) {
 
 	const org = "acme"
 	testenv.NewOrg(t, a.Client, org)
-	id := tfe.RegistryModuleID{Organization: org, Name: "greeter", Provider: "null", Namespace: org, RegistryName: tfe.PrivateRegistry}
-	if _, err := a.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String(id.Name), Provider: tfe.String(id.Provider)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Client.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
-		t.Fatal(err)
-	}
+	id := testenv.EnableModuleTests(ctx, t, a.Client, org, "greeter", "null")
 
 	// One replica's executor (one run at a time) takes a test that sleeps.
 	slow := startSlowTestRun(ctx, t, a, id)
@@ -56,11 +50,11 @@ func TestModuleTestsWakeEveryReplica(t *testing.T) {
 	t.Logf("replica %s runs the slow test; replica %s is idle", busy.Server.Replica, idle.Server.Replica)
 
 	// A run queued through the busy replica: only the idle one can take it.
-	quick := createTestRun(ctx, t, busy, id, map[string][]byte{
-		"main.tf":               []byte(testedModule["main.tf"]),
-		"tests/pass.tftest.hcl": []byte(strings.Replace(testedModule["tests/pass.tftest.hcl"], "run \"greets\" {", "run \"greets\" {\n  variables {\n    name = \"world\"\n  }", 1)),
+	quick := testenv.StartTestRun(ctx, t, busy.Client, id, map[string]string{
+		"main.tf":               testedModule["main.tf"],
+		"tests/pass.tftest.hcl": strings.Replace(testedModule["tests/pass.tftest.hcl"], "run \"greets\" {", "run \"greets\" {\n  variables {\n    name = \"world\"\n  }", 1),
 	})
-	if r := waitTestRun(ctx, t, idle, id, quick.ID); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass {
+	if r := testenv.WaitTestRun(ctx, t, idle.Client, id, quick.ID); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass {
 		t.Fatalf("the test run queued on the busy replica: %s, %s (want finished, pass)", r.Status, r.TestStatus)
 	}
 	if r, err := busy.Client.TestRuns.Read(ctx, id, slow.ID); err != nil || r.Status != tfe.TestRunRunning {
@@ -74,5 +68,5 @@ func TestModuleTestsWakeEveryReplica(t *testing.T) {
 	if err := a.Client.TestRuns.ForceCancel(ctx, id, slow.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitTestRun(ctx, t, a, id, slow.ID)
+	testenv.WaitTestRun(ctx, t, a.Client, id, slow.ID)
 }

@@ -223,58 +223,21 @@ func testModuleTests(t *testing.T, e *testenv.Env, c *cli) {
 	}
 }
 
-// createTestRun uploads files as a test configuration of the module and
-// starts a test run of them through go-tfe.
-func createTestRun(ctx context.Context, t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, files map[string][]byte) *tfe.TestRun {
-	t.Helper()
-	cv, err := e.Client.ConfigurationVersions.CreateForRegistryModule(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(tarball(t, files))); err != nil {
-		t.Fatal(err)
-	}
-	m, err := e.Client.RegistryModules.Read(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := e.Client.TestRuns.Create(ctx, tfe.TestRunCreateOptions{ConfigurationVersion: cv, RegistryModule: m, TestDirectory: tfe.String("tests")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
-
-// waitTestRun waits until a test run is no longer queued or running.
-func waitTestRun(ctx context.Context, t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, runID string) *tfe.TestRun {
-	t.Helper()
-	var last *tfe.TestRun
-	var err error
-	waitFor(t, 60*time.Second, "test run "+runID+" to end", func() bool {
-		last, err = e.Client.TestRuns.Read(ctx, id, runID)
-		return err == nil && last.Status != tfe.TestRunQueued && last.Status != tfe.TestRunRunning
-	})
-	return last
-}
-
 // startSlowTestRun starts a test run whose test sleeps in a provisioner,
 // and waits until it runs.
 func startSlowTestRun(ctx context.Context, t *testing.T, e *testenv.Env, id tfe.RegistryModuleID) *tfe.TestRun {
 	t.Helper()
-	tr := createTestRun(ctx, t, e, id, map[string][]byte{
-		"main.tf": []byte(`
+	tr := testenv.StartTestRun(ctx, t, e.Client, id, map[string]string{
+		"main.tf": `
 resource "terraform_data" "slow" {
   provisioner "local-exec" {
     command = "sleep 120"
   }
 }
-`),
-		"tests/slow.tftest.hcl": []byte("run \"waits\" {}\n"),
+`,
+		"tests/slow.tftest.hcl": "run \"waits\" {}\n",
 	})
-	waitFor(t, 60*time.Second, "the slow test run running", func() bool {
-		r, err := e.Client.TestRuns.Read(ctx, id, tr.ID)
-		return err == nil && r.Status == tfe.TestRunRunning
-	})
+	testenv.WaitTestRun(ctx, t, e.Client, id, tr.ID, tfe.TestRunRunning)
 	return tr
 }
 
@@ -286,17 +249,17 @@ func testModuleTestPrivileges(ctx context.Context, t *testing.T, e *testenv.Env,
 	if b, err := os.ReadFile("/proc/thread-self/status"); err != nil || !bytes.Contains(b, []byte("NoNewPrivs:\t0")) {
 		t.Fatalf("this test needs Linux and a test process that started without no_new_privs: %v\n%s", err, b)
 	}
-	privs := map[string][]byte{
-		"main.tf": []byte(`
+	privs := map[string]string{
+		"main.tf": `
 resource "terraform_data" "privs" {
   provisioner "local-exec" {
     command = "grep -Eq 'NoNewPrivs:[[:space:]]+1' /proc/self/status"
   }
 }
-`),
-		"tests/privs.tftest.hcl": []byte("run \"no_privileges\" {}\n"),
+`,
+		"tests/privs.tftest.hcl": "run \"no_privileges\" {}\n",
 	}
-	if r := waitTestRun(ctx, t, e, id, createTestRun(ctx, t, e, id, privs).ID); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass {
+	if r := testenv.WaitTestRun(ctx, t, e.Client, id, testenv.StartTestRun(ctx, t, e.Client, id, privs).ID); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass {
 		t.Fatalf("a test checking it cannot gain privileges, in an organization without sudo: %+v", r)
 	}
 	if _, err := e.Client.Admin.Organizations.Update(ctx, id.Organization, tfe.AdminOrganizationUpdateOptions{TerraformWorkerSudoEnabled: true}); err != nil {
@@ -307,7 +270,7 @@ resource "terraform_data" "privs" {
 			t.Fatal(err)
 		}
 	}()
-	if r := waitTestRun(ctx, t, e, id, createTestRun(ctx, t, e, id, privs).ID); r.Status != tfe.TestRunFinished || r.TestStatus == tfe.TestPass {
+	if r := testenv.WaitTestRun(ctx, t, e.Client, id, testenv.StartTestRun(ctx, t, e.Client, id, privs).ID); r.Status != tfe.TestRunFinished || r.TestStatus == tfe.TestPass {
 		t.Fatalf("the same test in an organization allowing sudo: %+v, want a finished run whose test did not pass", r)
 	}
 }
@@ -318,7 +281,7 @@ func testModuleTestCancel(ctx context.Context, t *testing.T, e *testenv.Env, id 
 	if err := e.Client.TestRuns.ForceCancel(ctx, id, tr.ID); err != nil {
 		t.Fatal(err)
 	}
-	last := waitTestRun(ctx, t, e, id, tr.ID)
+	last := testenv.WaitTestRun(ctx, t, e.Client, id, tr.ID)
 	if last.Status != tfe.TestRunCanceled || last.StatusTimestamps.ForceCanceledAt.IsZero() {
 		t.Fatalf("force-canceled test run: %+v", last)
 	}
@@ -393,7 +356,7 @@ func testModuleTestLostExecutor(ctx context.Context, t *testing.T, e *testenv.En
 	if _, err := e.Server.DB.Exec(ctx, `UPDATE module_test_runs SET runner_id = 'a-replica-that-died', lease_until = 1 WHERE id = ?`, tr.ID); err != nil {
 		t.Fatal(err)
 	}
-	last := waitTestRun(ctx, t, e, id, tr.ID)
+	last := testenv.WaitTestRun(ctx, t, e.Client, id, tr.ID)
 	if last.Status != tfe.TestRunErrored || last.TestStatus != tfe.TestError || last.StatusTimestamps.ErroredAt.IsZero() {
 		t.Fatalf("test run of a dead executor: %+v", last)
 	}

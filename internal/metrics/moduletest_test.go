@@ -1,16 +1,11 @@
 package metrics_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -29,50 +24,12 @@ func TestModuleTestMetrics(t *testing.T) {
 	}
 
 	testenv.NewOrg(t, e.Client, "acme")
-	id := tfe.RegistryModuleID{Organization: "acme", Name: "math", Provider: "null", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
-	m, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String(id.Name), Provider: tfe.String(id.Provider)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "tests"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{
+	id := testenv.EnableModuleTests(ctx, t, e.Client, "acme", "math", "null")
+	tr := testenv.StartTestRun(ctx, t, e.Client, id, map[string]string{
 		"main.tf":               "output \"two\" { value = 1 + 1 }\n",
 		"tests/math.tftest.hcl": "run \"adds\" {\n  command = plan\n  assert {\n    condition     = output.two == 2\n    error_message = \"no\"\n  }\n}\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	archive, err := slug.Pack(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := e.Client.ConfigurationVersions.CreateForRegistryModule(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(archive)); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := e.Client.TestRuns.Create(ctx, tfe.TestRunCreateOptions{ConfigurationVersion: cv, RegistryModule: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		r, err := e.Client.TestRuns.Read(ctx, id, tr.ID)
-		if err == nil && r.Status == tfe.TestRunFinished {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the test run did not finish: %+v, %v", r, err)
-		}
-	}
+	})
+	testenv.WaitTestRun(ctx, t, e.Client, id, tr.ID, tfe.TestRunFinished)
 
 	fams = scrape(t, e)
 	for st, want := range map[string]float64{"queued": 0, "running": 0, "finished": 1, "errored": 0, "canceled": 0} {

@@ -1,11 +1,8 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/slug"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -27,23 +23,21 @@ func TestRegistryShowsModuleTests(t *testing.T) {
 	testenv.NewOrg(t, e.Client, "acme")
 	ids := map[string]tfe.RegistryModuleID{}
 	for _, name := range []string{"fresh", "plain", "tested"} {
+		if name != "plain" {
+			ids[name] = testenv.EnableModuleTests(ctx, t, e.Client, "acme", name, "null")
+			continue
+		}
 		if _, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String(name), Provider: tfe.String("null")}); err != nil {
 			t.Fatal(err)
-		}
-		ids[name] = tfe.RegistryModuleID{Organization: "acme", Name: name, Provider: "null", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
-		if name != "plain" {
-			if _, err := e.Client.RegistryModules.Update(ctx, ids[name], tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 	// Two runs: the older fails, the newer (the one shown) passes.
 	for _, want := range []string{"3", "2"} {
-		tr := startTestRun(t, e, ids["tested"], map[string]string{
+		tr := testenv.StartTestRun(ctx, t, e.Client, ids["tested"], map[string]string{
 			"main.tf":               "output \"two\" { value = 1 + 1 }\n",
 			"tests/math.tftest.hcl": "run \"adds\" {\n  command = plan\n  assert {\n    condition     = output.two == " + want + "\n    error_message = \"no\"\n  }\n}\n",
 		})
-		waitTestRunStatus(t, e, ids["tested"], tr.ID, tfe.TestRunFinished)
+		testenv.WaitTestRun(ctx, t, e.Client, ids["tested"], tr.ID, tfe.TestRunFinished)
 	}
 
 	tb := newTab(t, e, e.Token)
@@ -74,57 +68,6 @@ func TestRegistryShowsModuleTests(t *testing.T) {
 	tb.screenshot("module-test-run")
 }
 
-// startTestRun uploads files as a test configuration of module id and
-// starts a test run of them through go-tfe.
-func startTestRun(t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, files map[string]string) *tfe.TestRun {
-	t.Helper()
-	ctx := context.Background()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	archive, err := slug.Pack(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := e.Client.ConfigurationVersions.CreateForRegistryModule(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.ConfigurationVersions.UploadTarGzip(ctx, cv.UploadURL, bytes.NewReader(archive)); err != nil {
-		t.Fatal(err)
-	}
-	m, err := e.Client.RegistryModules.Read(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := e.Client.TestRuns.Create(ctx, tfe.TestRunCreateOptions{ConfigurationVersion: cv, RegistryModule: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr
-}
-
-// waitTestRunStatus waits until test run runID of module id is in status
-// want, and returns it.
-func waitTestRunStatus(t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, runID string, want tfe.TestRunStatus) *tfe.TestRun {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		r, err := e.Client.TestRuns.Read(context.Background(), id, runID)
-		if err == nil && r.Status == want {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("test run %s did not become %s: %+v, %v", runID, want, r, err)
-		}
-	}
-}
-
 // TestModuleTestRunCancel: a test run's page lets those who run the
 // module's tests cancel it (terraform is interrupted: the run ends
 // canceled) and, while a cancel waits for terraform, force-cancel it;
@@ -134,13 +77,7 @@ func TestModuleTestRunCancel(t *testing.T) {
 	ctx := context.Background()
 	e := testenv.New(t, testenv.Options{})
 	testenv.NewOrg(t, e.Client, "acme")
-	id := tfe.RegistryModuleID{Organization: "acme", Name: "slow", Provider: "null", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
-	if _, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String(id.Name), Provider: tfe.String(id.Provider)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true)}}); err != nil {
-		t.Fatal(err)
-	}
+	id := testenv.EnableModuleTests(ctx, t, e.Client, "acme", "slow", "null")
 	slow := map[string]string{
 		"main.tf":               "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 10\"\n  }\n}\n",
 		"tests/slow.tftest.hcl": "run \"waits\" {}\n",
@@ -149,8 +86,8 @@ func TestModuleTestRunCancel(t *testing.T) {
 
 	// A reader sees the run, and no button.
 	reader := userToken(t, e, "acme", "reader@acme.test") // a member: reads the registry, manages no modules
-	tr := startTestRun(t, e, id, slow)
-	waitTestRunStatus(t, e, id, tr.ID, tfe.TestRunRunning)
+	tr := testenv.StartTestRun(ctx, t, e.Client, id, slow)
+	testenv.WaitTestRun(ctx, t, e.Client, id, tr.ID, tfe.TestRunRunning)
 	rt := newTab(t, e, reader)
 	rt.open(page(tr.ID))
 	if got := rt.text("#test-status"); !strings.HasPrefix(got, "running") || rt.exists("#cancel") || rt.exists("#force-cancel") {
@@ -161,7 +98,7 @@ func TestModuleTestRunCancel(t *testing.T) {
 	tb := newTab(t, e, e.Token)
 	tb.open(page(tr.ID))
 	tb.press("#cancel")
-	if r := waitTestRunStatus(t, e, id, tr.ID, tfe.TestRunCanceled); !r.StatusTimestamps.ForceCanceledAt.IsZero() {
+	if r := testenv.WaitTestRun(ctx, t, e.Client, id, tr.ID, tfe.TestRunCanceled); !r.StatusTimestamps.ForceCanceledAt.IsZero() {
 		t.Fatalf("a canceled test run was force-canceled: %+v", r)
 	}
 	tb.open(page(tr.ID))
@@ -171,8 +108,8 @@ func TestModuleTestRunCancel(t *testing.T) {
 
 	// A run whose executor no longer answers (its lease another's): the
 	// cancel waits, and the page offers to force it.
-	stuck := startTestRun(t, e, id, slow)
-	waitTestRunStatus(t, e, id, stuck.ID, tfe.TestRunRunning)
+	stuck := testenv.StartTestRun(ctx, t, e.Client, id, slow)
+	testenv.WaitTestRun(ctx, t, e.Client, id, stuck.ID, tfe.TestRunRunning)
 	if _, err := e.Server.DB.Exec(ctx, `UPDATE module_test_runs SET runner_id = 'an-executor-gone-quiet', lease_until = ? WHERE id = ?`,
 		time.Now().Add(time.Hour).UnixMicro(), stuck.ID); err != nil {
 		t.Fatal(err)
