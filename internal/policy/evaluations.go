@@ -458,6 +458,14 @@ func (s *Service) evaluationsOf(ctx context.Context, stageID string) ([]*Evaluat
 	return store.All(ctx, s.o.DB, scanEval, `SELECT `+evalCols+` FROM policy_evaluations WHERE task_stage_id = ? ORDER BY kind DESC, id`, stageID)
 }
 
+// StageOutcomes lists the set outcomes of every evaluation of a task
+// stage, by kind then set name (the run page; the caller read the stage's
+// run).
+func (s *Service) StageOutcomes(ctx context.Context, stageID string) ([]*SetOutcome, error) {
+	return store.All(ctx, s.o.DB, scanOutcome, `SELECT `+outcomeCols+` FROM policy_set_outcomes o JOIN policy_evaluations e ON e.id = o.policy_evaluation_id
+		WHERE e.task_stage_id = ? ORDER BY e.kind DESC, o.policy_set_name, o.id`, stageID)
+}
+
 // readableEval checks that the caller may read the evaluation's run.
 func readableEval(ctx context.Context, e *Evaluation) error {
 	err := authz.Allows(ctx, authz.RunRead, authz.Resource{Organization: e.Organization, WorkspaceID: e.WorkspaceID, RunID: e.RunID})

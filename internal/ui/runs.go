@@ -13,6 +13,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/policy"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runtask"
 )
@@ -30,6 +31,11 @@ type change struct {
 type stageView struct {
 	Stage   *runtask.TaskStageRecord
 	Results []*runtask.Result
+	// Policies are the stage's policy set outcomes; CanOverride says the
+	// caller may override the stage (it awaits an override and they have
+	// policy-overrides).
+	Policies    []*policy.SetOutcome
+	CanOverride bool
 }
 
 type runData struct {
@@ -110,7 +116,15 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 			return
 		}
 		for _, s := range stages {
-			d.Stages = append(d.Stages, stageView{Stage: s, Results: results[s.ID]})
+			v := stageView{Stage: s, Results: results[s.ID]}
+			if u.o.Policies != nil {
+				if v.Policies, err = u.o.Policies.StageOutcomes(ctx, s.ID); err != nil {
+					u.fail(w, r, err)
+					return
+				}
+			}
+			v.CanOverride = s.Status == runtask.StageAwaitingOverride && allowed(ctx, authz.RunOverrideTasks, res)
+			d.Stages = append(d.Stages, v)
 		}
 	}
 	u.render(w, r, status, "run", rn.ID, rn.Organization, d)
@@ -285,7 +299,26 @@ func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
 	comment := strings.TrimSpace(r.PostFormValue("comment"))
 	var act func() error
 	need := authz.RunApply
+	route, kv, answer := "POST /api/v2/runs/{id}/actions/{action}", []string{"id", rn.ID, "action", r.PathValue("action")}, http.StatusAccepted
 	switch r.PathValue("action") {
+	case "override":
+		// A task stage awaiting an override (a mandatory policy failed):
+		// the service checks the stage is the run's and the caller's
+		// policy-overrides.
+		stageID := r.PostFormValue("stage")
+		need = authz.RunOverrideTasks
+		route, kv, answer = "POST /api/v2/task-stages/{id}/actions/override", []string{"id", stageID}, http.StatusOK
+		act = func() error {
+			st, _, err := u.o.RunTasks.Stage(ctx, stageID)
+			if err != nil {
+				return err
+			}
+			if st.RunID != rn.ID {
+				return core.NotFound("task stage %q not found in run %s", stageID, rn.ID)
+			}
+			_, err = u.o.RunTasks.Override(ctx, stageID, comment)
+			return err
+		}
 	case "apply":
 		act = func() error { return u.o.Runs.Apply(ctx, rn.ID, comment) }
 	case "discard":
@@ -294,7 +327,7 @@ func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
 		need = authz.RunPlan
 		act = func() error { return u.o.Runs.Cancel(ctx, rn.ID, comment) }
 	default:
-		u.fail(w, r, core.NotFound("a run can be applied, discarded or canceled, not %q", r.PathValue("action")))
+		u.fail(w, r, core.NotFound("a run can be applied, discarded, canceled or its policies overridden, not %q", r.PathValue("action")))
 		return
 	}
 	if err := authz.Allows(ctx, need, res); err != nil {
@@ -309,6 +342,6 @@ func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.record(r, rn.Organization, "POST /api/v2/runs/{id}/actions/{action}", http.StatusAccepted, "", "id", rn.ID, "action", r.PathValue("action"))
+	u.record(r, rn.Organization, route, answer, "", kv...)
 	http.Redirect(w, r, orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), http.StatusSeeOther)
 }

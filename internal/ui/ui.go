@@ -23,6 +23,7 @@ import (
 	"github.com/terracehq/terrace/internal/nocode"
 	"github.com/terracehq/terrace/internal/orchestration"
 	"github.com/terracehq/terrace/internal/organization"
+	"github.com/terracehq/terrace/internal/policy"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/providerregistry"
 	"github.com/terracehq/terrace/internal/registry"
@@ -46,15 +47,17 @@ var staticFS embed.FS
 // Options are the domain services the pages call (directly, never over
 // HTTP) and what the pages need to know about the server.
 type Options struct {
-	Orgs        *organization.Service
-	Projects    *project.Service
-	Workspaces  *workspace.Service
-	Runs        *run.Service
-	States      *state.Service
-	Variables   *variable.Service
-	Teams       *team.Service
-	Audit       *audit.Service
-	RunTasks    *runtask.Service
+	Orgs       *organization.Service
+	Projects   *project.Service
+	Workspaces *workspace.Service
+	Runs       *run.Service
+	States     *state.Service
+	Variables  *variable.Service
+	Teams      *team.Service
+	Audit      *audit.Service
+	RunTasks   *runtask.Service
+	// Policies shows a run's policy evaluations (nil: not shown).
+	Policies    *policy.Service
 	Assessments *assessment.Service
 	Registry    *registry.Service
 	NoCode      *nocode.Service
@@ -332,7 +335,7 @@ var funcs = template.FuncMap{
 			return "ok"
 		case "errored", "canceled", "force_canceled", "failed", "drifted", "discarded":
 			return "bad"
-		case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override":
+		case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override", "awaiting_override", "post_plan_awaiting_decision":
 			return "wait"
 		}
 		return "busy"
