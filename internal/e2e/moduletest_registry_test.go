@@ -103,6 +103,34 @@ run "label" {
 		}
 		t.Fatalf("test run of a module using a private module: %s, %s, %d passed (want finished, pass, 1)\n%s", done.Status, done.TestStatus, done.TestsPassed, body)
 	}
+	// A test that shows terraform's CLI configuration (the failed
+	// assertion prints the value): the token in it is masked in the log.
+	shown := testenv.StartTestRun(ctx, t, e.Client, tested, map[string]string{
+		"main.tf": `output "rc" { value = file("${path.module}/../terraform.rc") }` + "\n",
+		"tests/rc.tftest.hcl": `
+run "rc" {
+  command = plan
+  assert {
+    condition     = output.rc == ""
+    error_message = "the CLI configuration is not empty"
+  }
+}
+`})
+	if r := testenv.WaitTestRun(ctx, t, e.Client, tested, shown.ID); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestFail {
+		t.Fatalf("the test showing the CLI configuration: %s, %s (want finished, fail)", r.Status, r.TestStatus)
+	}
+	logs, err := e.Client.TestRuns.Logs(ctx, tested, shown.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte("credentials")) || !bytes.Contains(body, []byte(e.Host)) || bytes.Contains(body, []byte(".atlasv1.")) || !bytes.Contains(body, []byte("***")) {
+		t.Fatalf("the log of a test showing the CLI configuration (the credentials shown, the token masked):\n%s", body)
+	}
+
 	var n int
 	if err := e.Server.DB.QueryRow(ctx, `SELECT COUNT(*) FROM tokens WHERE kind = ?`, string(auth.KindTestRun)).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d test run tokens left after the test run ended (%v), want none", n, err)

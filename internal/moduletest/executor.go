@@ -255,6 +255,15 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 			secrets = append(secrets, v.Value)
 		}
 	}
+	// The run's registry credentials: masked in its log like a sensitive
+	// variable (a test can read terraform's CLI configuration).
+	token := ""
+	if cfg.Token != nil && cfg.Hostname != "" {
+		if token, err = cfg.Token(ctx, tr); err != nil {
+			return errored("making the test run's registry credentials: %v", err)
+		}
+		secrets = append(secrets, token)
+	}
 	out := runner.NewLogWriter(ctx, logAppender{s.Logs}, tr.ID, tr.ID, secrets, func(err error) { log.Warn("a log chunk was refused", "error", err) })
 	defer out.Close()
 	// The lease is renewed from here on: preparing a large module takes
@@ -285,12 +294,6 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	bin, err := cfg.Engines.Find(ctx, "")
 	if err != nil {
 		return errored("finding terraform: %v", err)
-	}
-	token := ""
-	if cfg.Token != nil && cfg.Hostname != "" {
-		if token, err = cfg.Token(ctx, tr); err != nil {
-			return errored("making the test run's registry credentials: %v", err)
-		}
 	}
 	env, err := testEnv(dir, cfg, token, vars)
 	if err != nil {

@@ -196,13 +196,15 @@ func leaves(v any, fn func(string)) {
 }
 
 // maskList is what a job masks: the current sensitive variables (with the
-// run's), the values the current state holds at sensitive paths, and the
-// mask-only values the server sent (Inputs.Masks). Longest first, so that
+// run's), the values the current state holds at sensitive paths, the
+// mask-only values the server sent (Inputs.Masks) and the run's token. Longest first, so that
 // a secret containing another is masked whole; no value shorter than 3.
 func maskList(in *Inputs, vars []Variable) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, group := range [][]string{sortedSecrets(vars), stateSecrets(in.State), in.Masks} {
+	// The run's token too: a configuration can read terraform's CLI
+	// configuration, and its log is no place for the token.
+	for _, group := range [][]string{sortedSecrets(vars), stateSecrets(in.State), in.Masks, {in.Token}} {
 		for _, s := range group {
 			if len(s) >= 3 && !seen[s] {
 				seen[s] = true

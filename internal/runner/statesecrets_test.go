@@ -76,8 +76,8 @@ func TestMaskList(t *testing.T) {
 		{Key: "again", Value: "pw-top-secret", Category: "terraform", Sensitive: true},
 		{Key: "plain", Value: "visible-name", Category: "terraform"},
 	}
-	got := maskList(&Inputs{State: state, Masks: []string{"prev-run-secret", "ab"}}, vars)
-	for _, w := range []string{"new-current-secret", "old-input-secret", "pw-top-secret", "prev-run-secret"} {
+	got := maskList(&Inputs{State: state, Masks: []string{"prev-run-secret", "ab"}, Token: "run-token-secret.atlasv1.x"}, vars)
+	for _, w := range []string{"new-current-secret", "old-input-secret", "pw-top-secret", "prev-run-secret", "run-token-secret.atlasv1.x"} {
 		if !slices.Contains(got, w) {
 			t.Errorf("maskList lacks %q: %q", w, got)
 		}
