@@ -643,12 +643,8 @@ func (s *Service) teamDecision(ctx context.Context, p *auth.Principal, org strin
 	return func(t Team) error { return decideTeam(st, action, rule, &t) }, nil
 }
 
-// taskResultDecision is the whole reach of a task result's access token
-// (the token a run task service gets): its run's plan JSON (RunRead on
-// that run), its run's configuration version (RunInputs), and its own
-// result's callback (an Authenticated route whose service checks the
-// result). The guard keeps the token off every route not marked
-// TaskToken, so RunRead cannot reach the run's other reads.
+// errTestRunToken is the refusal of a test run's token (the guard's and
+// the model's).
 func errTestRunToken() error {
 	return core.Forbidden("a test run's token can only read the private registry")
 }
@@ -677,6 +673,12 @@ func (s *Service) testRunDecision(ctx context.Context, p *auth.Principal, action
 	return core.NotFound("%s not found", rules[action].noun)
 }
 
+// taskResultDecision is the whole reach of a task result's access token
+// (the token a run task service gets): its run's plan JSON (RunRead on
+// that run), its run's configuration version (RunInputs), and its own
+// result's callback (an Authenticated route whose service checks the
+// result). The guard keeps the token off every route not marked
+// TaskToken, so RunRead cannot reach the run's other reads.
 func taskResultDecision(p *auth.Principal, action Action, res Resource) error {
 	switch action {
 	case Authenticated:
