@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/moduletest"
+	"github.com/terracehq/terrace/internal/registry"
+	"github.com/terracehq/terrace/internal/variable"
 )
 
 // testPath is the module of a module test page.
@@ -15,19 +18,107 @@ func testPath(r *http.Request) moduletest.Path {
 		Name: r.PathValue("name"), Provider: r.PathValue("provider")}
 }
 
-// moduleTests lists a module's test runs, newest first.
+// testVar is a module's test variable as its page shows it: a sensitive
+// one's value never.
+type testVar struct {
+	ID, Key, Value string
+	Sensitive      bool
+}
+
+// moduleTests lists a module's test runs, newest first; to those who may
+// run its tests, it also turns them on or off and keeps its test
+// variables.
 func (u *UI) moduleTests(w http.ResponseWriter, r *http.Request) {
+	u.showModuleTests(w, r, http.StatusOK, "")
+}
+
+func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int, formErr string) {
 	if u.o.ModuleTests == nil {
 		u.fail(w, r, core.NotFound("module tests are not served here"))
 		return
 	}
+	ctx := r.Context()
 	p := testPath(r)
-	runs, total, err := u.o.ModuleTests.List(r.Context(), p, 0, 50)
+	runs, total, err := u.o.ModuleTests.List(ctx, p, 0, 50)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "moduletests", "Tests of "+p.Name+"/"+p.Provider, p.Organization, map[string]any{"Module": p, "Runs": runs, "Total": total})
+	mod, err := u.o.Registry.Get(ctx, p.Organization, p.Registry, p.Namespace, p.Name, p.Provider)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	d := map[string]any{"Module": p, "Runs": runs, "Total": total, "Enabled": mod.TestsEnabled, "Error": formErr,
+		"Path": orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests")}
+	if m, err := u.o.ModuleTests.ModuleForTests(ctx, p); err == nil {
+		vars, err := u.o.Variables.ModuleTestVariables(ctx, m.Organization, m.ID)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		view := make([]testVar, len(vars))
+		for i, v := range vars {
+			view[i] = testVar{ID: v.ID, Key: v.Key, Sensitive: v.Sensitive}
+			if !v.Sensitive {
+				view[i].Value = v.Value
+			}
+		}
+		d["Manage"], d["Vars"] = true, view
+	}
+	u.render(w, r, status, "moduletests", "Tests of "+p.Name+"/"+p.Provider, p.Organization, d)
+}
+
+// moduleTestsAction turns a module's tests on or off, or adds or deletes
+// a test variable, as the API's module update and test variable routes
+// do (the same services, the same checks).
+func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
+	if u.o.ModuleTests == nil {
+		u.fail(w, r, core.NotFound("module tests are not served here"))
+		return
+	}
+	ctx := r.Context()
+	p := testPath(r)
+	m, err := u.o.ModuleTests.ModuleForTests(ctx, p)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	vals := []string{"org", p.Organization, "registry", p.Registry, "ns", p.Namespace, "name", p.Name, "provider", p.Provider}
+	var route, created string
+	answer := http.StatusOK
+	switch r.PathValue("action") {
+	case "enable", "disable":
+		on := r.PathValue("action") == "enable"
+		_, err = u.o.Registry.Update(ctx, p.Organization, p.Registry, p.Namespace, p.Name, p.Provider, registry.UpdateOptions{TestConfig: &registry.TestConfig{TestsEnabled: &on}})
+		route = "PATCH /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}"
+	case "add-variable":
+		key, value, sensitive := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("sensitive") == "on"
+		var v *variable.Variable
+		v, err = u.o.Variables.CreateModuleTestVariable(ctx, m.Organization, m.ID, variable.VarOptions{Key: &key, Value: &value, Sensitive: &sensitive})
+		if err == nil {
+			created = v.ID
+		}
+		route, answer = "POST "+moduletest.Base+"/vars", http.StatusCreated
+	case "delete-variable":
+		id := r.PostFormValue("variable")
+		err = u.o.Variables.DeleteModuleTestVariable(ctx, m.Organization, m.ID, id)
+		route, answer = "DELETE "+moduletest.Base+"/vars/{var}", http.StatusNoContent
+		vals = append(vals, "var", id)
+	default:
+		u.fail(w, r, core.NotFound("a module's tests can be enabled, disabled, or get or lose a variable, not %q", r.PathValue("action")))
+		return
+	}
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
+			u.showModuleTests(w, r, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, p.Organization, route, answer, created, vals...)
+	http.Redirect(w, r, orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests"), http.StatusSeeOther)
 }
 
 // logLine is one line of a test run's log as the page shows it.

@@ -51,7 +51,12 @@ func TestRegistryShowsModuleTests(t *testing.T) {
 	// The newest run's status leads to the module's runs, newest first,
 	// and each run to its log: terraform test's messages, the failure's
 	// detail among them.
-	tb.press(`#modules td.tests a`)
+	// Every private module's Tests cell leads to its tests page (where
+	// they are turned on); the tested one's, to its runs.
+	if links := must(tb, chromedp.Evaluate[int](`document.querySelectorAll('#modules td.tests a').length`)); links != 3 {
+		t.Fatalf("%d Tests cells link to a tests page, want 3", links)
+	}
+	tb.press(`#modules tbody tr:nth-child(3) td.tests a`)
 	tb.do(chromedp.WaitVisible(chromedp.CSS(`#test-runs`)))
 	verdicts := must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#test-runs td.verdict')).map(function(td){return td.textContent.trim()})`))
 	if strings.Join(verdicts, " | ") != "pass: 1 passed, 0 failed | fail: 0 passed, 1 failed" {
@@ -146,4 +151,94 @@ func TestModuleTestRunCancel(t *testing.T) {
 	// In the audit trail as the API's cancel and force-cancel (202).
 	wantPageEvent(t, e, "cancel", "create", tr.ID, http.StatusAccepted)
 	wantPageEvent(t, e, "force-cancel", "create", stuck.ID, http.StatusAccepted)
+}
+
+// TestModuleTestSettingsFromPage: those who may run a module's tests turn
+// them on and off and keep the module's test variables on its tests page
+// (a sensitive value is never shown, not even in the page's markup); a
+// taken key is refused with the reason; a member who only reads the
+// registry sees neither.
+func TestModuleTestSettingsFromPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	if _, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("lib"), Provider: tfe.String("null")}); err != nil {
+		t.Fatal(err)
+	}
+	id := tfe.RegistryModuleID{Organization: "acme", Name: "lib", Provider: "null", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
+	enabled := func() bool {
+		t.Helper()
+		m, err := e.Client.RegistryModules.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.TestConfig != nil && m.TestConfig.TestsEnabled
+	}
+	const page, secret = "/app/acme/registry/modules/private/acme/lib/null/tests", "s3cr3t-from-the-page"
+
+	tb := newTab(t, e, e.Token)
+	tb.open(page)
+	if got := tb.text("#tests-state"); !strings.HasPrefix(got, "Tests are off.") {
+		t.Fatalf("a new module's tests: %q", got)
+	}
+	tb.press(`#toggle-tests button`)
+	tb.waitText("#tests-state", "Tests are enabled.", time.Minute)
+	if !enabled() {
+		t.Fatal("the page's Enable tests did not enable them")
+	}
+
+	add := func(key, value string, sensitive bool) {
+		t.Helper()
+		tb.open(page)
+		tb.do(chromedp.SendKeys(chromedp.CSS(`#add-test-var input[name=key]`), key), chromedp.SendKeys(chromedp.CSS(`#add-test-var input[name=value]`), value))
+		if sensitive {
+			tb.do(chromedp.Click(chromedp.CSS(`#add-test-var input[name=sensitive]`)))
+		}
+		tb.press(`#add-test-var button`)
+	}
+	add("TF_VAR_token", secret, true)
+	tb.waitText("#test-vars", "TF_VAR_token", time.Minute)
+	add("TF_VAR_region", "eu-west-1", false)
+	tb.waitText("#test-vars", "eu-west-1", time.Minute)
+	if html := tb.html(); strings.Contains(html, secret) || !strings.Contains(tb.text("#test-vars"), "sensitive") {
+		t.Fatalf("the sensitive test variable on the page: value shown %v, marked sensitive %v", strings.Contains(html, secret), strings.Contains(tb.text("#test-vars"), "sensitive"))
+	}
+	vars, err := e.Client.TestVariables.List(ctx, id, nil)
+	if err != nil || len(vars.Items) != 2 {
+		t.Fatalf("the module's test variables after two were added on the page: %+v, %v", vars, err)
+	}
+	add("TF_VAR_token", "again", false)
+	if got := tb.text(`[role=alert]`); !strings.Contains(got, `key "TF_VAR_token" has already been taken`) {
+		t.Fatalf("a taken key's refusal: %q", got)
+	}
+	tb.open(page)
+	tb.press(`#test-vars tbody tr:nth-child(2) button`) // TF_VAR_region (the list is in creation order)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if vars, err = e.Client.TestVariables.List(ctx, id, nil); err == nil && len(vars.Items) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the test variable deleted on the page: %+v, %v", vars, err)
+		}
+	}
+	if vars.Items[0].Key != "TF_VAR_token" {
+		t.Fatalf("the page deleted %+v's neighbour", vars.Items[0])
+	}
+	wantPageEvent(t, e, "var", "create", "", http.StatusCreated)
+
+	// A member who reads the registry sees the runs, not the settings.
+	rt := newTab(t, e, userToken(t, e, "acme", "reader@acme.test"))
+	rt.open(page)
+	if got := rt.text("#tests-state"); got != "Tests are enabled." || rt.exists("#toggle-tests") || rt.exists("#test-vars") || rt.exists("#add-test-var") {
+		t.Fatalf("a reader's tests page: %q, toggle %v, variables %v", got, rt.exists("#toggle-tests"), rt.exists("#test-vars"))
+	}
+	tb.screenshot("module-test-settings")
+
+	tb.open(page)
+	tb.press(`#toggle-tests button`)
+	tb.waitText("#tests-state", "Tests are off.", time.Minute)
+	if enabled() {
+		t.Fatal("the page's Turn tests off did not")
+	}
 }

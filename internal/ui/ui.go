@@ -231,6 +231,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
 	mux.HandleFunc("GET /app/{org}/registry", u.modules)
 	mux.HandleFunc("GET /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests", u.moduleTests)
+	mux.HandleFunc("POST /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests/settings/{action}", u.moduleTestsAction)
 	mux.HandleFunc("GET /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests/{id}", u.moduleTest)
 	mux.HandleFunc("POST /app/{org}/registry/modules/private/{ns}/{name}/{provider}/tests/{id}/{action}", u.moduleTestAction)
 	mux.HandleFunc("GET /app/{org}/registry/providers", u.providers)

@@ -57,6 +57,11 @@ func (s *Service) UpdateModuleTestVariable(ctx context.Context, org, moduleID, i
 	return s.updateVar(ctx, moduleOwner(org, moduleID), id, opts)
 }
 
+// DeleteModuleTestVariable removes a test variable.
+func (s *Service) DeleteModuleTestVariable(ctx context.Context, org, moduleID, id string) error {
+	return s.deleteVar(ctx, moduleOwner(org, moduleID), id)
+}
+
 // RegisterModuleTests adds the module test variable routes to mux.
 func (a *API) RegisterModuleTests(mux *http.ServeMux, module ModuleTests) {
 	const base = "/api/v2/organizations/{org}/tests/registry-modules/{registry}/{ns}/{name}/{provider}/vars"
@@ -93,7 +98,7 @@ func (a *API) RegisterModuleTests(mux *http.ServeMux, module ModuleTests) {
 		tfeapi.Reply(w, r, http.StatusOK, toModuleVar)(a.Service.UpdateModuleTestVariable(r.Context(), org, id, r.PathValue("var"), opts))
 	}))
 	mux.HandleFunc("DELETE "+base+"/{var}", with(func(w http.ResponseWriter, r *http.Request, org, id string) {
-		tfeapi.NoContent(w, r, a.Service.deleteVar(r.Context(), moduleOwner(org, id), r.PathValue("var")))
+		tfeapi.NoContent(w, r, a.Service.DeleteModuleTestVariable(r.Context(), org, id, r.PathValue("var")))
 	}))
 }
 
