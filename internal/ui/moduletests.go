@@ -12,6 +12,21 @@ import (
 	"github.com/terracehq/terrace/internal/variable"
 )
 
+// servesModuleTests answers 404 when this server runs no module tests.
+func (u *UI) servesModuleTests(w http.ResponseWriter, r *http.Request) bool {
+	if u.o.ModuleTests == nil {
+		u.fail(w, r, core.NotFound("module tests are not served here"))
+		return false
+	}
+	return true
+}
+
+// testsPagePath is the page of module p's tests, or (with a run's ID) of
+// one test run.
+func testsPagePath(p moduletest.Path, run ...string) string {
+	return orgPath(p.Organization, append([]string{"registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests"}, run...)...)
+}
+
 // testPath is the module of a module test page.
 func testPath(r *http.Request) moduletest.Path {
 	return moduletest.Path{Organization: r.PathValue("org"), Registry: "private", Namespace: r.PathValue("ns"),
@@ -33,8 +48,7 @@ func (u *UI) moduleTests(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-	if u.o.ModuleTests == nil {
-		u.fail(w, r, core.NotFound("module tests are not served here"))
+	if !u.servesModuleTests(w, r) {
 		return
 	}
 	ctx := r.Context()
@@ -50,7 +64,7 @@ func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	d := map[string]any{"Module": p, "Runs": runs, "Total": total, "Enabled": mod.TestsEnabled, "Error": formErr,
-		"Path": orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests")}
+		"Path": testsPagePath(p)}
 	if m, err := u.o.ModuleTests.ModuleForTests(ctx, p); err == nil {
 		vars, err := u.o.Variables.ModuleTestVariables(ctx, m.Organization, m.ID)
 		if err != nil {
@@ -73,8 +87,7 @@ func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int,
 // a test variable, as the API's module update and test variable routes
 // do (the same services, the same checks).
 func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
-	if u.o.ModuleTests == nil {
-		u.fail(w, r, core.NotFound("module tests are not served here"))
+	if !u.servesModuleTests(w, r) {
 		return
 	}
 	ctx := r.Context()
@@ -118,7 +131,7 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.record(r, p.Organization, route, answer, created, vals...)
-	http.Redirect(w, r, orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests"), http.StatusSeeOther)
+	http.Redirect(w, r, testsPagePath(p), http.StatusSeeOther)
 }
 
 // logLine is one line of a test run's log as the page shows it.
@@ -167,8 +180,7 @@ func (u *UI) moduleTest(w http.ResponseWriter, r *http.Request) {
 // may run the module's tests cancel a queued or running run, and kill
 // one whose cancel terraform has not yet answered.
 func (u *UI) showModuleTest(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-	if u.o.ModuleTests == nil {
-		u.fail(w, r, core.NotFound("module tests are not served here"))
+	if !u.servesModuleTests(w, r) {
 		return
 	}
 	ctx := r.Context()
@@ -190,14 +202,13 @@ func (u *UI) showModuleTest(w http.ResponseWriter, r *http.Request, status int, 
 		"force-cancel": manage && tr.Status == moduletest.StatusRunning && tr.Signal == moduletest.SignalCancel,
 	}
 	u.render(w, r, status, "moduletest", "Test run "+tr.ID, p.Organization, map[string]any{"Module": p, "Run": tr, "Log": testLog(raw), "Can": can,
-		"Path": orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests", tr.ID), "Error": formErr})
+		"Path": testsPagePath(p, tr.ID), "Error": formErr})
 }
 
 // moduleTestAction cancels or force-cancels a test run, as the API's
 // cancel and force-cancel do (the service decides who may).
 func (u *UI) moduleTestAction(w http.ResponseWriter, r *http.Request) {
-	if u.o.ModuleTests == nil {
-		u.fail(w, r, core.NotFound("module tests are not served here"))
+	if !u.servesModuleTests(w, r) {
 		return
 	}
 	p, id, action := testPath(r), r.PathValue("id"), r.PathValue("action")
@@ -215,5 +226,5 @@ func (u *UI) moduleTestAction(w http.ResponseWriter, r *http.Request) {
 	}
 	u.record(r, p.Organization, "POST "+moduletest.Base+"/test-runs/{id}/"+action, http.StatusAccepted, "",
 		"org", p.Organization, "registry", p.Registry, "ns", p.Namespace, "name", p.Name, "provider", p.Provider, "id", id)
-	http.Redirect(w, r, orgPath(p.Organization, "registry", "modules", "private", p.Namespace, p.Name, p.Provider, "tests", id), http.StatusSeeOther)
+	http.Redirect(w, r, testsPagePath(p, id), http.StatusSeeOther)
 }
