@@ -302,9 +302,12 @@ func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
 	route, kv, answer := "POST /api/v2/runs/{id}/actions/{action}", []string{"id", rn.ID, "action", r.PathValue("action")}, http.StatusAccepted
 	switch r.PathValue("action") {
 	case "override":
-		// A task stage awaiting an override (a mandatory policy failed):
-		// the service checks the stage is the run's and the caller's
-		// policy-overrides.
+		// A task stage awaiting an override (a mandatory policy or task
+		// failed). The service knows nothing of the page's run, so the
+		// page checks the stage is this run's (another run's stage is not
+		// found); the caller's policy-overrides (RunOverrideTasks) is
+		// checked below on the run, and again by the service, which also
+		// checks the stage awaits an override.
 		stageID := r.PostFormValue("stage")
 		need = authz.RunOverrideTasks
 		route, kv, answer = "POST /api/v2/task-stages/{id}/actions/override", []string{"id", stageID}, http.StatusOK
