@@ -83,6 +83,9 @@ deny contains msg if {
 	if member.exists("#override") {
 		t.Fatal("a member without policy-overrides is offered the override")
 	}
+	if strings.Contains(stage, "overridden") {
+		t.Fatalf("the stage reads overridden before anyone overrode it:\n%s", stage)
+	}
 
 	// The site admin overrides: the run applies.
 	tb := newTab(t, e, e.Token)
@@ -95,6 +98,10 @@ deny contains msg if {
 	tb.open(page)
 	if tb.exists("#override") || !strings.Contains(tb.text("#stage-post_plan"), "passed") {
 		t.Fatalf("after the override the stage reads %q (override offered: %v)", tb.text("#stage-post_plan"), tb.exists("#override"))
+	}
+	// The stage's status is passed; the page says a user overrode it.
+	if got := strings.Fields(tb.text("#stage-post_plan")); len(got) < 3 || got[0] != "post_plan" || got[1] != "passed" || got[2] != "overridden" {
+		t.Fatalf("after the override the stage does not read post_plan passed overridden: %q", strings.Join(got, " "))
 	}
 	tb.screenshot("run-policies")
 	wantPageEvent(t, e, "task-stage", "override", "", http.StatusOK)

@@ -36,6 +36,11 @@ type stageView struct {
 	// policy-overrides).
 	Policies    []*policy.SetOutcome
 	CanOverride bool
+	// Overridden says a user overrode the stage: it passed after it
+	// awaited an override, which only an override moves on to passed
+	// (runtask's stage moves). Its status says passed; its status
+	// timestamps keep when it awaited.
+	Overridden bool
 }
 
 type runData struct {
@@ -124,6 +129,8 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 				}
 			}
 			v.CanOverride = s.Status == runtask.StageAwaitingOverride && allowed(ctx, authz.RunOverrideTasks, res)
+			_, awaited := s.Timestamps[string(runtask.StageAwaitingOverride)+"-at"]
+			v.Overridden = s.Status == runtask.StagePassed && awaited
 			d.Stages = append(d.Stages, v)
 		}
 	}

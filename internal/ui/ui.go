@@ -336,7 +336,7 @@ var funcs = template.FuncMap{
 			return "ok"
 		case "errored", "canceled", "force_canceled", "failed", "drifted", "discarded":
 			return "bad"
-		case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override", "awaiting_override", "post_plan_awaiting_decision":
+		case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override", "awaiting_override", "post_plan_awaiting_decision", "overridden":
 			return "wait"
 		}
 		return "busy"
