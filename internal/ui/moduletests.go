@@ -66,17 +66,15 @@ func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int,
 	d := map[string]any{"Module": p, "Runs": runs, "Total": total, "Enabled": mod.TestsEnabled, "Error": formErr,
 		"Path": testsPagePath(p)}
 	if m, err := u.o.ModuleTests.ModuleForTests(ctx, p); err == nil {
-		vars, err := u.o.Variables.ModuleTestVariables(ctx, m.Organization, m.ID)
+		// Sensitive values are not even opened: the page never shows them.
+		vars, err := u.o.Variables.RedactedModuleTestVariables(ctx, m.Organization, m.ID)
 		if err != nil {
 			u.fail(w, r, err)
 			return
 		}
 		view := make([]testVar, len(vars))
 		for i, v := range vars {
-			view[i] = testVar{ID: v.ID, Key: v.Key, Sensitive: v.Sensitive}
-			if !v.Sensitive {
-				view[i].Value = v.Value
-			}
+			view[i] = testVar{ID: v.ID, Key: v.Key, Value: v.Value, Sensitive: v.Sensitive}
 		}
 		d["Manage"], d["Vars"] = true, view
 	}

@@ -227,6 +227,27 @@ func TestModuleTestSettingsFromPage(t *testing.T) {
 	}
 	wantPageEvent(t, e, "var", "create", "", http.StatusCreated)
 
+	// The page does not even open a sensitive value: with the sealed
+	// value damaged (it no longer opens), the page still lists the
+	// variable, as sensitive.
+	var sealed string
+	if err := e.Server.DB.QueryRow(ctx, `SELECT value FROM variables WHERE id = ?`, vars.Items[0].ID).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	if sealed == secret || len(sealed) < 8 {
+		t.Fatalf("the sensitive test variable is stored as %q: not sealed, nothing to damage", sealed)
+	}
+	if _, err := e.Server.DB.Exec(ctx, `UPDATE variables SET value = ? WHERE id = ?`, sealed[:len(sealed)-4], vars.Items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	st := newTab(t, e, e.Token) // tb may still be following the delete's redirect
+	if code := st.open(page); code != http.StatusOK {
+		t.Fatalf("the tests page with a sensitive value that does not open: %d (%s)", code, st.text("main"))
+	}
+	if key, value := st.text("#test-vars tbody td:nth-child(1)"), st.text("#test-vars tbody td:nth-child(2)"); key != "TF_VAR_token" || value != "sensitive" {
+		t.Fatalf("the test variable with a sensitive value that does not open: %q = %q", key, value)
+	}
+
 	// A member who reads the registry sees the runs, not the settings.
 	rt := newTab(t, e, userToken(t, e, "acme", "reader@acme.test"))
 	rt.open(page)

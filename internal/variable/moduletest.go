@@ -2,9 +2,11 @@ package variable
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
@@ -35,6 +37,26 @@ func envOnly(opts VarOptions) error {
 // (the test run executor's; responses go through toJSONVar).
 func (s *Service) ModuleTestVariables(ctx context.Context, org, moduleID string) ([]*Variable, error) {
 	return s.listVars(ctx, moduleOwner(org, moduleID))
+}
+
+// RedactedModuleTestVariables returns a module's test variables to show
+// them: a sensitive one's value is never opened (it is empty), the others'
+// are. The caller resolved the module and checked that the caller may
+// manage its tests (ModuleTests).
+func (s *Service) RedactedModuleTestVariables(ctx context.Context, org, moduleID string) ([]*Variable, error) {
+	w, arg := moduleOwner(org, moduleID).where()
+	return store.All(ctx, s.db, func(sc store.Scanner) (*Variable, error) {
+		v, err := scanVar(sc)
+		if err != nil {
+			return nil, err
+		}
+		if v.Sensitive {
+			v.Value = ""
+		} else if v.Value, err = s.Keys.OpenString(ValueColumn.Purpose, v.Value); err != nil {
+			return nil, fmt.Errorf("variable %s: %w", v.ID, err)
+		}
+		return v, nil
+	}, `SELECT `+varCols+` FROM variables WHERE `+w+` ORDER BY created_at, id`, arg)
 }
 
 // CreateModuleTestVariable adds a test variable (category env when unset).
