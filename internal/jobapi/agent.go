@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/terracehq/terrace/internal/engine"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 )
@@ -85,7 +86,12 @@ func RunAgent(ctx context.Context, cfg AgentConfig) (err error) {
 		log.Error("a job failed because of this agent", "run", job.RunID, "phase", job.Phase, "error", err)
 		reportStatus(c, log, "errored")
 	}
-	r := runner.New(c, rc)
+	// Module test runs of the pool come with claims too, and run in the
+	// claiming slot, as terraform and its plugins are set up for jobs.
+	c.ModuleTests = true
+	tests := &agentRunner{Client: c, log: log, exec: moduletest.ExecConfig{Engines: rc.Engines, ScratchDir: rc.ScratchDir,
+		CLIConfig: rc.CLIConfig, PluginCacheDir: rc.PluginCacheDir, CAFile: cfg.CAFile, CancelGrace: rc.CancelGrace}}
+	r := runner.New(tests, rc)
 	// Jobs run on a context that the stop signal does not cancel: a
 	// draining agent finishes what it started.
 	r.Start(context.WithoutCancel(ctx))

@@ -34,6 +34,9 @@ type Client struct {
 	// CAFile, when set, is given to terraform (SSL_CERT_FILE) to reach
 	// the server: the runner's own copy of the server's CA.
 	CAFile string
+	// ModuleTests says the runner runs module test runs its claims bring
+	// (an agent: FeatureModuleTests).
+	ModuleTests bool
 
 	mu sync.Mutex
 	// claimed holds the inputs that came with a claim's answer until the
@@ -51,25 +54,31 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Detail) }
 
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) (int, error) {
+// send makes a call; an answer of 300 or more is the server's refusal
+// (*Error), its body closed; else the caller closes the body.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, body)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	req.Header.Set(RunnerHeader, c.RunnerID)
-	req.Header.Set(FeaturesHeader, FeatureRunFiles+","+FeatureVaultLogin)
+	features := FeatureRunFiles + "," + FeatureVaultLogin
+	if c.ModuleTests {
+		features += "," + FeatureModuleTests
+	}
+	req.Header.Set(FeaturesHeader, features)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var doc struct {
 			Errors []struct {
@@ -83,8 +92,20 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 				detail = doc.Errors[0].Title
 			}
 		}
-		return resp.StatusCode, &Error{Status: resp.StatusCode, Detail: detail}
+		return resp, &Error{Status: resp.StatusCode, Detail: detail}
 	}
+	return resp, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) (int, error) {
+	resp, err := c.send(ctx, method, path, body, contentType)
+	if err != nil {
+		if resp != nil {
+			return resp.StatusCode, err
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
 	if out != nil && resp.StatusCode != http.StatusNoContent {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 			return resp.StatusCode, fmt.Errorf("decoding the answer to %s %s: %w", method, path, err)
@@ -103,6 +124,16 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) (in
 		body = bytes.NewReader(b)
 	}
 	return c.do(ctx, method, path, body, "application/json", out)
+}
+
+// stream makes a call whose answer is a stream (an archive), which the
+// caller closes.
+func (c *Client) stream(ctx context.Context, method, path string) (io.ReadCloser, error) {
+	resp, err := c.send(ctx, method, path, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
 }
 
 // Register registers an agent of the token's pool; the returned ID
@@ -124,11 +155,26 @@ func (c *Client) SetStatus(ctx context.Context, status string) error {
 
 // Claim long-polls for a job; nil when none came within ClaimWait.
 func (c *Client) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
+	out, err := c.claim(ctx)
+	if err != nil || out == nil {
+		return nil, err
+	}
+	return c.runJob(out), nil
+}
+
+// claim long-polls for a job as the wire carries it; nil when none came.
+func (c *Client) claim(ctx context.Context) (*Job, error) {
 	var out Job
 	code, err := c.call(ctx, http.MethodPost, "/api/agent/claim", ClaimRequest{WaitMS: c.ClaimWait.Milliseconds(), Queue: c.Queue}, &out)
 	if err != nil || code == http.StatusNoContent {
 		return nil, err
 	}
+	return &out, nil
+}
+
+// runJob is a claimed run job as the runner takes it; the inputs that
+// came with it are kept for its Inputs call.
+func (c *Client) runJob(out *Job) *run.Job {
 	if out.Inputs != nil {
 		c.mu.Lock()
 		if c.claimed == nil {
@@ -137,7 +183,7 @@ func (c *Client) Claim(ctx context.Context, runnerID string) (*run.Job, error) {
 		c.claimed[out.ID] = out.Inputs
 		c.mu.Unlock()
 	}
-	return &run.Job{ID: out.ID, RunID: out.RunID, Phase: out.Phase, Run: out.Run, Lease: time.Duration(out.LeaseMS) * time.Millisecond}, nil
+	return &run.Job{ID: out.ID, RunID: out.RunID, Phase: out.Phase, Run: out.Run, Lease: time.Duration(out.LeaseMS) * time.Millisecond}
 }
 
 // Heartbeat extends the lease, waiting up to HeartbeatWait for a signal.

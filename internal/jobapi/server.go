@@ -26,6 +26,7 @@ import (
 	"github.com/terracehq/terrace/internal/engine"
 	"github.com/terracehq/terrace/internal/forward"
 	"github.com/terracehq/terrace/internal/idtoken"
+	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/runner"
 	"github.com/terracehq/terrace/internal/tfeapi"
@@ -92,6 +93,9 @@ type Sources struct {
 	// sensitive variable), given what was gathered for its job: none when
 	// the run's variables ask for none.
 	IdentityTokens func(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error)
+	// TestRunToken, when set, mints a module test run's token (it reads
+	// the organization's private registry while the run runs).
+	TestRunToken func(ctx context.Context, tr *moduletest.TestRun) (string, error)
 }
 
 // Limits are what an organization's runs may take and do: the site's
@@ -116,6 +120,9 @@ type Options struct {
 	// Forwards, when set, gives agents the requests their pool forwards
 	// (internal/forward).
 	Forwards *forward.Service
+	// Tests, when set, gives agents the module test runs of their pool
+	// (tests.go).
+	Tests *moduletest.Service
 	// Hostname is the server's host[:port] as runs reach it.
 	Hostname string
 	// MaxWait bounds a long-poll (claim, heartbeat). Defaults to 30s.
@@ -158,6 +165,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /api/agent/jobs/{id}/plan-json", s.handle(s.savePlanJSON))
 	mux.HandleFunc("POST /api/agent/jobs/{id}/apply", s.handle(s.finishApply))
 	s.registerForwards(mux)
+	s.registerTests(mux)
 }
 
 func (s *Server) handle(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
@@ -368,6 +376,9 @@ type Job struct {
 	// could not be gathered: the runner then asks for them, and that
 	// call's error fails the job as before.
 	Inputs *runner.Inputs `json:"inputs,omitempty"`
+	// Test, instead of a run's phase, is a module test run (for an agent
+	// that runs them: FeatureModuleTests); ID is the test run's.
+	Test *TestJob `json:"test,omitempty"`
 }
 
 func (s *Server) wait(ms int64) time.Duration {
@@ -412,12 +423,27 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	// In line before the first attempt: a job queued meanwhile rouses it.
 	waiter := s.o.Runs.WaitForClaim(queue, pool)
 	defer waiter.Leave()
+	tests := agent && s.runsTests(r)
+	var testQueued <-chan struct{}
 	for {
+		if tests {
+			testQueued = s.o.Tests.Queued()
+		}
 		job, err := s.o.Runs.ClaimPool(ctx, runnerID, queue, pool)
 		if err != nil {
 			return err
 		}
 		waiter.Claimed(job != nil)
+		if job == nil && tests {
+			test, err := s.claimTest(ctx, runnerID, pool)
+			if err != nil {
+				return err
+			}
+			if test != nil {
+				respond(w, http.StatusOK, test)
+				return nil
+			}
+		}
 		if job != nil {
 			if agent {
 				if err := s.o.Agents.SetStatus(ctx, runnerID, "busy"); err != nil {
@@ -439,6 +465,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-waiter.C():
 			waiter.Roused()
+		case <-testQueued:
 		case <-deadline.C:
 			w.WriteHeader(http.StatusNoContent)
 			return nil
@@ -510,10 +537,7 @@ func (s *Server) inputs(w http.ResponseWriter, r *http.Request) error {
 // which one that predates them would drop, leaving the run without the
 // credentials its variables asked for.
 func needsFeatures(in *runner.Inputs, features string) error {
-	has := map[string]bool{}
-	for _, f := range strings.Split(features, ",") {
-		has[strings.TrimSpace(f)] = true
-	}
+	has := featureSet(features)
 	for _, v := range slices.Concat(in.Variables, in.ApplyEnv) {
 		need := ""
 		switch {
@@ -527,6 +551,20 @@ func needsFeatures(in *runner.Inputs, features string) error {
 		}
 	}
 	return nil
+}
+
+// featureSet is the set of features a FeaturesHeader lists.
+func featureSet(features string) map[string]bool {
+	has := map[string]bool{}
+	for _, f := range strings.Split(features, ",") {
+		has[strings.TrimSpace(f)] = true
+	}
+	return has
+}
+
+// hasFeature says whether the runner calling r lists feature f.
+func hasFeature(r *http.Request, f string) bool {
+	return featureSet(r.Header.Get(FeaturesHeader))[f]
 }
 
 // gather collects what a job needs. The run token it mints lives as long

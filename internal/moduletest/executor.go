@@ -23,35 +23,66 @@ import (
 	"github.com/terracehq/terrace/internal/store"
 )
 
-// ExecutorConfig configures the executor of test runs.
+// ExecConfig is where and how terraform runs a test run, on the server
+// or on an agent.
+type ExecConfig struct {
+	// Engines finds terraform: a test run uses the newest there is (a
+	// module names no version).
+	Engines *engine.Finder
+	// ScratchDir, CLIConfig and PluginCacheDir are the run runner's.
+	ScratchDir, CLIConfig, PluginCacheDir string
+	// CAFile, when set, is the CA terraform trusts (the server's own, for
+	// a self-signed certificate).
+	CAFile string
+	// CancelGrace is how long terraform gets to stop once the executor
+	// stops, before it is killed.
+	CancelGrace time.Duration
+	// Heartbeat is how often a running test renews its lease and reads
+	// its signal (default 1s).
+	Heartbeat time.Duration
+}
+
+// withDefaults fills what c leaves unset.
+func (c ExecConfig) withDefaults() ExecConfig {
+	if c.Engines == nil {
+		c.Engines = &engine.Finder{}
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 10 * time.Second
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = time.Second
+	}
+	// terraform runs in the run's folder: a relative folder handed to it
+	// would be looked up from there.
+	for _, dir := range []*string{&c.ScratchDir, &c.PluginCacheDir} {
+		if *dir != "" {
+			if abs, err := filepath.Abs(*dir); err == nil {
+				*dir = abs
+			}
+		}
+	}
+	return c
+}
+
+// ExecutorConfig configures the server's executor of test runs (those of
+// modules whose tests run on the server; agents run the others).
 type ExecutorConfig struct {
 	// ID names this executor in leases; Concurrency is how many test runs
 	// it runs at once (default 1).
 	ID          string
 	Concurrency int
-	// Engines finds terraform: a test run uses the newest the site has
-	// (a module names no version).
-	Engines *engine.Finder
-	// ScratchDir, CLIConfig and PluginCacheDir are the run runner's.
-	ScratchDir, CLIConfig, PluginCacheDir string
-	// CancelGrace is how long terraform gets to stop once the server
-	// stops, before it is killed.
-	CancelGrace time.Duration
+	ExecConfig
 	// Poll is how often an idle executor looks for queued runs and ends
 	// runs whose executor died (default 15s): a safety net, since a
 	// queued run wakes every replica's executor (Service.Wake).
 	Poll time.Duration
-	// Heartbeat is how often a running test renews its lease and reads
-	// its signal (default 1s).
-	Heartbeat time.Duration
 	// Hostname is the server's public host:port; Token, when set, mints
 	// a token for a test run (its kind reads the organization's private
 	// registry while the run runs, auth.KindTestRun), which terraform
-	// gets as its credentials for Hostname. CAFile, when set, is the CA
-	// terraform trusts (the server's own, for a self-signed certificate).
+	// gets as its credentials for Hostname.
 	Hostname string
 	Token    func(ctx context.Context, tr *TestRun) (string, error)
-	CAFile   string
 	// Sudo says whether an organization lets its runs gain privileges
 	// (terraform-worker-sudo-enabled); when not, or when nil, terraform
 	// starts unable to (Linux's no_new_privs, runner.StartCommand).
@@ -67,17 +98,9 @@ func (s *Service) Start(ctx context.Context, cfg ExecutorConfig) (wait func()) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
 	}
-	if cfg.Engines == nil {
-		cfg.Engines = &engine.Finder{}
-	}
-	if cfg.CancelGrace <= 0 {
-		cfg.CancelGrace = 10 * time.Second
-	}
+	cfg.ExecConfig = cfg.ExecConfig.withDefaults()
 	if cfg.Poll <= 0 {
 		cfg.Poll = 15 * time.Second
-	}
-	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = time.Second
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Concurrency; i++ {
@@ -97,7 +120,7 @@ func (s *Service) work(ctx context.Context, cfg ExecutorConfig) {
 		if err := s.reap(ctx); err != nil && ctx.Err() == nil {
 			s.Logger.Warn("ending test runs whose executor stopped", "error", err)
 		}
-		tr, err := s.claim(ctx, cfg.ID)
+		tr, err := s.claim(ctx, cfg.ID, "")
 		if err != nil && ctx.Err() == nil {
 			s.Logger.Warn("claiming a test run", "error", err)
 		}
@@ -113,15 +136,16 @@ func (s *Service) work(ctx context.Context, cfg ExecutorConfig) {
 	}
 }
 
-// claim takes the oldest queued test run for runner.
-func (s *Service) claim(ctx context.Context, runnerID string) (*TestRun, error) {
+// claim takes, for runner, the oldest queued test run of agent pool pool
+// ("": the server's).
+func (s *Service) claim(ctx context.Context, runnerID, pool string) (*TestRun, error) {
 	var tr *TestRun
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
-		q := `SELECT ` + cols + ` FROM module_test_runs WHERE status = ? ORDER BY created_at, id LIMIT 1`
+		q := `SELECT ` + cols + ` FROM module_test_runs WHERE agent_pool_id = ? AND status = ? ORDER BY created_at, id LIMIT 1`
 		if tx.Driver().Name() == "postgres" {
 			q += ` FOR UPDATE SKIP LOCKED`
 		}
-		t, err := s.scan(tx.QueryRow(ctx, q, string(StatusQueued)))
+		t, err := s.scan(tx.QueryRow(ctx, q, pool, string(StatusQueued)))
 		if store.IsNoRows(err) {
 			return nil
 		}
@@ -154,17 +178,38 @@ func (s *Service) heartbeat(ctx context.Context, id, runnerID string) (sig Signa
 	return Signal(signal), true, nil
 }
 
-// outcome is how a test run ended (no status: it is not this
-// executor's to report).
-type outcome struct {
-	status  Status
-	verdict TestStatus
-	counts  Counts
-	tail    string // the end of the log: why it errored, …
+// Outcome is how a test run ended (no Status: it is not its executor's
+// to report, the run having been taken from it).
+type Outcome struct {
+	Status  Status     `json:"status"`
+	Verdict TestStatus `json:"test_status"`
+	Counts  Counts     `json:"counts"`
+	// Tail is the end of the log: why it errored, …
+	Tail string `json:"tail,omitempty"`
 }
 
+// check refuses an outcome no executor could have reached.
+func (o Outcome) check() error {
+	if o.Status != StatusFinished && o.Status != StatusErrored && o.Status != StatusCanceled {
+		return core.Invalid("a test run ends finished, errored or canceled, not %q", o.Status)
+	}
+	if !validTestStatus(string(o.Verdict)) {
+		return core.Invalid("test status %q is not one terraform test reports", o.Verdict)
+	}
+	if o.Counts.Passed < 0 || o.Counts.Failed < 0 || o.Counts.Errored < 0 || o.Counts.Skipped < 0 {
+		return core.Invalid("test counts must not be negative")
+	}
+	if len(o.Tail) > maxTail {
+		return core.Invalid("the end of a test run's log is at most %d bytes", maxTail)
+	}
+	return nil
+}
+
+// maxTail bounds the end of a log sent with an outcome.
+const maxTail = 64 << 10
+
 // finish records a running test run's outcome and closes its log.
-func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) error {
+func (s *Service) finish(ctx context.Context, id, runnerID string, o Outcome) error {
 	var done *TestRun
 	now := core.Now()
 	err := s.DB.Tx(ctx, func(tx *store.Tx) error {
@@ -175,16 +220,16 @@ func (s *Service) finish(ctx context.Context, id, runnerID string, o outcome) er
 		if tr.Status != StatusRunning || tr.runnerID != runnerID {
 			return core.Conflict("test run %s is %s, and no longer this executor's", id, tr.Status)
 		}
-		tr.TestStatus, tr.Counts = o.verdict, o.counts
+		tr.TestStatus, tr.Counts = o.Verdict, o.Counts
 		done = tr
-		return s.move(ctx, tx, tr, o.status, now, `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
-			string(o.verdict), o.counts.Passed, o.counts.Failed, o.counts.Errored, o.counts.Skipped)
+		return s.move(ctx, tx, tr, o.Status, now, `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
+			string(o.Verdict), o.Counts.Passed, o.Counts.Failed, o.Counts.Errored, o.Counts.Skipped)
 	})
 	if err != nil {
 		return err
 	}
-	s.ended(done, o.status, now)
-	return s.Logs.CloseLog(ctx, id, o.tail)
+	s.ended(done, o.Status, now)
+	return s.Logs.CloseLog(ctx, id, o.Tail)
 }
 
 // reap ends as errored the running test runs whose lease ran out: their
@@ -208,13 +253,22 @@ func (s *Service) reap(ctx context.Context) error {
 		})
 		if err == nil && ended != nil {
 			s.ended(ended, StatusErrored, now)
-			err = s.Logs.CloseLog(ctx, id, "\nThe server executing this test run stopped before it ended: the test run errored. Resources its tests made may be left behind.\n")
+			err = s.Logs.CloseLog(ctx, id, reapedTail(ended))
 		}
 		if err != nil && core.KindOf(err) != core.KindNotFound {
 			return err
 		}
 	}
 	return nil
+}
+
+// reapedTail ends the log of a test run whose executor went silent.
+func reapedTail(tr *TestRun) string {
+	who := "The server executing this test run"
+	if tr.AgentPoolID != "" {
+		who = "The agent executing this test run (of agent pool " + tr.AgentPoolID + ")"
+	}
+	return "\n" + who + " stopped before it ended: the test run errored. Resources its tests made may be left behind.\n"
 }
 
 // logAppender ships a LogWriter's chunks to the log store.
@@ -227,8 +281,8 @@ func (a logAppender) AppendLog(ctx context.Context, _, logID string, data []byte
 // execute runs one claimed test run to its end and reports it.
 func (s *Service) execute(ctx context.Context, cfg ExecutorConfig, tr *TestRun) {
 	log := s.Logger.With("test_run", tr.ID, "module", tr.ModuleID)
-	o := s.run(ctx, cfg, tr, log)
-	if ctx.Err() != nil || o.status == "" {
+	o := s.runHere(ctx, cfg, tr, log)
+	if ctx.Err() != nil || o.Status == "" {
 		// The server is stopping, or the run is no longer this executor's
 		// (its lease was taken for lost): the lease runs out and a
 		// replica (this one, restarted) ends the run as errored.
@@ -239,39 +293,82 @@ func (s *Service) execute(ctx context.Context, cfg ExecutorConfig, tr *TestRun) 
 	}
 }
 
-// run does the work of a test run: its folder, terraform init, terraform
-// test, with heartbeats and cancels around them.
-func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log *slog.Logger) outcome {
-	errored := func(format string, args ...any) outcome {
-		return outcome{status: StatusErrored, verdict: TestError, tail: "\nError: " + fmt.Sprintf(format, args...) + "\n"}
-	}
+// errored is the outcome of a test run that could not run.
+func errored(format string, args ...any) Outcome {
+	return Outcome{Status: StatusErrored, Verdict: TestError, Tail: "\nError: " + fmt.Sprintf(format, args...) + "\n"}
+}
+
+// runHere gathers what a test run on the server needs and runs it.
+func (s *Service) runHere(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log *slog.Logger) Outcome {
 	vars, err := s.Variables.ModuleTestVariables(ctx, tr.Organization, tr.ModuleID)
 	if err != nil {
 		return errored("reading the module's test variables: %v", err)
 	}
+	w := &Work{Run: tr, Env: vars, Hostname: cfg.Hostname,
+		Configuration: func(ctx context.Context) (io.ReadCloser, error) {
+			return s.Configs.Open(ctx, tr.ConfigurationVersionID)
+		},
+		Heartbeat: func(ctx context.Context) (Signal, bool, error) { return s.heartbeat(ctx, tr.ID, cfg.ID) },
+		Log:       logAppender{s.Logs}}
+	if cfg.Token != nil && cfg.Hostname != "" {
+		if w.Token, err = cfg.Token(ctx, tr); err != nil {
+			return errored("making the test run's registry credentials: %v", err)
+		}
+	}
+	if cfg.Sudo != nil {
+		if w.Sudo, err = cfg.Sudo(ctx, tr.Organization); err != nil {
+			return errored("reading the organization's settings: %v", err)
+		}
+	}
+	return Execute(ctx, cfg.ExecConfig, w, log)
+}
+
+// Work is one test run as its executor runs it: the server's, or an
+// agent's through the job protocol (internal/jobapi).
+type Work struct {
+	// Run is the test run (its ID, organization, options and -var values).
+	Run *TestRun
+	// Env are the module's test variables.
+	Env []EnvVar
+	// Token, when set, is terraform's credentials for Hostname (the
+	// server): the run's own token, which reads the private registry.
+	Token, Hostname string
+	// Sudo lets terraform gain privileges (the organization's setting).
+	Sudo bool
+	// Configuration opens the module's archive (a tar.gz).
+	Configuration func(ctx context.Context) (io.ReadCloser, error)
+	// Heartbeat renews the run's lease and reads its signal; held is
+	// false once the run is no longer this executor's.
+	Heartbeat func(ctx context.Context) (sig Signal, held bool, err error)
+	// Log takes the log's chunks (masked already).
+	Log runner.LogAppender
+}
+
+// Execute does the work of a test run: its folder, terraform init,
+// terraform test, with heartbeats and cancels around them; it returns how
+// the run ended, for its executor to report.
+func Execute(ctx context.Context, cfg ExecConfig, w *Work, log *slog.Logger) Outcome {
+	cfg = cfg.withDefaults()
+	tr := w.Run
 	var secrets []string
-	for _, v := range vars {
+	for _, v := range w.Env {
 		if v.Sensitive {
 			secrets = append(secrets, v.Value)
 		}
 	}
 	// The run's registry credentials: masked in its log like a sensitive
 	// variable (a test can read terraform's CLI configuration).
-	token := ""
-	if cfg.Token != nil && cfg.Hostname != "" {
-		if token, err = cfg.Token(ctx, tr); err != nil {
-			return errored("making the test run's registry credentials: %v", err)
-		}
-		secrets = append(secrets, token)
+	if w.Token != "" {
+		secrets = append(secrets, w.Token)
 	}
-	out := runner.NewLogWriter(ctx, logAppender{s.Logs}, tr.ID, tr.ID, secrets, func(err error) { log.Warn("a log chunk was refused", "error", err) })
+	out := runner.NewLogWriter(ctx, w.Log, tr.ID, tr.ID, secrets, func(err error) { log.Warn("a log chunk was refused", "error", err) })
 	defer out.Close()
 	// The lease is renewed from here on: preparing a large module takes
 	// time too.
 	signals, lost := make(chan Signal, 2), make(chan struct{})
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
-	go s.beat(hbCtx, cfg, tr.ID, signals, lost, log)
+	go beat(hbCtx, cfg.Heartbeat, w.Heartbeat, signals, lost, log)
 
 	dir, err := os.MkdirTemp(cfg.ScratchDir, "terrace-test-"+tr.ID+"-")
 	if err != nil {
@@ -282,7 +379,7 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	if err := os.Mkdir(wd, 0o700); err != nil {
 		return errored("making the test run's folder: %v", err)
 	}
-	rc, err := s.Configs.Open(ctx, tr.ConfigurationVersionID)
+	rc, err := w.Configuration(ctx)
 	if err != nil {
 		return errored("reading the module's configuration: %v", err)
 	}
@@ -295,7 +392,7 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	if err != nil {
 		return errored("finding terraform: %v", err)
 	}
-	env, err := testEnv(dir, cfg, token, vars)
+	env, err := testEnv(dir, cfg, w.Hostname, w.Token, w.Env)
 	if err != nil {
 		return errored("%v", err)
 	}
@@ -303,14 +400,7 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	if err != nil {
 		return errored("%v", err)
 	}
-
-	sudo := false
-	if cfg.Sudo != nil {
-		if sudo, err = cfg.Sudo(ctx, tr.Organization); err != nil {
-			return errored("reading the organization's settings: %v", err)
-		}
-	}
-	x := &process{bin: bin, wd: wd, env: env, grace: cfg.CancelGrace, signals: signals, noNewPrivs: !sudo}
+	x := &process{bin: bin, wd: wd, env: env, grace: cfg.CancelGrace, signals: signals, noNewPrivs: !w.Sudo}
 
 	// init's output only matters when it fails: a test log is terraform
 	// test's JSON lines, which the CLI renders.
@@ -322,16 +412,16 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	code, err := x.run(ctx, lost, &initOut, &initOut, initArgs...)
 	switch {
 	case x.lost:
-		return outcome{}
+		return Outcome{}
 	case err != nil:
 		return errored("running terraform init: %v", err)
 	case x.canceled != NoSignal:
-		return outcome{status: StatusCanceled, verdict: TestPending, tail: "\nThe test run was canceled.\n"}
+		return Outcome{Status: StatusCanceled, Verdict: TestPending, Tail: "\nThe test run was canceled.\n"}
 	case code != 0:
 		_, _ = out.Write(initOut.Bytes())
 		return errored("terraform init failed (exit code %d)", code)
 	case ctx.Err() != nil:
-		return outcome{} // the server is stopping: the lease ends the run
+		return Outcome{} // the executor is stopping: the lease ends the run
 	}
 
 	sum := &summary{}
@@ -341,19 +431,19 @@ func (s *Service) run(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log 
 	}
 	switch {
 	case x.lost:
-		return outcome{}
+		return Outcome{}
 	case x.canceled != NoSignal:
-		return outcome{status: StatusCanceled, verdict: TestPending, counts: sum.counts, tail: "\nThe test run was canceled.\n"}
+		return Outcome{Status: StatusCanceled, Verdict: TestPending, Counts: sum.counts, Tail: "\nThe test run was canceled.\n"}
 	case !sum.found:
 		return errored("terraform test ended (exit code %d) without a summary", code)
 	}
-	return outcome{status: StatusFinished, verdict: sum.verdict, counts: sum.counts}
+	return Outcome{Status: StatusFinished, Verdict: sum.verdict, Counts: sum.counts}
 }
 
-// beat renews the lease every Heartbeat, passing on signals; lost closes
+// beat renews the lease every interval, passing on signals; lost closes
 // when the run is no longer this executor's.
-func (s *Service) beat(ctx context.Context, cfg ExecutorConfig, id string, signals chan<- Signal, lost chan<- struct{}, log *slog.Logger) {
-	t := time.NewTicker(cfg.Heartbeat)
+func beat(ctx context.Context, every time.Duration, heartbeat func(context.Context) (Signal, bool, error), signals chan<- Signal, lost chan<- struct{}, log *slog.Logger) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	sent := NoSignal
 	for {
@@ -362,7 +452,7 @@ func (s *Service) beat(ctx context.Context, cfg ExecutorConfig, id string, signa
 			return
 		case <-t.C:
 		}
-		sig, held, err := s.heartbeat(ctx, id, cfg.ID)
+		sig, held, err := heartbeat(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("renewing a test run's lease", "error", err)
@@ -384,15 +474,15 @@ func (s *Service) beat(ctx context.Context, cfg ExecutorConfig, id string, signa
 // a home and CLI configuration of the run's own (with the run's token as
 // the credentials for the server, so that private registry modules and
 // providers install), the server's CA, and the module's test variables.
-func testEnv(dir string, cfg ExecutorConfig, token string, vars []EnvVar) ([]string, error) {
+func testEnv(dir string, cfg ExecConfig, hostname, token string, vars []EnvVar) ([]string, error) {
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
 		return nil, err
 	}
 	rc := filepath.Join(dir, "terraform.rc")
 	cli := cfg.CLIConfig
-	if token != "" {
-		cli = fmt.Sprintf("credentials %q {\n  token = %q\n}\n", cfg.Hostname, token) + cli
+	if token != "" && hostname != "" {
+		cli = fmt.Sprintf("credentials %q {\n  token = %q\n}\n", hostname, token) + cli
 	}
 	if err := os.WriteFile(rc, []byte(cli), 0o600); err != nil {
 		return nil, err

@@ -164,6 +164,9 @@ type TestRun struct {
 	Variables              []Variable
 	Timestamps             Timestamps
 	Signal                 Signal
+	// AgentPoolID is the pool whose agents run it ("": the server's
+	// executors), its module's when it was made.
+	AgentPoolID string
 	// runnerID and leaseUntil (µs) are the executor's lease of a
 	// running run.
 	runnerID             string
@@ -176,6 +179,9 @@ type TestRun struct {
 type Module struct {
 	ID, Organization, RegistryName, Namespace, Name, Provider string
 	TestsEnabled                                              bool
+	// AgentPoolID is the pool whose agents run its tests ("": the
+	// server).
+	AgentPoolID string
 }
 
 // String names the module as its registry path does.

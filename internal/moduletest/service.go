@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -50,8 +51,9 @@ type Configs interface {
 
 // EnvVar is a module's test variable as a test run gets it.
 type EnvVar struct {
-	Key, Value string
-	Sensitive  bool
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Sensitive bool   `json:"sensitive,omitempty"`
 }
 
 // Variables reads a module's test variables (no access check: the
@@ -94,6 +96,10 @@ type Service struct {
 	// ended: how it ended, and when it started and ended (metrics).
 	OnEnded []func(status string, started, ended time.Time)
 	wake    *loops.Wake
+	// agentsMu guards queued, closed (and replaced) when a test run for
+	// agents may have been queued: agents waiting in a claim wake.
+	agentsMu sync.Mutex
+	queued   chan struct{}
 }
 
 // ended tells the OnEnded hooks of tr, which ended in status at now.
@@ -137,7 +143,7 @@ func NewService(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{Options: o, wake: loops.NewWake()}, nil
+	return &Service{Options: o, wake: loops.NewWake(), queued: make(chan struct{})}, nil
 }
 
 // RunningTestRunOrganization names the organization of a running test
@@ -295,7 +301,7 @@ func newRun(m *Module, cvID string, o RunOptions, vars []Variable) *TestRun {
 		vars = []Variable{}
 	}
 	tr := &TestRun{ID: core.NewID(PrefixTestRun), ModuleID: m.ID, Organization: m.Organization, ConfigurationVersionID: cvID,
-		Status: StatusQueued, TestStatus: TestPending, Options: o, Variables: vars, CreatedAt: now, UpdatedAt: now}
+		Status: StatusQueued, TestStatus: TestPending, Options: o, Variables: vars, AgentPoolID: m.AgentPoolID, CreatedAt: now, UpdatedAt: now}
 	tr.Timestamps.stamp(StatusQueued, now)
 	return tr
 }
@@ -312,9 +318,9 @@ func (s *Service) insert(ctx context.Context, tr *TestRun, origin func(ctx conte
 	}
 	ts, _ := json.Marshal(tr.Timestamps)
 	err = s.DB.Tx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO module_test_runs (id, module_id, organization_name, configuration_version_id, status, test_status, options, variables, status_timestamps, created_by_token, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, tr.ModuleID, tr.Organization, tr.ConfigurationVersionID, string(tr.Status), string(tr.TestStatus),
-			string(opts), sealed, string(ts), tr.CreatedByToken, core.Micros(tr.CreatedAt), core.Micros(tr.CreatedAt)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO module_test_runs (id, module_id, organization_name, configuration_version_id, status, test_status, options, variables, status_timestamps, agent_pool_id, created_by_token, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.ID, tr.ModuleID, tr.Organization, tr.ConfigurationVersionID, string(tr.Status), string(tr.TestStatus),
+			string(opts), sealed, string(ts), tr.AgentPoolID, tr.CreatedByToken, core.Micros(tr.CreatedAt), core.Micros(tr.CreatedAt)); err != nil {
 			return fmt.Errorf("creating test run: %w", err)
 		}
 		if err := s.Logs.OpenLog(ctx, tx, tr.ID); err != nil {
@@ -329,6 +335,9 @@ func (s *Service) insert(ctx context.Context, tr *TestRun, origin func(ctx conte
 	})
 	if err != nil {
 		return err
+	}
+	if tr.AgentPoolID != "" {
+		s.rouseAgents()
 	}
 	s.wake.Signal()
 	return nil
@@ -374,14 +383,14 @@ func (s *Service) CreateFromVCS(ctx context.Context, moduleID string, tarGz []by
 func (s *Service) Wake() *loops.Wake { return s.wake }
 
 const cols = `id, module_id, organization_name, configuration_version_id, status, test_status, tests_passed, tests_failed, tests_errored, tests_skipped,
-	options, variables, status_timestamps, signal, runner_id, lease_until, created_by_token, created_at, updated_at`
+	options, variables, status_timestamps, signal, agent_pool_id, runner_id, lease_until, created_by_token, created_at, updated_at`
 
 func (s *Service) scan(sc interface{ Scan(...any) error }) (*TestRun, error) {
 	var tr TestRun
 	var status, testStatus, opts, vars, ts, signal string
 	var created, updated int64
 	if err := sc.Scan(&tr.ID, &tr.ModuleID, &tr.Organization, &tr.ConfigurationVersionID, &status, &testStatus,
-		&tr.Counts.Passed, &tr.Counts.Failed, &tr.Counts.Errored, &tr.Counts.Skipped, &opts, &vars, &ts, &signal, &tr.runnerID, &tr.leaseUntil, &tr.CreatedByToken, &created, &updated); err != nil {
+		&tr.Counts.Passed, &tr.Counts.Failed, &tr.Counts.Errored, &tr.Counts.Skipped, &opts, &vars, &ts, &signal, &tr.AgentPoolID, &tr.runnerID, &tr.leaseUntil, &tr.CreatedByToken, &created, &updated); err != nil {
 		return nil, err
 	}
 	tr.Status, tr.TestStatus, tr.Signal = Status(status), TestStatus(testStatus), Signal(signal)

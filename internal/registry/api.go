@@ -94,9 +94,19 @@ type jsonModule struct {
 	NoCodeModules   []*jsonNoCodeRef    `jsonapi:"relation,no-code-modules"`
 }
 
-// jsonTestConfig is go-tfe's TestConfig (tests run on the server).
+// jsonTestConfig is go-tfe's TestConfig: whether tests run, and where
+// (agent-pool-id only in mode "agent").
 type jsonTestConfig struct {
-	TestsEnabled bool `json:"tests-enabled"`
+	TestsEnabled       bool   `json:"tests-enabled"`
+	AgentExecutionMode string `json:"agent-execution-mode"`
+	AgentPoolID        string `json:"agent-pool-id,omitempty"`
+}
+
+func testConfigJSON(m *Module) jsonTestConfig {
+	if m.TestsAgentPoolID != "" {
+		return jsonTestConfig{TestsEnabled: m.TestsEnabled, AgentExecutionMode: TestsAgent, AgentPoolID: m.TestsAgentPoolID}
+	}
+	return jsonTestConfig{TestsEnabled: m.TestsEnabled, AgentExecutionMode: TestsRemote}
 }
 
 type jsonOrgRef struct {
@@ -115,7 +125,7 @@ func (a *API) toJSON(ctx context.Context, m *Module, noCode []string) *jsonModul
 		Status: string(m.Status()), VersionStatuses: []jsonVersionStatus{},
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Organization: &jsonOrgRef{Name: m.Organization},
 		NoCodeModules: []*jsonNoCodeRef{}, Publishing: m.PublishingMechanism(),
-		TestConfig: jsonTestConfig{TestsEnabled: m.TestsEnabled},
+		TestConfig: testConfigJSON(m),
 	}
 	j.VCSRepo = m.VCSRepo.View()
 	for _, v := range m.Versions {

@@ -69,9 +69,13 @@ type Module struct {
 	Name         string
 	Provider     string
 	NoCode       bool
-	// TestsEnabled: test runs may be made (internal/moduletest).
-	TestsEnabled bool
-	TagBindings  []TagBinding
+	// TestsEnabled: test runs may be made (internal/moduletest);
+	// TestsAgentPoolID, when set, is the agent pool whose agents run them
+	// (test-config agent-execution-mode "agent"; "" runs them on the
+	// server).
+	TestsEnabled     bool
+	TestsAgentPoolID string
+	TagBindings      []TagBinding
 	// VCSRepo is the repository a VCS-backed module publishes from (nil:
 	// versions are uploaded); VCSStatus is what its first fetch found
 	// ("", no_version_tags or setup_failed, with VCSError).
@@ -211,23 +215,91 @@ type CreateOptions struct {
 
 // TestConfig is a module's test-config: whether Terrace runs its
 // `terraform test` files (test runs from the CLI's `terraform test
-// -cloud-run` or the API). Tests run on the server: agent execution is
-// refused, saying so.
+// -cloud-run` or the API), and where: on the server (agent-execution-mode
+// "remote") or on the agents of a pool ("agent", with agent-pool-id).
 type TestConfig struct {
 	TestsEnabled       *bool   `json:"tests-enabled"`
 	AgentExecutionMode *string `json:"agent-execution-mode"`
 	AgentPoolID        *string `json:"agent-pool-id"`
 }
 
-// enabled checks c and says whether it enables tests (nil: unset).
-func (c *TestConfig) enabled() (*bool, error) {
+// The test-config's execution modes.
+const (
+	TestsRemote = "remote"
+	TestsAgent  = "agent"
+)
+
+// testChange is what a test-config changes (nil: left as it is).
+type testChange struct {
+	enable *bool
+	pool   *string // "" runs tests on the server
+}
+
+// changes reports whether c changes m.
+func (c testChange) changes(m *Module) bool {
+	return c.enable != nil && *c.enable != m.TestsEnabled || c.pool != nil && *c.pool != m.TestsAgentPoolID
+}
+
+// testConfig checks c against module m (its organization and registry)
+// and says what it changes. The pool itself is checked, and kept from
+// deletion, in the transaction that writes it (keepTestPool).
+func (s *Service) testConfig(c *TestConfig, m *Module) (testChange, error) {
+	var tc testChange
 	if c == nil {
-		return nil, nil
+		return tc, nil
 	}
-	if (c.AgentExecutionMode != nil && *c.AgentExecutionMode != "" && *c.AgentExecutionMode != "remote") || (c.AgentPoolID != nil && *c.AgentPoolID != "") {
-		return nil, core.Invalid("test-config: Terrace runs module tests on the server (agent-execution-mode remote); agents do not run module tests yet")
+	tc.enable = c.TestsEnabled
+	pool := ""
+	if c.AgentPoolID != nil {
+		pool = *c.AgentPoolID
 	}
-	return c.TestsEnabled, nil
+	mode := ""
+	if c.AgentExecutionMode != nil {
+		mode = *c.AgentExecutionMode
+	}
+	switch mode {
+	case "":
+		if pool != "" {
+			return tc, core.Invalid("test-config: agent-pool-id needs agent-execution-mode %q", TestsAgent)
+		}
+	case TestsRemote:
+		if pool != "" {
+			return tc, core.Invalid("test-config: agent-execution-mode %q runs tests on the server and takes no agent-pool-id", TestsRemote)
+		}
+		tc.pool = &pool
+	case TestsAgent:
+		if pool == "" {
+			return tc, core.Invalid("test-config: agent-execution-mode %q needs the agent-pool-id of the pool whose agents run the tests", TestsAgent)
+		}
+		if s.Pools == nil {
+			return tc, core.Invalid("test-config: this server has no agent pools to run module tests on")
+		}
+		tc.pool = &pool
+	default:
+		return tc, core.Invalid("test-config: agent-execution-mode must be %q or %q, not %q", TestsRemote, TestsAgent, mode)
+	}
+	if m.RegistryName != RegistryPrivate && (tc.enable != nil && *tc.enable || pool != "") {
+		return tc, core.Invalid("test-config: only private modules run tests")
+	}
+	return tc, nil
+}
+
+// keepTestPool checks, inside q's transaction, that the pool m's tests
+// run on is its organization's, and keeps it from being deleted until the
+// transaction ends.
+func (s *Service) keepTestPool(ctx context.Context, q store.Q, m *Module) error {
+	if m.TestsAgentPoolID == "" {
+		return nil
+	}
+	return s.Pools.KeepPool(ctx, q, m.Organization, m.TestsAgentPoolID)
+}
+
+// UsingPool counts the modules whose tests run on agent pool id (an agent
+// pool in use is not deleted).
+func UsingPool(ctx context.Context, q store.Q, id string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT COUNT(*) FROM registry_modules WHERE tests_agent_pool_id = ?`, id).Scan(&n)
+	return n, err
 }
 
 // TagBinding is a key/value tag on a module.

@@ -514,9 +514,10 @@ func TestRenamedOrganizationModules(t *testing.T) {
 	})
 }
 
-// TestModuleTestConfig: test-config's tests-enabled is kept on create and
-// update and shown back; agent execution and tests of public modules are
-// refused saying why.
+// TestModuleTestConfig: test-config's tests-enabled and execution mode
+// are kept on create and update and shown back; an agent pool must be the
+// organization's and is then kept from deletion; tests of public modules
+// and inconsistent modes are refused saying why.
 func TestModuleTestConfig(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -543,11 +544,70 @@ func TestModuleTestConfig(t *testing.T) {
 		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig == nil || rm.TestConfig.TestsEnabled {
 			t.Fatalf("module read after disabling tests: %+v, %v", rm, err)
 		}
+		if rm.TestConfig.AgentExecutionMode == nil || *rm.TestConfig.AgentExecutionMode != "remote" || rm.TestConfig.AgentPoolID != nil {
+			t.Fatalf("a module's tests run on the server by default: %+v", rm.TestConfig)
+		}
+
+		// Agent execution: the pool must be the organization's, and is
+		// shown back; a pool running a module's tests is not deleted.
 		agent := tfe.AgentExecutionModeAgent
-		_, err = c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true), AgentExecutionMode: &agent, AgentPoolID: tfe.String("apool-1")}})
-		testenv.WantStatus(t, "tests on agents", err, "agents do not run module tests")
-		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig.TestsEnabled {
-			t.Fatalf("a refused test-config changed the module: %+v, %v", rm, err)
+		agentOn := func(pool string) (*tfe.RegistryModule, error) {
+			return c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(true), AgentExecutionMode: &agent, AgentPoolID: tfe.String(pool)}})
+		}
+		_, err = agentOn("apool-1")
+		testenv.WantStatus(t, "tests on an unknown pool", err, `agent pool "apool-1" not found in organization "acme"`)
+		testenv.NewOrg(t, c, "other")
+		foreign, err := c.AgentPools.Create(ctx, "other", tfe.AgentPoolCreateOptions{Name: tfe.String("theirs")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = agentOn(foreign.ID)
+		testenv.WantStatus(t, "tests on another organization's pool", err, "not found in organization")
+		if rm, err := c.RegistryModules.Read(ctx, id); err != nil || rm.TestConfig.TestsEnabled || *rm.TestConfig.AgentExecutionMode != "remote" {
+			t.Fatalf("a refused test-config changed the module: %+v, %v", rm.TestConfig, err)
+		}
+		pool, err := c.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("private-net")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rm, err = agentOn(pool.ID); err != nil {
+			t.Fatal(err)
+		}
+		read, err := c.RegistryModules.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []*tfe.RegistryModule{rm, read} {
+			tc := got.TestConfig
+			if !tc.TestsEnabled || tc.AgentExecutionMode == nil || *tc.AgentExecutionMode != "agent" || tc.AgentPoolID == nil || *tc.AgentPoolID != pool.ID {
+				t.Fatalf("tests on agents: %+v, want enabled on pool %s", tc, pool.ID)
+			}
+		}
+		err = c.AgentPools.Delete(ctx, pool.ID)
+		testenv.WantStatus(t, "deleting the pool the tests run on", err, "1 registry module(s)")
+		// What go-tfe checks before sending, the server checks too.
+		for body, want := range map[string]string{
+			`{"tests-enabled":true,"agent-execution-mode":"agent"}`:                                    "needs the agent-pool-id",
+			`{"tests-enabled":true,"agent-execution-mode":"remote","agent-pool-id":"` + pool.ID + `"}`: "takes no agent-pool-id",
+			`{"agent-pool-id":"` + pool.ID + `"}`:                                                      "agent-pool-id needs agent-execution-mode",
+			`{"agent-execution-mode":"local"}`:                                                         "agent-execution-mode must be",
+		} {
+			doc := `{"data":{"type":"registry-modules","attributes":{"test-config":` + body + `}}}`
+			resp, b := do(t, e.HTTP, "PATCH", e.URL+"/api/v2/organizations/acme/registry-modules/private/acme/tested/aws", e.Token, []byte(doc))
+			if resp.StatusCode != 422 || !strings.Contains(string(b), want) {
+				t.Fatalf("test-config %s: %d %s, want 422 saying %q", body, resp.StatusCode, b, want)
+			}
+		}
+		remote := tfe.AgentExecutionModeRemote
+		rm, err = c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{AgentExecutionMode: &remote}})
+		if err != nil || !rm.TestConfig.TestsEnabled || *rm.TestConfig.AgentExecutionMode != "remote" || rm.TestConfig.AgentPoolID != nil {
+			t.Fatalf("back to the server: %+v, %v", rm.TestConfig, err)
+		}
+		if err := c.AgentPools.Delete(ctx, pool.ID); err != nil {
+			t.Fatalf("the pool no module uses any more: %v", err)
+		}
+		if _, err := c.RegistryModules.Update(ctx, id, tfe.RegistryModuleUpdateOptions{TestConfig: &tfe.RegistryModuleTestConfigOptions{TestsEnabled: tfe.Bool(false)}}); err != nil {
+			t.Fatal(err)
 		}
 		if _, err := c.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("vpc"), Provider: tfe.String("aws"),
 			RegistryName: tfe.PublicRegistry, Namespace: "terraform-aws-modules"}); err != nil {

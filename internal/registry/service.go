@@ -61,6 +61,17 @@ type Service struct {
 	OnDelete []DeleteHook
 	// VCS, when wired, publishes modules from repositories (CreateVCS).
 	VCS VCS
+	// Pools, when wired, checks and keeps the agent pool a module's tests
+	// run on (test-config agent-execution-mode "agent"); without it such a
+	// test-config is refused.
+	Pools Pools
+}
+
+// Pools is the agent pool domain as modules see it.
+type Pools interface {
+	// KeepPool keeps pool id of organization org from being deleted
+	// until q's transaction ends; core.Invalid when org has no such pool.
+	KeepPool(ctx context.Context, q store.Q, org, id string) error
 }
 
 // NewService returns a registry service.
@@ -231,21 +242,24 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	if opts.NoCode != nil {
 		m.NoCode = *opts.NoCode
 	}
-	tests, err := opts.TestConfig.enabled()
+	tc, err := s.testConfig(opts.TestConfig, m)
 	if err != nil {
 		return nil, err
 	}
-	if tests != nil && *tests {
-		if m.RegistryName != RegistryPrivate {
-			return nil, core.Invalid("test-config: only private modules run tests")
-		}
+	if tc.enable != nil && *tc.enable {
 		m.TestsEnabled = true
+	}
+	if tc.pool != nil {
+		m.TestsAgentPoolID = *tc.pool
 	}
 	now := core.Now()
 	m.CreatedAt, m.UpdatedAt = now, now
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, m.Organization, m.RegistryName, m.Namespace, m.Name, m.Provider, m.NoCode, m.TestsEnabled, core.Micros(now), core.Micros(now))
+		if err := s.keepTestPool(ctx, tx, m); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, tests_agent_pool_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.Organization, m.RegistryName, m.Namespace, m.Name, m.Provider, m.NoCode, m.TestsEnabled, m.TestsAgentPoolID, core.Micros(now), core.Micros(now))
 		if err != nil || !m.NoCode || s.OnNoCodeFlag == nil {
 			return err
 		}
@@ -261,13 +275,13 @@ func (s *Service) Create(ctx context.Context, org string, opts CreateOptions) (*
 	return m, nil
 }
 
-const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, tag_bindings, vcs_repo, vcs_status, vcs_error, created_at, updated_at`
+const moduleCols = `id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, tests_agent_pool_id, tag_bindings, vcs_repo, vcs_status, vcs_error, created_at, updated_at`
 
 func scanModule(sc interface{ Scan(...any) error }) (*Module, error) {
 	var m Module
 	var created, updated int64
 	var tags, repo string
-	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &m.TestsEnabled, &tags, &repo, &m.VCSStatus, &m.VCSError,
+	if err := sc.Scan(&m.ID, &m.Organization, &m.RegistryName, &m.Namespace, &m.Name, &m.Provider, &m.NoCode, &m.TestsEnabled, &m.TestsAgentPoolID, &tags, &repo, &m.VCSStatus, &m.VCSError,
 		&created, &updated); err != nil {
 		return nil, err
 	}
@@ -456,18 +470,30 @@ func (s *Service) Update(ctx context.Context, org, registryName, namespace, name
 			return nil, err
 		}
 	}
-	tests, err := opts.TestConfig.enabled()
+	tc, err := s.testConfig(opts.TestConfig, m)
 	if err != nil {
 		return nil, err
 	}
-	if tests != nil && *tests != m.TestsEnabled {
-		if *tests && m.RegistryName != RegistryPrivate {
-			return nil, core.Invalid("test-config: only private modules run tests")
+	if tc.changes(m) {
+		next := *m
+		if tc.enable != nil {
+			next.TestsEnabled = *tc.enable
 		}
-		if _, err := s.db.Exec(ctx, `UPDATE registry_modules SET tests_enabled = ?, updated_at = ? WHERE id = ?`, *tests, core.Micros(core.Now()), m.ID); err != nil {
+		if tc.pool != nil {
+			next.TestsAgentPoolID = *tc.pool
+		}
+		err := s.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := s.keepTestPool(ctx, tx, &next); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE registry_modules SET tests_enabled = ?, tests_agent_pool_id = ?, updated_at = ? WHERE id = ?`,
+				next.TestsEnabled, next.TestsAgentPoolID, core.Micros(core.Now()), m.ID)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
-		m.TestsEnabled = *tests
+		m.TestsEnabled, m.TestsAgentPoolID = next.TestsEnabled, next.TestsAgentPoolID
 	}
 	if opts.NoCode != nil {
 		err := s.db.Tx(ctx, func(tx *store.Tx) error {

@@ -175,7 +175,8 @@ func (s *Service) CreateVCS(ctx context.Context, org string, opts VCSCreateOptio
 	if err := validName(name, provider); err != nil {
 		return nil, err
 	}
-	tests, err := opts.TestConfig.enabled()
+	probe := &Module{Organization: org, RegistryName: RegistryPrivate}
+	tc, err := s.testConfig(opts.TestConfig, probe)
 	if err != nil {
 		return nil, err
 	}
@@ -186,10 +187,16 @@ func (s *Service) CreateVCS(ctx context.Context, org string, opts VCSCreateOptio
 	rb, _ := json.Marshal(repo)
 	now := core.Now()
 	m := &Module{ID: core.NewID(PrefixModule), Organization: org, RegistryName: RegistryPrivate, Namespace: org, Name: name, Provider: provider,
-		VCSRepo: repo, CreatedAt: now, UpdatedAt: now, Versions: []VersionSummary{}, TestsEnabled: tests != nil && *tests}
+		VCSRepo: repo, CreatedAt: now, UpdatedAt: now, Versions: []VersionSummary{}, TestsEnabled: tc.enable != nil && *tc.enable}
+	if tc.pool != nil {
+		m.TestsAgentPoolID = *tc.pool
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, vcs_repo, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, org, m.RegistryName, m.Namespace, m.Name, m.Provider, false, m.TestsEnabled, string(rb), core.Micros(now), core.Micros(now)); err != nil {
+		if err := s.keepTestPool(ctx, tx, m); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO registry_modules (id, organization_name, registry_name, namespace, name, provider, no_code, tests_enabled, tests_agent_pool_id, vcs_repo, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, org, m.RegistryName, m.Namespace, m.Name, m.Provider, false, m.TestsEnabled, m.TestsAgentPoolID, string(rb), core.Micros(now), core.Micros(now)); err != nil {
 			return err
 		}
 		return s.VCS.ConnectModule(ctx, tx, m.ID, repo, initial)

@@ -33,7 +33,7 @@ func (s *Server) wireJobs() error {
 	s.Forwards.Live = s.AgentPools.Live
 	s.Auth.SetAgentPoolResolver(s.AgentPools)
 	jobs, err := jobapi.NewServer(jobapi.Options{
-		Runs: s.Runs, Agents: s.AgentPools, Forwards: s.Forwards, Hostname: s.Hostname, Logger: s.logger.With("component", "jobs"),
+		Runs: s.Runs, Agents: s.AgentPools, Forwards: s.Forwards, Tests: s.ModuleTests, Hostname: s.Hostname, Logger: s.logger.With("component", "jobs"),
 		Sources: jobapi.Sources{
 			Archive: func(ctx context.Context, cvID string) (io.ReadCloser, error) {
 				rc, _, err := s.ConfigVersions.OpenArchiveUnchecked(ctx, cvID)
@@ -78,7 +78,8 @@ func (s *Server) wireJobs() error {
 				}
 				return name, err
 			},
-			Engine: s.ToolVersions.Release,
+			Engine:       s.ToolVersions.Release,
+			TestRunToken: s.testRunToken,
 		},
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ func testModule(mod *registry.Module, err error) (*moduletest.Module, error) {
 		return nil, err
 	}
 	return &moduletest.Module{ID: mod.ID, Organization: mod.Organization, RegistryName: mod.RegistryName, Namespace: mod.Namespace,
-		Name: mod.Name, Provider: mod.Provider, TestsEnabled: mod.TestsEnabled}, nil
+		Name: mod.Name, Provider: mod.Provider, TestsEnabled: mod.TestsEnabled, AgentPoolID: mod.TestsAgentPoolID}, nil
 }
 
 // testConfigs shows a module's configuration versions to it.
@@ -159,18 +159,16 @@ func (s *Server) moduleTestAPI(api *http.ServeMux, cvAPI *configversion.API, var
 }
 
 // startModuleTests starts this replica's executor of module test runs
-// (one at a time: a module's tests apply real resources).
+// (one at a time: a module's tests apply real resources). It runs the
+// test runs of modules whose tests run on the server; agents run the
+// others (jobapi).
 func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	wait := s.ModuleTests.Start(ctx, moduletest.ExecutorConfig{
-		ID: "inproc-" + s.instanceID() + "-tests-" + core.RandomString(8), Engines: s.engines, ScratchDir: s.cfg.ScratchDir,
-		CLIConfig: s.cfg.RunCLIConfig, PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace,
-		Hostname: s.Hostname, CAFile: s.CAFile, Poll: s.cfg.ModuleTestPoll,
-		Token: func(ctx context.Context, tr *moduletest.TestRun) (string, error) {
-			exp := core.Now().Add(24 * time.Hour)
-			_, tok, err := s.Auth.CreateToken(ctx, s.DB, auth.NewToken{Kind: auth.KindTestRun, Subject: tr.ID, Description: "test run token", ExpiredAt: &exp})
-			return tok, err
-		},
+		ID: "inproc-" + s.instanceID() + "-tests-" + core.RandomString(8),
+		ExecConfig: moduletest.ExecConfig{Engines: s.engines, ScratchDir: s.cfg.ScratchDir, CLIConfig: s.cfg.RunCLIConfig,
+			PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace, CAFile: s.CAFile},
+		Hostname: s.Hostname, Poll: s.cfg.ModuleTestPoll, Token: s.testRunToken,
 		Sudo: func(ctx context.Context, org string) (bool, error) {
 			lim, err := s.runLimits(ctx, org)
 			return lim.Sudo, err
@@ -180,4 +178,13 @@ func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
 		cancel()
 		wait()
 	}
+}
+
+// testRunToken mints the token of a test run (auth.KindTestRun: it reads
+// the organization's private registry while the run runs, and goes when
+// the run ends), wherever the run runs.
+func (s *Server) testRunToken(ctx context.Context, tr *moduletest.TestRun) (string, error) {
+	exp := core.Now().Add(24 * time.Hour)
+	_, tok, err := s.Auth.CreateToken(ctx, s.DB, auth.NewToken{Kind: auth.KindTestRun, Subject: tr.ID, Description: "test run token", ExpiredAt: &exp})
+	return tok, err
 }

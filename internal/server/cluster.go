@@ -47,7 +47,7 @@ func (s *Server) wakeLocal() {
 	s.Triggers.Wake().Local()
 	s.Stacks.Wake().Local()
 	s.VCS.Queue().Wake().Local()
-	s.ModuleTests.Wake().Local()
+	s.ModuleTests.WakeLocal()
 }
 
 // startLoops starts every background loop that is not a runner on one

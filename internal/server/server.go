@@ -272,6 +272,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.Workspaces.OnDelete = append(s.Workspaces.OnDelete, configversion.DeleteWorkspaceConfigurationVersions)
 	s.Workspaces.Configs = workspaceConfigs{s.DB}
 	s.Registry = registry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, registry.Options{Logger: s.logger})
+	s.Registry.Pools = s.AgentPools
 	// An organization's rows go by cascade; its workspaces (with what each
 	// domain keeps for them), modules and stacks record their blobs first.
 	s.Providers = providerregistry.NewService(s.DB, s.Blobs, s.Signer, registryOrgs{s.Orgs}, providerregistry.Options{Logger: s.logger})
