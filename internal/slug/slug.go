@@ -205,8 +205,8 @@ func checkLink(root, link, target string) error {
 }
 
 // Pack archives the directory dir (regular files, directories and
-// symlinks that stay inside it), skipping .git and .terraform folders
-// except .terraform/modules.
+// symlinks that stay inside it), skipping .git folders and files (a
+// submodule's) and the root's .terraform folder except .terraform/modules.
 func Pack(dir string) ([]byte, error) {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -224,6 +224,9 @@ func Pack(dir string) ([]byte, error) {
 			return nil
 		}
 		rel = filepath.ToSlash(rel)
+		if d.Name() == ".git" && !d.IsDir() {
+			return nil // a submodule's or worktree's pointer to its repository
+		}
 		if d.IsDir() && (d.Name() == ".git" || (d.Name() == ".terraform" && !strings.Contains(rel, "/"))) {
 			if d.Name() == ".terraform" {
 				if _, err := os.Stat(filepath.Join(p, "modules")); err == nil {

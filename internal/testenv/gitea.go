@@ -414,9 +414,15 @@ func (g *Gitea) Push(t testing.TB, repo, branch string, files map[string]string,
 	git("commit", "-q", "--allow-empty", "-m", message)
 	git("push", "-q", "origin", "HEAD:refs/heads/"+branch)
 	sha := git("rev-parse", "HEAD")
-	// Gitea takes a push in (the branch's record, a first push's
-	// repository no longer empty, webhooks) after git's answer: wait
-	// until its API shows the branch at the new commit.
+	g.waitBranch(t, repo, branch, sha)
+	return sha
+}
+
+// waitBranch returns once Gitea's API shows branch of repo at sha: Gitea
+// takes a push in (the branch's record, a first push's repository no
+// longer empty, webhooks) after git's answer.
+func (g *Gitea) waitBranch(t testing.TB, repo, branch, sha string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var b struct {
@@ -426,13 +432,45 @@ func (g *Gitea) Push(t testing.TB, repo, branch string, files map[string]string,
 		}
 		status := g.Do(t, "GET", "/repos/"+repo+"/branches/"+branch, nil, &b)
 		if status == http.StatusOK && b.Commit.ID == sha {
-			return sha
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("gitea: branch %s of %s is not at %s within 30s (%d, at %q)", branch, repo, sha, status, b.Commit.ID)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// PushGitlinks commits to branch main of repo, over files, a .gitmodules
+// and gitlinks (path → commit SHA), as `git submodule add` leaves them,
+// with the real git binary, and returns the commit's SHA.
+func (g *Gitea) PushGitlinks(t testing.TB, repo string, files map[string]string, gitmodules string, links map[string]string) string {
+	t.Helper()
+	files[".gitmodules"] = gitmodules
+	sha := g.Push(t, repo, "main", files, "files")
+	env, dir := g.GitEnv(t), t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("fetch", "-q", "--depth=1", g.CloneURL(repo), sha)
+	git("reset", "-q", "--soft", "FETCH_HEAD")
+	git("read-tree", "FETCH_HEAD")
+	for path, commit := range links {
+		git("update-index", "--add", "--cacheinfo", "160000,"+commit+","+path)
+	}
+	git("commit", "-q", "-m", "submodules")
+	git("push", "-q", g.CloneURL(repo), "HEAD:refs/heads/main")
+	sha = git("rev-parse", "HEAD")
+	g.waitBranch(t, repo, "main", sha)
+	return sha
 }
 
 // PushTag pushes tag (a lightweight tag) at commit sha of repo with the

@@ -154,9 +154,6 @@ func (s *Service) Resolve(ctx context.Context, org, project string, cur *Repo, o
 	if o.IngressSubmodules != nil {
 		next.IngressSubmodules = *o.IngressSubmodules
 	}
-	if next.IngressSubmodules {
-		return nil, core.Invalid("vcs-repo ingress-submodules: Terrace does not fetch submodules yet; connect with ingress-submodules false")
-	}
 	if err := checkFields(&next); err != nil {
 		return nil, err
 	}

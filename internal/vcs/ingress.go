@@ -327,7 +327,11 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 		}
 		in.SHA, in.Message, in.Branch = head.SHA, head.Message, c.branch
 	}
-	archive, err := h.Archive(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
+	fetch := h.Archive
+	if c.submodules {
+		fetch = h.ArchiveWithSubmodules
+	}
+	archive, err := fetch(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
 	if err != nil {
 		return permanentHost(err)
 	}

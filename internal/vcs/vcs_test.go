@@ -368,7 +368,6 @@ func TestConnectRefusals(t *testing.T) {
 			{"a bad branch", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "branch": "a..b"}, 422, "not a valid git branch name"},
 			{"a bad tags-regex", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "tags-regex": "v(1"}, 422, "not a valid regular expression"},
 			{"a GitHub App", map[string]any{"identifier": "acme/infra", "github-app-installation-id": "ghain-1"}, 422, "GitHub App installations are not supported"},
-			{"submodules", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea, "ingress-submodules": true}, 422, "does not fetch submodules yet"},
 			{"an unreachable host", map[string]any{"identifier": "acme/infra", "oauth-token-id": gitea}, 422, "acme/infra"},
 		} {
 			status, b := e.API(t, "", "POST", "/api/v2/organizations/"+org+"/workspaces", map[string]any{"data": map[string]any{
@@ -429,7 +428,7 @@ func TestModuleConnectRefusals(t *testing.T) {
 			{"a tags-regex", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "tags-regex": "^v"}}, 422, "tags-regex is a workspace's"},
 			{"submodules", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "ingress-submodules": true}}, 422, "does not fetch submodules yet"},
 			{"a GitHub App", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "github-app-installation-id": "ghain-1"}}, 422, "GitHub App installations are not supported"},
-			{"module tests on agents", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea}, "test-config": map[string]any{"tests-enabled": true, "agent-execution-mode": "agent", "agent-pool-id": "apool-1"}}, 422, "agents do not run module tests"},
+			{"module tests on agents without a pool", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea}, "test-config": map[string]any{"tests-enabled": true, "agent-execution-mode": "agent"}}, 422, "needs the agent-pool-id"},
 			{"a bad initial version", "", map[string]any{"initial-version": "one", "vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "branch": "main"}}, 422, "initial-version"},
 			{"another organization in the body", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": gitea, "organization-name": other}}, 422, "is not the organization"},
 			{"a token of another organization", "", map[string]any{"vcs-repo": map[string]any{"identifier": repo, "oauth-token-id": foreign}}, 404, "not found"},

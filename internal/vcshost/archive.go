@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/terracehq/terrace/internal/slug"
 )
 
 // Archive returns the files of commit sha of repo as a tar.gz, fetched
@@ -29,7 +31,21 @@ func (h *Host) ArchiveDir(ctx context.Context, repo, sha, dir string, maxBytes i
 	if _, err := splitRepo(repo); err != nil {
 		return nil, err
 	}
-	return archive(ctx, h.CloneURL(repo), h.Token, sha, dir, h.CA, maxBytes)
+	return archive(ctx, h.CloneURL(repo), h.Token, sha, dir, false, h.CA, maxBytes)
+}
+
+// ArchiveWithSubmodules is Archive with the commit's submodules (a
+// workspace's ingress-submodules): each is fetched at the commit the tree
+// records, recursively, and its files are in the archive at its path.
+// Submodule URLs come from the repository's .gitmodules, relative ones
+// resolved against the repository's: the token goes only to the host's
+// own address (a submodule elsewhere is fetched without it), and only
+// the host's protocol is allowed (no file:// or ssh).
+func (h *Host) ArchiveWithSubmodules(ctx context.Context, repo, sha string, maxBytes int64) ([]byte, error) {
+	if _, err := splitRepo(repo); err != nil {
+		return nil, err
+	}
+	return archive(ctx, h.CloneURL(repo), h.Token, sha, "", true, h.CA, maxBytes)
 }
 
 // CleanDir checks a folder of a repository named by a user (a module's
@@ -66,10 +82,10 @@ func CleanDir(dir string) (string, error) {
 // caPEM, when set, is the only CA git trusts. An archive over maxBytes
 // is refused. Canceling ctx kills git. No error shows the token.
 func Archive(ctx context.Context, cloneURL, token, sha string, caPEM []byte, maxBytes int64) ([]byte, error) {
-	return archive(ctx, cloneURL, token, sha, "", caPEM, maxBytes)
+	return archive(ctx, cloneURL, token, sha, "", false, caPEM, maxBytes)
 }
 
-func archive(ctx context.Context, cloneURL, token, sha, sub string, caPEM []byte, maxBytes int64) ([]byte, error) {
+func archive(ctx context.Context, cloneURL, token, sha, sub string, submodules bool, caPEM []byte, maxBytes int64) ([]byte, error) {
 	clean, err := CleanDir(sub)
 	if err != nil {
 		return nil, fmt.Errorf("vcshost: %w", err)
@@ -100,8 +116,10 @@ func archive(ctx context.Context, cloneURL, token, sha, sub string, caPEM []byte
 	config := [][2]string{{"http.followRedirects", "false"}}
 	basic := ""
 	if token != "" {
+		// Only for the host's own address: a submodule on another host
+		// never gets the token.
 		basic = base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-		config = append(config, [2]string{"http.extraHeader", "Authorization: Basic " + basic})
+		config = append(config, [2]string{"http." + u.Scheme + "://" + u.Host + "/.extraHeader", "Authorization: Basic " + basic})
 	}
 	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(config)))
 	for i, kv := range config {
@@ -146,8 +164,29 @@ func archive(ctx context.Context, cloneURL, token, sha, sub string, caPEM []byte
 	if err := git(nil, "init", "-q"); err != nil {
 		return nil, err
 	}
-	if err := git(nil, "fetch", "-q", "--depth=1", "--no-tags", cloneURL, sha); err != nil {
+	// The remote is named so that relative submodule URLs resolve
+	// against it.
+	if err := git(nil, "remote", "add", "origin", cloneURL); err != nil {
+		return nil, err
+	}
+	if err := git(nil, "fetch", "-q", "--depth=1", "--no-tags", "origin", sha); err != nil {
 		return nil, fmt.Errorf("fetching %s from %s: %w", sha, redact(cloneURL), err)
+	}
+	if submodules {
+		if err := git(nil, "checkout", "-q", "--detach", sha); err != nil {
+			return nil, fmt.Errorf("checking out %s: %w", sha, err)
+		}
+		if err := git(nil, "submodule", "update", "-q", "--init", "--recursive", "--depth=1"); err != nil {
+			return nil, fmt.Errorf("fetching the submodules of %s: %w", sha, err)
+		}
+		data, err := slug.Pack(repo)
+		if err != nil {
+			return nil, fmt.Errorf("packing %s with its submodules: %w", sha, err)
+		}
+		if int64(len(data)) > maxBytes {
+			return nil, fmt.Errorf("the archive of %s is over %d bytes", sha, maxBytes)
+		}
+		return data, nil
 	}
 	out := &limitedBuffer{b: new(bytes.Buffer), n: maxBytes}
 	tree := sha

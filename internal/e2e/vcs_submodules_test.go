@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	tfe "github.com/hashicorp/go-tfe"
+
+	"github.com/terracehq/terrace/internal/testenv"
+)
+
+// TestVCSSubmodules: a workspace connected with ingress-submodules runs
+// the commit with its submodules' files (a module a gitlink brings in,
+// at the commit the gitlink records), as HCP Terraform does; the same
+// repository connected without it runs without them (the plan cannot
+// find the module). Real Gitea, git and terraform.
+func TestVCSSubmodules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: skipped with -short")
+	}
+	engines(t)
+	ctx := context.Background()
+	e, g := testenv.NewWithGitea(t, testenv.Options{})
+	lib := g.CreateRepo(t, "lib")
+	libSHA := g.Push(t, lib, "main", map[string]string{"main.tf": `
+variable "name" { type = string }
+resource "terraform_data" "label" { input = "${var.name}-from-lib-v1" }
+output "label" { value = terraform_data.label.output }
+`}, "lib v1")
+	g.Push(t, lib, "main", map[string]string{"main.tf": "# lib v2: not the commit the gitlink records\n"}, "lib v2")
+	infra := g.CreateRepo(t, "infra")
+	g.PushGitlinks(t, infra, map[string]string{"main.tf": `
+module "lib" {
+  source = "./modules/lib"
+  name   = "app"
+}
+output "label" { value = module.lib.label }
+`}, "[submodule \"lib\"]\n\tpath = modules/lib\n\turl = ../lib.git\n", map[string]string{"modules/lib": libSHA})
+
+	c := e.Client
+	testenv.NewOrg(t, c, "acme")
+	oc := g.Provider(t, c, "acme")
+	connect := func(name string, submodules bool) *tfe.Workspace {
+		ws, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name), AutoApply: tfe.Bool(true), QueueAllRuns: tfe.Bool(true),
+			VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(infra), OAuthTokenID: tfe.String(oc.OAuthTokens[0].ID), IngressSubmodules: tfe.Bool(submodules)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ws.VCSRepo == nil || ws.VCSRepo.IngressSubmodules != submodules {
+			t.Fatalf("workspace %s's vcs-repo: %+v, want ingress-submodules %v", name, ws.VCSRepo, submodules)
+		}
+		return ws
+	}
+	with := connect("with-submodules", true)
+	r := testenv.WaitRun(ctx, t, c, waitNthRun(ctx, t, c, with.ID, 1).ID, tfe.RunApplied, tfe.RunErrored)
+	if r.Status != tfe.RunApplied {
+		t.Fatalf("the run of the commit with its submodule: %s", r.Status)
+	}
+	outs, err := c.StateVersionOutputs.ReadCurrent(ctx, with.ID)
+	if err != nil || len(outs.Items) != 1 || outs.Items[0].Value != "app-from-lib-v1" {
+		t.Fatalf("the outputs: %+v, %v (want label = app-from-lib-v1, from the submodule's recorded commit)", outs, err)
+	}
+
+	without := connect("without-submodules", false)
+	r = testenv.WaitRun(ctx, t, c, waitNthRun(ctx, t, c, without.ID, 1).ID, tfe.RunApplied, tfe.RunErrored, tfe.RunPlannedAndFinished)
+	if r.Status != tfe.RunErrored {
+		t.Fatalf("the run of the commit without its submodule: %s, want errored (the module is missing)", r.Status)
+	}
+}
