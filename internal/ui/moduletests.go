@@ -2,10 +2,12 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 
+	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/registry"
@@ -40,9 +42,9 @@ type testVar struct {
 	Sensitive      bool
 }
 
-// moduleTests lists a module's test runs, newest first; to those who may
-// run its tests, it also turns them on or off and keeps its test
-// variables.
+// moduleTests lists a module's test runs, newest first, and says where
+// they run; to those who may run its tests, it also turns them on or off,
+// chooses where they run and keeps its test variables.
 func (u *UI) moduleTests(w http.ResponseWriter, r *http.Request) {
 	u.showModuleTests(w, r, http.StatusOK, "")
 }
@@ -63,8 +65,13 @@ func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int,
 		u.fail(w, r, err)
 		return
 	}
+	pool, pools, err := u.testPools(ctx, p.Organization, mod.TestsAgentPoolID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	d := map[string]any{"Module": p, "Runs": runs, "Total": total, "Enabled": mod.TestsEnabled, "Error": formErr,
-		"Path": testsPagePath(p)}
+		"Path": testsPagePath(p), "PoolID": mod.TestsAgentPoolID, "Pool": pool, "Pools": pools}
 	if m, err := u.o.ModuleTests.ModuleForTests(ctx, p); err == nil {
 		// Sensitive values are not even opened: the page never shows them.
 		vars, err := u.o.Variables.RedactedModuleTestVariables(ctx, m.Organization, m.ID)
@@ -81,9 +88,31 @@ func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int,
 	u.render(w, r, status, "moduletests", "Tests of "+p.Name+"/"+p.Provider, p.Organization, d)
 }
 
-// moduleTestsAction turns a module's tests on or off, or adds or deletes
-// a test variable, as the API's module update and test variable routes
-// do (the same services, the same checks).
+// testPools names the agent pool poolID a module's tests run on ("" when
+// they run on the server; the ID when the pool is not listed) and lists
+// organization org's pools, the choices of the page's execution form
+// (none without an agent pool service).
+func (u *UI) testPools(ctx context.Context, org, poolID string) (string, []*agent.Pool, error) {
+	if u.o.AgentPools == nil {
+		return poolID, nil, nil
+	}
+	pools, err := u.o.AgentPools.List(ctx, org)
+	if err != nil {
+		return "", nil, err
+	}
+	name := poolID
+	for _, p := range pools {
+		if p.ID == poolID {
+			name = p.Name
+		}
+	}
+	return name, pools, nil
+}
+
+// moduleTestsAction turns a module's tests on or off, chooses where they
+// run (the server or an agent pool), or adds or deletes a test variable,
+// as the API's module update and test variable routes do (the same
+// services, the same checks).
 func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 	if !u.servesModuleTests(w, r) {
 		return
@@ -103,6 +132,16 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 		on := r.PathValue("action") == "enable"
 		_, err = u.o.Registry.Update(ctx, p.Organization, p.Registry, p.Namespace, p.Name, p.Provider, registry.UpdateOptions{TestConfig: &registry.TestConfig{TestsEnabled: &on}})
 		route = "PATCH /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}"
+	case "execution":
+		// The form's choice is a pool's ID, or "" for the server: the
+		// test-config the API takes for either.
+		mode, pool := registry.TestsRemote, r.PostFormValue("agent-pool")
+		tc := registry.TestConfig{AgentExecutionMode: &mode}
+		if pool != "" {
+			mode, tc.AgentPoolID = registry.TestsAgent, &pool
+		}
+		_, err = u.o.Registry.Update(ctx, p.Organization, p.Registry, p.Namespace, p.Name, p.Provider, registry.UpdateOptions{TestConfig: &tc})
+		route = "PATCH /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}"
 	case "add-variable":
 		key, value, sensitive := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("sensitive") == "on"
 		var v *variable.Variable
@@ -117,7 +156,7 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 		route, answer = "DELETE "+moduletest.Base+"/vars/{var}", http.StatusNoContent
 		vals = append(vals, "var", id)
 	default:
-		u.fail(w, r, core.NotFound("a module's tests can be enabled, disabled, or get or lose a variable, not %q", r.PathValue("action")))
+		u.fail(w, r, core.NotFound("a module's tests can be enabled, disabled, moved (execution), or get or lose a variable, not %q", r.PathValue("action")))
 		return
 	}
 	if err != nil {

@@ -155,9 +155,11 @@ func TestModuleTestRunCancel(t *testing.T) {
 
 // TestModuleTestSettingsFromPage: those who may run a module's tests turn
 // them on and off and keep the module's test variables on its tests page
-// (a sensitive value is never shown, not even in the page's markup); a
-// taken key is refused with the reason; a member who only reads the
-// registry sees neither.
+// (a sensitive value is never shown, not even in the page's markup), and
+// choose where they run (the server or one of the organization's agent
+// pools); a taken key and a pool deleted meanwhile are refused with the
+// reason; a member who only reads the registry sees where the tests run
+// and none of the forms.
 func TestModuleTestSettingsFromPage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -248,13 +250,107 @@ func TestModuleTestSettingsFromPage(t *testing.T) {
 		t.Fatalf("the test variable with a sensitive value that does not open: %q = %q", key, value)
 	}
 
-	// A member who reads the registry sees the runs, not the settings.
+	// Where the tests run: the server, or an agent pool of the
+	// organization's chosen on the page (the API's test-config then says
+	// so); each choice is audited as the API's module update.
+	const moduleUpdate = "PATCH /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}"
+	updates := func() int {
+		t.Helper()
+		n := 0
+		for _, ev := range uiEvents(e.AuditTrail(t)) {
+			if ev.Resource.Meta["route"] == moduleUpdate && ev.Resource.Meta["status"] == "200" {
+				n++
+			}
+		}
+		return n
+	}
+	config := func() *tfe.TestConfig {
+		t.Helper()
+		m, err := e.Client.RegistryModules.Read(ctx, id)
+		if err != nil || m.TestConfig == nil || m.TestConfig.AgentExecutionMode == nil {
+			t.Fatalf("the module's test-config: %+v, %v", m, err)
+		}
+		return m.TestConfig
+	}
+	choose := func(poolID string) {
+		t.Helper()
+		tb.open(page)
+		tb.do(chromedp.SetValue(chromedp.CSS(`#tests-execution select`), poolID))
+		tb.press(`#tests-execution button`)
+	}
+	st = newTab(t, e, e.Token)
+	st.open(page)
+	if got := st.text("#tests-where"); got != "Tests run on the server." {
+		t.Fatalf("where a new module's tests run: %q", got)
+	}
+	pools := map[string]*tfe.AgentPool{}
+	for _, name := range []string{"private-net", "lab"} {
+		pool, err := e.Client.AgentPools.Create(ctx, "acme", tfe.AgentPoolCreateOptions{Name: tfe.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools[name] = pool
+	}
+	testenv.NewOrg(t, e.Client, "other")
+	if _, err := e.Client.AgentPools.Create(ctx, "other", tfe.AgentPoolCreateOptions{Name: tfe.String("theirs")}); err != nil {
+		t.Fatal(err)
+	}
+	before := updates()
+	tb.open(page)
+	if got := must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#tests-execution option')).map(function(o){return o.textContent + "=" + o.value})`)); strings.Join(got, " ") != "Server= lab="+pools["lab"].ID+" private-net="+pools["private-net"].ID {
+		t.Fatalf("the choices of where the tests run: %q (want the server and acme's pools)", got)
+	}
+	choose(pools["private-net"].ID)
+	tb.waitText("#tests-where", "Tests run on agent pool private-net.", time.Minute)
+	if tc := config(); *tc.AgentExecutionMode != "agent" || tc.AgentPoolID == nil || *tc.AgentPoolID != pools["private-net"].ID || !tc.TestsEnabled {
+		t.Fatalf("the test-config after choosing private-net on the page: %+v, want enabled on agent pool %s", tc, pools["private-net"].ID)
+	}
+	if got := must(tb, chromedp.Evaluate[string](`document.querySelector('#tests-execution select').value`)); got != pools["private-net"].ID {
+		t.Fatalf("the form's choice after choosing private-net: %q", got)
+	}
+	if n := updates(); n != before+1 {
+		t.Fatalf("%d module update events done through the pages after choosing a pool, want %d", n, before+1)
+	}
+
+	// A pool deleted while the form was open is refused, saying why, and
+	// the tests stay where they were.
+	tb.open(page)
+	tb.do(chromedp.SetValue(chromedp.CSS(`#tests-execution select`), pools["lab"].ID))
+	if err := e.Client.AgentPools.Delete(ctx, pools["lab"].ID); err != nil {
+		t.Fatal(err)
+	}
+	tb.press(`#tests-execution button`)
+	if got := tb.text(`[role=alert]`); !strings.Contains(got, `agent pool "`+pools["lab"].ID+`" not found in organization "acme"`) {
+		t.Fatalf("choosing a deleted pool: %q", got)
+	}
+	if got := tb.text("#tests-where"); got != "Tests run on agent pool private-net." {
+		t.Fatalf("where the tests run after a refused choice, on the page: %q", got)
+	}
+	if tc := config(); tc.AgentPoolID == nil || *tc.AgentPoolID != pools["private-net"].ID {
+		t.Fatalf("a refused choice moved the tests: %+v", tc)
+	}
+
+	// A member who reads the registry sees the runs and where they run,
+	// not the settings.
 	rt := newTab(t, e, userToken(t, e, "acme", "reader@acme.test"))
 	rt.open(page)
-	if got := rt.text("#tests-state"); got != "Tests are enabled." || rt.exists("#toggle-tests") || rt.exists("#test-vars") || rt.exists("#add-test-var") {
-		t.Fatalf("a reader's tests page: %q, toggle %v, variables %v", got, rt.exists("#toggle-tests"), rt.exists("#test-vars"))
+	if got := rt.text("#tests-state"); got != "Tests are enabled." || rt.exists("#toggle-tests") || rt.exists("#test-vars") || rt.exists("#add-test-var") || rt.exists("#tests-execution") {
+		t.Fatalf("a reader's tests page: %q, toggle %v, variables %v, execution %v", got, rt.exists("#toggle-tests"), rt.exists("#test-vars"), rt.exists("#tests-execution"))
 	}
+	if got := rt.text("#tests-where"); got != "Tests run on agent pool private-net." {
+		t.Fatalf("where the tests run, to a reader: %q", got)
+	}
+	tb.open(page)
 	tb.screenshot("module-test-settings")
+
+	choose("")
+	tb.waitText("#tests-where", "Tests run on the server.", time.Minute)
+	if tc := config(); *tc.AgentExecutionMode != "remote" || tc.AgentPoolID != nil || !tc.TestsEnabled {
+		t.Fatalf("the test-config after choosing the server on the page: %+v", tc)
+	}
+	if n := updates(); n != before+2 {
+		t.Fatalf("%d module update events done through the pages after choosing the server, want %d", n, before+2)
+	}
 
 	tb.open(page)
 	tb.press(`#toggle-tests button`)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/terracehq/terrace/internal/agent"
 	"github.com/terracehq/terrace/internal/assessment"
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
@@ -63,6 +64,9 @@ type Options struct {
 	NoCode      *nocode.Service
 	// ModuleTests runs modules' tests (nil: the registry shows none).
 	ModuleTests *moduletest.Service
+	// AgentPools names the pool a module's tests run on and lists those
+	// they may be moved to (nil: pools are shown by ID, none listed).
+	AgentPools *agent.Service
 	// Providers is the private provider registry.
 	Providers *providerregistry.Service
 	// Orchestration is the resource-graph orchestrator.
