@@ -207,7 +207,7 @@ func (s *Service) resolveOwned(ctx context.Context, org string, cur, next *Repo)
 	next.DisplayIdentifier = next.Identifier
 	next.ServiceProvider = string(cred.Provider)
 	next.RepositoryHTTPURL = cred.HTTPURL + "/" + next.Identifier
-	next.TagsRegex, next.IngressSubmodules = "", false
+	next.TagsRegex = "" // modules refuse ingress-submodules before, policy sets keep it
 	if cur == nil || cur.WebhookURL == "" {
 		next.WebhookURL = s.baseURL + WebhookPath + core.RandomString(32)
 	}

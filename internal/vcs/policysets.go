@@ -67,10 +67,10 @@ func (s *Service) ResolvePolicySet(ctx context.Context, org string, cur *Repo, o
 			next.Branch = ""
 		}
 	}
-	switch {
-	case o.IngressSubmodules != nil && *o.IngressSubmodules:
-		return nil, core.Invalid("vcs-repo ingress-submodules: Terrace does not fetch submodules yet; connect with ingress-submodules false")
-	case o.TagsRegex != nil && *o.TagsRegex != "", o.Tags != nil && *o.Tags:
+	if o.IngressSubmodules != nil {
+		next.IngressSubmodules = *o.IngressSubmodules
+	}
+	if o.TagsRegex != nil && *o.TagsRegex != "" || o.Tags != nil && *o.Tags {
 		return nil, core.Invalid("vcs-repo: a policy set follows a branch, not tags")
 	}
 	if err := checkFields(&next); err != nil {
@@ -120,7 +120,11 @@ func (s *Service) fetchPolicySet(ctx context.Context, c *connection, in ingress)
 		}
 		in.SHA = head.SHA
 	}
-	archive, err := h.Archive(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
+	fetch := h.Archive
+	if c.submodules {
+		fetch = h.ArchiveWithSubmodules
+	}
+	archive, err := fetch(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
 	if err != nil {
 		return permanentHost(err)
 	}

@@ -474,7 +474,6 @@ func TestPolicySetConnectRefusals(t *testing.T) {
 			{"no token", map[string]any{"identifier": "acme/policies"}, 422, "oauth-token-id is required"},
 			{"a bad branch", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea, "branch": "-x"}, 422, "not a valid git branch name"},
 			{"tags", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea, "tags-regex": "^v"}, 422, "follows a branch, not tags"},
-			{"submodules", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea, "ingress-submodules": true}, 422, "does not fetch submodules yet"},
 			{"a token of another organization", map[string]any{"identifier": "acme/policies", "oauth-token-id": foreign}, 404, "not found"},
 			{"a client scoped to projects", map[string]any{"identifier": "acme/policies", "oauth-token-id": scoped}, 422, "scoped to projects"},
 			{"an unreachable host", map[string]any{"identifier": "acme/policies", "oauth-token-id": gitea}, 422, "acme/policies"},
