@@ -208,8 +208,23 @@ func checkLink(root, link, target string) error {
 // symlinks that stay inside it), skipping .git folders and files (a
 // submodule's) and the root's .terraform folder except .terraform/modules.
 func Pack(dir string) ([]byte, error) {
+	return PackLimit(dir, 0)
+}
+
+// ErrTooLarge is PackLimit's refusal of a folder whose archive is over
+// its limit.
+var ErrTooLarge = errors.New("the archive is over its size limit")
+
+// PackLimit is Pack that stops, with ErrTooLarge, as soon as the archive
+// grows over max bytes (0: no limit), so that a large folder is never
+// held in memory whole.
+func PackLimit(dir string, max int64) ([]byte, error) {
 	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
+	var out io.Writer = &buf
+	if max > 0 {
+		out = &capped{b: &buf, n: max}
+	}
+	gz := gzip.NewWriter(out)
 	tw := tar.NewWriter(gz)
 	root, err := filepath.Abs(dir)
 	if err != nil {
@@ -299,4 +314,17 @@ func addEntry(tw *tar.Writer, root, p, rel string, d fs.DirEntry) error {
 		return err
 	}
 	return nil
+}
+
+// capped is a buffer that refuses writes past n bytes.
+type capped struct {
+	b *bytes.Buffer
+	n int64
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if int64(c.b.Len()+len(p)) > c.n {
+		return 0, ErrTooLarge
+	}
+	return c.b.Write(p)
 }

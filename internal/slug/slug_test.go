@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +129,46 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dst, "escape")); err == nil {
 		t.Error("a symlink leaving the folder was packed")
+	}
+}
+
+// TestPackLimit: a folder whose archive is over the limit is refused
+// while it is packed; one under it packs as Pack does; a submodule's .git
+// file and a .git folder are left out.
+func TestPackLimit(t *testing.T) {
+	src := t.TempDir()
+	big := make([]byte, 256<<10)
+	if _, err := rand.Read(big); err != nil { // incompressible
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"main.tf": []byte("# x\n"), "blob.bin": big, "lib/.git": []byte("gitdir: ../.git/modules/lib\n"),
+		"lib/lib.tf": []byte("# lib\n"), ".git/HEAD": []byte("ref: refs/heads/main\n")} {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := PackLimit(src, 64<<10); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("PackLimit over the limit: %v, want ErrTooLarge", err)
+	}
+	data, err := PackLimit(src, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := Unpack(bytes.NewReader(data), dst, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"lib/.git", ".git"} {
+		if _, err := os.Lstat(filepath.Join(dst, name)); err == nil {
+			t.Errorf("%s was packed", name)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dst, "lib/lib.tf")); err != nil || string(b) != "# lib\n" {
+		t.Errorf("lib/lib.tf: %q, %v", b, err)
 	}
 }
 

@@ -179,12 +179,12 @@ func archive(ctx context.Context, cloneURL, token, sha, sub string, submodules b
 		if err := git(nil, "submodule", "update", "-q", "--init", "--recursive", "--depth=1"); err != nil {
 			return nil, fmt.Errorf("fetching the submodules of %s: %w", sha, err)
 		}
-		data, err := slug.Pack(repo)
+		data, err := slug.PackLimit(repo, maxBytes)
+		if errors.Is(err, slug.ErrTooLarge) {
+			return nil, fmt.Errorf("the archive of %s is over %d bytes", sha, maxBytes)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("packing %s with its submodules: %w", sha, err)
-		}
-		if int64(len(data)) > maxBytes {
-			return nil, fmt.Errorf("the archive of %s is over %d bytes", sha, maxBytes)
 		}
 		return data, nil
 	}
