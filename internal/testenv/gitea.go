@@ -378,18 +378,7 @@ func (g *Gitea) GitEnv(t testing.TB) []string {
 func (g *Gitea) Push(t testing.TB, repo, branch string, files map[string]string, message string) string {
 	t.Helper()
 	env, dir := g.GitEnv(t), t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, stderr.Bytes())
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(args ...string) string { t.Helper(); return Git(t, env, dir, args...) }
 	git("init", "-q", "-b", branch)
 	git("remote", "add", "origin", g.CloneURL(repo))
 	for _, ref := range []string{"refs/heads/" + branch, "HEAD"} {
@@ -441,6 +430,21 @@ func (g *Gitea) waitBranch(t testing.TB, repo, branch, sha string) {
 	}
 }
 
+// Git runs the real git binary in dir with env and returns its output,
+// trimmed; a failure fails the test with git's message.
+func Git(t testing.TB, env []string, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", args[0], err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // PushGitlinks commits to branch main of repo, over files, a .gitmodules
 // and gitlinks (path → commit SHA), as `git submodule add` leaves them,
 // with the real git binary, and returns the commit's SHA.
@@ -449,16 +453,7 @@ func (g *Gitea) PushGitlinks(t testing.TB, repo string, files map[string]string,
 	files[".gitmodules"] = gitmodules
 	sha := g.Push(t, repo, "main", files, "files")
 	env, dir := g.GitEnv(t), t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(args ...string) string { t.Helper(); return Git(t, env, dir, args...) }
 	git("init", "-q", "-b", "main")
 	git("fetch", "-q", "--depth=1", g.CloneURL(repo), sha)
 	git("reset", "-q", "--soft", "FETCH_HEAD")

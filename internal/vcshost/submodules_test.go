@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"sync"
@@ -102,16 +101,7 @@ func TestArchiveSubmodules(t *testing.T) {
 	// fetched.
 	secretDir, work := t.TempDir()+"/secret.git", t.TempDir()
 	env := g.GitEnv(t)
-	run := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", args[0], err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	run := func(dir string, args ...string) string { t.Helper(); return testenv.Git(t, env, dir, args...) }
 	run(work, "init", "-q", "--bare", secretDir)
 	run(work, "init", "-q", "-b", "main")
 	if err := os.WriteFile(work+"/secret.txt", []byte("server secret\n"), 0o600); err != nil {
