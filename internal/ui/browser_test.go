@@ -107,14 +107,27 @@ func must[T any](tb *tab, a chromedp.Action[T]) T {
 	return v
 }
 
-// open loads a page and returns its HTTP status.
+// open loads a page and returns its HTTP status. Opening the page the tab
+// is on (a form on it redirected back there) may end without a response
+// event: chromedp then answers no response and no error. The tab leaves
+// for about:blank and opens it again, once.
 func (tb *tab) open(path string) int {
 	tb.t.Helper()
-	resp, err := chromedp.Run(tb.ctx, chromedp.NavigateResponse(tb.base+path))
-	if err != nil {
-		tb.t.Fatalf("opening %s: %v", path, err)
+	for attempt := 0; ; attempt++ {
+		resp, err := chromedp.Run(tb.ctx, chromedp.NavigateResponse(tb.base+path))
+		if err != nil {
+			tb.t.Fatalf("opening %s: %v", path, err)
+		}
+		if resp != nil {
+			return int(resp.Status)
+		}
+		if attempt == 1 {
+			tb.t.Fatalf("opening %s: the browser reported no response, twice", path)
+		}
+		if _, err := chromedp.Run(tb.ctx, chromedp.Navigate("about:blank")); err != nil {
+			tb.t.Fatalf("leaving for about:blank before opening %s again: %v", path, err)
+		}
 	}
-	return int(resp.Status)
 }
 
 // text returns the text of the first element matching sel, waiting for it
