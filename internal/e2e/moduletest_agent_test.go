@@ -24,8 +24,9 @@ import (
 // it); a `terrace agent` then runs it with the module's test variables
 // and a token that installs a private registry module over the server's
 // TLS, and reports the verdict. An agent of another pool cannot touch
-// the run; a force cancel stops the run on the agent; and the pool is
-// not deleted while the module runs its tests there.
+// the run; a force cancel stops the run on the agent; the pool is not
+// deleted while the module runs its tests there; and a run whose agent
+// dies errors once its lease runs out.
 func TestModuleTestsRunOnAgents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: skipped with -short")
@@ -39,7 +40,7 @@ func TestModuleTestsRunOnAgents(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p := startProc(t, t.TempDir(), "", addr, "--hostname", addr)
+	p := startProc(t, t.TempDir(), "", addr, "--hostname", addr, "--job-heartbeat-timeout", "3s")
 	ctx := mustCtx()
 	c := p.Client
 	pool, tok := acmeAgentPool(ctx, t, c)
@@ -173,5 +174,23 @@ run "label" {
 	again := testenv.StartTestRun(ctx, t, c, id, map[string]string{"main.tf": uses, "tests/label.tftest.hcl": "run \"plans\" {\n  command = plan\n}\n"})
 	if r := testenv.WaitTestRun(ctx, t, c, id, again.ID); r.Status != tfe.TestRunFinished || r.TestStatus != tfe.TestPass {
 		t.Fatalf("a test run after the canceled one: %+v", r)
+	}
+
+	// The agent dies while it runs one: once the lease (the job
+	// heartbeat timeout) runs out, the server ends the run as errored,
+	// saying the pool's agent stopped.
+	lost := testenv.StartTestRun(ctx, t, c, id, map[string]string{
+		"main.tf":               "resource \"terraform_data\" \"slow\" {\n  provisioner \"local-exec\" {\n    command = \"sleep 30\"\n  }\n}\n",
+		"tests/slow.tftest.hcl": "run \"waits\" {}\n",
+	})
+	testenv.WaitTestRun(ctx, t, c, id, lost.ID, tfe.TestRunRunning)
+	_ = ag.Cmd.Process.Kill()
+	_, _ = ag.Cmd.Process.Wait()
+	if r := testenv.WaitTestRun(ctx, t, c, id, lost.ID); r.Status != tfe.TestRunErrored {
+		t.Fatalf("the test run of an agent that died: %+v, want errored", r)
+	}
+	logs, err = c.TestRuns.Logs(ctx, id, lost.ID)
+	if log := readAll(t, logs, err); !strings.Contains(log, "agent executing this test run (of agent pool "+pool.ID+") stopped") {
+		t.Fatalf("the log of the test run of an agent that died does not say so:\n%s", log)
 	}
 }

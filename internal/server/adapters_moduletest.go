@@ -120,6 +120,9 @@ func (s *Server) wireModuleTests() error {
 	var err error
 	s.ModuleTests, err = moduletest.NewService(moduletest.Options{DB: s.DB, Modules: testModules{s.Registry},
 		Configs: testConfigs{s.DB, s.ConfigVersions}, Variables: testVariables{s.Variables}, Logs: s.Runs, Keys: s.Keys,
+		// A test run's executor (this server's, or an agent) holds it as a
+		// runner holds a job.
+		LeaseTTL: s.cfg.JobHeartbeatTimeout,
 		Logger: s.logger.With("component", "module-tests")})
 	if err != nil {
 		return err
@@ -167,7 +170,8 @@ func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
 	wait := s.ModuleTests.Start(ctx, moduletest.ExecutorConfig{
 		ID: "inproc-" + s.instanceID() + "-tests-" + core.RandomString(8),
 		ExecConfig: moduletest.ExecConfig{Engines: s.engines, ScratchDir: s.cfg.ScratchDir, CLIConfig: s.cfg.RunCLIConfig,
-			PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace, CAFile: s.CAFile},
+			PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace, CAFile: s.CAFile,
+			Heartbeat: min(time.Second, s.ModuleTests.LeaseTTL/3)},
 		Hostname: s.Hostname, Poll: s.cfg.ModuleTestPoll, Token: s.testRunToken,
 		Sudo: func(ctx context.Context, org string) (bool, error) {
 			lim, err := s.runLimits(ctx, org)
