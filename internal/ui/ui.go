@@ -57,7 +57,8 @@ type Options struct {
 	Teams      *team.Service
 	Audit      *audit.Service
 	RunTasks   *runtask.Service
-	// Policies shows a run's policy evaluations (nil: not shown).
+	// Policies shows a run's policy evaluations and the organization's
+	// policy sets (nil: neither is shown).
 	Policies    *policy.Service
 	Assessments *assessment.Service
 	Registry    *registry.Service
@@ -231,6 +232,8 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/workspaces/{name}/variables", u.variables)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/variables", u.createVariable)
 	mux.HandleFunc("GET /app/{org}/variable-sets", u.varsets)
+	mux.HandleFunc("GET /app/{org}/policy-sets", u.policySets)
+	mux.HandleFunc("GET /app/{org}/policy-sets/{id}", u.policySet)
 	mux.HandleFunc("GET /app/{org}/teams", u.teams)
 	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
 	mux.HandleFunc("GET /app/{org}/registry", u.modules)
@@ -311,7 +314,9 @@ func orgPath(org string, parts ...string) string {
 }
 
 var funcs = template.FuncMap{
-	"path": orgPath,
+	"path":        orgPath,
+	"policyKind":  policyKind,
+	"policyScope": policyScope,
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -336,7 +341,7 @@ var funcs = template.FuncMap{
 	"statusClass": func(s any) string {
 		v := fmt.Sprint(s)
 		switch v {
-		case "applied", "planned_and_finished", "passed", "succeeded", "finished", "healthy", "deployed":
+		case "applied", "planned_and_finished", "passed", "succeeded", "finished", "healthy", "deployed", "ready":
 			return "ok"
 		case "errored", "canceled", "force_canceled", "failed", "drifted", "discarded":
 			return "bad"
