@@ -123,7 +123,7 @@ func (s *Server) wireModuleTests() error {
 		// A test run's executor (this server's, or an agent) holds it as a
 		// runner holds a job.
 		LeaseTTL: s.cfg.JobHeartbeatTimeout,
-		Logger: s.logger.With("component", "module-tests")})
+		Logger:   s.logger.With("component", "module-tests")})
 	if err != nil {
 		return err
 	}
