@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -36,18 +35,6 @@ func shown(tb *tab, sel string) string {
 func linkOf(tb *tab, sel string) string {
 	tb.t.Helper()
 	return must(tb, chromedp.Evaluate[string](fmt.Sprintf(`(function(){var a=document.querySelector(%q);return a?a.href:""})()`, sel)))
-}
-
-// memberToken makes email a member of org in teams and returns a user
-// token of theirs.
-func memberToken(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Team) string {
-	t.Helper()
-	_, m := e.UserClient(t, org, email, teams...)
-	_, secret, err := e.Server.Auth.CreateToken(context.Background(), e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return secret
 }
 
 // The organization's policy sets, made through go-tfe: the list names
@@ -251,7 +238,7 @@ func TestPolicySetPages(t *testing.T) {
 	if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws["app"]}); err != nil {
 		t.Fatal(err)
 	}
-	member := newTab(t, e, memberToken(t, e, "acme", "dev@acme.test", team))
+	member := newTab(t, e, userToken(t, e, "acme", "dev@acme.test", team))
 	if st := member.open("/app/acme/policy-sets"); st != http.StatusOK {
 		t.Fatalf("a member opens the list: %d", st)
 	}

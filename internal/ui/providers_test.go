@@ -20,11 +20,11 @@ import (
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
-// userToken makes email a member of org (in no team) and returns a user
-// token of theirs.
-func userToken(t *testing.T, e *testenv.Env, org, email string) string {
+// userToken makes email a member of org (in teams, none when not given)
+// and returns a user token of theirs.
+func userToken(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Team) string {
 	t.Helper()
-	_, m := e.UserClient(t, org, email)
+	_, m := e.UserClient(t, org, email, teams...)
 	_, secret, err := e.Server.Auth.CreateToken(context.Background(), e.Server.DB, auth.NewToken{Kind: auth.KindUser, Subject: m.User.ID})
 	if err != nil {
 		t.Fatal(err)
