@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,9 +63,6 @@ func policyScope(s *policy.Set) string {
 	return out
 }
 
-// policySetPageSize is how many sets a page of the list shows.
-const policySetPageSize = 50
-
 // versionView is a policy set version as the pages show it.
 type versionView struct {
 	ID, Status, Error, Source string
@@ -109,11 +105,24 @@ type policySetRow struct {
 	setVersions
 }
 
+// versionIDs are the current and newest versions of sets (the versions
+// their pages show).
+func versionIDs(sets ...*policy.Set) []string {
+	var ids []string
+	for _, s := range sets {
+		for _, id := range []string{s.CurrentVersionID, s.NewestVersionID} {
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
 type policySetsData struct {
-	Rows        []policySetRow
-	Search      string
-	Total, Page int
-	Prev, Next  string
+	Rows   []policySetRow
+	Search string
+	pager
 }
 
 // policySets lists an organization's policy sets.
@@ -126,35 +135,15 @@ func (u *UI) policySets(w http.ResponseWriter, r *http.Request) {
 	org := r.PathValue("org")
 	q := r.URL.Query()
 	d := policySetsData{Search: q.Get("search")}
-	d.Page, _ = strconv.Atoi(q.Get("page"))
-	d.Page = min(max(d.Page, 1), math.MaxInt32/policySetPageSize)
-	sets, total, err := u.o.Policies.ListSets(ctx, org, d.Search, "", (d.Page-1)*policySetPageSize, policySetPageSize)
-	if err == nil && len(sets) == 0 && total > 0 {
-		d.Page = (total + policySetPageSize - 1) / policySetPageSize
-		sets, total, err = u.o.Policies.ListSets(ctx, org, d.Search, "", (d.Page-1)*policySetPageSize, policySetPageSize)
-	}
+	sets, pg, err := listPage(q, func(offset, limit int) ([]*policy.Set, int, error) {
+		return u.o.Policies.ListSets(ctx, org, d.Search, "", offset, limit)
+	})
+	d.pager = pg
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	d.Total = total
-	if d.Page > 1 {
-		q.Set("page", strconv.Itoa(d.Page-1))
-		d.Prev = "?" + q.Encode()
-	}
-	if d.Page < max((total+policySetPageSize-1)/policySetPageSize, 1) {
-		q.Set("page", strconv.Itoa(d.Page+1))
-		d.Next = "?" + q.Encode()
-	}
-	var ids []string
-	for _, s := range sets {
-		for _, id := range []string{s.CurrentVersionID, s.NewestVersionID} {
-			if id != "" {
-				ids = append(ids, id)
-			}
-		}
-	}
-	vs, err := u.o.Policies.VersionsOf(ctx, org, ids)
+	vs, err := u.o.Policies.VersionsOf(ctx, org, versionIDs(sets...))
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -225,13 +214,7 @@ func (u *UI) policySet(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	var ids []string
-	for _, id := range []string{s.CurrentVersionID, s.NewestVersionID} {
-		if id != "" {
-			ids = append(ids, id)
-		}
-	}
-	vs, err := u.o.Policies.VersionsOf(ctx, org, ids)
+	vs, err := u.o.Policies.VersionsOf(ctx, org, versionIDs(s))
 	if err != nil {
 		u.fail(w, r, err)
 		return

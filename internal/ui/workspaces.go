@@ -2,10 +2,8 @@ package ui
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/authz"
@@ -30,15 +28,8 @@ type workspacesData struct {
 	Filter   struct{ Search, Tag, Project, Lock string }
 	Create   bool
 	Error    string
-	Total    int
-	// Page is 1-based; Prev and Next are the neighbouring pages' query
-	// strings ("" when there is none).
-	Page       int
-	Prev, Next string
+	pager
 }
-
-// pageSize is how many workspaces a page of the list shows.
-const pageSize = 50
 
 // workspaces lists an organization's workspaces the caller may read, with
 // their lock, latest run and health; filters come from the query string.
@@ -68,13 +59,10 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 		opts.Locked = new(false)
 	}
 	// One page from the store; a page past the last shows the last.
-	d.Page, _ = strconv.Atoi(q.Get("page"))
-	d.Page = min(max(d.Page, 1), math.MaxInt32/pageSize)
-	shown, total, err := u.o.Workspaces.ListPage(ctx, org, opts, (d.Page-1)*pageSize, pageSize)
-	if err == nil && len(shown) == 0 && total > 0 {
-		d.Page = (total + pageSize - 1) / pageSize
-		shown, total, err = u.o.Workspaces.ListPage(ctx, org, opts, (d.Page-1)*pageSize, pageSize)
-	}
+	shown, pg, err := listPage(q, func(offset, limit int) ([]*workspace.Workspace, int, error) {
+		return u.o.Workspaces.ListPage(ctx, org, opts, offset, limit)
+	})
+	d.pager = pg
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -88,16 +76,6 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	names := map[string]string{}
 	for _, p := range d.Projects {
 		names[p.ID] = p.Name
-	}
-	d.Total = total
-	last := max((d.Total+pageSize-1)/pageSize, 1)
-	if d.Page > 1 {
-		q.Set("page", strconv.Itoa(d.Page-1))
-		d.Prev = "?" + q.Encode()
-	}
-	if d.Page < last {
-		q.Set("page", strconv.Itoa(d.Page+1))
-		d.Next = "?" + q.Encode()
 	}
 	ids := make([]string, len(shown))
 	for i, ws := range shown {
