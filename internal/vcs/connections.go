@@ -229,6 +229,15 @@ type connection struct {
 	submodules                                                           bool
 }
 
+// archive fetches commit sha of c's repository from h, with its
+// submodules when c asks for them (ingress-submodules).
+func (s *Service) archive(ctx context.Context, h *vcshost.Host, c *connection, sha string) ([]byte, error) {
+	if c.submodules {
+		return h.ArchiveWithSubmodules(ctx, c.identifier, sha, s.ingress.MaxArchive)
+	}
+	return h.Archive(ctx, c.identifier, sha, s.ingress.MaxArchive)
+}
+
 func (o owner) cols() string {
 	return o.column + `, webhook_id, oauth_token_id, identifier, branch, tags_regex, ingress_submodules, secret, provider_hook_id`
 }

@@ -327,11 +327,7 @@ func (s *Service) fetch(ctx context.Context, in ingress) error {
 		}
 		in.SHA, in.Message, in.Branch = head.SHA, head.Message, c.branch
 	}
-	fetch := h.Archive
-	if c.submodules {
-		fetch = h.ArchiveWithSubmodules
-	}
-	archive, err := fetch(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
+	archive, err := s.archive(ctx, h, c, in.SHA)
 	if err != nil {
 		return permanentHost(err)
 	}

@@ -120,11 +120,7 @@ func (s *Service) fetchPolicySet(ctx context.Context, c *connection, in ingress)
 		}
 		in.SHA = head.SHA
 	}
-	fetch := h.Archive
-	if c.submodules {
-		fetch = h.ArchiveWithSubmodules
-	}
-	archive, err := fetch(ctx, c.identifier, in.SHA, s.ingress.MaxArchive)
+	archive, err := s.archive(ctx, h, c, in.SHA)
 	if err != nil {
 		return permanentHost(err)
 	}
