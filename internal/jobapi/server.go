@@ -423,7 +423,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	// In line before the first attempt: a job queued meanwhile rouses it.
 	waiter := s.o.Runs.WaitForClaim(queue, pool)
 	defer waiter.Leave()
-	tests := agent && s.runsTests(r)
+	tests := s.runsTests(r) // agents only
 	var testQueued <-chan struct{}
 	for {
 		if tests {

@@ -75,12 +75,6 @@ func (s *Service) Held(ctx context.Context, id, runnerID, pool string) (*TestRun
 	return tr, nil
 }
 
-// Heartbeat renews the lease of test run id held by runnerID and reads
-// its signal; held is false when the run is no longer the runner's.
-func (s *Service) Heartbeat(ctx context.Context, id, runnerID string) (Signal, bool, error) {
-	return s.heartbeat(ctx, id, runnerID)
-}
-
 // Finish records the outcome the runner holding test run id reports.
 func (s *Service) Finish(ctx context.Context, id, runnerID string, o Outcome) error {
 	if err := o.check(); err != nil {

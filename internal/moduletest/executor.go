@@ -162,10 +162,10 @@ func (s *Service) claim(ctx context.Context, runnerID, pool string) (*TestRun, e
 	return tr, err
 }
 
-// heartbeat renews the lease of a running test run and reads its signal;
+// Heartbeat renews the lease of a running test run and reads its signal;
 // held is false when the run is no longer this executor's (ended by a
 // replica that took the lease for lost, or its module deleted).
-func (s *Service) heartbeat(ctx context.Context, id, runnerID string) (sig Signal, held bool, err error) {
+func (s *Service) Heartbeat(ctx context.Context, id, runnerID string) (sig Signal, held bool, err error) {
 	var signal string
 	err = s.DB.QueryRow(ctx, `UPDATE module_test_runs SET lease_until = ? WHERE id = ? AND runner_id = ? AND status = ? RETURNING signal`,
 		core.Micros(core.Now().Add(s.LeaseTTL)), id, runnerID, string(StatusRunning)).Scan(&signal)
@@ -308,7 +308,7 @@ func (s *Service) runHere(ctx context.Context, cfg ExecutorConfig, tr *TestRun, 
 		Configuration: func(ctx context.Context) (io.ReadCloser, error) {
 			return s.Configs.Open(ctx, tr.ConfigurationVersionID)
 		},
-		Heartbeat: func(ctx context.Context) (Signal, bool, error) { return s.heartbeat(ctx, tr.ID, cfg.ID) },
+		Heartbeat: func(ctx context.Context) (Signal, bool, error) { return s.Heartbeat(ctx, tr.ID, cfg.ID) },
 		Log:       logAppender{s.Logs}}
 	if cfg.Token != nil && cfg.Hostname != "" {
 		if w.Token, err = cfg.Token(ctx, tr); err != nil {
