@@ -36,6 +36,7 @@ import (
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/variable"
+	"github.com/terracehq/terrace/internal/vcs"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -74,6 +75,9 @@ type Options struct {
 	Orchestration *orchestration.Service
 	// Stacks keeps stacks, their deployments and deployment runs.
 	Stacks *stack.Service
+	// VCS keeps the organization's VCS providers (nil: their pages
+	// answer 404).
+	VCS *vcs.Service
 	// ConfigVersions tells where a run's configuration came from (a
 	// commit's ingress attributes); nil: not shown.
 	ConfigVersions *configversion.Service
@@ -234,6 +238,9 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/variable-sets", u.varsets)
 	mux.HandleFunc("GET /app/{org}/policy-sets", u.policySets)
 	mux.HandleFunc("GET /app/{org}/policy-sets/{id}", u.policySet)
+	mux.HandleFunc("GET /app/{org}/settings/version-control", u.vcsProviders)
+	mux.HandleFunc("POST /app/{org}/settings/version-control", u.addVCSProvider)
+	mux.HandleFunc("POST /app/{org}/settings/version-control/{id}/delete", u.deleteVCSProvider)
 	mux.HandleFunc("GET /app/{org}/teams", u.teams)
 	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
 	mux.HandleFunc("GET /app/{org}/registry", u.modules)

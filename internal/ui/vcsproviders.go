@@ -1,0 +1,198 @@
+package ui
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/vcs"
+)
+
+// The organization's VCS providers (HCP Terraform's settings/version-control
+// page): each OAuth client with its host, scope and whether it holds a
+// token, and, for the providers whose OAuth authorization flow Terrace runs,
+// the callback URL to register with the host's OAuth application and the
+// link that connects it (vcsconnect.go serves the flow). Reading needs what
+// the API's list does (authz.OrgReadVCS: those who manage VCS settings, or
+// administer a workspace); adding, connecting and deleting need
+// authz.OrgManageVCS, asked again by the service. Secrets (a token string,
+// an application's secret) go in through the form and never come back:
+// the service returns none, and the form keeps what was typed but those.
+
+// formProviders are the providers the add form offers: those a client
+// works with by a personal access token or through the authorization flow
+// Terrace runs. Others (GitLab, Bitbucket, Azure DevOps) are added through
+// the API.
+var formProviders = []vcs.Provider{vcs.GitHub, vcs.GitHubEnterprise, vcs.Gitea, vcs.Forgejo}
+
+// vcsClientView is a client as the page shows it.
+type vcsClientView struct {
+	ID string
+	// Name is the client's name, or its provider's when it has none.
+	Name                 string
+	Provider             string
+	HTTPURL              string
+	OrganizationScoped   bool
+	Projects             int
+	Token                *vcs.Token // its newest token; nil: not connected
+	CallbackURL, Connect string     // "": Terrace runs no flow for it
+}
+
+// vcsForm is what the add form was given, less its secrets.
+type vcsForm struct {
+	Provider, Name, HTTPURL, APIURL, Key string
+}
+
+type providerChoice struct {
+	Value, Label string
+}
+
+type vcsProvidersData struct {
+	Clients []vcsClientView
+	// Manage: the caller may add, connect and delete providers.
+	Manage    bool
+	Providers []providerChoice
+	Form      vcsForm
+	// Error is the add form's refusal; Failed a connection's (?error=).
+	Error, Failed string
+	// Connected names the provider a connection just connected
+	// (?connected=<id>).
+	Connected string
+}
+
+// vcsProvidersPath is the page's URL.
+func vcsProvidersPath(org string) string { return orgPath(org, "settings", "version-control") }
+
+// servesVCS answers 404 when this server keeps no VCS providers.
+func (u *UI) servesVCS(w http.ResponseWriter, r *http.Request) bool {
+	if u.o.VCS == nil {
+		u.notFound(w, r)
+		return false
+	}
+	return true
+}
+
+// vcsProviders lists the organization's VCS providers.
+func (u *UI) vcsProviders(w http.ResponseWriter, r *http.Request) {
+	u.showVCSProviders(w, r, http.StatusOK, vcsForm{Provider: string(vcs.GitHub)}, "")
+}
+
+func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int, form vcsForm, formErr string) {
+	if !u.servesVCS(w, r) {
+		return
+	}
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgReadVCS, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	clients, err := u.o.VCS.ListClients(ctx, org)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	// Every client's tokens in one query, oldest first: the last one of a
+	// client is the one the page shows.
+	tokens, err := u.o.VCS.ListTokens(ctx, org)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	newest := map[string]*vcs.Token{}
+	for _, t := range tokens {
+		newest[t.Client] = t
+	}
+	d := vcsProvidersData{Manage: allowed(ctx, authz.OrgManageVCS, authz.Resource{Organization: org}), Form: form, Error: formErr}
+	q := r.URL.Query()
+	d.Failed = q.Get("error")
+	for _, c := range clients {
+		v := vcsClientView{ID: c.ID, Name: c.Provider.DisplayName(), Provider: c.Provider.DisplayName(), HTTPURL: c.HTTPURL,
+			OrganizationScoped: c.OrganizationScoped, Projects: len(c.Projects), Token: newest[c.ID],
+			CallbackURL: u.o.VCS.CallbackURL(c), Connect: vcs.ConnectPath(c)}
+		if c.Name != nil && *c.Name != "" {
+			v.Name = *c.Name
+		}
+		if v.Provider == "" {
+			v.Provider = string(c.Provider)
+		}
+		if c.ID == q.Get("connected") {
+			d.Connected = v.Name
+		}
+		d.Clients = append(d.Clients, v)
+	}
+	if d.Manage {
+		for _, p := range formProviders {
+			d.Providers = append(d.Providers, providerChoice{Value: string(p), Label: p.DisplayName()})
+		}
+	}
+	u.render(w, r, status, "vcsproviders", "VCS providers", org, d)
+}
+
+// formValue is a form field trimmed, nil when empty: the service then
+// answers for an absent attribute as the API does.
+func formValue(r *http.Request, name string) *string {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return nil
+	}
+	return &v
+}
+
+// addVCSProvider creates a client from the add form, as the API's create
+// does (the same service, the same checks): with a personal access token,
+// or with an OAuth application's key and secret, to connect afterwards.
+func (u *UI) addVCSProvider(w http.ResponseWriter, r *http.Request) {
+	if !u.servesVCS(w, r) {
+		return
+	}
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgManageVCS, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	form := vcsForm{Provider: r.PostFormValue("provider"), Name: strings.TrimSpace(r.PostFormValue("name")),
+		HTTPURL: strings.TrimSpace(r.PostFormValue("http_url")), APIURL: strings.TrimSpace(r.PostFormValue("api_url")),
+		Key: strings.TrimSpace(r.PostFormValue("key"))}
+	o := vcs.ClientOptions{Provider: &form.Provider, Name: formValue(r, "name"), HTTPURL: formValue(r, "http_url"),
+		APIURL: formValue(r, "api_url"), Key: formValue(r, "key"), TokenString: formValue(r, "token"), Secret: formValue(r, "secret")}
+	c, err := u.o.VCS.CreateClient(ctx, org, o)
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
+			u.showVCSProviders(w, r, http.StatusUnprocessableEntity, form, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, org, "POST /api/v2/organizations/{org}/oauth-clients", http.StatusCreated, c.ID, "org", org)
+	http.Redirect(w, r, vcsProvidersPath(org), http.StatusSeeOther)
+}
+
+// deleteVCSProvider deletes a client of the page's organization and its
+// tokens, as the API's delete does.
+func (u *UI) deleteVCSProvider(w http.ResponseWriter, r *http.Request) {
+	if !u.servesVCS(w, r) {
+		return
+	}
+	ctx := r.Context()
+	org, id := r.PathValue("org"), r.PathValue("id")
+	c, err := u.o.VCS.GetClient(ctx, id)
+	if err == nil && c.Organization != org {
+		err = core.NotFound("OAuth client %q not found", id)
+	}
+	if err == nil {
+		err = authz.Allows(ctx, authz.OrgManageVCS, authz.Resource{Organization: org})
+	}
+	if err == nil {
+		err = u.o.VCS.DeleteClient(ctx, id)
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, org, "DELETE /api/v2/oauth-clients/{id}", http.StatusNoContent, "", "id", id)
+	http.Redirect(w, r, vcsProvidersPath(org), http.StatusSeeOther)
+}
