@@ -262,6 +262,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/stacks/{id}", u.stackPage)
 	mux.HandleFunc("GET /app/{org}/stack-runs/{id}", u.stackRun)
 	mux.HandleFunc("POST /app/{org}/stack-runs/{id}/{action}", u.stackRunAction)
+	u.registerVCSConnect(mux)
 	mux.HandleFunc("/app/", u.notFound)
 }
 

@@ -34,8 +34,8 @@ func (a *API) Register(mux *http.ServeMux) {
 
 // jsonClient is the wire form of a client (go-tfe's OAuthClient). It has
 // no secret, private key or token string field, so no response can carry
-// one; callback-url and connect-path are absent: Terrace connects with a
-// personal access token, not an OAuth authorization flow.
+// one. callback-url and connect-path are those of the OAuth authorization
+// flow (flow.go), for the providers whose flow Terrace runs.
 type jsonClient struct {
 	ID                  string         `jsonapi:"primary,oauth-clients"`
 	Name                *string        `jsonapi:"attr,name"`
@@ -46,6 +46,8 @@ type jsonClient struct {
 	ServiceProvider     string         `jsonapi:"attr,service-provider"`
 	ServiceProviderName string         `jsonapi:"attr,service-provider-display-name"`
 	OrganizationScoped  bool           `jsonapi:"attr,organization-scoped"`
+	CallbackURL         string         `jsonapi:"attr,callback-url,omitempty"`
+	ConnectPath         string         `jsonapi:"attr,connect-path,omitempty"`
 	CreatedAt           time.Time      `jsonapi:"attr,created-at,iso8601"`
 	Organization        *jsonOrgRef    `jsonapi:"relation,organization"`
 	Tokens              []*jsonToken   `jsonapi:"relation,oauth-tokens"`
@@ -77,9 +79,10 @@ type jsonProject struct {
 	Name string `jsonapi:"attr,name,omitempty"`
 }
 
-func clientJSON(c *Client) *jsonClient {
+func (a *API) clientJSON(c *Client) *jsonClient {
 	j := &jsonClient{ID: c.ID, Name: c.Name, APIURL: c.APIURL, HTTPURL: c.HTTPURL, Key: c.Key, RSAPublicKey: c.RSAPublicKey,
 		ServiceProvider: string(c.Provider), ServiceProviderName: c.Provider.DisplayName(), OrganizationScoped: c.OrganizationScoped,
+		CallbackURL: a.Service.CallbackURL(c), ConnectPath: ConnectPath(c),
 		CreatedAt: c.CreatedAt, Organization: &jsonOrgRef{Name: c.Organization},
 		Tokens: make([]*jsonToken, len(c.Tokens)), Projects: make([]*jsonProject, len(c.Projects))}
 	for i, id := range c.Tokens {
@@ -186,7 +189,7 @@ func (a *API) listClients(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]*jsonClient, len(items))
 	for i, c := range items {
-		out[i] = clientJSON(c)
+		out[i] = a.clientJSON(c)
 	}
 	tfeapi.RespondList(w, r, out, pg, inc...)
 	return nil
@@ -197,7 +200,7 @@ func (a *API) respondClient(w http.ResponseWriter, r *http.Request, status int, 
 	if err != nil {
 		return err
 	}
-	tfeapi.Respond(w, r, status, clientJSON(c), inc...)
+	tfeapi.Respond(w, r, status, a.clientJSON(c), inc...)
 	return nil
 }
 

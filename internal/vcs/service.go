@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -43,6 +44,8 @@ type Service struct {
 	ingress Ingress
 	queue   *outbox.Queue
 	logger  *slog.Logger
+	// renewMu makes this replica's token renewals take turns.
+	renewMu sync.Mutex
 }
 
 // The sealed columns of this domain (seal.Keyring.Reseal re-encrypts
@@ -55,7 +58,7 @@ var (
 )
 
 // Columns are every sealed column of this domain.
-var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn, ConnectionSecretColumn, StackConnectionSecretColumn,
+var Columns = []seal.Column{SecretColumn, PrivateKeyColumn, TokenColumn, SSHKeyColumn, RefreshColumn, ConnectionSecretColumn, StackConnectionSecretColumn,
 	ModuleConnectionSecretColumn, PolicySetConnectionSecretColumn}
 
 // Organizations checks that an organization exists and that the caller
@@ -302,7 +305,13 @@ func (s *Service) CreateClient(ctx context.Context, org string, o ClientOptions)
 	}
 	hasToken := o.TokenString != nil && *o.TokenString != ""
 	if !hasToken && !p.tokenless() {
-		return nil, core.Invalid("oauth-token-string is required for %s: Terrace connects with a personal access token", p.DisplayName())
+		// A provider whose flow Terrace runs may be made first, so that
+		// its callback URL can be registered with the host's OAuth
+		// application; it is connected once it has the application's key
+		// and secret (StartConnect).
+		if !p.Flows() {
+			return nil, core.Invalid("oauth-token-string is required for %s: Terrace connects with a personal access token", p.DisplayName())
+		}
 	}
 	if err := s.checkPool(ctx, org, o.AgentPool); err != nil {
 		return nil, err
@@ -504,7 +513,7 @@ func (s *Service) UpdateClient(ctx context.Context, id string, o ClientOptions) 
 					return err
 				}
 				c.Tokens = []string{tid}
-			} else if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET token = ?, service_provider_user = '' WHERE oauth_client_id = ?`, sealed, c.ID); err != nil {
+			} else if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET token = ?, service_provider_user = '', refresh_token = NULL, expires_at = NULL WHERE oauth_client_id = ?`, sealed, c.ID); err != nil {
 				return redact(err)
 			}
 		}

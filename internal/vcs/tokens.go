@@ -176,13 +176,20 @@ func (c *Credential) UsableBy(org, project string) bool {
 func (s *Service) Credential(ctx context.Context, q store.Q, tokenID string) (*Credential, error) {
 	var c Credential
 	var sealed string
-	err := q.QueryRow(ctx, `SELECT t.id, c.organization_name, c.service_provider, c.api_url, c.http_url, t.token, c.organization_scoped`+
-		tokenFrom+` WHERE t.id = ?`, tokenID).Scan(&c.TokenID, &c.Organization, &c.Provider, &c.APIURL, &c.HTTPURL, &sealed, &c.OrganizationScoped)
+	var expires *int64
+	err := q.QueryRow(ctx, `SELECT t.id, c.organization_name, c.service_provider, c.api_url, c.http_url, t.token, c.organization_scoped, t.expires_at`+
+		tokenFrom+` WHERE t.id = ?`, tokenID).Scan(&c.TokenID, &c.Organization, &c.Provider, &c.APIURL, &c.HTTPURL, &sealed, &c.OrganizationScoped, &expires)
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("OAuth token %q not found", tokenID)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if _, inTx := q.(*store.Tx); !inTx && expires != nil && core.Now().Add(renewBefore).After(core.FromMicros(*expires)) {
+		// Renewed outside any transaction: the host is asked.
+		if sealed, err = s.renew(ctx, tokenID, sealed); err != nil {
+			return nil, err
+		}
 	}
 	if c.Token, err = s.Keys.OpenString(TokenColumn.Purpose, sealed); err != nil {
 		return nil, err

@@ -232,7 +232,7 @@ func TestClientValidation(t *testing.T) {
 			match string
 		}{
 			{"unknown provider", createBody("sourceforge", tokenString, nil), "is not one of ado_server, ado_services"},
-			{"no token", createBody("github", "", nil), "oauth-token-string is required for GitHub"},
+			{"no token where Terrace runs no OAuth flow", createBody("gitlab_hosted", "", nil), "oauth-token-string is required for GitLab.com"},
 			{"relative URL", createBody("gitea", tokenString, map[string]any{"api-url": "/api/v1"}), "api-url must be an absolute http or https URL"},
 			{"credentials in the URL", createBody("gitea", tokenString, map[string]any{"http-url": "https://me:" + tokenString + "@git.test"}),
 				"http-url must not hold credentials"},

@@ -493,3 +493,18 @@ func isSHA(s string) bool {
 // IsSHA reports whether s is a full commit ID (40 or 64 lowercase
 // hexadecimal digits), as the API takes one from a user.
 func IsSHA(s string) bool { return isSHA(s) }
+
+// User returns the login of the token's own user (GET /user, on GitHub
+// and Gitea alike).
+func (h *Host) User(ctx context.Context) (string, error) {
+	var u struct {
+		Login string `json:"login"`
+	}
+	if err := h.do(ctx, "reading the token's user", http.MethodGet, "/user", nil, &u); err != nil {
+		return "", err
+	}
+	if u.Login == "" {
+		return "", errors.New("reading the token's user: the host named no login")
+	}
+	return u.Login, nil
+}
