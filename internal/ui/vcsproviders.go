@@ -54,8 +54,8 @@ type vcsProvidersData struct {
 	Manage    bool
 	Providers []providerChoice
 	Form      vcsForm
-	// Error is the add form's refusal; Failed a connection's (?error=).
-	Error, Failed string
+	// Error is the add form's refusal.
+	Error string
 	// Connected names the provider a connection just connected
 	// (?connected=<id>).
 	Connected string
@@ -106,7 +106,6 @@ func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int
 	}
 	d := vcsProvidersData{Manage: allowed(ctx, authz.OrgManageVCS, authz.Resource{Organization: org}), Form: form, Error: formErr}
 	q := r.URL.Query()
-	d.Failed = q.Get("error")
 	for _, c := range clients {
 		v := vcsClientView{ID: c.ID, Name: c.Provider.DisplayName(), Provider: c.Provider.DisplayName(), HTTPURL: c.HTTPURL,
 			OrganizationScoped: c.OrganizationScoped, Projects: len(c.Projects), Token: newest[c.ID],

@@ -231,20 +231,15 @@ func TestVCSProviderPages(t *testing.T) {
 		t.Errorf("a refused form made a client: %d clients", len(got))
 	}
 
-	// Back from a connection, and from one that failed.
+	// Back from a connection. A failed one is the callback's error page
+	// (internal/ui vcsconnect.go): the page prints no text from its URL.
 	owner.open("/app/acme/settings/version-control?connected=" + gitea)
 	if got := shown(owner, "#connected"); got != "Connected Gitea." {
 		t.Errorf("the notice after connecting: %q", got)
 	}
-	if owner.exists("#connect-error") {
-		t.Error("an error notice without an error")
-	}
-	owner.open("/app/acme/settings/version-control?error=" + url.QueryEscape("<b id=injected>the host said no</b>"))
-	if got := shown(owner, "#connect-error"); got != "Connecting failed: <b id=injected>the host said no</b>" {
-		t.Errorf("the notice after a failed connection: %q", got)
-	}
-	if owner.exists("#injected") || owner.exists("#connected") {
-		t.Error("the error notice is markup, or a success notice without a connection")
+	owner.open("/app/acme/settings/version-control?error=" + url.QueryEscape("the host said no") + "&connected=oc-unknown")
+	if strings.Contains(owner.html(), "the host said no") || owner.exists("#connected") {
+		t.Error("the page shows text from its URL, or a success notice for a client it does not list")
 	}
 
 	// Deleting a provider.
