@@ -93,9 +93,6 @@ type Sources struct {
 	// sensitive variable), given what was gathered for its job: none when
 	// the run's variables ask for none.
 	IdentityTokens func(ctx context.Context, r *run.Run, in *runner.Inputs, ttls map[run.JobPhase]time.Duration) (map[run.JobPhase][]runner.Variable, error)
-	// TestRunToken, when set, mints a module test run's token (it reads
-	// the organization's private registry while the run runs).
-	TestRunToken func(ctx context.Context, tr *moduletest.TestRun) (string, error)
 }
 
 // Limits are what an organization's runs may take and do: the site's

@@ -32,14 +32,11 @@ type TestJob struct {
 	ID           string                `json:"id"`
 	Organization string                `json:"organization"`
 	Options      moduletest.RunOptions `json:"options"`
-	// Variables are the run's -var values; Env the module's test
-	// variables (sensitive ones too: terraform needs them).
+	// Variables are the run's -var values.
 	Variables []moduletest.Variable `json:"variables"`
-	Env       []moduletest.EnvVar   `json:"env"`
-	// Token is the run's registry credentials for Hostname, the server.
-	Token    string `json:"token,omitempty"`
-	Hostname string `json:"hostname,omitempty"`
-	Sudo     bool   `json:"sudo,omitempty"`
+	// Inputs are the module's test variables, the run's registry
+	// credentials for the server and the organization's sudo setting.
+	moduletest.Inputs
 	// LeaseMS is the test run's lease: the agent heartbeats well within.
 	LeaseMS int64 `json:"lease_ms"`
 }
@@ -90,25 +87,12 @@ func (s *Server) claimTest(ctx context.Context, runnerID, pool string) (*Job, er
 }
 
 func (s *Server) testJob(ctx context.Context, tr *moduletest.TestRun) (*TestJob, error) {
-	env, err := s.o.Tests.TestVariables(ctx, tr)
+	in, err := s.o.Tests.Inputs(ctx, tr)
 	if err != nil {
-		return nil, fmt.Errorf("reading the module's test variables: %w", err)
+		return nil, err
 	}
-	tj := &TestJob{ID: tr.ID, Organization: tr.Organization, Options: tr.Options, Variables: tr.Variables, Env: env,
-		Hostname: s.o.Hostname, LeaseMS: s.o.Tests.LeaseTTL.Milliseconds()}
-	if s.o.Sources.Limits != nil {
-		lim, err := s.o.Sources.Limits(ctx, tr.Organization)
-		if err != nil {
-			return nil, fmt.Errorf("reading the organization's settings: %w", err)
-		}
-		tj.Sudo = lim.Sudo
-	}
-	if s.o.Sources.TestRunToken != nil && s.o.Hostname != "" {
-		if tj.Token, err = s.o.Sources.TestRunToken(ctx, tr); err != nil {
-			return nil, fmt.Errorf("making the test run's registry credentials: %w", err)
-		}
-	}
-	return tj, nil
+	return &TestJob{ID: tr.ID, Organization: tr.Organization, Options: tr.Options, Variables: tr.Variables, Inputs: *in,
+		LeaseMS: s.o.Tests.LeaseTTL.Milliseconds()}, nil
 }
 
 // openTest checks that the caller is an agent of the pool of the test
@@ -235,8 +219,8 @@ func (a *agentRunner) runTest(ctx context.Context, tj *TestJob) {
 	lease := time.Duration(tj.LeaseMS) * time.Millisecond
 	cfg.Heartbeat = min(2*time.Second, max(lease/3, 100*time.Millisecond))
 	w := &moduletest.Work{
-		Run: &moduletest.TestRun{ID: tj.ID, Organization: tj.Organization, Options: tj.Options, Variables: tj.Variables},
-		Env: tj.Env, Token: tj.Token, Hostname: tj.Hostname, Sudo: tj.Sudo,
+		Run:    &moduletest.TestRun{ID: tj.ID, Organization: tj.Organization, Options: tj.Options, Variables: tj.Variables},
+		Inputs: tj.Inputs,
 		Configuration: func(ctx context.Context) (io.ReadCloser, error) {
 			return a.stream(ctx, http.MethodGet, base+"/configuration")
 		},

@@ -77,16 +77,6 @@ type ExecutorConfig struct {
 	// runs whose executor died (default 15s): a safety net, since a
 	// queued run wakes every replica's executor (Service.Wake).
 	Poll time.Duration
-	// Hostname is the server's public host:port; Token, when set, mints
-	// a token for a test run (its kind reads the organization's private
-	// registry while the run runs, auth.KindTestRun), which terraform
-	// gets as its credentials for Hostname.
-	Hostname string
-	Token    func(ctx context.Context, tr *TestRun) (string, error)
-	// Sudo says whether an organization lets its runs gain privileges
-	// (terraform-worker-sudo-enabled); when not, or when nil, terraform
-	// starts unable to (Linux's no_new_privs, runner.StartCommand).
-	Sudo func(ctx context.Context, org string) (bool, error)
 }
 
 // Start runs the executor until ctx ends; the returned function waits for
@@ -310,27 +300,53 @@ func errored(format string, args ...any) Outcome {
 
 // runHere gathers what a test run on the server needs and runs it.
 func (s *Service) runHere(ctx context.Context, cfg ExecutorConfig, tr *TestRun, log *slog.Logger) Outcome {
-	vars, err := s.Variables.ModuleTestVariables(ctx, tr.Organization, tr.ModuleID)
+	in, err := s.Inputs(ctx, tr)
 	if err != nil {
-		return errored("reading the module's test variables: %v", err)
+		return errored("%v", err)
 	}
-	w := &Work{Run: tr, Env: vars, Hostname: cfg.Hostname,
+	w := &Work{Run: tr, Inputs: *in,
 		Configuration: func(ctx context.Context) (io.ReadCloser, error) {
 			return s.Configs.Open(ctx, tr.ConfigurationVersionID)
 		},
 		Heartbeat: func(ctx context.Context) (Signal, bool, error) { return s.Heartbeat(ctx, tr.ID, cfg.ID) },
 		Log:       logAppender{s.Logs}}
-	if cfg.Token != nil && cfg.Hostname != "" {
-		if w.Token, err = cfg.Token(ctx, tr); err != nil {
-			return errored("making the test run's registry credentials: %v", err)
-		}
-	}
-	if cfg.Sudo != nil {
-		if w.Sudo, err = cfg.Sudo(ctx, tr.Organization); err != nil {
-			return errored("reading the organization's settings: %v", err)
-		}
-	}
 	return Execute(ctx, cfg.ExecConfig, w, log)
+}
+
+// Inputs are what a test run needs beside its configuration, wherever it
+// runs (the server's executor, or an agent through internal/jobapi).
+type Inputs struct {
+	// Env are the module's test variables (sensitive ones too: terraform
+	// needs them).
+	Env []EnvVar `json:"env"`
+	// Token, when set, is terraform's credentials for Hostname (the
+	// server): the run's own token, which reads the private registry.
+	Token    string `json:"token,omitempty"`
+	Hostname string `json:"hostname,omitempty"`
+	// Sudo lets terraform gain privileges (the organization's setting).
+	Sudo bool `json:"sudo,omitempty"`
+}
+
+// Inputs gathers tr's inputs: the module's test variables, the run's
+// registry credentials (when the server has a hostname) and the
+// organization's sudo setting.
+func (s *Service) Inputs(ctx context.Context, tr *TestRun) (*Inputs, error) {
+	env, err := s.Variables.ModuleTestVariables(ctx, tr.Organization, tr.ModuleID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the module's test variables: %w", err)
+	}
+	in := &Inputs{Env: env, Hostname: s.Hostname}
+	if s.Token != nil && s.Hostname != "" {
+		if in.Token, err = s.Token(ctx, tr); err != nil {
+			return nil, fmt.Errorf("making the test run's registry credentials: %w", err)
+		}
+	}
+	if s.Sudo != nil {
+		if in.Sudo, err = s.Sudo(ctx, tr.Organization); err != nil {
+			return nil, fmt.Errorf("reading the organization's settings: %w", err)
+		}
+	}
+	return in, nil
 }
 
 // Work is one test run as its executor runs it: the server's, or an
@@ -338,13 +354,7 @@ func (s *Service) runHere(ctx context.Context, cfg ExecutorConfig, tr *TestRun, 
 type Work struct {
 	// Run is the test run (its ID, organization, options and -var values).
 	Run *TestRun
-	// Env are the module's test variables.
-	Env []EnvVar
-	// Token, when set, is terraform's credentials for Hostname (the
-	// server): the run's own token, which reads the private registry.
-	Token, Hostname string
-	// Sudo lets terraform gain privileges (the organization's setting).
-	Sudo bool
+	Inputs
 	// Configuration opens the module's archive (a tar.gz).
 	Configuration func(ctx context.Context) (io.ReadCloser, error)
 	// Heartbeat renews the run's lease and reads its signal; held is

@@ -83,6 +83,16 @@ type Options struct {
 	// lease before any replica may end it as errored. Defaults to 1 min.
 	LeaseTTL time.Duration
 	Logger   *slog.Logger
+	// Hostname is the server's public host:port; Token, when set, mints a
+	// token for a test run (its kind reads the organization's private
+	// registry while the run runs, auth.KindTestRun), which terraform gets
+	// as its credentials for Hostname, wherever the run runs.
+	Hostname string
+	Token    func(ctx context.Context, tr *TestRun) (string, error)
+	// Sudo says whether an organization lets its runs gain privileges
+	// (terraform-worker-sudo-enabled); when not, or when nil, terraform
+	// starts unable to (Linux's no_new_privs, runner.StartCommand).
+	Sudo func(ctx context.Context, org string) (bool, error)
 }
 
 // Service keeps test runs.

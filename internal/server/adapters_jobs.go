@@ -78,8 +78,7 @@ func (s *Server) wireJobs() error {
 				}
 				return name, err
 			},
-			Engine:       s.ToolVersions.Release,
-			TestRunToken: s.testRunToken,
+			Engine: s.ToolVersions.Release,
 		},
 	})
 	if err != nil {

@@ -123,7 +123,12 @@ func (s *Server) wireModuleTests() error {
 		// A test run's executor (this server's, or an agent) holds it as a
 		// runner holds a job.
 		LeaseTTL: s.cfg.JobHeartbeatTimeout,
-		Logger:   s.logger.With("component", "module-tests")})
+		Hostname: s.Hostname, Token: s.testRunToken,
+		Sudo: func(ctx context.Context, org string) (bool, error) {
+			lim, err := s.runLimits(ctx, org)
+			return lim.Sudo, err
+		},
+		Logger: s.logger.With("component", "module-tests")})
 	if err != nil {
 		return err
 	}
@@ -172,11 +177,7 @@ func (s *Server) startModuleTests(ctx context.Context) (stop func()) {
 		ExecConfig: moduletest.ExecConfig{Engines: s.engines, ScratchDir: s.cfg.ScratchDir, CLIConfig: s.cfg.RunCLIConfig,
 			PluginCacheDir: s.cfg.PluginCacheDir, CancelGrace: s.cfg.CancelGrace, CAFile: s.CAFile,
 			Heartbeat: min(time.Second, s.ModuleTests.LeaseTTL/3)},
-		Hostname: s.Hostname, Poll: s.cfg.ModuleTestPoll, Token: s.testRunToken,
-		Sudo: func(ctx context.Context, org string) (bool, error) {
-			lim, err := s.runLimits(ctx, org)
-			return lim.Sudo, err
-		},
+		Poll: s.cfg.ModuleTestPoll,
 	})
 	return func() {
 		cancel()
