@@ -46,8 +46,9 @@ deny contains msg if {
 `)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Client.PolicySets.Create(ctx, "acme", tfe.PolicySetCreateOptions{Name: tfe.String("guardrails"), Kind: tfe.OPA,
-		Overridable: tfe.Bool(true), Policies: []*tfe.Policy{p}, Workspaces: []*tfe.Workspace{ws}}); err != nil {
+	set, err := e.Client.PolicySets.Create(ctx, "acme", tfe.PolicySetCreateOptions{Name: tfe.String("guardrails"), Kind: tfe.OPA,
+		Overridable: tfe.Bool(true), Policies: []*tfe.Policy{p}, Workspaces: []*tfe.Workspace{ws}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	cv := testenv.UploadConfig(ctx, t, e.Client, ws.ID, "resource \"terraform_data\" \"db\" {\n  input = \"forbidden\"\n}\n")
@@ -86,6 +87,16 @@ deny contains msg if {
 	if strings.Contains(stage, "overridden") {
 		t.Fatalf("the stage reads overridden before anyone overrode it:\n%s", stage)
 	}
+	// The set's name links to its page, which the member reads.
+	setLink := "#stage-post_plan .policy-set a"
+	if got := linkOf(member, setLink); got != e.URL+"/app/acme/policy-sets/"+set.ID {
+		t.Fatalf("the set's name links to %q, want its page", got)
+	}
+	member.press(setLink)
+	member.waitLocation("/app/acme/policy-sets/" + set.ID)
+	if got := shown(member, "h1"); got != "Policy set guardrails" {
+		t.Fatalf("the set's link lands on a page headed %q", got)
+	}
 
 	// The site admin overrides: the run applies.
 	tb := newTab(t, e, e.Token)
@@ -105,4 +116,14 @@ deny contains msg if {
 	}
 	tb.screenshot("run-policies")
 	wantPageEvent(t, e, "task-stage", "override", "", http.StatusOK)
+
+	// The outcome outlives its set: once the set is deleted the page still
+	// names it, unlinked.
+	if err := e.Client.PolicySets.Delete(ctx, set.ID); err != nil {
+		t.Fatal(err)
+	}
+	tb.open(page)
+	if got := squash(tb.text("#stage-post_plan .policy-set")); !strings.HasPrefix(got, "Policy set guardrails (opa, overridable)") || tb.exists(setLink) {
+		t.Fatalf("the outcome of a deleted set reads %q (linked: %v)", got, tb.exists(setLink))
+	}
 }

@@ -210,16 +210,12 @@ func (u *UI) policySet(w http.ResponseWriter, r *http.Request) {
 			d.Repo.Identifier = s.VCSRepo.Identifier
 		}
 	}
-	if d.Policies, err = u.o.Policies.SetPolicies(ctx, s); err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	vs, err := u.o.Policies.VersionsOf(ctx, org, versionIDs(s))
+	content, err := u.o.Policies.SetContent(ctx, s)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	d.setVersions = versionsOf(s, vs)
+	d.Policies, d.setVersions = content.Policies, versionsOf(s, content.Versions)
 	for _, scope := range []struct {
 		kind string
 		to   *[]scopeTarget

@@ -37,6 +37,29 @@ func linkOf(tb *tab, sel string) string {
 	return must(tb, chromedp.Evaluate[string](fmt.Sprintf(`(function(){var a=document.querySelector(%q);return a?a.href:""})()`, sel)))
 }
 
+// uploadSizeVersion uploads a version of an OPA set whose policies.hcl
+// names one policy, size (advisory); it becomes the set's current one.
+func uploadSizeVersion(t *testing.T, c *tfe.Client, setID string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"policies.hcl": "policy \"size\" {\n  query             = \"data.terraform.size.deny\"\n  enforcement_level = \"advisory\"\n}\n",
+		"size.rego":    "package terraform.size\n\nimport rego.v1\n\ndeny contains \"too big\" if false\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	psv, err := c.PolicySetVersions.Create(ctx, setID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PolicySetVersions.Upload(ctx, *psv, dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The organization's policy sets, made through go-tfe: the list names
 // each set's kind, scope, overridability and policy count; a set's page
 // shows its policies with their enforcement levels and queries, where it
@@ -105,22 +128,7 @@ func TestPolicySetPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for name, body := range map[string]string{
-		"policies.hcl": "policy \"size\" {\n  query             = \"data.terraform.size.deny\"\n  enforcement_level = \"advisory\"\n}\n",
-		"size.rego":    "package terraform.size\n\nimport rego.v1\n\ndeny contains \"too big\" if false\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	psv, err := c.PolicySetVersions.Create(ctx, uploaded.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.PolicySetVersions.Upload(ctx, *psv, dir); err != nil {
-		t.Fatal(err)
-	}
+	uploadSizeVersion(t, c, uploaded.ID)
 
 	// The admin finds the list from the organization's navigation.
 	tb := newTab(t, e, e.Token)
@@ -439,4 +447,57 @@ func TestPolicySetPageShowsItsRepository(t *testing.T) {
 		}
 	}
 	tb.screenshot("vcs-policy-sets")
+}
+
+// A set's page reads the set's versions once: the page of a versioned
+// set (a ready current version whose policies.hcl names its policies, and
+// a pending newest one) costs one statement more than that of a set with
+// neither versions nor policies. It used to cost two: the versions'
+// status, and the current version's files again for its policies. (The
+// statement runs on both stores in internal/policy's TestPageReads; this
+// package starts no PostgreSQL server.)
+func TestPolicySetPageReadsItsVersionsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	plain, err := e.Client.PolicySets.Create(ctx, "acme", tfe.PolicySetCreateOptions{Name: tfe.String("plain"), Kind: tfe.OPA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versioned, err := e.Client.PolicySets.Create(ctx, "acme", tfe.PolicySetCreateOptions{Name: tfe.String("versioned"), Kind: tfe.OPA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploadSizeVersion(t, e.Client, versioned.ID)
+	if _, err := e.Client.PolicySetVersions.Create(ctx, versioned.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The fewest statements of a few reads of a set's page (outside
+	// transactions), so that a background loop's do not count.
+	cost := func(id string) (int64, string) {
+		t.Helper()
+		least, body := int64(1<<30), ""
+		for range 6 {
+			before := e.Server.DB.Queries()
+			st, b := e.API(t, "", "GET", "/app/acme/policy-sets/"+id, nil)
+			least = min(least, e.Server.DB.Queries()-before)
+			if st != http.StatusOK {
+				t.Fatalf("the page of %s: %d %s", id, st, b)
+			}
+			body = string(b)
+		}
+		return least, body
+	}
+	base, _ := cost(plain.ID)
+	n, body := cost(versioned.ID)
+	for _, want := range []string{`<tr data-policy="size">`, `<dd id="current-version"><span class="status`, `">ready</span>`,
+		`<dd id="newest-version"><span class="status`, `">pending</span>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the versioned set's page lacks %q", want)
+		}
+	}
+	if n-base > 1 {
+		t.Errorf("a versioned set's page costs %d store statements, one with no versions nor policies %d: want one more at most", n, base)
+	}
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,13 +35,21 @@ type stageView struct {
 	// Policies are the stage's policy set outcomes; CanOverride says the
 	// caller may override the stage (it awaits an override and they have
 	// policy-overrides).
-	Policies    []*policy.SetOutcome
+	Policies    []setOutcomeView
 	CanOverride bool
 	// Overridden says a user overrode the stage: it passed after it
 	// awaited an override, which only an override moves on to passed
 	// (runtask's stage moves). Its status says passed; its status
 	// timestamps keep when it awaited.
 	Overridden bool
+}
+
+// setOutcomeView is a policy set's outcome with SetLink, the set's page
+// ("" when the set is gone, or the caller may not read the
+// organization's sets).
+type setOutcomeView struct {
+	*policy.SetOutcome
+	SetLink string
 }
 
 type runData struct {
@@ -120,12 +129,18 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 			u.fail(w, r, err)
 			return
 		}
+		var setIDs []string
 		for _, s := range stages {
 			v := stageView{Stage: s, Results: results[s.ID]}
 			if u.o.Policies != nil {
-				if v.Policies, err = u.o.Policies.StageOutcomes(ctx, s.ID); err != nil {
+				outcomes, err := u.o.Policies.StageOutcomes(ctx, s.ID)
+				if err != nil {
 					u.fail(w, r, err)
 					return
+				}
+				for _, o := range outcomes {
+					v.Policies = append(v.Policies, setOutcomeView{SetOutcome: o})
+					setIDs = append(setIDs, o.SetID)
 				}
 			}
 			v.CanOverride = s.Status == runtask.StageAwaitingOverride && allowed(ctx, authz.RunOverrideTasks, res)
@@ -133,8 +148,33 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 			v.Overridden = s.Status == runtask.StagePassed && awaited
 			d.Stages = append(d.Stages, v)
 		}
+		if err := u.linkPolicySets(ctx, rn.Organization, setIDs, d.Stages); err != nil {
+			u.fail(w, r, err)
+			return
+		}
 	}
 	u.render(w, r, status, "run", rn.ID, rn.Organization, d)
+}
+
+// linkPolicySets links the stages' set outcomes to their sets' pages,
+// for a caller who reads the organization's policy sets (as the policy
+// service asks) and for the sets that still exist.
+func (u *UI) linkPolicySets(ctx context.Context, org string, ids []string, stages []stageView) error {
+	if len(ids) == 0 || !allowed(ctx, authz.OrgRead, authz.Resource{Organization: org}) {
+		return nil
+	}
+	exists, err := u.o.Policies.ExistingSets(ctx, org, ids)
+	if err != nil {
+		return err
+	}
+	for _, st := range stages {
+		for i, o := range st.Policies {
+			if exists[o.SetID] {
+				st.Policies[i].SetLink = orgPath(org, "policy-sets", o.SetID)
+			}
+		}
+	}
+	return nil
 }
 
 // readLog returns a phase's log so far (its whole lines, terraform's JSON
