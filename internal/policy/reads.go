@@ -2,11 +2,8 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"path"
 	"sort"
-	"strings"
 
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -133,27 +130,17 @@ func (s *Service) SetPolicies(ctx context.Context, set *Set) ([]SetPolicy, error
 // filesPolicies are the policies a version's files (as stored) name, by
 // name, as versionContent reads them for an evaluation.
 func filesPolicies(set *Set, raw string) ([]SetPolicy, error) {
-	var files versionFiles
-	if err := json.Unmarshal([]byte(raw), &files); err != nil {
-		return nil, fmt.Errorf("decoding policy set version %s: %w", set.CurrentVersionID, err)
+	_, ps, err := decodeVersion(set, raw)
+	if err != nil {
+		return nil, err
 	}
 	out := []SetPolicy{}
-	if set.Kind != OPA {
-		// A Sentinel version's policies are its .sentinel files, with no
-		// level: Terrace does not read sentinel.hcl.
-		for name := range files {
-			if strings.HasSuffix(name, ".sentinel") {
-				out = append(out, SetPolicy{Name: strings.TrimSuffix(path.Base(name), ".sentinel")})
-			}
+	for _, p := range ps {
+		sp := SetPolicy{Name: p.Name, Description: p.Description, Query: p.Query, Level: p.Level}
+		if set.Kind != OPA {
+			sp.Level = "" // not read: Terrace does not read sentinel.hcl
 		}
-	} else {
-		_, ps, err := opaContent(files, set.PoliciesPath)
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range ps {
-			out = append(out, SetPolicy{Name: p.Name, Description: p.Description, Query: p.Query, Level: p.Level})
-		}
+		out = append(out, sp)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -328,6 +328,14 @@ func (s *Service) versionContent(ctx context.Context, set *Set) (map[string]stri
 	if err := s.o.DB.QueryRow(ctx, `SELECT files FROM policy_set_versions WHERE id = ?`, set.CurrentVersionID).Scan(&raw); err != nil {
 		return nil, nil, fmt.Errorf("reading policy set version %s: %w", set.CurrentVersionID, err)
 	}
+	return decodeVersion(set, raw)
+}
+
+// decodeVersion reads the stored files of set's current version: an OPA
+// set's modules and policies (opaContent), a Sentinel set's .sentinel
+// files as its policies, hard-mandatory (Terrace does not read
+// sentinel.hcl), by name.
+func decodeVersion(set *Set, raw string) (map[string]string, []opaPolicy, error) {
 	var files versionFiles
 	if err := json.Unmarshal([]byte(raw), &files); err != nil {
 		return nil, nil, fmt.Errorf("decoding policy set version %s: %w", set.CurrentVersionID, err)
