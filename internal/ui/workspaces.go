@@ -10,6 +10,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/vcs"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -27,17 +28,37 @@ type workspacesData struct {
 	Projects []*project.Project
 	Filter   struct{ Search, Tag, Project, Lock string }
 	Create   bool
-	Error    string
+	// Tokens are the OAuth tokens the new workspace form offers for the
+	// version control workflow: none when the caller may not read the
+	// organization's VCS providers, or it has no token.
+	Tokens []tokenChoice
+	// Form is what the new workspace form was given (after a refusal).
+	Form  workspaceForm
+	Error string
 	pager
+}
+
+// workspaceForm is what the new workspace form was given.
+type workspaceForm struct {
+	Name, Project string
+	AutoApply     bool
+	// The version control workflow's: the token's ID ("" for the
+	// CLI-driven workflow), the repository's identifier and branch.
+	Token, Identifier, Branch string
+}
+
+// tokenChoice is an OAuth token as the form offers it.
+type tokenChoice struct {
+	ID, Label string
 }
 
 // workspaces lists an organization's workspaces the caller may read, with
 // their lock, latest run and health; filters come from the query string.
 func (u *UI) workspaces(w http.ResponseWriter, r *http.Request) {
-	u.listWorkspaces(w, r, http.StatusOK, "")
+	u.listWorkspaces(w, r, http.StatusOK, workspaceForm{}, "")
 }
 
-func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, form workspaceForm, formErr string) {
 	ctx := r.Context()
 	org := r.PathValue("org")
 	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
@@ -47,7 +68,7 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	q := r.URL.Query()
 	var d workspacesData
 	d.Filter.Search, d.Filter.Tag, d.Filter.Project, d.Filter.Lock = q.Get("search"), q.Get("tag"), q.Get("project"), q.Get("lock")
-	d.Error = formErr
+	d.Form, d.Error = form, formErr
 	opts := workspace.ListOptions{Search: d.Filter.Search, ProjectID: d.Filter.Project, Sort: q.Get("sort")}
 	if d.Filter.Tag != "" {
 		opts.Tags = strings.Split(d.Filter.Tag, ",")
@@ -97,7 +118,62 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 		d.Rows = append(d.Rows, row)
 	}
 	d.Create = allowed(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org})
+	if d.Create {
+		if d.Tokens, err = u.tokenChoices(ctx, org); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
 	u.render(w, r, status, "workspaces", "Workspaces", org, d)
+}
+
+// tokenChoices are the organization's OAuth tokens for the new workspace
+// form's version control part, each named by its VCS provider (the
+// client's name, else its provider's) and the host's user who authorized
+// it. None when this server keeps no VCS providers or the caller may not
+// read them (authz.OrgReadVCS: VCS managers and workspace admins, as for
+// the API's lists): a member who may only create workspaces gets the
+// CLI-driven form, not an error.
+func (u *UI) tokenChoices(ctx context.Context, org string) ([]tokenChoice, error) {
+	if u.o.VCS == nil || !allowed(ctx, authz.OrgReadVCS, authz.Resource{Organization: org}) {
+		return nil, nil
+	}
+	clients, err := u.o.VCS.ListClients(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := u.o.VCS.ListTokens(ctx, org)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*vcs.Client{}
+	for _, c := range clients {
+		byID[c.ID] = c
+	}
+	var out []tokenChoice
+	for _, t := range tokens {
+		c := byID[t.Client]
+		if c == nil {
+			continue
+		}
+		provider := c.Provider.DisplayName()
+		if provider == "" {
+			provider = string(c.Provider)
+		}
+		label := provider
+		if c.Name != nil && *c.Name != "" && *c.Name != provider {
+			label = *c.Name + " (" + provider + ")"
+		}
+		if t.ServiceProviderUser != "" {
+			label += ", as " + t.ServiceProviderUser
+		}
+		if len(c.Tokens) > 1 {
+			// A client's tokens apart: each by its ID.
+			label += ", token " + t.ID
+		}
+		out = append(out, tokenChoice{ID: t.ID, Label: label})
+	}
+	return out, nil
 }
 
 // health is the workspace's latest finished assessment, in a word.
@@ -128,19 +204,31 @@ func (u *UI) createWorkspace(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	name := strings.TrimSpace(r.PostFormValue("name"))
-	opts := workspace.Options{Name: &name}
-	if p := r.PostFormValue("project"); p != "" {
-		opts.ProjectID = &p
+	form := workspaceForm{Name: strings.TrimSpace(r.PostFormValue("name")), Project: r.PostFormValue("project"),
+		AutoApply: r.PostFormValue("auto_apply") == "on", Token: strings.TrimSpace(r.PostFormValue("oauth_token_id")),
+		Identifier: strings.TrimSpace(r.PostFormValue("vcs_identifier")), Branch: strings.TrimSpace(r.PostFormValue("vcs_branch"))}
+	opts := workspace.Options{Name: &form.Name}
+	if form.Project != "" {
+		opts.ProjectID = &form.Project
 	}
-	if r.PostFormValue("auto_apply") == "on" {
+	if form.AutoApply {
 		t := true
 		opts.AutoApply = &t
+	}
+	// The version control workflow: the same connection the API's
+	// vcs-repo asks for, checked by the same service (the token's
+	// organization and scope, then the host: the repository, its default
+	// branch and the branch's head). A repository typed without a token
+	// is sent too, for the service to refuse, rather than quietly making
+	// a CLI-driven workspace.
+	if form.Token != "" || form.Identifier != "" || form.Branch != "" {
+		opts.VCSRepo = &workspace.VCSRepoOptions{Identifier: formValue(r, "vcs_identifier"),
+			OAuthTokenID: formValue(r, "oauth_token_id"), Branch: formValue(r, "vcs_branch")}
 	}
 	ws, err := u.o.Workspaces.Create(ctx, org, opts)
 	if err != nil {
 		if core.KindOf(err) == core.KindInvalid || core.KindOf(err) == core.KindConflict {
-			u.listWorkspaces(w, r, http.StatusUnprocessableEntity, err.Error())
+			u.listWorkspaces(w, r, http.StatusUnprocessableEntity, form, err.Error())
 			return
 		}
 		u.fail(w, r, err)
