@@ -75,12 +75,41 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 	if clientID == "" || secret == "" {
 		t.Fatalf("gitea's OAuth application: %v", app)
 	}
-	if _, err := mc.OAuthClients.Update(ctx, id, tfe.OAuthClientUpdateOptions{Key: tfe.String(clientID), Secret: tfe.String(secret)}); err != nil {
-		t.Fatal(err)
-	}
 
-	// The browser: connect, sign in to Gitea, authorize.
+	// The browser: the application's client ID and secret given on the
+	// providers page, then connect, sign in to Gitea, authorize.
 	tb := newTab(t, e, manager)
+	card := `[data-vcs-client="` + id + `"]`
+	if status := tb.open("/app/" + org + "/settings/version-control"); status != http.StatusOK {
+		t.Fatalf("the providers page: %d", status)
+	}
+	if got := tb.text(card + " .callback-url"); got != oc.CallbackURL {
+		t.Errorf("the page shows callback URL %q, want %q", got, oc.CallbackURL)
+	}
+	// A client ID without its secret is refused, and changes nothing.
+	tb.waitJS(`(function(){var f=document.querySelector('`+card+` form.application'); if (!f) return false;
+		f.querySelector('[name=key]').value="`+clientID+`"; return true})()`, "showed the OAuth application form")
+	tb.press(card + " form.application button")
+	if got := tb.waitText("#form-error", "needs its client ID and its secret", time.Minute); got == "" {
+		t.Error("no refusal shown")
+	}
+	if oc, err := mc.OAuthClients.Read(ctx, id); err != nil || oc.Key != "" {
+		t.Fatalf("the provider's key after a refused form: %v, %v; want none", oc, err)
+	}
+	tb.waitJS(`(function(){var f=document.querySelector('`+card+` form.application'); if (!f) return false;
+		f.querySelector('[name=key]').value="`+clientID+`"; f.querySelector('[name=secret]').value="`+secret+`"; return true})()`,
+		"showed the OAuth application form")
+	tb.press(card + " form.application button")
+	tb.waitJS(`document.querySelector('`+card+` form.application [name=key]') && document.querySelector('`+card+` form.application [name=key]').value === "`+clientID+`"`,
+		"showed the application's client ID after setting it")
+	if strings.Contains(tb.html(), secret) {
+		t.Error("the page shows the application's secret")
+	}
+	if oc, err := mc.OAuthClients.Read(ctx, id); err != nil || oc.Key != clientID {
+		t.Fatalf("the provider's key after the form: %v, %v; want %s", oc, err, clientID)
+	}
+	tb.press(card + " a.connect")
+	tb.waitLocation(oc.ConnectPath)
 	// This Gitea is built without its frontend assets: its pages alert
 	// that they are missing, and an alert blocks the page until accepted.
 	if err := chromedp.Listen(tb.ctx, func(ev any) {
@@ -89,9 +118,6 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 		}
 	}); err != nil {
 		t.Fatal(err)
-	}
-	if status := tb.open(oc.ConnectPath); status != http.StatusOK {
-		t.Fatalf("the connect page: %d", status)
 	}
 	if got := tb.text("#connect-host"); got != g.URL {
 		t.Errorf("the connect page names host %q, want %q", got, g.URL)
@@ -107,15 +133,16 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 	tb.press(`form[action$="/login/oauth/grant"] button[name="granted"][value="true"]`)
 	tb.waitLocation(e.URL + "/app/" + org + "/settings/version-control?connected=" + id)
 
-	// Recorded as the API's update of the client, from the pages.
+	// Recorded as the API's update of the client, from the pages: the
+	// application set, then the connection.
 	connected := 0
 	for _, ev := range uiEvents(e.AuditTrail(t)) {
 		if ev.Resource.Meta["route"] == "PATCH /api/v2/oauth-clients/{id}" && ev.Resource.ID == id && ev.Resource.Meta["status"] == "200" {
 			connected++
 		}
 	}
-	if connected != 1 {
-		t.Errorf("%d audit events of the connection from the pages, want 1", connected)
+	if connected != 2 {
+		t.Errorf("%d audit events of the client's updates from the pages, want 2", connected)
 	}
 
 	// The token is alice's, and reads what she reads.

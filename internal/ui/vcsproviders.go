@@ -37,6 +37,8 @@ type vcsClientView struct {
 	Projects             int
 	Token                *vcs.Token // its newest token; nil: not connected
 	CallbackURL, Connect string     // "": Terrace runs no flow for it
+	// Key is its OAuth application's client ID (public; "" when none).
+	Key string
 }
 
 // vcsForm is what the add form was given, less its secrets.
@@ -109,7 +111,7 @@ func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int
 	for _, c := range clients {
 		v := vcsClientView{ID: c.ID, Name: c.Provider.DisplayName(), Provider: c.Provider.DisplayName(), HTTPURL: c.HTTPURL,
 			OrganizationScoped: c.OrganizationScoped, Projects: len(c.Projects), Token: newest[c.ID],
-			CallbackURL: u.o.VCS.CallbackURL(c), Connect: vcs.ConnectPath(c)}
+			CallbackURL: u.o.VCS.CallbackURL(c), Connect: vcs.ConnectPath(c), Key: c.Key}
 		if c.Name != nil && *c.Name != "" {
 			v.Name = *c.Name
 		}
@@ -170,12 +172,9 @@ func (u *UI) addVCSProvider(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, vcsProvidersPath(org), http.StatusSeeOther)
 }
 
-// deleteVCSProvider deletes a client of the page's organization and its
-// tokens, as the API's delete does.
-func (u *UI) deleteVCSProvider(w http.ResponseWriter, r *http.Request) {
-	if !u.servesVCS(w, r) {
-		return
-	}
+// orgClient returns client id of the page's organization, for a caller
+// who may manage its VCS providers.
+func (u *UI) orgClient(r *http.Request) (*vcs.Client, error) {
 	ctx := r.Context()
 	org, id := r.PathValue("org"), r.PathValue("id")
 	c, err := u.o.VCS.GetClient(ctx, id)
@@ -185,13 +184,56 @@ func (u *UI) deleteVCSProvider(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = authz.Allows(ctx, authz.OrgManageVCS, authz.Resource{Organization: org})
 	}
+	return c, err
+}
+
+// deleteVCSProvider deletes a client of the page's organization and its
+// tokens, as the API's delete does.
+func (u *UI) deleteVCSProvider(w http.ResponseWriter, r *http.Request) {
+	if !u.servesVCS(w, r) {
+		return
+	}
+	org, id := r.PathValue("org"), r.PathValue("id")
+	_, err := u.orgClient(r)
 	if err == nil {
-		err = u.o.VCS.DeleteClient(ctx, id)
+		err = u.o.VCS.DeleteClient(r.Context(), id)
 	}
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
 	u.record(r, org, "DELETE /api/v2/oauth-clients/{id}", http.StatusNoContent, "", "id", id)
+	http.Redirect(w, r, vcsProvidersPath(org), http.StatusSeeOther)
+}
+
+// setVCSApplication gives a provider the OAuth application it connects
+// through (or a new secret of it): the key and secret the host's
+// application page shows once its callback URL is registered, which needs
+// the provider to exist first. As the API's update does.
+func (u *UI) setVCSApplication(w http.ResponseWriter, r *http.Request) {
+	if !u.servesVCS(w, r) {
+		return
+	}
+	org, id := r.PathValue("org"), r.PathValue("id")
+	c, err := u.orgClient(r)
+	if err == nil && !c.Provider.Flows() {
+		err = core.Invalid("Terrace does not run the OAuth authorization flow of %s", c.Provider.DisplayName())
+	}
+	key, secret := formValue(r, "key"), formValue(r, "secret")
+	if err == nil && (key == nil || secret == nil) {
+		err = core.Invalid("an OAuth application needs its client ID and its secret")
+	}
+	if err == nil {
+		_, err = u.o.VCS.UpdateClient(r.Context(), id, vcs.ClientOptions{Key: key, Secret: secret})
+	}
+	if err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid {
+			u.showVCSProviders(w, r, http.StatusUnprocessableEntity, vcsForm{Provider: string(vcs.GitHub)}, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, org, "PATCH /api/v2/oauth-clients/{id}", http.StatusOK, "", "id", id)
 	http.Redirect(w, r, vcsProvidersPath(org), http.StatusSeeOther)
 }
