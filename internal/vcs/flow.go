@@ -2,9 +2,7 @@ package vcs
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -116,12 +114,6 @@ func connector(ctx context.Context) (string, error) {
 	return p.UserID, nil
 }
 
-func randomSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 func stateHash(state string) string {
 	h := sha256.Sum256([]byte(state))
 	return hex.EncodeToString(h[:])
@@ -152,7 +144,8 @@ func (s *Service) StartConnect(ctx context.Context, id string) (string, error) {
 	if c.Key == "" || secret == "" {
 		return "", core.Invalid("this VCS provider has no OAuth application: set its key (the application's client ID) and secret, registered with the callback URL %s", s.CallbackURL(c))
 	}
-	state, verifier := randomSecret(), randomSecret()
+	// 43 characters: PKCE's shortest verifier, about 250 bits.
+	state, verifier := core.RandomString(43), core.RandomString(43)
 	sealed, err := s.Keys.SealString(stateVerifierPurpose, verifier)
 	if err != nil {
 		return "", err
@@ -169,10 +162,12 @@ func (s *Service) StartConnect(ctx context.Context, id string) (string, error) {
 	return s.oauthConfig(c, secret).AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)), nil
 }
 
-// errUnknownState is the answer to a callback whose state is not one this
+// unknownState is the answer to a callback whose state is not one this
 // server handed to the caller (or has expired): the same whatever the
 // reason, so that it tells nothing of other people's connections.
-var errUnknownState = core.Invalid("this connection is unknown, was started by someone else, or took longer than %s: start it again", stateLifetime)
+func unknownState() error {
+	return core.Invalid("this connection is unknown, was started by someone else, or took longer than %s: start it again", stateLifetime)
+}
 
 // takeState consumes the state of a connection of client id: it must be
 // one the caller started, not expired. It returns the PKCE verifier.
@@ -182,7 +177,7 @@ func (s *Service) takeState(ctx context.Context, id, state string) (string, erro
 		return "", err
 	}
 	if state == "" {
-		return "", errUnknownState
+		return "", unknownState()
 	}
 	var owner, sealed string
 	var expires int64
@@ -190,7 +185,7 @@ func (s *Service) takeState(ctx context.Context, id, state string) (string, erro
 		err := tx.QueryRow(ctx, `DELETE FROM vcs_oauth_states WHERE state_hash = ? AND oauth_client_id = ? RETURNING user_id, code_verifier, expires_at`,
 			stateHash(state), id).Scan(&owner, &sealed, &expires)
 		if store.IsNoRows(err) {
-			return errUnknownState
+			return unknownState()
 		}
 		return err
 	})
@@ -198,7 +193,7 @@ func (s *Service) takeState(ctx context.Context, id, state string) (string, erro
 		return "", err
 	}
 	if owner != user || core.Now().After(core.FromMicros(expires)) {
-		return "", errUnknownState
+		return "", unknownState()
 	}
 	return s.Keys.OpenString(stateVerifierPurpose, sealed)
 }
@@ -226,7 +221,8 @@ func (s *Service) FinishConnect(ctx context.Context, id, state, code string) (*T
 	if err != nil {
 		return nil, err
 	}
-	// Asked again: the caller's rights may have changed at the host's.
+	// Asked again: the caller's rights may have changed while they were
+	// at the host.
 	c, err := s.GetClient(ctx, id)
 	if err != nil {
 		return nil, err
