@@ -88,7 +88,9 @@ func TestConnectFlow(t *testing.T) {
 		}
 
 		// Made without a token: connected later, through the flow.
-		body := createBody("gitea", "", nil)
+		// Its host is a closed port of this machine: nothing answers, and
+		// no name is looked up.
+		body := createBody("gitea", "", map[string]any{"api-url": "https://127.0.0.1:1/api/v1", "http-url": "https://127.0.0.1:1"})
 		delete(body["data"].(map[string]any)["attributes"].(map[string]any), "oauth-token-string")
 		status, b := e.API(t, "", "POST", "/api/v2/organizations/"+org+"/oauth-clients", body)
 		if status != http.StatusCreated {
@@ -142,7 +144,7 @@ func TestConnectFlow(t *testing.T) {
 				t.Fatal(err)
 			}
 			q := u.Query()
-			if u.Host != "git.example.test" || u.Path != "/login/oauth/authorize" || q.Get("client_id") != "app-client-id" ||
+			if u.Host != "127.0.0.1:1" || u.Path != "/login/oauth/authorize" || q.Get("client_id") != "app-client-id" ||
 				q.Get("redirect_uri") != callback || q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" ||
 				q.Get("code_challenge") == "" || q.Get("state") == "" {
 				t.Fatalf("authorization URL %s", to)
@@ -211,6 +213,33 @@ func TestConnectFlow(t *testing.T) {
 		}
 		if n := states(); n != 0 {
 			t.Errorf("%d connections left after each was finished or refused", n)
+		}
+
+		// A token string given through the API replaces a flow token
+		// whole: no expiry or refresh token of the old one stays to
+		// "renew" it with.
+		oc, err = c.OAuthClients.Update(ctx, id, tfe.OAuthClientUpdateOptions{OAuthToken: tfe.String(tokenString)})
+		if err != nil || len(oc.OAuthTokens) != 1 {
+			t.Fatalf("giving the client a token string: %v, %v", oc, err)
+		}
+		if _, err := e.Server.DB.Exec(ctx, `UPDATE oauth_tokens SET refresh_token = 'r', expires_at = ? WHERE id = ?`,
+			core.Micros(core.Now()), oc.OAuthTokens[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.OAuthClients.Update(ctx, id, tfe.OAuthClientUpdateOptions{OAuthToken: tfe.String(tokenString + "-2")}); err != nil {
+			t.Fatal(err)
+		}
+		var refresh *string
+		var expires *int64
+		if err := e.Server.DB.QueryRow(ctx, `SELECT refresh_token, expires_at FROM oauth_tokens WHERE id = ?`, oc.OAuthTokens[0].ID).Scan(&refresh, &expires); err != nil {
+			t.Fatal(err)
+		}
+		if refresh != nil || expires != nil {
+			t.Errorf("after a token string replaced a flow token: refresh %v, expiry %v; want neither", refresh, expires)
+		}
+		cred, err := svc.Credential(ctx, e.Server.DB, oc.OAuthTokens[0].ID)
+		if err != nil || cred.Token != tokenString+"-2" {
+			t.Errorf("the credential after a token string: %v, %v", cred, err)
 		}
 
 		// A provider whose flow Terrace does not run.
