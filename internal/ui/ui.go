@@ -242,6 +242,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /app/{org}/settings/version-control", u.addVCSProvider)
 	mux.HandleFunc("POST /app/{org}/settings/version-control/{id}/delete", u.deleteVCSProvider)
 	mux.HandleFunc("POST /app/{org}/settings/version-control/{id}/application", u.setVCSApplication)
+	mux.HandleFunc("GET /app/{org}/settings/version-control/tokens/{id}/repositories", u.tokenRepositories)
 	mux.HandleFunc("GET /app/{org}/teams", u.teams)
 	mux.HandleFunc("GET /app/{org}/audit", u.auditTrail)
 	mux.HandleFunc("GET /app/{org}/registry", u.modules)

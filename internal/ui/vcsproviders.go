@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/vcs"
 )
 
@@ -236,4 +238,39 @@ func (u *UI) setVCSApplication(w http.ResponseWriter, r *http.Request) {
 	}
 	u.record(r, org, "PATCH /api/v2/oauth-clients/{id}", http.StatusOK, "", "id", id)
 	http.Redirect(w, r, vcsProvidersPath(org), http.StatusSeeOther)
+}
+
+// tokenRepositories answers the new workspace form's script (app.js):
+// the repositories a token of the page's organization reads at its host,
+// as JSON, for the repository field to offer. Who may not read the
+// organization's VCS providers gets the status the API gives, and no
+// names.
+func (u *UI) tokenRepositories(w http.ResponseWriter, r *http.Request) {
+	if !u.servesVCS(w, r) {
+		return
+	}
+	ctx := r.Context()
+	org, id := r.PathValue("org"), r.PathValue("id")
+	var names []string
+	t, err := u.o.VCS.GetToken(ctx, id)
+	if err == nil && t.Organization != org {
+		err = core.NotFound("OAuth token %q not found", id)
+	}
+	if err == nil {
+		names, err = u.o.VCS.Repositories(ctx, id)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		status, _ := tfeapi.Status(tfeapi.AsAnswered(err))
+		detail := err.Error()
+		if core.KindOf(err) == core.KindInternal {
+			u.o.Logger.ErrorContext(ctx, "listing a token's repositories", "error", err)
+			detail = "something went wrong on the server; the error is in its log"
+		}
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": detail})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string][]string{"repositories": names})
 }

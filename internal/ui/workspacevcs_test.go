@@ -54,6 +54,29 @@ func TestWorkspaceCreatedFromARepository(t *testing.T) {
 		t.Errorf("the form's VCS providers: %q, want %q", options, want)
 	}
 
+	// Choosing the token offers the repositories it reads at Gitea.
+	tb.waitJS(`(function(){var s=document.querySelector('#ws-vcs select[name=oauth_token_id]'); if (!s) return false;
+		s.value="`+tokenID+`"; s.dispatchEvent(new Event('change')); return true})()`, "chose the token")
+	tb.waitJS(`document.querySelector('#ws-repositories').dataset.loaded === "`+tokenID+`"`, "loaded the token's repositories")
+	offered := must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#ws-repositories option')).map(o => o.value)`))
+	if strings.Join(offered, ",") != repo {
+		t.Errorf("the repository field offers %q, want [%s]", offered, repo)
+	}
+	// The list is the page's organization's and its VCS readers' only.
+	for _, tc := range []struct {
+		who, token, path string
+		status           int
+	}{
+		{"the owner", e.Token, "/app/acme/settings/version-control/tokens/" + tokenID + "/repositories", http.StatusOK},
+		{"the owner, at another organization's path", e.Token, "/app/other/settings/version-control/tokens/" + tokenID + "/repositories", http.StatusNotFound},
+		{"a member who may not read VCS providers", userToken(t, e, org, "reader@acme.test"), "/app/acme/settings/version-control/tokens/" + tokenID + "/repositories", http.StatusForbidden},
+	} {
+		status, b := e.API(t, tc.token, "GET", tc.path, nil)
+		if status != tc.status || (status != http.StatusOK) == strings.Contains(string(b), repo) {
+			t.Errorf("%s: %d %s, want %d (names only with 200)", tc.who, status, b, tc.status)
+		}
+	}
+
 	// A repository the host does not have: its refusal, on the form,
 	// with what was typed; no workspace.
 	missing := g.Admin + "/no-such-repository"

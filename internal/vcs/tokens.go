@@ -200,3 +200,27 @@ func (s *Service) Credential(ctx context.Context, q store.Q, tokenID string) (*C
 	}, `SELECT p.project_id FROM oauth_client_projects p JOIN oauth_tokens t ON t.oauth_client_id = p.oauth_client_id WHERE t.id = ?`, tokenID)
 	return &c, err
 }
+
+// Repositories lists, by owner/name, the repositories token tokenID reads
+// at its host, for a caller who may read the organization's VCS providers
+// (who picks a repository to connect; the connection itself checks the
+// token's project scope and the repository again).
+func (s *Service) Repositories(ctx context.Context, tokenID string) ([]string, error) {
+	tok, err := s.GetToken(ctx, tokenID)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := s.Credential(ctx, s.db, tok.ID)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.host(cred)
+	if err != nil {
+		return nil, err
+	}
+	names, err := h.Repositories(ctx)
+	if err != nil {
+		return nil, hostError("listing the repositories of "+cred.Provider.DisplayName(), err)
+	}
+	return names, nil
+}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -507,4 +508,36 @@ func (h *Host) User(ctx context.Context) (string, error) {
 		return "", errors.New("reading the token's user: the host named no login")
 	}
 	return u.Login, nil
+}
+
+// MaxRepositories bounds what Repositories lists.
+const MaxRepositories = 500
+
+// Repositories lists the owner/name of the repositories the token's user
+// may read (GET /user/repos: their own, their organizations' and those
+// they collaborate on), by name, at most MaxRepositories.
+func (h *Host) Repositories(ctx context.Context) ([]string, error) {
+	size, param, sort := 100, "per_page", "&sort=full_name"
+	if h.Kind.gitea() {
+		size, param, sort = 50, "limit", ""
+	}
+	var names []string
+	for page := 1; len(names) < MaxRepositories; page++ {
+		var repos []struct {
+			FullName string `json:"full_name"`
+		}
+		if err := h.do(ctx, "listing the token's repositories", "GET", fmt.Sprintf("/user/repos?%s=%d&page=%d%s", param, size, page, sort), nil, &repos); err != nil {
+			return nil, err
+		}
+		for _, r := range repos {
+			if r.FullName != "" && len(names) < MaxRepositories {
+				names = append(names, r.FullName)
+			}
+		}
+		if len(repos) < size {
+			break
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }

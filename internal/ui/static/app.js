@@ -17,3 +17,31 @@ document.querySelectorAll("pre[data-live]").forEach(function (pre) {
     setTimeout(function () { window.location.reload(); }, 300);
   });
 });
+
+// The new workspace form: choosing a VCS provider's token offers the
+// repositories it reads (fetched from the page's organization) in the
+// repository field's datalist. Without this file the field is typed.
+document.querySelectorAll("select[data-repositories]").forEach(function (sel) {
+  var list = document.getElementById(sel.dataset.list);
+  if (!list) return;
+  function load() {
+    var token = sel.value;
+    list.textContent = "";
+    delete list.dataset.loaded;
+    if (!token) return;
+    fetch(sel.dataset.repositories + "/" + encodeURIComponent(token) + "/repositories", { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : { repositories: [] }; })
+      .then(function (d) {
+        if (sel.value !== token) return; // another token was chosen meanwhile
+        (d.repositories || []).forEach(function (name) {
+          var o = document.createElement("option");
+          o.value = name;
+          list.appendChild(o);
+        });
+        list.dataset.loaded = token;
+      })
+      .catch(function () {});
+  }
+  sel.addEventListener("change", load);
+  load();
+});
