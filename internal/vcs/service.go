@@ -186,25 +186,32 @@ func scanClient(sc store.Scanner) (*Client, error) {
 	return &c, nil
 }
 
-// fill reads the tokens and projects of clients.
+// fill reads the tokens and projects of clients: two statements,
+// however many clients.
 func fill(ctx context.Context, q store.Q, clients []*Client) error {
-	for _, c := range clients {
+	if len(clients) == 0 {
+		return nil
+	}
+	byID := make(map[string]*Client, len(clients))
+	ids := make([]string, len(clients))
+	for i, c := range clients {
 		c.Tokens, c.Projects = []string{}, []string{}
-		tokens, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
-			var id string
-			return id, sc.Scan(&id)
-		}, `SELECT id FROM oauth_tokens WHERE oauth_client_id = ? ORDER BY created_at, id`, c.ID)
-		if err != nil {
-			return err
-		}
-		projects, err := store.All(ctx, q, func(sc store.Scanner) (string, error) {
-			var id string
-			return id, sc.Scan(&id)
-		}, `SELECT project_id FROM oauth_client_projects WHERE oauth_client_id = ? ORDER BY project_id`, c.ID)
-		if err != nil {
-			return err
-		}
-		c.Tokens, c.Projects = tokens, projects
+		byID[c.ID], ids[i] = c, c.ID
+	}
+	in, args := store.In(ids)
+	tokens, err := store.Pairs(ctx, q, `SELECT oauth_client_id, id FROM oauth_tokens WHERE oauth_client_id IN (`+in+`) ORDER BY created_at, id`, args...)
+	if err != nil {
+		return err
+	}
+	for _, p := range tokens {
+		byID[p[0]].Tokens = append(byID[p[0]].Tokens, p[1])
+	}
+	projects, err := store.Pairs(ctx, q, `SELECT oauth_client_id, project_id FROM oauth_client_projects WHERE oauth_client_id IN (`+in+`) ORDER BY project_id`, args...)
+	if err != nil {
+		return err
+	}
+	for _, p := range projects {
+		byID[p[0]].Projects = append(byID[p[0]].Projects, p[1])
 	}
 	return nil
 }

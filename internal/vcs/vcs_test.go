@@ -492,3 +492,32 @@ func TestPolicySetConnectRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestClientListCostIsFlat: listing an organization's clients reads their
+// tokens and projects in statements of their own, not per client (the new
+// workspace form lists them on every view).
+func TestClientListCostIsFlat(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		org := testenv.NewOrg(t, e.Client, "acme").Name
+		cost := func() int64 {
+			t.Helper()
+			least := int64(1 << 62)
+			for range 3 {
+				before := e.Server.DB.Queries()
+				if l, err := e.Client.OAuthClients.List(ctx, org, nil); err != nil || len(l.Items) == 0 {
+					t.Fatalf("listing: %v, %v", l, err)
+				}
+				least = min(least, e.Server.DB.Queries()-before)
+			}
+			return least
+		}
+		unreachable(t, e.Client, org, "gitea", true)
+		one := cost()
+		for range 5 {
+			unreachable(t, e.Client, org, "gitea", true)
+		}
+		if six := cost(); six != one {
+			t.Errorf("listing 1 client took %d statements, 6 took %d: want the same", one, six)
+		}
+	})
+}
