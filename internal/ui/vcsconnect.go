@@ -12,10 +12,12 @@ import (
 // that no other site can start a connection in someone's name, sends the
 // browser to the host, which sends it back to the callback.
 
+// The patterns are written out (vcs.ConnectPrefix's paths): internal/authz
+// reads every route from the source.
 func (u *UI) registerVCSConnect(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+vcs.ConnectPrefix+"{id}/connect", u.vcsConnectPage)
-	mux.HandleFunc("POST "+vcs.ConnectPrefix+"{id}/connect", u.vcsConnect)
-	mux.HandleFunc("GET "+vcs.ConnectPrefix+"{id}/callback", u.vcsCallback)
+	mux.HandleFunc("GET /app/vcs/oauth-clients/{id}/connect", u.vcsConnectPage)
+	mux.HandleFunc("POST /app/vcs/oauth-clients/{id}/connect", u.vcsConnect)
+	mux.HandleFunc("GET /app/vcs/oauth-clients/{id}/callback", u.vcsCallback)
 }
 
 func (u *UI) vcsConnectPage(w http.ResponseWriter, r *http.Request) {
