@@ -229,6 +229,8 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/runs", u.startRun)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/lock", u.lockWorkspace)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/unlock", u.unlockWorkspace)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/vcs", u.setWorkspaceVCS)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/vcs/disconnect", u.disconnectWorkspaceVCS)
 	mux.HandleFunc("GET /app/{org}/workspaces/{name}/runs/{run}", u.run)
 	mux.HandleFunc("GET /app/{org}/workspaces/{name}/runs/{run}/logs/{phase}", u.runLog)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/runs/{run}/{action}", u.runAction)

@@ -265,6 +265,26 @@ type workspaceData struct {
 	// NoCode: the workspace was provisioned from a no-code module
 	// (NoCodeNewer: whose version has moved since).
 	NoCode, NoCodeNewer bool
+	// VCS is the version control setting, for those who may change it
+	// (nil for others).
+	VCS *vcsSetting
+}
+
+// vcsSetting is the workspace page's version control setting.
+type vcsSetting struct {
+	// Tokens are the organization's OAuth tokens the connect form offers
+	// (when the workspace is not connected).
+	Tokens []tokenChoice
+	// Form is what the form holds: what was typed (after a refusal), else
+	// the connection's branch.
+	Form repoForm
+	// Error is the refusal of what was typed.
+	Error string
+}
+
+// repoForm is what the workspace page's version control form was given.
+type repoForm struct {
+	Token, Identifier, Branch string
 }
 
 func (u *UI) workspace(w http.ResponseWriter, r *http.Request) {
@@ -272,6 +292,12 @@ func (u *UI) workspace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) showWorkspace(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	u.showWorkspaceVCS(w, r, status, formErr, nil, "")
+}
+
+// showWorkspaceVCS renders the workspace page; vcsForm (when not nil) and
+// vcsErr are what the version control form was given and its refusal.
+func (u *UI) showWorkspaceVCS(w http.ResponseWriter, r *http.Request, status int, formErr string, vcsForm *repoForm, vcsErr string) {
 	ctx := r.Context()
 	ws, res, err := u.loadWorkspace(r)
 	if err != nil {
@@ -314,7 +340,99 @@ func (u *UI) showWorkspace(w http.ResponseWriter, r *http.Request, status int, f
 			_, d.NoCodeNewer = u.o.NoCode.WorkspaceNoCode(ctx, ws.ID)
 		}
 	}
+	if u.mayChangeVCS(ctx, res) == nil {
+		d.VCS = &vcsSetting{Error: vcsErr}
+		switch {
+		case vcsForm != nil:
+			d.VCS.Form = *vcsForm
+		case ws.Settings.VCSRepo != nil:
+			d.VCS.Form.Branch = ws.Settings.VCSRepo.Branch
+		}
+		if ws.Settings.VCSRepo == nil {
+			if d.VCS.Tokens, err = u.tokenChoices(ctx, ws.Organization); err != nil {
+				u.fail(w, r, err)
+				return
+			}
+		}
+	}
 	u.render(w, r, status, "workspace", ws.Name, ws.Organization, d)
+}
+
+// mayChangeVCS asks whether the caller may change the workspace's
+// version control setting on its page: the API's rule for vcs-repo (the
+// right to change the workspace's settings, which workspace.Service.Update
+// asks) and the right to read the organization's VCS providers, whose
+// tokens the form offers. No VCS providers on this server: not found.
+func (u *UI) mayChangeVCS(ctx context.Context, res authz.Resource) error {
+	if u.o.VCS == nil {
+		return core.NotFound("VCS providers are not kept by this server")
+	}
+	if err := authz.Allows(ctx, authz.WorkspaceUpdate, res); err != nil {
+		return err
+	}
+	return authz.Allows(ctx, authz.OrgReadVCS, authz.Resource{Organization: res.Organization})
+}
+
+// setWorkspaceVCS connects the workspace to a repository (one of the
+// organization's OAuth tokens, the repository, an optional branch: its
+// default branch when none) or, when connected, changes its branch (none:
+// the repository's default), as the API's vcs-repo does: the same service
+// checks the caller, the token and the host. A refusal (the host has no
+// such repository or branch) is a 422 shown above the form with what was
+// typed, and changes nothing.
+func (u *UI) setWorkspaceVCS(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := u.mayChangeVCS(ctx, res); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	form := repoForm{Token: strings.TrimSpace(r.PostFormValue("oauth_token_id")),
+		Identifier: strings.TrimSpace(r.PostFormValue("vcs_identifier")), Branch: strings.TrimSpace(r.PostFormValue("vcs_branch"))}
+	// A token or repository left out keeps the connection's (the branch
+	// form sends neither); a connection is always given the branch typed.
+	opts := workspace.VCSRepoOptions{OAuthTokenID: formValue(r, "oauth_token_id"),
+		Identifier: formValue(r, "vcs_identifier"), Branch: &form.Branch}
+	if _, err := u.o.Workspaces.Update(ctx, ws.ID, workspace.Options{VCSRepo: &opts}); err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
+			u.showWorkspaceVCS(w, r, http.StatusUnprocessableEntity, "", &form, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, ws.Organization, "PATCH /api/v2/workspaces/{id}", http.StatusOK, "", "id", ws.ID)
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
+}
+
+// disconnectWorkspaceVCS removes the workspace's connection (the API's
+// vcs-repo: null): its webhook goes from the host, and the workspace is
+// CLI-driven from then on.
+func (u *UI) disconnectWorkspaceVCS(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := u.mayChangeVCS(ctx, res); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if _, err := u.o.Workspaces.Update(ctx, ws.ID, workspace.Options{RemoveVCSRepo: true}); err != nil {
+		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
+			u.showWorkspaceVCS(w, r, http.StatusUnprocessableEntity, "", nil, err.Error())
+			return
+		}
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, ws.Organization, "PATCH /api/v2/workspaces/{id}", http.StatusOK, "", "id", ws.ID)
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
 }
 
 // startRun queues a run of the workspace's latest configuration version
