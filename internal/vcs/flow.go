@@ -322,14 +322,15 @@ func oauthError(err error) string {
 	return err.Error()
 }
 
-// renew renews the token tokenID whose sealed access token is sealed (it
-// expires within renewBefore, or has) with its refresh token, and returns
-// the sealed access token to use. Renewals on this replica take turns; one
-// on another replica is seen by the update that finds its token changed.
-func (s *Service) renew(ctx context.Context, tokenID, sealed string) (string, error) {
+// renew renews the token tokenID (it expires within renewBefore, or has)
+// with its refresh token, and returns the sealed access token to use. It
+// reads the row again once its turn comes: renewals on this replica take
+// turns, and one that went before may have renewed it already; one on
+// another replica is seen by the update that finds its token changed.
+func (s *Service) renew(ctx context.Context, tokenID string) (string, error) {
 	s.renewMu.Lock()
 	defer s.renewMu.Unlock()
-	var clientID string
+	var clientID, sealed string
 	var refresh *string
 	var expires *int64
 	err := s.db.QueryRow(ctx, `SELECT oauth_client_id, token, refresh_token, expires_at FROM oauth_tokens WHERE id = ?`, tokenID).

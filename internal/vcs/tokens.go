@@ -187,7 +187,7 @@ func (s *Service) Credential(ctx context.Context, q store.Q, tokenID string) (*C
 	}
 	if _, inTx := q.(*store.Tx); !inTx && expires != nil && core.Now().Add(renewBefore).After(core.FromMicros(*expires)) {
 		// Renewed outside any transaction: the host is asked.
-		if sealed, err = s.renew(ctx, tokenID, sealed); err != nil {
+		if sealed, err = s.renew(ctx, tokenID); err != nil {
 			return nil, err
 		}
 	}
