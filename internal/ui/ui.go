@@ -297,14 +297,22 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 // fail renders err as an error page with the status its kind maps to (the
 // API's table): a resource the caller may not see is a 404 page.
 func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, title, detail := u.answer(r, err)
+	u.render(w, r, status, "error", title, r.PathValue("org"), map[string]any{"Status": status, "Title": title, "Detail": detail})
+}
+
+// answer is how a page (or a page's script) tells err: the status and
+// title its kind maps to and its detail, an internal error's kept for the
+// log.
+func (u *UI) answer(r *http.Request, err error) (status int, title, detail string) {
 	err = tfeapi.AsAnswered(err)
-	status, title := tfeapi.Status(err)
-	detail := err.Error()
+	status, title = tfeapi.Status(err)
+	detail = err.Error()
 	if core.KindOf(err) == core.KindInternal {
 		u.o.Logger.ErrorContext(r.Context(), "page failed", "path", r.URL.Path, "error", err)
 		detail = "something went wrong on the server; the error is in its log"
 	}
-	u.render(w, r, status, "error", title, r.PathValue("org"), map[string]any{"Status": status, "Title": title, "Detail": detail})
+	return status, title, detail
 }
 
 func (u *UI) notFound(w http.ResponseWriter, r *http.Request) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/tfeapi"
 	"github.com/terracehq/terrace/internal/vcs"
 )
 
@@ -262,12 +261,7 @@ func (u *UI) tokenRepositories(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if err != nil {
-		status, _ := tfeapi.Status(tfeapi.AsAnswered(err))
-		detail := err.Error()
-		if core.KindOf(err) == core.KindInternal {
-			u.o.Logger.ErrorContext(ctx, "listing a token's repositories", "error", err)
-			detail = "something went wrong on the server; the error is in its log"
-		}
+		status, _, detail := u.answer(r, err)
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]string{"error": detail})
 		return
