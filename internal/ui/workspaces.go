@@ -381,38 +381,26 @@ func (u *UI) mayChangeVCS(ctx context.Context, res authz.Resource) error {
 // such repository or branch) is a 422 shown above the form with what was
 // typed, and changes nothing.
 func (u *UI) setWorkspaceVCS(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := u.mayChangeVCS(ctx, res); err != nil {
-		u.fail(w, r, err)
-		return
-	}
 	form := repoForm{Token: strings.TrimSpace(r.PostFormValue("oauth_token_id")),
 		Identifier: strings.TrimSpace(r.PostFormValue("vcs_identifier")), Branch: strings.TrimSpace(r.PostFormValue("vcs_branch"))}
 	// A token or repository left out keeps the connection's (the branch
 	// form sends neither); a connection is always given the branch typed.
 	opts := workspace.VCSRepoOptions{OAuthTokenID: formValue(r, "oauth_token_id"),
 		Identifier: formValue(r, "vcs_identifier"), Branch: &form.Branch}
-	if _, err := u.o.Workspaces.Update(ctx, ws.ID, workspace.Options{VCSRepo: &opts}); err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showWorkspaceVCS(w, r, http.StatusUnprocessableEntity, "", &form, err.Error())
-			return
-		}
-		u.fail(w, r, err)
-		return
-	}
-	u.record(r, ws.Organization, "PATCH /api/v2/workspaces/{id}", http.StatusOK, "", "id", ws.ID)
-	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
+	u.changeWorkspaceVCS(w, r, workspace.Options{VCSRepo: &opts}, &form)
 }
 
 // disconnectWorkspaceVCS removes the workspace's connection (the API's
 // vcs-repo: null): its webhook goes from the host, and the workspace is
 // CLI-driven from then on.
 func (u *UI) disconnectWorkspaceVCS(w http.ResponseWriter, r *http.Request) {
+	u.changeWorkspaceVCS(w, r, workspace.Options{RemoveVCSRepo: true}, nil)
+}
+
+// changeWorkspaceVCS updates the page's workspace with o, for a caller
+// who may change its version control setting; a refusal is shown on the
+// page with form (what was typed, nil for none).
+func (u *UI) changeWorkspaceVCS(w http.ResponseWriter, r *http.Request, o workspace.Options, form *repoForm) {
 	ctx := r.Context()
 	ws, res, err := u.loadWorkspace(r)
 	if err != nil {
@@ -423,9 +411,9 @@ func (u *UI) disconnectWorkspaceVCS(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	if _, err := u.o.Workspaces.Update(ctx, ws.ID, workspace.Options{RemoveVCSRepo: true}); err != nil {
+	if _, err := u.o.Workspaces.Update(ctx, ws.ID, o); err != nil {
 		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showWorkspaceVCS(w, r, http.StatusUnprocessableEntity, "", nil, err.Error())
+			u.showWorkspaceVCS(w, r, http.StatusUnprocessableEntity, "", form, err.Error())
 			return
 		}
 		u.fail(w, r, err)
