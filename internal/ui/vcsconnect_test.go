@@ -163,15 +163,9 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 	if ws.VCSRepo == nil || ws.VCSRepo.Branch != "main" {
 		t.Errorf("the workspace's repository: %+v", ws.VCSRepo)
 	}
-	// The webhook is registered after the connection is kept (outbox).
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var hooks []map[string]any
-		if status := g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks); status == http.StatusOK && len(hooks) == 1 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the repository's webhooks: %d %v, want the one Terrace registered with the redeemed token", status, hooks)
-		}
-	}
+	// The webhook is registered after the connection is kept (outbox),
+	// with the redeemed token.
+	waitHooks(t, g, repo, ws.VCSRepo.WebhookURL)
 
 	// A callback with a state this person did not start is refused, and
 	// the token stays as it was.
@@ -234,5 +228,27 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 	}
 	if err := json.NewDecoder(res.Body).Decode(&who); err != nil || res.StatusCode != http.StatusOK || who.Login != alice {
 		t.Errorf("gitea answers the renewed token with %d, %q (%v), want %s", res.StatusCode, who.Login, err, alice)
+	}
+}
+
+// waitHooks waits (30 s at most) until the URLs of the webhooks Gitea has
+// for repo are want, in order.
+func waitHooks(t *testing.T, g *testenv.Gitea, repo string, want ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var hooks []struct {
+			Config map[string]string `json:"config"`
+		}
+		status := g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
+		var urls []string
+		for _, h := range hooks {
+			urls = append(urls, h.Config["url"])
+		}
+		if status == http.StatusOK && strings.Join(urls, " ") == strings.Join(want, " ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the repository's webhooks: %d %q, want %q", status, urls, want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
@@ -114,18 +113,7 @@ func TestWorkspaceCreatedFromARepository(t *testing.T) {
 		t.Fatalf("the workspace's repository through the API: %+v, want %s through %s on main", ws.VCSRepo, repo, tokenID)
 	}
 	// The webhook is registered after the connection is kept (outbox).
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var hooks []struct {
-			Config map[string]string `json:"config"`
-		}
-		status := g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
-		if status == http.StatusOK && len(hooks) == 1 && hooks[0].Config["url"] == ws.VCSRepo.WebhookURL {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the repository's webhooks: %d %+v, want one to %s", status, hooks, ws.VCSRepo.WebhookURL)
-		}
-	}
+	waitHooks(t, g, repo, ws.VCSRepo.WebhookURL)
 
 	// A member who creates workspaces in one project (no workspace admin
 	// anywhere) may not read VCS providers: no VCS part, and the

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
@@ -74,27 +73,6 @@ func TestWorkspaceVCSSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		return w.VCSRepo
-	}
-	// waitHooks waits until Gitea's webhooks of the repository are the
-	// URLs want.
-	waitHooks := func(want ...string) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			var hooks []struct {
-				Config map[string]string `json:"config"`
-			}
-			status := g.Do(t, "GET", "/repos/"+repo+"/hooks", nil, &hooks)
-			var urls []string
-			for _, h := range hooks {
-				urls = append(urls, h.Config["url"])
-			}
-			if status == http.StatusOK && strings.Join(urls, " ") == strings.Join(want, " ") {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the repository's webhooks: %d %q, want %q", status, urls, want)
-			}
-		}
 	}
 	// updates counts the workspace's update events done through the pages.
 	updates := func() int {
@@ -186,7 +164,7 @@ func TestWorkspaceVCSSettings(t *testing.T) {
 	if connected == nil || connected.Identifier != repo || connected.OAuthTokenID != tokenID || connected.Branch != "main" || connected.WebhookURL == "" {
 		t.Fatalf("the workspace's repository through the API: %+v, want %s through %s on main", connected, repo, tokenID)
 	}
-	waitHooks(connected.WebhookURL)
+	waitHooks(t, g, repo, connected.WebhookURL)
 	if n := updates(); n != 1 {
 		t.Errorf("%d page update events of the workspace after connecting, want 1", n)
 	}
@@ -227,7 +205,7 @@ func TestWorkspaceVCSSettings(t *testing.T) {
 	if r := readVCS(); r == nil || r.Branch != "dev" || r.Identifier != repo || r.OAuthTokenID != tokenID {
 		t.Fatalf("after changing to dev the API shows %+v", r)
 	}
-	waitHooks(connected.WebhookURL)
+	waitHooks(t, g, repo, connected.WebhookURL)
 	if n := updates(); n != 2 {
 		t.Errorf("%d page update events of the workspace after changing the branch, want 2 (the refusal is none)", n)
 	}
@@ -252,7 +230,7 @@ func TestWorkspaceVCSSettings(t *testing.T) {
 	if r := readVCS(); r != nil {
 		t.Fatalf("after Disconnect the API shows %+v, want no repository", r)
 	}
-	waitHooks()
+	waitHooks(t, g, repo)
 	if n := updates(); n != 3 {
 		t.Errorf("%d page update events of the workspace after disconnecting, want 3", n)
 	}
