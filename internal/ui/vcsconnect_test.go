@@ -100,7 +100,10 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 		f.querySelector('[name=key]').value="`+clientID+`"; f.querySelector('[name=secret]').value="`+secret+`"; return true})()`,
 		"showed the OAuth application form")
 	tb.press(card + " form.application button")
-	tb.waitJS(`document.querySelector('`+card+` form.application [name=key]') && document.querySelector('`+card+` form.application [name=key]').value === "`+clientID+`"`,
+	// The page after the post: its secret field is empty again (the page
+	// before it, still showing what was typed, must not satisfy the wait).
+	tb.waitJS(`document.readyState === "complete" && (function(){var f=document.querySelector('`+card+` form.application');
+		return !!f && f.querySelector('[name=key]').value === "`+clientID+`" && f.querySelector('[name=secret]').value === ""})()`,
 		"showed the application's client ID after setting it")
 	if strings.Contains(tb.html(), secret) {
 		t.Error("the page shows the application's secret")
