@@ -154,7 +154,8 @@ func StartGiteaCA(t testing.TB, ca *CA, trust ...[]byte) *Gitea {
 // (CI's tests do) without I_AM_BEING_UNSAFE_RUNNING_AS_ROOT; the secrets
 // are given so that neither the server nor the CLI writes app.ini; the
 // channel queue delivers webhooks without a queue folder; actions, cron,
-// mail and SSH are off.
+// mail and SSH are off. A refresh token works once, as GitHub's do (Gitea
+// takes a used one again unless told not to).
 const giteaINI = `APP_NAME = Terrace test Gitea
 RUN_MODE = prod
 WORK_PATH = %[1]s
@@ -191,6 +192,7 @@ INTERNAL_TOKEN = %[5]s
 
 [oauth2]
 JWT_SECRET = %[6]s
+INVALIDATE_REFRESH_TOKENS = true
 
 [service]
 DISABLE_REGISTRATION = true

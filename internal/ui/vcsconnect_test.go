@@ -232,6 +232,28 @@ func TestVCSProviderConnectsThroughGitea(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&who); err != nil || res.StatusCode != http.StatusOK || who.Login != alice {
 		t.Errorf("gitea answers the renewed token with %d, %q (%v), want %s", res.StatusCode, who.Login, err, alice)
 	}
+
+	// Deleting the provider removes its webhooks from Gitea, even when
+	// its token has expired meanwhile (nobody used it for an hour): the
+	// removal renews it with the refresh token it sealed, once for every
+	// webhook of the token (Gitea, as GitHub, takes a refresh token once).
+	ws2, err := mc.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String("infra-2"),
+		VCSRepo: &tfe.VCSRepoOptions{Identifier: tfe.String(repo), OAuthTokenID: tfe.String(tokenID)}})
+	if err != nil {
+		t.Fatalf("connecting a second workspace: %v", err)
+	}
+	waitHooks(t, g, repo, ws.VCSRepo.WebhookURL, ws2.VCSRepo.WebhookURL)
+	gone, err := e.Server.Keys.SealString("oauth_tokens.token", "an-access-token-gitea-does-not-know")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Server.DB.Exec(ctx, `UPDATE oauth_tokens SET token = ?, expires_at = ? WHERE id = ?`, gone, core.Micros(core.Now().Add(-time.Minute)), tokenID); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.OAuthClients.Delete(ctx, id); err != nil {
+		t.Fatalf("deleting the provider: %v", err)
+	}
+	waitHooks(t, g, repo)
 }
 
 // waitHooks waits (30 s at most) until the URLs of the webhooks Gitea has

@@ -362,24 +362,37 @@ func (s *Service) drop(ctx context.Context, q store.Q, c *connection) error {
 	if c.hookID == "" {
 		return nil // not registered (a registration under way removes its own hook: registerHook)
 	}
-	return s.queueUnhook(ctx, q, c.token, c.identifier, c.hookID, c.webhook)
+	return s.queueUnhook(ctx, q, c.webhook, c.token, []hookAt{{Identifier: c.identifier, Hook: c.hookID}})
 }
 
 // unhookPurpose seals the credential an unhook item carries.
 const unhookPurpose = "outbox_items.vcs-unhook"
 
-// queueUnhook queues, in q's transaction, the removal of a webhook from
-// the host. The item carries the token's credential, sealed with the
-// site's keys: the token may be deleted in this very transaction (its
-// own deletion, its provider's, its organization's), and the host can
-// only be asked with it. A handled item is deleted with its payload; one
-// that failed keeps it, sealed, until the outbox prunes failed items.
-func (s *Service) queueUnhook(ctx context.Context, q store.Q, token, identifier, hook, webhook string) error {
-	u := unhook{Token: token, Identifier: identifier, Hook: hook}
-	cred, err := s.Credential(ctx, q, token)
+// queueUnhook queues, in q's transaction, the removal of webhooks from
+// the host, all made through token. The item carries the token's
+// credential, sealed with the site's keys: the token may be deleted in
+// this very transaction (its own deletion, its provider's, its
+// organization's), and the host can only be asked with it. For a token
+// the host lets expire, that includes what renews it (sealedCredential):
+// a token nobody used for a while has expired by the time its provider is
+// deleted, and the transaction cannot ask the host. A handled item is
+// deleted with its payload; one that failed keeps it, sealed, until the
+// outbox prunes failed items.
+//
+// key names the item: one per webhook when a connection goes, one per
+// token when the token goes, so that a refresh token the host replaces on
+// use is spent once for all of that token's webhooks.
+func (s *Service) queueUnhook(ctx context.Context, q store.Q, key, token string, hooks []hookAt) error {
+	u := unhook{Token: token}
+	if len(hooks) == 1 {
+		u.Identifier, u.Hook = hooks[0].Identifier, hooks[0].Hook
+	} else {
+		u.Hooks = hooks
+	}
+	cred, err := s.sealedCredential(ctx, q, token)
 	switch {
 	case err == nil:
-		b, _ := json.Marshal(sealedCredential{Provider: cred.Provider, APIURL: cred.APIURL, HTTPURL: cred.HTTPURL, Token: cred.Token})
+		b, _ := json.Marshal(cred)
 		if u.Credential, err = s.Keys.SealString(unhookPurpose, string(b)); err != nil {
 			return err
 		}
@@ -387,13 +400,47 @@ func (s *Service) queueUnhook(ctx context.Context, q store.Q, token, identifier,
 		return err
 	}
 	p, _ := json.Marshal(u)
-	return s.enqueue(ctx, q, outbox.Message{Key: "unhook:" + webhook, Payload: string(p)})
+	return s.enqueue(ctx, q, outbox.Message{Key: "unhook:" + key, Payload: string(p)})
 }
 
-// sealedCredential is what an unhook item keeps of a token.
+// sealedCredential is what an unhook item keeps of a token: the
+// credential, and for a token that expires its expiry (microseconds), its
+// refresh token and its OAuth application's key and secret.
 type sealedCredential struct {
 	Provider               Provider
 	APIURL, HTTPURL, Token string
+	Expires                int64  `json:",omitempty"`
+	Refresh                string `json:",omitempty"`
+	ClientKey              string `json:",omitempty"`
+	ClientSecret           string `json:",omitempty"`
+}
+
+// sealedCredential reads, in q (the deleting transaction: nothing is
+// renewed), what an unhook item keeps of token.
+func (s *Service) sealedCredential(ctx context.Context, q store.Q, token string) (*sealedCredential, error) {
+	cred, err := s.Credential(ctx, q, token)
+	if err != nil {
+		return nil, err
+	}
+	out := &sealedCredential{Provider: cred.Provider, APIURL: cred.APIURL, HTTPURL: cred.HTTPURL, Token: cred.Token}
+	var clientID, key string
+	var refresh *string
+	var expires *int64
+	if err := q.QueryRow(ctx, `SELECT c.id, c.key, t.refresh_token, t.expires_at`+tokenFrom+` WHERE t.id = ?`, token).
+		Scan(&clientID, &key, &refresh, &expires); err != nil {
+		return nil, err
+	}
+	if expires == nil || refresh == nil {
+		return out, nil
+	}
+	out.Expires, out.ClientKey = *expires, key
+	if out.Refresh, err = s.Keys.OpenString(RefreshColumn.Purpose, *refresh); err != nil {
+		return nil, err
+	}
+	if out.ClientSecret, err = s.clientSecret(ctx, q, clientID); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // DeleteWorkspace runs inside a workspace's deletion: its connection's
@@ -408,22 +455,21 @@ func (s *Service) DeleteWorkspace(ctx context.Context, q store.Q, workspaceID st
 // token's sealed credential (queueUnhook); deliveries meanwhile find
 // nothing.
 func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string) error {
+	hooks := map[string][]hookAt{}
 	for _, o := range owners {
 		var ids []string
 		for _, t := range tokenIDs {
-			conns, err := store.All(ctx, q, func(sc store.Scanner) ([4]string, error) {
-				var c [4]string
-				return c, sc.Scan(&c[0], &c[1], &c[2], &c[3])
-			}, `SELECT `+o.column+`, identifier, provider_hook_id, webhook_id FROM `+o.table+` WHERE oauth_token_id = ?`, t)
+			conns, err := store.All(ctx, q, func(sc store.Scanner) ([3]string, error) {
+				var c [3]string
+				return c, sc.Scan(&c[0], &c[1], &c[2])
+			}, `SELECT `+o.column+`, identifier, provider_hook_id FROM `+o.table+` WHERE oauth_token_id = ?`, t)
 			if err != nil {
 				return err
 			}
 			for _, c := range conns {
 				ids = append(ids, c[0])
 				if c[2] != "" {
-					if err := s.queueUnhook(ctx, q, t, c[1], c[2], c[3]); err != nil {
-						return err
-					}
+					hooks[t] = append(hooks[t], hookAt{Identifier: c[1], Hook: c[2]})
 				}
 			}
 		}
@@ -448,6 +494,13 @@ func (s *Service) DeleteTokens(ctx context.Context, q store.Q, tokenIDs []string
 			}
 		}
 	}
+	for _, t := range tokenIDs {
+		if len(hooks[t]) > 0 {
+			if err := s.queueUnhook(ctx, q, t, t, hooks[t]); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -463,10 +516,27 @@ func (s *Service) DeleteOrganization(ctx context.Context, q store.Q, org string)
 }
 
 type unhook struct {
-	Token, Identifier, Hook string
+	Token string
+	// Identifier and Hook name the one webhook of an item queued as a
+	// connection went; Hooks, those of an item queued as its token went.
+	Identifier, Hook string   `json:",omitempty"`
+	Hooks            []hookAt `json:",omitempty"`
 	// Credential is the token's, sealed (queueUnhook); "" from a server
 	// that predates it, or when the token was gone already.
 	Credential string `json:",omitempty"`
+}
+
+// hookAt is a webhook at the host: its repository and its ID there.
+type hookAt struct {
+	Identifier, Hook string
+}
+
+// hooks are the webhooks u removes.
+func (u unhook) hooks() []hookAt {
+	if u.Hook != "" {
+		return append([]hookAt{{Identifier: u.Identifier, Hook: u.Hook}}, u.Hooks...)
+	}
+	return u.Hooks
 }
 
 func (s *Service) enqueue(ctx context.Context, q store.Q, msgs ...outbox.Message) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -15,8 +16,10 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/outbox"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
+	"github.com/terracehq/terrace/internal/vcshost"
 )
 
 // Connecting a provider through its OAuth authorization flow (HCP
@@ -359,8 +362,7 @@ func (s *Service) renew(ctx context.Context, tokenID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	old := &oauth2.Token{RefreshToken: rt, Expiry: core.Now().Add(-time.Second)}
-	tok, err := s.oauthConfig(c, secret).TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.client), old).Token()
+	tok, err := s.refresh(ctx, c, secret, rt)
 	if err != nil {
 		// Another replica may have renewed it with the same refresh token,
 		// which the host then no longer takes.
@@ -399,6 +401,40 @@ func (s *Service) renew(ctx context.Context, tokenID string) (string, error) {
 		return sealed, nil
 	}
 	return access, nil
+}
+
+// refresh asks client c's host for a new token with refresh token rt.
+func (s *Service) refresh(ctx context.Context, c *Client, secret, rt string) (*oauth2.Token, error) {
+	old := &oauth2.Token{RefreshToken: rt, Expiry: core.Now().Add(-time.Second)}
+	return s.oauthConfig(c, secret).TokenSource(context.WithValue(ctx, oauth2.HTTPClient, s.client), old).Token()
+}
+
+// unhookHost is the host as the credential an unhook item sealed reaches
+// it: the token as it was, or, when it has expired (or is about to), the
+// one its refresh token gets from the host now. Nothing keeps the renewed
+// token (its row is gone): should the removal be retried after a host
+// that replaces refresh tokens on use gave this one, the retry's renewal
+// is refused, and the item fails with the host's answer.
+func (s *Service) unhookHost(ctx context.Context, sealed string) (*vcshost.Host, error) {
+	plain, err := s.Keys.OpenString(unhookPurpose, sealed)
+	if err != nil {
+		return nil, outbox.Permanent(err)
+	}
+	var c sealedCredential
+	if err := json.Unmarshal([]byte(plain), &c); err != nil {
+		return nil, outbox.Permanent(fmt.Errorf("decoding an unhook's credential: %w", err))
+	}
+	token := c.Token
+	if c.Refresh != "" && core.Now().Add(renewBefore).After(core.FromMicros(c.Expires)) {
+		client := &Client{Provider: c.Provider, HTTPURL: c.HTTPURL, Key: c.ClientKey}
+		tok, err := s.refresh(ctx, client, c.ClientSecret, c.Refresh)
+		if err != nil {
+			return nil, outbox.Permanent(fmt.Errorf("the OAuth token of a deleted %s provider had expired and the host refused to renew it (%s)",
+				c.Provider.DisplayName(), oauthError(err)))
+		}
+		token = tok.AccessToken
+	}
+	return s.host(&Credential{Provider: c.Provider, APIURL: c.APIURL, HTTPURL: c.HTTPURL, Token: token})
 }
 
 // cut is s cut to n bytes at a rune boundary, marked when cut.

@@ -256,15 +256,7 @@ func (s *Service) removeHook(ctx context.Context, u unhook) error {
 	h, err := s.hostFor(ctx, u.Token)
 	if core.KindOf(err) == core.KindNotFound && u.Credential != "" {
 		// The token went (with the connection): its sealed credential asks.
-		var plain string
-		if plain, err = s.Keys.OpenString(unhookPurpose, u.Credential); err != nil {
-			return outbox.Permanent(err)
-		}
-		var c sealedCredential
-		if err := json.Unmarshal([]byte(plain), &c); err != nil {
-			return outbox.Permanent(fmt.Errorf("decoding an unhook's credential: %w", err))
-		}
-		h, err = s.host(&Credential{Provider: c.Provider, APIURL: c.APIURL, HTTPURL: c.HTTPURL, Token: c.Token})
+		h, err = s.unhookHost(ctx, u.Credential)
 	}
 	if core.KindOf(err) == core.KindNotFound {
 		return nil // the token is gone: the host cannot be asked
@@ -272,7 +264,12 @@ func (s *Service) removeHook(ctx context.Context, u unhook) error {
 	if err != nil {
 		return permanentHost(err)
 	}
-	return permanentHost(h.DeleteHook(ctx, u.Identifier, u.Hook))
+	for _, at := range u.hooks() {
+		if err := h.DeleteHook(ctx, at.Identifier, at.Hook); err != nil {
+			return permanentHost(err)
+		}
+	}
+	return nil
 }
 
 // fetch turns a commit into a configuration version and, for a push (or
