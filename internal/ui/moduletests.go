@@ -160,11 +160,7 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showModuleTests(w, r, http.StatusUnprocessableEntity, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showModuleTests, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, p.Organization, route, answer, created, vals...)
@@ -254,11 +250,7 @@ func (u *UI) moduleTestAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := u.o.ModuleTests.Cancel(r.Context(), p, id, action == "force-cancel"); err != nil {
-		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
-			u.showModuleTest(w, r, http.StatusConflict, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showModuleTest, http.StatusConflict, core.KindConflict, core.KindInvalid)
 		return
 	}
 	u.record(r, p.Organization, "POST "+moduletest.Base+"/test-runs/{id}/"+action, http.StatusAccepted, "",

@@ -62,16 +62,17 @@ func (u *UI) createOrganization(w http.ResponseWriter, r *http.Request) {
 	form := orgForm{Name: strings.TrimSpace(r.PostFormValue("name")), Email: strings.TrimSpace(r.PostFormValue("email"))}
 	org, err := u.o.Orgs.Create(r.Context(), organization.CreateOptions{Name: form.Name, Email: form.Email})
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindForbidden {
-			form.Error = err.Error()
-			st := http.StatusUnprocessableEntity
-			if k == core.KindForbidden {
-				st = http.StatusForbidden
-			}
-			u.listOrganizations(w, r, st, form)
-			return
+		// A caller the site does not let create organizations sees the
+		// form again with 403, as the API answers; a form that breaks a
+		// rule gets 422.
+		st := http.StatusUnprocessableEntity
+		if core.KindOf(err) == core.KindForbidden {
+			st = http.StatusForbidden
 		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			form.Error = formErr
+			u.listOrganizations(w, r, status, form)
+		}, st, core.KindInvalid, core.KindForbidden)
 		return
 	}
 	u.record(r, "", "POST /api/v2/organizations", http.StatusCreated, org.Name)

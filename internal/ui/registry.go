@@ -154,11 +154,7 @@ func (u *UI) provision(w http.ResponseWriter, r *http.Request) {
 	}
 	ws, err := u.o.NoCode.CreateWorkspace(ctx, n.ID, opts)
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showProvision(w, r, http.StatusUnprocessableEntity, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showProvision, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, org, "POST /api/v2/no-code-modules/{id}/workspaces", http.StatusOK, ws.ID, "id", n.ID)
@@ -193,11 +189,7 @@ func (u *UI) startUpgrade(w http.ResponseWriter, r *http.Request) {
 	}
 	up, err := u.o.NoCode.InitiateUpgrade(ctx, id, ws.ID, nil)
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict || k == core.KindForbidden {
-			u.showWorkspace(w, r, http.StatusConflict, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showWorkspace, http.StatusConflict, core.KindInvalid, core.KindConflict, core.KindForbidden)
 		return
 	}
 	if up.RunID == "" {
@@ -261,11 +253,7 @@ func (u *UI) confirmUpgrade(w http.ResponseWriter, r *http.Request) {
 	}
 	runID, err := u.o.NoCode.ConfirmUpgrade(ctx, id, ws.ID, r.PathValue("run"))
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
-			u.showUpgrade(w, r, http.StatusConflict, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showUpgrade, http.StatusConflict, core.KindConflict, core.KindInvalid)
 		return
 	}
 	u.record(r, ws.Organization, "POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade/{run}", http.StatusOK, "", "id", id, "ws", ws.ID, "run", r.PathValue("run"))

@@ -385,11 +385,7 @@ func (u *UI) runAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := act(); err != nil {
-		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
-			u.showRun(w, r, http.StatusConflict, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showRun, http.StatusConflict, core.KindConflict, core.KindInvalid)
 		return
 	}
 	u.record(r, rn.Organization, route, answer, "", kv...)

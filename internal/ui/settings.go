@@ -171,11 +171,7 @@ func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 	sensitive, hcl := r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
 	v, err := u.o.Variables.CreateWorkspaceVariable(ctx, ws.ID, variable.VarOptions{Key: &key, Value: &value, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl})
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showVariables(w, r, http.StatusUnprocessableEntity, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showVariables, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, ws.Organization, "POST /api/v2/workspaces/{ws}/vars", http.StatusCreated, v.ID, "ws", ws.ID)

@@ -148,11 +148,7 @@ func (u *UI) stackRunAction(w http.ResponseWriter, r *http.Request) {
 		err = core.NotFound("a deployment run can be approved or canceled, not %q", r.PathValue("action"))
 	}
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindConflict || k == core.KindInvalid {
-			u.showStackRun(w, r, http.StatusConflict, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showStackRun, http.StatusConflict, core.KindConflict, core.KindInvalid)
 		return
 	}
 	u.record(r, st.Organization, stackRunRoutes[r.PathValue("action")], http.StatusNoContent, "", "id", dr.ID)

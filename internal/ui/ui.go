@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -299,6 +300,19 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, title, detail := u.answer(r, err)
 	u.render(w, r, status, "error", title, r.PathValue("org"), map[string]any{"Status": status, "Title": title, "Detail": detail})
+}
+
+// failForm answers a form whose service call failed with err. A refusal
+// the form can show (err's kind is one of kinds) re-renders the form
+// through show with status and err's message, so the caller can correct
+// what they typed; any other error is the error page (fail). Keeping the
+// rule in one place keeps every form telling the two apart the same way.
+func (u *UI) failForm(w http.ResponseWriter, r *http.Request, err error, show func(w http.ResponseWriter, r *http.Request, status int, formErr string), status int, kinds ...core.Kind) {
+	if slices.Contains(kinds, core.KindOf(err)) {
+		show(w, r, status, err.Error())
+		return
+	}
+	u.fail(w, r, err)
 }
 
 // answer is how a page (or a page's script) tells err: the status and

@@ -162,11 +162,9 @@ func (u *UI) addVCSProvider(w http.ResponseWriter, r *http.Request) {
 		APIURL: formValue(r, "api_url"), Key: formValue(r, "key"), TokenString: formValue(r, "token"), Secret: formValue(r, "secret")}
 	c, err := u.o.VCS.CreateClient(ctx, org, o)
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showVCSProviders(w, r, http.StatusUnprocessableEntity, form, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showVCSProviders(w, r, status, form, formErr)
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, org, "POST /api/v2/organizations/{org}/oauth-clients", http.StatusCreated, c.ID, "org", org)
@@ -228,11 +226,9 @@ func (u *UI) setVCSApplication(w http.ResponseWriter, r *http.Request) {
 		_, err = u.o.VCS.UpdateClient(r.Context(), id, vcs.ClientOptions{Key: key, Secret: secret})
 	}
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid {
-			u.showVCSProviders(w, r, http.StatusUnprocessableEntity, vcsForm{Provider: string(vcs.GitHub)}, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showVCSProviders(w, r, status, vcsForm{Provider: string(vcs.GitHub)}, formErr)
+		}, http.StatusUnprocessableEntity, core.KindInvalid)
 		return
 	}
 	u.record(r, org, "PATCH /api/v2/oauth-clients/{id}", http.StatusOK, "", "id", id)

@@ -227,11 +227,9 @@ func (u *UI) createWorkspace(w http.ResponseWriter, r *http.Request) {
 	}
 	ws, err := u.o.Workspaces.Create(ctx, org, opts)
 	if err != nil {
-		if core.KindOf(err) == core.KindInvalid || core.KindOf(err) == core.KindConflict {
-			u.listWorkspaces(w, r, http.StatusUnprocessableEntity, form, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.listWorkspaces(w, r, status, form, formErr)
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, org, "POST /api/v2/organizations/{org}/workspaces", http.StatusCreated, ws.ID, "org", org)
@@ -412,11 +410,9 @@ func (u *UI) changeWorkspaceVCS(w http.ResponseWriter, r *http.Request, o worksp
 		return
 	}
 	if _, err := u.o.Workspaces.Update(ctx, ws.ID, o); err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showWorkspaceVCS(w, r, http.StatusUnprocessableEntity, "", form, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showWorkspaceVCS(w, r, status, "", form, formErr)
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, ws.Organization, "PATCH /api/v2/workspaces/{id}", http.StatusOK, "", "id", ws.ID)
@@ -445,11 +441,7 @@ func (u *UI) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	rn, err := u.o.Runs.Create(ctx, opts)
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindInvalid || k == core.KindConflict {
-			u.showWorkspace(w, r, http.StatusUnprocessableEntity, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showWorkspace, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, ws.Organization, "POST /api/v2/runs", http.StatusCreated, rn.ID)
@@ -476,11 +468,7 @@ func (u *UI) setLock(w http.ResponseWriter, r *http.Request, lock bool) {
 		_, err = u.o.Workspaces.Unlock(ctx, ws.ID, false)
 	}
 	if err != nil {
-		if k := core.KindOf(err); k == core.KindConflict || k == core.KindForbidden {
-			u.showWorkspace(w, r, http.StatusConflict, err.Error())
-			return
-		}
-		u.fail(w, r, err)
+		u.failForm(w, r, err, u.showWorkspace, http.StatusConflict, core.KindConflict, core.KindForbidden)
 		return
 	}
 	action := "unlock"
