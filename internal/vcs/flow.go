@@ -258,7 +258,7 @@ func (s *Service) FinishConnect(ctx context.Context, id, state, code string) (*T
 		if err != nil {
 			return err
 		}
-		tid, err := s.keepFlowToken(ctx, tx, c, tok, login)
+		tid, err := s.setToken(ctx, tx, c, tok, login)
 		if err != nil {
 			return err
 		}
@@ -268,9 +268,13 @@ func (s *Service) FinishConnect(ctx context.Context, id, state, code string) (*T
 	return out, err
 }
 
-// keepFlowToken stores tok as c's token (replacing the one it has) and
-// returns its ID.
-func (s *Service) keepFlowToken(ctx context.Context, tx *store.Tx, c *Client, tok *oauth2.Token, login string) (string, error) {
+// setToken makes tok client c's token, as the host's user login: the
+// first token of a client that has none, or the new value of the one it
+// has (same ID: everything connected through it stays connected). A token
+// without refresh token or expiry (a string given through the API) clears
+// those of the token it replaces. It returns the token's ID and records it
+// in c.Tokens.
+func (s *Service) setToken(ctx context.Context, tx *store.Tx, c *Client, tok *oauth2.Token, login string) (string, error) {
 	access, err := s.Keys.SealString(TokenColumn.Purpose, tok.AccessToken)
 	if err != nil {
 		return "", err
@@ -281,9 +285,12 @@ func (s *Service) keepFlowToken(ctx context.Context, tx *store.Tx, c *Client, to
 	}
 	if len(c.Tokens) == 0 {
 		id := core.NewID(PrefixToken)
-		_, err := tx.Exec(ctx, `INSERT INTO oauth_tokens (id, oauth_client_id, token, refresh_token, expires_at, service_provider_user, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, c.ID, access, refresh, expiry(tok), login, core.Micros(core.Now()))
-		return id, redact(err)
+		if _, err := tx.Exec(ctx, `INSERT INTO oauth_tokens (id, oauth_client_id, token, refresh_token, expires_at, service_provider_user, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, c.ID, access, refresh, expiry(tok), login, core.Micros(core.Now())); err != nil {
+			return "", redact(err)
+		}
+		c.Tokens = []string{id}
+		return id, nil
 	}
 	_, err = tx.Exec(ctx, `UPDATE oauth_tokens SET token = ?, refresh_token = ?, expires_at = ?, service_provider_user = ? WHERE oauth_client_id = ?`,
 		access, refresh, expiry(tok), login, c.ID)

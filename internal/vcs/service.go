@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
@@ -350,11 +352,8 @@ func (s *Service) CreateClient(ctx context.Context, org string, o ClientOptions)
 			}
 		}
 		if hasToken {
-			id, err := s.insertToken(ctx, tx, c.ID, *o.TokenString)
-			if err != nil {
-				return err
-			}
-			c.Tokens = []string{id}
+			_, err := s.setToken(ctx, tx, c, &oauth2.Token{AccessToken: *o.TokenString}, "")
+			return err
 		}
 		return nil
 	})
@@ -380,19 +379,6 @@ func (s *Service) checkSecrets(c *Client, o ClientOptions) error {
 		return core.Invalid("private-key is only for %s", ADOServer.DisplayName())
 	}
 	return nil
-}
-
-func (s *Service) insertToken(ctx context.Context, tx *store.Tx, clientID, token string) (string, error) {
-	sealed, err := s.Keys.SealString(TokenColumn.Purpose, token)
-	if err != nil {
-		return "", err
-	}
-	id := core.NewID(PrefixToken)
-	if _, err := tx.Exec(ctx, `INSERT INTO oauth_tokens (id, oauth_client_id, token, created_at) VALUES (?, ?, ?, ?)`,
-		id, clientID, sealed, core.Micros(core.Now())); err != nil {
-		return "", redact(err)
-	}
-	return id, nil
 }
 
 // loadClient reads a client through q without checking the caller
@@ -510,18 +496,8 @@ func (s *Service) UpdateClient(ctx context.Context, id string, o ClientOptions) 
 			}
 		}
 		if o.TokenString != nil && *o.TokenString != "" {
-			sealed, err := s.Keys.SealString(TokenColumn.Purpose, *o.TokenString)
-			if err != nil {
+			if _, err := s.setToken(ctx, tx, c, &oauth2.Token{AccessToken: *o.TokenString}, ""); err != nil {
 				return err
-			}
-			if len(c.Tokens) == 0 {
-				tid, err := s.insertToken(ctx, tx, c.ID, *o.TokenString)
-				if err != nil {
-					return err
-				}
-				c.Tokens = []string{tid}
-			} else if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET token = ?, service_provider_user = '', refresh_token = NULL, expires_at = NULL WHERE oauth_client_id = ?`, sealed, c.ID); err != nil {
-				return redact(err)
 			}
 		}
 		out = c
