@@ -40,6 +40,19 @@ func WithMemoUntilWrite(ctx context.Context) context.Context {
 	return context.WithValue(ctx, memoKey{}, &memo{m: map[string]any{}})
 }
 
+// WithoutMemo returns ctx without its request memo: for a request that
+// reads the same rows again and again to follow them (a log streamed as
+// it grows, a run's status until it ends), where a memo would answer the
+// first read forever. It is meant for the rest of the request: reads
+// through it neither find nor keep anything, and its writes leave the
+// request's own memo as it is.
+func WithoutMemo(ctx context.Context) context.Context {
+	if m, _ := ctx.Value(memoKey{}).(*memo); m == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, memoKey{}, &memo{}) // as one that has seen a write
+}
+
 // Wrote tells ctx's request memo that the request is about to change the
 // store: the memo forgets what it holds and remembers nothing more.
 func Wrote(ctx context.Context) {

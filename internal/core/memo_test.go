@@ -52,6 +52,29 @@ func TestMemoize(t *testing.T) {
 	}
 }
 
+// TestWithoutMemo: a request that follows rows as they change reads them
+// afresh every time, whatever its memo holds.
+func TestWithoutMemo(t *testing.T) {
+	calls := 0
+	load := func() (int, error) { calls++; return calls, nil }
+	ctx := core.WithMemo(context.Background())
+	if a, _ := core.Memoize(ctx, "k", load); a != 1 {
+		t.Fatalf("first load: %d", a)
+	}
+	free := core.WithoutMemo(ctx)
+	a, _ := core.Memoize(free, "k", load)
+	b, _ := core.Memoize(free, "k", load)
+	if a != 2 || b != 3 {
+		t.Fatalf("without the memo: %d, %d; want 2, 3 (a load each)", a, b)
+	}
+	if core.HasMemo(free) {
+		t.Error("HasMemo says a context without its memo has one")
+	}
+	if v, _ := core.Memoize(ctx, "k", load); v != 1 {
+		t.Errorf("the request's own memo gave %d after reads without it, want what it kept (1)", v)
+	}
+}
+
 func TestMemoUntilWrite(t *testing.T) {
 	calls := 0
 	load := func() (int, error) { calls++; return calls, nil }

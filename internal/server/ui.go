@@ -26,7 +26,7 @@ func (s *Server) wireUI() error {
 // API; sessions come before it; the per-token rate limit applies) and
 // sends / to them.
 func (s *Server) uiRoutes(root *http.ServeMux) {
-	root.Handle("/app/", s.Signin.Middleware(ui.Authenticate(s.Auth)(s.TokenLimits.Handler(tokenKey, s.UI.Handler()))))
+	root.Handle("/app/", readMemo(s.Signin.Middleware(ui.Authenticate(s.Auth)(s.TokenLimits.Handler(tokenKey, s.UI.Handler())))))
 	root.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app/", http.StatusSeeOther)
 	})

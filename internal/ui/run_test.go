@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"strings"
@@ -236,4 +237,47 @@ func waitRunStatus(t *testing.T, e *testenv.Env, id string, want tfe.RunStatus) 
 			t.Fatalf("run %s is %s, want %s", id, r.Status, want)
 		}
 	}
+}
+
+// TestRunLogStreamFollowsTheRun: the apply's live log of a run waiting for
+// confirmation ends once the run is discarded (its apply will never run).
+// The stream reads the run again and again; a request memo would give it
+// the status it first read forever (core.WithoutMemo).
+func TestRunLogStreamFollowsTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	ws := setupApp(t, e)
+	rn, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitRun(ctx, t, e.Client, rn.ID, tfe.RunPlanned)
+
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(sctx, "GET", e.URL+"/app/acme/workspaces/app/runs/"+rn.ID+"/logs/apply", nil)
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	res, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("the apply's log stream: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	// The stream is open (its first lines came) before the run changes.
+	sc := bufio.NewScanner(res.Body)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "retry:") {
+		t.Fatalf("the stream began with %q (%v)", sc.Text(), sc.Err())
+	}
+	if err := e.Client.Runs.Discard(ctx, rn.ID, tfe.RunDiscardOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		if sc.Text() == "event: end" {
+			return
+		}
+	}
+	t.Fatalf("the apply's log stream of a discarded run did not end (%v)", sc.Err())
 }

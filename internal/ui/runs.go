@@ -286,6 +286,9 @@ func (u *UI) runLog(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprint(w, "retry: 1000\n\n")
 	fl.Flush()
+	// The loop follows the run as it changes: the request memo would
+	// answer its first read of the run forever.
+	ctx = core.WithoutMemo(ctx)
 	tick := time.NewTicker(u.o.LogPoll)
 	defer tick.Stop()
 	for {
