@@ -309,7 +309,27 @@ func scanStack(sc store.Scanner) (*Stack, error) {
 	return &st, nil
 }
 
+// Outside a transaction the request memo keeps it (core.Memoize): a stack
+// page or an API request asks several of the stack's lists, each of which
+// checks the stack.
 func loadStack(ctx context.Context, q store.Q, id string, forUpdate bool) (*Stack, error) {
+	if _, inTx := q.(*store.Tx); inTx || forUpdate {
+		return readStack(ctx, q, id, forUpdate)
+	}
+	st, err := core.Memoize(ctx, "stack:"+id, func() (*Stack, error) { return readStack(ctx, q, id, false) })
+	if err != nil {
+		return nil, err
+	}
+	c := *st
+	c.TriggerPatterns = slices.Clone(st.TriggerPatterns)
+	if st.VCSRepo != nil {
+		repo := *st.VCSRepo
+		c.VCSRepo = &repo
+	}
+	return &c, nil
+}
+
+func readStack(ctx context.Context, q store.Q, id string, forUpdate bool) (*Stack, error) {
 	if !core.HasPrefix(id, PrefixStack) {
 		return nil, core.NotFound("stack %q not found", id)
 	}
