@@ -182,7 +182,24 @@ func (r *Run) transition(to Status) error {
 	r.Status = to
 	r.Timestamps.set(string(to)+"-at", now)
 	r.UpdatedAt = now
+	r.unreached()
 	return nil
+}
+
+// unreached marks, once the run has ended, the phases it never started
+// unreachable, as HCP Terraform does (a discarded or errored run's apply,
+// a plan-only run's): clients that follow a phase's log (go-tfe's reader,
+// terraform) wait for it to reach a final status. A canceled run's
+// phases are canceled (cancelPhases).
+func (r *Run) unreached() {
+	if !r.Status.Final() || r.Status == Canceled {
+		return
+	}
+	for _, p := range []*Phase{&r.Plan, &r.Apply} {
+		if p.Status == PhasePending {
+			p.setPhase(PhaseUnreachable)
+		}
+	}
 }
 
 // force moves the run to a final status whatever the table says (force
@@ -193,6 +210,7 @@ func (r *Run) force(to Status) {
 	}
 	r.moves = append(r.moves, move{r.Status, to})
 	r.Status = to
+	r.unreached()
 }
 
 // setPhase moves a phase to a status and stamps it.
