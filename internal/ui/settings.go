@@ -108,11 +108,21 @@ func varViews(vs []*variable.Variable) []varView {
 	return out
 }
 
-func (u *UI) variables(w http.ResponseWriter, r *http.Request) {
-	u.showVariables(w, r, http.StatusOK, "")
+// varForm is what the add variable form was given, shown again after a
+// refusal so that nothing typed is lost but a sensitive value: a value
+// marked sensitive is write-only and never goes back to the browser.
+type varForm struct {
+	Key, Value, Category, Description string
+	Sensitive, HCL                    bool
 }
 
-func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+func (u *UI) variables(w http.ResponseWriter, r *http.Request) {
+	u.showVariables(w, r, http.StatusOK, varForm{}, "")
+}
+
+// showVariables renders a workspace's variables page; form is what the
+// add variable form holds and formErr its refusal (the form is then open).
+func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, form varForm, formErr string) {
 	ctx := r.Context()
 	ws, res, err := u.loadWorkspace(r)
 	if err != nil {
@@ -150,7 +160,7 @@ func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, f
 		gv = append(gv, grantView{Team: teamNames[g.TeamID], Access: g.Access})
 	}
 	u.render(w, r, status, "variables", "Variables of "+ws.Name, ws.Organization, map[string]any{
-		"W": ws, "Vars": varViews(vars), "Varsets": sets, "Grants": gv, "Error": formErr,
+		"W": ws, "Vars": varViews(vars), "Varsets": sets, "Grants": gv, "Error": formErr, "Form": form,
 		"CanWrite": allowed(ctx, authz.VariableWrite, res),
 	})
 }
@@ -171,7 +181,13 @@ func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 	sensitive, hcl := r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
 	v, err := u.o.Variables.CreateWorkspaceVariable(ctx, ws.ID, variable.VarOptions{Key: &key, Value: &value, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl})
 	if err != nil {
-		u.failForm(w, r, err, u.showVariables, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
+		form := varForm{Key: r.PostFormValue("key"), Category: string(cat), Description: desc, Sensitive: sensitive, HCL: hcl}
+		if !sensitive {
+			form.Value = value
+		}
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showVariables(w, r, status, form, formErr)
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, ws.Organization, "POST /api/v2/workspaces/{ws}/vars", http.StatusCreated, v.ID, "ws", ws.ID)
