@@ -49,7 +49,21 @@ func (u *UI) moduleTests(w http.ResponseWriter, r *http.Request) {
 	u.showModuleTests(w, r, http.StatusOK, "")
 }
 
+// testVarForm is what the add test variable form was given, shown again
+// after a refusal: all of it but a value marked sensitive, which never
+// goes back to the browser.
+type testVarForm struct {
+	Key, Value string
+	Sensitive  bool
+}
+
 func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	u.showModuleTestsForm(w, r, status, formErr, testVarForm{})
+}
+
+// showModuleTestsForm renders a module's tests page with formErr (a
+// refusal) above it and form in the add test variable form.
+func (u *UI) showModuleTestsForm(w http.ResponseWriter, r *http.Request, status int, formErr string, form testVarForm) {
 	if !u.servesModuleTests(w, r) {
 		return
 	}
@@ -71,7 +85,8 @@ func (u *UI) showModuleTests(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	d := map[string]any{"Module": p, "Runs": runs, "Total": total, "Enabled": mod.TestsEnabled, "Error": formErr,
-		"Path": testsPagePath(p), "PoolID": mod.TestsAgentPoolID, "Pool": pool, "Pools": pools}
+		"Path": testsPagePath(p), "PoolID": mod.TestsAgentPoolID, "Pool": pool, "Pools": pools,
+		"Hostname": u.o.Hostname, "VarForm": form}
 	if m, err := u.o.ModuleTests.ModuleForTests(ctx, p); err == nil {
 		// Sensitive values are not even opened: the page never shows them.
 		vars, err := u.o.Variables.RedactedModuleTestVariables(ctx, m.Organization, m.ID)
@@ -127,6 +142,7 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 	vals := []string{"org", p.Organization, "registry", p.Registry, "ns", p.Namespace, "name", p.Name, "provider", p.Provider}
 	var route, created string
 	answer := http.StatusOK
+	var form testVarForm
 	switch r.PathValue("action") {
 	case "enable", "disable":
 		on := r.PathValue("action") == "enable"
@@ -144,6 +160,10 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 		route = "PATCH /api/v2/organizations/{org}/registry-modules/{registry}/{ns}/{name}/{provider}"
 	case "add-variable":
 		key, value, sensitive := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("sensitive") == "on"
+		form = testVarForm{Key: r.PostFormValue("key"), Sensitive: sensitive}
+		if !sensitive {
+			form.Value = value
+		}
 		var v *variable.Variable
 		v, err = u.o.Variables.CreateModuleTestVariable(ctx, m.Organization, m.ID, variable.VarOptions{Key: &key, Value: &value, Sensitive: &sensitive})
 		if err == nil {
@@ -160,7 +180,9 @@ func (u *UI) moduleTestsAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		u.failForm(w, r, err, u.showModuleTests, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showModuleTestsForm(w, r, status, formErr, form)
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, p.Organization, route, answer, created, vals...)
