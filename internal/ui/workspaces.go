@@ -266,6 +266,25 @@ type workspaceData struct {
 	// VCS is the version control setting, for those who may change it
 	// (nil for others).
 	VCS *vcsSetting
+	// RunForm is what the start run form holds: what was typed, after
+	// a refusal.
+	RunForm runForm
+}
+
+// runForm is what the workspace page's start run form was given.
+type runForm struct {
+	Message           string
+	PlanOnly, Destroy bool
+}
+
+// workspaceForms is what the workspace page's forms were given, shown
+// again after a refusal so that nothing typed is lost.
+type workspaceForms struct {
+	Run runForm
+	// VCS (when not nil) is what the version control form was given and
+	// VCSErr its refusal.
+	VCS    *repoForm
+	VCSErr string
 }
 
 // vcsSetting is the workspace page's version control setting.
@@ -290,19 +309,19 @@ func (u *UI) workspace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) showWorkspace(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-	u.showWorkspaceVCS(w, r, status, formErr, nil, "")
+	u.showWorkspacePage(w, r, status, formErr, workspaceForms{})
 }
 
-// showWorkspaceVCS renders the workspace page; vcsForm (when not nil) and
-// vcsErr are what the version control form was given and its refusal.
-func (u *UI) showWorkspaceVCS(w http.ResponseWriter, r *http.Request, status int, formErr string, vcsForm *repoForm, vcsErr string) {
+// showWorkspacePage renders the workspace page with formErr (a refusal)
+// above it and forms in its forms.
+func (u *UI) showWorkspacePage(w http.ResponseWriter, r *http.Request, status int, formErr string, forms workspaceForms) {
 	ctx := r.Context()
 	ws, res, err := u.loadWorkspace(r)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	d := workspaceData{W: ws, Error: formErr, Can: map[string]bool{
+	d := workspaceData{W: ws, Error: formErr, RunForm: forms.Run, Can: map[string]bool{
 		"plan":     allowed(ctx, authz.RunPlan, res),
 		"apply":    allowed(ctx, authz.RunApply, res),
 		"lock":     allowed(ctx, authz.WorkspaceLock, res),
@@ -339,10 +358,10 @@ func (u *UI) showWorkspaceVCS(w http.ResponseWriter, r *http.Request, status int
 		}
 	}
 	if u.mayChangeVCS(ctx, res) == nil {
-		d.VCS = &vcsSetting{Error: vcsErr}
+		d.VCS = &vcsSetting{Error: forms.VCSErr}
 		switch {
-		case vcsForm != nil:
-			d.VCS.Form = *vcsForm
+		case forms.VCS != nil:
+			d.VCS.Form = *forms.VCS
 		case ws.Settings.VCSRepo != nil:
 			d.VCS.Form.Branch = ws.Settings.VCSRepo.Branch
 		}
@@ -411,7 +430,7 @@ func (u *UI) changeWorkspaceVCS(w http.ResponseWriter, r *http.Request, o worksp
 	}
 	if _, err := u.o.Workspaces.Update(ctx, ws.ID, o); err != nil {
 		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-			u.showWorkspaceVCS(w, r, status, "", form, formErr)
+			u.showWorkspacePage(w, r, status, "", workspaceForms{VCS: form, VCSErr: formErr})
 		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
@@ -429,19 +448,20 @@ func (u *UI) startRun(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	planOnly := r.PostFormValue("plan_only") == "on"
-	msg := strings.TrimSpace(r.PostFormValue("message"))
+	form := runForm{Message: r.PostFormValue("message"), PlanOnly: r.PostFormValue("plan_only") == "on", Destroy: r.PostFormValue("destroy") == "on"}
+	msg := strings.TrimSpace(form.Message)
 	if msg == "" {
 		msg = "Queued from the web UI"
 	}
-	opts := run.CreateOptions{WorkspaceID: ws.ID, Message: &msg, PlanOnly: &planOnly, Source: "tfe-ui"}
-	if r.PostFormValue("destroy") == "on" {
-		t := true
-		opts.IsDestroy = &t
+	opts := run.CreateOptions{WorkspaceID: ws.ID, Message: &msg, PlanOnly: &form.PlanOnly, Source: "tfe-ui"}
+	if form.Destroy {
+		opts.IsDestroy = &form.Destroy
 	}
 	rn, err := u.o.Runs.Create(ctx, opts)
 	if err != nil {
-		u.failForm(w, r, err, u.showWorkspace, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showWorkspacePage(w, r, status, formErr, workspaceForms{Run: form})
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, ws.Organization, "POST /api/v2/runs", http.StatusCreated, rn.ID)
