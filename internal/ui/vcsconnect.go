@@ -3,6 +3,8 @@ package ui
 import (
 	"net/http"
 
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/vcs"
 )
 
@@ -30,13 +32,43 @@ func (u *UI) vcsConnectPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	u.showVCSConnect(w, r, http.StatusOK, c, "")
+}
+
+// showVCSConnect renders the connect page of c. When the connection
+// cannot start (what connectMissing says, or problem: the service's
+// refusal of the form), the page says why instead of offering the form,
+// and links back to the VCS providers page, where it is put right.
+func (u *UI) showVCSConnect(w http.ResponseWriter, r *http.Request, status int, c *vcs.Client, problem string) {
 	name := c.Provider.DisplayName()
-	if c.Name != nil {
+	if c.Name != nil && *c.Name != "" {
 		name = *c.Name
 	}
-	u.render(w, r, http.StatusOK, "vcsconnect", "Connect "+name, c.Organization, map[string]any{
+	missing := problem
+	if missing == "" {
+		missing = u.connectMissing(r, c)
+	}
+	u.render(w, r, status, "vcsconnect", "Connect "+name, c.Organization, map[string]any{
 		"Client": c, "Name": name, "Provider": c.Provider.DisplayName(), "Path": vcs.ConnectPath(c),
-		"Reconnect": len(c.Tokens) > 0, "Back": vcsProvidersPath(c.Organization)})
+		"Reconnect": len(c.Tokens) > 0, "Back": vcsProvidersPath(c.Organization), "Missing": missing})
+}
+
+// connectMissing is what keeps c from being connected through its host's
+// authorization flow, as a sentence; "" when nothing does that the page
+// can know (the service checks the application's secret when the
+// connection starts).
+func (u *UI) connectMissing(r *http.Request, c *vcs.Client) string {
+	provider := c.Provider.DisplayName()
+	switch {
+	case !c.Provider.Flows():
+		return "Terrace does not run the OAuth authorization flow of " + provider + ": this provider connects with a personal access token, given through the API."
+	case !allowed(r.Context(), authz.OrgManageVCS, authz.Resource{Organization: c.Organization}):
+		return "Only those who manage the organization's VCS settings may connect this provider."
+	case c.Key == "":
+		return "This provider has no OAuth application to connect through: register an OAuth application at " + c.HTTPURL +
+			" with the callback URL " + u.o.VCS.CallbackURL(c) + ", then give this provider its client ID and secret on the VCS providers page."
+	}
+	return ""
 }
 
 func (u *UI) vcsConnect(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +78,17 @@ func (u *UI) vcsConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	to, err := u.o.VCS.StartConnect(r.Context(), r.PathValue("id"))
 	if err != nil {
-		u.fail(w, r, err)
+		// A refusal (no OAuth application, or one without its secret) is
+		// the connect page saying so, with its way back; the client is
+		// read again, as the caller sees it.
+		c, cerr := u.o.VCS.GetClient(r.Context(), r.PathValue("id"))
+		if cerr != nil {
+			u.fail(w, r, err)
+			return
+		}
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, problem string) {
+			u.showVCSConnect(w, r, status, c, problem)
+		}, http.StatusUnprocessableEntity, core.KindInvalid)
 		return
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)

@@ -31,13 +31,17 @@ var formProviders = []vcs.Provider{vcs.GitHub, vcs.GitHubEnterprise, vcs.Gitea, 
 type vcsClientView struct {
 	ID string
 	// Name is the client's name, or its provider's when it has none.
-	Name                 string
-	Provider             string
-	HTTPURL              string
-	OrganizationScoped   bool
-	Projects             int
-	Token                *vcs.Token // its newest token; nil: not connected
-	CallbackURL, Connect string     // "": Terrace runs no flow for it
+	Name               string
+	Provider           string
+	HTTPURL            string
+	OrganizationScoped bool
+	Projects           int
+	Token              *vcs.Token // its newest token; nil: not connected
+	// CallbackURL is "" when Terrace runs no flow for it. Connect is the
+	// connect path, "" also while it has no OAuth application (no key):
+	// a provider connected with a personal access token only has nothing
+	// to connect through.
+	CallbackURL, Connect string
 	// Key is its OAuth application's client ID (public; "" when none).
 	Key string
 }
@@ -112,7 +116,7 @@ func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int
 	for _, c := range clients {
 		v := vcsClientView{ID: c.ID, Name: c.Provider.DisplayName(), Provider: c.Provider.DisplayName(), HTTPURL: c.HTTPURL,
 			OrganizationScoped: c.OrganizationScoped, Projects: len(c.Projects), Token: newest[c.ID],
-			CallbackURL: u.o.VCS.CallbackURL(c), Connect: vcs.ConnectPath(c), Key: c.Key}
+			CallbackURL: u.o.VCS.CallbackURL(c), Connect: connectPath(c), Key: c.Key}
 		if c.Name != nil && *c.Name != "" {
 			v.Name = *c.Name
 		}
@@ -130,6 +134,16 @@ func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int
 		}
 	}
 	u.render(w, r, status, "vcsproviders", "VCS providers", org, d)
+}
+
+// connectPath is where a client is connected through its host's OAuth
+// authorization flow: "" unless Terrace runs the provider's flow and the
+// client has an OAuth application to run it with.
+func connectPath(c *vcs.Client) string {
+	if c.Key == "" {
+		return ""
+	}
+	return vcs.ConnectPath(c)
 }
 
 // formValue is a form field trimmed, nil when empty: the service then
