@@ -69,6 +69,29 @@ type runData struct {
 	// Commit is where the run's configuration came from, for a run of
 	// a commit.
 	Commit *configversion.Ingress
+	// ApplyView is what the page shows of the apply: "" nothing (a
+	// plan-only run), "log" its status and log (it ran, runs or may
+	// still run), "skipped" that it will not run.
+	ApplyView string
+}
+
+// applyView tells what the run page shows of rn's apply, given whether
+// its log has any output: the apply's own status when it says the apply
+// will never run (unreachable), else the run's (a final run whose apply
+// never started: errored, discarded, canceled, planned and finished), so
+// that a run whose apply status still says pending shows right too.
+func applyView(rn *run.Run, logged bool) string {
+	switch {
+	case rn.PlanOnly:
+		return ""
+	case logged:
+		return "log"
+	case rn.Apply.Status == run.PhaseUnreachable:
+		return "skipped"
+	case rn.Status.Final() && (rn.Apply.Status == run.PhasePending || rn.Apply.Status == run.PhaseQueued || rn.Apply.Status == ""):
+		return "skipped"
+	}
+	return "log"
 }
 
 // loadRun finds the page's run inside the page's workspace.
@@ -120,6 +143,7 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 		return
 	}
 	d.ApplyLive = !done && !rn.Status.Final() && !rn.PlanOnly
+	d.ApplyView = applyView(rn, d.ApplyOffset > 0)
 	if raw, err := u.redactedPlan(ctx, rn); err == nil {
 		d.Changes = planChanges(raw)
 	}
