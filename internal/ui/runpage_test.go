@@ -61,3 +61,61 @@ func TestRunPageApplySection(t *testing.T) {
 		}
 	}
 }
+
+// A run page leads back to its workspace (the breadcrumb and the page's
+// header), names who started it, when and how, and shows its comments,
+// the one given with discard among them.
+func TestRunPageNamesItsWorkspaceAndComments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	ws := setupApp(t, e)
+	owners, err := e.Client.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
+	if err != nil || len(owners.Items) != 1 {
+		t.Fatalf("owners team: %v %v", owners, err)
+	}
+	alice, _ := e.UserClient(t, "acme", "alice@acme.test", owners.Items[0])
+	rn, err := alice.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, Message: tfe.String("try the app")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitRun(ctx, t, e.Client, rn.ID, tfe.RunPlanned)
+	if err := alice.Runs.Discard(ctx, rn.ID, tfe.RunDiscardOptions{Comment: tfe.String("not <today>")}); err != nil {
+		t.Fatal(err)
+	}
+	st, body := getPage(t, e, e.Token, "/app/acme/workspaces/app/runs/"+rn.ID)
+	if st != http.StatusOK {
+		t.Fatalf("run page: %d", st)
+	}
+	crumb := between(body, `id="crumb"`, `</p>`)
+	if !strings.Contains(crumb, `<a href="/app/acme/workspaces/app">app</a>`) || !strings.Contains(crumb, rn.ID) {
+		t.Errorf("the breadcrumb does not lead to the workspace: %s", crumb)
+	}
+	meta := between(body, `id="run-meta"`, `</p>`)
+	for _, want := range []string{`href="/app/acme/workspaces/app"`, `id="run-creator">alice<`, `id="run-source">the API<`, "started"} {
+		if !strings.Contains(meta, want) {
+			t.Errorf("the run's header lacks %s: %s", want, meta)
+		}
+	}
+	if !strings.Contains(between(body, "<h1>", "</h1>"), "try the app") {
+		t.Errorf("the title is not the run's message: %s", between(body, "<h1>", "</h1>"))
+	}
+	comments := between(body, `id="comments"`, `</section>`)
+	if !strings.Contains(comments, "not &lt;today&gt;") || !strings.Contains(comments, "alice") {
+		t.Errorf("the discard's comment is not shown: %q", comments)
+	}
+}
+
+// between is the part of s after the first from and before the next to
+// ("" when from is missing).
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(from):]
+	if j := strings.Index(s, to); j >= 0 {
+		return s[:j]
+	}
+	return s
+}

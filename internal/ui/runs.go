@@ -73,6 +73,44 @@ type runData struct {
 	// plan-only run), "log" its status and log (it ran, runs or may
 	// still run), "skipped" that it will not run.
 	ApplyView string
+	// Workspace and WorkspaceName are the run's workspace's page and name.
+	Workspace, WorkspaceName string
+	// Creator is the username of the user who started the run ("" when
+	// a token or the server did, or the user is gone); Source says how
+	// it was started.
+	Creator, Source string
+	// Comments are the run's comments, oldest first (those given with
+	// confirm, discard or cancel among them).
+	Comments []commentView
+}
+
+// commentView is a run's comment as the page shows it.
+type commentView struct {
+	Body, Author string
+	At           time.Time
+}
+
+// runSources name how a run was started (its source, as the API spells
+// it), as HCP Terraform's run page says it.
+var runSources = map[string]string{
+	"tfe-ui":                    "the UI",
+	"tfe-api":                   "the API",
+	"terraform+cloud":           "the CLI",
+	"terraform":                 "the CLI",
+	"tfe-configuration-version": "a configuration version",
+	"tfe-run-trigger":           "a run trigger",
+}
+
+// username is the username of user ID id, "" when id names no user (a
+// token, a run) or the user is gone.
+func (u *UI) username(ctx context.Context, id string) string {
+	if u.o.Teams == nil || !core.HasPrefix(id, core.PrefixUser) {
+		return ""
+	}
+	if usr, err := u.o.Teams.User(ctx, id); err == nil {
+		return usr.Username
+	}
+	return ""
 }
 
 // applyView tells what the run page shows of rn's apply, given whether
@@ -120,7 +158,25 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 		u.fail(w, r, err)
 		return
 	}
-	d := runData{Run: rn, Path: orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), Error: formErr}
+	d := runData{Run: rn, Path: orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), Error: formErr,
+		Workspace: orgPath(rn.Organization, "workspaces", r.PathValue("name")), WorkspaceName: r.PathValue("name"), Creator: u.username(ctx, rn.CreatedBy), Source: runSources[rn.Source]}
+	if d.Source == "" {
+		d.Source = rn.Source
+	}
+	comments, err := u.o.Runs.Comments(ctx, rn.ID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	names := map[string]string{}
+	for _, c := range comments {
+		n, ok := names[c.Actor]
+		if !ok {
+			n = u.username(ctx, c.Actor)
+			names[c.Actor] = n
+		}
+		d.Comments = append(d.Comments, commentView{Body: c.Body, Author: n, At: core.FromMicros(c.CreatedAt)})
+	}
 	apply := allowed(ctx, authz.RunApply, res)
 	d.Can = map[string]bool{
 		"apply":   apply && rn.Status.Confirmable() && !rn.PlanOnly,
@@ -177,7 +233,9 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 			return
 		}
 	}
-	u.render(w, r, status, "run", rn.ID, rn.Organization, d)
+	title := "Run " + rn.ID + " · " + r.PathValue("name")
+	u.renderPage(w, r, status, "run", page{Title: title, Org: rn.Organization, Data: d,
+		Crumbs: []crumb{{Name: r.PathValue("name"), Href: d.Workspace}, {Name: rn.ID}}})
 }
 
 // linkPolicySets links the stages' set outcomes to their sets' pages,

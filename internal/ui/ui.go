@@ -276,8 +276,11 @@ type page struct {
 	Title string
 	User  *auth.Principal
 	// Org is the organization the page is in ("" outside one).
-	Org  string
-	CSRF string
+	Org string
+	// Crumbs are the pages between the organization's and this one, for
+	// the breadcrumb (the last names this page).
+	Crumbs []crumb
+	CSRF   string
 	// Custom is what a site admin added to the pages (customization
 	// settings), made safe to show.
 	Custom customView
@@ -291,8 +294,18 @@ type customView struct {
 	LoginHelp, Footer, Error, NewUser template.HTML
 }
 
+// crumb is a step of the breadcrumb: a page's name and link ("" for the
+// page itself).
+type crumb struct{ Name, Href string }
+
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, title, org string, data any) {
-	writePage(w, r, u.o.Logger, u.pages, status, name, page{Title: title, Org: org, Data: data})
+	u.renderPage(w, r, status, name, page{Title: title, Org: org, Data: data})
+}
+
+// renderPage renders pg (a page that sets more of the layout than render
+// takes, such as its breadcrumb).
+func (u *UI) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, pg page) {
+	writePage(w, r, u.o.Logger, u.pages, status, name, pg)
 }
 
 // fail renders err as an error page with the status its kind maps to (the
