@@ -280,7 +280,10 @@ type page struct {
 	// Crumbs are the pages between the organization's and this one, for
 	// the breadcrumb (the last names this page).
 	Crumbs []crumb
-	CSRF   string
+	// Menu says which of the organization's pages whose handler may
+	// refuse the caller its navigation links to.
+	Menu orgMenu
+	CSRF string
 	// Custom is what a site admin added to the pages (customization
 	// settings), made safe to show.
 	Custom customView
@@ -294,6 +297,26 @@ type customView struct {
 	LoginHelp, Footer, Error, NewUser template.HTML
 }
 
+// orgMenu is what the organization's navigation links to besides the
+// pages every member reads: each only when the page's handler would
+// answer (the same action it asks).
+type orgMenu struct {
+	// Audit: the audit trail (the audit service asks OrgManage).
+	Audit bool
+	// VCS: the VCS providers (the page asks OrgReadVCS).
+	VCS bool
+}
+
+// menuOf is the organization's navigation as the caller in ctx may
+// follow it.
+func (u *UI) menuOf(ctx context.Context, org string) orgMenu {
+	res := authz.Resource{Organization: org}
+	return orgMenu{
+		Audit: u.o.Audit != nil && allowed(ctx, authz.OrgManage, res),
+		VCS:   u.o.VCS != nil && allowed(ctx, authz.OrgReadVCS, res),
+	}
+}
+
 // crumb is a step of the breadcrumb: a page's name and link ("" for the
 // page itself).
 type crumb struct{ Name, Href string }
@@ -305,6 +328,9 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name, ti
 // renderPage renders pg (a page that sets more of the layout than render
 // takes, such as its breadcrumb).
 func (u *UI) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, pg page) {
+	if pg.Org != "" {
+		pg.Menu = u.menuOf(r.Context(), pg.Org)
+	}
 	writePage(w, r, u.o.Logger, u.pages, status, name, pg)
 }
 
