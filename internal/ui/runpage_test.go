@@ -119,3 +119,27 @@ func between(s, from, to string) string {
 	}
 	return s
 }
+
+// Statuses read as HCP Terraform says them (planned_and_finished is
+// "Planned and finished"), with the API's value kept in data-status and
+// the title, and in #run-status, which tests and scripts read; the
+// workspace list's latest run reads the same.
+func TestRunStatusLabels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	ws := setupApp(t, e)
+	rn, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, PlanOnly: tfe.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitRun(ctx, t, e.Client, rn.ID, tfe.RunPlannedAndFinished)
+	badge := `<span class="status ok" data-status="planned_and_finished" title="planned_and_finished">Planned and finished</span>`
+	_, body := getPage(t, e, e.Token, "/app/acme/workspaces/app/runs/"+rn.ID)
+	if !strings.Contains(body, badge) || !strings.Contains(body, `<data id="run-status" value="planned_and_finished" hidden>planned_and_finished</data>`) {
+		t.Errorf("the run's status badge:\n%s", between(body, "<main>", `<pre`))
+	}
+	if _, body := getPage(t, e, e.Token, "/app/acme/workspaces"); !strings.Contains(body, badge) {
+		t.Errorf("the workspace list's latest run:\n%s", between(body, `<table class="workspaces">`, `</table>`))
+	}
+}

@@ -411,16 +411,105 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format(time.RFC3339)
 	},
-	"statusClass": func(s any) string {
-		v := fmt.Sprint(s)
-		switch v {
-		case "applied", "planned_and_finished", "passed", "succeeded", "finished", "healthy", "deployed", "ready":
+	"statusClass": statusClass,
+	"statusLabel": statusLabel,
+}
+
+// statusClass is the style of a status: ok (ended well), bad (ended
+// otherwise), wait (waits for someone) or busy (on its way). A run's and
+// a stack's statuses are told apart by their domains' state machines
+// (Final), so that every final status gets ok or bad; other statuses
+// (task stages, policies, health, phases, tests) by name.
+func statusClass(s any) string {
+	switch v := s.(type) {
+	case run.Status:
+		switch {
+		case v == run.Applied || v == run.PlannedAndFinished:
 			return "ok"
-		case "errored", "canceled", "force_canceled", "failed", "drifted", "discarded":
+		case v.Final():
 			return "bad"
-		case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override", "awaiting_override", "post_plan_awaiting_decision", "overridden":
+		case v == run.Pending || v.Confirmable() || v == run.PostPlanAwaitingDecision:
 			return "wait"
 		}
 		return "busy"
-	},
+	case stack.RunStatus:
+		switch {
+		case v == stack.RunSucceeded:
+			return "ok"
+		case v.Final():
+			return "bad"
+		case v == stack.RunPending || v == stack.RunPreDeployingPendingOperator || v == stack.RunDeployingPendingOperator:
+			return "wait"
+		}
+		return "busy"
+	case stack.StepStatus:
+		switch {
+		case v == stack.StepCompleted:
+			return "ok"
+		case v.Final():
+			return "bad"
+		case v == stack.StepQueued || v == stack.StepPendingOperator:
+			return "wait"
+		}
+		return "busy"
+	case stack.ConfigStatus:
+		switch {
+		case v == stack.ConfigCompleted:
+			return "ok"
+		case v.Final():
+			return "bad"
+		}
+		return "busy"
+	case run.PhaseStatus:
+		switch v {
+		case run.PhaseFinished:
+			return "ok"
+		case run.PhaseErrored, run.PhaseCanceled:
+			return "bad"
+		case run.PhasePending, run.PhaseUnreachable:
+			return "wait"
+		}
+		return "busy"
+	}
+	switch fmt.Sprint(s) {
+	case "applied", "planned_and_finished", "passed", "succeeded", "finished", "healthy", "deployed", "ready", "completed":
+		return "ok"
+	case "errored", "canceled", "force_canceled", "failed", "drifted", "discarded", "abandoned", "policy_soft_failed":
+		return "bad"
+	case "planned", "cost_estimated", "policy_checked", "post_plan_completed", "awaiting", "pending", "policy_override",
+		"awaiting_override", "post_plan_awaiting_decision", "overridden", "planned_and_saved", "pending-operator", "unreachable":
+		return "wait"
+	}
+	return "busy"
+}
+
+// statusLabels are the statuses whose words alone do not read well.
+var statusLabels = map[string]string{
+	string(stack.RunPreDeployingPendingOperator): "Planned, awaiting approval",
+	string(stack.RunDeployingPendingOperator):    "Deploying, awaiting approval",
+	string(stack.StepPendingOperator):            "Awaiting approval",
+	string(run.PolicySoftFailed):                 "Policy soft-failed",
+	string(run.PhaseUnreachable):                 "Will not run",
+}
+
+// statusLabel is a status as HCP Terraform's pages say it:
+// planned_and_saved is "Planned and saved", post_plan_completed
+// "Post-plan completed", acquiring-lock "Acquiring lock".
+func statusLabel(s any) string {
+	v := fmt.Sprint(s)
+	if l, ok := statusLabels[v]; ok {
+		return l
+	}
+	// Words are joined by _ (runs) or - (stacks); pre- and post- stay
+	// joined to what follows.
+	v = strings.NewReplacer("_", " ", "-", " ").Replace(v)
+	for _, p := range []string{"pre ", "post "} {
+		if strings.HasPrefix(v, p) {
+			v = strings.TrimSuffix(p, " ") + "-" + v[len(p):]
+		}
+	}
+	if v == "" {
+		return v
+	}
+	return strings.ToUpper(v[:1]) + v[1:]
 }
