@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -413,6 +414,7 @@ var funcs = template.FuncMap{
 	},
 	"statusClass": statusClass,
 	"statusLabel": statusLabel,
+	"orgAccess":   orgAccess,
 }
 
 // statusClass is the style of a status: ok (ended well), bad (ended
@@ -512,4 +514,24 @@ func statusLabel(s any) string {
 		return v
 	}
 	return strings.ToUpper(v[:1]) + v[1:]
+}
+
+// orgAccess lists the organization permissions a team holds, each as
+// its API name in words ("manage-vcs-settings" is "manage vcs
+// settings"). It reads team.Access's fields, so a permission added
+// there shows without a change here.
+func orgAccess(a team.Access) []string {
+	var out []string
+	v, ty := reflect.ValueOf(a), reflect.TypeOf(a)
+	for i := range ty.NumField() {
+		if v.Field(i).Kind() != reflect.Bool || !v.Field(i).Bool() {
+			continue
+		}
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			name = ty.Field(i).Name
+		}
+		out = append(out, strings.ReplaceAll(name, "-", " "))
+	}
+	return out
 }
