@@ -73,7 +73,10 @@ func (u *UI) stackPage(w http.ResponseWriter, r *http.Request) {
 }
 
 type stepView struct {
-	S       *stack.Step
+	S *stack.Step
+	// N is the step's number as its workspace run's message says it
+	// ("plan step 1"): from 1.
+	N       int
 	RunPath string
 }
 
@@ -109,7 +112,7 @@ func (u *UI) showStackRun(w http.ResponseWriter, r *http.Request, status int, fo
 	}
 	var views []stepView
 	for _, s := range steps {
-		v := stepView{S: s}
+		v := stepView{S: s, N: s.Seq + 1}
 		if s.TFERunID != "" {
 			if rn, err := u.o.Runs.Get(ctx, s.TFERunID); err == nil {
 				if ws, err := u.o.Workspaces.Get(ctx, rn.WorkspaceID); err == nil && allowed(ctx, authz.RunRead, authz.Resource{Organization: ws.Organization, WorkspaceID: ws.ID, RunID: rn.ID}) {
