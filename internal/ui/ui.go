@@ -339,7 +339,35 @@ func (u *UI) renderPage(w http.ResponseWriter, r *http.Request, status int, name
 // API's table): a resource the caller may not see is a 404 page.
 func (u *UI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, title, detail := u.answer(r, err)
-	u.render(w, r, status, "error", title, r.PathValue("org"), map[string]any{"Status": status, "Title": title, "Detail": detail})
+	org, parent := u.errorPlace(r)
+	u.render(w, r, status, "error", title, org, map[string]any{"Status": status, "Title": title, "Detail": detail, "Parent": parent})
+}
+
+// errorPlace is the organization an error page shows its navigation for
+// ("" when there is none, or it is not one the caller reads: the error
+// is about the organization itself) and the page it leads back to
+// besides the organizations (nil: none): the workspace of a page under a
+// workspace the caller reads, else the organization's workspaces.
+func (u *UI) errorPlace(r *http.Request) (string, *crumb) {
+	org := r.PathValue("org")
+	if org == "" {
+		return "", nil
+	}
+	if _, err := u.o.Orgs.Get(r.Context(), org); err != nil {
+		return "", nil
+	}
+	list := orgPath(org, "workspaces")
+	if name := r.PathValue("name"); name != "" && strings.HasPrefix(r.URL.Path, list+"/") {
+		if ws := orgPath(org, "workspaces", name); r.URL.Path != ws {
+			if _, _, err := u.loadWorkspace(r); err == nil {
+				return org, &crumb{Name: "workspace " + name, Href: ws}
+			}
+		}
+	}
+	if r.URL.Path == list {
+		return org, nil
+	}
+	return org, &crumb{Name: "the workspaces of " + org, Href: list}
 }
 
 // failForm answers a form whose service call failed with err. A refusal
