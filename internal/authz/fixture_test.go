@@ -12,6 +12,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
+	statepkg "github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -210,12 +211,16 @@ func (w *world) newStack(t *testing.T) {
 		t.Fatal("the broken stack configuration has no diagnostic")
 	}
 	w.stackDiag = diags.Items[0].ID
-	// A state version of the deployment's workspace is a stack state.
+	// A state version of the deployment's workspace is a stack state. The
+	// workspace is the stack's, which people only read: the version is
+	// written by the server itself (no authorization model in its
+	// context), as the stack's runs would.
 	ws := must(c.Workspaces.Read(ctx, w.org.Name, "stack-"+st.ID+"-dev"))(t)
-	must(c.Workspaces.Lock(ctx, ws.ID, tfe.WorkspaceLockOptions{}))(t)
+	me := must(c.Users.ReadCurrent(ctx))(t)
+	server := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, UserID: me.ID, Username: me.Username, SiteAdmin: true})
+	must(w.e.Server.Workspaces.Lock(server, ws.ID, "a stack state for the route matrix"))(t)
 	state := `{"version":4,"terraform_version":"1.11.4","serial":1,"lineage":"l-2","outputs":{},"resources":[]}`
-	w.stackSV = must(c.StateVersions.Create(ctx, ws.ID, tfe.StateVersionCreateOptions{
-		Serial: tfe.Int64(1), Lineage: tfe.String("l-2"), MD5: tfe.String(md5hex(state)), State: tfe.String(base64.StdEncoding.EncodeToString([]byte(state))),
-	}))(t).ID
-	must(c.Workspaces.Unlock(ctx, ws.ID))(t)
+	serial, lineage, sum := int64(1), "l-2", md5hex(state)
+	w.stackSV = must(w.e.Server.States.Create(server, ws.ID, statepkg.CreateOptions{Serial: &serial, Lineage: &lineage, MD5: &sum, State: []byte(state)}))(t).ID
+	must(w.e.Server.Workspaces.Unlock(server, ws.ID, false))(t)
 }

@@ -53,6 +53,9 @@ type Resolver interface {
 	// (organization names).
 	SharesModules(ctx context.Context, org string, readers []string) (bool, error)
 	SharesProviders(ctx context.Context, org string, readers []string) (bool, error)
+	// ManagedBy returns the stack whose deployment workspace workspaceID
+	// is ("" for none, or when that stack is gone).
+	ManagedBy(ctx context.Context, workspaceID string) (string, error)
 }
 
 // Resource locates what a request acts on. Organization is always set;
@@ -210,6 +213,30 @@ func (s *Service) Workspace(ctx context.Context, p *auth.Principal, res Resource
 }
 
 func (s *Service) workspace(ctx context.Context, p *auth.Principal, st standing, res Resource) (WorkspacePerms, error) {
+	w, _, err := s.workspaceManaged(ctx, p, st, res)
+	return w, err
+}
+
+// workspaceManaged is workspace, with the stack whose deployment the
+// workspace is: in a stack's deployment workspace people hold what they
+// hold elsewhere, but only to read (HCP Terraform has no such workspace
+// to change): a run applied there, a variable or setting changed, a lock
+// taken would go around the stack's deployment runs and their approval.
+// The runs the stack starts change it with their tokens; the stack's own
+// work on it is the server's, which no request's model decides.
+func (s *Service) workspaceManaged(ctx context.Context, p *auth.Principal, st standing, res Resource) (WorkspacePerms, string, error) {
+	w, err := s.workspaceGrants(ctx, p, st, res)
+	if err != nil || st.run || w.readOnly() == w {
+		return w, "", err
+	}
+	stack, err := s.resolver.ManagedBy(ctx, res.WorkspaceID)
+	if err != nil || stack == "" {
+		return w, "", err
+	}
+	return w.readOnly(), stack, nil
+}
+
+func (s *Service) workspaceGrants(ctx context.Context, p *auth.Principal, st standing, res Resource) (WorkspacePerms, error) {
 	switch {
 	case st.run:
 		// A run token: its own workspace's state and locks, and the
@@ -556,7 +583,7 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		}
 		return forbidden()
 	case scopeWorkspace, scopeRun:
-		wp, err := s.workspace(ctx, p, st, res)
+		wp, managedBy, err := s.workspaceManaged(ctx, p, st, res)
 		if err != nil {
 			return err
 		}
@@ -576,6 +603,9 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		}
 		if rule.workspace(wp) {
 			return nil
+		}
+		if managedBy != "" {
+			return core.Forbidden("insufficient permissions to %s: the workspace is a deployment of stack %s, and only the stack's deployment runs change it", rule.verb, managedBy)
 		}
 		return forbidden()
 	case scopeTeam:

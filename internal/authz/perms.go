@@ -90,6 +90,12 @@ func (a WorkspacePerms) union(b WorkspacePerms) WorkspacePerms {
 	}
 }
 
+// readOnly is what of w only reads.
+func (w WorkspacePerms) readOnly() WorkspacePerms {
+	return WorkspacePerms{Read: w.Read, Runs: min(w.Runs, RunsRead), Variables: min(w.Variables, VarsRead),
+		StateVersions: min(w.StateVersions, StateFull), SentinelMocks: min(w.SentinelMocks, VarsRead)}
+}
+
 // Fixed workspace access levels (team-workspaces "access").
 var (
 	wsRead  = WorkspacePerms{Read: true, Runs: RunsRead, Variables: VarsRead, StateVersions: StateFull}

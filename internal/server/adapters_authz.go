@@ -136,6 +136,36 @@ func (a authzResolver) SharesProviders(ctx context.Context, org string, readers 
 	return a.s.Orgs.SharesProviders(ctx, org, readers)
 }
 
+// ManagedBy reads the workspace's mark, which is set when the workspace
+// is created and never changes (workspace.Options.ManagedBy), so each
+// replica remembers it: a decision on a workspace of its own costs no
+// statement after the first. For a marked one it asks whether the stack
+// still exists: the workspaces a deleted stack kept (they still manage
+// resources) are people's again.
+func (a authzResolver) ManagedBy(ctx context.Context, workspaceID string) (string, error) {
+	stack, ok := a.s.managedBy.Get(workspaceID)
+	if !ok {
+		w, err := a.s.Workspaces.System(ctx, workspaceID)
+		if core.KindOf(err) == core.KindNotFound {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		stack = w.Settings.ManagedBy
+		a.s.managedBy.Put(workspaceID, stack)
+	}
+	if stack == "" {
+		return "", nil
+	}
+	if _, err := a.s.Stacks.SystemStack(ctx, stack); core.KindOf(err) == core.KindNotFound {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	return stack, nil
+}
+
 func (a authzResolver) OrganizationExists(ctx context.Context, name string) error {
 	_, err := a.s.Orgs.Get(system(ctx), name)
 	return err

@@ -87,6 +87,13 @@ func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d s
 	}
 	w, err := e.s.Workspaces.GetByName(ctx, org, d.Name)
 	if err == nil {
+		if w.Settings.ManagedBy != d.StackID {
+			// A workspace is marked as a stack's when it is created, and
+			// the mark never changes (the authorization model remembers
+			// it): one of the same name made by someone else is not
+			// taken over.
+			return "", core.Conflict("workspace %s exists and is not this stack's deployment: rename or delete it", d.Name)
+		}
 		var o workspace.Options
 		if tfVersion != nil && w.Settings.TerraformVersion != d.TerraformVersion {
 			o.TerraformVersion = tfVersion
@@ -105,7 +112,8 @@ func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d s
 		return "", err
 	}
 	w, err = e.s.Workspaces.Create(ctx, org, workspace.Options{Name: &d.Name, ProjectID: &projectID, ExecutionMode: &mode, AgentPoolID: &pool,
-		AutoApply: ptr(false), TerraformVersion: tfVersion, Description: ptr("State of a stack deployment; changed by its deployment runs.")})
+		AutoApply: ptr(false), TerraformVersion: tfVersion, Description: ptr("State of a stack deployment; changed by its deployment runs."),
+		ManagedBy: &d.StackID})
 	if err != nil {
 		return "", err
 	}

@@ -92,6 +92,9 @@ type Server struct {
 	Retention *retention.Enforcer
 	handler   http.Handler
 	cert      tls.Certificate
+	// managedBy remembers which stack's deployment each workspace is
+	// ("" for none), fixed when the workspace is created (authzResolver).
+	managedBy core.Bounded[string, string]
 	// TokenLimits and AddressLimits are the rate limiters (their Rejected
 	// counts show in tests).
 	TokenLimits, AddressLimits *httplimit.RateLimiter
@@ -188,7 +191,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, logger: cfg.Logger}
+	s := &Server{cfg: cfg, logger: cfg.Logger, managedBy: core.Bounded[string, string]{Max: 16384}}
 	s.Hostname = cfg.Hostname
 	if s.Hostname == "" {
 		s.Hostname = hostnameFor(cfg.Addr)

@@ -9,6 +9,7 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/server"
 	"github.com/terracehq/terrace/internal/testenv"
@@ -62,12 +63,20 @@ func TestAbandonedPlansAreReleased(t *testing.T) {
 				}
 			}
 
-			// Someone holds the workspace: the approved plan cannot apply.
+			// Something holds the workspace: the approved plan cannot
+			// apply. (Not a person: the workspace is the stack's, which
+			// people only read; the server itself, no authorization model
+			// in its context.)
 			w, err := c.Workspaces.Read(ctx, org.Name, ws)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Workspaces.Lock(ctx, w.ID, tfe.WorkspaceLockOptions{Reason: tfe.String("maintenance")}); err != nil {
+			me, err := c.Users.ReadCurrent(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			server := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, UserID: me.ID, Username: me.Username, SiteAdmin: true})
+			if _, err := e.Server.Workspaces.Lock(server, w.ID, "maintenance"); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.StackDeploymentRuns.ApproveAllPlans(ctx, prod2.ID); err != nil {

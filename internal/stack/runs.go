@@ -47,6 +47,9 @@ const (
 // stack.
 type DeploymentWorkspace struct {
 	Name string
+	// StackID marks the workspace as the stack's: people read it, only
+	// the stack's deployment runs change it.
+	StackID string
 	// TerraformVersion is the engine version ("" for the server's
 	// default).
 	TerraformVersion string
@@ -508,7 +511,7 @@ func (s *Service) begin(ctx context.Context, r *DeploymentRun) error {
 		}
 		return s.fail(ctx, r, nil, diags.Err().Error())
 	}
-	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, DeploymentWorkspace{Name: "stack-" + st.ID + "-" + r.Deployment,
+	wsID, err := s.exec.Workspace(ctx, r.Organization, st.ProjectID, DeploymentWorkspace{Name: "stack-" + st.ID + "-" + r.Deployment, StackID: st.ID,
 		TerraformVersion: st.TerraformVersion, ExecutionMode: st.ExecutionMode, AgentPoolID: st.AgentPoolID})
 	if err != nil {
 		return s.fail(ctx, r, nil, fmt.Sprintf("preparing the deployment's workspace: %v", err))

@@ -9,6 +9,8 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/run"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -126,7 +128,10 @@ func TestApprovedPlanIsApplied(t *testing.T) {
 		if saved.Status != tfe.RunPlannedAndSaved {
 			t.Fatalf("the second plan's run is %s, want planned_and_saved", saved.Status)
 		}
-		// Someone applies on the deployment's workspace meanwhile.
+		// The deployment's state changes meanwhile. Not by a person: the
+		// workspace is the stack's, and only its deployment runs change
+		// it (TestStackWorkspacesAreTheStacks); by the server itself, as a
+		// change the stack did not make (a restored backup, say).
 		w, err := c.Workspaces.Read(ctx, org.Name, ws)
 		if err != nil {
 			t.Fatal(err)
@@ -135,11 +140,13 @@ func TestApprovedPlanIsApplied(t *testing.T) {
 		if err != nil || len(cvs.Items) == 0 {
 			t.Fatalf("configuration versions of %s: %v, %v", ws, cvs, err)
 		}
-		manual, err := c.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: w, ConfigurationVersion: cvs.Items[0], AutoApply: tfe.Bool(true),
-			Variables: []*tfe.RunVariable{{Key: "name", Value: `"by-hand"`}}})
+		server := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindOrganization, Organization: org.Name})
+		mr, err := e.Server.Runs.CreateSystem(server, run.CreateOptions{WorkspaceID: w.ID, ConfigurationVersionID: cvs.Items[0].ID,
+			AutoApply: tfe.Bool(true), Variables: []run.RunVar{{Key: "name", Value: `"by-hand"`}}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		manual := &tfe.Run{ID: mr.ID}
 		for deadline := time.Now().Add(3 * time.Minute); ; {
 			manual, err = c.Runs.Read(ctx, manual.ID)
 			if err != nil {

@@ -300,6 +300,10 @@ type Options struct {
 	// connection); RemoveVCSRepo (vcs-repo: null) disconnects it.
 	VCSRepo       *VCSRepoOptions
 	RemoveVCSRepo bool
+	// ManagedBy (the server's, never the API's; create only: the mark
+	// never changes, and the authorization model remembers it) marks the
+	// workspace as the deployment of a stack (Settings.ManagedBy).
+	ManagedBy *string
 }
 
 // TagRef names a tag by ID or by name.
@@ -331,6 +335,7 @@ func (o Options) apply(w *Workspace) error {
 	setStr(&s.SourceURL, o.SourceURL)
 	setStr(&s.WorkingDirectory, o.WorkingDirectory)
 	setStr(&s.MigrationEnvironment, o.MigrationEnvironment)
+	setStr(&s.ManagedBy, o.ManagedBy)
 	setBool(&s.AllowDestroyPlan, o.AllowDestroyPlan)
 	setBool(&s.AssessmentsEnabled, o.AssessmentsEnabled)
 	setBool(&s.AutoApply, o.AutoApply)
@@ -614,7 +619,12 @@ func (s *Service) GetByName(ctx context.Context, org, name string) (*Workspace, 
 		return nil, err
 	}
 	w, err := memoized(core.Memoize(ctx, "workspace-name:"+org+"/"+name, func() (*Workspace, error) {
-		return s.readByName(ctx, org, name)
+		w, err := s.readByName(ctx, org, name)
+		if err == nil {
+			// The authorization model asks by ID (Resolver.ManagedBy).
+			core.Remember(ctx, "workspace:"+w.ID, w)
+		}
+		return w, err
 	}))
 	if store.IsNoRows(err) {
 		return nil, core.NotFound("workspace %q not found in organization %q", name, org)
@@ -1047,6 +1057,9 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	// An update of nothing but the project is a move: the move permission
 	// (a project grant may give it without admin); any other needs the
 	// right to change the workspace's settings.
+	if o.ManagedBy != nil {
+		return nil, core.Invalid("a workspace is marked as a stack's when it is created, and the mark does not change")
+	}
 	moveOnly := o.onlyMoves()
 	if moveOnly {
 		err = requireMoveOut(ctx, pre)

@@ -76,6 +76,10 @@ type Settings struct {
 	// VCSRepo is the repository the workspace is connected to (nil: none);
 	// the VCS domain (internal/vcs) checks and keeps the connection.
 	VCSRepo *VCSRepo `json:"vcs-repo,omitempty"`
+	// ManagedBy is the stack whose deployment the workspace is (its ID;
+	// "" for a workspace of its own): people read it, and only the
+	// stack's deployment runs change it (the authorization model).
+	ManagedBy string `json:"managed-by,omitempty"`
 }
 
 // VCSRepo is a workspace's connection to a repository (go-tfe's
