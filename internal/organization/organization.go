@@ -4,6 +4,7 @@
 package organization
 
 import (
+	"strings"
 	"time"
 
 	"github.com/terracehq/terrace/internal/core"
@@ -76,10 +77,24 @@ func defaultSettings() Settings {
 
 var nameRE = core.NewPattern(`^[A-Za-z0-9][A-Za-z0-9_-]*$`, 1, 40)
 
-// ValidateName checks an organization name: letters, digits, '-' and '_'.
+// ReservedNames are no organization's: the pages of an organization are
+// at /app/NAME/, and these first segments of /app/ are the site's own
+// pages (the static files, the sign-in, the organizations list, personal
+// settings, ...). An organization named after one would have pages that
+// never show. TestReservedNamesCoverTheSitesPages holds the list to the
+// routes.
+var ReservedNames = []string{"invitations", "oauth", "organizations", "settings", "signin", "signout", "sso", "static", "vcs"}
+
+// ValidateName checks an organization name: letters, digits, '-' and '_',
+// and none of ReservedNames.
 func ValidateName(name string) error {
 	if !nameRE.MatchString(name) {
 		return core.Invalid("organization name %q is invalid: use 1 to 40 letters, digits, '-' and '_', starting with a letter or digit", name)
+	}
+	for _, r := range ReservedNames {
+		if strings.EqualFold(name, r) {
+			return core.Invalid("organization name %q is reserved: the site's own pages are at /app/%s", name, r)
+		}
 	}
 	return nil
 }
