@@ -443,6 +443,7 @@ var funcs = template.FuncMap{
 	"statusClass": statusClass,
 	"statusLabel": statusLabel,
 	"orgAccess":   orgAccess,
+	"plural":      plural,
 }
 
 // statusClass is the style of a status: ok (ended well), bad (ended
@@ -562,4 +563,12 @@ func orgAccess(a team.Access) []string {
 		out = append(out, strings.ReplaceAll(name, "-", " "))
 	}
 	return out
+}
+
+// plural is a count with its noun: "1 workspace", "2 workspaces".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
