@@ -95,7 +95,7 @@ func (u *UI) gettingStarted(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.render(w, r, http.StatusOK, "gettingstarted", "Getting started", org.Name, map[string]any{
-		"Org": org, "Hostname": u.o.Hostname, "CloudBlock": cloudBlock(u.o.Hostname, org.Name, "my-workspace"),
+		"Org": org, "Hostname": u.o.Hostname, "CAFile": u.o.CAFile, "CloudBlock": cloudBlock(u.o.Hostname, org.Name, "my-workspace"),
 		"CanCreateWorkspace": allowed(r.Context(), authz.OrgCreateWorkspace, authz.Resource{Organization: org.Name}),
 	})
 }

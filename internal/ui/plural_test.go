@@ -28,3 +28,17 @@ func TestWorkspaceCountPlural(t *testing.T) {
 		}
 	}
 }
+
+// The workspace list links the getting-started page, which no longer
+// names a CA file the server did not tell it.
+func TestGettingStartedLinked(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	if _, body := getPage(t, e, e.Token, "/app/acme/workspaces"); !strings.Contains(body, `<a href="/app/acme/getting-started" id="getting-started">`) {
+		t.Errorf("the workspace list does not link the getting-started page")
+	}
+	if _, body := getPage(t, e, e.Token, "/app/acme/getting-started"); strings.Contains(body, ".terrace/tls/ca.pem") || !strings.Contains(body, `id="cloud-block"`) {
+		t.Errorf("the getting-started page:\n%s", between(body, "<main>", "</main>"))
+	}
+}

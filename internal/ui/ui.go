@@ -89,6 +89,11 @@ type Options struct {
 	// Hostname is the public host:port shown in the cloud block and in
 	// the sources of private providers.
 	Hostname string
+	// CAFile is the certificate of the CA the server generated for its
+	// own TLS certificate, which terraform must trust (the server's
+	// CAFile; "" when the server has a certificate of its own, and the
+	// getting-started page then names no file).
+	CAFile string
 	// Secret keys the CSRF tokens.
 	Secret []byte
 	Logger *slog.Logger
