@@ -327,7 +327,11 @@ func oauthError(err error) string {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err.Error()
+		host := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Host
+		}
+		return vcshost.Unreachable(host, err)
 	}
 	return err.Error()
 }

@@ -21,8 +21,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -216,6 +218,37 @@ func (h *Host) CloneURL(repo string) string {
 
 // do makes one API call: in, when not nil, is sent as JSON; a 2xx answer
 // is decoded into out when out is not nil. Anything else is a HostError.
+// Unreachable says why host could not be asked, as a person reads it:
+// "could not reach git.example.com: connection refused", not the request
+// Go's client repeats ("Get \"https://…\": dial tcp …: connect: …").
+// A certificate the host's chain fails to verify keeps its reason whole:
+// that is what an administrator fixes (--vcs-ca-file).
+func Unreachable(host string, err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	reason := err.Error()
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+		reason = "no answer in time"
+	case errors.As(err, &dns):
+		reason = "no such host"
+		if dns.IsTimeout || dns.IsTemporary {
+			reason = "its name could not be looked up"
+		}
+	case errors.As(err, &op) && op.Err != nil:
+		reason = op.Err.Error()
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			reason = sys.Err.Error()
+		}
+	}
+	return "could not reach " + host + ": " + reason
+}
+
 func (h *Host) do(ctx context.Context, op, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -250,7 +283,7 @@ func (h *Host) do(ctx context.Context, op, method, path string, in, out any) err
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %s", op, h.redact(err.Error()))
+		return fmt.Errorf("%s: %s", op, h.redact(Unreachable(req.URL.Host, err)))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, MaxAnswer+1))
