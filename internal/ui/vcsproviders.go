@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -26,6 +27,36 @@ import (
 // Terrace runs. Others (GitLab, Bitbucket, Azure DevOps) are added through
 // the API.
 var formProviders = []vcs.Provider{vcs.GitHub, vcs.GitHubEnterprise, vcs.Gitea, vcs.Forgejo}
+
+// GitHub.com's addresses, which the add form starts with (as HCP
+// Terraform's does) and gives a GitHub provider whose fields were left
+// empty: there is no other GitHub.com.
+const (
+	githubHTTPURL = "https://github.com"
+	githubAPIURL  = "https://api.github.com"
+)
+
+// formWording puts the API's attribute names in a refusal as the form's
+// labels name those fields: "api-url is required" is "API URL is
+// required" on this page.
+func formWording(msg string) string {
+	for _, l := range []struct{ attr, label, within string }{
+		{"service-provider", "Provider", "the provider"}, {"api-url", "API URL", "the API URL"}, {"http-url", "HTTP URL", "the HTTP URL"},
+		{"oauth-token-string", "Personal access token", "the personal access token"},
+		{"key", "OAuth application client ID", ""}, {"secret", "OAuth application secret", ""}, {"name", "Name", ""},
+	} {
+		// At the start the attribute is the sentence's subject ("key is
+		// longer than…"); within it only the hyphenated names are
+		// unmistakable.
+		if rest, ok := strings.CutPrefix(msg, l.attr+" "); ok {
+			msg = l.label + " " + rest
+		}
+		if l.within != "" {
+			msg = strings.ReplaceAll(msg, l.attr, l.within)
+		}
+	}
+	return msg
+}
 
 // vcsClientView is a client as the page shows it.
 type vcsClientView struct {
@@ -53,6 +84,9 @@ type vcsForm struct {
 
 type providerChoice struct {
 	Value, Label string
+	// HTTPURL and APIURL are the provider's only addresses (GitHub.com's),
+	// which app.js fills in when it is chosen; "" for the others.
+	HTTPURL, APIURL string
 }
 
 type vcsProvidersData struct {
@@ -82,7 +116,12 @@ func (u *UI) servesVCS(w http.ResponseWriter, r *http.Request) bool {
 
 // vcsProviders lists the organization's VCS providers.
 func (u *UI) vcsProviders(w http.ResponseWriter, r *http.Request) {
-	u.showVCSProviders(w, r, http.StatusOK, vcsForm{Provider: string(vcs.GitHub)}, "")
+	u.showVCSProviders(w, r, http.StatusOK, newVCSForm(), "")
+}
+
+// newVCSForm is the add form as it starts: GitHub.com, with its addresses.
+func newVCSForm() vcsForm {
+	return vcsForm{Provider: string(vcs.GitHub), HTTPURL: githubHTTPURL, APIURL: githubAPIURL}
 }
 
 func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int, form vcsForm, formErr string) {
@@ -130,7 +169,11 @@ func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int
 	}
 	if d.Manage {
 		for _, p := range formProviders {
-			d.Providers = append(d.Providers, providerChoice{Value: string(p), Label: p.DisplayName()})
+			c := providerChoice{Value: string(p), Label: p.DisplayName()}
+			if p == vcs.GitHub {
+				c.HTTPURL, c.APIURL = githubHTTPURL, githubAPIURL
+			}
+			d.Providers = append(d.Providers, c)
 		}
 	}
 	u.render(w, r, status, "vcsproviders", "VCS providers", org, d)
@@ -172,12 +215,22 @@ func (u *UI) addVCSProvider(w http.ResponseWriter, r *http.Request) {
 	form := vcsForm{Provider: r.PostFormValue("provider"), Name: strings.TrimSpace(r.PostFormValue("name")),
 		HTTPURL: strings.TrimSpace(r.PostFormValue("http_url")), APIURL: strings.TrimSpace(r.PostFormValue("api_url")),
 		Key: strings.TrimSpace(r.PostFormValue("key"))}
-	o := vcs.ClientOptions{Provider: &form.Provider, Name: formValue(r, "name"), HTTPURL: formValue(r, "http_url"),
-		APIURL: formValue(r, "api_url"), Key: formValue(r, "key"), TokenString: formValue(r, "token"), Secret: formValue(r, "secret")}
+	if form.Provider == string(vcs.GitHub) {
+		form.HTTPURL = cmp.Or(form.HTTPURL, githubHTTPURL)
+		form.APIURL = cmp.Or(form.APIURL, githubAPIURL)
+	}
+	o := vcs.ClientOptions{Provider: &form.Provider, Name: formValue(r, "name"), HTTPURL: &form.HTTPURL, APIURL: &form.APIURL,
+		Key: formValue(r, "key"), TokenString: formValue(r, "token"), Secret: formValue(r, "secret")}
+	if form.HTTPURL == "" {
+		o.HTTPURL = nil
+	}
+	if form.APIURL == "" {
+		o.APIURL = nil
+	}
 	c, err := u.o.VCS.CreateClient(ctx, org, o)
 	if err != nil {
 		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-			u.showVCSProviders(w, r, status, form, formErr)
+			u.showVCSProviders(w, r, status, form, formWording(formErr))
 		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
 	}
@@ -241,7 +294,7 @@ func (u *UI) setVCSApplication(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-			u.showVCSProviders(w, r, status, vcsForm{Provider: string(vcs.GitHub)}, formErr)
+			u.showVCSProviders(w, r, status, newVCSForm(), formWording(formErr))
 		}, http.StatusUnprocessableEntity, core.KindInvalid)
 		return
 	}

@@ -217,7 +217,7 @@ func TestVCSProviderPages(t *testing.T) {
 	fillForm(owner, "#add-vcs-provider", map[string]string{"provider": "github_enterprise", "name": "half-done", "http_url": "",
 		"api_url": "https://ghe.example.test/api/v3", "key": "half-done-client-id", "token": secrets[4], "secret": secrets[5]})
 	owner.press("#add-provider")
-	if got := shown(owner, "#form-error"); got != "http-url is required" {
+	if got := shown(owner, "#form-error"); got != "HTTP URL is required" {
 		t.Errorf("the refusal of a form without an HTTP URL: %q", got)
 	}
 	for name, want := range map[string]string{"provider": "github_enterprise", "name": "half-done", "http_url": "",

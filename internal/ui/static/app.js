@@ -45,3 +45,24 @@ document.querySelectorAll("select[data-repositories]").forEach(function (sel) {
   sel.addEventListener("change", load);
   load();
 });
+
+// The add VCS provider form: a provider with only one address (GitHub.com,
+// its option's data-http-url and data-api-url) fills the URL fields in
+// when chosen; choosing another clears them if they still hold those
+// addresses. Without this file the server fills GitHub.com's in when the
+// fields are left empty.
+document.querySelectorAll("select[data-provider-urls]").forEach(function (sel) {
+  var form = sel.form;
+  var fields = { httpUrl: form.elements["http_url"], apiUrl: form.elements["api_url"] };
+  var before = sel.selectedOptions[0];
+  sel.addEventListener("change", function () {
+    var now = sel.selectedOptions[0];
+    Object.keys(fields).forEach(function (k) {
+      var f = fields[k];
+      if (!f) return;
+      var old = (before && before.dataset[k]) || "";
+      if (f.value === "" || (old !== "" && f.value === old)) f.value = now.dataset[k] || "";
+    });
+    before = now;
+  });
+});
