@@ -269,6 +269,36 @@ type workspaceData struct {
 	// RunForm is what the start run form holds: what was typed, after
 	// a refusal.
 	RunForm runForm
+	// Lock says who holds the workspace's lock (nil: unlocked).
+	Lock *lockView
+}
+
+// lockView is the holder of a workspace's lock as its page shows it.
+type lockView struct {
+	// Kind is the holder's: workspace.LockRun, LockUser or LockTeam.
+	Kind, ID string
+	// Mine: the caller holds it (and may unlock it).
+	Mine bool
+	// Run is the page of the run that holds it ("" for another holder).
+	Run string
+}
+
+// lockHolder describes ws's lock for the caller of ctx (nil when it is
+// unlocked). Only the holder unlocks (others get the service's 409), and
+// the service says whether the caller holds it.
+func (u *UI) lockHolder(ctx context.Context, ws *workspace.Workspace) (*lockView, error) {
+	if !ws.Locked() {
+		return nil, nil
+	}
+	mine, err := u.o.Workspaces.LockedByCaller(ctx, ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	l := &lockView{Kind: ws.LockKind, ID: ws.LockID, Mine: mine}
+	if ws.LockKind == workspace.LockRun {
+		l.Run = orgPath(ws.Organization, "workspaces", ws.Name, "runs", ws.LockID)
+	}
+	return l, nil
 }
 
 // runForm is what the workspace page's start run form was given.
@@ -325,11 +355,16 @@ func (u *UI) showWorkspacePage(w http.ResponseWriter, r *http.Request, status in
 		"plan":     allowed(ctx, authz.RunPlan, res),
 		"apply":    allowed(ctx, authz.RunApply, res),
 		"lock":     allowed(ctx, authz.WorkspaceLock, res),
+		"force":    allowed(ctx, authz.WorkspaceForceUnlock, res),
 		"outputs":  allowed(ctx, authz.StateReadOutputs, res),
 		"state":    allowed(ctx, authz.StateRead, res),
 		"vars":     allowed(ctx, authz.VariableRead, res),
 		"varwrite": allowed(ctx, authz.VariableWrite, res),
 	}}
+	if d.Lock, err = u.lockHolder(ctx, ws); err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	runs, err := u.o.Runs.List(ctx, ws.ID, run.ListOptions{})
 	if err != nil {
 		u.fail(w, r, err)
@@ -468,32 +503,45 @@ func (u *UI) startRun(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "runs", rn.ID), http.StatusSeeOther)
 }
 
-func (u *UI) lockWorkspace(w http.ResponseWriter, r *http.Request)   { u.setLock(w, r, true) }
-func (u *UI) unlockWorkspace(w http.ResponseWriter, r *http.Request) { u.setLock(w, r, false) }
+func (u *UI) lockWorkspace(w http.ResponseWriter, r *http.Request) { u.setLock(w, r, "lock") }
 
-func (u *UI) setLock(w http.ResponseWriter, r *http.Request, lock bool) {
+// unlockWorkspace releases the caller's lock or, with force=on (the
+// page's Force unlock, offered to those the API lets force-unlock: the
+// workspace's admins), anyone's, as the API's force-unlock does.
+func (u *UI) unlockWorkspace(w http.ResponseWriter, r *http.Request) {
+	if r.PostFormValue("force") == "on" {
+		u.setLock(w, r, "force-unlock")
+		return
+	}
+	u.setLock(w, r, "unlock")
+}
+
+// setLock takes the API's lock action (lock, unlock or force-unlock) on
+// the page's workspace, asking what the API's guard asks.
+func (u *UI) setLock(w http.ResponseWriter, r *http.Request, action string) {
 	ctx := r.Context()
 	ws, res, err := u.loadWorkspace(r)
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	if err := authz.Allows(ctx, authz.WorkspaceLock, res); err != nil {
+	need := authz.WorkspaceLock
+	if action == "force-unlock" {
+		need = authz.WorkspaceForceUnlock
+	}
+	if err := authz.Allows(ctx, need, res); err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	if lock {
+	switch action {
+	case "lock":
 		_, err = u.o.Workspaces.Lock(ctx, ws.ID, strings.TrimSpace(r.PostFormValue("reason")))
-	} else {
-		_, err = u.o.Workspaces.Unlock(ctx, ws.ID, false)
+	default:
+		_, err = u.o.Workspaces.Unlock(ctx, ws.ID, action == "force-unlock")
 	}
 	if err != nil {
 		u.failForm(w, r, err, u.showWorkspace, http.StatusConflict, core.KindConflict, core.KindForbidden)
 		return
-	}
-	action := "unlock"
-	if lock {
-		action = "lock"
 	}
 	u.record(r, ws.Organization, "POST /api/v2/workspaces/{id}/actions/"+action, http.StatusOK, "", "id", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name), http.StatusSeeOther)
