@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ type moduleRow struct {
 }
 
 // modules lists the organization's private registry, with a provision
-// link for no-code modules.
+// link for no-code modules to those who may provision in some project.
 func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	org := r.PathValue("org")
@@ -61,7 +62,35 @@ func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	u.render(w, r, http.StatusOK, "modules", "Private registry", org, map[string]any{"Rows": rows, "Search": r.URL.Query().Get("search")})
+	// The provision form offers the projects the caller may provision
+	// in, and the handler asks again for the one chosen: with none, the
+	// button would only lead to a 403.
+	var provision bool
+	if len(nc) > 0 {
+		ps, err := u.provisionProjects(ctx, org)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		provision = len(ps) > 0
+	}
+	u.render(w, r, http.StatusOK, "modules", "Private registry", org, map[string]any{"Rows": rows, "Search": r.URL.Query().Get("search"), "Provision": provision})
+}
+
+// provisionProjects are organization org's projects in which the caller
+// may provision a no-code module's workspace (the check provision asks).
+func (u *UI) provisionProjects(ctx context.Context, org string) ([]*project.Project, error) {
+	ps, err := u.o.Projects.List(ctx, org, project.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*project.Project
+	for _, p := range ps {
+		if allowed(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: org, ProjectID: p.ID}) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // field is one variable of the provisioning form.
@@ -99,15 +128,9 @@ func (u *UI) showProvision(w http.ResponseWriter, r *http.Request, status int, f
 	for _, v := range vars {
 		d.Fields = append(d.Fields, field{ModuleVariable: v, Value: r.PostFormValue("var." + v.Name)})
 	}
-	ps, err := u.o.Projects.List(ctx, org, project.ListOptions{})
-	if err != nil {
+	if d.Projects, err = u.provisionProjects(ctx, org); err != nil {
 		u.fail(w, r, err)
 		return
-	}
-	for _, p := range ps {
-		if allowed(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: org, ProjectID: p.ID}) {
-			d.Projects = append(d.Projects, p)
-		}
 	}
 	if len(d.Projects) == 0 {
 		u.fail(w, r, core.Forbidden("you may not create workspaces in any project of organization %q", org))
