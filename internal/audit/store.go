@@ -72,10 +72,14 @@ type Filter struct {
 	After time.Time
 	// Page is 1-based; Size is the page size.
 	Page, Size int
+	// NewestFirst lists the newest events first (the web UI's trail, read
+	// from its latest end); otherwise oldest first, as the API lists them.
+	NewestFirst bool
 }
 
-// listEvents returns a page of events, oldest first, and how many match.
-// Oldest first keeps pages stable while events are appended.
+// listEvents returns a page of events, oldest first (newest first with
+// f.NewestFirst), and how many match. Oldest first keeps the API's pages
+// stable while events are appended.
 func listEvents(ctx context.Context, q store.Q, f Filter) ([]*Event, int, error) {
 	where := `WHERE occurred_at >= ?`
 	args := []any{int64(0)}
@@ -90,8 +94,12 @@ func listEvents(ctx context.Context, q store.Q, f Filter) ([]*Event, int, error)
 	if err := q.QueryRow(ctx, `SELECT COUNT(*) FROM audit_events `+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("counting audit events: %w", err)
 	}
+	order := ` ORDER BY occurred_at, id`
+	if f.NewestFirst {
+		order = ` ORDER BY occurred_at DESC, id DESC`
+	}
 	events, err := store.All(ctx, q, scanEvent, `SELECT `+eventCols+` FROM audit_events `+where+
-		` ORDER BY occurred_at, id LIMIT ? OFFSET ?`, append(args, f.Size, (f.Page-1)*f.Size)...)
+		order+` LIMIT ? OFFSET ?`, append(args, f.Size, (f.Page-1)*f.Size)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("listing audit events: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/audit"
@@ -236,18 +235,19 @@ func (u *UI) teams(w http.ResponseWriter, r *http.Request) {
 	u.render(w, r, http.StatusOK, "teams", "Teams", org, map[string]any{"Teams": ts})
 }
 
-// auditTrail shows the organization's audit events to those who manage it.
+// auditTrail shows the organization's audit events to those who manage
+// it, newest first (page 1 is the latest), a page at a time, with links
+// to the newer and the older page. The API lists oldest first; the page
+// asks the store for its own order.
 func (u *UI) auditTrail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	org := r.PathValue("org")
-	pg, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	if pg < 1 {
-		pg = 1
-	}
-	events, total, err := u.o.Audit.ListOrganization(ctx, org, audit.Filter{Page: pg, Size: 50})
+	events, pg, err := listPage(r.URL.Query(), func(offset, limit int) ([]*audit.Event, int, error) {
+		return u.o.Audit.ListOrganization(ctx, org, audit.Filter{Page: offset/limit + 1, Size: limit, NewestFirst: true})
+	})
 	if err != nil {
 		u.fail(w, r, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "audit", "Audit trail", org, map[string]any{"Events": events, "Total": total, "Page": pg, "Next": pg*50 < total, "NextPage": pg + 1})
+	u.render(w, r, http.StatusOK, "audit", "Audit trail", org, map[string]any{"Events": events, "Pager": pg})
 }
