@@ -16,7 +16,7 @@ func (s *Server) wireUI() error {
 		Orgs: s.Orgs, Projects: s.Projects, Workspaces: s.Workspaces, Runs: s.Runs, States: s.States,
 		Variables: s.Variables, Teams: s.Teams, Audit: s.Audit, RunTasks: s.RunTasks, Policies: s.Policies, Assessments: s.Assessments, ConfigVersions: s.ConfigVersions,
 		Registry: s.Registry, NoCode: s.NoCode, ModuleTests: s.ModuleTests, AgentPools: s.AgentPools, Providers: s.Providers, Orchestration: s.Orchestration, Stacks: s.Stacks, VCS: s.VCS,
-		Authz: s.Authz, Hostname: s.Hostname, Secret: secret, Logger: s.logger.With("component", "ui"),
+		Authz: s.Authz, Hostname: s.Hostname, CAFile: s.CAFile, Secret: secret, Logger: s.logger.With("component", "ui"),
 		Customization: s.Settings.Customization,
 	})
 	return err
