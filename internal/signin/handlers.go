@@ -2,8 +2,11 @@ package signin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
@@ -129,15 +132,39 @@ func (s *Service) signout(w http.ResponseWriter, r *http.Request) {
 
 type tokensPage struct {
 	page
-	Tokens []*auth.Token
+	Tokens []*tokenRow
 	Secret string
+	// Description is what the refused form was given.
+	Description string
 }
+
+// tokenRow is a token as the page lists it.
+type tokenRow struct {
+	*auth.Token
+	// Site marks the site token, which the server restores at every start.
+	Site bool
+}
+
+// isSiteToken tells the site token: the one internal/server's siteToken
+// imports at every start through auth.EnsureSiteAdmin (ImportToken: no
+// creator, the description "site token"), from --site-token or
+// <data-dir>/site-token. A token made through the API or this page always
+// names its creator.
+func isSiteToken(t *auth.Token) bool {
+	return t.Kind == auth.KindUser && t.CreatedBy == "" && t.Description == "site token"
+}
+
+// maxDescription bounds a token's description, in characters.
+const maxDescription = 255
 
 func (s *Service) tokensPage(w http.ResponseWriter, r *http.Request) {
-	s.showTokens(w, r, http.StatusOK, "", "")
+	if requireUser(w, r) == nil {
+		return
+	}
+	s.showTokens(w, r, http.StatusOK, s.takeNewToken(w, r), "", "")
 }
 
-func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int, secret, problem string) {
+func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int, secret, problem, description string) {
 	p := requireUser(w, r)
 	if p == nil {
 		return
@@ -148,7 +175,11 @@ func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int,
 		s.message(w, r, http.StatusInternalServerError, "API tokens", "Your tokens could not be listed.", "")
 		return
 	}
-	s.render(w, r, status, "tokens", "API tokens", tokensPage{page: page{Error: problem}, Tokens: toks, Secret: secret})
+	rows := make([]*tokenRow, len(toks))
+	for i, t := range toks {
+		rows[i] = &tokenRow{Token: t, Site: isSiteToken(t)}
+	}
+	s.render(w, r, status, "tokens", "API tokens", tokensPage{page: page{Error: problem}, Tokens: rows, Secret: secret, Description: description})
 }
 
 func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
@@ -157,23 +188,34 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		s.showTokens(w, r, http.StatusBadRequest, "", "The form could not be read: "+err.Error())
+		s.showTokens(w, r, http.StatusBadRequest, "", "The form could not be read: "+err.Error(), "")
 		return
 	}
 	desc := r.PostFormValue("description")
-	if desc == "" || len(desc) > 255 {
-		s.showTokens(w, r, http.StatusBadRequest, "", "A token needs a description of at most 255 characters.")
+	switch {
+	case strings.TrimSpace(desc) == "":
+		s.showTokens(w, r, http.StatusUnprocessableEntity, "", "A token needs a description.", desc)
+		return
+	case utf8.RuneCountInString(desc) > maxDescription:
+		s.showTokens(w, r, http.StatusUnprocessableEntity, "", fmt.Sprintf("A token's description may have at most %d characters.", maxDescription), desc)
 		return
 	}
 	tok, secret, err := s.opts.Tokens.CreateUserToken(r.Context(), p.UserID, desc, nil)
 	if err != nil {
-		s.showTokens(w, r, statusOf(err), "", "The token could not be created: "+detail(err))
+		s.showTokens(w, r, statusOf(err), "", "The token could not be created: "+detail(err), desc)
 		return
 	}
 	if s.opts.Audit != nil {
 		s.opts.Audit.RecordPage(r, "", "POST /api/v2/users/{id}/authentication-tokens", http.StatusCreated, map[string]string{"id": p.UserID}, tok.ID)
 	}
-	s.showTokens(w, r, http.StatusOK, secret, "")
+	// Post, redirect, get: reloading the page must not create another
+	// token. The secret goes to the page that follows in a one-time flash
+	// cookie (flash.go), never in a URL.
+	if s.giveNewToken(w, r, tok.ID, secret) {
+		http.Redirect(w, r, "/app/settings/tokens", http.StatusSeeOther)
+		return
+	}
+	s.showTokens(w, r, http.StatusOK, secret, "", "")
 }
 
 func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +228,7 @@ func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
 		err = s.opts.Tokens.DeleteUserToken(r.Context(), t)
 	}
 	if err != nil {
-		s.showTokens(w, r, statusOf(err), "", "The token could not be revoked: "+detail(err))
+		s.showTokens(w, r, statusOf(err), "", "The token could not be revoked: "+detail(err), "")
 		return
 	}
 	if s.opts.Audit != nil {
