@@ -18,19 +18,39 @@ document.querySelectorAll("pre[data-live]").forEach(function (pre) {
   });
 });
 
-// The new workspace form: choosing a VCS provider's token offers the
-// repositories it reads (fetched from the page's organization) in the
-// repository field's datalist. Without this file the field is typed.
+// The new workspace form (and a workspace's version control setting):
+// choosing a VCS provider's token offers the repositories it reads
+// (fetched from the page's organization) in the repository field's
+// datalist. When they cannot be listed (the host is down, the token
+// refused), a notice after the field says so, with what the server said;
+// the repository is still typed by hand. Without this file the field is
+// typed.
 document.querySelectorAll("select[data-repositories]").forEach(function (sel) {
   var list = document.getElementById(sel.dataset.list);
   if (!list) return;
+  var notice = document.createElement("p");
+  notice.className = "repositories-error";
+  notice.setAttribute("role", "status");
+  notice.hidden = true;
+  list.after(notice);
+  function say(text) {
+    notice.textContent = text;
+    notice.hidden = text === "";
+  }
   function load() {
     var token = sel.value;
     list.textContent = "";
     delete list.dataset.loaded;
+    delete list.dataset.failed;
+    say("");
     if (!token) return;
     fetch(sel.dataset.repositories + "/" + encodeURIComponent(token) + "/repositories", { credentials: "same-origin" })
-      .then(function (r) { return r.ok ? r.json() : { repositories: [] }; })
+      .then(function (r) {
+        return r.json().catch(function () { return {}; }).then(function (d) {
+          if (r.ok) return d;
+          throw new Error(d.error || "the server answered " + r.status);
+        });
+      })
       .then(function (d) {
         if (sel.value !== token) return; // another token was chosen meanwhile
         (d.repositories || []).forEach(function (name) {
@@ -40,7 +60,12 @@ document.querySelectorAll("select[data-repositories]").forEach(function (sel) {
         });
         list.dataset.loaded = token;
       })
-      .catch(function () {});
+      .catch(function (err) {
+        if (sel.value !== token) return;
+        list.dataset.failed = token;
+        say("Could not list repositories: " + (err instanceof TypeError ? "the server did not answer" : err.message) +
+          ". Type the repository (owner/name) instead.");
+      });
   }
   sel.addEventListener("change", load);
   load();
