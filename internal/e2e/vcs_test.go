@@ -113,7 +113,13 @@ func testVCSDrivenWorkspace(t *testing.T, store string) {
 		}
 		return id
 	}
-	first := hookID()
+	// Gitea shows the hook as soon as it made it; Terrace records its
+	// ID once Gitea's answer is back: wait for the record too.
+	first := ""
+	waitFor(t, 30*time.Second, "the webhook's ID recorded", func() bool {
+		first = hookID()
+		return first != ""
+	})
 	if first != strconv.FormatInt(hooks[0].ID, 10) {
 		t.Fatalf("the recorded webhook ID %q, want Gitea's %d", first, hooks[0].ID)
 	}
