@@ -327,11 +327,7 @@ func oauthError(err error) string {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		host := ue.URL
-		if u, perr := url.Parse(ue.URL); perr == nil {
-			host = u.Host
-		}
-		return vcshost.Unreachable(host, err)
+		return vcshost.Unreachable(err)
 	}
 	return err.Error()
 }

@@ -216,16 +216,19 @@ func (h *Host) CloneURL(repo string) string {
 	return strings.TrimRight(h.HTTPURL, "/") + "/" + repo + ".git"
 }
 
-// do makes one API call: in, when not nil, is sent as JSON; a 2xx answer
-// is decoded into out when out is not nil. Anything else is a HostError.
-// Unreachable says why host could not be asked, as a person reads it:
+// Unreachable says why a request's host (the URL in err, a *url.Error as
+// an HTTP client returns) could not be asked, as a person reads it:
 // "could not reach git.example.com: connection refused", not the request
 // Go's client repeats ("Get \"https://…\": dial tcp …: connect: …").
 // A certificate the host's chain fails to verify keeps its reason whole:
 // that is what an administrator fixes (--vcs-ca-file).
-func Unreachable(host string, err error) string {
+func Unreachable(err error) string {
+	host := "the host"
 	var ue *url.Error
 	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			host = u.Host
+		}
 		err = ue.Err
 	}
 	reason := err.Error()
@@ -249,6 +252,8 @@ func Unreachable(host string, err error) string {
 	return "could not reach " + host + ": " + reason
 }
 
+// do makes one API call: in, when not nil, is sent as JSON; a 2xx answer
+// is decoded into out when out is not nil. Anything else is a HostError.
 func (h *Host) do(ctx context.Context, op, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
@@ -283,7 +288,7 @@ func (h *Host) do(ctx context.Context, op, method, path string, in, out any) err
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %s", op, h.redact(Unreachable(req.URL.Host, err)))
+		return fmt.Errorf("%s: %s", op, h.redact(Unreachable(err)))
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, MaxAnswer+1))
