@@ -383,12 +383,7 @@ const unhookPurpose = "outbox_items.vcs-unhook"
 // token when the token goes, so that a refresh token the host replaces on
 // use is spent once for all of that token's webhooks.
 func (s *Service) queueUnhook(ctx context.Context, q store.Q, key, token string, hooks []hookAt) error {
-	u := unhook{Token: token}
-	if len(hooks) == 1 {
-		u.Identifier, u.Hook = hooks[0].Identifier, hooks[0].Hook
-	} else {
-		u.Hooks = hooks
-	}
+	u := unhook{Token: token, Hooks: hooks}
 	cred, err := s.sealedCredential(ctx, q, token)
 	switch {
 	case err == nil:
@@ -416,31 +411,36 @@ type sealedCredential struct {
 }
 
 // sealedCredential reads, in q (the deleting transaction: nothing is
-// renewed), what an unhook item keeps of token.
+// renewed), what an unhook item keeps of token, in one statement.
 func (s *Service) sealedCredential(ctx context.Context, q store.Q, token string) (*sealedCredential, error) {
-	cred, err := s.Credential(ctx, q, token)
+	var out sealedCredential
+	var key, access string
+	var refresh, secret *string
+	var expires *int64
+	err := q.QueryRow(ctx, `SELECT c.service_provider, c.api_url, c.http_url, t.token, c.key, c.secret, t.refresh_token, t.expires_at`+tokenFrom+` WHERE t.id = ?`, token).
+		Scan(&out.Provider, &out.APIURL, &out.HTTPURL, &access, &key, &secret, &refresh, &expires)
+	if store.IsNoRows(err) {
+		return nil, core.NotFound("OAuth token %q not found", token)
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := &sealedCredential{Provider: cred.Provider, APIURL: cred.APIURL, HTTPURL: cred.HTTPURL, Token: cred.Token}
-	var clientID, key string
-	var refresh *string
-	var expires *int64
-	if err := q.QueryRow(ctx, `SELECT c.id, c.key, t.refresh_token, t.expires_at`+tokenFrom+` WHERE t.id = ?`, token).
-		Scan(&clientID, &key, &refresh, &expires); err != nil {
+	if out.Token, err = s.Keys.OpenString(TokenColumn.Purpose, access); err != nil {
 		return nil, err
 	}
 	if expires == nil || refresh == nil {
-		return out, nil
+		return &out, nil
 	}
 	out.Expires, out.ClientKey = *expires, key
 	if out.Refresh, err = s.Keys.OpenString(RefreshColumn.Purpose, *refresh); err != nil {
 		return nil, err
 	}
-	if out.ClientSecret, err = s.clientSecret(ctx, q, clientID); err != nil {
-		return nil, err
+	if secret != nil {
+		if out.ClientSecret, err = s.Keys.OpenString(SecretColumn.Purpose, *secret); err != nil {
+			return nil, err
+		}
 	}
-	return out, nil
+	return &out, nil
 }
 
 // DeleteWorkspace runs inside a workspace's deletion: its connection's
@@ -517,8 +517,8 @@ func (s *Service) DeleteOrganization(ctx context.Context, q store.Q, org string)
 
 type unhook struct {
 	Token string
-	// Identifier and Hook name the one webhook of an item queued as a
-	// connection went; Hooks, those of an item queued as its token went.
+	// Identifier and Hook name the webhook of an item queued by a server
+	// that predates Hooks.
 	Identifier, Hook string   `json:",omitempty"`
 	Hooks            []hookAt `json:",omitempty"`
 	// Credential is the token's, sealed (queueUnhook); "" from a server
