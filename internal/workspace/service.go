@@ -1054,12 +1054,12 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Workspace,
 	if err != nil {
 		return nil, err
 	}
-	// An update of nothing but the project is a move: the move permission
-	// (a project grant may give it without admin); any other needs the
-	// right to change the workspace's settings.
 	if o.ManagedBy != nil {
 		return nil, core.Invalid("a workspace is marked as a stack's when it is created, and the mark does not change")
 	}
+	// An update of nothing but the project is a move: the move permission
+	// (a project grant may give it without admin); any other needs the
+	// right to change the workspace's settings.
 	moveOnly := o.onlyMoves()
 	if moveOnly {
 		err = requireMoveOut(ctx, pre)
