@@ -2,11 +2,9 @@ package signin
 
 import (
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 )
 
@@ -53,35 +51,34 @@ func (s *Service) giveNewToken(w http.ResponseWriter, r *http.Request, id, secre
 	return true
 }
 
-// takeNewToken returns the secret the flash cookie brings ("" when none),
+// newToken is a token just made and its secret, to show once.
+type newToken struct{ ID, Secret string }
+
+// takeNewToken returns the token the flash cookie brings (nil when none),
 // and clears the cookie: the secret is shown once. It is taken only from
-// the session that made the token, within its lifetime, for a token of
-// the signed-in user that still exists.
-func (s *Service) takeNewToken(w http.ResponseWriter, r *http.Request) string {
+// the session that made the token, within its lifetime; showTokens shows
+// it only for a token of the signed-in user that still exists (it lists
+// them anyway).
+func (s *Service) takeNewToken(w http.ResponseWriter, r *http.Request) *newToken {
 	flash, err := r.Cookie(newTokenCookie)
 	if err != nil {
-		return ""
+		return nil
 	}
 	setNewTokenCookie(w, "", -1)
 	session, err := r.Cookie(CookieName)
 	if s.opts.Keys == nil || err != nil || !s.opts.Keys.IsSealed(newTokenPurpose, flash.Value) {
-		return ""
+		return nil
 	}
 	plain, err := s.opts.Keys.OpenString(newTokenPurpose, flash.Value)
 	if err != nil {
-		return ""
+		return nil
 	}
 	f := strings.SplitN(plain, " ", 4)
 	if len(f) != 4 || f[0] != hash(session.Value) {
-		return ""
+		return nil
 	}
 	if until, err := time.Parse(time.RFC3339Nano, f[2]); err != nil || core.Now().After(until) {
-		return ""
+		return nil
 	}
-	p := auth.FromContext(r.Context())
-	toks, err := s.opts.Tokens.UserTokens(r.Context(), p.UserID)
-	if err != nil || !slices.ContainsFunc(toks, func(t *auth.Token) bool { return t.ID == f[1] }) {
-		return ""
-	}
-	return f[3]
+	return &newToken{ID: f[1], Secret: f[3]}
 }

@@ -164,7 +164,9 @@ func (s *Service) tokensPage(w http.ResponseWriter, r *http.Request) {
 	s.showTokens(w, r, http.StatusOK, s.takeNewToken(w, r), "", "")
 }
 
-func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int, secret, problem, description string) {
+// showTokens lists the caller's tokens, with the secret of fresh (nil:
+// none) when it is one of them.
+func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int, fresh *newToken, problem, description string) {
 	p := requireUser(w, r)
 	if p == nil {
 		return
@@ -176,8 +178,12 @@ func (s *Service) showTokens(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	rows := make([]*tokenRow, len(toks))
+	secret := ""
 	for i, t := range toks {
 		rows[i] = &tokenRow{Token: t, Site: isSiteToken(t)}
+		if fresh != nil && t.ID == fresh.ID {
+			secret = fresh.Secret
+		}
 	}
 	s.render(w, r, status, "tokens", "API tokens", tokensPage{page: page{Error: problem}, Tokens: rows, Secret: secret, Description: description})
 }
@@ -188,21 +194,21 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		s.showTokens(w, r, http.StatusBadRequest, "", "The form could not be read: "+err.Error(), "")
+		s.showTokens(w, r, http.StatusBadRequest, nil, "The form could not be read: "+err.Error(), "")
 		return
 	}
 	desc := r.PostFormValue("description")
 	switch {
 	case strings.TrimSpace(desc) == "":
-		s.showTokens(w, r, http.StatusUnprocessableEntity, "", "A token needs a description.", desc)
+		s.showTokens(w, r, http.StatusUnprocessableEntity, nil, "A token needs a description.", desc)
 		return
 	case utf8.RuneCountInString(desc) > maxDescription:
-		s.showTokens(w, r, http.StatusUnprocessableEntity, "", fmt.Sprintf("A token's description may have at most %d characters.", maxDescription), desc)
+		s.showTokens(w, r, http.StatusUnprocessableEntity, nil, fmt.Sprintf("A token's description may have at most %d characters.", maxDescription), desc)
 		return
 	}
 	tok, secret, err := s.opts.Tokens.CreateUserToken(r.Context(), p.UserID, desc, nil)
 	if err != nil {
-		s.showTokens(w, r, statusOf(err), "", "The token could not be created: "+detail(err), desc)
+		s.showTokens(w, r, statusOf(err), nil, "The token could not be created: "+detail(err), desc)
 		return
 	}
 	if s.opts.Audit != nil {
@@ -215,7 +221,7 @@ func (s *Service) createToken(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/app/settings/tokens", http.StatusSeeOther)
 		return
 	}
-	s.showTokens(w, r, http.StatusOK, secret, "", "")
+	s.showTokens(w, r, http.StatusOK, &newToken{ID: tok.ID, Secret: secret}, "", "")
 }
 
 func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
@@ -228,7 +234,7 @@ func (s *Service) deleteToken(w http.ResponseWriter, r *http.Request) {
 		err = s.opts.Tokens.DeleteUserToken(r.Context(), t)
 	}
 	if err != nil {
-		s.showTokens(w, r, statusOf(err), "", "The token could not be revoked: "+detail(err), "")
+		s.showTokens(w, r, statusOf(err), nil, "The token could not be revoked: "+detail(err), "")
 		return
 	}
 	if s.opts.Audit != nil {
