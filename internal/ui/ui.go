@@ -274,6 +274,9 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/stack-runs/{id}", u.stackRun)
 	mux.HandleFunc("POST /app/{org}/stack-runs/{id}/{action}", u.stackRunAction)
 	u.registerVCSConnect(mux)
+	u.registerWorkspaceSettings(mux)
+	u.registerOrgSettings(mux)
+	u.registerOrgObjects(mux)
 	mux.HandleFunc("/app/", u.notFound)
 }
 

@@ -1,0 +1,6 @@
+package ui
+
+import "net/http"
+
+// registerWorkspaceSettings adds the routes of a workspace's settings pages.
+func (u *UI) registerWorkspaceSettings(mux *http.ServeMux) {}
