@@ -9,6 +9,7 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/run"
+	"github.com/terracehq/terrace/internal/stack"
 	"github.com/terracehq/terrace/internal/vcs"
 	"github.com/terracehq/terrace/internal/workspace"
 )
@@ -20,6 +21,9 @@ type workspaceRow struct {
 	Latest  *run.Latest
 	// Health is "", "healthy", "drifted" or "errored" (assessments).
 	Health string
+	// Stack is the stack whose deployment the workspace is (nil for
+	// people's workspaces).
+	Stack *stack.Stack
 }
 
 type workspacesData struct {
@@ -27,6 +31,9 @@ type workspacesData struct {
 	Projects []*project.Project
 	Filter   struct{ Search, Tag, Project, Lock string }
 	Create   bool
+	// CreateIn are the projects the caller may create a workspace in,
+	// the form's choices (the default project first chosen).
+	CreateIn []*project.Project
 	// Tokens are the OAuth tokens the new workspace form offers for the
 	// version control workflow: none when the caller may not read the
 	// organization's VCS providers, or it has no token.
@@ -114,16 +121,44 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 		if ws.Settings.AssessmentsEnabled {
 			row.Health = u.health(ctx, ws.ID)
 		}
+		if ws.Settings.ManagedBy != "" && u.o.Stacks != nil {
+			// A stack deleted since kept the workspace: it is people's.
+			row.Stack, _ = u.o.Stacks.GetStack(ctx, ws.Settings.ManagedBy)
+		}
 		d.Rows = append(d.Rows, row)
 	}
 	d.Create = allowed(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org})
 	if d.Create {
+		d.CreateIn, d.Form.Project = createChoices(ctx, org, d.Projects, d.Form.Project)
 		if d.Tokens, err = u.tokenChoices(ctx, org); err != nil {
 			u.fail(w, r, err)
 			return
 		}
 	}
 	u.render(w, r, status, "workspaces", "Workspaces", org, d)
+}
+
+// createChoices are the projects of ps the caller may create a workspace
+// in (the service's own question, authz.ProjectCreateWorkspace), and the
+// one the form shows chosen: chosen when it is among them, else the
+// default project, else the first.
+func createChoices(ctx context.Context, org string, ps []*project.Project, chosen string) ([]*project.Project, string) {
+	var in []*project.Project
+	for _, p := range ps {
+		if allowed(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: p.ID}) {
+			in = append(in, p)
+		}
+	}
+	pick := ""
+	for _, p := range in {
+		if p.ID == chosen {
+			return in, chosen
+		}
+		if pick == "" || p.IsDefault {
+			pick = p.ID
+		}
+	}
+	return in, pick
 }
 
 // tokenChoices are the organization's OAuth tokens for the new workspace
