@@ -1,12 +1,16 @@
 package ui
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/terracehq/terrace/internal/nocode"
+	"github.com/terracehq/terrace/internal/registry"
 )
 
 // TestEveryPageParses parses each of the UI's pages: they are parsed on
@@ -69,5 +73,26 @@ func TestPageParsedOnFirstUse(t *testing.T) {
 	}
 	if err := set.parseAll(); err == nil || !strings.Contains(err.Error(), "broken.html") {
 		t.Fatalf("parseAll: %v, want the broken page's error", err)
+	}
+}
+
+// DefaultText shows a string default unquoted, other values as compact
+// JSON, and nothing for required or sensitive variables or a null
+// default.
+func TestProvisionFieldDefaultText(t *testing.T) {
+	for _, c := range []struct {
+		v    registry.Variable
+		want string
+	}{
+		{registry.Variable{Default: json.RawMessage(`"ops"`)}, "ops"},
+		{registry.Variable{Default: json.RawMessage(`[ "a", 1 ]`)}, `["a",1]`},
+		{registry.Variable{Default: json.RawMessage(`{"k": true}`)}, `{"k":true}`},
+		{registry.Variable{Default: json.RawMessage(`"s3cret"`), Sensitive: true}, ""},
+		{registry.Variable{Required: true}, ""},
+		{registry.Variable{Default: json.RawMessage(`null`)}, ""}, // optional, no value
+	} {
+		if got := (field{ModuleVariable: nocode.ModuleVariable{Variable: c.v}}).DefaultText(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.v, got, c.want)
+		}
 	}
 }

@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -67,7 +69,7 @@ func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
 	// button would only lead to a 403.
 	var provision bool
 	if len(nc) > 0 {
-		ps, err := u.provisionProjects(ctx, org)
+		ps, _, err := u.provisionProjects(ctx, org, "")
 		if err != nil {
 			u.fail(w, r, err)
 			return
@@ -78,25 +80,40 @@ func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
 }
 
 // provisionProjects are organization org's projects in which the caller
-// may provision a no-code module's workspace (the check provision asks).
-func (u *UI) provisionProjects(ctx context.Context, org string) ([]*project.Project, error) {
+// may provision a no-code module's workspace (the check provision asks),
+// and the one the form shows chosen (see projectChoices).
+func (u *UI) provisionProjects(ctx context.Context, org, chosen string) ([]*project.Project, string, error) {
 	ps, err := u.o.Projects.List(ctx, org, project.ListOptions{})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var out []*project.Project
-	for _, p := range ps {
-		if allowed(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: org, ProjectID: p.ID}) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	in, pick := projectChoices(ctx, org, ps, authz.ProjectProvisionNoCode, chosen)
+	return in, pick, nil
 }
 
 // field is one variable of the provisioning form.
 type field struct {
 	nocode.ModuleVariable
 	Value string
+}
+
+// DefaultText is the module's default for the variable as the form shows
+// it (what an empty field gets): a string unquoted, any other value as
+// compact JSON; "" for a required or sensitive variable, or a null
+// default.
+func (f field) DefaultText() string {
+	if f.Required || f.Sensitive || len(f.Default) == 0 {
+		return ""
+	}
+	var str string
+	if json.Unmarshal(f.Default, &str) == nil {
+		return str
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, f.Default) != nil {
+		return string(f.Default)
+	}
+	return b.String()
 }
 
 type provisionData struct {
@@ -128,7 +145,7 @@ func (u *UI) showProvision(w http.ResponseWriter, r *http.Request, status int, f
 	for _, v := range vars {
 		d.Fields = append(d.Fields, field{ModuleVariable: v, Value: r.PostFormValue("var." + v.Name)})
 	}
-	if d.Projects, err = u.provisionProjects(ctx, org); err != nil {
+	if d.Projects, d.Project, err = u.provisionProjects(ctx, org, d.Project); err != nil {
 		u.fail(w, r, err)
 		return
 	}

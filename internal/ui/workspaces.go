@@ -129,7 +129,7 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	d.Create = allowed(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org})
 	if d.Create {
-		d.CreateIn, d.Form.Project = createChoices(ctx, org, d.Projects, d.Form.Project)
+		d.CreateIn, d.Form.Project = projectChoices(ctx, org, d.Projects, authz.ProjectCreateWorkspace, d.Form.Project)
 		if d.Tokens, err = u.tokenChoices(ctx, org); err != nil {
 			u.fail(w, r, err)
 			return
@@ -138,14 +138,13 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 	u.render(w, r, status, "workspaces", "Workspaces", org, d)
 }
 
-// createChoices are the projects of ps the caller may create a workspace
-// in (the service's own question, authz.ProjectCreateWorkspace), and the
-// one the form shows chosen: chosen when it is among them, else the
-// default project, else the first.
-func createChoices(ctx context.Context, org string, ps []*project.Project, chosen string) ([]*project.Project, string) {
+// projectChoices are the projects of ps in which the caller may do
+// action (the service's own question), and the one a form shows chosen:
+// chosen when it is among them, else the default project, else the first.
+func projectChoices(ctx context.Context, org string, ps []*project.Project, action authz.Action, chosen string) ([]*project.Project, string) {
 	var in []*project.Project
 	for _, p := range ps {
-		if allowed(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: org, ProjectID: p.ID}) {
+		if allowed(ctx, action, authz.Resource{Organization: org, ProjectID: p.ID}) {
 			in = append(in, p)
 		}
 	}
