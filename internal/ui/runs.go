@@ -113,6 +113,30 @@ func (u *UI) username(ctx context.Context, id string) string {
 	return ""
 }
 
+// creator says who started a run, from its CreatedBy (the user, team,
+// run or token whose token started it): a username; "team NAME" (or
+// "a team token" when the caller may not see the team); "run ID" for a
+// run's own token; "an API token" for an organization's or another
+// token; "" for the server's own runs and users since gone.
+func (u *UI) creator(ctx context.Context, id string) string {
+	switch {
+	case id == "":
+		return ""
+	case core.HasPrefix(id, core.PrefixUser):
+		return u.username(ctx, id)
+	case core.HasPrefix(id, core.PrefixTeam):
+		if u.o.Teams != nil {
+			if t, err := u.o.Teams.Get(ctx, id); err == nil {
+				return "team " + t.Name
+			}
+		}
+		return "a team token"
+	case core.HasPrefix(id, core.PrefixRun):
+		return "run " + id
+	}
+	return "an API token"
+}
+
 // applyView tells what the run page shows of rn's apply, given whether
 // its log has any output: the apply's own status when it says the apply
 // will never run (unreachable), else the run's (a final run whose apply
@@ -159,7 +183,7 @@ func (u *UI) showRun(w http.ResponseWriter, r *http.Request, status int, formErr
 		return
 	}
 	d := runData{Run: rn, Path: orgPath(rn.Organization, "workspaces", r.PathValue("name"), "runs", rn.ID), Error: formErr,
-		Workspace: orgPath(rn.Organization, "workspaces", r.PathValue("name")), WorkspaceName: r.PathValue("name"), Creator: u.username(ctx, rn.CreatedBy), Source: runSources[rn.Source]}
+		Workspace: orgPath(rn.Organization, "workspaces", r.PathValue("name")), WorkspaceName: r.PathValue("name"), Creator: u.creator(ctx, rn.CreatedBy), Source: runSources[rn.Source]}
 	if d.Source == "" {
 		d.Source = rn.Source
 	}
