@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/terracehq/terrace/internal/core"
 )
@@ -168,7 +169,9 @@ var keyRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
 
 // ValidateKey checks a key for its category: a terraform variable needs an
 // identifier-like name; an environment variable name must be non-empty and
-// contain neither '=' nor NUL.
+// contain no '=', whitespace or control character (no shell, and no
+// program reading its environment, can use such a name; the run would
+// carry it unused).
 func ValidateKey(key string, c Category) error {
 	if key == "" {
 		return core.Invalid("key is required")
@@ -182,8 +185,8 @@ func ValidateKey(key string, c Category) error {
 			return core.Invalid("key %q is invalid: a terraform variable name may contain only letters, digits, '_' and '-'", key)
 		}
 	case CategoryEnv:
-		if strings.ContainsAny(key, "=\x00") {
-			return core.Invalid("key %q is invalid: an environment variable name cannot contain '='", key)
+		if strings.ContainsFunc(key, func(r rune) bool { return r == '=' || unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return core.Invalid("key %q is invalid: an environment variable name cannot contain '=', spaces or control characters", key)
 		}
 	}
 	return nil
