@@ -41,4 +41,8 @@ func TestGettingStartedLinked(t *testing.T) {
 	if _, body := getPage(t, e, e.Token, "/app/acme/getting-started"); strings.Contains(body, ".terrace/tls/ca.pem") || !strings.Contains(body, `id="cloud-block"`) {
 		t.Errorf("the getting-started page:\n%s", between(body, "<main>", "</main>"))
 	}
+	// Its heading reads true on every visit, not only the first.
+	if _, body := getPage(t, e, e.Token, "/app/acme/getting-started"); between(body, "<h1>", "</h1>") != "Connect terraform to acme" {
+		t.Errorf("the getting-started heading: %q", between(body, "<h1>", "</h1>"))
+	}
 }
