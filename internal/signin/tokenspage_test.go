@@ -203,3 +203,27 @@ func TestSiteTokenIsMarked(t *testing.T) {
 		t.Errorf("a token the admin made is marked as the site token: %s", mine)
 	}
 }
+
+// A token revoked between its creation and the page its flash leads to
+// is not shown: the flash names the token, and the page shows its secret
+// only beside a token of the user's that still exists.
+func TestFlashOfARevokedTokenShowsNoSecret(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	alice := newUser(t, e, "alice")
+	f := signedIn(t, e, "alice")
+	if resp, body := postToken(t, f, "laptop"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("creating a token: %d %.300s", resp.StatusCode, body)
+	}
+	toks, err := e.Server.Auth.ListTokens(ctx, auth.KindUser, alice.ID)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("alice's tokens: %+v, %v", toks, err)
+	}
+	if err := e.Server.Auth.DeleteToken(ctx, e.Server.DB, toks[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := f.get("/app/settings/tokens"); strings.Contains(body, `id="new-token"`) {
+		t.Errorf("the page shows the secret of a revoked token: %.500s", body[strings.Index(body, "<main>"):])
+	}
+}
