@@ -314,6 +314,10 @@ type orgMenu struct {
 	Audit bool
 	// VCS: the VCS providers (the page asks OrgReadVCS).
 	VCS bool
+	// Settings: the organization's settings and members pages (they ask
+	// OrgRead, as the API's reads of the organization and its
+	// memberships do; changing them asks more).
+	Settings bool
 }
 
 // menuOf is the organization's navigation as the caller in ctx may
@@ -321,8 +325,9 @@ type orgMenu struct {
 func (u *UI) menuOf(ctx context.Context, org string) orgMenu {
 	res := authz.Resource{Organization: org}
 	return orgMenu{
-		Audit: u.o.Audit != nil && allowed(ctx, authz.OrgManage, res),
-		VCS:   u.o.VCS != nil && allowed(ctx, authz.OrgReadVCS, res),
+		Audit:    u.o.Audit != nil && allowed(ctx, authz.OrgManage, res),
+		VCS:      u.o.VCS != nil && allowed(ctx, authz.OrgReadVCS, res),
+		Settings: allowed(ctx, authz.OrgRead, res),
 	}
 }
 
