@@ -1,6 +1,42 @@
 package ui
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/tfeapi"
+)
 
 // registerOrgObjects adds the routes of the forms that create projects, teams and variable sets.
-func (u *UI) registerOrgObjects(mux *http.ServeMux) {}
+//
+// Each form posts to a route of the organization's page that lists the
+// objects (projects.go, settings.go), asks the action the API route it
+// mirrors asks (internal/authz/routes.go), calls the same domain service,
+// records the API route in the audit trail and redirects back (303).
+func (u *UI) registerOrgObjects(mux *http.ServeMux) {
+	mux.HandleFunc("POST /app/{org}/projects", u.createProject)
+	mux.HandleFunc("POST /app/{org}/projects/{id}", u.updateProject)
+	mux.HandleFunc("POST /app/{org}/projects/{id}/delete", u.deleteProject)
+
+	mux.HandleFunc("POST /app/{org}/teams", u.createTeam)
+	mux.HandleFunc("POST /app/{org}/teams/{id}/members", u.addTeamMember)
+	mux.HandleFunc("POST /app/{org}/teams/{id}/members/remove", u.removeTeamMember)
+	mux.HandleFunc("POST /app/{org}/teams/{id}/delete", u.deleteTeam)
+
+	mux.HandleFunc("POST /app/{org}/variable-sets", u.createVarset)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/variables", u.createVarsetVariable)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/variables/{var}/delete", u.deleteVarsetVariable)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/apply", u.applyVarset)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/remove", u.unapplyVarset)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/delete", u.deleteVarset)
+}
+
+// refuseAsAPI answers a form of these pages whose service call failed with
+// err: a refusal of one of kinds re-renders the page through show, with
+// the status the API answers err with and its message, keeping what was
+// typed; anything else is the error page (failForm).
+func (u *UI) refuseAsAPI(w http.ResponseWriter, r *http.Request, err error, show func(w http.ResponseWriter, r *http.Request, status int, formErr string), kinds ...core.Kind) {
+	err = tfeapi.AsAnswered(err)
+	status, _ := tfeapi.Status(err)
+	u.failForm(w, r, err, show, status, kinds...)
+}

@@ -4,15 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/project"
 	"github.com/terracehq/terrace/internal/retention"
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/variable"
+	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // outputView is a state output as a page shows it: a sensitive value is
@@ -91,14 +95,14 @@ func (u *UI) retentionLine(r *http.Request, org string, own retention.Policy) st
 // varView is a variable as a page shows it: sensitive values are
 // write-only.
 type varView struct {
-	Key, Value, Category, Description string
-	Sensitive, HCL                    bool
+	ID, Key, Value, Category, Description string
+	Sensitive, HCL                        bool
 }
 
 func varViews(vs []*variable.Variable) []varView {
 	var out []varView
 	for _, v := range vs {
-		vv := varView{Key: v.Key, Category: string(v.Category), Description: v.Description, Sensitive: v.Sensitive, HCL: v.HCL}
+		vv := varView{ID: v.ID, Key: v.Key, Category: string(v.Category), Description: v.Description, Sensitive: v.Sensitive, HCL: v.HCL}
 		if !v.Sensitive {
 			vv.Value = v.Value
 		}
@@ -193,7 +197,71 @@ func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "variables"), http.StatusSeeOther)
 }
 
+// The organization's variable sets (HCP Terraform's Variable sets page):
+// each set the caller may read with its variables (a sensitive value is
+// write-only: never shown) and the workspaces and projects it applies to.
+// Those who manage variable sets (authz.OrgManageVarsets, which the
+// variable service asks on every change the API's varsets routes make)
+// get the forms: a new set; per set, add and delete a variable, apply it
+// to a workspace or a project they can see and remove it, delete it.
+
+// varsetForm is what the new variable set form was given.
+type varsetForm struct {
+	Name, Description string
+	Global, Priority  bool
+}
+
+// varsetTarget is a workspace or a project a variable set applies to, or may.
+type varsetTarget struct{ ID, Name string }
+
+type varsetView struct {
+	S    *variable.VariableSet
+	Vars []varView
+	// Workspaces and Projects are those it applies to that the caller
+	// sees; Unseen counts the others.
+	Workspaces, Projects []varsetTarget
+	Unseen               int
+	// OfferWorkspaces and OfferProjects are those the caller sees that it
+	// does not apply to yet (none for a global set, which applies to all).
+	OfferWorkspaces, OfferProjects []varsetTarget
+}
+
+// Which form of a variable set was refused.
+const (
+	setFormVariable = "variable" // add variable
+	setFormApply    = "apply"    // apply or remove
+	setFormDelete   = "delete"   // delete the set or a variable
+)
+
+type varsetsData struct {
+	Sets []varsetView
+	// Manage: the caller may create and change variable sets.
+	Manage bool
+	// Form is what the new set form was given, Error its refusal.
+	Form  varsetForm
+	Error string
+	// Refused is the ID of the set one of whose forms (SetForm) was
+	// refused, SetError why, and Var what its add variable form was given.
+	Refused, SetForm, SetError string
+	Var                        varForm
+}
+
+// varsetsRefusal is a refused form of a variable set.
+type varsetsRefusal struct {
+	Set, Form, Error string
+	Var              varForm
+}
+
+// varsetsPath is the variable sets page's URL.
+func varsetsPath(org string) string { return orgPath(org, "variable-sets") }
+
 func (u *UI) varsets(w http.ResponseWriter, r *http.Request) {
+	u.showVarsets(w, r, http.StatusOK, varsetForm{}, "", varsetsRefusal{})
+}
+
+// showVarsets renders the variable sets page; form and formErr are the
+// new set form's and its refusal, refused a set's refused form.
+func (u *UI) showVarsets(w http.ResponseWriter, r *http.Request, status int, form varsetForm, formErr string, refused varsetsRefusal) {
 	ctx := r.Context()
 	org := r.PathValue("org")
 	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
@@ -205,22 +273,285 @@ func (u *UI) varsets(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	type setView struct {
-		S    *variable.VariableSet
-		Vars []varView
+	// The workspaces and projects the caller sees, to name those a set
+	// applies to and to offer the others.
+	wss, err := u.o.Workspaces.List(ctx, org, workspace.ListOptions{Sort: "name"})
+	if err != nil {
+		u.fail(w, r, err)
+		return
 	}
-	var out []setView
+	var prjs []*project.Project
+	if u.o.Projects != nil {
+		if prjs, err = u.o.Projects.List(ctx, org, project.ListOptions{}); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
+	d := varsetsData{Manage: allowed(ctx, authz.OrgManageVarsets, authz.Resource{Organization: org}), Form: form, Error: formErr,
+		Refused: refused.Set, SetForm: refused.Form, SetError: refused.Error, Var: refused.Var}
 	for _, s := range sets {
 		vs, err := u.o.Variables.ListVarsetVariables(ctx, s.ID)
 		if err != nil {
 			continue // a set the caller may not read the variables of
 		}
-		out = append(out, setView{S: s, Vars: varViews(vs)})
+		v := varsetView{S: s, Vars: varViews(vs)}
+		applied := map[string]bool{}
+		for _, id := range append(append([]string{}, s.WorkspaceIDs...), s.ProjectIDs...) {
+			applied[id] = true
+		}
+		for _, ws := range wss {
+			t := varsetTarget{ID: ws.ID, Name: ws.Name}
+			if applied[ws.ID] {
+				v.Workspaces = append(v.Workspaces, t)
+			} else if d.Manage && !s.Global {
+				v.OfferWorkspaces = append(v.OfferWorkspaces, t)
+			}
+		}
+		for _, p := range prjs {
+			t := varsetTarget{ID: p.ID, Name: p.Name}
+			if applied[p.ID] {
+				v.Projects = append(v.Projects, t)
+			} else if d.Manage && !s.Global {
+				v.OfferProjects = append(v.OfferProjects, t)
+			}
+		}
+		v.Unseen = len(applied) - len(v.Workspaces) - len(v.Projects)
+		d.Sets = append(d.Sets, v)
 	}
-	u.render(w, r, http.StatusOK, "varsets", "Variable sets", org, map[string]any{"Sets": out})
+	u.render(w, r, status, "varsets", "Variable sets", org, d)
 }
 
+// createVarset creates a variable set from the new set form, as the API's
+// create does.
+func (u *UI) createVarset(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgManageVarsets, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	form := varsetForm{Name: strings.TrimSpace(r.PostFormValue("name")), Description: r.PostFormValue("description"),
+		Global: r.PostFormValue("global") == "on", Priority: r.PostFormValue("priority") == "on"}
+	vs, err := u.o.Variables.CreateVarset(ctx, org, variable.CreateVarsetOptions{VarsetOptions: variable.VarsetOptions{
+		Name: &form.Name, Description: &form.Description, Global: &form.Global, Priority: &form.Priority}})
+	if err != nil {
+		u.refuseAsAPI(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showVarsets(w, r, status, form, formErr, varsetsRefusal{})
+		}, core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, org, "POST /api/v2/organizations/{org}/varsets", http.StatusCreated, vs.ID, "org", org)
+	http.Redirect(w, r, varsetsPath(org), http.StatusSeeOther)
+}
+
+// orgVarset returns the page's variable set ({id}) of the page's
+// organization, one the caller may read (any other is not found, as in
+// the API), when the caller may manage variable sets.
+func (u *UI) orgVarset(r *http.Request) (*variable.VariableSet, error) {
+	ctx := r.Context()
+	org, id := r.PathValue("org"), r.PathValue("id")
+	vs, err := u.o.Variables.GetVarset(ctx, id)
+	if err == nil && vs.Organization != org {
+		err = core.NotFound("variable set %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return vs, authz.Allows(ctx, authz.OrgManageVarsets, authz.Resource{Organization: org})
+}
+
+// showVarsetRefusal re-renders the page with a set's refused form.
+func (u *UI) showVarsetRefusal(refused varsetsRefusal) func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	return func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+		refused.Error = formErr
+		u.showVarsets(w, r, status, varsetForm{}, "", refused)
+	}
+}
+
+// createVarsetVariable adds a variable to a set, as the API's create
+// does; a refused one is kept in the set's form, but a sensitive value.
+func (u *UI) createVarsetVariable(w http.ResponseWriter, r *http.Request) {
+	vs, err := u.orgVarset(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	key, value, desc := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("description")
+	cat := variable.Category(r.PostFormValue("category"))
+	sensitive, hcl := r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
+	v, err := u.o.Variables.CreateVarsetVariable(r.Context(), vs.ID, variable.VarOptions{Key: &key, Value: &value, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl})
+	if err != nil {
+		form := varForm{Key: r.PostFormValue("key"), Category: string(cat), Description: desc, Sensitive: sensitive, HCL: hcl}
+		if !sensitive {
+			form.Value = value
+		}
+		u.refuseAsAPI(w, r, err, u.showVarsetRefusal(varsetsRefusal{Set: vs.ID, Form: setFormVariable, Var: form}), core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, vs.Organization, "POST /api/v2/varsets/{vs}/relationships/vars", http.StatusCreated, v.ID, "vs", vs.ID)
+	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
+}
+
+// deleteVarsetVariable deletes a variable of a set, as the API's delete
+// does.
+func (u *UI) deleteVarsetVariable(w http.ResponseWriter, r *http.Request) {
+	vs, err := u.orgVarset(r)
+	if err == nil {
+		err = u.o.Variables.DeleteVarsetVariable(r.Context(), vs.ID, r.PathValue("var"))
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, vs.Organization, "DELETE /api/v2/varsets/{vs}/relationships/vars/{var}", http.StatusNoContent, "", "vs", vs.ID, "var", r.PathValue("var"))
+	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
+}
+
+// applyVarset applies a set to the workspace or project the form names
+// (target), as the API's relationships routes do.
+func (u *UI) applyVarset(w http.ResponseWriter, r *http.Request) { u.changeVarsetTargets(w, r, true) }
+
+// unapplyVarset stops applying a set to the workspace or project the
+// form names (target).
+func (u *UI) unapplyVarset(w http.ResponseWriter, r *http.Request) {
+	u.changeVarsetTargets(w, r, false)
+}
+
+func (u *UI) changeVarsetTargets(w http.ResponseWriter, r *http.Request, apply bool) {
+	vs, err := u.orgVarset(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ctx, id := r.Context(), r.PostFormValue("target")
+	var route string
+	switch {
+	case core.HasPrefix(id, core.PrefixWorkspace) && apply:
+		route, err = "POST /api/v2/varsets/{vs}/relationships/workspaces", u.o.Variables.ApplyToWorkspaces(ctx, vs.ID, []string{id})
+	case core.HasPrefix(id, core.PrefixWorkspace):
+		route, err = "DELETE /api/v2/varsets/{vs}/relationships/workspaces", u.o.Variables.RemoveFromWorkspaces(ctx, vs.ID, []string{id})
+	case core.HasPrefix(id, core.PrefixProject) && apply:
+		route, err = "POST /api/v2/varsets/{vs}/relationships/projects", u.o.Variables.ApplyToProjects(ctx, vs.ID, []string{id})
+	case core.HasPrefix(id, core.PrefixProject):
+		route, err = "DELETE /api/v2/varsets/{vs}/relationships/projects", u.o.Variables.RemoveFromProjects(ctx, vs.ID, []string{id})
+	default:
+		err = core.Invalid("choose a workspace or a project")
+	}
+	if err != nil {
+		u.refuseAsAPI(w, r, err, u.showVarsetRefusal(varsetsRefusal{Set: vs.ID, Form: setFormApply}), core.KindInvalid, core.KindConflict, core.KindNotFound)
+		return
+	}
+	u.record(r, vs.Organization, route, http.StatusNoContent, "", "vs", vs.ID)
+	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
+}
+
+// deleteVarset deletes a set and its variables, as the API's delete does.
+func (u *UI) deleteVarset(w http.ResponseWriter, r *http.Request) {
+	vs, err := u.orgVarset(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := u.o.Variables.DeleteVarset(r.Context(), vs.ID); err != nil {
+		u.refuseAsAPI(w, r, err, u.showVarsetRefusal(varsetsRefusal{Set: vs.ID, Form: setFormDelete}), core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, vs.Organization, "DELETE /api/v2/varsets/{vs}", http.StatusNoContent, "", "vs", vs.ID)
+	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
+}
+
+// The organization's teams (HCP Terraform's Teams page): each team the
+// caller sees with its members, visibility and organization access. Those
+// who manage teams (authz.OrgManageTeams) get the new team form, offered
+// a secret team only when they may make one (TeamMakeSecret) and
+// organization access only when they may give it (TeamManageAccess);
+// per team, those who manage its members (TeamMembers) add and remove
+// them by username, and those who manage it (TeamManage) delete it. The
+// owners team is never offered for deletion, and the service refuses it.
+
+// teamForm is what the new team form was given.
+type teamForm struct {
+	Name, Visibility string
+	// Access holds the organization permissions ticked, by API name.
+	Access map[string]bool
+}
+
+// accessChoice is an organization permission the new team form offers.
+type accessChoice struct{ Name, Label string }
+
+// accessChoices are the organization permissions a team may hold: each of
+// team.Access's fields by its API name, so that one added there is
+// offered without a change here.
+func accessChoices() []accessChoice {
+	var out []accessChoice
+	ty := reflect.TypeFor[team.Access]()
+	for i := range ty.NumField() {
+		if ty.Field(i).Type.Kind() != reflect.Bool {
+			continue
+		}
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, accessChoice{Name: name, Label: strings.ReplaceAll(name, "-", " ")})
+	}
+	return out
+}
+
+// accessOptions are the organization permissions ticked as the service
+// takes them (team.AccessOptions has the API's names); nil when none is.
+func accessOptions(ticked map[string]bool) (*team.AccessOptions, error) {
+	if len(ticked) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(ticked)
+	if err != nil {
+		return nil, err
+	}
+	var o team.AccessOptions
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+type teamRow struct {
+	T *team.Team
+	// Members are the members' usernames.
+	Members []string
+	// ManageMembers and Delete: the caller may change its members and
+	// delete it.
+	ManageMembers, Delete bool
+}
+
+type teamsData struct {
+	Teams []teamRow
+	// Create: the caller may create teams; Secret: secret ones; Access:
+	// with organization access (the Choices).
+	Create, Secret, Access bool
+	Choices                []accessChoice
+	// Form is what the new team form was given, Error its refusal.
+	Form  teamForm
+	Error string
+	// Refused is the ID of the team whose add member, remove member or
+	// Delete form was refused, TeamError why, and Username what its add
+	// member form was given.
+	Refused, TeamError, Username string
+}
+
+// teamsRefusal is a team's refused form.
+type teamsRefusal struct{ Team, Error, Username string }
+
+// teamsPath is the teams page's URL.
+func teamsPath(org string) string { return orgPath(org, "teams") }
+
 func (u *UI) teams(w http.ResponseWriter, r *http.Request) {
+	u.showTeams(w, r, http.StatusOK, teamForm{}, "", teamsRefusal{})
+}
+
+// showTeams renders the teams page; form and formErr are the new team
+// form's and its refusal, refused a team's refused form.
+func (u *UI) showTeams(w http.ResponseWriter, r *http.Request, status int, form teamForm, formErr string, refused teamsRefusal) {
 	ctx := r.Context()
 	org := r.PathValue("org")
 	if err := authz.Allows(ctx, authz.OrgRead, authz.Resource{Organization: org}); err != nil {
@@ -232,7 +563,157 @@ func (u *UI) teams(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	u.render(w, r, http.StatusOK, "teams", "Teams", org, map[string]any{"Teams": ts})
+	manageMembers, err := authz.TeamsAllowing(ctx, org, authz.TeamMembers)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	manage, err := authz.TeamsAllowing(ctx, org, authz.TeamManage)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	res := authz.Resource{Organization: org}
+	d := teamsData{Create: allowed(ctx, authz.OrgManageTeams, res), Form: form, Error: formErr,
+		Refused: refused.Team, TeamError: refused.Error, Username: refused.Username}
+	if d.Create {
+		d.Secret = allowed(ctx, authz.TeamMakeSecret, res)
+		if d.Access = allowed(ctx, authz.TeamManageAccess, res); d.Access {
+			d.Choices = accessChoices()
+		}
+		if d.Form.Visibility == "" && !d.Secret {
+			d.Form.Visibility = "organization"
+		}
+	}
+	for _, t := range ts {
+		users, err := u.o.Teams.Users(ctx, t)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
+		row := teamRow{T: t, ManageMembers: manageMembers(t.Authz()), Delete: !t.IsOwners() && manage(t.Authz())}
+		for _, m := range users {
+			row.Members = append(row.Members, m.Username)
+		}
+		d.Teams = append(d.Teams, row)
+	}
+	u.render(w, r, status, "teams", "Teams", org, d)
+}
+
+// createTeam creates a team from the new team form, as the API's create
+// does.
+func (u *UI) createTeam(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	org := r.PathValue("org")
+	if err := authz.Allows(ctx, authz.OrgManageTeams, authz.Resource{Organization: org}); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	form := teamForm{Name: strings.TrimSpace(r.PostFormValue("name")), Visibility: r.PostFormValue("visibility"), Access: map[string]bool{}}
+	for _, c := range accessChoices() {
+		if slices.Contains(r.PostForm["access"], c.Name) {
+			form.Access[c.Name] = true
+		}
+	}
+	opts := team.Options{Name: &form.Name}
+	if form.Visibility != "" {
+		opts.Visibility = &form.Visibility
+	}
+	access, err := accessOptions(form.Access)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	opts.OrganizationAccess = access
+	t, err := u.o.Teams.Create(ctx, org, opts)
+	if err != nil {
+		u.refuseAsAPI(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			u.showTeams(w, r, status, form, formErr, teamsRefusal{})
+		}, core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, org, "POST /api/v2/organizations/{org}/teams", http.StatusCreated, t.ID, "org", org)
+	http.Redirect(w, r, teamsPath(org), http.StatusSeeOther)
+}
+
+// orgTeam returns the page's team ({id}) of the page's organization, one
+// the caller sees (any other is not found, as in the API), when the
+// caller may do action on it.
+func (u *UI) orgTeam(r *http.Request, action authz.Action) (*team.Team, error) {
+	ctx := r.Context()
+	org, id := r.PathValue("org"), r.PathValue("id")
+	t, err := u.o.Teams.Get(ctx, id)
+	if err == nil && t.Organization != org {
+		err = core.NotFound("team %q not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, authz.AllowsTeam(ctx, action, t.Authz())
+}
+
+// showTeamRefusal re-renders the page with a team's refused form.
+func (u *UI) showTeamRefusal(refused teamsRefusal) func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	return func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+		refused.Error = formErr
+		u.showTeams(w, r, status, teamForm{}, "", refused)
+	}
+}
+
+// addTeamMember adds a member of the organization to a team by username,
+// as the API's team membership route does.
+func (u *UI) addTeamMember(w http.ResponseWriter, r *http.Request) { u.changeTeamMembers(w, r, true) }
+
+// removeTeamMember removes a member from a team by username.
+func (u *UI) removeTeamMember(w http.ResponseWriter, r *http.Request) {
+	u.changeTeamMembers(w, r, false)
+}
+
+func (u *UI) changeTeamMembers(w http.ResponseWriter, r *http.Request, add bool) {
+	t, err := u.orgTeam(r, authz.TeamMembers)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ctx, username := r.Context(), strings.TrimSpace(r.PostFormValue("username"))
+	route := "POST /api/v2/teams/{id}/relationships/users"
+	switch {
+	case username == "":
+		err = core.Invalid("type the username of a member of the organization")
+	case add:
+		err = u.o.Teams.AddUsers(ctx, t.ID, []string{username})
+	default:
+		route = "DELETE /api/v2/teams/{id}/relationships/users"
+		err = u.o.Teams.RemoveUsers(ctx, t.ID, []string{username})
+	}
+	if err != nil {
+		refused := teamsRefusal{Team: t.ID}
+		if add {
+			refused.Username = username
+		}
+		// An unknown username is a refusal of what was typed: the
+		// team was found above.
+		u.refuseAsAPI(w, r, err, u.showTeamRefusal(refused), core.KindInvalid, core.KindConflict, core.KindNotFound)
+		return
+	}
+	u.record(r, t.Organization, route, http.StatusNoContent, "", "id", t.ID)
+	http.Redirect(w, r, teamsPath(t.Organization), http.StatusSeeOther)
+}
+
+// deleteTeam deletes a team, as the API's delete does (the service
+// refuses the owners team; the page shows why in its row).
+func (u *UI) deleteTeam(w http.ResponseWriter, r *http.Request) {
+	t, err := u.orgTeam(r, authz.TeamManage)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := u.o.Teams.Delete(r.Context(), t.ID); err != nil {
+		u.refuseAsAPI(w, r, err, u.showTeamRefusal(teamsRefusal{Team: t.ID}), core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, t.Organization, "DELETE /api/v2/teams/{id}", http.StatusNoContent, "", "id", t.ID)
+	http.Redirect(w, r, teamsPath(t.Organization), http.StatusSeeOther)
 }
 
 // auditTrail shows the organization's audit events to those who manage
