@@ -97,3 +97,34 @@ func TestReadingSSHKeysNeedsWhatTheListNeeds(t *testing.T) {
 		}
 	})
 }
+
+// A VCS settings manager's own user token renames and deletes a key.
+// Both asked the authorization model inside their transaction, where it
+// read the user's teams on a second connection (refused by the
+// transaction guard that make test turns on: a 500).
+func TestVCSManagerChangesSSHKeys(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		org := testenv.NewOrg(t, c, "acme").Name
+		key, err := c.SSHKeys.Create(ctx, org, tfe.SSHKeyCreateOptions{Name: tfe.String("deploy"), Value: tfe.String("private-key-material")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vcs, err := c.Teams.Create(ctx, org, tfe.TeamCreateOptions{Name: tfe.String("vcs"),
+			OrganizationAccess: &tfe.OrganizationAccessOptions{ManageVCSSettings: tfe.Bool(true)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vera, _ := e.UserClient(t, org, "vera@acme.test", vcs)
+		if k, err := vera.SSHKeys.Update(ctx, key.ID, tfe.SSHKeyUpdateOptions{Name: tfe.String("deploy-2")}); err != nil || k.Name != "deploy-2" {
+			t.Fatalf("vera's rename: %+v, %v", k, err)
+		}
+		if err := vera.SSHKeys.Delete(ctx, key.ID); err != nil {
+			t.Fatalf("vera's delete: %v", err)
+		}
+		if _, err := c.SSHKeys.Read(ctx, key.ID); err == nil {
+			t.Error("the key vera deleted is still there")
+		}
+	})
+}

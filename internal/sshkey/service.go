@@ -65,6 +65,18 @@ func requireOwner(ctx context.Context, org string) error {
 	return nil
 }
 
+// checkOwner asks requireOwner about key id's organization before a
+// transaction changes the key: the authorization model may read the
+// caller's teams, which inside the transaction would take a second
+// connection (store.ErrConnInTx). A key never changes organization.
+func (s *Service) checkOwner(ctx context.Context, id string) error {
+	k, err := s.load(ctx, s.db, id, false)
+	if err != nil {
+		return err
+	}
+	return requireOwner(ctx, k.Organization)
+}
+
 // redact keeps a driver error from carrying a key's value into a log.
 func redact(err error, value string) error {
 	if err == nil || value == "" {
@@ -169,13 +181,13 @@ func (s *Service) Get(ctx context.Context, id string) (*Key, error) {
 
 // Update renames a key and/or replaces its value.
 func (s *Service) Update(ctx context.Context, id string, o Options) (*Key, error) {
+	if err := s.checkOwner(ctx, id); err != nil {
+		return nil, err
+	}
 	var out *Key
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		k, err := s.load(ctx, tx, id, true)
 		if err != nil {
-			return err
-		}
-		if err := requireOwner(ctx, k.Organization); err != nil {
 			return err
 		}
 		if o.Name != nil {
@@ -209,15 +221,15 @@ func (s *Service) Update(ctx context.Context, id string, o Options) (*Key, error
 // Delete removes a key; the OnDelete hooks drop every reference to it in
 // the same transaction.
 func (s *Service) Delete(ctx context.Context, id string) error {
+	if err := s.checkOwner(ctx, id); err != nil {
+		return err
+	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		// Lock the row first: an assignment racing this delete either
 		// commits before (and is cleared by the hooks) or waits and then
 		// finds no key.
 		k, err := s.load(ctx, tx, id, true)
 		if err != nil {
-			return err
-		}
-		if err := requireOwner(ctx, k.Organization); err != nil {
 			return err
 		}
 		for _, fn := range s.OnDelete {

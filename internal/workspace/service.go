@@ -697,6 +697,34 @@ func requireManageWorkspace(ctx context.Context, w *Workspace) error {
 	return authz.Allows(ctx, authz.WorkspaceUpdate, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
 }
 
+// checkedTx runs fn in a transaction on workspace id, loaded for update,
+// once check allows the caller in ctx. check runs before the transaction:
+// the authorization model reads the caller's teams and grants, and inside
+// the transaction that read would take a second connection while it holds
+// the first (store.ErrConnInTx; enough of them at once deadlock the pool,
+// and on SQLite the one writer). A workspace moved to another project
+// between the check and the transaction was checked against the wrong
+// project: fn does not run, and the caller is told to try again.
+func (s *Service) checkedTx(ctx context.Context, id string, check func(context.Context, *Workspace) error, fn func(tx *store.Tx, w *Workspace) error) error {
+	pre, err := s.load(ctx, s.db, id, false)
+	if err != nil {
+		return err
+	}
+	if err := check(ctx, pre); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		w, err := s.load(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if w.ProjectID != pre.ProjectID {
+			return core.Conflict("workspace %s moved to another project meanwhile; try again", w.Name)
+		}
+		return fn(tx, w)
+	})
+}
+
 // requireMoveOut asks the authorization model whether the caller may move
 // w out of its project: the move permission on the workspace (admin
 // includes it, and so does a project grant's workspace-access move).
@@ -1244,28 +1272,23 @@ func TerraformVersionUsage(ctx context.Context, q store.Q, versions []string) (m
 	return out, err
 }
 
-// Delete removes a workspace, whatever its state.
+// Delete removes a workspace, whatever its state: a force delete, for
+// those the API tells can-force-delete (workspace admins, WorkspaceUpdate).
 func (s *Service) Delete(ctx context.Context, id string) error {
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
-		}
+	return s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
 		return s.remove(ctx, tx, w.ID)
 	})
 }
 
 // SafeDelete removes a workspace only when it is unlocked and manages no
-// resources.
+// resources, for those the API tells can-destroy (WorkspaceDelete: admins,
+// and teams given the delete permission).
 func (s *Service) SafeDelete(ctx context.Context, id string) error {
 	w, err := s.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := requireManageWorkspace(ctx, w); err != nil {
+	if err := authz.Allows(ctx, authz.WorkspaceDelete, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}); err != nil {
 		return err
 	}
 	if s.State != nil {
@@ -1356,21 +1379,20 @@ func (s *Service) Unlock(ctx context.Context, id string, force bool) (*Workspace
 			return nil, err
 		}
 	}
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
+	check := func(ctx context.Context, w *Workspace) error {
 		if force && authz.Allows(ctx, authz.WorkspaceForceUnlock, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}) != nil {
 			return core.Forbidden("only owners may force-unlock workspaces")
 		}
+		return nil
+	}
+	err := s.checkedTx(ctx, id, check, func(tx *store.Tx, w *Workspace) error {
 		if !w.Locked() {
 			return core.Conflict("workspace already unlocked")
 		}
 		if !force && (w.LockKind != kind || w.LockID != hid) {
 			return core.Conflict("workspace %s is locked by %s %s", w.Name, holderName(w.LockKind), w.LockID)
 		}
-		_, err = tx.Exec(ctx, `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = '' WHERE id = ?`, w.ID)
+		_, err := tx.Exec(ctx, `UPDATE workspaces SET locked_by_kind = '', locked_by_id = '', lock_reason = '' WHERE id = ?`, w.ID)
 		return err
 	})
 	if err != nil {

@@ -13,14 +13,7 @@ import (
 // one the caller cannot see and one from another organization are refused
 // alike (422).
 func (s *Service) AssignSSHKey(ctx context.Context, id, keyID string) (*Workspace, error) {
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
-		}
+	err := s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
 		if keyID != "" {
 			if s.SSHKeys == nil {
 				return core.Invalid("SSH keys are not supported by this server")
@@ -37,7 +30,7 @@ func (s *Service) AssignSSHKey(ctx context.Context, id, keyID string) (*Workspac
 				return core.Invalid("SSH key %q not found in organization %q", keyID, w.Organization)
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE workspaces SET ssh_key_id = ?, updated_at = ? WHERE id = ?`,
+		_, err := tx.Exec(ctx, `UPDATE workspaces SET ssh_key_id = ?, updated_at = ? WHERE id = ?`,
 			keyID, core.Micros(core.Now()), w.ID)
 		return err
 	})

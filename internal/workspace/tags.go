@@ -87,14 +87,7 @@ func (s *Service) AddTags(ctx context.Context, id string, refs []TagRef) error {
 	if len(refs) == 0 {
 		return core.Invalid("at least one tag is required")
 	}
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
-		}
+	return s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
 		return s.addTags(ctx, tx, w, refs)
 	})
 }
@@ -104,14 +97,7 @@ func (s *Service) RemoveTags(ctx context.Context, id string, refs []TagRef) erro
 	if len(refs) == 0 {
 		return core.Invalid("at least one tag is required")
 	}
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
-		}
+	return s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
 		for _, ref := range refs {
 			tagID := ref.ID
 			if tagID == "" {
@@ -386,14 +372,7 @@ func (s *Service) TagBindings(ctx context.Context, id string) ([]TagBinding, err
 // AddTagBindings adds bindings to a workspace (or changes values of
 // existing keys) and returns all its bindings.
 func (s *Service) AddTagBindings(ctx context.Context, id string, bs []TagBinding) ([]TagBinding, error) {
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
-		}
+	err := s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
 		return s.addBindings(ctx, tx, w, bs)
 	})
 	if err != nil {
@@ -508,14 +487,7 @@ func (s *Service) ChangeConsumers(ctx context.Context, id, op string, consumerID
 	if len(consumerIDs) == 0 && op != "replace" {
 		return core.Invalid("at least one workspace is required")
 	}
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
-		if err := requireManageWorkspace(ctx, w); err != nil {
-			return err
-		}
+	return s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
 		for _, cid := range consumerIDs {
 			if cid == w.ID && op != "remove" {
 				return core.Invalid("a workspace cannot be its own remote state consumer")
