@@ -3,7 +3,6 @@ package ui
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/terracehq/terrace/internal/auth"
@@ -41,16 +40,16 @@ func (u *UI) registerOrgSettings(mux *http.ServeMux) {
 
 // --- General
 
-// orgSettingsForm is the settings form as shown or as it was sent: the
-// numbers as typed, so that a refused one comes back as it was.
+// orgSettingsForm is the settings form as shown or as it was sent. It has
+// the settings Terrace acts on only: the API keeps others HCP Terraform
+// has (session lengths, cost estimation, the stacks and force-delete
+// flags, speculative plan management, commit status choices) for its
+// clients, but nothing here reads them, and a page offering them would
+// promise what does not happen. The form leaves them as they are.
 type orgSettingsForm struct {
-	Name, Email                     string
-	ExecutionMode, AgentPool        string
-	SessionTimeout, SessionRemember string
-	CostEstimation, Assessments     bool
-	UserTokens, Stacks, ForceDelete bool
-	SpeculativePlans                bool
-	AggregatedStatus, PassingStatus bool
+	Name, Email              string
+	ExecutionMode, AgentPool string
+	Assessments, UserTokens  bool
 }
 
 // settingsFormOf is the form as the organization's settings fill it.
@@ -58,11 +57,7 @@ func settingsFormOf(o *organization.Organization) orgSettingsForm {
 	s := o.Settings
 	return orgSettingsForm{
 		Name: o.Name, Email: o.Email, ExecutionMode: s.DefaultExecutionMode, AgentPool: s.DefaultAgentPoolID,
-		SessionTimeout: strconv.Itoa(s.SessionTimeout), SessionRemember: strconv.Itoa(s.SessionRemember),
-		CostEstimation: s.CostEstimationEnabled, Assessments: s.AssessmentsEnforced,
-		UserTokens: s.UserTokensEnabled == nil || *s.UserTokensEnabled, Stacks: s.StacksEnabled,
-		ForceDelete: s.AllowForceDeleteWorkspaces, SpeculativePlans: s.SpeculativePlanManagement,
-		AggregatedStatus: s.AggregatedCommitStatus, PassingStatus: s.SendPassingStatuses,
+		Assessments: s.AssessmentsEnforced, UserTokens: s.UserTokensEnabled == nil || *s.UserTokensEnabled,
 	}
 }
 
@@ -73,45 +68,17 @@ func sentSettingsForm(r *http.Request) orgSettingsForm {
 	return orgSettingsForm{
 		Name: strings.TrimSpace(r.PostFormValue("name")), Email: strings.TrimSpace(r.PostFormValue("email")),
 		ExecutionMode: r.PostFormValue("default_execution_mode"), AgentPool: r.PostFormValue("default_agent_pool"),
-		SessionTimeout: strings.TrimSpace(r.PostFormValue("session_timeout")), SessionRemember: strings.TrimSpace(r.PostFormValue("session_remember")),
-		CostEstimation: on("cost_estimation_enabled"), Assessments: on("assessments_enforced"),
-		UserTokens: on("user_tokens_enabled"), Stacks: on("stacks_enabled"), ForceDelete: on("allow_force_delete_workspaces"),
-		SpeculativePlans: on("speculative_plan_management_enabled"),
-		AggregatedStatus: on("aggregated_commit_status_enabled"), PassingStatus: on("send_passing_statuses"),
+		Assessments: on("assessments_enforced"), UserTokens: on("user_tokens_enabled"),
 	}
-}
-
-// minutes reads a number of minutes typed in the field named label.
-func minutes(label, v string) (*int, error) {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return nil, core.Invalid("%s must be a whole number of minutes, not %q", label, v)
-	}
-	if n < 1 {
-		return nil, core.Invalid("%s must be at least 1 minute", label)
-	}
-	return &n, nil
 }
 
 // options are the organization service's changes the form asks for
 // (withPool: the form offered the default agent pool). The service
 // validates the rest, as it does the API's.
 func (f orgSettingsForm) options(withPool bool) (organization.UpdateOptions, error) {
-	timeout, err := minutes("Session timeout", f.SessionTimeout)
-	if err != nil {
-		return organization.UpdateOptions{}, err
-	}
-	remember, err := minutes("Session expiration", f.SessionRemember)
-	if err != nil {
-		return organization.UpdateOptions{}, err
-	}
-	b := func(v bool) *bool { return &v }
 	o := organization.UpdateOptions{
 		Name: &f.Name, Email: &f.Email, DefaultExecutionMode: &f.ExecutionMode,
-		SessionTimeout: timeout, SessionRemember: remember,
-		CostEstimationEnabled: b(f.CostEstimation), AssessmentsEnforced: b(f.Assessments),
-		UserTokensEnabled: b(f.UserTokens), StacksEnabled: b(f.Stacks), AllowForceDeleteWorkspaces: b(f.ForceDelete),
-		SpeculativePlanManagement: b(f.SpeculativePlans), AggregatedCommitStatus: b(f.AggregatedStatus), SendPassingStatuses: b(f.PassingStatus),
+		AssessmentsEnforced: &f.Assessments, UserTokensEnabled: &f.UserTokens,
 	}
 	// A pool goes with agent execution only: in another mode the service
 	// drops it.

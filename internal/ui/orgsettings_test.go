@@ -25,14 +25,19 @@ func readOrg(t *testing.T, e *testenv.Env, name string) *tfe.Organization {
 }
 
 // An owner changes the organization's settings on the General page: the
-// API reads what was saved; renaming moves the page to the new name, and
-// the old one is gone.
+// API reads what was saved, and the settings the page does not offer (the
+// API's, which nothing here acts on) are left as they were; renaming
+// moves the page to the new name, and the old one is gone.
 func TestOrgSettingsUpdateAndRename(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{})
 	testenv.NewOrg(t, e.Client, "acme")
 	pool, err := e.Client.AgentPools.Create(context.Background(), "acme", tfe.AgentPoolCreateOptions{Name: tfe.String("pool-a")})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.Organizations.Update(context.Background(), "acme", tfe.OrganizationUpdateOptions{
+		SessionTimeout: tfe.Int(45), CostEstimationEnabled: tfe.Bool(true), AllowForceDeleteWorkspaces: tfe.Bool(true)}); err != nil {
 		t.Fatal(err)
 	}
 	tb := ownerTab(t, e, "acme", "owner@acme.test")
@@ -46,7 +51,10 @@ func TestOrgSettingsUpdateAndRename(t *testing.T) {
 	if checked(tb, "#org-settings", "assessments_enforced") {
 		t.Fatal("assessments show enforced before anyone enforced them")
 	}
-	fillForm(tb, "#org-settings", map[string]string{"email": "platform@acme.test", "session_timeout": "90"})
+	if tb.exists(`#org-settings [name=session_timeout]`) || tb.exists(`#org-settings [name=cost_estimation_enabled]`) {
+		t.Error("the form offers settings Terrace does not act on")
+	}
+	fillForm(tb, "#org-settings", map[string]string{"email": "platform@acme.test"})
 	check(tb, "#org-settings", "assessments_enforced")
 	tb.press(`#org-settings input[name=default_execution_mode][value=local]`)
 	tb.press("#save-settings")
@@ -55,16 +63,17 @@ func TestOrgSettingsUpdateAndRename(t *testing.T) {
 		t.Errorf("no confirmation after saving: %q", got)
 	}
 	o := readOrg(t, e, "acme")
-	if o.Email != "platform@acme.test" || o.SessionTimeout != 90 || !o.AssessmentsEnforced || o.DefaultExecutionMode != "local" {
-		t.Errorf("the API reads email %q, session timeout %d, assessments enforced %v, execution mode %q; want platform@acme.test, 90, true, local",
-			o.Email, o.SessionTimeout, o.AssessmentsEnforced, o.DefaultExecutionMode)
+	if o.Email != "platform@acme.test" || !o.AssessmentsEnforced || o.DefaultExecutionMode != "local" {
+		t.Errorf("the API reads email %q, assessments enforced %v, execution mode %q; want platform@acme.test, true, local",
+			o.Email, o.AssessmentsEnforced, o.DefaultExecutionMode)
 	}
-	if o.SessionRemember != 20160 || !o.SpeculativePlanManagementEnabled {
-		t.Errorf("settings the form left alone changed: session remember %d, speculative plan management %v", o.SessionRemember, o.SpeculativePlanManagementEnabled)
+	if o.SessionTimeout != 45 || o.SessionRemember != 20160 || !o.SpeculativePlanManagementEnabled || !o.CostEstimationEnabled || !o.AllowForceDeleteWorkspaces {
+		t.Errorf("settings the form does not offer changed: session timeout %d, remember %d, speculative plan management %v, cost estimation %v, force delete %v",
+			o.SessionTimeout, o.SessionRemember, o.SpeculativePlanManagementEnabled, o.CostEstimationEnabled, o.AllowForceDeleteWorkspaces)
 	}
 	// The saved page shows what is stored.
-	if got := fieldValue(tb, "#org-settings", "session_timeout"); got != "90" {
-		t.Errorf("after saving the form shows session timeout %q, want 90", got)
+	if got := fieldValue(tb, "#org-settings", "email"); got != "platform@acme.test" {
+		t.Errorf("after saving the form shows email %q", got)
 	}
 	if !checked(tb, "#org-settings", "assessments_enforced") {
 		t.Error("after saving the form does not show assessments enforced")
@@ -117,11 +126,10 @@ func TestOrgSettingsBadInputKept(t *testing.T) {
 		{"a reserved name", map[string]string{"name": "settings", "email": "typed@acme.test"}, "reserved"},
 		{"an invalid name", map[string]string{"name": "no spaces!", "email": "typed@acme.test"}, "is invalid"},
 		{"an invalid email", map[string]string{"name": "acme", "email": "not an address"}, "not a valid address"},
-		{"a session timeout that is no number", map[string]string{"name": "acme", "email": "typed@acme.test", "session_timeout": "soon"}, "whole number of minutes"},
 	} {
 		tb.open("/app/acme/settings")
 		fillForm(tb, "#org-settings", tc.fields)
-		check(tb, "#org-settings", "stacks_enabled")
+		check(tb, "#org-settings", "assessments_enforced")
 		tb.press("#save-settings")
 		got := tb.waitText("#form-error", tc.want, time.Minute)
 		if !strings.Contains(tb.location(), "/app/acme/settings") || strings.Contains(tb.location(), "saved") {
@@ -132,17 +140,17 @@ func TestOrgSettingsBadInputKept(t *testing.T) {
 				t.Errorf("%s: the form lost %s: %q, typed %q (error %q)", tc.what, name, kept, v, got)
 			}
 		}
-		if !checked(tb, "#org-settings", "stacks_enabled") {
-			t.Errorf("%s: the form lost the ticked stacks box", tc.what)
+		if !checked(tb, "#org-settings", "assessments_enforced") {
+			t.Errorf("%s: the form lost the ticked assessments box", tc.what)
 		}
 		o := readOrg(t, e, "acme")
-		if o.Email != "ops@acme.test" || o.StacksEnabled || o.SessionTimeout != 20160 {
-			t.Errorf("%s: the refused form changed the organization: email %q, stacks %v, session timeout %d", tc.what, o.Email, o.StacksEnabled, o.SessionTimeout)
+		if o.Email != "ops@acme.test" || o.AssessmentsEnforced {
+			t.Errorf("%s: the refused form changed the organization: email %q, assessments enforced %v", tc.what, o.Email, o.AssessmentsEnforced)
 		}
 	}
 	// The status is the API's for a refused attribute.
 	tb.open("/app/acme/settings")
-	if st := postFrom(tb, "/app/acme/settings", map[string]string{"name": "static", "email": "ops@acme.test", "session_timeout": "5", "session_remember": "5", "default_execution_mode": "remote"}); st != http.StatusUnprocessableEntity {
+	if st := postFrom(tb, "/app/acme/settings", map[string]string{"name": "static", "email": "ops@acme.test", "default_execution_mode": "remote"}); st != http.StatusUnprocessableEntity {
 		t.Errorf("a reserved name answers %d, want 422", st)
 	}
 }
@@ -197,8 +205,8 @@ func TestOrgSettingsReadOnlyForMembers(t *testing.T) {
 	} else if got := tb.text("#org-email"); got != "ops@acme.test" {
 		t.Errorf("the member reads email %q", got)
 	}
-	if st := postFrom(tb, "/app/acme/settings", map[string]string{"name": "taken-over", "email": "evil@acme.test", "session_timeout": "5",
-		"session_remember": "5", "default_execution_mode": "local"}); st != http.StatusForbidden {
+	if st := postFrom(tb, "/app/acme/settings", map[string]string{"name": "taken-over", "email": "evil@acme.test",
+		"default_execution_mode": "local"}); st != http.StatusForbidden {
 		t.Errorf("a member's settings post answers %d, want 403", st)
 	}
 	if st := postFrom(tb, "/app/acme/settings/delete", map[string]string{"confirm": "acme"}); st != http.StatusForbidden {
