@@ -18,6 +18,7 @@ func (u *UI) registerWorkspaceSettings(mux *http.ServeMux) {
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/settings", u.updateWorkspaceSettings)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/settings/project", u.moveWorkspace)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/settings/delete", u.deleteWorkspace)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/settings/consumers", u.changeConsumers)
 }
 
 // Remote state sharing as the settings form offers it: with every
@@ -58,6 +59,9 @@ type wsSettingsForms struct {
 	MoveErr    string
 	Delete     wsDeleteForm
 	DeleteErr  string
+	// Consumer is the workspace name the consumers form was given, and
+	// ConsumerErr its refusal.
+	Consumer, ConsumerErr string
 }
 
 type wsSettingsData struct {
@@ -78,6 +82,9 @@ type wsSettingsData struct {
 	// Consumers are the workspaces the state is shared with by name
 	// (remote-state-consumers; those the caller reads).
 	Consumers []*workspace.Workspace
+	// Consumer is the name the consumers form was given after a refusal,
+	// ConsumerErr the refusal.
+	Consumer, ConsumerErr string
 	// Project is the workspace's project's name; MoveTo the projects it
 	// may be moved to, Move the one chosen.
 	Project       string
@@ -104,6 +111,7 @@ func (u *UI) showWorkspaceSettings(w http.ResponseWriter, r *http.Request, statu
 	}
 	d := wsSettingsData{W: ws, Saved: r.URL.Query().Has("saved"), Error: forms.GeneralErr, Move: forms.Move, MoveErr: forms.MoveErr,
 		DeleteForm: forms.Delete, DeleteErr: forms.DeleteErr, Form: storedWorkspaceSettings(ws),
+		Consumer: forms.Consumer, ConsumerErr: forms.ConsumerErr,
 		Can: map[string]bool{
 			"state":  allowed(ctx, authz.StateRead, res),
 			"vars":   allowed(ctx, authz.VariableRead, res),
@@ -337,4 +345,50 @@ func (u *UI) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
 	}
 	u.record(r, ws.Organization, route, http.StatusNoContent, "", "id", ws.ID)
 	http.Redirect(w, r, orgPath(ws.Organization, "workspaces"), http.StatusSeeOther)
+}
+
+// changeConsumers adds the workspace named (op "add") to those the state
+// is shared with, or removes the one whose ID is given (op "remove"), as
+// the API's POST and DELETE .../relationships/remote-state-consumers do
+// (the same service decides). A refusal is shown beside the form.
+func (u *UI) changeConsumers(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, res, err := u.loadWorkspace(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if err := authz.Allows(ctx, authz.WorkspaceUpdate, res); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	name := strings.TrimSpace(r.PostFormValue("workspace"))
+	show := func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+		u.showWorkspaceSettings(w, r, status, wsSettingsForms{Consumer: name, ConsumerErr: formErr})
+	}
+	op, id, method := r.PostFormValue("op"), r.PostFormValue("id"), "DELETE"
+	switch op {
+	case "add":
+		method = "POST"
+		if name == "" {
+			show(w, r, http.StatusUnprocessableEntity, "name the workspace to share the state with")
+			return
+		}
+		c, err := u.o.Workspaces.GetByName(ctx, ws.Organization, name)
+		if err != nil {
+			u.failForm(w, r, err, show, http.StatusUnprocessableEntity, core.KindNotFound)
+			return
+		}
+		id = c.ID
+	case "remove":
+	default:
+		show(w, r, http.StatusUnprocessableEntity, "unknown change to the state's consumers: "+op)
+		return
+	}
+	if err := u.o.Workspaces.ChangeConsumers(ctx, ws.ID, op, []string{id}); err != nil {
+		u.failForm(w, r, err, show, http.StatusUnprocessableEntity, core.KindInvalid, core.KindNotFound)
+		return
+	}
+	u.record(r, ws.Organization, method+" /api/v2/workspaces/{id}/relationships/remote-state-consumers", http.StatusNoContent, "", "id", ws.ID)
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "settings")+"#consumers", http.StatusSeeOther)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
@@ -128,25 +129,52 @@ func TestWorkspaceSettingsFromTheBrowser(t *testing.T) {
 		t.Fatalf("after the move the workspace is in %+v, want %s", w.Project, prj.ID)
 	}
 
-	// Shared with one workspace chosen (through the API), and with
-	// those only.
-	other, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("reporting")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Client.Workspaces.AddRemoteStateConsumers(ctx, ws.ID, tfe.WorkspaceAddRemoteStateConsumersOptions{Workspaces: []*tfe.Workspace{other}}); err != nil {
-		t.Fatal(err)
+	// Shared with chosen workspaces only: one added by name (an unknown
+	// name is refused and kept), one removed.
+	for _, name := range []string{"reporting", "billing"} {
+		if _, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tb.open("/app/acme/workspaces/app-renamed/settings")
 	choose(tb, form, "remote_state", "specific")
 	tb.press(form + " button")
 	waitPath(tb, "/app/acme/workspaces/app-renamed/settings?saved")
-	if got := tb.text("#consumers"); !strings.Contains(got, "Chosen workspaces: reporting.") {
-		t.Fatalf("the consumers read %q", got)
-	}
 	if w := readWorkspace(t, e, ws.ID); w.GlobalRemoteState || w.ProjectRemoteState {
 		t.Fatalf("sharing with chosen workspaces left global %v, project %v", w.GlobalRemoteState, w.ProjectRemoteState)
 	}
+	consumers := func() []string {
+		t.Helper()
+		l, err := e.Client.Workspaces.ListRemoteStateConsumers(ctx, ws.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range l.Items {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	fillForm(tb, "#add-consumer", map[string]string{"workspace": "no-such"})
+	tb.press("#add-consumer button")
+	if got := tb.waitText("#consumer-error", "not found", time.Minute); fieldValue(tb, "#add-consumer", "workspace") != "no-such" {
+		t.Errorf("the refused consumer (%q) was not kept in the form", got)
+	}
+	for _, name := range []string{"reporting", "billing"} {
+		fillForm(tb, "#add-consumer", map[string]string{"workspace": name})
+		tb.press("#add-consumer button")
+		tb.waitText("#consumer-list", name, time.Minute)
+	}
+	if got := consumers(); len(got) != 2 {
+		t.Fatalf("consumers after adding two: %v", got)
+	}
+	tb.press(`#consumer-list li[data-consumer=billing] button`)
+	tb.waitJS(`document.querySelector('#consumer-list li[data-consumer=reporting]') && !document.querySelector('#consumer-list li[data-consumer=billing]')`, "billing removed from the list")
+	if got := consumers(); len(got) != 1 || got[0] != "reporting" {
+		t.Fatalf("consumers after removing billing: %v, want reporting", got)
+	}
+	wantPageEvent(t, e, "workspace", "add-remote-state-consumers", ws.ID, http.StatusNoContent)
+	wantPageEvent(t, e, "workspace", "remove-remote-state-consumers", ws.ID, http.StatusNoContent)
 
 	// Deleted, its name typed.
 	tb.open("/app/acme/workspaces/app-renamed/settings")
@@ -199,7 +227,7 @@ func TestWorkspaceSettingsReadOnlyForReaders(t *testing.T) {
 	if !must(reader, chromedp.Evaluate[bool](`document.querySelector('#ws-settings fieldset').disabled && document.querySelector('#ws-settings input[name=name]').matches(':disabled')`)) {
 		t.Fatal("a reader's settings inputs are not disabled")
 	}
-	for _, sel := range []string{"#ws-settings button", "#ws-delete", "#ws-move"} {
+	for _, sel := range []string{"#ws-settings button", "#ws-delete", "#ws-move", "#add-consumer"} {
 		if reader.exists(sel) {
 			t.Errorf("a reader is offered %s", sel)
 		}
@@ -404,7 +432,7 @@ func TestWorkspaceSettingsOfAStackDeployment(t *testing.T) {
 	if !must(tb, chromedp.Evaluate[bool](`document.querySelector('#ws-settings fieldset').disabled`)) {
 		t.Error("the stack's workspace's settings are not disabled")
 	}
-	for _, sel := range []string{"#ws-settings button", "#ws-delete", "#ws-move"} {
+	for _, sel := range []string{"#ws-settings button", "#ws-delete", "#ws-move", "#add-consumer"} {
 		if tb.exists(sel) {
 			t.Errorf("an owner is offered %s on the stack's workspace", sel)
 		}
