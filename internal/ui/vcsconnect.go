@@ -54,9 +54,7 @@ func (u *UI) showVCSConnect(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 // connectMissing is what keeps c from being connected through its host's
-// authorization flow, as a sentence; "" when nothing does that the page
-// can know (the service checks the application's secret when the
-// connection starts).
+// authorization flow, as a sentence; "" when nothing does.
 func (u *UI) connectMissing(r *http.Request, c *vcs.Client) string {
 	provider := c.Provider.DisplayName()
 	switch {
@@ -67,6 +65,8 @@ func (u *UI) connectMissing(r *http.Request, c *vcs.Client) string {
 	case c.Key == "":
 		return "This provider has no OAuth application to connect through: register an OAuth application at " + c.HTTPURL +
 			" with the callback URL " + u.o.VCS.CallbackURL(c) + ", then give this provider its client ID and secret on the VCS providers page."
+	case !c.HasSecret:
+		return "This provider's OAuth application has no secret: give it the application's client secret on the VCS providers page."
 	}
 	return ""
 }

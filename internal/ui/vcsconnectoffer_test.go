@@ -64,6 +64,10 @@ func TestVCSConnectOfferedOnlyWithAnApplication(t *testing.T) {
 		"api-url": "https://gitea.example.test/api/v1", "key": "gitea-app-client-id", "secret": "gitea-app-secret-3333",
 		"oauth-token-string": "gitea-app-pat-4444"})
 
+	// A client ID without its secret: the flow cannot run, no Connect.
+	keyOnly := flowClient(t, e, "acme", map[string]any{"name": "gitea-key-only", "service-provider": "gitea", "http-url": "https://gitea.example.test",
+		"api-url": "https://gitea.example.test/api/v1", "key": "gitea-key-only-client-id"})
+
 	owner := ownerTab(t, e, "acme", "owner@acme.test")
 	page := "/app/acme/settings/version-control"
 	if st := owner.open(page); st != http.StatusOK {
@@ -71,7 +75,7 @@ func TestVCSConnectOfferedOnlyWithAnApplication(t *testing.T) {
 	}
 	row := func(id string) string { return `[data-vcs-client="` + id + `"]` }
 	connect := func(id string) string { return e.URL + "/app/vcs/oauth-clients/" + id + "/connect" }
-	for id, want := range map[string]string{pat.ID: "", gitlab.ID: "", app: connect(app)} {
+	for id, want := range map[string]string{pat.ID: "", gitlab.ID: "", keyOnly: "", app: connect(app)} {
 		if got := linkOf(owner, row(id)+" a.connect"); got != want {
 			t.Errorf("%s's connect link: %q, want %q", id, got, want)
 		}
@@ -98,6 +102,7 @@ func TestVCSConnectOfferedOnlyWithAnApplication(t *testing.T) {
 	}{
 		{pat.ID, "no OAuth application to connect through"},
 		{gitlab.ID, "Terrace does not run the OAuth authorization flow of GitLab.com"},
+		{keyOnly, "OAuth application has no secret"},
 	} {
 		if st := owner.open("/app/vcs/oauth-clients/" + c.id + "/connect"); st != http.StatusOK {
 			t.Errorf("%s's connect page: %d", c.id, st)

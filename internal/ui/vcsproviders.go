@@ -181,9 +181,9 @@ func (u *UI) showVCSProviders(w http.ResponseWriter, r *http.Request, status int
 
 // connectPath is where a client is connected through its host's OAuth
 // authorization flow: "" unless Terrace runs the provider's flow and the
-// client has an OAuth application to run it with.
+// client has an OAuth application to run it with (its key and secret).
 func connectPath(c *vcs.Client) string {
-	if c.Key == "" {
+	if c.Key == "" || !c.HasSecret {
 		return ""
 	}
 	return vcs.ConnectPath(c)

@@ -174,14 +174,14 @@ func (s *Service) seal(c seal.Column, v *string) (any, error) {
 	return s.Keys.SealString(c.Purpose, *v)
 }
 
-const clientCols = `id, organization_name, name, service_provider, api_url, http_url, key, rsa_public_key, organization_scoped, created_at`
+const clientCols = `id, organization_name, name, service_provider, api_url, http_url, key, COALESCE(secret, '') <> '', rsa_public_key, organization_scoped, created_at`
 
 func scanClient(sc store.Scanner) (*Client, error) {
 	var c Client
 	var name *string
 	var created int64
 	var provider string
-	if err := sc.Scan(&c.ID, &c.Organization, &name, &provider, &c.APIURL, &c.HTTPURL, &c.Key, &c.RSAPublicKey, &c.OrganizationScoped, &created); err != nil {
+	if err := sc.Scan(&c.ID, &c.Organization, &name, &provider, &c.APIURL, &c.HTTPURL, &c.Key, &c.HasSecret, &c.RSAPublicKey, &c.OrganizationScoped, &created); err != nil {
 		return nil, err
 	}
 	c.Name, c.Provider, c.CreatedAt = name, Provider(provider), core.FromMicros(created)

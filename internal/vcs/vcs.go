@@ -86,13 +86,17 @@ const (
 
 // Client is an OAuth client as shown to callers: it carries no secret.
 type Client struct {
-	ID                 string
-	Organization       string
-	Name               *string
-	Provider           Provider
-	APIURL             string
-	HTTPURL            string
-	Key                string
+	ID           string
+	Organization string
+	Name         *string
+	Provider     Provider
+	APIURL       string
+	HTTPURL      string
+	Key          string
+	// HasSecret: the client's OAuth application has a secret (with Key,
+	// what the host's authorization flow needs); the secret itself is
+	// never read out.
+	HasSecret          bool
 	RSAPublicKey       string
 	OrganizationScoped bool
 	CreatedAt          time.Time
