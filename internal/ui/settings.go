@@ -46,13 +46,8 @@ func outputViews(outs []*state.Output) []outputView {
 // states lists a workspace's state versions and its current outputs.
 func (u *UI) states(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.StateRead, res); err != nil {
-		u.fail(w, r, err)
+	ws, res, ok := u.workspaceAllowing(w, r, authz.StateRead)
+	if !ok {
 		return
 	}
 	versions, _, err := u.o.States.List(ctx, ws.Organization, ws.Name, 0, 50)
@@ -127,13 +122,8 @@ func (u *UI) variables(w http.ResponseWriter, r *http.Request) {
 // add variable form holds and formErr its refusal (the form is then open).
 func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, form varForm, formErr string) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.VariableRead, res); err != nil {
-		u.fail(w, r, err)
+	ws, res, ok := u.workspaceAllowing(w, r, authz.VariableRead)
+	if !ok {
 		return
 	}
 	vars, err := u.o.Variables.ListWorkspaceVariables(ctx, ws.ID)
@@ -170,13 +160,8 @@ func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, f
 
 func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.VariableWrite, res); err != nil {
-		u.fail(w, r, err)
+	ws, _, ok := u.workspaceAllowing(w, r, authz.VariableWrite)
+	if !ok {
 		return
 	}
 	key, value, desc := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("description")

@@ -285,6 +285,21 @@ func (u *UI) loadWorkspace(r *http.Request) (*workspace.Workspace, authz.Resourc
 	return ws, res, nil
 }
 
+// workspaceAllowing finds the page's workspace (loadWorkspace) and asks
+// whether the caller may do action there; when not, or when it is not
+// found, it answers with the error page and ok is false.
+func (u *UI) workspaceAllowing(w http.ResponseWriter, r *http.Request, action authz.Action) (ws *workspace.Workspace, res authz.Resource, ok bool) {
+	ws, res, err := u.loadWorkspace(r)
+	if err == nil {
+		err = authz.Allows(r.Context(), action, res)
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return nil, res, false
+	}
+	return ws, res, true
+}
+
 type workspaceData struct {
 	W        *workspace.Workspace
 	Runs     []*run.Run

@@ -254,13 +254,8 @@ func (f wsSettingsForm) options() workspace.Options {
 // the new name's settings page.
 func (u *UI) updateWorkspaceSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.WorkspaceUpdate, res); err != nil {
-		u.fail(w, r, err)
+	ws, _, ok := u.workspaceAllowing(w, r, authz.WorkspaceUpdate)
+	if !ok {
 		return
 	}
 	form := postedWorkspaceSettings(r)
@@ -315,13 +310,8 @@ func (u *UI) moveWorkspace(w http.ResponseWriter, r *http.Request) {
 // those who may force-delete. Then the workspace list.
 func (u *UI) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.WorkspaceDelete, res); err != nil {
-		u.fail(w, r, err)
+	ws, _, ok := u.workspaceAllowing(w, r, authz.WorkspaceDelete)
+	if !ok {
 		return
 	}
 	form := wsDeleteForm{Confirm: r.PostFormValue("confirm"), Force: r.PostFormValue("mode") == "force"}
@@ -332,14 +322,11 @@ func (u *UI) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
 		show(w, r, http.StatusUnprocessableEntity, "type the workspace's name, "+ws.Name+", to confirm its deletion")
 		return
 	}
-	route := "POST /api/v2/workspaces/{id}/actions/safe-delete"
+	route, del := "POST /api/v2/workspaces/{id}/actions/safe-delete", u.o.Workspaces.SafeDelete
 	if form.Force {
-		route = "DELETE /api/v2/workspaces/{id}"
-		err = u.o.Workspaces.Delete(ctx, ws.ID)
-	} else {
-		err = u.o.Workspaces.SafeDelete(ctx, ws.ID)
+		route, del = "DELETE /api/v2/workspaces/{id}", u.o.Workspaces.Delete
 	}
-	if err != nil {
+	if err := del(ctx, ws.ID); err != nil {
 		u.failForm(w, r, err, show, http.StatusConflict, core.KindConflict)
 		return
 	}
@@ -353,13 +340,8 @@ func (u *UI) deleteWorkspace(w http.ResponseWriter, r *http.Request) {
 // (the same service decides). A refusal is shown beside the form.
 func (u *UI) changeConsumers(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, res, err := u.loadWorkspace(r)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	if err := authz.Allows(ctx, authz.WorkspaceUpdate, res); err != nil {
-		u.fail(w, r, err)
+	ws, _, ok := u.workspaceAllowing(w, r, authz.WorkspaceUpdate)
+	if !ok {
 		return
 	}
 	name := strings.TrimSpace(r.PostFormValue("workspace"))
