@@ -548,7 +548,9 @@ type Selector struct {
 
 // Delete removes modules, one provider of a module, or one version.
 func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
-	if err := access(ctx, org); err != nil {
+	// Asked before the transaction: the model may read the caller's
+	// teams, which inside it would take a second connection.
+	if err := manage(ctx, org); err != nil {
 		return err
 	}
 	if sel.RegistryName != "" && sel.RegistryName != RegistryPrivate && sel.RegistryName != RegistryPublic {
@@ -573,9 +575,6 @@ func (s *Service) Delete(ctx context.Context, org string, sel Selector) error {
 		}
 		if len(mods) == 0 {
 			return core.NotFound("registry module %q not found in %q", sel.Name, org)
-		}
-		if err := manage(ctx, org); err != nil {
-			return err
 		}
 		if sel.Version != "" {
 			if len(mods) != 1 {
