@@ -1,11 +1,6 @@
 package ui
 
-import (
-	"net/http"
-
-	"github.com/terracehq/terrace/internal/core"
-	"github.com/terracehq/terrace/internal/tfeapi"
-)
+import "net/http"
 
 // registerOrgObjects adds the routes of the forms that create projects, teams and variable sets.
 //
@@ -29,14 +24,4 @@ func (u *UI) registerOrgObjects(mux *http.ServeMux) {
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/apply", u.applyVarset)
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/remove", u.unapplyVarset)
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/delete", u.deleteVarset)
-}
-
-// refuseAsAPI answers a form of these pages whose service call failed with
-// err: a refusal of one of kinds re-renders the page through show, with
-// the status the API answers err with and its message, keeping what was
-// typed; anything else is the error page (failForm).
-func (u *UI) refuseAsAPI(w http.ResponseWriter, r *http.Request, err error, show func(w http.ResponseWriter, r *http.Request, status int, formErr string), kinds ...core.Kind) {
-	err = tfeapi.AsAnswered(err)
-	status, _ := tfeapi.Status(err)
-	u.failForm(w, r, err, show, status, kinds...)
 }

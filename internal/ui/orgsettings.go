@@ -10,7 +10,6 @@ import (
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/organization"
 	"github.com/terracehq/terrace/internal/team"
-	"github.com/terracehq/terrace/internal/tfeapi"
 )
 
 // The organization's settings (HCP Terraform's organization Settings).
@@ -75,7 +74,7 @@ func sentSettingsForm(r *http.Request) orgSettingsForm {
 // options are the organization service's changes the form asks for
 // (withPool: the form offered the default agent pool). The service
 // validates the rest, as it does the API's.
-func (f orgSettingsForm) options(withPool bool) (organization.UpdateOptions, error) {
+func (f orgSettingsForm) options(withPool bool) organization.UpdateOptions {
 	o := organization.UpdateOptions{
 		Name: &f.Name, Email: &f.Email, DefaultExecutionMode: &f.ExecutionMode,
 		AssessmentsEnforced: &f.Assessments, UserTokensEnabled: &f.UserTokens,
@@ -86,7 +85,7 @@ func (f orgSettingsForm) options(withPool bool) (organization.UpdateOptions, err
 		pool := f.AgentPool
 		o.DefaultAgentPoolID = &pool
 	}
-	return o, nil
+	return o
 }
 
 // deleteForm is the delete form's confirmation as typed and its refusal.
@@ -164,12 +163,7 @@ func (u *UI) updateOrgSettings(w http.ResponseWriter, r *http.Request) {
 		u.showOrgSettings(w, r, status, &form, formErr, deleteForm{})
 	}
 	_, withPool := r.PostForm["default_agent_pool"]
-	opts, err := form.options(withPool)
-	if err != nil {
-		show(w, r, http.StatusUnprocessableEntity, err.Error())
-		return
-	}
-	o, err := u.o.Orgs.Update(ctx, name, opts)
+	o, err := u.o.Orgs.Update(ctx, name, form.options(withPool))
 	if err != nil {
 		u.failForm(w, r, err, show, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
 		return
@@ -398,10 +392,9 @@ func (u *UI) removeMember(w http.ResponseWriter, r *http.Request) {
 	if err := u.o.Teams.DeleteMembership(ctx, m.ID); err != nil {
 		// The last owner stays; a member of a team the caller may not
 		// change stays too: the page says why.
-		status, _ := tfeapi.Status(err)
-		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+		u.refuseAsAPI(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
 			u.showOrgMembers(w, r, status, inviteForm{}, "", formErr)
-		}, status, core.KindConflict, core.KindForbidden, core.KindInvalid)
+		}, core.KindConflict, core.KindForbidden, core.KindInvalid)
 		return
 	}
 	u.record(r, org, "DELETE /api/v2/organization-memberships/{id}", http.StatusNoContent, "", "id", m.ID)

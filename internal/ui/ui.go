@@ -396,6 +396,16 @@ func (u *UI) failForm(w http.ResponseWriter, r *http.Request, err error, show fu
 	u.fail(w, r, err)
 }
 
+// refuseAsAPI is failForm with the status the API answers err with: a
+// refusal of one of kinds re-renders the page through show with that
+// status and err's message, keeping what was typed; anything else is the
+// error page.
+func (u *UI) refuseAsAPI(w http.ResponseWriter, r *http.Request, err error, show func(w http.ResponseWriter, r *http.Request, status int, formErr string), kinds ...core.Kind) {
+	err = tfeapi.AsAnswered(err)
+	status, _ := tfeapi.Status(err)
+	u.failForm(w, r, err, show, status, kinds...)
+}
+
 // answer is how a page (or a page's script) tells err: the status and
 // title its kind maps to and its detail, an internal error's kept for the
 // log.
