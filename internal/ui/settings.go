@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/authz"
@@ -461,13 +462,18 @@ type teamForm struct {
 	Access map[string]bool
 }
 
-// accessChoice is an organization permission the new team form offers.
-type accessChoice struct{ Name, Label string }
+// accessChoice is an organization permission a team may hold: its API
+// name, the name in words ("manage vcs settings") and its field of
+// team.Access.
+type accessChoice struct {
+	Name, Label string
+	field       int
+}
 
-// accessChoices are the organization permissions a team may hold: each of
-// team.Access's fields by its API name, so that one added there is
-// offered without a change here.
-func accessChoices() []accessChoice {
+// accessChoices are the organization permissions a team may hold, each
+// of team.Access's fields by its API name (read once), so that one added
+// there is offered and shown without a change here.
+var accessChoices = sync.OnceValue(func() []accessChoice {
 	var out []accessChoice
 	ty := reflect.TypeFor[team.Access]()
 	for i := range ty.NumField() {
@@ -476,9 +482,22 @@ func accessChoices() []accessChoice {
 		}
 		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
 		if name == "" || name == "-" {
-			continue
+			name = ty.Field(i).Name
 		}
-		out = append(out, accessChoice{Name: name, Label: strings.ReplaceAll(name, "-", " ")})
+		out = append(out, accessChoice{Name: name, Label: strings.ReplaceAll(name, "-", " "), field: i})
+	}
+	return out
+})
+
+// orgAccess lists the organization permissions a team holds, each named
+// in words (accessChoice.Label).
+func orgAccess(a team.Access) []string {
+	var out []string
+	v := reflect.ValueOf(a)
+	for _, c := range accessChoices() {
+		if v.Field(c.field).Bool() {
+			out = append(out, c.Label)
+		}
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -566,26 +565,6 @@ func statusLabel(s any) string {
 		return v
 	}
 	return strings.ToUpper(v[:1]) + v[1:]
-}
-
-// orgAccess lists the organization permissions a team holds, each as
-// its API name in words ("manage-vcs-settings" is "manage vcs
-// settings"). It reads team.Access's fields, so a permission added
-// there shows without a change here.
-func orgAccess(a team.Access) []string {
-	var out []string
-	v, ty := reflect.ValueOf(a), reflect.TypeOf(a)
-	for i := range ty.NumField() {
-		if v.Field(i).Kind() != reflect.Bool || !v.Field(i).Bool() {
-			continue
-		}
-		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
-		if name == "" {
-			name = ty.Field(i).Name
-		}
-		out = append(out, strings.ReplaceAll(name, "-", " "))
-	}
-	return out
 }
 
 // plural is a count with its noun: "1 workspace", "2 workspaces".
