@@ -121,10 +121,7 @@ func (u *UI) listWorkspaces(w http.ResponseWriter, r *http.Request, status int, 
 		if ws.Settings.AssessmentsEnabled {
 			row.Health = u.health(ctx, ws.ID)
 		}
-		if ws.Settings.ManagedBy != "" && u.o.Stacks != nil {
-			// A stack deleted since kept the workspace: it is people's.
-			row.Stack, _ = u.o.Stacks.GetStack(ctx, ws.Settings.ManagedBy)
-		}
+		row.Stack = u.managingStack(ctx, ws)
 		d.Rows = append(d.Rows, row)
 	}
 	d.Create = allowed(ctx, authz.OrgCreateWorkspace, authz.Resource{Organization: org})
@@ -283,6 +280,20 @@ func (u *UI) loadWorkspace(r *http.Request) (*workspace.Workspace, authz.Resourc
 		return nil, res, core.NotFound("workspace %q not found in organization %q", name, org)
 	}
 	return ws, res, nil
+}
+
+// managingStack is the stack whose deployment ws is, as the caller sees
+// it: nil for people's workspaces, and for one a stack deleted since kept
+// (it is people's again) or one of a stack the caller may not read.
+func (u *UI) managingStack(ctx context.Context, ws *workspace.Workspace) *stack.Stack {
+	if ws.Settings.ManagedBy == "" || u.o.Stacks == nil {
+		return nil
+	}
+	st, err := u.o.Stacks.GetStack(ctx, ws.Settings.ManagedBy)
+	if err != nil {
+		return nil
+	}
+	return st
 }
 
 // workspaceAllowing finds the page's workspace (loadWorkspace) and asks

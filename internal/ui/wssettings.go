@@ -130,10 +130,8 @@ func (u *UI) showWorkspaceSettings(w http.ResponseWriter, r *http.Request, statu
 	}
 	if ws.Settings.ManagedBy != "" {
 		d.Stack = &crumb{Name: ws.Settings.ManagedBy}
-		if u.o.Stacks != nil {
-			if st, err := u.o.Stacks.GetStack(ctx, ws.Settings.ManagedBy); err == nil {
-				d.Stack = &crumb{Name: st.Name, Href: orgPath(ws.Organization, "stacks", st.ID)}
-			}
+		if st := u.managingStack(ctx, ws); st != nil {
+			d.Stack = &crumb{Name: st.Name, Href: orgPath(ws.Organization, "stacks", st.ID)}
 		}
 	}
 	d.ProjectMode = u.projectExecution(ctx, ws)
@@ -207,16 +205,18 @@ func (u *UI) workspaceMoveChoices(ctx context.Context, ws *workspace.Workspace, 
 		return "", nil, err
 	}
 	name := ws.ProjectID
-	var to []*project.Project
+	others := make([]*project.Project, 0, len(ps))
 	for _, p := range ps {
 		if p.ID == ws.ProjectID {
 			name = p.Name
-			continue
-		}
-		if may && allowed(ctx, authz.ProjectCreateWorkspace, authz.Resource{Organization: ws.Organization, ProjectID: p.ID}) {
-			to = append(to, p)
+		} else {
+			others = append(others, p)
 		}
 	}
+	if !may {
+		return name, nil, nil
+	}
+	to, _ := projectChoices(ctx, ws.Organization, others, authz.ProjectCreateWorkspace, "")
 	return name, to, nil
 }
 
