@@ -81,6 +81,14 @@ func (u *UI) showProjects(w http.ResponseWriter, r *http.Request, status int, fo
 	u.render(w, r, status, "projects", "Projects", org, d)
 }
 
+// showProjectsWith re-renders the page with form refused (the show of
+// refuseAsAPI).
+func (u *UI) showProjectsWith(form projectForm) func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+	return func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+		u.showProjects(w, r, status, form, formErr)
+	}
+}
+
 // createProject creates a project from the new project form, as the API's
 // create does.
 func (u *UI) createProject(w http.ResponseWriter, r *http.Request) {
@@ -93,9 +101,7 @@ func (u *UI) createProject(w http.ResponseWriter, r *http.Request) {
 	form := projectForm{Name: strings.TrimSpace(r.PostFormValue("name")), Description: r.PostFormValue("description")}
 	p, err := u.o.Projects.Create(ctx, org, project.Options{Name: &form.Name, Description: &form.Description})
 	if err != nil {
-		u.refuseAsAPI(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-			u.showProjects(w, r, status, form, formErr)
-		}, core.KindInvalid, core.KindConflict)
+		u.refuseAsAPI(w, r, err, u.showProjectsWith(form), core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, org, "POST /api/v2/organizations/{org}/projects", http.StatusCreated, p.ID, "org", org)
@@ -133,9 +139,7 @@ func (u *UI) updateProject(w http.ResponseWriter, r *http.Request) {
 	}
 	form := projectForm{ID: p.ID, Edit: true, Name: strings.TrimSpace(r.PostFormValue("name")), Description: r.PostFormValue("description")}
 	if _, err := u.o.Projects.Update(r.Context(), p.ID, project.Options{Name: &form.Name, Description: &form.Description}); err != nil {
-		u.refuseAsAPI(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-			u.showProjects(w, r, status, form, formErr)
-		}, core.KindInvalid, core.KindConflict)
+		u.refuseAsAPI(w, r, err, u.showProjectsWith(form), core.KindInvalid, core.KindConflict)
 		return
 	}
 	u.record(r, org, "PATCH /api/v2/projects/{id}", http.StatusOK, "", "id", p.ID)
@@ -153,9 +157,7 @@ func (u *UI) deleteProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := u.o.Projects.Delete(r.Context(), p.ID); err != nil {
-		u.refuseAsAPI(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
-			u.showProjects(w, r, status, projectForm{ID: p.ID}, formErr)
-		}, core.KindConflict)
+		u.refuseAsAPI(w, r, err, u.showProjectsWith(projectForm{ID: p.ID}), core.KindConflict)
 		return
 	}
 	u.record(r, org, "DELETE /api/v2/projects/{id}", http.StatusNoContent, "", "id", p.ID)
