@@ -3,6 +3,7 @@ package workspace_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -196,21 +197,29 @@ func TestDeletingTagsDecidesOnce(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		c := e.Client
 		newOrg(t, c, "acme")
-		var refs []*tfe.Tag
-		for _, n := range []string{"t1", "t2", "t3", "t4", "t5"} {
-			refs = append(refs, &tfe.Tag{Name: n})
-		}
-		w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("w"), Tags: refs})
+		w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("w")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Carried by no workspace: a carrier is a decision of its own.
-		if err := c.Workspaces.RemoveTags(ctx, w.ID, tfe.WorkspaceRemoveTagsOptions{Tags: refs}); err != nil {
-			t.Fatal(err)
-		}
-		tags := orgTagIDs(t, c, "acme")
-		if len(tags) != 5 {
-			t.Fatalf("the organization has %d tags, want 5", len(tags))
+		// makeTags gives the organization five tags carried by no
+		// workspace (a carrier is a decision of its own).
+		makeTags := func(round int) map[string]*tfe.OrganizationTag {
+			t.Helper()
+			var refs []*tfe.Tag
+			for n := 1; n <= 5; n++ {
+				refs = append(refs, &tfe.Tag{Name: fmt.Sprintf("r%d-t%d", round, n)})
+			}
+			if err := c.Workspaces.AddTags(ctx, w.ID, tfe.WorkspaceAddTagsOptions{Tags: refs}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Workspaces.RemoveTags(ctx, w.ID, tfe.WorkspaceRemoveTagsOptions{Tags: refs}); err != nil {
+				t.Fatal(err)
+			}
+			tags := orgTagIDs(t, c, "acme")
+			if len(tags) != 5 {
+				t.Fatalf("the organization has %d tags, want 5", len(tags))
+			}
+			return tags
 		}
 		tm, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("taggers"), Visibility: tfe.String("organization"),
 			OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(true)}})
@@ -226,7 +235,7 @@ func TestDeletingTagsDecidesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		as := authz.WithModel(auth.WithPrincipal(context.Background(), p), e.Server.Authz)
-		cost := func(names ...string) int64 {
+		cost := func(tags map[string]*tfe.OrganizationTag, names ...string) int64 {
 			t.Helper()
 			var ids []string
 			for _, n := range names {
@@ -238,12 +247,20 @@ func TestDeletingTagsDecidesOnce(t *testing.T) {
 			}
 			return e.Server.DB.Queries() - before
 		}
-		one, four := cost("t1"), cost("t2", "t3", "t4", "t5")
+		// The server's own workers count into the store's statements
+		// too: the least of three rounds is the deletions' own.
+		one, four := int64(1<<30), int64(1<<30)
+		for round := range 3 {
+			tags := makeTags(round)
+			tag := func(n int) string { return fmt.Sprintf("r%d-t%d", round, n) }
+			one = min(one, cost(tags, tag(1)))
+			four = min(four, cost(tags, tag(2), tag(3), tag(4), tag(5)))
+			if left := orgTagIDs(t, c, "acme"); len(left) != 0 {
+				t.Fatalf("tags left: %v", left)
+			}
+		}
 		if four-one != 3*2 {
 			t.Errorf("deleting 4 tags cost %d statements, 1 tag %d: want 2 more a tag (its row, its carriers)", four, one)
-		}
-		if left := orgTagIDs(t, c, "acme"); len(left) != 0 {
-			t.Fatalf("tags left: %v", left)
 		}
 	})
 }
