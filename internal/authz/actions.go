@@ -180,9 +180,15 @@ const (
 	// workspaces. Organization tokens never run terraform, so they cannot.
 	StackApprove Action = "stack:approve"
 
-	WorkspaceRead        Action = "workspace:read"
-	WorkspaceUpdate      Action = "workspace:update"
-	WorkspaceDelete      Action = "workspace:delete"
+	WorkspaceRead   Action = "workspace:read"
+	WorkspaceUpdate Action = "workspace:update"
+	WorkspaceDelete Action = "workspace:delete"
+	// WorkspaceForceDelete deletes a workspace without counting the
+	// resources it manages (the API's DELETE, can-force-delete): the
+	// workspace's admins who are owners or hold the organization's token,
+	// and its other admins when the organization's
+	// allow-force-delete-workspaces setting is on (WorkspacePerms.ForceDelete).
+	WorkspaceForceDelete Action = "workspace:force-delete"
 	WorkspaceLock        Action = "workspace:lock"
 	WorkspaceForceUnlock Action = "workspace:force-unlock"
 	// WorkspaceMove moves the workspace out of its project (the move
@@ -434,6 +440,8 @@ var rules = map[Action]rule{
 		workspace: func(w WorkspacePerms) bool { return w.Admin }},
 	WorkspaceDelete: {scope: scopeWorkspace, noun: "workspace", verb: "delete this workspace",
 		workspace: func(w WorkspacePerms) bool { return w.Admin || w.Delete }},
+	WorkspaceForceDelete: {scope: scopeWorkspace, noun: "workspace", verb: "force-delete this workspace",
+		workspace: func(w WorkspacePerms) bool { return w.ForceDelete }},
 	WorkspaceLock: {scope: scopeWorkspace, noun: "workspace", verb: "lock or unlock this workspace", runToken: true,
 		noOrgToken: true, workspace: func(w WorkspacePerms) bool { return w.Locking }},
 	WorkspaceForceUnlock: {scope: scopeWorkspace, noun: "workspace", verb: "force-unlock this workspace",

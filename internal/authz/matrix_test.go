@@ -277,6 +277,10 @@ func expect(a authz.Action, service bool, who string) int {
 	case authz.WorkspaceUpdate, authz.WorkspaceDelete, authz.WorkspaceForceUnlock, authz.WorkspaceManageTeams,
 		authz.WorkspaceManageRunTasks, authz.RunReadPlanJSON:
 		return in("owner", "admin", "organization-token")
+	case authz.WorkspaceForceDelete:
+		// The organization keeps allow-force-delete-workspaces off (its
+		// default): the admin team is told can-force-delete false.
+		return in("owner", "organization-token")
 	}
 	panic(fmt.Sprintf("the matrix has no expectation for action %q", a))
 }

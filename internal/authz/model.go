@@ -56,6 +56,10 @@ type Resolver interface {
 	// ManagedBy returns the stack whose deployment workspace workspaceID
 	// is ("" for none, or when that stack is gone).
 	ManagedBy(ctx context.Context, workspaceID string) (string, error)
+	// AllowsForceDelete reports organization org's
+	// allow-force-delete-workspaces setting: whether workspace admins
+	// who are not owners may delete workspaces that manage resources.
+	AllowsForceDelete(ctx context.Context, org string) (bool, error)
 }
 
 // Resource locates what a request acts on. Organization is always set;
@@ -209,7 +213,31 @@ func (s *Service) Workspace(ctx context.Context, p *auth.Principal, res Resource
 	if err != nil {
 		return WorkspacePerms{}, err
 	}
-	return s.workspace(ctx, p, st, res)
+	w, err := s.workspace(ctx, p, st, res)
+	if err != nil {
+		return WorkspacePerms{}, err
+	}
+	return s.withForceDelete(ctx, st, res, w)
+}
+
+// withForceDelete fills w.ForceDelete: an admin of the workspace who is
+// an owner or holds the organization's token, or any admin when the
+// organization allows it (reading its setting only then). Only what
+// tells or decides a force delete asks it.
+func (s *Service) withForceDelete(ctx context.Context, st standing, res Resource, w WorkspacePerms) (WorkspacePerms, error) {
+	if !w.Admin {
+		return w, nil
+	}
+	if st.owner || st.orgToken {
+		w.ForceDelete = true
+		return w, nil
+	}
+	allowed, err := s.resolver.AllowsForceDelete(ctx, res.Organization)
+	if err != nil {
+		return WorkspacePerms{}, err
+	}
+	w.ForceDelete = allowed
+	return w, nil
 }
 
 func (s *Service) workspace(ctx context.Context, p *auth.Principal, st standing, res Resource) (WorkspacePerms, error) {
@@ -586,6 +614,14 @@ func (s *Service) Decide(ctx context.Context, p *auth.Principal, action Action, 
 		wp, managedBy, err := s.workspaceManaged(ctx, p, st, res)
 		if err != nil {
 			return err
+		}
+		if action == WorkspaceForceDelete {
+			if wp, err = s.withForceDelete(ctx, st, res, wp); err != nil {
+				return err
+			}
+			if wp.Admin && !wp.ForceDelete {
+				return core.Forbidden("insufficient permissions to %s: organization %s lets only its owners delete workspaces that may manage resources (its allow-force-delete-workspaces setting is off); delete it safely once it manages none", rule.verb, res.Organization)
+			}
 		}
 		if !wp.Read {
 			return notFound()

@@ -70,6 +70,12 @@ type WorkspacePerms struct {
 	// Delete and Move: project grants may give these without Admin.
 	Delete bool `json:"delete"`
 	Move   bool `json:"move"`
+	// ForceDelete deletes the workspace while it manages resources: an
+	// Admin who is an owner (or holds the organization's token), or any
+	// Admin when the organization's allow-force-delete-workspaces setting
+	// is on, as HCP Terraform decides it. Service.Workspace and the
+	// WorkspaceForceDelete decision fill it; grants never hold it.
+	ForceDelete bool `json:"force-delete"`
 }
 
 // union returns the permissions of holding both a and b (HCP Terraform
@@ -87,6 +93,7 @@ func (a WorkspacePerms) union(b WorkspacePerms) WorkspacePerms {
 		Admin:           a.Admin || b.Admin,
 		Delete:          a.Delete || b.Delete,
 		Move:            a.Move || b.Move,
+		ForceDelete:     a.ForceDelete || b.ForceDelete,
 	}
 }
 

@@ -307,7 +307,7 @@ var Routes = map[string]Route{
 	// before the body is read.
 	"GET /api/v2/organizations/{org}/workspaces/{name}":                      {Action: WorkspaceRead, Locate: WorkspaceByName},
 	"PATCH /api/v2/organizations/{org}/workspaces/{name}":                    {Action: WorkspaceRead, Locate: WorkspaceByName},
-	"DELETE /api/v2/organizations/{org}/workspaces/{name}":                   {Action: WorkspaceDelete, Locate: WorkspaceByName},
+	"DELETE /api/v2/organizations/{org}/workspaces/{name}":                   {Action: WorkspaceForceDelete, Locate: WorkspaceByName},
 	"POST /api/v2/organizations/{org}/workspaces/{name}/actions/safe-delete": {Action: WorkspaceDelete, Locate: WorkspaceByName},
 	// Notification configurations and run triggers. A configuration named
 	// by ID: the notify service asks the rule of its workspace's, team's or
@@ -375,7 +375,7 @@ var Routes = map[string]Route{
 	"POST /api/v2/stacks/{id}/stack-configurations":                          {Action: StackManage, Locate: ByID("id")},
 	"GET /api/v2/workspaces/{id}":                                            {Action: WorkspaceRead, Locate: ByID("id")},
 	"PATCH /api/v2/workspaces/{id}":                                          {Action: WorkspaceRead, Locate: ByID("id")}, // the service decides
-	"DELETE /api/v2/workspaces/{id}":                                         {Action: WorkspaceDelete, Locate: ByID("id")},
+	"DELETE /api/v2/workspaces/{id}":                                         {Action: WorkspaceForceDelete, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/safe-delete":                       {Action: WorkspaceDelete, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/lock":                              {Action: WorkspaceLock, Locate: ByID("id")},
 	"POST /api/v2/workspaces/{id}/actions/unlock":                            {Action: WorkspaceLock, Locate: ByID("id")},

@@ -33,7 +33,7 @@ type Registry interface {
 type Workspaces interface {
 	Create(ctx context.Context, org string, o workspace.Options) (*workspace.Workspace, error)
 	Get(ctx context.Context, id string) (*workspace.Workspace, error)
-	Delete(ctx context.Context, id string) error
+	SafeDelete(ctx context.Context, id string) error
 }
 
 // Variables sets workspace variables.
@@ -682,7 +682,10 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 		return nil, err
 	}
 	undo := func(cause error) error {
-		if derr := s.Workspaces.Delete(context.WithoutCancel(ctx), ws.ID); derr != nil {
+		// Safely: the workspace was made here and manages nothing, and
+		// a caller who may not force-delete (only owners may by default)
+		// may still remove it.
+		if derr := s.Workspaces.SafeDelete(context.WithoutCancel(ctx), ws.ID); derr != nil {
 			s.Logger.ErrorContext(ctx, "removing a half-provisioned workspace", "workspace", ws.ID, "error", derr)
 		}
 		return cause

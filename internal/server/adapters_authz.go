@@ -170,3 +170,16 @@ func (a authzResolver) OrganizationExists(ctx context.Context, name string) erro
 	_, err := a.s.Orgs.Get(system(ctx), name)
 	return err
 }
+
+// AllowsForceDelete reads the organization's setting once per request
+// (the request memo): a workspace list tells can-force-delete for each
+// workspace from one read.
+func (a authzResolver) AllowsForceDelete(ctx context.Context, org string) (bool, error) {
+	return core.Memoize(ctx, "allow-force-delete:"+org, func() (bool, error) {
+		o, err := a.s.Orgs.Get(system(ctx), org)
+		if err != nil {
+			return false, err
+		}
+		return o.Settings.AllowForceDeleteWorkspaces, nil
+	})
+}

@@ -41,14 +41,17 @@ func (u *UI) registerOrgSettings(mux *http.ServeMux) {
 
 // orgSettingsForm is the settings form as shown or as it was sent. It has
 // the settings Terrace acts on only: the API keeps others HCP Terraform
-// has (session lengths, cost estimation, the stacks and force-delete
-// flags, speculative plan management, commit status choices) for its
+// has (session lengths, cost estimation, the stacks flag, speculative
+// plan management, commit status choices) for its
 // clients, but nothing here reads them, and a page offering them would
 // promise what does not happen. The form leaves them as they are.
 type orgSettingsForm struct {
 	Name, Email              string
 	ExecutionMode, AgentPool string
 	Assessments, UserTokens  bool
+	// ForceDelete is allow-force-delete-workspaces: workspace admins
+	// who are not owners may force-delete (authz.WorkspaceForceDelete).
+	ForceDelete bool
 }
 
 // settingsFormOf is the form as the organization's settings fill it.
@@ -57,6 +60,7 @@ func settingsFormOf(o *organization.Organization) orgSettingsForm {
 	return orgSettingsForm{
 		Name: o.Name, Email: o.Email, ExecutionMode: s.DefaultExecutionMode, AgentPool: s.DefaultAgentPoolID,
 		Assessments: s.AssessmentsEnforced, UserTokens: s.UserTokensEnabled == nil || *s.UserTokensEnabled,
+		ForceDelete: s.AllowForceDeleteWorkspaces,
 	}
 }
 
@@ -68,6 +72,7 @@ func sentSettingsForm(r *http.Request) orgSettingsForm {
 		Name: strings.TrimSpace(r.PostFormValue("name")), Email: strings.TrimSpace(r.PostFormValue("email")),
 		ExecutionMode: r.PostFormValue("default_execution_mode"), AgentPool: r.PostFormValue("default_agent_pool"),
 		Assessments: on("assessments_enforced"), UserTokens: on("user_tokens_enabled"),
+		ForceDelete: on("allow_force_delete_workspaces"),
 	}
 }
 
@@ -78,6 +83,7 @@ func (f orgSettingsForm) options(withPool bool) organization.UpdateOptions {
 	o := organization.UpdateOptions{
 		Name: &f.Name, Email: &f.Email, DefaultExecutionMode: &f.ExecutionMode,
 		AssessmentsEnforced: &f.Assessments, UserTokensEnabled: &f.UserTokens,
+		AllowForceDeleteWorkspaces: &f.ForceDelete,
 	}
 	// A pool goes with agent execution only: in another mode the service
 	// drops it.

@@ -51,11 +51,15 @@ func TestOrgSettingsUpdateAndRename(t *testing.T) {
 	if checked(tb, "#org-settings", "assessments_enforced") {
 		t.Fatal("assessments show enforced before anyone enforced them")
 	}
+	if !checked(tb, "#org-settings", "allow_force_delete_workspaces") {
+		t.Fatal("force delete by admins shows off after the API turned it on")
+	}
 	if tb.exists(`#org-settings [name=session_timeout]`) || tb.exists(`#org-settings [name=cost_estimation_enabled]`) {
 		t.Error("the form offers settings Terrace does not act on")
 	}
 	fillForm(tb, "#org-settings", map[string]string{"email": "platform@acme.test"})
 	check(tb, "#org-settings", "assessments_enforced")
+	tb.press(`#org-settings input[name=allow_force_delete_workspaces]`)
 	tb.press(`#org-settings input[name=default_execution_mode][value=local]`)
 	tb.press("#save-settings")
 	tb.waitLocation("/app/acme/settings?saved=1")
@@ -63,13 +67,13 @@ func TestOrgSettingsUpdateAndRename(t *testing.T) {
 		t.Errorf("no confirmation after saving: %q", got)
 	}
 	o := readOrg(t, e, "acme")
-	if o.Email != "platform@acme.test" || !o.AssessmentsEnforced || o.DefaultExecutionMode != "local" {
-		t.Errorf("the API reads email %q, assessments enforced %v, execution mode %q; want platform@acme.test, true, local",
-			o.Email, o.AssessmentsEnforced, o.DefaultExecutionMode)
+	if o.Email != "platform@acme.test" || !o.AssessmentsEnforced || o.DefaultExecutionMode != "local" || o.AllowForceDeleteWorkspaces {
+		t.Errorf("the API reads email %q, assessments enforced %v, execution mode %q, force delete by admins %v; want platform@acme.test, true, local, false",
+			o.Email, o.AssessmentsEnforced, o.DefaultExecutionMode, o.AllowForceDeleteWorkspaces)
 	}
-	if o.SessionTimeout != 45 || o.SessionRemember != 20160 || !o.SpeculativePlanManagementEnabled || !o.CostEstimationEnabled || !o.AllowForceDeleteWorkspaces {
-		t.Errorf("settings the form does not offer changed: session timeout %d, remember %d, speculative plan management %v, cost estimation %v, force delete %v",
-			o.SessionTimeout, o.SessionRemember, o.SpeculativePlanManagementEnabled, o.CostEstimationEnabled, o.AllowForceDeleteWorkspaces)
+	if o.SessionTimeout != 45 || o.SessionRemember != 20160 || !o.SpeculativePlanManagementEnabled || !o.CostEstimationEnabled {
+		t.Errorf("settings the form does not offer changed: session timeout %d, remember %d, speculative plan management %v, cost estimation %v",
+			o.SessionTimeout, o.SessionRemember, o.SpeculativePlanManagementEnabled, o.CostEstimationEnabled)
 	}
 	// The saved page shows what is stored.
 	if got := fieldValue(tb, "#org-settings", "email"); got != "platform@acme.test" {

@@ -120,10 +120,11 @@ func (u *UI) showWorkspaceSettings(w http.ResponseWriter, r *http.Request, statu
 			// Deleting safely is what the API tells as can-destroy
 			// (WorkspaceDelete, workspace.Service.SafeDelete); forcing it
 			// (the API's DELETE, which counts no resources) what it tells
-			// as can-force-delete: workspace admins (WorkspaceUpdate,
+			// as can-force-delete (WorkspaceForceDelete: owners, other
+			// admins when the organization allows it;
 			// workspace.Service.Delete).
 			"delete": allowed(ctx, authz.WorkspaceDelete, res),
-			"force":  allowed(ctx, authz.WorkspaceUpdate, res),
+			"force":  allowed(ctx, authz.WorkspaceForceDelete, res),
 		}}
 	if forms.General != nil {
 		d.Form = *forms.General

@@ -394,6 +394,59 @@ func TestWorkspaceDeleteNeedsItsNameAndNoResources(t *testing.T) {
 	wantPageEvent(t, e, "workspace", "delete", ws.ID, http.StatusNoContent)
 }
 
+// A workspace admin who is no owner is offered a force delete only when
+// the organization's allow-force-delete-workspaces setting lets admins
+// (as the API tells can-force-delete): with it off the page says only
+// owners may, and a forced post is refused and deletes nothing.
+func TestWorkspaceForceDeleteFollowsTheOrganization(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("admins"), Visibility: tfe.String("organization")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessAdmin), Team: team, Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	admin := newTab(t, e, userToken(t, e, "acme", "admin@acme.test", team))
+	const page = "/app/acme/workspaces/app/settings"
+
+	admin.open(page)
+	if !admin.exists("#ws-delete") || admin.exists(`#ws-delete input[name=mode][value=force]`) {
+		t.Fatal("with the setting off an admin should be offered the safe delete only")
+	}
+	if got := admin.text("#no-force"); !strings.Contains(got, "owners") {
+		t.Errorf("the page does not say who may force-delete: %q", got)
+	}
+	if st := postFrom(admin, page+"/delete", map[string]string{"confirm": "app", "mode": "force"}); st != http.StatusForbidden {
+		t.Errorf("an admin's forced delete with the setting off: %d, want 403", st)
+	}
+	if readWorkspace(t, e, ws.ID) == nil {
+		t.Fatal("a refused forced delete deleted the workspace")
+	}
+
+	if _, err := e.Client.Organizations.Update(ctx, "acme", tfe.OrganizationUpdateOptions{AllowForceDeleteWorkspaces: tfe.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	admin.open(page)
+	if !admin.exists(`#ws-delete input[name=mode][value=force]`) || admin.exists("#no-force") {
+		t.Fatal("with the setting on an admin is not offered the force delete")
+	}
+	choose(admin, "#ws-delete", "mode", "force")
+	fillForm(admin, "#ws-delete", map[string]string{"confirm": "app"})
+	admin.press("#ws-delete button")
+	waitPath(admin, "/app/acme/workspaces")
+	if readWorkspace(t, e, ws.ID) != nil {
+		t.Fatal("an admin's forced delete with the setting on left the workspace")
+	}
+}
+
 // A stack's deployment workspace shows its settings read-only to its
 // organization's owners too, with a sentence naming the stack; a post is
 // refused with the reason and changes nothing.

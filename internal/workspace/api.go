@@ -322,7 +322,7 @@ func (a *API) permissions(ctx context.Context, p *auth.Principal, w *Workspace) 
 		CanQueueDestroy: perms.Runs >= authz.RunsApply, CanQueueRun: perms.Runs >= authz.RunsPlan, CanReadSettings: perms.Read,
 		CanReadStateVersions: perms.StateVersions >= authz.StateFull, CanReadVariable: perms.Variables >= authz.VarsRead,
 		CanUnlock: perms.Locking, CanUpdate: perms.Admin, CanUpdateVariable: perms.Variables >= authz.VarsWrite,
-		CanForceDelete: perms.Admin,
+		CanForceDelete: perms.ForceDelete,
 	}
 }
 

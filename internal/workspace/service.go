@@ -725,6 +725,12 @@ func (s *Service) checkedTx(ctx context.Context, id string, check func(context.C
 	})
 }
 
+// requireForceDelete asks the authorization model whether the caller may
+// delete w whatever it manages.
+func requireForceDelete(ctx context.Context, w *Workspace) error {
+	return authz.Allows(ctx, authz.WorkspaceForceDelete, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID})
+}
+
 // requireMoveOut asks the authorization model whether the caller may move
 // w out of its project: the move permission on the workspace (admin
 // includes it, and so does a project grant's workspace-access move).
@@ -1273,9 +1279,11 @@ func TerraformVersionUsage(ctx context.Context, q store.Q, versions []string) (m
 }
 
 // Delete removes a workspace, whatever its state: a force delete, for
-// those the API tells can-force-delete (workspace admins, WorkspaceUpdate).
+// those the API tells can-force-delete (WorkspaceForceDelete: the
+// workspace's admins who are owners, and its other admins when the
+// organization allows force deletes).
 func (s *Service) Delete(ctx context.Context, id string) error {
-	return s.checkedTx(ctx, id, requireManageWorkspace, func(tx *store.Tx, w *Workspace) error {
+	return s.checkedTx(ctx, id, requireForceDelete, func(tx *store.Tx, w *Workspace) error {
 		return s.remove(ctx, tx, w.ID)
 	})
 }

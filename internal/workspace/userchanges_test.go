@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	tfe "github.com/hashicorp/go-tfe"
@@ -21,6 +22,11 @@ func TestWorkspaceChangesByAnAdminsUserToken(t *testing.T) {
 		ctx := context.Background()
 		c := e.Client
 		testenv.NewOrg(t, c, "acme")
+		// Admins who are not owners force-delete only where the
+		// organization allows it (TestForceDeleteFollowsTheOrganization).
+		if _, err := c.Organizations.Update(ctx, "acme", tfe.OrganizationUpdateOptions{AllowForceDeleteWorkspaces: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
 		admins, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("admins")})
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +141,83 @@ func TestSafeDeleteIsCanDestroy(t *testing.T) {
 		}
 		if _, err := c.Workspaces.ReadByID(ctx, ids[1]); err != nil {
 			t.Errorf("the workspace bo was refused: %v", err)
+		}
+	})
+}
+
+// A forced delete (the API's DELETE, which counts no resources) is the
+// owners' unless the organization's allow-force-delete-workspaces
+// setting lets every workspace admin do it, as HCP Terraform decides it;
+// what each caller is told as can-force-delete is what the server does.
+func TestForceDeleteFollowsTheOrganization(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		admins, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("admins")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners, err := c.Teams.List(ctx, "acme", &tfe.TeamListOptions{Names: []string{"owners"}})
+		if err != nil || len(owners.Items) != 1 {
+			t.Fatalf("the owners team: %v (%d found)", err, len(owners.Items))
+		}
+		ws := map[string]*tfe.Workspace{}
+		for _, name := range []string{"kept", "owners-gone", "admins-gone"} {
+			w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String(name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessAdmin), Team: admins, Workspace: w}); err != nil {
+				t.Fatal(err)
+			}
+			ws[name] = w
+		}
+		alice, _ := e.UserClient(t, "acme", "alice@acme.test", admins)
+		olga, _ := e.UserClient(t, "acme", "olga@acme.test", owners.Items[0])
+		told := func(who string, client *tfe.Client, id string, want bool) {
+			t.Helper()
+			w, err := client.Workspaces.ReadByID(ctx, id)
+			if err != nil {
+				t.Fatalf("%s reading %s: %v", who, id, err)
+			}
+			if w.Permissions.CanForceDelete == nil {
+				t.Fatalf("%s is told no can-force-delete", who)
+			}
+			if *w.Permissions.CanForceDelete != want || !w.Permissions.CanDestroy {
+				t.Errorf("%s is told can-force-delete %v, can-destroy %v; want %v, true", who, *w.Permissions.CanForceDelete, w.Permissions.CanDestroy, want)
+			}
+		}
+
+		// The setting off (its default): the owner may, the admin may not.
+		told("alice, setting off", alice, ws["kept"].ID, false)
+		told("olga, setting off", olga, ws["kept"].ID, true)
+		err = alice.Workspaces.DeleteByID(ctx, ws["kept"].ID)
+		if err == nil || !strings.Contains(err.Error(), "allow-force-delete-workspaces") {
+			t.Errorf("alice's force delete with the setting off: %v, want a refusal naming the setting", err)
+		}
+		if err := alice.Workspaces.Delete(ctx, "acme", "kept"); err == nil {
+			t.Error("alice force-deleted by name with the setting off")
+		}
+		if _, err := c.Workspaces.ReadByID(ctx, ws["kept"].ID); err != nil {
+			t.Errorf("the workspace alice was refused: %v", err)
+		}
+		if err := olga.Workspaces.DeleteByID(ctx, ws["owners-gone"].ID); err != nil {
+			t.Errorf("olga's force delete: %v", err)
+		}
+
+		// The setting on: every workspace admin may.
+		if _, err := c.Organizations.Update(ctx, "acme", tfe.OrganizationUpdateOptions{AllowForceDeleteWorkspaces: tfe.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		told("alice, setting on", alice, ws["kept"].ID, true)
+		if err := alice.Workspaces.DeleteByID(ctx, ws["admins-gone"].ID); err != nil {
+			t.Errorf("alice's force delete with the setting on: %v", err)
+		}
+		for _, gone := range []string{"owners-gone", "admins-gone"} {
+			if _, err := c.Workspaces.ReadByID(ctx, ws[gone].ID); err == nil {
+				t.Errorf("%s still exists", gone)
+			}
 		}
 	})
 }
