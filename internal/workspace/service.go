@@ -1292,14 +1292,13 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // resources, for those the API tells can-destroy (WorkspaceDelete: admins,
 // and teams given the delete permission).
 func (s *Service) SafeDelete(ctx context.Context, id string) error {
-	w, err := s.Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := authz.Allows(ctx, authz.WorkspaceDelete, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}); err != nil {
-		return err
-	}
-	if s.State != nil {
+	check := func(ctx context.Context, w *Workspace) error {
+		if err := authz.Allows(ctx, authz.WorkspaceDelete, authz.Resource{Organization: w.Organization, ProjectID: w.ProjectID, WorkspaceID: w.ID}); err != nil {
+			return err
+		}
+		if s.State == nil {
+			return nil
+		}
 		n, err := s.State.ResourceCount(ctx, w.ID)
 		if err != nil {
 			return err
@@ -1307,12 +1306,9 @@ func (s *Service) SafeDelete(ctx context.Context, id string) error {
 		if n > 0 {
 			return core.Conflict("workspace cannot be safely deleted because it is still managing resources")
 		}
+		return nil
 	}
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		w, err := s.load(ctx, tx, id, true)
-		if err != nil {
-			return err
-		}
+	return s.checkedTx(ctx, id, check, func(tx *store.Tx, w *Workspace) error {
 		if w.Locked() {
 			return core.Conflict("Workspace is currently locked. Workspace must be unlocked before it can be safely deleted")
 		}

@@ -7,7 +7,12 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
+	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/authz"
+	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/store"
 	"github.com/terracehq/terrace/internal/testenv"
+	"github.com/terracehq/terrace/internal/workspace"
 )
 
 // A workspace admin's own user token changes the workspace in every way
@@ -218,6 +223,50 @@ func TestForceDeleteFollowsTheOrganization(t *testing.T) {
 			if _, err := c.Workspaces.ReadByID(ctx, ws[gone].ID); err == nil {
 				t.Errorf("%s still exists", gone)
 			}
+		}
+	})
+}
+
+// A change decided on a workspace (checkedTx: the model asked before the
+// transaction, the workspace reloaded for update in it) is refused when
+// the workspace moved to another project in between, since the decision
+// was about the project it left; the change is not made.
+func TestChangesRefuseAWorkspaceMovedMeanwhile(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		var prj []*tfe.Project
+		for _, name := range []string{"from", "to"} {
+			p, err := c.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prj = append(prj, p)
+		}
+		w, err := c.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app"), Project: prj[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.Server.Auth.Authenticate(ctx, e.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		as := authz.WithModel(auth.WithPrincipal(ctx, p), e.Server.Authz)
+		decidedIn, changed := "", false
+		err = e.Server.Workspaces.CheckedTx(as, w.ID, func(ctx context.Context, pre *workspace.Workspace) error {
+			decidedIn = pre.ProjectID
+			_, err := c.Workspaces.UpdateByID(ctx, w.ID, tfe.WorkspaceUpdateOptions{Project: prj[1]})
+			return err
+		}, func(*store.Tx, *workspace.Workspace) error {
+			changed = true
+			return nil
+		})
+		if core.KindOf(err) != core.KindConflict || !strings.Contains(err.Error(), "moved to another project") {
+			t.Errorf("a change decided in %s after a move: %v, want a conflict", decidedIn, err)
+		}
+		if changed || decidedIn != prj[0].ID {
+			t.Errorf("decided in %s, changed %v: want decided in %s, not changed", decidedIn, changed, prj[0].ID)
 		}
 	})
 }
