@@ -3,11 +3,13 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/auth"
@@ -74,5 +76,60 @@ func TestAuditTrailPageNewestFirst(t *testing.T) {
 	}
 	if len(ours) != 60 || ours[0] != "ev-00" || ours[59] != "ev-59" {
 		t.Fatalf("the API's trail lists the events as %v, want oldest first", ours)
+	}
+}
+
+// The trail names the workspaces, runs, projects and teams its events
+// are about, with a link to their pages and the ID in the title; a
+// workspace deleted since shows its ID and says so; an event of an ID
+// the page does not look up shows the ID as recorded.
+func TestAuditTrailNamesItsResources(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	ws := setupApp(t, e)
+	rn, err := e.Client.Runs.Create(ctx, tfe.RunCreateOptions{Workspace: ws, PlanOnly: tfe.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prj, err := e.Client.Projects.Create(ctx, "acme", tfe.ProjectCreateOptions{Name: "platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("devs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("gone")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Workspaces.DeleteByID(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, body := getPage(t, e, e.Token, "/app/acme/audit")
+	if st != http.StatusOK {
+		t.Fatalf("the audit trail: %d", st)
+	}
+	cell := func(id string) string {
+		t.Helper()
+		c := between(body, `<td data-id="`+id+`">`, `</td>`)
+		if c == "" {
+			t.Errorf("no event names %s:\n%s", id, between(body, `<table id="audit-events">`, `</table>`))
+		}
+		return c
+	}
+	for id, want := range map[string]string{
+		ws.ID:   `workspace <a href="/app/acme/workspaces/app" title="` + ws.ID + `">app</a>`,
+		rn.ID:   `run <a href="/app/acme/workspaces/app/runs/` + rn.ID + `" title="` + rn.ID + `">` + rn.ID + ` in app</a>`,
+		prj.ID:  `project <a href="/app/acme/workspaces?project=` + prj.ID + `" title="` + prj.ID + `">platform</a>`,
+		team.ID: `team <a href="/app/acme/teams" title="` + team.ID + `">devs</a>`,
+	} {
+		if got := cell(id); !strings.Contains(got, want) {
+			t.Errorf("the event of %s reads %q, want %q", id, got, want)
+		}
+	}
+	if got := cell(gone.ID); !strings.Contains(got, gone.ID+" <small>(deleted)</small>") || strings.Contains(got, "<a ") {
+		t.Errorf("the deleted workspace's events read %q, want its ID, deleted, no link", got)
 	}
 }

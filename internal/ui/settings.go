@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
@@ -718,21 +717,4 @@ func (u *UI) deleteTeam(w http.ResponseWriter, r *http.Request) {
 	}
 	u.record(r, t.Organization, "DELETE /api/v2/teams/{id}", http.StatusNoContent, "", "id", t.ID)
 	http.Redirect(w, r, teamsPath(t.Organization), http.StatusSeeOther)
-}
-
-// auditTrail shows the organization's audit events to those who manage
-// it, newest first (page 1 is the latest), a page at a time, with links
-// to the newer and the older page. The API lists oldest first; the page
-// asks the store for its own order.
-func (u *UI) auditTrail(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	org := r.PathValue("org")
-	events, pg, err := listPage(r.URL.Query(), func(offset, limit int) ([]*audit.Event, int, error) {
-		return u.o.Audit.ListOrganization(ctx, org, audit.Filter{Page: offset/limit + 1, Size: limit, NewestFirst: true})
-	})
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	u.render(w, r, http.StatusOK, "audit", "Audit trail", org, map[string]any{"Events": events, "Pager": pg})
 }
