@@ -151,11 +151,18 @@ func (o UpdateOptions) apply(org *Organization) error {
 	if s.SendPassingStatuses && s.AggregatedCommitStatus {
 		return core.Invalid("send-passing-statuses-for-untriggered-speculative-plans and aggregated-commit-status-enabled cannot both be true")
 	}
-	if o.SessionRemember != nil {
-		s.SessionRemember = *o.SessionRemember
-	}
-	if o.SessionTimeout != nil {
-		s.SessionTimeout = *o.SessionTimeout
+	for _, m := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{{"session-remember", o.SessionRemember, &s.SessionRemember}, {"session-timeout", o.SessionTimeout, &s.SessionTimeout}} {
+		if m.v == nil {
+			continue
+		}
+		if *m.v < 1 {
+			return core.Invalid("%s is a number of minutes, at least 1: %d is not", m.name, *m.v)
+		}
+		*m.dst = *m.v
 	}
 	if o.OwnersTeamSAMLRoleID != nil {
 		s.OwnersTeamSAMLRoleID = *o.OwnersTeamSAMLRoleID
