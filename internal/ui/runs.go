@@ -360,13 +360,9 @@ func (u *UI) runLog(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	id := rn.Plan.ID
-	switch r.PathValue("phase") {
-	case "plan":
-	case "apply":
-		id = rn.Apply.ID
-	default:
-		u.fail(w, r, core.NotFound("a run has a plan and an apply log, not %q", r.PathValue("phase")))
+	id, err := phaseLogID(rn, r.PathValue("phase"))
+	if err != nil {
+		u.fail(w, r, err)
 		return
 	}
 	fl, ok := w.(http.Flusher)
