@@ -76,7 +76,7 @@ deny contains msg if {
 	member := newTab(t, e, secret)
 	member.open(page)
 	stage := member.text("#stage-post_plan")
-	for _, want := range []string{"awaiting_override", "Policy set guardrails (opa, overridable): 0 passed, 1 mandatory failed", "no-forbidden (mandatory): failed nothing may be forbidden"} {
+	for _, want := range []string{"Post-plan Awaiting override", "Policy set guardrails (opa, overridable): 0 passed, 1 mandatory failed", "no-forbidden (mandatory): Failed nothing may be forbidden"} {
 		if !strings.Contains(strings.Join(strings.Fields(stage), " "), want) {
 			t.Fatalf("the post-plan stage on the run page lacks %q:\n%s", want, stage)
 		}
@@ -107,12 +107,16 @@ deny contains msg if {
 		t.Fatalf("the overridden run ended %s", got.Status)
 	}
 	tb.open(page)
-	if tb.exists("#override") || !strings.Contains(tb.text("#stage-post_plan"), "passed") {
+	if tb.exists("#override") || !strings.Contains(tb.text("#stage-post_plan"), "Passed") {
 		t.Fatalf("after the override the stage reads %q (override offered: %v)", tb.text("#stage-post_plan"), tb.exists("#override"))
 	}
-	// The stage's status is passed; the page says a user overrode it.
-	if got := strings.Fields(tb.text("#stage-post_plan")); len(got) < 3 || got[0] != "post_plan" || got[1] != "passed" || got[2] != "overridden" {
-		t.Fatalf("after the override the stage does not read post_plan passed overridden: %q", strings.Join(got, " "))
+	// The stage's status is passed; the page says a user overrode it,
+	// each status in words, the API's value kept in data-status.
+	if got := strings.Fields(tb.text("#stage-post_plan")); len(got) < 3 || got[0] != "Post-plan" || got[1] != "Passed" || got[2] != "Overridden" {
+		t.Fatalf("after the override the stage does not read Post-plan Passed Overridden: %q", strings.Join(got, " "))
+	}
+	if !tb.exists(`#stage-post_plan > span.status[data-status="passed"]`) {
+		t.Fatal("the stage's status badge keeps no data-status=passed")
 	}
 	tb.screenshot("run-policies")
 	wantPageEvent(t, e, "task-stage", "override", "", http.StatusOK)
