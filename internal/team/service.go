@@ -421,9 +421,15 @@ type Options struct {
 }
 
 func (o Options) apply(t *Team) error {
+	// Whether t is the owners team is decided before a rename: a team
+	// renamed to "owners" is not it (and is refused: the name is taken).
+	owners := t.IsOwners()
 	if o.Name != nil {
-		if t.IsOwners() && *o.Name != OwnersTeam {
+		if owners && *o.Name != OwnersTeam {
 			return core.Invalid("the owners team cannot be renamed")
+		}
+		if !owners && *o.Name == OwnersTeam {
+			return core.Invalid("name %q has already been taken", OwnersTeam)
 		}
 		if err := validateName(*o.Name); err != nil {
 			return err
@@ -444,7 +450,7 @@ func (o Options) apply(t *Team) error {
 		t.Settings.AllowMemberTokenManagement = &v
 	}
 	if o.OrganizationAccess != nil {
-		if t.IsOwners() {
+		if owners {
 			before := t.OrganizationAccess()
 			after := before
 			if err := o.OrganizationAccess.apply(&after); err != nil || after != before {

@@ -496,3 +496,35 @@ func TestTeamTokens(t *testing.T) {
 		}
 	})
 }
+
+// No team is renamed "owners": the name is the owners team's. A rename
+// that also sets organization access was refused as if it were the
+// owners team ("its organization access cannot be changed"), the name
+// being looked at after it changed; it is refused as the taken name it
+// is, and the team keeps its name and access.
+func TestRenamingATeamOwnersIsATakenName(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		c := e.Client
+		testenv.NewOrg(t, c, "acme")
+		ops, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops"), Visibility: tfe.String("organization")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range []tfe.TeamUpdateOptions{
+			{Name: tfe.String("owners")},
+			{Name: tfe.String("owners"), OrganizationAccess: &tfe.OrganizationAccessOptions{ManagePolicies: tfe.Bool(false)}},
+		} {
+			if _, err := c.Teams.Update(ctx, ops.ID, opts); err == nil || !strings.Contains(err.Error(), `name "owners" has already been taken`) {
+				t.Errorf("renaming ops owners (access %v): %v, want the name refused as taken", opts.OrganizationAccess != nil, err)
+			}
+		}
+		got, err := c.Teams.Read(ctx, ops.ID)
+		if err != nil || got.Name != "ops" || got.OrganizationAccess.ManagePolicies {
+			t.Fatalf("after the refused renames ops reads %+v %v", got, err)
+		}
+		if _, err := c.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("owners"), Visibility: tfe.String("organization")}); err == nil || !strings.Contains(err.Error(), "already been taken") {
+			t.Errorf("creating a second owners team: %v, want the name refused as taken", err)
+		}
+	})
+}
