@@ -14,6 +14,7 @@ func (u *UI) registerOrgObjects(mux *http.ServeMux) {
 	mux.HandleFunc("POST /app/{org}/projects/{id}/delete", u.deleteProject)
 
 	mux.HandleFunc("POST /app/{org}/teams", u.createTeam)
+	mux.HandleFunc("POST /app/{org}/teams/{id}", u.updateTeam)
 	mux.HandleFunc("POST /app/{org}/teams/{id}/members", u.addTeamMember)
 	mux.HandleFunc("POST /app/{org}/teams/{id}/members/remove", u.removeTeamMember)
 	mux.HandleFunc("POST /app/{org}/teams/{id}/delete", u.deleteTeam)

@@ -216,3 +216,108 @@ func TestTeamFormsKeepWhatWasTyped(t *testing.T) {
 		t.Fatalf("the refused member is in the team: %v", got)
 	}
 }
+
+// A team's edit form renames it, changes its visibility, its members'
+// token management and its organization access (unticking takes access
+// away), each as the API then reads it and recorded as the API's update;
+// a taken name is refused in the row, the form open with what was typed,
+// the team unchanged. Who may manage teams without giving organization
+// access gets no access choices, and a post carrying some changes none;
+// a member who may not manage teams gets no form and a post is refused.
+// The owners team has no edit form.
+func TestTeamEditForm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	ops, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("ops"), Visibility: tfe.String("organization"),
+		OrganizationAccess: &tfe.OrganizationAccessOptions{ManageWorkspaces: tfe.Bool(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t, e, e.Token)
+	const page = "/app/acme/teams"
+	row := `tr[data-team="ops"]`
+
+	tb.open(page)
+	if tb.exists(`tr[data-team="owners"] .edit-team`) {
+		t.Error("the owners team has an edit form")
+	}
+	tb.press(row + " .edit-team summary")
+	form := row + " form.edit-team-form"
+	if got := ticked(tb, form, "access"); strings.Join(got, ",") != "manage-workspaces" {
+		t.Fatalf("the edit form ticks %v, want the team's manage-workspaces", got)
+	}
+	if !checked(tb, form, "member_tokens") {
+		t.Error("the edit form does not show members managing the token (the default)")
+	}
+	fillForm(tb, form, map[string]string{"name": "platform-ops", "visibility": "secret"})
+	must(tb, chromedp.Evaluate[bool](`(function(){var f=document.querySelector(`+jsString(form)+`);f.elements["member_tokens"].checked=false;f.querySelector('input[value="manage-workspaces"]').checked=false;return true})()`))
+	tick(tb, form, "access", "manage-policies")
+	tb.press(form + " button")
+	tb.waitJS(`document.querySelector('tr[data-team="platform-ops"]')`, "showed the renamed team")
+	got, err := e.Client.Teams.Read(ctx, ops.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "platform-ops" || got.Visibility != "secret" || got.AllowMemberTokenManagement ||
+		got.OrganizationAccess.ManageWorkspaces || !got.OrganizationAccess.ManagePolicies {
+		t.Fatalf("after the edit the API reads %+v, access %+v", got, got.OrganizationAccess)
+	}
+	wantPageEvent(t, e, "team", "update", ops.ID, http.StatusOK)
+
+	// A taken name: refused in the row, the form open and as typed.
+	row = `tr[data-team="platform-ops"]`
+	form = row + " form.edit-team-form"
+	tb.press(row + " .edit-team summary")
+	fillForm(tb, form, map[string]string{"name": "owners"})
+	tb.press(form + " button")
+	if msg := tb.text(`tr[data-refused-team="platform-ops"] [role=alert]`); !strings.Contains(msg, "already been taken") {
+		t.Fatalf("the refusal of a taken name reads %q", msg)
+	}
+	if !isOpen(tb, row+" .edit-team") || fieldValue(tb, form, "name") != "owners" {
+		t.Errorf("the refused edit form: open %v, name %q", isOpen(tb, row+" .edit-team"), fieldValue(tb, form, "name"))
+	}
+	if got, err := e.Client.Teams.Read(ctx, ops.ID); err != nil || got.Name != "platform-ops" {
+		t.Fatalf("the refused edit changed the team: %+v %v", got, err)
+	}
+
+	// Managing teams without manage-organization-access: no access
+	// choices, and a forged post changes no access.
+	leads, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("leads"), Visibility: tfe.String("organization"),
+		OrganizationAccess: &tfe.OrganizationAccessOptions{ManageTeams: tfe.Bool(true), ManageMembership: tfe.Bool(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("dev"), Visibility: tfe.String("organization")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead := newTab(t, e, userToken(t, e, "acme", "lead@acme.test", leads))
+	lead.open(page)
+	if !lead.exists(`tr[data-team="dev"] .edit-team`) || lead.exists(`tr[data-team="dev"] .edit-team input[name=access]`) {
+		t.Fatal("a team manager without organization access should edit dev without access choices")
+	}
+	if lead.exists(`tr[data-team="dev"] .edit-team option[value=secret]`) {
+		t.Error("a team manager without access to secret teams is offered a secret team")
+	}
+	if st := postFrom(lead, "/app/acme/teams/"+dev.ID, map[string]string{"name": "devs", "visibility": "organization", "access": "manage-policies"}); st != 0 {
+		t.Fatalf("the lead's rename of dev: %d, want the redirect after a save (0 to a fetch that does not follow it)", st)
+	}
+	if got, err := e.Client.Teams.Read(ctx, dev.ID); err != nil || got.Name != "devs" || got.OrganizationAccess.ManagePolicies {
+		t.Fatalf("after the lead's post dev reads %+v (access %+v) %v: want renamed, no access given", got, got.OrganizationAccess, err)
+	}
+
+	// A member who may not manage teams: no form, a post refused.
+	member := newTab(t, e, userToken(t, e, "acme", "member@acme.test"))
+	member.open(page)
+	if member.exists(".edit-team") {
+		t.Error("a member who may not manage teams is offered an edit form")
+	}
+	if st := postFrom(member, "/app/acme/teams/"+dev.ID, map[string]string{"name": "mine", "visibility": "organization"}); st != http.StatusForbidden && st != http.StatusNotFound {
+		t.Errorf("a member's edit post: %d, want 403 or 404", st)
+	}
+	if got, err := e.Client.Teams.Read(ctx, dev.ID); err != nil || got.Name != "devs" {
+		t.Fatalf("a member's refused post changed the team: %+v %v", got, err)
+	}
+}

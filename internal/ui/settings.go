@@ -451,14 +451,41 @@ func (u *UI) deleteVarset(w http.ResponseWriter, r *http.Request) {
 // a secret team only when they may make one (TeamMakeSecret) and
 // organization access only when they may give it (TeamManageAccess);
 // per team, those who manage its members (TeamMembers) add and remove
-// them by username, and those who manage it (TeamManage) delete it. The
-// owners team is never offered for deletion, and the service refuses it.
+// them by username, and those who manage it (TeamManage) rename it,
+// change its visibility and whether its members manage its token, its
+// organization access when they may give it (TeamManageAccess on it), and
+// delete it. The owners team is never offered for editing or deletion,
+// and the service refuses both.
 
-// teamForm is what the new team form was given.
+// teamForm is what the new team form, or a team's edit form, was given.
 type teamForm struct {
 	Name, Visibility string
 	// Access holds the organization permissions ticked, by API name.
 	Access map[string]bool
+	// MemberTokens: the team's members manage its token (edit form).
+	MemberTokens bool
+}
+
+// sentTeamForm is the team form as r posted it.
+func sentTeamForm(r *http.Request) teamForm {
+	form := teamForm{Name: strings.TrimSpace(r.PostFormValue("name")), Visibility: r.PostFormValue("visibility"),
+		MemberTokens: r.PostFormValue("member_tokens") == "on", Access: map[string]bool{}}
+	for _, c := range accessChoices() {
+		if slices.Contains(r.PostForm["access"], c.Name) {
+			form.Access[c.Name] = true
+		}
+	}
+	return form
+}
+
+// teamFormOf is the edit form as team t fills it.
+func teamFormOf(t *team.Team) teamForm {
+	form := teamForm{Name: t.Name, Visibility: t.Settings.Visibility, MemberTokens: t.MembersManageTokens(), Access: map[string]bool{}}
+	v := reflect.ValueOf(t.Settings.Access)
+	for _, c := range accessChoices() {
+		form.Access[c.Name] = v.Field(c.field).Bool()
+	}
+	return form
 }
 
 // accessChoice is an organization permission a team may hold: its API
@@ -503,9 +530,18 @@ func orgAccess(a team.Access) []string {
 
 // accessOptions are the organization permissions ticked as the service
 // takes them (team.AccessOptions has the API's names); nil when none is.
-func accessOptions(ticked map[string]bool) (*team.AccessOptions, error) {
-	if len(ticked) == 0 {
+// every: each permission is sent, those not ticked as false (an edit,
+// which takes away what is no longer ticked).
+func accessOptions(ticked map[string]bool, every bool) (*team.AccessOptions, error) {
+	if len(ticked) == 0 && !every {
 		return nil, nil
+	}
+	if every {
+		all := map[string]bool{}
+		for _, c := range accessChoices() {
+			all[c.Name] = ticked[c.Name]
+		}
+		ticked = all
 	}
 	b, err := json.Marshal(ticked)
 	if err != nil {
@@ -523,8 +559,13 @@ type teamRow struct {
 	// Members are the members' usernames.
 	Members []string
 	// ManageMembers and Delete: the caller may change its members and
-	// delete it.
-	ManageMembers, Delete bool
+	// delete it; Edit: change its name, visibility and member tokens,
+	// EditSecret: make it secret, EditAccess: its organization access.
+	ManageMembers, Delete, Edit, EditSecret, EditAccess bool
+	// Form fills the edit form: the team's, or what a refused edit sent
+	// (EditOpen then).
+	Form     teamForm
+	EditOpen bool
 }
 
 type teamsData struct {
@@ -533,6 +574,9 @@ type teamsData struct {
 	// with organization access (the Choices).
 	Create, Secret, Access bool
 	Choices                []accessChoice
+	// EditChoices are the permissions a team's edit form offers (to
+	// those whose rows say EditAccess).
+	EditChoices []accessChoice
 	// Form is what the new team form was given, Error its refusal.
 	Form  teamForm
 	Error string
@@ -542,8 +586,11 @@ type teamsData struct {
 	Refused, TeamError, Username string
 }
 
-// teamsRefusal is a team's refused form.
-type teamsRefusal struct{ Team, Error, Username string }
+// teamsRefusal is a team's refused form (Edit: its edit form, as sent).
+type teamsRefusal struct {
+	Team, Error, Username string
+	Edit                  *teamForm
+}
 
 // teamsPath is the teams page's URL.
 func teamsPath(org string) string { return orgPath(org, "teams") }
@@ -576,6 +623,16 @@ func (u *UI) showTeams(w http.ResponseWriter, r *http.Request, status int, form 
 		u.fail(w, r, err)
 		return
 	}
+	manageAccess, err := authz.TeamsAllowing(ctx, org, authz.TeamManageAccess)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	makeSecret, err := authz.TeamsAllowing(ctx, org, authz.TeamMakeSecret)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	res := authz.Resource{Organization: org}
 	d := teamsData{Create: allowed(ctx, authz.OrgManageTeams, res), Form: form, Error: formErr,
 		Refused: refused.Team, TeamError: refused.Error, Username: refused.Username}
@@ -588,6 +645,7 @@ func (u *UI) showTeams(w http.ResponseWriter, r *http.Request, status int, form 
 			d.Form.Visibility = "organization"
 		}
 	}
+	d.EditChoices = accessChoices()
 	for _, t := range ts {
 		users, err := u.o.Teams.Users(ctx, t)
 		if err != nil {
@@ -595,6 +653,13 @@ func (u *UI) showTeams(w http.ResponseWriter, r *http.Request, status int, form 
 			return
 		}
 		row := teamRow{T: t, ManageMembers: manageMembers(t.Authz()), Delete: !t.IsOwners() && manage(t.Authz())}
+		if row.Edit = row.Delete; row.Edit {
+			row.EditSecret, row.EditAccess = makeSecret(t.Authz()), manageAccess(t.Authz())
+			row.Form = teamFormOf(t)
+			if refused.Team == t.ID && refused.Edit != nil {
+				row.Form, row.EditOpen = *refused.Edit, true
+			}
+		}
 		for _, m := range users {
 			row.Members = append(row.Members, m.Username)
 		}
@@ -612,17 +677,12 @@ func (u *UI) createTeam(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	form := teamForm{Name: strings.TrimSpace(r.PostFormValue("name")), Visibility: r.PostFormValue("visibility"), Access: map[string]bool{}}
-	for _, c := range accessChoices() {
-		if slices.Contains(r.PostForm["access"], c.Name) {
-			form.Access[c.Name] = true
-		}
-	}
+	form := sentTeamForm(r)
 	opts := team.Options{Name: &form.Name}
 	if form.Visibility != "" {
 		opts.Visibility = &form.Visibility
 	}
-	access, err := accessOptions(form.Access)
+	access, err := accessOptions(form.Access, false)
 	if err != nil {
 		u.fail(w, r, err)
 		return
@@ -661,6 +721,36 @@ func (u *UI) showTeamRefusal(refused teamsRefusal) func(w http.ResponseWriter, r
 		refused.Error = formErr
 		u.showTeams(w, r, status, teamForm{}, "", refused)
 	}
+}
+
+// updateTeam changes a team from its edit form, as the API's update
+// does: its name, visibility and member token management, and its
+// organization access when the caller may give it (otherwise the form
+// offered none and none is sent, so nothing of it changes).
+func (u *UI) updateTeam(w http.ResponseWriter, r *http.Request) {
+	t, err := u.orgTeam(r, authz.TeamManage)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	form := sentTeamForm(r)
+	opts := team.Options{Name: &form.Name, AllowMemberTokenManagement: &form.MemberTokens}
+	if form.Visibility != "" {
+		opts.Visibility = &form.Visibility
+	}
+	if !t.IsOwners() && authz.AllowsTeam(ctx, authz.TeamManageAccess, t.Authz()) == nil {
+		if opts.OrganizationAccess, err = accessOptions(form.Access, true); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
+	if _, err := u.o.Teams.Update(ctx, t.ID, opts); err != nil {
+		u.refuseAsAPI(w, r, err, u.showTeamRefusal(teamsRefusal{Team: t.ID, Edit: &form}), core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, t.Organization, "PATCH /api/v2/teams/{id}", http.StatusOK, "", "id", t.ID)
+	http.Redirect(w, r, teamsPath(t.Organization), http.StatusSeeOther)
 }
 
 // addTeamMember adds a member of the organization to a team by username,
