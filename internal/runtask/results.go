@@ -224,13 +224,6 @@ func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
 	if err := rep.Validate(); err != nil {
 		return err
 	}
-	r, err := s.loadResult(ctx, id)
-	if err != nil {
-		return err
-	}
-	if r.Status.Final() {
-		return core.Invalid("task result %s is already %s", id, r.Status)
-	}
 	set, args := "message = ?, url = ?", []any{rep.Message, rep.URL}
 	if rep.Outcomes != nil {
 		set += ", outcomes = ?"
@@ -240,15 +233,35 @@ func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
 		set += ", progress_deadline = ?"
 		args = append(args, core.Micros(core.Now().Add(s.o.ProgressTimeout)))
 	}
-	ok, err := moveResult(ctx, s.o.DB, r, rep.Status, set, args...)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return core.Conflict("task result %s changed meanwhile; report again", id)
+	// The move is made on the status read; the server's own bookkeeping
+	// may move the result meanwhile (the delivery records the request as
+	// accepted, pending to running, after the service answered it, and a
+	// service may call back before that), so a lost race reads the result
+	// again and moves it from where it is now. Only a result that became
+	// final refuses the report.
+	var stageID string
+	for attempt := 1; ; attempt++ {
+		r, err := s.loadResult(ctx, id)
+		if err != nil {
+			return err
+		}
+		if r.Status.Final() {
+			return core.Invalid("task result %s is already %s", id, r.Status)
+		}
+		ok, err := moveResult(ctx, s.o.DB, r, rep.Status, set, args...)
+		if err != nil {
+			return err
+		}
+		if ok {
+			stageID = r.StageID
+			break
+		}
+		if attempt == 3 {
+			return core.Conflict("task result %s changed meanwhile; report again", id)
+		}
 	}
 	if rep.Status.Final() {
-		return s.evaluate(ctx, r.StageID)
+		return s.evaluate(ctx, stageID)
 	}
 	return nil
 }
