@@ -115,6 +115,13 @@ func (tb *tab) open(path string) int {
 	tb.t.Helper()
 	for attempt := 0; ; attempt++ {
 		resp, err := chromedp.Run(tb.ctx, chromedp.NavigateResponse(tb.base+path))
+		if err != nil && attempt == 0 && strings.Contains(err.Error(), "net::ERR_ABORTED") {
+			// A form just posted may still be navigating (its redirect),
+			// and this navigation aborted it or was aborted: once that
+			// one has landed, open again.
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
 		if err != nil {
 			tb.t.Fatalf("opening %s: %v", path, err)
 		}
