@@ -64,17 +64,12 @@ func (u *UI) modules(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	// The provision form offers the projects the caller may provision
-	// in, and the handler asks again for the one chosen: with none, the
-	// button would only lead to a 403.
 	var provision bool
 	if len(nc) > 0 {
-		ps, _, err := u.provisionProjects(ctx, org, "")
-		if err != nil {
+		if provision, err = u.mayProvision(ctx, org); err != nil {
 			u.fail(w, r, err)
 			return
 		}
-		provision = len(ps) > 0
 	}
 	u.render(w, r, http.StatusOK, "modules", "Private registry", org, map[string]any{"Rows": rows, "Search": r.URL.Query().Get("search"), "Provision": provision})
 }

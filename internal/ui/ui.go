@@ -276,6 +276,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	u.registerWorkspaceSettings(mux)
 	u.registerOrgSettings(mux)
 	u.registerOrgObjects(mux)
+	u.registerModulePages(mux)
 	u.registerDownloads(mux)
 	mux.HandleFunc("/app/", u.notFound)
 }
