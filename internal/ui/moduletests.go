@@ -84,9 +84,12 @@ func (u *UI) showModuleTestsForm(w http.ResponseWriter, r *http.Request, status 
 		u.fail(w, r, err)
 		return
 	}
+	// -cloud-run names the module as a module source does: the host
+	// terraform accepts (moduleSourceHost), the module page's.
+	host, _ := moduleSourceHost(u.o.Hostname)
 	d := map[string]any{"Module": p, "Runs": runs, "Total": total, "Enabled": mod.TestsEnabled, "Error": formErr,
 		"Path": testsPagePath(p), "PoolID": mod.TestsAgentPoolID, "Pool": pool, "Pools": pools,
-		"Hostname": u.o.Hostname, "VarForm": form}
+		"Hostname": host, "VarForm": form}
 	if m, err := u.o.ModuleTests.ModuleForTests(ctx, p); err == nil {
 		// Sensitive values are not even opened: the page never shows them.
 		vars, err := u.o.Variables.RedactedModuleTestVariables(ctx, m.Organization, m.ID)
