@@ -613,26 +613,17 @@ func (u *UI) showTeams(w http.ResponseWriter, r *http.Request, status int, form 
 		u.fail(w, r, err)
 		return
 	}
-	manageMembers, err := authz.TeamsAllowing(ctx, org, authz.TeamMembers)
-	if err != nil {
-		u.fail(w, r, err)
-		return
+	// What the caller may do to each team, decided per team on the
+	// caller's standing read once.
+	actions := []authz.Action{authz.TeamMembers, authz.TeamManage, authz.TeamManageAccess, authz.TeamMakeSecret}
+	decide := make([]func(authz.Team) bool, len(actions))
+	for i, a := range actions {
+		if decide[i], err = authz.TeamsAllowing(ctx, org, a); err != nil {
+			u.fail(w, r, err)
+			return
+		}
 	}
-	manage, err := authz.TeamsAllowing(ctx, org, authz.TeamManage)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	manageAccess, err := authz.TeamsAllowing(ctx, org, authz.TeamManageAccess)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	makeSecret, err := authz.TeamsAllowing(ctx, org, authz.TeamMakeSecret)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
+	manageMembers, manage, manageAccess, makeSecret := decide[0], decide[1], decide[2], decide[3]
 	res := authz.Resource{Organization: org}
 	d := teamsData{Create: allowed(ctx, authz.OrgManageTeams, res), Form: form, Error: formErr,
 		Refused: refused.Team, TeamError: refused.Error, Username: refused.Username}
