@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 
 	"github.com/terracehq/terrace/internal/audit"
 	"github.com/terracehq/terrace/internal/core"
@@ -58,12 +57,10 @@ func (u *UI) auditTargets(ctx context.Context, org string, events []*audit.Event
 		if _, seen := out[id]; seen || id == "" {
 			continue
 		}
+		// auditTarget answers the zero value with any error.
 		t, err := u.auditTarget(ctx, org, id)
-		switch {
-		case core.KindOf(err) == core.KindNotFound:
+		if core.KindOf(err) == core.KindNotFound {
 			t = auditTarget{Gone: true}
-		case err != nil:
-			t = auditTarget{}
 		}
 		out[id] = t
 	}
@@ -93,7 +90,7 @@ func (u *UI) auditTarget(ctx context.Context, org, id string) (auditTarget, erro
 		if err != nil || p.Organization != org {
 			return auditTarget{}, notFoundIn(err)
 		}
-		return auditTarget{Name: p.Name, Href: orgPath(org, "workspaces") + "?project=" + url.QueryEscape(p.ID)}, nil
+		return auditTarget{Name: p.Name, Href: projectWorkspacesPath(org, p.ID)}, nil
 	case core.HasPrefix(id, core.PrefixTeam) && u.o.Teams != nil:
 		t, err := u.o.Teams.Get(ctx, id)
 		if err != nil || t.Organization != org {

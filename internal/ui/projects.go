@@ -74,7 +74,7 @@ func (u *UI) showProjects(w http.ResponseWriter, r *http.Request, status int, fo
 		if !allowed(ctx, authz.ProjectRead, res) {
 			continue
 		}
-		d.Rows = append(d.Rows, projectRow{P: p, Link: orgPath(org, "workspaces") + "?project=" + url.QueryEscape(p.ID),
+		d.Rows = append(d.Rows, projectRow{P: p, Link: projectWorkspacesPath(org, p.ID),
 			Update: allowed(ctx, authz.ProjectUpdate, res),
 			Delete: !p.IsDefault && allowed(ctx, authz.ProjectDelete, res)})
 	}
@@ -162,4 +162,10 @@ func (u *UI) deleteProject(w http.ResponseWriter, r *http.Request) {
 	}
 	u.record(r, org, "DELETE /api/v2/projects/{id}", http.StatusNoContent, "", "id", p.ID)
 	http.Redirect(w, r, projectsPath(org), http.StatusSeeOther)
+}
+
+// projectWorkspacesPath is the workspace list filtered to a project: the
+// page a project's name links to (the projects page, the audit trail).
+func projectWorkspacesPath(org, projectID string) string {
+	return orgPath(org, "workspaces") + "?project=" + url.QueryEscape(projectID)
 }
