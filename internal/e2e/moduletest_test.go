@@ -360,20 +360,15 @@ func testModuleTestLostExecutor(ctx context.Context, t *testing.T, e *testenv.En
 	if last.Status != tfe.TestRunErrored || last.TestStatus != tfe.TestError || last.StatusTimestamps.ErroredAt.IsZero() {
 		t.Fatalf("test run of a dead executor: %+v", last)
 	}
-	// The reaper commits the status, then closes the log with its tail:
-	// a read right after the status may come between the two (seen in
-	// CI), so the tail is waited for.
-	var body []byte
-	waitFor(t, 30*time.Second, "the log of the test run of a dead executor saying why it ended", func() bool {
-		logs, err := e.Client.TestRuns.Logs(ctx, id, tr.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body, err = io.ReadAll(logs); err != nil {
-			t.Fatal(err)
-		}
-		return bytes.Contains(body, []byte("stopped before it ended"))
-	})
+	// The reaper commits the status and the log's end together: go-tfe
+	// reads why the moment it sees the status.
+	logs, err := e.Client.TestRuns.Logs(ctx, id, tr.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, err := io.ReadAll(logs); err != nil || !bytes.Contains(body, []byte("stopped before it ended")) {
+		t.Fatalf("the log of the test run of a dead executor, read once it errored: %q, %v (want why it ended)", body, err)
+	}
 }
 
 // testModuleTestRefusals: what a test run may not be.

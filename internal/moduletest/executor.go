@@ -222,14 +222,17 @@ func (s *Service) finish(ctx context.Context, id, runnerID string, o Outcome) er
 		}
 		tr.TestStatus, tr.Counts = o.Verdict, o.Counts
 		done = tr
-		return s.move(ctx, tx, tr, o.Status, now, `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
-			string(o.Verdict), o.Counts.Passed, o.Counts.Failed, o.Counts.Errored, o.Counts.Skipped)
+		if err := s.move(ctx, tx, tr, o.Status, now, `test_status = ?, tests_passed = ?, tests_failed = ?, tests_errored = ?, tests_skipped = ?, runner_id = '', signal = ''`,
+			string(o.Verdict), o.Counts.Passed, o.Counts.Failed, o.Counts.Errored, o.Counts.Skipped); err != nil {
+			return err
+		}
+		return s.endIn(ctx, tx, id, o.Tail)
 	})
 	if err != nil {
 		return err
 	}
 	s.ended(done, o.Status, now)
-	return s.Logs.CloseLog(ctx, id, o.Tail)
+	return s.closeLog(ctx, id)
 }
 
 // reap ends as errored the running test runs whose lease ran out: their
@@ -249,11 +252,14 @@ func (s *Service) reap(ctx context.Context) error {
 			}
 			ended = tr
 			tr.TestStatus = TestError
-			return s.move(ctx, tx, tr, StatusErrored, now, `test_status = ?, runner_id = '', signal = ''`, string(TestError))
+			if err := s.move(ctx, tx, tr, StatusErrored, now, `test_status = ?, runner_id = '', signal = ''`, string(TestError)); err != nil {
+				return err
+			}
+			return s.endIn(ctx, tx, id, reapedTail(tr))
 		})
 		if err == nil && ended != nil {
 			s.ended(ended, StatusErrored, now)
-			err = s.Logs.CloseLog(ctx, id, reapedTail(ended))
+			err = s.closeLog(ctx, id)
 		}
 		if err != nil && core.KindOf(err) != core.KindNotFound {
 			return err

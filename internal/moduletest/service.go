@@ -67,7 +67,27 @@ type Variables interface {
 type Logs interface {
 	OpenLog(ctx context.Context, q store.Q, logID string) error
 	AppendLog(ctx context.Context, logID string, data []byte) error
+	// AppendLogIn appends inside q's transaction: a log's end, with the
+	// status that ends its run.
+	AppendLogIn(ctx context.Context, q store.Q, logID string, data []byte) error
 	CloseLog(ctx context.Context, logID, tail string) error
+}
+
+// endIn writes tail, the end of test run id's log, in q's transaction, the
+// one that moves the run to its final status: a client that reads the log
+// once it sees that status (go-tfe's log reader stops at an ended run)
+// reads the end too. closeLog folds the log after the commit. A log
+// closed already takes nothing more (AppendLogIn's conflict).
+func (s *Service) endIn(ctx context.Context, q store.Q, id, tail string) error {
+	if err := s.Logs.AppendLogIn(ctx, q, id, []byte(tail)); err != nil && core.KindOf(err) != core.KindConflict {
+		return err
+	}
+	return nil
+}
+
+// closeLog folds test run id's log, whose end endIn wrote.
+func (s *Service) closeLog(ctx context.Context, id string) error {
+	return s.Logs.CloseLog(ctx, id, "")
 }
 
 // Options build a Service.
@@ -508,7 +528,10 @@ func (s *Service) Cancel(ctx context.Context, p Path, id string, force bool) err
 		switch {
 		case tr.Status == StatusQueued:
 			closed = true
-			return s.move(ctx, tx, tr, StatusCanceled, now, "")
+			if err := s.move(ctx, tx, tr, StatusCanceled, now, ""); err != nil {
+				return err
+			}
+			return s.endIn(ctx, tx, tr.ID, "\nThe test run was canceled before it started.\n")
 		case tr.Status == StatusRunning:
 			sig := SignalCancel
 			if force {
@@ -528,7 +551,7 @@ func (s *Service) Cancel(ctx context.Context, p Path, id string, force bool) err
 		return err
 	}
 	if closed {
-		return s.Logs.CloseLog(ctx, id, "\nThe test run was canceled before it started.\n")
+		return s.closeLog(ctx, id)
 	}
 	return nil
 }

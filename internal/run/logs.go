@@ -59,15 +59,27 @@ const (
 // wait gives each its own number; SQLite runs one write at a time, so
 // MAX(seq) read in the same statement is the last one.
 func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) error {
+	return s.appendLog(ctx, s.DB, logID, data)
+}
+
+// AppendLogIn is AppendLog inside q's transaction: the end of a log that
+// commits with the status that ends its run (a module test run's), so
+// that a reader who sees the status reads the end too. CloseLog with no
+// tail then folds the log.
+func (s *Service) AppendLogIn(ctx context.Context, q store.Q, logID string, data []byte) error {
+	return s.appendLog(ctx, q, logID, data)
+}
+
+func (s *Service) appendLog(ctx context.Context, q store.Q, logID string, data []byte) error {
 	if len(data) == 0 {
 		return nil
 	}
 	var res sql.Result
 	var err error
 	if s.DB.Driver().Name() == "postgres" {
-		res, err = s.DB.Exec(ctx, `WITH `+pgNextSeq+` `+pgAppendChunk, logID, logID, logID, data)
+		res, err = q.Exec(ctx, `WITH `+pgNextSeq+` `+pgAppendChunk, logID, logID, logID, data)
 	} else {
-		res, err = s.DB.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data)
+		res, err = q.Exec(ctx, `INSERT INTO log_chunks (log_id, seq, data)
 			SELECT ?, (SELECT MAX(seq) FROM log_chunks WHERE log_id = ?) + 1, ? WHERE EXISTS (SELECT 1 FROM log_chunks WHERE log_id = ? AND seq = 0)`,
 			logID, logID, data, logID)
 	}
