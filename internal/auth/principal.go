@@ -157,6 +157,14 @@ func WithPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, ctxKey{}, p)
 }
 
+// AsOrganization returns ctx acting as organization org itself, with its
+// organization token's standing: the platform's own work for a decision
+// already made (a stack's deployment, a VCS run, a no-code provision's
+// configuration and first run).
+func AsOrganization(ctx context.Context, org string) context.Context {
+	return WithPrincipal(ctx, &Principal{Kind: KindOrganization, Organization: org})
+}
+
 // FromContext returns the caller, or nil.
 func FromContext(ctx context.Context) *Principal {
 	p, _ := ctx.Value(ctxKey{}).(*Principal)

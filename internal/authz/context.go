@@ -17,6 +17,17 @@ func WithModel(ctx context.Context, s *Service) context.Context {
 	return context.WithValue(ctx, modelKey{}, s)
 }
 
+// AsPlatform returns ctx for the platform's own work in organization org
+// that a decision made in this request already covers (a no-code
+// provision's variables, configuration and first run, which
+// ProjectProvisionNoCode and the workspace's creation decided): the
+// organization acts with no model in ctx, as in the platform's background
+// work (stack deployments, VCS runs), and is decided as the organization's
+// owner. Never for work that no decision covered.
+func AsPlatform(ctx context.Context, org string) context.Context {
+	return context.WithValue(auth.AsOrganization(ctx, org), modelKey{}, (*Service)(nil))
+}
+
 // Allows asks the model in ctx whether the caller in ctx may do action on
 // res: nil, or a core.Forbidden / core.NotFound error. Services call it for
 // their decisions. Without a model in ctx (a service used on its own, as

@@ -33,7 +33,8 @@ type Registry interface {
 type Workspaces interface {
 	Create(ctx context.Context, org string, o workspace.Options) (*workspace.Workspace, error)
 	Get(ctx context.Context, id string) (*workspace.Workspace, error)
-	SafeDelete(ctx context.Context, id string) error
+	// Discard removes a workspace this request made and gives up on.
+	Discard(ctx context.Context, id string) error
 }
 
 // Variables sets workspace variables.
@@ -682,16 +683,21 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 		return nil, err
 	}
 	undo := func(cause error) error {
-		// Safely: the workspace was made here and manages nothing, and
-		// a caller who may not force-delete (only owners may by default)
-		// may still remove it.
-		if derr := s.Workspaces.SafeDelete(context.WithoutCancel(ctx), ws.ID); derr != nil {
+		// Whether or not the caller may delete workspaces: the workspace
+		// was made here, and manages nothing yet.
+		if derr := s.Workspaces.Discard(context.WithoutCancel(ctx), ws.ID); derr != nil {
 			s.Logger.ErrorContext(ctx, "removing a half-provisioned workspace", "workspace", ws.ID, "error", derr)
 		}
 		return cause
 	}
+	// The rest is the provision's own, decided with it (the route's
+	// ProjectProvisionNoCode, and the workspace's creation just now): its
+	// variables, configuration and first run are made as the organization,
+	// so a provisioner who may create workspaces but not set variables or
+	// queue runs (HCP Terraform's "create workspaces") provisions.
+	sys := authz.AsPlatform(ctx, n.Organization)
 	for _, v := range o.Vars {
-		if _, err := s.Variables.CreateWorkspaceVariable(ctx, ws.ID, varOptions(v)); err != nil {
+		if _, err := s.Variables.CreateWorkspaceVariable(sys, ws.ID, varOptions(v)); err != nil {
 			return nil, undo(err)
 		}
 	}
@@ -700,14 +706,12 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 		return nil, undo(err)
 	}
 	f := false
-	cv, err := s.Configs.CreateFromArchive(ctx, ws.ID, archive, configversion.CreateOptions{AutoQueueRuns: &f, Source: "terraform+cloud"})
+	cv, err := s.Configs.CreateFromArchive(sys, ws.ID, archive, configversion.CreateOptions{AutoQueueRuns: &f, Source: "terraform+cloud"})
 	if err != nil {
 		return nil, undo(err)
 	}
 	msg := fmt.Sprintf("Triggered via no-code provisioning of %s/%s %s", m.Name, m.Provider, pin)
-	// The workspace's first run is part of its provisioning, which
-	// ProjectProvisionNoCode decided.
-	if _, err := s.Runs.CreateSystem(ctx, run.CreateOptions{WorkspaceID: ws.ID, ConfigurationVersionID: cv.ID, Message: &msg}); err != nil {
+	if _, err := s.Runs.CreateSystem(sys, run.CreateOptions{WorkspaceID: ws.ID, ConfigurationVersionID: cv.ID, Message: &msg}); err != nil {
 		return nil, undo(err)
 	}
 	return s.Workspaces.Get(ctx, ws.ID)

@@ -57,7 +57,7 @@ func (a stackProjects) Organization(ctx context.Context, id string) (string, err
 }
 
 func (a stackProjects) Name(ctx context.Context, org, id string) (string, error) {
-	p, err := a.p.Get(asOrg(ctx, org), id)
+	p, err := a.p.Get(auth.AsOrganization(ctx, org), id)
 	if err != nil {
 		return "", err
 	}
@@ -69,12 +69,8 @@ func (a stackProjects) Name(ctx context.Context, org, id string) (string, error)
 // principal of the stack's own organization, nothing wider.
 type stackExecutor struct{ s *Server }
 
-func asOrg(ctx context.Context, org string) context.Context {
-	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindOrganization, Organization: org})
-}
-
 func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d stack.DeploymentWorkspace) (string, error) {
-	ctx = asOrg(ctx, org)
+	ctx = auth.AsOrganization(ctx, org)
 	var tfVersion *string
 	if d.TerraformVersion != "" {
 		tfVersion = &d.TerraformVersion
@@ -121,7 +117,7 @@ func (e stackExecutor) Workspace(ctx context.Context, org, projectID string, d s
 }
 
 func (e stackExecutor) RemoveWorkspaces(ctx context.Context, org, projectID, prefix string) (map[string]string, error) {
-	ctx = asOrg(ctx, org)
+	ctx = auth.AsOrganization(ctx, org)
 	ws, err := e.s.Workspaces.List(ctx, org, workspace.ListOptions{ProjectID: projectID, WildcardName: prefix + "*"})
 	if err != nil {
 		return nil, err
@@ -139,7 +135,7 @@ func (e stackExecutor) RemoveWorkspaces(ctx context.Context, org, projectID, pre
 }
 
 func (e stackExecutor) Upload(ctx context.Context, org, workspaceID string, tgz []byte, speculative bool) (string, error) {
-	cv, err := e.s.ConfigVersions.CreateFromArchive(asOrg(ctx, org), workspaceID, tgz, configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative)})
+	cv, err := e.s.ConfigVersions.CreateFromArchive(auth.AsOrganization(ctx, org), workspaceID, tgz, configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative)})
 	if err != nil {
 		return "", err
 	}
@@ -161,7 +157,7 @@ func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunReque
 	if req.PlanOnly {
 		o.SavePlan, o.PlanOnly = nil, ptr(true)
 	}
-	r, err := e.s.Runs.CreateSystem(asOrg(ctx, org), o)
+	r, err := e.s.Runs.CreateSystem(auth.AsOrganization(ctx, org), o)
 	if err != nil {
 		return "", err
 	}
@@ -169,7 +165,7 @@ func (e stackExecutor) Start(ctx context.Context, org string, req stack.RunReque
 }
 
 func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.RunReport, error) {
-	r, err := e.s.Runs.Get(asOrg(ctx, org), runID)
+	r, err := e.s.Runs.Get(auth.AsOrganization(ctx, org), runID)
 	if err != nil {
 		return stack.RunReport{}, err
 	}
@@ -181,11 +177,11 @@ func (e stackExecutor) Status(ctx context.Context, org, runID string) (stack.Run
 }
 
 func (e stackExecutor) Apply(ctx context.Context, org, runID, comment string) error {
-	return e.s.Runs.Apply(asOrg(ctx, org), runID, comment)
+	return e.s.Runs.Apply(auth.AsOrganization(ctx, org), runID, comment)
 }
 
 func (e stackExecutor) Artifact(ctx context.Context, org, runID, name string) ([]byte, error) {
-	ctx = asOrg(ctx, org)
+	ctx = auth.AsOrganization(ctx, org)
 	r, err := e.s.Runs.Get(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -208,7 +204,7 @@ func (e stackExecutor) Artifact(ctx context.Context, org, runID, name string) ([
 }
 
 func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
-	ctx = asOrg(ctx, org)
+	ctx = auth.AsOrganization(ctx, org)
 	r, err := e.s.Runs.Get(ctx, runID)
 	if err != nil {
 		return err
@@ -220,7 +216,7 @@ func (e stackExecutor) Cancel(ctx context.Context, org, runID string) error {
 }
 
 func (e stackExecutor) Outputs(ctx context.Context, org, workspaceID string) (map[string]stack.OutputValue, error) {
-	outs, err := e.s.States.CurrentOutputs(asOrg(ctx, org), workspaceID)
+	outs, err := e.s.States.CurrentOutputs(auth.AsOrganization(ctx, org), workspaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +270,7 @@ func (a stackStates) Description(ctx context.Context, id string) ([]byte, error)
 // by its exact name (names are unique in an organization), when it is
 // global, applied to the stack's project or owned by it.
 func (e stackExecutor) Varset(ctx context.Context, org, projectID, id, name string) ([]stack.VarsetVariable, error) {
-	ctx = asOrg(ctx, org)
+	ctx = auth.AsOrganization(ctx, org)
 	var vs *variable.VariableSet
 	if id != "" {
 		got, err := e.s.Variables.GetVarset(ctx, id)

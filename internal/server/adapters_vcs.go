@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/terracehq/terrace/internal/agent"
+	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/configversion"
 	"github.com/terracehq/terrace/internal/moduletest"
 	"github.com/terracehq/terrace/internal/policy"
@@ -170,7 +171,7 @@ func (s *Server) vcsWorkspace(ctx context.Context, id string) (*vcs.Workspace, e
 
 func (s *Server) vcsConfigure(ctx context.Context, w *vcs.Workspace, archive []byte, source string, speculative bool, origin vcs.Origin) (string, error) {
 	in := configversion.Ingress(origin)
-	cv, err := s.ConfigVersions.CreateFromArchive(asOrg(ctx, w.Organization), w.ID, archive,
+	cv, err := s.ConfigVersions.CreateFromArchive(auth.AsOrganization(ctx, w.Organization), w.ID, archive,
 		configversion.CreateOptions{AutoQueueRuns: ptr(false), Speculative: ptr(speculative), Source: source, Ingress: &in})
 	if err != nil {
 		return "", err
@@ -185,7 +186,7 @@ func (s *Server) vcsQueue(ctx context.Context, w *vcs.Workspace, configID, messa
 	if speculative {
 		o.PlanOnly = ptr(true)
 	}
-	r, err := s.Runs.CreateSystem(asOrg(ctx, w.Organization), o)
+	r, err := s.Runs.CreateSystem(auth.AsOrganization(ctx, w.Organization), o)
 	if err != nil {
 		return "", err
 	}

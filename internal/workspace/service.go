@@ -1316,6 +1316,39 @@ func (s *Service) SafeDelete(ctx context.Context, id string) error {
 	})
 }
 
+// Discard removes workspace id, which its caller's own request has just
+// created and now gives up on (a no-code provision that failed half way:
+// "on failure nothing remains"). Creating it was decided, so removing it
+// is not asked again: a creator who may not delete workspaces (a project
+// grant that creates but does not delete) still leaves nothing behind. It
+// is refused, as SafeDelete is, for a workspace that manages resources,
+// is locked or has a run: by then it is no longer just made.
+func (s *Service) Discard(ctx context.Context, id string) error {
+	check := func(ctx context.Context, w *Workspace) error {
+		if s.Runs != nil {
+			if run, err := s.Runs.CurrentRunID(ctx, w.ID); err != nil {
+				return err
+			} else if run != "" {
+				return core.Conflict("workspace %s has a run: not discarded", w.Name)
+			}
+		}
+		if s.State != nil {
+			if n, err := s.State.ResourceCount(ctx, w.ID); err != nil {
+				return err
+			} else if n > 0 {
+				return core.Conflict("workspace %s manages resources: not discarded", w.Name)
+			}
+		}
+		return nil
+	}
+	return s.checkedTx(ctx, id, check, func(tx *store.Tx, w *Workspace) error {
+		if w.Locked() {
+			return core.Conflict("workspace %s is locked: not discarded", w.Name)
+		}
+		return s.remove(ctx, tx, w.ID)
+	})
+}
+
 // holder returns the lock holder the caller would be.
 func holder(ctx context.Context) (kind, id string, err error) {
 	p := auth.FromContext(ctx)
