@@ -801,6 +801,17 @@ func (s *Service) readVersion(ctx context.Context, org, name, provider, version 
 	if err != nil {
 		return nil, nil, err
 	}
+	v, err := ChooseVersion(m, vs, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, v, nil
+}
+
+// ChooseVersion picks version of module m from its versions vs (as
+// Versions returns them, newest first): "" or "latest" is the newest ok
+// release, else the newest ok prerelease.
+func ChooseVersion(m *Module, vs []*Version, version string) (*Version, error) {
 	if version == "" || version == "latest" {
 		var pre *Version
 		for _, v := range vs {
@@ -813,19 +824,19 @@ func (s *Service) readVersion(ctx context.Context, org, name, provider, version 
 				}
 				continue
 			}
-			return m, v, nil
+			return v, nil
 		}
 		if pre != nil {
-			return m, pre, nil
+			return pre, nil
 		}
-		return nil, nil, core.NotFound("module %s/%s/%s has no published version", org, name, provider)
+		return nil, core.NotFound("module %s/%s/%s has no published version", m.Organization, m.Name, m.Provider)
 	}
 	for _, v := range vs {
 		if v.Version == version {
-			return m, v, nil
+			return v, nil
 		}
 	}
-	return nil, nil, core.NotFound("version %s of module %s/%s/%s not found", version, org, name, provider)
+	return nil, core.NotFound("version %s of module %s/%s/%s not found", version, m.Organization, m.Name, m.Provider)
 }
 
 // published returns an ok version (404 for pending or failed ones).

@@ -254,7 +254,7 @@ func (u *UI) modulePage(w http.ResponseWriter, r *http.Request) {
 	chosen := r.URL.Query().Get("version")
 	var sel *registry.Version
 	if chosen != "" || slices.ContainsFunc(vs, func(v *registry.Version) bool { return v.Status == registry.VersionOK }) {
-		if _, sel, err = u.o.Registry.ReadVersion(ctx, org, name, provider, chosen); err != nil {
+		if sel, err = registry.ChooseVersion(m, vs, chosen); err != nil {
 			u.fail(w, r, err)
 			return
 		}
