@@ -204,11 +204,11 @@ type jsonInput struct {
 	Sensitive   bool   `json:"sensitive"`
 }
 
-func toRoot(name string, in *Inspection) *jsonRoot {
+func toRoot(name string, in *Inspection, readme string) *jsonRoot {
 	if in == nil {
 		return nil
 	}
-	r := &jsonRoot{Name: name, Empty: in.Empty, Inputs: []jsonInput{}, Outputs: in.Outputs, Dependencies: []any{},
+	r := &jsonRoot{Name: name, Readme: readme, Empty: in.Empty, Inputs: []jsonInput{}, Outputs: in.Outputs, Dependencies: []any{},
 		ProviderDependencies: in.Providers, Resources: in.Resources}
 	for _, v := range in.Variables {
 		r.Inputs = append(r.Inputs, jsonInput{Name: v.Name, Type: v.Type, Description: v.Description, Default: string(v.Default), Required: v.Required, Sensitive: v.Sensitive})
@@ -216,9 +216,10 @@ func toRoot(name string, in *Inspection) *jsonRoot {
 	return r
 }
 
-func (a *API) versionJSON(ctx context.Context, m *Module, v *Version) *jsonVersion {
+// versionJSON is version v of module m, with its README (readme).
+func (a *API) versionJSON(ctx context.Context, m *Module, v *Version, readme string) *jsonVersion {
 	j := &jsonVersion{ID: v.ID, Source: v.Source, Status: string(v.Status), Version: v.Version, Error: v.Error, CommitSHA: v.CommitSHA,
-		Root: toRoot(m.Name, v.Inspection), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		Root: toRoot(m.Name, v.Inspection, readme), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Module: &jsonModuleRef{ID: m.ID}, links: jsonapi.Links{}}
 	if v.Source == SourceAPI && CanManage(ctx, m.Organization) {
 		j.links["upload"] = a.Service.UploadURL(v)
@@ -489,7 +490,7 @@ func (a *API) createVersion(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Respond(w, r, http.StatusCreated, a.versionJSON(ctx, m, v))
+	tfeapi.Respond(w, r, http.StatusCreated, a.versionJSON(ctx, m, v, ""))
 }
 
 func (a *API) readVersion(w http.ResponseWriter, r *http.Request) {
@@ -507,7 +508,12 @@ func (a *API) readVersion(w http.ResponseWriter, r *http.Request) {
 		tfeapi.Error(w, r, err)
 		return
 	}
-	tfeapi.Respond(w, r, http.StatusOK, a.versionJSON(r.Context(), m, v))
+	readme, err := a.Service.readme(r.Context(), m, v)
+	if err != nil {
+		tfeapi.Error(w, r, err)
+		return
+	}
+	tfeapi.Respond(w, r, http.StatusOK, a.versionJSON(r.Context(), m, v, readme))
 }
 
 func (a *API) delete(w http.ResponseWriter, r *http.Request) {
@@ -661,6 +667,11 @@ func (a *API) protoModule(w http.ResponseWriter, r *http.Request) {
 		protoError(w, err)
 		return
 	}
+	readme, err := a.Service.readme(r.Context(), m, v)
+	if err != nil {
+		protoError(w, err)
+		return
+	}
 	versions := []string{}
 	for _, x := range vs {
 		if x.Status == VersionOK {
@@ -671,7 +682,7 @@ func (a *API) protoModule(w http.ResponseWriter, r *http.Request) {
 		"id": ns + "/" + name + "/" + provider + "/" + v.Version, "owner": "", "namespace": m.Namespace, "name": m.Name,
 		"version": v.Version, "provider": m.Provider, "provider_logo_url": "", "description": "", "source": "", "tag": "",
 		"published_at": v.UpdatedAt.Format(time.RFC3339), "downloads": 0, "verified": false,
-		"root": toRoot(m.Name, v.Inspection), "submodules": []any{}, "providers": []string{m.Provider}, "versions": versions,
+		"root": toRoot(m.Name, v.Inspection, readme), "submodules": []any{}, "providers": []string{m.Provider}, "versions": versions,
 	})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)

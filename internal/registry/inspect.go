@@ -2,8 +2,13 @@ package registry
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
 
@@ -80,7 +85,64 @@ func inspect(dir string) (*Inspection, error) {
 	}
 	out.Empty = len(out.Variables) == 0 && len(out.Outputs) == 0 && len(out.Resources) == 0 &&
 		len(mod.DataResources) == 0 && len(mod.ModuleCalls) == 0
+	readme, err := readReadme(dir)
+	if err != nil {
+		return nil, err
+	}
+	out.Readme = readme
 	return out, nil
+}
+
+// readmeNames are the root module's README files in the order they are
+// preferred, as the registries show them; matched without regard to case.
+var readmeNames = []string{"readme.md", "readme.markdown", "readme"}
+
+// readmeCut ends a README cut at MaxReadme.
+const readmeCut = "\n\n*(The README is longer than this registry keeps: cut here.)*\n"
+
+// readReadme reads the README at the root of the module unpacked in dir: a
+// regular file only (the archive is untrusted: a link is not followed),
+// at most MaxReadme bytes, as valid UTF-8.
+func readReadme(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("reading the module's files: %w", err)
+	}
+	for _, want := range readmeNames {
+		for _, e := range entries {
+			if !strings.EqualFold(e.Name(), want) || !e.Type().IsRegular() {
+				continue
+			}
+			f, err := os.Open(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return "", fmt.Errorf("reading the module's README: %w", err)
+			}
+			b, err := io.ReadAll(io.LimitReader(f, MaxReadme+1))
+			f.Close()
+			if err != nil {
+				return "", fmt.Errorf("reading the module's README: %w", err)
+			}
+			cut := len(b) > MaxReadme
+			if cut {
+				b = b[:MaxReadme-len(readmeCut)]
+				// Not a character cut in two.
+				for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+					if utf8.RuneStart(b[i]) {
+						if !utf8.FullRune(b[i:]) {
+							b = b[:i]
+						}
+						break
+					}
+				}
+			}
+			text := strings.ToValidUTF8(string(b), "\uFFFD")
+			if cut {
+				text += readmeCut
+			}
+			return text, nil
+		}
+	}
+	return "", nil
 }
 
 // posLess orders declarations as written: by file, then line.

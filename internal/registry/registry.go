@@ -148,7 +148,15 @@ type Inspection struct {
 	Resources []Resource           `json:"resources"`
 	// Empty is true when the root module declares nothing.
 	Empty bool `json:"empty"`
+	// Readme is the root module's README (README.md first; at most
+	// MaxReadme bytes, valid UTF-8), "" without one. It is kept in its
+	// own column (VersionReadme), not with the rest.
+	Readme string `json:"-"`
 }
+
+// MaxReadme bounds the README a version keeps: a longer one is cut (at a
+// character's boundary) with a note saying so.
+const MaxReadme = 64 << 10
 
 // Variable is a root module input variable.
 type Variable struct {

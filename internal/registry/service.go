@@ -767,6 +767,25 @@ func (s *Service) versions(ctx context.Context, moduleID string) ([]*Version, er
 	return out, nil
 }
 
+// VersionReadme returns the README of version v of private module m (as
+// Versions or ReadVersion returned them): "" when it has none.
+func (s *Service) VersionReadme(ctx context.Context, m *Module, v *Version) (string, error) {
+	if err := access(ctx, m.Organization); err != nil {
+		return "", err
+	}
+	return s.readme(ctx, m, v)
+}
+
+// readme is VersionReadme after access was decided.
+func (s *Service) readme(ctx context.Context, m *Module, v *Version) (string, error) {
+	var readme string
+	err := s.db.QueryRow(ctx, `SELECT readme FROM registry_module_versions WHERE id = ? AND module_id = ?`, v.ID, m.ID).Scan(&readme)
+	if store.IsNoRows(err) {
+		return "", core.NotFound("version %s of module %s/%s/%s not found", v.Version, m.Organization, m.Name, m.Provider)
+	}
+	return readme, err
+}
+
 // Versions returns a private module's versions (newest first) and the module.
 func (s *Service) Versions(ctx context.Context, org, name, provider string) (*Module, []*Version, error) {
 	if err := access(ctx, org); err != nil {
@@ -945,8 +964,8 @@ func (s *Service) upload(ctx context.Context, v *Version, body io.Reader) (*Vers
 		if _, err := tx.Exec(ctx, `DELETE FROM registry_module_garbage WHERE blob_key = ?`, key); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE registry_module_versions SET status = ?, error = '', blob_key = ?, sha256 = ?, size = ?, inspection = ?, updated_at = ? WHERE id = ?`,
-			string(VersionOK), key, sum, size, string(ib), core.Micros(now), cur.ID)
+		_, err = tx.Exec(ctx, `UPDATE registry_module_versions SET status = ?, error = '', blob_key = ?, sha256 = ?, size = ?, inspection = ?, readme = ?, updated_at = ? WHERE id = ?`,
+			string(VersionOK), key, sum, size, string(ib), insp.Readme, core.Micros(now), cur.ID)
 		if err != nil {
 			return err
 		}

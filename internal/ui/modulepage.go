@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"html/template"
 	"net"
 	"net/http"
 	"slices"
@@ -218,6 +219,8 @@ type modulePageData struct {
 	Usage, SourceHost, HostNote string
 	// Inputs are the version's inputs, required first.
 	Inputs []moduleInput
+	// Readme is the version's README, rendered ("" without one).
+	Readme template.HTML
 	// NoCode is the module's no-code module ID ("" when it has none);
 	// Provision: the caller may provision its workspaces somewhere.
 	NoCode    string
@@ -272,6 +275,14 @@ func (u *UI) modulePage(w http.ResponseWriter, r *http.Request) {
 			d.Inputs = moduleInputs(sel.Inspection.Variables)
 			d.SourceHost, d.HostNote = moduleSourceHost(u.o.Hostname)
 			d.Usage = moduleUsage(d.SourceHost, m, sel.Version, d.Inputs)
+			readme, err := u.o.Registry.VersionReadme(ctx, m, sel)
+			if err != nil {
+				u.fail(w, r, err)
+				return
+			}
+			if readme != "" {
+				d.Readme = readmeHTML(readme)
+			}
 		}
 	}
 	if u.o.NoCode != nil {

@@ -92,17 +92,30 @@ output "secret" {
 // (none: the version stays pending) and waits for it to be want.
 func publishModuleVersion(t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, version, mainTF string, want tfe.RegistryModuleVersionStatus) {
 	t.Helper()
+	var files map[string]string
+	if mainTF != "" {
+		files = map[string]string{"main.tf": mainTF}
+	}
+	publishModuleFiles(t, e, id, version, files, want)
+}
+
+// publishModuleFiles is publishModuleVersion with the module's files
+// (name → content).
+func publishModuleFiles(t *testing.T, e *testenv.Env, id tfe.RegistryModuleID, version string, files map[string]string, want tfe.RegistryModuleVersionStatus) {
+	t.Helper()
 	ctx := context.Background()
 	v, err := e.Client.RegistryModules.CreateVersion(ctx, id, tfe.RegistryModuleCreateVersionOptions{Version: tfe.String(version)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mainTF == "" {
+	if len(files) == 0 {
 		return
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(mainTF), 0o644); err != nil {
-		t.Fatal(err)
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	archive, err := slug.Pack(dir)
 	if err != nil {
@@ -472,5 +485,66 @@ func TestModulePageNoCode(t *testing.T) {
 	builder.waitLocation(form)
 	if !builder.exists("#provision") {
 		t.Fatal("Provision workspace did not lead to the form")
+	}
+}
+
+// readmeOfNetwork is a README that renders (heading, emphasis, a table,
+// code) and tries what an untrusted README may not: script, an event
+// handler, a javascript: link, an ID of the page's own.
+const readmeOfNetwork = "# Network module\n\nMakes a **network**.\n\n| input | meaning |\n|---|---|\n| region | where it goes |\n\n" +
+	"<script>window.readmeRan = true</script>\n\n<img src=x onerror=\"window.readmeRan = true\">\n\n" +
+	"[click](javascript:window.readmeRan=true)\n\n<div id=\"usage\">taken</div>\n\n```hcl\nmodule \"net\" {}\n```\n"
+
+// A version's README: go-tfe reads it as the registry's root readme, and
+// the module page renders it as markdown, with none of the README's HTML,
+// scripts or dangerous links, its headings under the page's.
+func TestModulePageReadme(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	if _, err := e.Client.RegistryModules.Create(ctx, "acme", tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")}); err != nil {
+		t.Fatal(err)
+	}
+	id := tfe.RegistryModuleID{Organization: "acme", Name: "network", Provider: "aws", Namespace: "acme", RegistryName: tfe.PrivateRegistry}
+	publishModuleFiles(t, e, id, "1.0.0", map[string]string{"main.tf": "variable \"region\" {}\n", "README.md": readmeOfNetwork}, tfe.RegistryModuleVersionStatusOk)
+	publishModuleFiles(t, e, id, "0.9.0", map[string]string{"main.tf": "variable \"region\" {}\n"}, tfe.RegistryModuleVersionStatusOk)
+
+	rm, err := e.Client.RegistryModules.ReadTerraformRegistryModule(ctx, id, "1.0.0")
+	if err != nil || rm.Root.Readme != readmeOfNetwork {
+		t.Fatalf("the registry's root readme of 1.0.0: %q, %v; want the README as uploaded", rm.Root.Readme, err)
+	}
+
+	tb := newTab(t, e, userToken(t, e, "acme", "dev@acme.test"))
+	tb.open("/app/acme/registry/modules/private/acme/network/aws")
+	if got := tb.text("#readme h3"); got != "Network module" {
+		t.Errorf("the README's first heading: %q, want it as an h3", got)
+	}
+	if got := tb.text("#readme strong"); got != "network" {
+		t.Errorf("the README's emphasis: %q", got)
+	}
+	wantList(t, "the README's table", texts(tb, "#readme table td"), "region", "where it goes")
+	if got := tb.text("#readme pre code"); !strings.Contains(got, `module "net" {}`) {
+		t.Errorf("the README's code block: %q", got)
+	}
+	for _, sel := range []string{"#readme script", "#readme img", "#readme [onerror]", "#readme div", "#readme h1", "#readme h2"} {
+		if tb.exists(sel) {
+			t.Errorf("the rendered README has %s:\n%s", sel, tb.html())
+		}
+	}
+	if n := must(tb, chromedp.Evaluate[int](`document.querySelectorAll("#usage").length`)); n != 1 {
+		t.Errorf("elements with the page's ID usage: %d, want the page's own only", n)
+	}
+	if href := attrs(tb, "#readme a", "href"); len(href) != 1 || strings.HasPrefix(strings.ToLower(href[0]), "javascript") {
+		t.Errorf("the README's javascript: link is written as %q", href)
+	}
+	if ran := must(tb, chromedp.Evaluate[bool](`window.readmeRan === true`)); ran {
+		t.Error("the README's script ran")
+	}
+
+	// A version without one shows none.
+	tb.open("/app/acme/registry/modules/private/acme/network/aws?version=0.9.0")
+	if tb.exists("#readme") || !tb.exists("#usage") {
+		t.Errorf("version 0.9.0, which has no README: readme shown %v, usage shown %v", tb.exists("#readme"), tb.exists("#usage"))
 	}
 }
