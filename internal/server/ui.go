@@ -15,7 +15,7 @@ func (s *Server) wireUI() error {
 	s.UI, err = ui.New(ui.Options{
 		Orgs: s.Orgs, Projects: s.Projects, Workspaces: s.Workspaces, Runs: s.Runs, States: s.States,
 		Variables: s.Variables, Teams: s.Teams, Audit: s.Audit, RunTasks: s.RunTasks, Policies: s.Policies, Assessments: s.Assessments, ConfigVersions: s.ConfigVersions,
-		Registry: s.Registry, NoCode: s.NoCode, ModuleTests: s.ModuleTests, AgentPools: s.AgentPools, Providers: s.Providers, Orchestration: s.Orchestration, Stacks: s.Stacks, VCS: s.VCS,
+		Registry: s.Registry, NoCode: s.NoCode, ModuleTests: s.ModuleTests, AgentPools: s.AgentPools, ToolVersions: s.ToolVersions, Providers: s.Providers, Orchestration: s.Orchestration, Stacks: s.Stacks, VCS: s.VCS,
 		Authz: s.Authz, Hostname: s.Hostname, CAFile: s.CAFile, Secret: secret, Logger: s.logger.With("component", "ui"),
 		Customization: s.Settings.Customization,
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	goversion "github.com/hashicorp/go-version"
@@ -289,6 +290,50 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 		return nil
 	}
 	return core.Invalid("terraform %s is disabled on this site: a site admin has turned it off, so no workspace may choose it; choose another version", version)
+}
+
+// Selectable lists the registered versions a workspace may be set to
+// (CheckSelectable's rule: enabled, and not beta unless beta), newest
+// first, deprecated ones last: the choices a workspace's settings offer.
+// Version names are no secret: anyone who may change a workspace's
+// version is told them, as HCP Terraform's settings list them.
+func (s *Service) Selectable(ctx context.Context, beta bool) ([]Choice, error) {
+	query, args := `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, []any{true}
+	if !beta {
+		query, args = query+` AND beta = ?`, append(args, false)
+	}
+	vs, err := store.All(ctx, s.db, scan, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	parsed := map[string]*goversion.Version{}
+	for _, v := range vs {
+		parsed[v.Version], _ = goversion.NewVersion(v.Version)
+	}
+	slices.SortStableFunc(vs, func(a, b *Version) int {
+		if a.Deprecated != b.Deprecated {
+			if a.Deprecated {
+				return 1
+			}
+			return -1
+		}
+		pa, pb := parsed[a.Version], parsed[b.Version]
+		if pa == nil || pb == nil {
+			return strings.Compare(b.Version, a.Version)
+		}
+		return pb.Compare(pa)
+	})
+	out := make([]Choice, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, Choice{Version: v.Version, Beta: v.Beta, Deprecated: v.Deprecated})
+	}
+	return out, nil
+}
+
+// Choice is a version a workspace may be set to, as its settings show it.
+type Choice struct {
+	Version          string
+	Beta, Deprecated bool
 }
 
 // Release returns what a runner needs to install version when it lacks

@@ -36,6 +36,7 @@ import (
 	"github.com/terracehq/terrace/internal/state"
 	"github.com/terracehq/terrace/internal/team"
 	"github.com/terracehq/terrace/internal/tfeapi"
+	"github.com/terracehq/terrace/internal/toolversion"
 	"github.com/terracehq/terrace/internal/variable"
 	"github.com/terracehq/terrace/internal/vcs"
 	"github.com/terracehq/terrace/internal/workspace"
@@ -70,6 +71,9 @@ type Options struct {
 	// AgentPools names the pool a module's tests run on and lists those
 	// they may be moved to (nil: pools are shown by ID, none listed).
 	AgentPools *agent.Service
+	// ToolVersions lists the terraform versions a workspace may choose
+	// (nil: the settings offer none, the field takes any).
+	ToolVersions *toolversion.Service
 	// Providers is the private provider registry.
 	Providers *providerregistry.Service
 	// Orchestration is the resource-graph orchestrator.

@@ -9,6 +9,7 @@ import (
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/project"
+	"github.com/terracehq/terrace/internal/toolversion"
 	"github.com/terracehq/terrace/internal/workspace"
 )
 
@@ -79,6 +80,10 @@ type wsSettingsData struct {
 	// ProjectMode says what the project's default execution mode is.
 	ProjectMode string
 	Pools       []*agent.Pool
+	// Versions are the terraform versions the workspace may be set to,
+	// offered beside the field (which also takes "latest" and
+	// constraints); only to those who may change it.
+	Versions []toolversion.Choice
 	// Consumers are the workspaces the state is shared with by name
 	// (remote-state-consumers; those the caller reads).
 	Consumers []*workspace.Workspace
@@ -138,6 +143,16 @@ func (u *UI) showWorkspaceSettings(w http.ResponseWriter, r *http.Request, statu
 	d.ProjectMode = u.projectExecution(ctx, ws)
 	if u.o.AgentPools != nil {
 		if d.Pools, err = u.o.AgentPools.List(ctx, ws.Organization); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
+	if u.o.ToolVersions != nil && d.Can["update"] {
+		o, err := u.o.Orgs.Get(ctx, ws.Organization)
+		if err == nil {
+			d.Versions, err = u.o.ToolVersions.Selectable(ctx, o.AccessBetaTools)
+		}
+		if err != nil {
 			u.fail(w, r, err)
 			return
 		}

@@ -502,3 +502,61 @@ func TestWorkspaceSettingsOfAStackDeployment(t *testing.T) {
 		t.Fatalf("the refused posts changed the stack's workspace: %+v", w)
 	}
 }
+
+// The settings offer the terraform versions a workspace may be set to, as
+// the service decides it: enabled ones, newest first and deprecated ones
+// last, beta ones only where the organization has access to beta tools;
+// to those who may change the version only.
+func TestWorkspaceSettingsOfferTheSiteVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := testenv.New(t, testenv.Options{})
+	testenv.NewOrg(t, e.Client, "acme")
+	ws, err := e.Client.Workspaces.Create(ctx, "acme", tfe.WorkspaceCreateOptions{Name: tfe.String("app")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []tfe.AdminTerraformVersionCreateOptions{
+		{Version: tfe.String("1.9.5")},
+		{Version: tfe.String("1.10.0")},
+		{Version: tfe.String("1.8.0"), Deprecated: tfe.Bool(true), DeprecatedReason: tfe.String("old")},
+		{Version: tfe.String("1.7.0"), Enabled: tfe.Bool(false)},
+		{Version: tfe.String("2.0.0-beta1"), Beta: tfe.Bool(true)},
+	} {
+		v.URL, v.Sha = tfe.String("https://releases.example.test/terraform_"+*v.Version+".zip"), tfe.String(strings.Repeat("ab", 32))
+		if _, err := e.Client.Admin.TerraformVersions.Create(ctx, v); err != nil {
+			t.Fatalf("registering %s: %v", *v.Version, err)
+		}
+	}
+	const page = "/app/acme/workspaces/app/settings"
+	offered := func(tb *tab) []string {
+		t.Helper()
+		return must(tb, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#tf-versions option')).map(o => o.value)`))
+	}
+	owner := newTab(t, e, e.Token)
+	owner.open(page)
+	wantList(t, "the versions offered", offered(owner), "latest", "1.10.0", "1.9.5", "1.8.0")
+	if got := attrs(owner, `#ws-settings input[name=terraform_version]`, "list"); len(got) != 1 || got[0] != "tf-versions" {
+		t.Fatalf("the version field's list: %q", got)
+	}
+
+	on := true
+	if _, err := e.Client.Admin.Organizations.Update(ctx, "acme", tfe.AdminOrganizationUpdateOptions{AccessBetaTools: &on}); err != nil {
+		t.Fatal(err)
+	}
+	owner.open(page)
+	wantList(t, "the versions offered with beta tools", offered(owner), "latest", "2.0.0-beta1", "1.10.0", "1.9.5", "1.8.0")
+
+	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("readers"), Visibility: tfe.String("organization")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	reader := newTab(t, e, userToken(t, e, "acme", "reader@acme.test", team))
+	reader.open(page)
+	if reader.exists("#tf-versions") {
+		t.Error("a reader, who may not change the version, is offered versions")
+	}
+}
