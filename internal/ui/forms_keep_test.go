@@ -43,13 +43,15 @@ func TestVariableFormKeepsWhatWasTyped(t *testing.T) {
 	}
 	const page, form = "/app/acme/workspaces/app/variables", "#add-var"
 	tb := newTab(t, e, e.Token)
-	open := func() bool { return must(tb, chromedp.Evaluate[bool](`document.querySelector('details').open`)) }
+	open := func() bool {
+		return must(tb, chromedp.Evaluate[bool](`document.querySelector('#add-var-details').open`))
+	}
 
 	tb.open(page)
 	if open() {
 		t.Fatal("the add variable form is open on a fresh page")
 	}
-	tb.press("details summary")
+	tb.press("#add-var-details summary")
 	fillForm(tb, form, map[string]string{"key": "bad key", "value": "[1, 2]", "description": "the zones"})
 	check(tb, form, "hcl")
 	tb.press(form + " button")
@@ -72,7 +74,7 @@ func TestVariableFormKeepsWhatWasTyped(t *testing.T) {
 	// A taken key, marked sensitive: all is kept but the value.
 	const secret = "typed-s3cr3t-4711"
 	tb.open(page)
-	tb.press("details summary")
+	tb.press("#add-var-details summary")
 	fillForm(tb, form, map[string]string{"key": "REGION", "value": secret, "category": "env", "description": "where"})
 	check(tb, form, "sensitive")
 	tb.press(form + " button")

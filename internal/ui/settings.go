@@ -118,9 +118,22 @@ func (u *UI) variables(w http.ResponseWriter, r *http.Request) {
 	u.showVariables(w, r, http.StatusOK, varForm{}, "")
 }
 
+// varEdit is a refused edit of a variable: which one, what its form was
+// given (a sensitive value never) and why.
+type varEdit struct {
+	ID, Error string
+	Form      varForm
+}
+
 // showVariables renders a workspace's variables page; form is what the
 // add variable form holds and formErr its refusal (the form is then open).
 func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, form varForm, formErr string) {
+	u.showVariablesEdit(w, r, status, form, formErr, varEdit{})
+}
+
+// showVariablesEdit is showVariables with a refused edit (its variable's
+// edit form open, holding what was typed).
+func (u *UI) showVariablesEdit(w http.ResponseWriter, r *http.Request, status int, form varForm, formErr string, edit varEdit) {
 	ctx := r.Context()
 	ws, res, ok := u.workspaceAllowing(w, r, authz.VariableRead)
 	if !ok {
@@ -153,9 +166,63 @@ func (u *UI) showVariables(w http.ResponseWriter, r *http.Request, status int, f
 		gv = append(gv, grantView{Team: teamNames[g.TeamID], Access: g.Access})
 	}
 	u.render(w, r, status, "variables", "Variables of "+ws.Name, ws.Organization, map[string]any{
-		"W": ws, "Vars": varViews(vars), "Varsets": sets, "Grants": gv, "Error": formErr, "Form": form,
+		"W": ws, "Vars": varViews(vars), "Varsets": sets, "Grants": gv, "Error": formErr, "Form": form, "Edit": edit,
 		"CanWrite": allowed(ctx, authz.VariableWrite, res),
 	})
+}
+
+// updateVariable changes a workspace variable, as the API's PATCH does:
+// its key, category, description, HCL and sensitivity, and its value. A
+// sensitive variable's value is write-only: its field comes empty, and
+// left empty the value stays. A sensitive variable stays sensitive (the
+// service refuses the change).
+func (u *UI) updateVariable(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, _, ok := u.workspaceAllowing(w, r, authz.VariableWrite)
+	if !ok {
+		return
+	}
+	old, err := u.o.Variables.GetWorkspaceVariable(ctx, ws.ID, r.PathValue("var"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	key, value, desc := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("description")
+	cat := variable.Category(r.PostFormValue("category"))
+	sensitive, hcl := old.Sensitive || r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
+	opts := variable.VarOptions{Key: &key, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl}
+	if !old.Sensitive || value != "" {
+		opts.Value = &value
+	}
+	v, err := u.o.Variables.UpdateWorkspaceVariable(ctx, ws.ID, old.ID, opts)
+	if err != nil {
+		edit := varEdit{ID: old.ID, Form: varForm{Key: r.PostFormValue("key"), Category: string(cat), Description: desc, Sensitive: sensitive, HCL: hcl}}
+		if !sensitive {
+			edit.Form.Value = value
+		}
+		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
+			edit.Error = formErr
+			u.showVariablesEdit(w, r, status, varForm{}, "", edit)
+		}, http.StatusUnprocessableEntity, core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, ws.Organization, "PATCH /api/v2/workspaces/{ws}/vars/{var}", http.StatusOK, "", "ws", ws.ID, "var", v.ID)
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "variables"), http.StatusSeeOther)
+}
+
+// deleteVariable deletes a workspace variable, as the API's DELETE does.
+func (u *UI) deleteVariable(w http.ResponseWriter, r *http.Request) {
+	ws, _, ok := u.workspaceAllowing(w, r, authz.VariableWrite)
+	if !ok {
+		return
+	}
+	id := r.PathValue("var")
+	if err := u.o.Variables.DeleteWorkspaceVariable(r.Context(), ws.ID, id); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.record(r, ws.Organization, "DELETE /api/v2/workspaces/{ws}/vars/{var}", http.StatusNoContent, "", "ws", ws.ID, "var", id)
+	http.Redirect(w, r, orgPath(ws.Organization, "workspaces", ws.Name, "variables"), http.StatusSeeOther)
 }
 
 func (u *UI) createVariable(w http.ResponseWriter, r *http.Request) {

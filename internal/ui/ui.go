@@ -247,6 +247,8 @@ func (u *UI) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /app/{org}/workspaces/{name}/states", u.states)
 	mux.HandleFunc("GET /app/{org}/workspaces/{name}/variables", u.variables)
 	mux.HandleFunc("POST /app/{org}/workspaces/{name}/variables", u.createVariable)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/variables/{var}", u.updateVariable)
+	mux.HandleFunc("POST /app/{org}/workspaces/{name}/variables/{var}/delete", u.deleteVariable)
 	mux.HandleFunc("GET /app/{org}/variable-sets", u.varsets)
 	mux.HandleFunc("GET /app/{org}/policy-sets", u.policySets)
 	mux.HandleFunc("GET /app/{org}/policy-sets/{id}", u.policySet)
