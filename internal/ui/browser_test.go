@@ -144,7 +144,9 @@ func (tb *tab) open(path string) int {
 // given id found".)
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
-	js := fmt.Sprintf(`(function(){var e=document.querySelector(%q);return e?"+"+e.textContent:"-"})()`, sel)
+	// Not while the document is still parsed: an element found then may
+	// not have its text yet (seen under load: an error paragraph read "").
+	js := fmt.Sprintf(`(function(){if(document.readyState==="loading")return "-";var e=document.querySelector(%q);return e?"+"+e.textContent:"-"})()`, sel)
 	got := poll(tb, js, time.Minute, func(s string) bool { return strings.HasPrefix(s, "+") }, "text-timeout",
 		func(string) string { return "no " + sel + " on the page" })
 	return got[1:]
