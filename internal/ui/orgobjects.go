@@ -21,6 +21,8 @@ func (u *UI) registerOrgObjects(mux *http.ServeMux) {
 
 	mux.HandleFunc("POST /app/{org}/variable-sets", u.createVarset)
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/variables", u.createVarsetVariable)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}", u.updateVarset)
+	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/variables/{var}", u.updateVarsetVariable)
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/variables/{var}/delete", u.deleteVarsetVariable)
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/apply", u.applyVarset)
 	mux.HandleFunc("POST /app/{org}/variable-sets/{id}/remove", u.unapplyVarset)

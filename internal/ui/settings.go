@@ -92,6 +92,58 @@ func (u *UI) retentionLine(r *http.Request, org string, own retention.Policy) st
 type varView struct {
 	ID, Key, Value, Category, Description string
 	Sensitive, HCL                        bool
+	// Edit is its edit and delete forms (the partial "varedit" of
+	// layout.html), for those who may change it (nil for others).
+	Edit *varEditView
+}
+
+// varEditView is a variable's edit form and delete button: where they
+// post, what the edit form holds and, after a refusal, why (it is then
+// open).
+type varEditView struct {
+	Action, DeleteAction, CSRF string
+	// Sensitive: the variable is; its value is write-only (the field
+	// comes empty, left empty keeps it) and it stays sensitive.
+	Sensitive bool
+	Form      varForm
+	Open      bool
+	Error     string
+}
+
+// withEdits gives each of vs its edit forms, posting to base/{id} and
+// base/{id}/delete; refused is an edit refused (its variable's form open
+// with what was typed).
+func withEdits(r *http.Request, vs []varView, base string, refused varEdit) []varView {
+	csrf := CSRFToken(r.Context())
+	for i := range vs {
+		v := &vs[i]
+		e := &varEditView{Action: base + "/" + v.ID, DeleteAction: base + "/" + v.ID + "/delete", CSRF: csrf, Sensitive: v.Sensitive,
+			Form: varForm{Key: v.Key, Value: v.Value, Category: v.Category, Description: v.Description, Sensitive: v.Sensitive, HCL: v.HCL}}
+		if refused.ID == v.ID {
+			e.Form, e.Open, e.Error = refused.Form, true, refused.Error
+		}
+		v.Edit = e
+	}
+	return vs
+}
+
+// varEditOf reads the edit form of variable old: the options it sends
+// (a sensitive variable's empty value keeps the value, and it stays
+// sensitive: the service refuses making it plain) and what the form shows
+// again after a refusal (a sensitive value never).
+func varEditOf(r *http.Request, old *variable.Variable) (variable.VarOptions, varEdit) {
+	key, value, desc := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("description")
+	cat := variable.Category(r.PostFormValue("category"))
+	sensitive, hcl := old.Sensitive || r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
+	opts := variable.VarOptions{Key: &key, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl}
+	if !old.Sensitive || value != "" {
+		opts.Value = &value
+	}
+	edit := varEdit{ID: old.ID, Form: varForm{Key: r.PostFormValue("key"), Category: string(cat), Description: desc, Sensitive: sensitive, HCL: hcl}}
+	if !sensitive {
+		edit.Form.Value = value
+	}
+	return opts, edit
 }
 
 func varViews(vs []*variable.Variable) []varView {
@@ -165,9 +217,13 @@ func (u *UI) showVariablesEdit(w http.ResponseWriter, r *http.Request, status in
 	for _, g := range grants {
 		gv = append(gv, grantView{Team: teamNames[g.TeamID], Access: g.Access})
 	}
+	canWrite := allowed(ctx, authz.VariableWrite, res)
+	views := varViews(vars)
+	if canWrite {
+		views = withEdits(r, views, orgPath(ws.Organization, "workspaces", ws.Name, "variables"), edit)
+	}
 	u.render(w, r, status, "variables", "Variables of "+ws.Name, ws.Organization, map[string]any{
-		"W": ws, "Vars": varViews(vars), "Varsets": sets, "Grants": gv, "Error": formErr, "Form": form, "Edit": edit,
-		"CanWrite": allowed(ctx, authz.VariableWrite, res),
+		"W": ws, "Vars": views, "Varsets": sets, "Grants": gv, "Error": formErr, "Form": form, "CanWrite": canWrite,
 	})
 }
 
@@ -187,19 +243,9 @@ func (u *UI) updateVariable(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	key, value, desc := strings.TrimSpace(r.PostFormValue("key")), r.PostFormValue("value"), r.PostFormValue("description")
-	cat := variable.Category(r.PostFormValue("category"))
-	sensitive, hcl := old.Sensitive || r.PostFormValue("sensitive") == "on", r.PostFormValue("hcl") == "on"
-	opts := variable.VarOptions{Key: &key, Description: &desc, Category: &cat, Sensitive: &sensitive, HCL: &hcl}
-	if !old.Sensitive || value != "" {
-		opts.Value = &value
-	}
+	opts, edit := varEditOf(r, old)
 	v, err := u.o.Variables.UpdateWorkspaceVariable(ctx, ws.ID, old.ID, opts)
 	if err != nil {
-		edit := varEdit{ID: old.ID, Form: varForm{Key: r.PostFormValue("key"), Category: string(cat), Description: desc, Sensitive: sensitive, HCL: hcl}}
-		if !sensitive {
-			edit.Form.Value = value
-		}
 		u.failForm(w, r, err, func(w http.ResponseWriter, r *http.Request, status int, formErr string) {
 			edit.Error = formErr
 			u.showVariablesEdit(w, r, status, varForm{}, "", edit)
@@ -283,6 +329,8 @@ const (
 	setFormVariable = "variable" // add variable
 	setFormApply    = "apply"    // apply or remove
 	setFormDelete   = "delete"   // delete the set or a variable
+	setFormEdit     = "edit"     // edit a variable
+	setFormSettings = "settings" // the set's name, description, scope
 )
 
 type varsetsData struct {
@@ -296,12 +344,18 @@ type varsetsData struct {
 	// refused, SetError why, and Var what its add variable form was given.
 	Refused, SetForm, SetError string
 	Var                        varForm
+	// Settings is what the refused set's settings form was given.
+	Settings varsetForm
 }
 
 // varsetsRefusal is a refused form of a variable set.
 type varsetsRefusal struct {
 	Set, Form, Error string
 	Var              varForm
+	// Edit is a refused edit of one of the set's variables (Form
+	// setFormEdit), Settings the set's refused settings (setFormSettings).
+	Edit     varEdit
+	Settings varsetForm
 }
 
 // varsetsPath is the variable sets page's URL.
@@ -340,13 +394,21 @@ func (u *UI) showVarsets(w http.ResponseWriter, r *http.Request, status int, for
 		}
 	}
 	d := varsetsData{Manage: allowed(ctx, authz.OrgManageVarsets, authz.Resource{Organization: org}), Form: form, Error: formErr,
-		Refused: refused.Set, SetForm: refused.Form, SetError: refused.Error, Var: refused.Var}
+		Refused: refused.Set, SetForm: refused.Form, SetError: refused.Error, Var: refused.Var, Settings: refused.Settings}
 	for _, s := range sets {
 		vs, err := u.o.Variables.ListVarsetVariables(ctx, s.ID)
 		if err != nil {
 			continue // a set the caller may not read the variables of
 		}
 		v := varsetView{S: s, Vars: varViews(vs)}
+		if d.Manage {
+			var edit varEdit
+			if refused.Set == s.ID && refused.Form == setFormEdit {
+				edit = refused.Edit
+				edit.Error = refused.Error
+			}
+			v.Vars = withEdits(r, v.Vars, orgPath(org, "variable-sets", s.ID, "variables"), edit)
+		}
 		applied := map[string]bool{}
 		for _, id := range append(append([]string{}, s.WorkspaceIDs...), s.ProjectIDs...) {
 			applied[id] = true
@@ -441,6 +503,46 @@ func (u *UI) createVarsetVariable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.record(r, vs.Organization, "POST /api/v2/varsets/{vs}/relationships/vars", http.StatusCreated, v.ID, "vs", vs.ID)
+	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
+}
+
+// updateVarsetVariable changes a variable of a set, as the API's update
+// does (a sensitive value as on a workspace's page: varEditOf).
+func (u *UI) updateVarsetVariable(w http.ResponseWriter, r *http.Request) {
+	vs, err := u.orgVarset(r)
+	var old *variable.Variable
+	if err == nil {
+		old, err = u.o.Variables.GetVarsetVariable(r.Context(), vs.ID, r.PathValue("var"))
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	opts, edit := varEditOf(r, old)
+	if _, err := u.o.Variables.UpdateVarsetVariable(r.Context(), vs.ID, old.ID, opts); err != nil {
+		u.refuseAsAPI(w, r, err, u.showVarsetRefusal(varsetsRefusal{Set: vs.ID, Form: setFormEdit, Edit: edit}), core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, vs.Organization, "PATCH /api/v2/varsets/{vs}/relationships/vars/{var}", http.StatusOK, "", "vs", vs.ID, "var", old.ID)
+	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
+}
+
+// updateVarset changes a set's name, description and scope (global,
+// priority), as the API's update does; the workspaces and projects it
+// applies to stay as they are.
+func (u *UI) updateVarset(w http.ResponseWriter, r *http.Request) {
+	vs, err := u.orgVarset(r)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	f := varsetForm{Name: strings.TrimSpace(r.PostFormValue("name")), Description: r.PostFormValue("description"),
+		Global: r.PostFormValue("global") == "on", Priority: r.PostFormValue("priority") == "on"}
+	if _, err := u.o.Variables.UpdateVarset(r.Context(), vs.ID, variable.VarsetOptions{Name: &f.Name, Description: &f.Description, Global: &f.Global, Priority: &f.Priority}, nil); err != nil {
+		u.refuseAsAPI(w, r, err, u.showVarsetRefusal(varsetsRefusal{Set: vs.ID, Form: setFormSettings, Settings: f}), core.KindInvalid, core.KindConflict)
+		return
+	}
+	u.record(r, vs.Organization, "PATCH /api/v2/varsets/{vs}", http.StatusOK, "", "vs", vs.ID)
 	http.Redirect(w, r, varsetsPath(vs.Organization), http.StatusSeeOther)
 }
 
