@@ -32,6 +32,21 @@ func userToken(t *testing.T, e *testenv.Env, org, email string, teams ...*tfe.Te
 	return secret
 }
 
+// readerTab is a tab of reader@acme.test, a member of acme's team
+// "readers", which reads workspace ws and nothing else.
+func readerTab(t *testing.T, e *testenv.Env, ws *tfe.Workspace) *tab {
+	t.Helper()
+	ctx := context.Background()
+	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("readers"), Visibility: tfe.String("organization")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	return newTab(t, e, userToken(t, e, "acme", "reader@acme.test", team))
+}
+
 // providerRelease is what one version of a provider publishes.
 type providerRelease struct {
 	version, keyID string

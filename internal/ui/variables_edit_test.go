@@ -113,14 +113,7 @@ func TestWorkspaceVariableEditAndDelete(t *testing.T) {
 	}
 
 	// A reader sees no forms, and a post of theirs is refused.
-	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("readers"), Visibility: tfe.String("organization")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
-		t.Fatal(err)
-	}
-	reader := newTab(t, e, userToken(t, e, "acme", "reader@acme.test", team))
+	reader := readerTab(t, e, ws)
 	reader.open(page)
 	if reader.exists("form.edit-var") || reader.exists("form.delete-var") {
 		t.Error("a reader of the variables is offered to edit or delete them")

@@ -204,14 +204,7 @@ func TestWorkspaceSettingsReadOnlyForReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("readers"), Visibility: tfe.String("organization")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
-		t.Fatal(err)
-	}
-	reader := newTab(t, e, userToken(t, e, "acme", "reader@acme.test", team))
+	reader := readerTab(t, e, ws)
 	const page = "/app/acme/workspaces/app/settings"
 
 	reader.open("/app/acme/workspaces/app")
@@ -547,14 +540,7 @@ func TestWorkspaceSettingsOfferTheSiteVersions(t *testing.T) {
 	owner.open(page)
 	wantList(t, "the versions offered with beta tools", offered(owner), "latest", "2.0.0-beta1", "1.10.0", "1.9.5", "1.8.0")
 
-	team, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("readers"), Visibility: tfe.String("organization")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Client.TeamAccess.Add(ctx, tfe.TeamAccessAddOptions{Access: tfe.Access(tfe.AccessRead), Team: team, Workspace: ws}); err != nil {
-		t.Fatal(err)
-	}
-	reader := newTab(t, e, userToken(t, e, "acme", "reader@acme.test", team))
+	reader := readerTab(t, e, ws)
 	reader.open(page)
 	if reader.exists("#tf-versions") {
 		t.Error("a reader, who may not change the version, is offered versions")
