@@ -246,3 +246,34 @@ func TestAuditTrailRecordsWhoDidWhat(t *testing.T) {
 		}
 	})
 }
+
+// TestRenameIsInTheRenamedTrail: renaming an organization through the API
+// is recorded in its trail, which its audit-trails token reads under the
+// new name (the event was looked up by the old name, which finds no
+// organization once renamed, and went to no trail).
+func TestRenameIsInTheRenamedTrail(t *testing.T) {
+	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
+		ctx := context.Background()
+		testenv.NewOrg(t, e.Client, "acme")
+		at, err := e.Client.OrganizationTokens.CreateWithOptions(ctx, "acme", tfe.OrganizationTokenCreateOptions{TokenType: tfe.Ptr(tfe.AuditTrailToken)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.Organizations.Update(ctx, "acme", tfe.OrganizationUpdateOptions{Name: tfe.String("acme-corp")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Client.Organizations.Update(ctx, "acme-corp", tfe.OrganizationUpdateOptions{Email: tfe.String("ops@acme-corp.test")}); err != nil {
+			t.Fatal(err)
+		}
+		events, body := trail(t, e, at.Token)
+		var updates int
+		for _, ev := range events {
+			if ev.Resource.Type == "organization" && ev.Resource.Action == "update" {
+				updates++
+			}
+		}
+		if updates != 2 {
+			t.Fatalf("organization updates in the renamed organization's trail: %d, want the rename and the change after it\n%s", updates, body)
+		}
+	})
+}

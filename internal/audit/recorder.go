@@ -79,7 +79,10 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 			// guard notes the organization it finds (organizationAfter).
 			r = r.WithContext(tfeapi.WithLocated(r.Context()))
 		}
-		rw := &recordingWriter{ResponseWriter: w, capture: rt.create || !orgKnown}
+		// An organization's update may rename it: its trail is then found
+		// by the name the response gives (the old one finds none).
+		renames := pattern == orgUpdatePattern
+		rw := &recordingWriter{ResponseWriter: w, capture: rt.create || !orgKnown || renames}
 		next.ServeHTTP(rw, r)
 		if rw.status == 0 {
 			rw.status = http.StatusOK
@@ -91,9 +94,16 @@ func (s *Service) RecorderFor(mux *http.ServeMux, next http.Handler, onError fun
 		if !orgKnown {
 			org = s.organizationAfter(r.Context(), p, rw.doc())
 		}
+		if d := rw.doc(); renames && d != nil && d.Data.ID != "" {
+			org = d.Data.ID // an organization's ID in the API is its name
+		}
 		s.save(context.WithoutCancel(r.Context()), e, org, rt.site)
 	})
 }
+
+// orgUpdatePattern is the API's update of an organization, which may
+// rename it.
+const orgUpdatePattern = "PATCH /api/v2/organizations/{org}"
 
 // save records e in org's trail ("" or site: the site's), logging what
 // fails: the request it describes has been served already.
