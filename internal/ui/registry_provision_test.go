@@ -71,4 +71,33 @@ func TestRegistryOffersProvisionToThoseAllowed(t *testing.T) {
 	if !builder.exists("#provision") {
 		t.Fatal("Provision workspace did not lead to the form")
 	}
+
+	// A member whose team's project grant creates workspaces and nothing
+	// more (HCP Terraform's permission for no-code) provisions: the
+	// provision sets the variables and queues the first run itself.
+	creators, err := e.Client.Teams.Create(ctx, "acme", tfe.TeamCreateOptions{Name: tfe.String("creators"), Visibility: tfe.String("organization")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.TeamProjectAccess.Add(ctx, tfe.TeamProjectAccessAddOptions{Access: tfe.TeamProjectAccessCustom,
+		WorkspaceAccess: &tfe.TeamProjectAccessWorkspacePermissionsOptions{Create: tfe.Bool(true)},
+		Team:            creators, Project: projects.Items[0]}); err != nil {
+		t.Fatal(err)
+	}
+	creator := newTab(t, e, userToken(t, e, "acme", "creator@acme.test", creators))
+	creator.open(form)
+	fillForm(creator, "#provision", map[string]string{"workspace_name": "bucket-dev", "var.size": "small"})
+	creator.press("#provision button")
+	creator.waitLocation("/app/acme/workspaces/bucket-dev")
+	ws, err := e.Client.Workspaces.Read(ctx, "acme", "bucket-dev")
+	if err != nil {
+		t.Fatalf("the workspace the creator provisioned: %v", err)
+	}
+	vars, err := e.Client.Variables.List(ctx, ws.ID, nil)
+	if err != nil || len(vars.Items) != 1 || vars.Items[0].Key != "size" || vars.Items[0].Value != "small" {
+		t.Fatalf("the creator's provisioned variables: %+v, %v", vars, err)
+	}
+	if runs, err := e.Client.Runs.List(ctx, ws.ID, nil); err != nil || len(runs.Items) != 1 {
+		t.Fatalf("the creator's provisioned workspace's runs: %+v, %v; want its first run", runs, err)
+	}
 }
