@@ -232,7 +232,7 @@ func (s *Service) finish(ctx context.Context, id, runnerID string, o Outcome) er
 		return err
 	}
 	s.ended(done, o.Status, now)
-	return s.closeLog(ctx, id)
+	return s.Logs.CloseLog(ctx, id)
 }
 
 // reap ends as errored the running test runs whose lease ran out: their
@@ -259,7 +259,7 @@ func (s *Service) reap(ctx context.Context) error {
 		})
 		if err == nil && ended != nil {
 			s.ended(ended, StatusErrored, now)
-			err = s.closeLog(ctx, id)
+			err = s.Logs.CloseLog(ctx, id)
 		}
 		if err != nil && core.KindOf(err) != core.KindNotFound {
 			return err

@@ -70,24 +70,20 @@ type Logs interface {
 	// AppendLogIn appends inside q's transaction: a log's end, with the
 	// status that ends its run.
 	AppendLogIn(ctx context.Context, q store.Q, logID string, data []byte) error
-	CloseLog(ctx context.Context, logID, tail string) error
+	// CloseLog folds a log after the commit that ended it.
+	CloseLog(ctx context.Context, logID string) error
 }
 
 // endIn writes tail, the end of test run id's log, in q's transaction, the
 // one that moves the run to its final status: a client that reads the log
 // once it sees that status (go-tfe's log reader stops at an ended run)
-// reads the end too. closeLog folds the log after the commit. A log
+// reads the end too. Logs.CloseLog folds the log after the commit. A log
 // closed already takes nothing more (AppendLogIn's conflict).
 func (s *Service) endIn(ctx context.Context, q store.Q, id, tail string) error {
 	if err := s.Logs.AppendLogIn(ctx, q, id, []byte(tail)); err != nil && core.KindOf(err) != core.KindConflict {
 		return err
 	}
 	return nil
-}
-
-// closeLog folds test run id's log, whose end endIn wrote.
-func (s *Service) closeLog(ctx context.Context, id string) error {
-	return s.Logs.CloseLog(ctx, id, "")
 }
 
 // Options build a Service.
@@ -551,7 +547,7 @@ func (s *Service) Cancel(ctx context.Context, p Path, id string, force bool) err
 		return err
 	}
 	if closed {
-		return s.closeLog(ctx, id)
+		return s.Logs.CloseLog(ctx, id)
 	}
 	return nil
 }

@@ -64,8 +64,8 @@ func (s *Service) AppendLog(ctx context.Context, logID string, data []byte) erro
 
 // AppendLogIn is AppendLog inside q's transaction: the end of a log that
 // commits with the status that ends its run (a module test run's), so
-// that a reader who sees the status reads the end too. CloseLog with no
-// tail then folds the log.
+// that a reader who sees the status reads the end too; CloseLog folds the
+// log after the commit.
 func (s *Service) AppendLogIn(ctx context.Context, q store.Q, logID string, data []byte) error {
 	return s.appendLog(ctx, q, logID, data)
 }
@@ -224,10 +224,11 @@ func (s *Service) OpenLog(ctx context.Context, q store.Q, logID string) error {
 	return s.startLog(ctx, q, logID, true)
 }
 
-// CloseLog ends a log OpenLog opened: tail and ETX, then the whole log
-// moves to the blob store.
-func (s *Service) CloseLog(ctx context.Context, logID, tail string) error {
-	return s.endLog(ctx, logID, tail)
+// CloseLog ends a log OpenLog opened, whose last output AppendLogIn wrote
+// with its run's final status: ETX, and the whole log moves to the blob
+// store.
+func (s *Service) CloseLog(ctx context.Context, logID string) error {
+	return s.endLog(ctx, logID, "")
 }
 
 // DeleteLogs removes, inside q's transaction, the logs whose IDs idsSQL
