@@ -297,18 +297,14 @@ func (s *Service) CheckSelectable(ctx context.Context, q store.Q, version string
 // first, deprecated ones last: the choices a workspace's settings offer.
 // Version names are no secret: anyone who may change a workspace's
 // version is told them, as HCP Terraform's settings list them.
-func (s *Service) Selectable(ctx context.Context, beta bool) ([]Choice, error) {
-	query, args := `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, []any{true}
-	if !beta {
-		query, args = query+` AND beta = ?`, append(args, false)
-	}
-	vs, err := store.All(ctx, s.db, scan, query, args...)
+func (s *Service) Selectable(ctx context.Context, beta bool) ([]*Version, error) {
+	vs, err := s.enabled(ctx, beta)
 	if err != nil {
 		return nil, err
 	}
-	parsed := map[string]*goversion.Version{}
+	parsed := map[*Version]*goversion.Version{}
 	for _, v := range vs {
-		parsed[v.Version], _ = goversion.NewVersion(v.Version)
+		parsed[v], _ = goversion.NewVersion(v.Version) // nil for a row written around the API
 	}
 	slices.SortStableFunc(vs, func(a, b *Version) int {
 		if a.Deprecated != b.Deprecated {
@@ -317,23 +313,23 @@ func (s *Service) Selectable(ctx context.Context, beta bool) ([]Choice, error) {
 			}
 			return -1
 		}
-		pa, pb := parsed[a.Version], parsed[b.Version]
+		pa, pb := parsed[a], parsed[b]
 		if pa == nil || pb == nil {
 			return strings.Compare(b.Version, a.Version)
 		}
 		return pb.Compare(pa)
 	})
-	out := make([]Choice, 0, len(vs))
-	for _, v := range vs {
-		out = append(out, Choice{Version: v.Version, Beta: v.Beta, Deprecated: v.Deprecated})
-	}
-	return out, nil
+	return vs, nil
 }
 
-// Choice is a version a workspace may be set to, as its settings show it.
-type Choice struct {
-	Version          string
-	Beta, Deprecated bool
+// enabled lists the enabled versions (and, unless withBeta, not those
+// marked beta), in no order.
+func (s *Service) enabled(ctx context.Context, withBeta bool) ([]*Version, error) {
+	query, args := `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, []any{true}
+	if !withBeta {
+		query, args = query+` AND beta = ?`, append(args, false)
+	}
+	return store.All(ctx, s.db, scan, query, args...)
 }
 
 // Release returns what a runner needs to install version when it lacks
@@ -394,11 +390,7 @@ var anyRelease = goversion.MustConstraints(goversion.NewConstraint(">= 0.0.0"))
 // newestAllowed is the release of the newest enabled version c allows
 // (and, unless withBeta, not marked beta), nil for none.
 func (s *Service) newestAllowed(ctx context.Context, c goversion.Constraints, withBeta bool) (*engine.Release, error) {
-	query, args := `SELECT `+cols+` FROM terraform_versions WHERE enabled = ?`, []any{true}
-	if !withBeta {
-		query, args = query+` AND beta = ?`, append(args, false)
-	}
-	vs, err := store.All(ctx, s.db, scan, query, args...)
+	vs, err := s.enabled(ctx, withBeta)
 	if err != nil {
 		return nil, err
 	}

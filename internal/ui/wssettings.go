@@ -83,7 +83,7 @@ type wsSettingsData struct {
 	// Versions are the terraform versions the workspace may be set to,
 	// offered beside the field (which also takes "latest" and
 	// constraints); only to those who may change it.
-	Versions []toolversion.Choice
+	Versions []*toolversion.Version
 	// Consumers are the workspaces the state is shared with by name
 	// (remote-state-consumers; those the caller reads).
 	Consumers []*workspace.Workspace
