@@ -122,27 +122,29 @@ func readReadme(dir string) (string, error) {
 			if err != nil {
 				return "", fmt.Errorf("reading the module's README: %w", err)
 			}
-			cut := len(b) > MaxReadme
-			if cut {
-				b = b[:MaxReadme-len(readmeCut)]
-				// Not a character cut in two.
-				for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-					if utf8.RuneStart(b[i]) {
-						if !utf8.FullRune(b[i:]) {
-							b = b[:i]
-						}
-						break
-					}
-				}
-			}
-			text := strings.ToValidUTF8(string(b), "\uFFFD")
-			if cut {
-				text += readmeCut
-			}
-			return text, nil
+			return readmeText(b), nil
 		}
 	}
 	return "", nil
+}
+
+// readmeText is a README read (up to MaxReadme+1 bytes) as kept: valid
+// UTF-8, and longer than MaxReadme cut at a character with readmeCut.
+func readmeText(b []byte) string {
+	if len(b) <= MaxReadme {
+		return strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	b = b[:MaxReadme-len(readmeCut)]
+	// Not a character cut in two: drop the last one's first bytes.
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD") + readmeCut
 }
 
 // posLess orders declarations as written: by file, then line.
