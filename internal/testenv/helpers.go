@@ -65,3 +65,10 @@ func WantStatus(t testing.TB, what string, err error, text string) {
 		t.Fatalf("%s: got error %v, want one containing %q", what, err, text)
 	}
 }
+
+// AsSiteAdmin is ctx with a site admin as the caller: for a test that
+// reads what the API never returns (a sensitive variable's value) through
+// a service, as the server sees it.
+func AsSiteAdmin(ctx context.Context) context.Context {
+	return auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+}

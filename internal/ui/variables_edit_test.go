@@ -10,7 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/testenv"
 	"github.com/terracehq/terrace/internal/variable"
 )
@@ -42,8 +41,7 @@ func TestWorkspaceVariableEditAndDelete(t *testing.T) {
 	// returns a sensitive value).
 	stored := func(id string) *variable.Variable {
 		t.Helper()
-		site := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
-		v, err := e.Server.Variables.GetWorkspaceVariable(site, ws.ID, id)
+		v, err := e.Server.Variables.GetWorkspaceVariable(testenv.AsSiteAdmin(ctx), ws.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/chromedp/chromedp"
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/testenv"
 )
 
@@ -49,8 +48,7 @@ func TestVarsetEdits(t *testing.T) {
 	}
 	tokenValue := func() string {
 		t.Helper()
-		site := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
-		v, err := e.Server.Variables.GetVarsetVariable(site, common.ID, token.ID)
+		v, err := e.Server.Variables.GetVarsetVariable(testenv.AsSiteAdmin(ctx), common.ID, token.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

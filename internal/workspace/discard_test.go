@@ -8,7 +8,6 @@ import (
 
 	tfe "github.com/hashicorp/go-tfe"
 
-	"github.com/terracehq/terrace/internal/auth"
 	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -40,7 +39,7 @@ func TestDiscardTakesOnlyAJustMadeWorkspace(t *testing.T) {
 
 		// The reads beside it (the current run, the state's resources) are
 		// those of a caller who sees the workspace: a site admin here.
-		site := auth.WithPrincipal(ctx, &auth.Principal{Kind: auth.KindUser, SiteAdmin: true})
+		site := testenv.AsSiteAdmin(ctx)
 		if err := e.Server.Workspaces.Discard(site, fresh.ID); err != nil {
 			t.Fatalf("discarding a workspace with nothing in it: %v", err)
 		}
