@@ -16,7 +16,7 @@ import (
 const Unmatched = "unmatched"
 
 // Instrument measures every request next answers, labelled with its route
-// and status class. root is the server's top mux; mounts maps a pattern of
+// and status class, and counts the store statements it ran (by route). root is the server's top mux; mounts maps a pattern of
 // root that hands a whole prefix to another mux ("/api/v2/" → the API mux)
 // to that mux, whose own pattern then names the route. A path no pattern
 // matches is labelled with the prefix it fell under, or Unmatched: the
@@ -26,10 +26,13 @@ func (m *Metrics) Instrument(next http.Handler, root *http.ServeMux, mounts map[
 		start := time.Now()
 		m.inFlight.Inc()
 		sw := &statusWriter{ResponseWriter: w}
+		ctx, statements := core.WithStatementCount(r.Context())
+		r = r.WithContext(ctx) // the one root dispatches, whose Pattern routeOf reads
+		defer m.inFlight.Dec() // last: a request no longer in flight has been observed
 		defer func() {
-			m.inFlight.Dec()
 			route := routeOf(r, root, mounts)
 			class := statusClass(sw.status)
+			m.statements.WithLabelValues(route).Observe(float64(statements()))
 			if v := recover(); v != nil {
 				m.requests.WithLabelValues(route, "5xx").Observe(time.Since(start).Seconds())
 				panic(v)

@@ -102,6 +102,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	requests   *prometheus.HistogramVec
+	statements *prometheus.HistogramVec // store statements a request ran, by route
 	inFlight   prometheus.Gauge
 	moves      *prometheus.CounterVec
 	phases     *prometheus.HistogramVec
@@ -149,6 +150,11 @@ func New(o Options) (*Metrics, error) {
 		Help:    "Time to answer an HTTP request, by route pattern (the matched ServeMux pattern; \"unmatched\" when none) and status class.",
 		Buckets: prometheus.DefBuckets,
 	}, []string{"route", "status_class"})
+	m.statements = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "terrace_http_request_statements",
+		Help:    "Store statements an HTTP request ran (in transactions or not; not the background work it started), by route pattern: a route whose count grows with the data reads per row.",
+		Buckets: []float64{0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144},
+	}, []string{"route"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "terrace_http_requests_in_flight", Help: "HTTP requests being answered now."})
 	m.moves = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -210,7 +216,7 @@ func New(o Options) (*Metrics, error) {
 		Name: "terrace_metrics_store_errors_total",
 		Help: "Scrapes whose store-derived figures could not be read (they are left out of that scrape).",
 	})
-	m.reg.MustRegister(m.requests, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries, m.taskRequests, m.outboxAttempts,
+	m.reg.MustRegister(m.requests, m.statements, m.inFlight, m.moves, m.phases, m.claims, m.queueWait, m.deliveries, m.taskRequests, m.outboxAttempts,
 		m.runs, m.queued, m.oldest, m.outbox, m.testRuns, m.testDurations, m.scrapeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every phase and status class starts at zero, so that a rate() over

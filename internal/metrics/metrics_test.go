@@ -246,6 +246,7 @@ func testMetricsAfterARealRun(t *testing.T, e *testenv.Env) {
 		{"terrace_notification_outbox_pending", nil, 0},
 		{"terrace_outbox_attempts_total", map[string]string{"topic": "notification", "outcome": "handled"}, 1},
 		{"terrace_http_request_duration_seconds", map[string]string{"route": "POST /api/v2/runs", "status_class": "2xx"}, 1},
+		{"terrace_http_request_statements", map[string]string{"route": "POST /api/v2/runs"}, 1},
 		{"terrace_metrics_store_errors_total", nil, 0},
 	}
 	for _, w := range want {
@@ -255,6 +256,9 @@ func testMetricsAfterARealRun(t *testing.T, e *testenv.Env) {
 	}
 	if m, ok := sample(fams, "terrace_run_phase_duration_seconds", map[string]string{"phase": "plan", "outcome": "planned"}); !ok || m.GetHistogram().GetSampleSum() <= 0 {
 		t.Errorf("the plan's duration is not recorded: %v", m)
+	}
+	if m, ok := sample(fams, "terrace_http_request_statements", map[string]string{"route": "POST /api/v2/runs"}); !ok || m.GetHistogram().GetSampleSum() < 2 {
+		t.Errorf("creating a run ran no statements, by terrace_http_request_statements: %v", m)
 	}
 	if n := value(fams, "terrace_http_request_duration_seconds", map[string]string{"route": "GET /api/v2/runs/{id}", "status_class": "2xx"}); n < 1 {
 		t.Errorf("reading the run (GET /api/v2/runs/{id}) is not in the latency histogram: %v", n)

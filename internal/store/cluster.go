@@ -145,6 +145,7 @@ func (db *DB) Notify(ctx context.Context, channel string) error {
 	if db.driver.Name() != "postgres" {
 		return nil
 	}
+	core.CountStatement(ctx)
 	_, err := db.w.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, l.origin)
 	return err
 }
@@ -164,6 +165,7 @@ func (db *DB) NotifyOthers(ctx context.Context, channel string) error {
 	if db.driver.Name() != "postgres" {
 		return nil
 	}
+	core.CountStatement(ctx)
 	_, err := db.w.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, db.locals().origin)
 	return err
 }

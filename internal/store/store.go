@@ -60,7 +60,9 @@ type DB struct {
 	// (SQLite only; nil otherwise, see stmtCache).
 	wc, rc *stmtCache
 	// queries counts the statements run outside transactions (Exec, Query,
-	// QueryRow), for tests and benchmarks that count round trips.
+	// QueryRow), whoever ran them, for benchmarks that count round trips;
+	// one piece of work's own statements are counted in its context
+	// (core.WithStatementCount).
 	queries atomic.Int64
 	// local holds the in-process listeners of Notify (cluster.go).
 	localOnce sync.Once
@@ -117,6 +119,7 @@ func (db *DB) Driver() Driver { return db.driver }
 // Exec runs a statement on the writer pool.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	db.queries.Add(1)
+	core.CountStatement(ctx)
 	core.Wrote(ctx)
 	if err := db.guard.checkQuery(query); err != nil {
 		return nil, err
@@ -151,6 +154,7 @@ func badText(d Driver, err error) error {
 // Query runs a query on the reader pool.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	db.queries.Add(1)
+	core.CountStatement(ctx)
 	if writes(query) {
 		core.Wrote(ctx)
 	}
@@ -198,6 +202,7 @@ func (r Row) Err() error {
 // QueryRow runs a single-row query on the reader pool.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) Row {
 	db.queries.Add(1)
+	core.CountStatement(ctx)
 	if writes(query) {
 		core.Wrote(ctx)
 	}
@@ -319,18 +324,21 @@ func (tx *Tx) Driver() Driver { return tx.driver }
 
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	core.CountStatement(ctx)
 	res, err := tx.tx.ExecContext(ctx, tx.driver.Rebind(query), args...)
 	return res, badText(tx.driver, err)
 }
 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	core.CountStatement(ctx)
 	rows, err := tx.tx.QueryContext(ctx, tx.driver.Rebind(query), args...)
 	return rows, badText(tx.driver, err)
 }
 
 // QueryRow runs a single-row query in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) Row {
+	core.CountStatement(ctx)
 	return Row{row: tx.tx.QueryRowContext(ctx, tx.driver.Rebind(query), args...), driver: tx.driver}
 }
 
