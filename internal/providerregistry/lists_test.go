@@ -16,9 +16,9 @@ import (
 // versions, a page of versions its versions' platforms, and providers.v1's
 // versions list the platforms of the provider's versions, each in one
 // statement, as the other lists do: a list of six costs what a list of two
-// costs. (The least of several calls, so that a background loop's query
-// does not count.) Each list still shows every provider's versions newest
-// first and every version's platforms.
+// costs (the requests' own statements, testenv.RequestStatements). Each
+// list still shows every provider's versions newest first and every
+// version's platforms.
 func TestListsReadTheirPageAtOnce(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -27,15 +27,11 @@ func TestListsReadTheirPageAtOnce(t *testing.T) {
 		darwinZip := "terraform-provider-toolbox_1.0.0_darwin_arm64.zip"
 
 		cost := func(call func() error) int64 {
-			least := int64(1 << 62)
-			for range 5 {
-				before := e.Server.DB.Queries()
+			return e.RequestStatements(t, func() {
 				if err := call(); err != nil {
 					t.Fatal(err)
 				}
-				least = min(least, e.Server.DB.Queries()-before)
-			}
-			return least
+			})
 		}
 		// versions are each provider's version IDs, newest first;
 		// platforms each version's platform IDs, by os and arch.

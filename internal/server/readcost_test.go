@@ -20,8 +20,7 @@ import (
 // TestWorkspaceReadRoundTrips pins what one go-tfe Workspaces.Read by an
 // organization member costs in store round trips: the authorization
 // guard and the handler share the workspace and the caller's teams
-// (the request memo), and nothing is read twice. (The least of several
-// reads, so that a background loop's query does not count.) It also
+// (the request memo), and nothing is read twice. It also
 // proves that a read after a change sees the change: the memo lives one
 // request.
 func TestWorkspaceReadRoundTrips(t *testing.T) {
@@ -33,20 +32,15 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 		if _, err := e.Client.Workspaces.Create(ctx, "rt", tfe.WorkspaceCreateOptions{Name: tfe.String("w")}); err != nil {
 			t.Fatal(err)
 		}
-		least := int64(1 << 30)
-		for i := range 10 {
-			before := e.Server.DB.Queries()
+		least := leastStatements(t, e, func() {
 			w, err := c.Workspaces.Read(ctx, "rt", "w")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := e.Server.DB.Queries() - before; n < least {
-				least = n
-			}
 			if w.Permissions == nil || !w.Permissions.CanUpdate {
-				t.Fatalf("read %d: an owner's permissions are %+v", i, w.Permissions)
+				t.Fatalf("an owner's permissions are %+v", w.Permissions)
 			}
-		}
+		})
 		// Before the request memo the guard and the handler each looked
 		// the workspace up by name (two queries), read it and its tags,
 		// and the caller's teams: five more than then 14. The caller's
@@ -67,18 +61,15 @@ func TestWorkspaceReadRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		least = int64(1 << 30)
-		for range 10 {
-			before := e.Server.DB.Queries()
+		least = leastStatements(t, e, func() {
 			byID, err := c.Workspaces.ReadByID(ctx, w.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			least = min(least, e.Server.DB.Queries()-before)
 			if byID.Name != "w" || byID.Permissions == nil || !byID.Permissions.CanUpdate || byID.Project == nil || byID.Project.ID != w.Project.ID {
 				t.Fatalf("a read by ID: %+v", byID)
 			}
-		}
+		})
 		if least > 2 {
 			t.Errorf("a workspace read by ID costs %d store queries, want at most 2", least)
 		}
@@ -279,7 +270,7 @@ func TestTeamListRoundTrips(t *testing.T) {
 		least := func(include ...tfe.TeamIncludeOpt) (int64, *tfe.Team) {
 			t.Helper()
 			var team *tfe.Team
-			n := leastQueries(e, func() {
+			n := leastStatements(t, e, func() {
 				l, err := c.Teams.List(ctx, "tr", &tfe.TeamListOptions{Names: []string{"owners"}, Include: include})
 				if err != nil || len(l.Items) != 1 {
 					t.Fatalf("the owners team: %v", err)
@@ -331,7 +322,7 @@ output "secret" {
 		if err != nil || len(outs.Items) != 3 {
 			t.Fatalf("current outputs: %v, %+v", err, outs)
 		}
-		least := leastQueries(e, func() {
+		least := leastStatements(t, e, func() {
 			w, err := c.Workspaces.Read(ctx, "rs", "w")
 			if err != nil {
 				t.Fatal(err)
@@ -371,7 +362,7 @@ output "secret" {
 		// guard and the handler share it; it was read three times): the
 		// token, the version, its workspace, its outputs and the audit
 		// record of the read.
-		least = leastQueries(e, func() {
+		least = leastStatements(t, e, func() {
 			got, err := c.StateVersions.Read(ctx, sv.ID)
 			if err != nil || got.ID != sv.ID || got.Serial != sv.Serial || len(got.Outputs) != 3 {
 				t.Fatalf("the state version's read: %v, %+v", err, got)
@@ -406,7 +397,7 @@ output "secret" {
 				return err
 			}},
 		} {
-			least := leastQueries(e, func() {
+			least := leastStatements(t, e, func() {
 				if err := read.do(); err != nil {
 					t.Fatalf("the %s: %v", read.name, err)
 				}
@@ -418,15 +409,15 @@ output "secret" {
 	})
 }
 
-// leastQueries runs do six times and returns the fewest store statements
-// one run of it cost (outside transactions), so that a background loop's
-// statement does not count.
-func leastQueries(e *testenv.Env, do func()) int64 {
+// leastStatements runs do six times and returns the fewest store
+// statements the requests of one run of it cost (testenv's
+// RequestStatements: in transactions or not, none of a background
+// loop's), once the server's caches have seen the caller.
+func leastStatements(t *testing.T, e *testenv.Env, do func()) int64 {
+	t.Helper()
 	least := int64(1 << 30)
 	for range 6 {
-		before := e.Server.DB.Queries()
-		do()
-		least = min(least, e.Server.DB.Queries()-before)
+		least = min(least, e.RequestStatements(t, do))
 	}
 	return least
 }
