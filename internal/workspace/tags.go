@@ -207,42 +207,63 @@ func (s *Service) DeleteOrganizationTags(ctx context.Context, org string, ids []
 	}
 	// Decided once: who manages org's tags sees org, and a tag of another
 	// organization is not found in org whoever asks (loadTag would ask
-	// the model again for every tag).
+	// the model again for every tag). The tags, their carriers and the
+	// deletion take a statement each however many tags are named.
 	for _, id := range ids {
-		_, tagOrg, err := tagRow(ctx, s.db, id)
-		if err == nil && tagOrg != org {
-			err = core.NotFound("tag %q not found in organization %q", id, org)
+		if !core.HasPrefix(id, core.PrefixTag) {
+			return core.NotFound("tag %q not found in organization %q", id, org)
 		}
-		if err != nil {
+	}
+	in, args := store.In(ids)
+	orgs, err := store.Pairs(ctx, s.db, `SELECT id, organization_name FROM tags WHERE id IN (`+in+`)`, args...)
+	if err != nil {
+		return err
+	}
+	if err := allTagsOf(org, ids, orgs); err != nil {
+		return err
+	}
+	carriers, err := store.All(ctx, s.db, func(sc store.Scanner) (*Workspace, error) {
+		w := &Workspace{Organization: org}
+		return w, sc.Scan(&w.ID, &w.ProjectID)
+	}, `SELECT DISTINCT w.id, w.project_id FROM workspace_tags wt JOIN workspaces w ON w.id = wt.workspace_id WHERE wt.tag_id IN (`+in+`) ORDER BY w.id`, args...)
+	if err != nil {
+		return err
+	}
+	for _, w := range carriers {
+		if err := requireManageWorkspace(ctx, w); err != nil {
 			return err
-		}
-		carriers, err := store.All(ctx, s.db, func(sc store.Scanner) (*Workspace, error) {
-			w := &Workspace{Organization: org}
-			return w, sc.Scan(&w.ID, &w.ProjectID)
-		}, `SELECT w.id, w.project_id FROM workspace_tags wt JOIN workspaces w ON w.id = wt.workspace_id WHERE wt.tag_id = ? ORDER BY w.id`, id)
-		if err != nil {
-			return err
-		}
-		for _, w := range carriers {
-			if err := requireManageWorkspace(ctx, w); err != nil {
-				return err
-			}
 		}
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
-		for _, id := range ids {
-			if _, _, err := tagRow(ctx, tx, id); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM workspace_tags WHERE tag_id = ?`, id); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM tags WHERE id = ?`, id); err != nil {
-				return err
-			}
+		orgs, err := store.Pairs(ctx, tx, `SELECT id, organization_name FROM tags WHERE id IN (`+in+`)`+store.ForUpdate(tx), args...)
+		if err != nil {
+			return err
 		}
-		return nil
+		if err := allTagsOf(org, ids, orgs); err != nil { // one deleted meanwhile
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM workspace_tags WHERE tag_id IN (`+in+`)`, args...); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM tags WHERE id IN (`+in+`)`, args...)
+		return err
 	})
+}
+
+// allTagsOf is nil when found, the (tag, organization) rows read for ids,
+// holds every one of ids, each in org; otherwise the first of ids that is
+// not is not found.
+func allTagsOf(org string, ids []string, found [][2]string) error {
+	orgOf := make(map[string]string, len(found))
+	for _, p := range found {
+		orgOf[p[0]] = p[1]
+	}
+	for _, id := range ids {
+		if orgOf[id] != org {
+			return core.NotFound("tag %q not found in organization %q", id, org)
+		}
+	}
+	return nil
 }
 
 // AddTagToWorkspaces puts a tag on workspaces of its organization, in one
