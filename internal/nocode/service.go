@@ -37,6 +37,12 @@ type Workspaces interface {
 	Discard(ctx context.Context, id string) error
 }
 
+// Projects finds an organization's default project, where a workspace
+// provisioned without a project goes.
+type Projects interface {
+	DefaultID(ctx context.Context, org string) (string, error)
+}
+
 // Variables sets workspace variables.
 type Variables interface {
 	ListWorkspaceVariables(ctx context.Context, workspaceID string) ([]*variable.Variable, error)
@@ -63,6 +69,7 @@ type Service struct {
 	db         *store.DB
 	Registry   Registry
 	Workspaces Workspaces
+	Projects   Projects
 	Variables  Variables
 	Configs    ConfigVersions
 	Runs       Runs
@@ -658,6 +665,18 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 	if o.ExecutionMode != nil && *o.ExecutionMode != "" && *o.ExecutionMode != "remote" && *o.ExecutionMode != "agent" {
 		return nil, core.Invalid("execution-mode must be remote or agent, not %q", *o.ExecutionMode)
 	}
+	// The provision's decision, whoever calls (the API, the UI): in the
+	// project named, else the organization's default, where the
+	// workspace will go.
+	projectID := o.ProjectID
+	if projectID == "" {
+		if projectID, err = s.Projects.DefaultID(ctx, n.Organization); err != nil {
+			return nil, err
+		}
+	}
+	if err := authz.Allows(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: n.Organization, ProjectID: projectID}); err != nil {
+		return nil, err
+	}
 	pin, declared, err := s.effectivePin(ctx, n, m)
 	if err != nil {
 		return nil, err
@@ -671,9 +690,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 	}
 	wo := workspace.Options{Name: &o.Name, Description: o.Description, AutoApply: o.AutoApply, ExecutionMode: o.ExecutionMode,
 		AgentPoolID: o.AgentPoolID, SourceName: o.SourceName, SourceURL: o.SourceURL, TerraformVersion: o.TerraformVersion}
-	if o.ProjectID != "" {
-		wo.ProjectID = &o.ProjectID
-	}
+	wo.ProjectID = &projectID
 	if wo.SourceName == nil {
 		src := m.Name
 		wo.SourceName = &src
@@ -690,8 +707,8 @@ func (s *Service) CreateWorkspace(ctx context.Context, id string, o WorkspaceOpt
 		}
 		return cause
 	}
-	// The rest is the provision's own, decided with it (the route's
-	// ProjectProvisionNoCode, and the workspace's creation just now): its
+	// The rest is the provision's own, decided with it (ProjectProvisionNoCode
+	// above, and the workspace's creation just now): its
 	// variables, configuration and first run are made as the organization,
 	// so a provisioner who may create workspaces but not set variables or
 	// queue runs (HCP Terraform's "create workspaces") provisions.

@@ -321,7 +321,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.NoCode = nocode.NewService(s.DB)
-	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Variables = s.Registry, s.Workspaces, s.Variables
+	s.NoCode.Registry, s.NoCode.Workspaces, s.NoCode.Projects, s.NoCode.Variables = s.Registry, s.Workspaces, s.Projects, s.Variables
 	s.NoCode.Configs, s.NoCode.Runs, s.NoCode.BaseURL, s.NoCode.Logger = s.ConfigVersions, s.Runs, s.BaseURL, s.logger
 	s.Registry.NoCode = s.NoCode
 	s.Registry.OnNoCodeFlag = nocode.SetModuleFlag

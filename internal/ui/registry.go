@@ -164,18 +164,9 @@ func (u *UI) provision(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	projectID := r.PostFormValue("project")
-	if projectID == "" {
-		if projectID, err = u.o.Projects.DefaultID(ctx, org); err != nil {
-			u.fail(w, r, err)
-			return
-		}
-	}
-	if err := authz.Allows(ctx, authz.ProjectProvisionNoCode, authz.Resource{Organization: org, ProjectID: projectID}); err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	opts := nocode.WorkspaceOptions{Name: strings.TrimSpace(r.PostFormValue("workspace_name")), ProjectID: projectID}
+	// The no-code service decides (ProjectProvisionNoCode in the project
+	// chosen, or the organization's default).
+	opts := nocode.WorkspaceOptions{Name: strings.TrimSpace(r.PostFormValue("workspace_name")), ProjectID: r.PostFormValue("project")}
 	for _, v := range vars {
 		val := r.PostFormValue("var." + v.Name)
 		if val == "" && !v.Required {
