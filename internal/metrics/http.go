@@ -16,11 +16,12 @@ import (
 const Unmatched = "unmatched"
 
 // Instrument measures every request next answers, labelled with its route
-// and status class, and counts the store statements it ran (by route). root is the server's top mux; mounts maps a pattern of
-// root that hands a whole prefix to another mux ("/api/v2/" → the API mux)
-// to that mux, whose own pattern then names the route. A path no pattern
-// matches is labelled with the prefix it fell under, or Unmatched: the
-// label never carries a raw path.
+// and status class, and counts the store statements it ran (by route).
+// root is the server's top mux; mounts maps a pattern of root that hands a
+// whole prefix to another mux ("/api/v2/" → the API mux) to that mux,
+// whose own pattern then names the route. A path no pattern matches is
+// labelled with the prefix it fell under, or Unmatched: the label never
+// carries a raw path.
 func (m *Metrics) Instrument(next http.Handler, root *http.ServeMux, mounts map[string]*http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

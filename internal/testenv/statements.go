@@ -13,8 +13,9 @@ import (
 // is in flight before and after do. Unlike the store's total
 // (DB.Queries), it holds none of the statements of the server's
 // background loops, so one request's cost reads exactly, whatever those
-// loops are doing. do must not leave a request open (a log followed as it
-// grows).
+// loops are doing. Every client's requests count, so nothing else may
+// call the server meanwhile (an agent polling it would count), and do
+// must not leave a request open (a log followed as it grows).
 func (e *Env) RequestStatements(t testing.TB, do func()) int64 {
 	t.Helper()
 	before := e.servedStatements(t)
@@ -32,8 +33,7 @@ func (e *Env) servedStatements(t testing.TB) int64 {
 		if err != nil {
 			t.Fatalf("gathering the server's metrics: %v", err)
 		}
-		var sum float64
-		var inFlight float64 = -1
+		sum, inFlight := 0.0, -1.0
 		for _, f := range fams {
 			switch f.GetName() {
 			case "terrace_http_request_statements":
