@@ -26,15 +26,7 @@ func TestTheServiceDecidesTheProvision(t *testing.T) {
 		ctx := context.Background()
 		const org = "acme"
 		testenv.NewOrg(t, e.Client, org)
-		rm, err := e.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		publish(t, e.Client, org, "1.0.0")
-		ncm, err := e.Client.RegistryNoCodeModules.Create(ctx, org, tfe.RegistryNoCodeModuleCreateOptions{RegistryModule: rm, Enabled: tfe.Bool(true), VersionPin: "1.0.0"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ncm := enabledModule(t, e, org)
 		apps, err := e.Client.Projects.Create(ctx, org, tfe.ProjectCreateOptions{Name: "apps"})
 		if err != nil {
 			t.Fatal(err)

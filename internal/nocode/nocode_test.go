@@ -73,6 +73,23 @@ func publish(t *testing.T, c *tfe.Client, org, version string) {
 	}
 }
 
+// enabledModule publishes network/aws 1.0.0 (moduleCode) in org and
+// makes it an enabled no-code module pinned to that version.
+func enabledModule(t *testing.T, e *testenv.Env, org string) *tfe.RegistryNoCodeModule {
+	t.Helper()
+	ctx := context.Background()
+	rm, err := e.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, e.Client, org, "1.0.0")
+	ncm, err := e.Client.RegistryNoCodeModules.Create(ctx, org, tfe.RegistryNoCodeModuleCreateOptions{RegistryModule: rm, Enabled: tfe.Bool(true), VersionPin: "1.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ncm
+}
+
 // raw sends a request go-tfe has no method for and returns status and body.
 func raw(t *testing.T, e *testenv.Env, token, method, path string, body any) (int, []byte) {
 	t.Helper()

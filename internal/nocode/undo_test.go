@@ -22,15 +22,7 @@ func TestAFailedProvisionLeavesNothing(t *testing.T) {
 		ctx := context.Background()
 		const org = "acme"
 		testenv.NewOrg(t, e.Client, org)
-		rm, err := e.Client.RegistryModules.Create(ctx, org, tfe.RegistryModuleCreateOptions{Name: tfe.String("network"), Provider: tfe.String("aws")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		publish(t, e.Client, org, "1.0.0")
-		ncm, err := e.Client.RegistryNoCodeModules.Create(ctx, org, tfe.RegistryNoCodeModuleCreateOptions{RegistryModule: rm, Enabled: tfe.Bool(true), VersionPin: "1.0.0"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ncm := enabledModule(t, e, org)
 		o, err := e.Client.Organizations.Read(ctx, org)
 		if err != nil {
 			t.Fatal(err)
