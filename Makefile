@@ -34,12 +34,8 @@ vault: ## build HashiCorp Vault (tools/vault/version), the server the Vault dyna
 gitea: ## build Gitea (tools/gitea/version), the git server the VCS-driven workspace tests push to, into .cache/gitea, once
 	tools/gitea/build.sh .cache
 
-# -p 3: three test packages at once on two cores. internal/e2e alone runs
-# about 21 minutes and uses 44 % of the two cores (its tests wait on
-# terraform's CLI polling and on runs); with go test's default (-p 2, one per
-# core) the other 70 packages took turns in the one slot left.
 test: vet engines oidc-provider versitygw vault gitea ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, a real Vault, real HTTPS, with the store's transaction guard and the JSON:API encoder check on
-	TERRACE_STORE_TXGUARD=1 TERRACE_JSONAPI_CHECK=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -p 3 -count=1 -timeout 40m ./...
+	TERRACE_STORE_TXGUARD=1 TERRACE_JSONAPI_CHECK=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
 	$(GO) test -short -count=1 ./...

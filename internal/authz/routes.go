@@ -231,7 +231,7 @@ var Routes = map[string]Route{
 	"PATCH /api/v2/no-code-modules/{id}":                                   {Action: Authenticated, Service: true},
 	"DELETE /api/v2/no-code-modules/{id}":                                  {Action: Authenticated, Service: true},
 	"GET /api/v2/no-code-modules/{id}/versions/{version}/module-variables": {Action: Authenticated, Service: true},
-	"POST /api/v2/no-code-modules/{id}/workspaces":                         {Action: Authenticated, Service: true},
+	"POST /api/v2/no-code-modules/{id}/workspaces":                         {Action: ProjectProvisionNoCode, Locate: ByRelationship("project")},
 	"POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade":            {Action: RunApply, Locate: ByID("ws")},
 	"GET /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade/{run}":       {Action: RunRead, Locate: ByID("run")},
 	"POST /api/v2/no-code-modules/{id}/workspaces/{ws}/upgrade/{run}":      {Action: RunApply, Locate: ByID("run")},

@@ -19,8 +19,7 @@ import (
 // ProjectProvisionNoCode itself, of whoever calls it (the API, the UI, a
 // caller yet to come), in the project named or, with none, in the
 // organization's default project, where the workspace would go; a refusal
-// makes nothing. Through the API the project is optional, as in HCP
-// Terraform.
+// makes nothing.
 func TestTheServiceDecidesTheProvision(t *testing.T) {
 	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
@@ -69,7 +68,7 @@ func TestTheServiceDecidesTheProvision(t *testing.T) {
 		if _, err := e.Client.Workspaces.Read(ctx, org, "in-default"); !errors.Is(err, tfe.ErrResourceNotFound) {
 			t.Fatalf("a refused provision made its workspace: %v", err)
 		}
-		// The same through the API, with and without the project named.
+		// The API refuses it too.
 		team1 := e.NewClient(t, tok.Token)
 		if _, err := team1.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "in-default",
 			Variables: []*tfe.Variable{{Key: "region", Value: "us-east-1", Category: tfe.CategoryTerraform}}}); err == nil {
@@ -82,16 +81,6 @@ func TestTheServiceDecidesTheProvision(t *testing.T) {
 		}
 		if ws.ProjectID != apps.ID {
 			t.Errorf("the workspace went to project %s, want %s", ws.ProjectID, apps.ID)
-		}
-
-		// A site admin names no project through the API: the default.
-		admin, err := e.Client.RegistryNoCodeModules.CreateWorkspace(ctx, ncm.ID, &tfe.RegistryNoCodeModuleCreateWorkspaceOptions{Name: "by-admin",
-			Variables: []*tfe.Variable{{Key: "region", Value: "us-east-1", Category: tfe.CategoryTerraform}}})
-		if err != nil {
-			t.Fatalf("provisioning through the API without a project: %v", err)
-		}
-		if admin.Project == nil || admin.Project.ID != o.DefaultProject.ID {
-			t.Errorf("a provision without a project went to %+v, want the default project %s", admin.Project, o.DefaultProject.ID)
 		}
 	})
 }
