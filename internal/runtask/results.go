@@ -238,7 +238,9 @@ func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
 	// accepted, pending to running, after the service answered it, and a
 	// service may call back before that), so a lost race reads the result
 	// again and moves it from where it is now. Only a result that became
-	// final refuses the report.
+	// final refuses the report. The status only moves forward (pending,
+	// running, final), so a third read finds it final at the latest
+	// (TestCallbackRace).
 	var stageID string
 	for attempt := 1; ; attempt++ {
 		r, err := s.loadResult(ctx, id)
@@ -247,6 +249,9 @@ func (s *Service) Callback(ctx context.Context, id string, rep Report) error {
 		}
 		if r.Status.Final() {
 			return core.Invalid("task result %s is already %s", id, r.Status)
+		}
+		if s.beforeMove != nil {
+			s.beforeMove(attempt)
 		}
 		ok, err := moveResult(ctx, s.o.DB, r, rep.Status, set, args...)
 		if err != nil {

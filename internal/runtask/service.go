@@ -120,6 +120,9 @@ type Service struct {
 	// repairSince is when the delivery loop's last repair pass started,
 	// less a margin (zero: look at every stage).
 	repairSince time.Time
+	// beforeMove, in tests only, runs between a callback's read of its
+	// result and the move made on what it read (attempt counts from 1).
+	beforeMove func(attempt int)
 }
 
 // AttemptOutcome is what came of one request to a task service.
