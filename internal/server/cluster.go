@@ -61,7 +61,7 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	g.Go("wake-bell", s.bell.Run)
 	g.Go("replica-presence", s.keepPresence)
 	// The site settings this replica keeps in memory (the rate limit):
-	// another replica's change counts here within a WatchEvery.
+	// another replica's change counts here once its wake-up arrives.
 	g.Go("site-settings", func(ctx context.Context) { s.Settings.Watch(ctx, 0) })
 	g.Go("wake-listener", func(ctx context.Context) {
 		loops.Listen(ctx, s.DB, wakeChannel, 5*time.Second, logger, s.wakeLocal)

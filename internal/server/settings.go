@@ -58,9 +58,9 @@ func (s *Server) mailServer(ctx context.Context) (*notify.SMTP, error) {
 
 // wireRateLimits makes the rate limiters, the per-token one at the rate
 // the site's settings give (the flag's until a site admin sets one), kept
-// up to date by OnGeneral: at once on this replica, within
-// sitesettings.WatchEvery on the others (the "site-settings" loop). No
-// request reads the store for it.
+// up to date by OnGeneral: at once on this replica, on the others when
+// the change's wake-up reaches their "site-settings" loop. No request
+// reads the store for it.
 func (s *Server) wireRateLimits(ctx context.Context) error {
 	g, err := s.Settings.General(ctx)
 	if err != nil {

@@ -15,7 +15,9 @@ import (
 	tfe "github.com/hashicorp/go-tfe"
 
 	"github.com/terracehq/terrace/internal/auth"
+	"github.com/terracehq/terrace/internal/core"
 	"github.com/terracehq/terrace/internal/signin"
+	"github.com/terracehq/terrace/internal/sitesettings"
 	"github.com/terracehq/terrace/internal/store/storetest"
 	"github.com/terracehq/terrace/internal/testenv"
 )
@@ -314,9 +316,10 @@ func TestDefaultRemoteStateAccess(t *testing.T) {
 // TestSettingsReachEveryReplica: two replicas on one database. A change
 // made through one counts on the other: the organization creation limit
 // and the remote state default on its very next request (they are read
-// when decided), the rate limit within a second or two (each replica
-// keeps it in memory and reads the settings every second), and the
-// replica that made it at once.
+// when decided), the rate limit once the change's wake-up reaches it (each
+// replica keeps it in memory; on SQLite, which sends no wake-up to another
+// process, it reads the settings every second), and the replica that made
+// it at once.
 func TestSettingsReachEveryReplica(t *testing.T) {
 	t.Parallel()
 	for _, st := range testenv.Stores {
@@ -409,5 +412,61 @@ func TestSettingsReachEveryReplica(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIdleReplicasReadNoSettings: on PostgreSQL a replica reads the
+// general settings when it starts and when another replica tells it of a
+// change, not on a clock: idle, it reads nothing (replicas read them once
+// a second before). The watcher runs on replica b's store, the change is
+// made through replica a's API.
+func TestIdleReplicasReadNoSettings(t *testing.T) {
+	t.Parallel()
+	a := testenv.New(t, testenv.Options{Store: "postgres"})
+	b := testenv.New(t, testenv.ReplicaOf(t, a))
+	svc, err := sitesettings.NewService(sitesettings.Options{DB: b.Server.DB,
+		SendTest: func(context.Context, sitesettings.Mail, string) error { return errors.New("no mail here") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan sitesettings.General, 8)
+	svc.OnGeneral(func(g sitesettings.General) { heard <- g })
+	ctx, cancel := context.WithCancel(context.Background())
+	counted, reads := core.WithStatementCount(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		svc.Watch(counted, 0)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	next := func(what string) sitesettings.General {
+		t.Helper()
+		select {
+		case g := <-heard:
+			return g
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the watcher did not hear %s in 30 s", what)
+		}
+		return sitesettings.General{}
+	}
+	if g := next("the settings at its start"); g.APIRateLimit == 45 {
+		t.Fatalf("the rate limit is 45 before it was set: %+v", g)
+	}
+	// Three times as long as a replica used to wait between reads.
+	time.Sleep(3 * time.Second)
+	if n := reads(); n != 1 {
+		t.Errorf("an idle replica ran %d statements reading the settings in 3 s, want 1 (at its start)", n)
+	}
+	if _, err := a.Client.Admin.Settings.General.Update(context.Background(), tfe.AdminGeneralSettingsUpdateOptions{APIRateLimit: tfe.Int(45)}); err != nil {
+		t.Fatal(err)
+	}
+	if g := next("replica a's change"); g.APIRateLimit != 45 {
+		t.Errorf("after replica a set the rate limit to 45, replica b read %+v", g)
+	}
+	if n := reads(); n != 2 {
+		t.Errorf("replica b ran %d statements reading the settings, want 2 (at its start, at the change)", n)
 	}
 }

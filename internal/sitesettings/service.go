@@ -13,6 +13,7 @@ import (
 
 	"github.com/terracehq/terrace/internal/authz"
 	"github.com/terracehq/terrace/internal/core"
+	"github.com/terracehq/terrace/internal/loops"
 	"github.com/terracehq/terrace/internal/seal"
 	"github.com/terracehq/terrace/internal/store"
 )
@@ -20,10 +21,21 @@ import (
 // SecretColumn is the sealed column of this domain: the SMTP password.
 var SecretColumn = seal.Column{Table: "site_settings", IDColumn: "id", Column: "secret", Purpose: "site_settings.secret"}
 
-// WatchEvery is how often every replica reads the general settings for
-// what it keeps in memory (the rate limit): a change made on one replica
-// reaches the others within this, and the replica that made it at once.
-const WatchEvery = time.Second
+// Channel is the wake-up (store.DB.Notify) a replica sends the others when
+// it changes the general settings: they read them again at once.
+const Channel = "site_settings"
+
+// WatchEvery is how often a replica on PostgreSQL reads the general
+// settings without being told to: only a backstop, for a change whose
+// wake-up was lost (Watch reads at once after its listening connection
+// comes back, too).
+const WatchEvery = time.Minute
+
+// watchSQLite is how often a replica on SQLite reads them: SQLite sends
+// no wake-up to another process, and reading a local file costs little.
+// One process owns a SQLite database in production; tests run two on one
+// file.
+const watchSQLite = time.Second
 
 // Options build a Service.
 type Options struct {
@@ -44,7 +56,7 @@ type Service struct {
 
 	mu sync.Mutex
 	// onGeneral hear of the general settings whenever they change (on
-	// this replica at once, on the others within WatchEvery).
+	// this replica at once, on the others when Watch reads them).
 	onGeneral []func(General)
 	last      *General
 }
@@ -164,6 +176,12 @@ func (s *Service) UpdateGeneral(ctx context.Context, attrs map[string]json.RawMe
 		return General{}, err
 	}
 	s.changed(g)
+	// The other replicas keep the rate limit in memory: they read the
+	// settings again now (the change is made; a lost wake-up reaches them
+	// within WatchEvery).
+	if err := s.o.DB.NotifyOthers(ctx, Channel); err != nil {
+		s.o.Logger.WarnContext(ctx, "telling the other replicas of the new site settings", "error", err)
+	}
 	return g, nil
 }
 
@@ -265,13 +283,29 @@ func (s *Service) changed(g General) {
 	}
 }
 
-// Watch reads the general settings every WatchEvery (every, when not
-// zero) until ctx ends and tells the OnGeneral functions of each change
-// (another replica's among them). It runs on every replica.
+// Watch reads the general settings now, whenever another replica says it
+// changed them (Channel) and every WatchEvery (every, when not zero; on
+// SQLite every second) until ctx ends, and tells the OnGeneral functions
+// of each change. It runs on every replica.
 func (s *Service) Watch(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = WatchEvery
+		if s.o.DB.Driver().Name() != "postgres" {
+			every = watchSQLite
+		}
 	}
+	wake := make(chan struct{}, 1)
+	listened := make(chan struct{})
+	go func() {
+		defer close(listened)
+		loops.Listen(ctx, s.o.DB, Channel, 5*time.Second, s.o.Logger, func() {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	defer func() { <-listened }()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -285,6 +319,7 @@ func (s *Service) Watch(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
 	}
 }

@@ -16,8 +16,9 @@
 //     can-create-organizations all ask;
 //   - api-rate-limiting-enabled and api-rate-limit: the per-token rate
 //     limiter (internal/httplimit), which keeps the limit in memory: the
-//     replica that changes it at once, the others within WatchEvery (each
-//     replica reads the settings row once a second; no request reads it);
+//     replica that changes it at once, the others when its wake-up
+//     (Channel) reaches them, on PostgreSQL, or within a second on
+//     SQLite (Service.Watch; no request reads the row);
 //   - default-remote-state-access: global-remote-state of a workspace
 //     created without one (internal/workspace);
 //   - plan-timeout and apply-timeout: what a runner gives a plan or an
