@@ -158,11 +158,15 @@ func TestDeploymentRuns(t *testing.T) {
 	}
 	t.Parallel()
 	engines := testenv.Engines(t)
-	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
-		for _, eng := range engines {
-			t.Run(eng.Label(), func(t *testing.T) { deploymentScenario(t, e, eng) })
-		}
-	})
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := testenv.New(t, testenv.Options{Store: st})
+			for _, eng := range engines {
+				t.Run(eng.Label(), func(t *testing.T) { deploymentScenario(t, e, eng) })
+			}
+		})
+	}
 }
 
 func deploymentScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
@@ -382,11 +386,17 @@ func TestDeploymentRunLifecycle(t *testing.T) {
 	}
 	t.Parallel()
 	engines := testenv.Engines(t)
-	testenv.ForEachStore(t, func(t *testing.T, e *testenv.Env) {
-		for _, eng := range engines {
-			t.Run(eng.Label(), func(t *testing.T) { lifecycleScenario(t, e, eng) })
-		}
-	})
+	// The stores side by side, each on a server (and runner) of its own:
+	// each scenario spends most of its minute waiting on runs.
+	for _, st := range testenv.Stores {
+		t.Run(st, func(t *testing.T) {
+			t.Parallel()
+			e := testenv.New(t, testenv.Options{Store: st})
+			for _, eng := range engines {
+				t.Run(eng.Label(), func(t *testing.T) { lifecycleScenario(t, e, eng) })
+			}
+		})
+	}
 }
 
 func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
