@@ -36,6 +36,7 @@ func TestCLIShowsAFailedApply(t *testing.T) {
 				name += "-sro"
 			}
 			t.Run(name, func(t *testing.T) {
+				t.Parallel() // a workspace of its own; see parallel in TestMain
 				if _, err := c.Workspaces.Create(ctx, org, tfe.WorkspaceCreateOptions{Name: tfe.String(name),
 					TerraformVersion: tfe.String(eng.Version), StructuredRunOutputEnabled: tfe.Bool(sro)}); err != nil {
 					t.Fatal(err)

@@ -44,6 +44,7 @@ func TestTerraformPrivateRegistryModule(t *testing.T) {
 	for _, eng := range engines(t) {
 		for _, st := range testenv.Stores {
 			t.Run(eng.Label()+"/"+st, func(t *testing.T) {
+				t.Parallel() // a server of its own; see parallel in TestMain
 				e := testenv.New(t, testenv.Options{Store: st})
 				testPrivateRegistryModule(t, e, newEngineCLI(t, e, eng))
 			})
