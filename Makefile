@@ -35,7 +35,13 @@ gitea: ## build Gitea (tools/gitea/version), the git server the VCS-driven works
 	tools/gitea/build.sh .cache
 
 test: vet engines oidc-provider versitygw vault gitea ## the whole test suite: both stores, every engine (terraform on PATH, terraform 1.5.7, tofu), S3 on versitygw, a real Vault, real HTTPS, with the store's transaction guard and the JSON:API encoder check on
-	TERRACE_STORE_TXGUARD=1 TERRACE_JSONAPI_CHECK=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m ./...
+	TERRACE_STORE_TXGUARD=1 TERRACE_JSONAPI_CHECK=1 TERRACE_TEST_ENGINES_DIR=$(ENGINES_DIR) $(GO) test -count=1 -timeout 40m $(TEST_LDFLAGS) ./...
+
+# The test binaries are linked without the symbol table and DWARF (-s -w): a
+# third less link time for each of some sixty binaries; stack traces come
+# from the runtime's own tables and stay whole. TEST_LDFLAGS= keeps them
+# (a debugger needs DWARF).
+TEST_LDFLAGS ?= -ldflags='-s -w'
 
 test-short: ## the fast inner loop (skips the slow end-to-end tests)
 	$(GO) test -short -count=1 ./...
