@@ -177,9 +177,9 @@ func (s *Service) UpdateGeneral(ctx context.Context, attrs map[string]json.RawMe
 	}
 	s.changed(g)
 	// The other replicas keep the rate limit in memory: they read the
-	// settings again now (the change is made; a lost wake-up reaches them
-	// within WatchEvery).
-	if err := s.o.DB.NotifyOthers(ctx, Channel); err != nil {
+	// settings again now (the change is made, whether or not the caller
+	// still waits; a lost wake-up reaches them within WatchEvery).
+	if err := s.o.DB.NotifyOthers(context.WithoutCancel(ctx), Channel); err != nil {
 		s.o.Logger.WarnContext(ctx, "telling the other replicas of the new site settings", "error", err)
 	}
 	return g, nil
