@@ -273,13 +273,22 @@ func build(goos, goarch string) (map[string]string, error) {
 // moduleRoot finds the directory holding this module's go.mod, from the
 // location of this source file (so it works from any working directory, as
 // long as the source tree is present, which is the case for tests and
-// `go run`).
+// `go run`). A binary built with -trimpath (CI's tests) knows the file only
+// by its import path: then it looks from the working directory, which is
+// the package's own directory in a test.
 func moduleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("testprovider: cannot locate source file")
 	}
 	dir := filepath.Dir(file)
+	if !filepath.IsAbs(dir) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("testprovider: %w", err)
+		}
+		dir = wd
+	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 			return dir, nil
