@@ -157,13 +157,20 @@ func TestDeploymentRuns(t *testing.T) {
 		t.Skip("runs terraform")
 	}
 	t.Parallel()
+	everyEngineSideBySide(t, deploymentScenario)
+}
+
+// everyEngineSideBySide runs scenario for every engine, one after another,
+// on each store; the stores side by side, each on a server (and runner) of
+// its own: a scenario spends most of its minute waiting on runs.
+func everyEngineSideBySide(t *testing.T, scenario func(*testing.T, *testenv.Env, testenv.Engine)) {
 	engines := testenv.Engines(t)
 	for _, st := range testenv.Stores {
 		t.Run(st, func(t *testing.T) {
 			t.Parallel()
 			e := testenv.New(t, testenv.Options{Store: st})
 			for _, eng := range engines {
-				t.Run(eng.Label(), func(t *testing.T) { deploymentScenario(t, e, eng) })
+				t.Run(eng.Label(), func(t *testing.T) { scenario(t, e, eng) })
 			}
 		})
 	}
@@ -385,18 +392,7 @@ func TestDeploymentRunLifecycle(t *testing.T) {
 		t.Skip("runs terraform")
 	}
 	t.Parallel()
-	engines := testenv.Engines(t)
-	// The stores side by side, each on a server (and runner) of its own:
-	// each scenario spends most of its minute waiting on runs.
-	for _, st := range testenv.Stores {
-		t.Run(st, func(t *testing.T) {
-			t.Parallel()
-			e := testenv.New(t, testenv.Options{Store: st})
-			for _, eng := range engines {
-				t.Run(eng.Label(), func(t *testing.T) { lifecycleScenario(t, e, eng) })
-			}
-		})
-	}
+	everyEngineSideBySide(t, lifecycleScenario)
 }
 
 func lifecycleScenario(t *testing.T, e *testenv.Env, eng testenv.Engine) {
