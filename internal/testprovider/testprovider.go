@@ -273,7 +273,7 @@ func build(goos, goarch string) (map[string]string, error) {
 // moduleRoot finds the directory holding this module's go.mod, from the
 // location of this source file (so it works from any working directory, as
 // long as the source tree is present, which is the case for tests and
-// `go run`). A binary built with -trimpath (CI's tests) knows the file only
+// `go run`). A binary built with -trimpath (which CI may use) knows the file only
 // by its import path: then it looks from the working directory, which is
 // the package's own directory in a test.
 func moduleRoot() (string, error) {
