@@ -294,16 +294,11 @@ func (s *Service) Watch(ctx context.Context, every time.Duration) {
 			every = watchSQLite
 		}
 	}
-	wake := make(chan struct{}, 1)
+	wake := loops.NewWake()
 	listened := make(chan struct{})
 	go func() {
 		defer close(listened)
-		loops.Listen(ctx, s.o.DB, Channel, 5*time.Second, s.o.Logger, func() {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
+		loops.Listen(ctx, s.o.DB, Channel, 5*time.Second, s.o.Logger, wake.Local)
 	}()
 	defer func() { <-listened }()
 	t := time.NewTicker(every)
@@ -319,7 +314,7 @@ func (s *Service) Watch(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-wake:
+		case <-wake.C():
 		}
 	}
 }
