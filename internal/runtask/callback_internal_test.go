@@ -18,15 +18,12 @@ import (
 // pending to running, after the service answered, and a service may call
 // back before that). A callback that loses that race reads again and
 // moves the result from where it is now; one that finds it final is
-// refused as such. The hook
-// makes each race happen at the same point on every run, on both stores.
+// refused as such. The hook makes each race happen at the same point on
+// every run, on both stores.
 func TestCallbackRace(t *testing.T) {
 	storetest.ForEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		if _, err := db.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc)
-				VALUES ('run-race', 'ws-race', 'acme', 'cv-race', 'post_plan_running', ?, ?, 'plan-race', 'apply-race', 1, 1, '{}')`, false, false); err != nil {
-			t.Fatal(err)
-		}
+		insertRun(t, db, "run-race", "ws-race", "post_plan_running")
 		if _, err := db.Exec(ctx, `INSERT INTO task_stages (`+stageCols+`) VALUES ('ts-race', 'run-race', 'acme', 'ws-race', 'post_plan', 'running', '{}', 1, 1)`); err != nil {
 			t.Fatal(err)
 		}

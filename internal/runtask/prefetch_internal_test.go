@@ -21,10 +21,7 @@ func TestPrefetchStageIDs(t *testing.T) {
 		var runs []string
 		for i := range 3 {
 			id := fmt.Sprintf("run-s%d", i)
-			if _, err := db.Exec(ctx, `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc)
-					VALUES (?, 'ws-s', 'acme', 'cv-x', 'applied', ?, ?, ?, ?, 1, 1, '{}')`, id, false, false, "plan-"+id, "apply-"+id); err != nil {
-				t.Fatal(err)
-			}
+			insertRun(t, db, id, "ws-s", "applied")
 			runs = append(runs, id)
 			// Inserted in reverse stage order (ts-i-j is stage j); run-s0 has none.
 			for j, st := range slices.Backward(Stages[:i*2]) {
@@ -59,4 +56,14 @@ func TestPrefetchStageIDs(t *testing.T) {
 			t.Errorf("the page's stage IDs took %d queries, want 1", n)
 		}
 	})
+}
+
+// insertRun writes the row of a run in workspace ws with the given status,
+// as far as this package's tables need one (stages and results point at it).
+func insertRun(t *testing.T, db *store.DB, id, ws, status string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), `INSERT INTO runs (id, workspace_id, organization_name, configuration_version_id, status, plan_only, assessment, plan_id, apply_id, created_at, updated_at, doc)
+		VALUES (?, ?, 'acme', 'cv-x', ?, ?, ?, ?, ?, 1, 1, '{}')`, id, ws, status, false, false, "plan-"+id, "apply-"+id); err != nil {
+		t.Fatal(err)
+	}
 }
